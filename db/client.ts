@@ -1,0 +1,29 @@
+/** Postgres connections: one postgres.js pool per process, wrapped by Drizzle. */
+import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import * as schema from './schema';
+
+export type Db = PostgresJsDatabase<typeof schema> & { $client: postgres.Sql };
+/** A transaction or the database itself: query functions accept either. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0] | Db;
+
+export interface DbOptions {
+  max?: number;
+  /** Application name shown in pg_stat_activity. */
+  applicationName?: string;
+}
+
+export function createDb(url: string, opts: DbOptions = {}): Db {
+  const client = postgres(url, {
+    max: opts.max ?? 10,
+    onnotice: () => {},
+    connection: { application_name: opts.applicationName ?? 'propsync' },
+    // bigint columns hold money in minor units; they fit in a JS number.
+    types: { bigint: postgres.BigInt },
+  });
+  return drizzle(client, { schema }) as Db;
+}
+
+export async function closeDb(db: Db): Promise<void> {
+  await db.$client.end({ timeout: 5 });
+}

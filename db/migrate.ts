@@ -1,0 +1,49 @@
+/**
+ * Creates the database when it does not exist and applies the committed migrations. Idempotent.
+ * Used by `npm start`, the test setup and `npm run db:migrate`.
+ */
+import { fileURLToPath } from 'node:url';
+import { migrate } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
+import { closeDb, createDb } from './client';
+
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL('./migrations', import.meta.url));
+
+export async function ensureDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_-]+$/.test(name)) throw new Error(`DATABASE_URL names an unsupported database: ${name}`);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+  try {
+    const rows = await sql`select 1 from pg_database where datname = ${name}`;
+    if (rows.length === 0) {
+      try {
+        await sql.unsafe(`create database "${name}"`);
+      } catch (err) {
+        // Another process created it between our check and our create.
+        if ((err as { code?: string }).code !== '42P04') throw err;
+      }
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+export async function migrateDatabase(url: string): Promise<void> {
+  await ensureDatabase(url);
+  const db = createDb(url, { max: 1, applicationName: 'propsync-migrate' });
+  try {
+    await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  } finally {
+    await closeDb(db);
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const { loadConfigOrExit } = await import('../config');
+  const cfg = loadConfigOrExit();
+  await migrateDatabase(cfg.DATABASE_URL);
+  console.log('migrations applied');
+}

@@ -1,0 +1,653 @@
+/**
+ * The one write path for synced records, used by the sync, by write-back read-backs and by test seeding:
+ * map CDM input to rows, upsert only what changed (by content hash), resolve references by x_id, soft-delete
+ * what a complete run did not see, and record the change events in the outbox in the same transaction.
+ *
+ * Also the one serializer from rows to API records, so events and reads show records identically.
+ */
+import { createHash } from 'node:crypto';
+import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
+import type {
+  Entity,
+  InputOf,
+  Lease,
+  LeaseInput,
+  LeaseResident,
+  Money,
+  Property,
+  PropertyInput,
+  PropertySummary,
+  RecordOf,
+  Resident,
+  ResidentInput,
+  Unit,
+  UnitInput,
+} from '../domain/cdm';
+import { categoryOf, eventFor, type EventType } from '../domain/events';
+import type { Mode } from '../domain/plans';
+import type { Tx } from './client';
+import { newId } from './ids';
+import { events, leaseResidents, leases, properties, residents, syncSeen, units } from './schema';
+
+export const TABLES = { property: properties, unit: units, resident: residents, lease: leases } as const;
+/** Any entity table, typed by the columns all of them share (for queries over common columns only). */
+export function tableOf(entity: Entity): typeof properties {
+  return TABLES[entity] as unknown as typeof properties;
+}
+export type PropertyRow = typeof properties.$inferSelect;
+export type UnitRow = typeof units.$inferSelect;
+export type ResidentRow = typeof residents.$inferSelect;
+export type LeaseRow = typeof leases.$inferSelect;
+export interface RowOf {
+  property: PropertyRow;
+  unit: UnitRow;
+  resident: ResidentRow;
+  lease: LeaseRow;
+}
+
+/** Max JSON size of an event; larger ones are sent truncated (DECISIONS.md). */
+export const MAX_EVENT_BYTES = 1_000_000;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Serialization: rows to API records
+// ---------------------------------------------------------------------------------------------------------------
+
+export const iso = (d: Date): string => d.toISOString();
+const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null);
+const money = (amount: number | null, currency: string | null): Money | null =>
+  amount === null || currency === null ? null : { amount: Number(amount), currency };
+
+function commonOf(row: PropertyRow | UnitRow | ResidentRow | LeaseRow) {
+  return {
+    id: row.id,
+    x_id: row.xId,
+    organization_id: row.organizationId,
+    integration_id: row.integrationId,
+  };
+}
+function timesOf(row: PropertyRow | UnitRow | ResidentRow | LeaseRow) {
+  return {
+    custom_data: row.customData ?? {},
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+    deleted_at: isoOrNull(row.deletedAt),
+    ps_synced_at: isoOrNull(row.psSyncedAt),
+  };
+}
+
+export function propertyRecord(r: PropertyRow): Property {
+  return {
+    ...commonOf(r),
+    name: r.name,
+    type: r.type,
+    status: r.status,
+    address: r.address ?? null,
+    description: r.description,
+    year_built: r.yearBuilt,
+    total_units: r.totalUnits,
+    total_buildings: r.totalBuildings,
+    total_floors: r.totalFloors,
+    website_url: r.websiteUrl,
+    email: r.email,
+    phones: r.phones ?? null,
+    latitude: r.latitude,
+    longitude: r.longitude,
+    timezone_id: r.timezoneId,
+    management_company_name: r.managementCompanyName,
+    tax_id: r.taxId,
+    pet_policy: r.petPolicy,
+    smoking_policy: r.smokingPolicy,
+    media: r.media ?? null,
+    ...timesOf(r),
+  };
+}
+
+/** The reduced record of GET /v1/properties. */
+export function propertySummary(r: PropertyRow): PropertySummary {
+  return {
+    ...commonOf(r),
+    name: r.name,
+    type: r.type,
+    status: r.status,
+    custom_data: r.customData ?? {},
+    created_at: iso(r.createdAt),
+    updated_at: iso(r.updatedAt),
+  };
+}
+
+export function unitRecord(r: UnitRow): Unit {
+  return {
+    ...commonOf(r),
+    property_id: r.propertyId,
+    unit_number: r.unitNumber,
+    floorplan_name: r.floorplanName,
+    bedrooms: r.bedrooms,
+    bathrooms: r.bathrooms,
+    square_feet: r.squareFeet,
+    max_occupants: r.maxOccupants,
+    market_rent: money(r.marketRentAmount, r.marketRentCurrency),
+    status: r.status,
+    note: r.note,
+    address: r.address ?? null,
+    ...timesOf(r),
+  };
+}
+
+export function residentRecord(r: ResidentRow): Resident {
+  return {
+    ...commonOf(r),
+    property_id: r.propertyId,
+    first_name: r.firstName,
+    middle_name: r.middleName,
+    last_name: r.lastName,
+    email: r.email,
+    phones: r.phones ?? null,
+    date_of_birth: r.dateOfBirth,
+    address: r.address ?? null,
+    status: r.status,
+    ...timesOf(r),
+  };
+}
+
+export function leaseRecord(r: LeaseRow, people: LeaseResident[]): Lease {
+  return {
+    ...commonOf(r),
+    property_id: r.propertyId,
+    unit_id: r.unitId,
+    resident_ids: people.map((p) => p.resident_id),
+    residents: people,
+    status: r.status,
+    type: r.type,
+    start_date: r.startDate,
+    end_date: r.endDate,
+    move_in_date: r.moveInDate,
+    move_out_date: r.moveOutDate,
+    notice_date: r.noticeDate,
+    signed_date: r.signedDate,
+    rent_amount: money(r.rentAmount, r.rentCurrency) ?? { amount: 0, currency: 'USD' },
+    security_deposit: money(r.securityDepositAmount, r.securityDepositCurrency),
+    balance: money(r.balanceAmount, r.balanceCurrency),
+    term_months: r.termMonths,
+    renewal_status: r.renewalStatus,
+    is_renewal: r.isRenewal,
+    previous_lease_id: r.previousLeaseId,
+    concessions: r.concessions,
+    notes: r.notes,
+    ...timesOf(r),
+  };
+}
+
+/** The nested `residents` of each lease, in their source order. */
+export async function loadLeaseResidents(tx: Tx, leaseIds: string[]): Promise<Map<string, LeaseResident[]>> {
+  const out = new Map<string, LeaseResident[]>();
+  if (leaseIds.length === 0) return out;
+  const rows = await tx
+    .select()
+    .from(leaseResidents)
+    .where(inArray(leaseResidents.leaseId, leaseIds))
+    .orderBy(leaseResidents.leaseId, leaseResidents.position);
+  for (const r of rows) {
+    const list = out.get(r.leaseId) ?? [];
+    list.push({ resident_id: r.residentId, x_id: r.xId, role: r.role });
+    out.set(r.leaseId, list);
+  }
+  return out;
+}
+
+/** Serialize rows of any entity, loading lease residents in one query. */
+export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf[E][]): Promise<RecordOf[E][]> {
+  switch (entity) {
+    case 'property':
+      return (rows as PropertyRow[]).map(propertyRecord) as RecordOf[E][];
+    case 'unit':
+      return (rows as UnitRow[]).map(unitRecord) as RecordOf[E][];
+    case 'resident':
+      return (rows as ResidentRow[]).map(residentRecord) as RecordOf[E][];
+    default: {
+      const people = await loadLeaseResidents(
+        tx,
+        (rows as LeaseRow[]).map((r) => r.id),
+      );
+      return (rows as LeaseRow[]).map((r) => leaseRecord(r, people.get(r.id) ?? [])) as RecordOf[E][];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Content hashing and diffs
+// ---------------------------------------------------------------------------------------------------------------
+
+/** JSON with object keys sorted at every depth, so equal content always hashes equally. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const keys = Object.keys(value as Record<string, unknown>)
+    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+}
+
+export function contentHash(input: unknown): string {
+  return createHash('sha256').update(canonicalJson(input)).digest('hex');
+}
+
+/** Fields that are bookkeeping, never "changed" content. */
+const NOT_CONTENT = new Set(['id', 'organization_id', 'integration_id', 'created_at', 'updated_at', 'ps_synced_at']);
+
+/** Names of the record fields whose values differ between two serialized records. */
+export function changedFields(before: Record<string, unknown>, after: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const key of Object.keys(after)) {
+    if (NOT_CONTENT.has(key)) continue;
+    if (canonicalJson(before[key]) !== canonicalJson(after[key])) out.push(key);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Mapping CDM input to row values
+// ---------------------------------------------------------------------------------------------------------------
+
+interface Refs {
+  property: Map<string, string>;
+  unit: Map<string, string>;
+  resident: Map<string, string>;
+  lease: Map<string, string>;
+}
+
+function propertyValues(i: PropertyInput) {
+  return {
+    name: i.name,
+    type: i.type,
+    status: i.status,
+    address: i.address,
+    description: i.description,
+    yearBuilt: i.year_built,
+    totalUnits: i.total_units,
+    totalBuildings: i.total_buildings,
+    totalFloors: i.total_floors,
+    websiteUrl: i.website_url,
+    email: i.email,
+    phones: i.phones,
+    latitude: i.latitude,
+    longitude: i.longitude,
+    timezoneId: i.timezone_id,
+    managementCompanyName: i.management_company_name,
+    taxId: i.tax_id,
+    petPolicy: i.pet_policy,
+    smokingPolicy: i.smoking_policy,
+    media: i.media,
+  };
+}
+function unitValues(i: UnitInput, refs: Refs) {
+  return {
+    propertyId: i.property_x_id ? (refs.property.get(i.property_x_id) ?? null) : null,
+    unitNumber: i.unit_number,
+    floorplanName: i.floorplan_name,
+    bedrooms: i.bedrooms,
+    bathrooms: i.bathrooms,
+    squareFeet: i.square_feet,
+    maxOccupants: i.max_occupants,
+    marketRentAmount: i.market_rent?.amount ?? null,
+    marketRentCurrency: i.market_rent?.currency ?? null,
+    status: i.status,
+    note: i.note,
+    address: i.address,
+  };
+}
+function residentValues(i: ResidentInput, refs: Refs) {
+  return {
+    propertyId: i.property_x_id ? (refs.property.get(i.property_x_id) ?? null) : null,
+    firstName: i.first_name,
+    middleName: i.middle_name,
+    lastName: i.last_name,
+    email: i.email,
+    phones: i.phones,
+    dateOfBirth: i.date_of_birth,
+    address: i.address,
+    status: i.status,
+  };
+}
+function leaseValues(i: LeaseInput, refs: Refs) {
+  return {
+    propertyId: i.property_x_id ? (refs.property.get(i.property_x_id) ?? null) : null,
+    unitId: i.unit_x_id ? (refs.unit.get(i.unit_x_id) ?? null) : null,
+    status: i.status,
+    type: i.type,
+    startDate: i.start_date,
+    endDate: i.end_date,
+    moveInDate: i.move_in_date,
+    moveOutDate: i.move_out_date,
+    noticeDate: i.notice_date,
+    signedDate: i.signed_date,
+    rentAmount: i.rent_amount.amount,
+    rentCurrency: i.rent_amount.currency,
+    securityDepositAmount: i.security_deposit?.amount ?? null,
+    securityDepositCurrency: i.security_deposit?.currency ?? null,
+    balanceAmount: i.balance?.amount ?? null,
+    balanceCurrency: i.balance?.currency ?? null,
+    termMonths: i.term_months,
+    renewalStatus: i.renewal_status,
+    isRenewal: i.is_renewal,
+    previousLeaseId: i.previous_lease_x_id ? (refs.lease.get(i.previous_lease_x_id) ?? null) : null,
+    concessions: i.concessions,
+    notes: i.notes,
+  };
+}
+
+async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof Refs]: Set<string> }): Promise<Refs> {
+  const refs: Refs = { property: new Map(), unit: new Map(), resident: new Map(), lease: new Map() };
+  for (const entity of Object.keys(wanted) as (keyof Refs)[]) {
+    const xIds = [...wanted[entity]];
+    if (xIds.length === 0) continue;
+    const t = tableOf(entity);
+    const rows = await tx
+      .select({ id: t.id, xId: t.xId })
+      .from(t)
+      .where(and(eq(t.integrationId, integrationId), inArray(t.xId, xIds)));
+    for (const r of rows) refs[entity].set(r.xId, r.id);
+  }
+  return refs;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Upsert
+// ---------------------------------------------------------------------------------------------------------------
+
+export interface IntegrationRef {
+  id: string;
+  organizationId: string;
+  mode: Mode;
+}
+
+export interface ApplyContext {
+  integration: IntegrationRef;
+  /** Record change events in the outbox (false during an integration's first sync). */
+  emitEvents: boolean;
+  /** When set, the x_ids are recorded as seen by this sync run (for soft-deleting what vanished). */
+  syncJobId?: string;
+  operationId?: string;
+  now?: Date;
+}
+
+export interface ApplyResult {
+  created: number;
+  updated: number;
+  unchanged: number;
+  /** CDM id of every input record, by x_id. */
+  ids: Map<string, string>;
+  /** Ids of the events recorded, in order. */
+  eventIds: string[];
+}
+
+/** Rows are written in chunks that stay well under Postgres's 65k bind parameters. */
+const CHUNK = 500;
+function chunks<T>(items: T[], size = CHUNK): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Serializes writers of one integration's entity table (a sync page and a write-back read-back). */
+async function lockEntity(tx: Tx, integrationId: string, entity: Entity): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`${integrationId}:${entity}`}, 0))`);
+}
+
+interface EventDraft {
+  type: EventType;
+  data: Record<string, unknown>;
+  recordId: string;
+}
+
+/** Build the outbox row of an event, truncating data that would make the envelope exceed 1 MB. */
+function eventRow(ctx: ApplyContext, draft: EventDraft, createdAt: Date) {
+  const id = newId('event');
+  let data = draft.data;
+  if (Buffer.byteLength(JSON.stringify(data)) > MAX_EVENT_BYTES - 2_000) {
+    data = {
+      id: data.id,
+      x_id: data.x_id,
+      updated_at: data.updated_at,
+      changed: data.changed ?? Object.keys(draft.data).filter((k) => !NOT_CONTENT.has(k)),
+      truncated: true,
+    };
+  }
+  return {
+    id,
+    organizationId: ctx.integration.organizationId,
+    integrationId: ctx.integration.id,
+    mode: ctx.integration.mode,
+    type: draft.type,
+    category: categoryOf(draft.type),
+    data,
+    syncJobId: ctx.syncJobId ?? null,
+    operationId: ctx.operationId ?? null,
+    recordId: draft.recordId,
+    createdAt,
+  };
+}
+
+/**
+ * Upsert a batch of mapped records of one entity inside the caller's transaction. Only records whose mapped
+ * content changed are written; `updated_at` moves only for them. Idempotent: applying the same batch again
+ * changes nothing and records no event, so a retried sync page never duplicates events.
+ */
+export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, entity: E, inputs: InputOf[E][]): Promise<ApplyResult> {
+  const result: ApplyResult = { created: 0, updated: 0, unchanged: 0, ids: new Map(), eventIds: [] };
+  if (inputs.length === 0) return result;
+  const now = ctx.now ?? new Date();
+  const integrationId = ctx.integration.id;
+  const table = tableOf(entity);
+  await lockEntity(tx, integrationId, entity);
+
+  // The last occurrence of an x_id in a batch wins (a source may repeat a record across a page boundary).
+  const byXId = new Map<string, InputOf[E]>();
+  for (const input of inputs) byXId.set(input.x_id, input);
+  const batch = [...byXId.values()];
+  const xIds = [...byXId.keys()];
+
+  if (ctx.syncJobId) {
+    for (const part of chunks(xIds, 2000)) {
+      await tx
+        .insert(syncSeen)
+        .values(part.map((xId) => ({ syncJobId: ctx.syncJobId!, entity, xId })))
+        .onConflictDoNothing();
+    }
+  }
+
+  // Resolve references by x_id.
+  const wanted = { property: new Set<string>(), unit: new Set<string>(), resident: new Set<string>(), lease: new Set<string>() };
+  for (const i of batch as unknown as Record<string, unknown>[]) {
+    if (typeof i.property_x_id === 'string') wanted.property.add(i.property_x_id);
+    if (typeof i.unit_x_id === 'string') wanted.unit.add(i.unit_x_id);
+    if (typeof i.previous_lease_x_id === 'string') wanted.lease.add(i.previous_lease_x_id);
+    if (Array.isArray(i.residents)) for (const p of i.residents as { x_id: string }[]) wanted.resident.add(p.x_id);
+  }
+  const refs = await resolveRefs(tx, integrationId, wanted);
+
+  // Existing rows of this batch.
+  const existing = new Map<string, RowOf[E]>();
+  for (const part of chunks(xIds)) {
+    const rows = (await tx
+      .select()
+      .from(table)
+      .where(and(eq(table.integrationId, integrationId), inArray(table.xId, part)))) as RowOf[E][];
+    for (const r of rows) existing.set(r.xId, r);
+  }
+  const existingPeople =
+    entity === 'lease' ? await loadLeaseResidents(tx, [...existing.values()].map((r) => r.id)) : new Map<string, LeaseResident[]>();
+
+  const inserts: Record<string, unknown>[] = [];
+  const updates: { id: string; values: Record<string, unknown> }[] = [];
+  const peopleOf = new Map<string, LeaseResident[]>();
+  const drafts: { row: RowOf[E]; before: Record<string, unknown> | null; previousStatus: string | null }[] = [];
+
+  for (const input of batch) {
+    const { x_id: xId, custom_data: customData } = input;
+    const hash = contentHash(input);
+    const prev = existing.get(xId);
+    if (prev && prev.contentHash === hash && prev.deletedAt === null) {
+      result.unchanged++;
+      result.ids.set(xId, prev.id);
+      continue;
+    }
+    const id = prev?.id ?? newId(entity);
+    result.ids.set(xId, id);
+    let values: Record<string, unknown>;
+    switch (entity) {
+      case 'property':
+        values = propertyValues(input as PropertyInput);
+        break;
+      case 'unit':
+        values = unitValues(input as UnitInput, refs);
+        break;
+      case 'resident':
+        values = residentValues(input as ResidentInput, refs);
+        break;
+      default: {
+        const li = input as LeaseInput;
+        values = leaseValues(li, refs);
+        const people: LeaseResident[] = [];
+        for (const p of li.residents) {
+          const residentId = refs.resident.get(p.x_id);
+          if (residentId && !people.some((q) => q.resident_id === residentId)) people.push({ resident_id: residentId, x_id: p.x_id, role: p.role });
+        }
+        peopleOf.set(id, people);
+      }
+    }
+    const full = {
+      ...values,
+      id,
+      organizationId: ctx.integration.organizationId,
+      integrationId,
+      mode: ctx.integration.mode,
+      xId,
+      customData,
+      contentHash: hash,
+      createdAt: prev?.createdAt ?? now,
+      updatedAt: now,
+      deletedAt: null,
+      psSyncedAt: now,
+    } as unknown as RowOf[E];
+    if (prev) {
+      updates.push({ id, values: { ...values, customData, contentHash: hash, updatedAt: now, deletedAt: null, psSyncedAt: now } });
+      result.updated++;
+      const before =
+        entity === 'lease'
+          ? leaseRecord(prev as LeaseRow, existingPeople.get(prev.id) ?? [])
+          : serializeOne(entity, prev);
+      drafts.push({ row: full, before: before as unknown as Record<string, unknown>, previousStatus: (prev as { status?: string | null }).status ?? null });
+    } else {
+      inserts.push(full as unknown as Record<string, unknown>);
+      result.created++;
+      drafts.push({ row: full, before: null, previousStatus: null });
+    }
+  }
+
+  for (const part of chunks(inserts)) await tx.insert(table).values(part as never);
+  for (const u of updates) await tx.update(table).set(u.values as never).where(eq(table.id, u.id));
+  if (entity === 'lease') {
+    const touched = [...peopleOf.keys()];
+    const changedLeases = touched.filter((id) => updates.some((u) => u.id === id));
+    for (const part of chunks(changedLeases)) await tx.delete(leaseResidents).where(inArray(leaseResidents.leaseId, part));
+    const rows = touched.flatMap((leaseId) =>
+      (peopleOf.get(leaseId) ?? []).map((p, position) => ({ leaseId, residentId: p.resident_id, xId: p.x_id, role: p.role, position })),
+    );
+    for (const part of chunks(rows)) await tx.insert(leaseResidents).values(part);
+  }
+
+  // Renewals may point at a lease of the same batch, which only now has an id.
+  if (entity === 'lease') {
+    const dangling = (batch as LeaseInput[]).filter(
+      (i) => i.previous_lease_x_id && !refs.lease.has(i.previous_lease_x_id) && result.ids.has(i.previous_lease_x_id),
+    );
+    for (const i of dangling) {
+      const id = result.ids.get(i.x_id)!;
+      const previousLeaseId = result.ids.get(i.previous_lease_x_id!)!;
+      await tx.update(leases).set({ previousLeaseId }).where(eq(leases.id, id));
+      const d = drafts.find((x) => x.row.id === id);
+      if (d) (d.row as LeaseRow).previousLeaseId = previousLeaseId;
+    }
+  }
+
+  if (ctx.emitEvents && drafts.length > 0) {
+    const rows = drafts.map((d) => {
+      const after = (entity === 'lease'
+        ? leaseRecord(d.row as LeaseRow, peopleOf.get(d.row.id) ?? [])
+        : serializeOne(entity, d.row)) as unknown as Record<string, unknown>;
+      const changed = d.before ? changedFields(d.before, after) : [];
+      const pick = eventFor(
+        entity,
+        d.before ? { kind: 'updated', previousStatus: d.previousStatus, changed } : { kind: 'created' },
+        after as { status?: string | null; is_renewal?: boolean | null; deleted_at?: string | null },
+      );
+      const data = pick.full
+        ? d.before
+          ? { ...after, changed }
+          : after
+        : { ...Object.fromEntries(changed.map((k) => [k, after[k]])), id: after.id, x_id: after.x_id, updated_at: after.updated_at, changed };
+      // Event ids are monotonic ULIDs, so (created_at, id) keeps production order within a batch.
+      return eventRow(ctx, { type: pick.type, data, recordId: d.row.id }, now);
+    });
+    for (const part of chunks(rows)) await tx.insert(events).values(part);
+    result.eventIds.push(...rows.map((r) => r.id));
+  }
+  return result;
+}
+
+function serializeOne<E extends Entity>(entity: E, row: RowOf[E]): RecordOf[E] {
+  switch (entity) {
+    case 'property':
+      return propertyRecord(row as PropertyRow) as RecordOf[E];
+    case 'unit':
+      return unitRecord(row as UnitRow) as RecordOf[E];
+    case 'resident':
+      return residentRecord(row as ResidentRow) as RecordOf[E];
+    default:
+      throw new Error('leases are serialized with their residents');
+  }
+}
+
+/**
+ * Soft-delete the records of an integration that a complete sync run did not see, recording `*_UPDATED` events
+ * with `deleted_at`. Only called after every page of the run was applied; a failed run never soft-deletes.
+ */
+export async function softDeleteUnseen(
+  tx: Tx,
+  ctx: ApplyContext & { syncJobId: string },
+  entity: Entity,
+): Promise<{ softDeleted: number; eventIds: string[] }> {
+  const now = ctx.now ?? new Date();
+  const table = tableOf(entity);
+  await lockEntity(tx, ctx.integration.id, entity);
+  const gone = await tx
+    .update(table)
+    .set({ deletedAt: now, updatedAt: now })
+    .where(
+      and(
+        eq(table.integrationId, ctx.integration.id),
+        isNull(table.deletedAt),
+        sql`not exists (select 1 from ${syncSeen} s where s.sync_job_id = ${ctx.syncJobId} and s.entity = ${entity} and s.x_id = ${table.xId})`,
+      ),
+    )
+    .returning({ id: table.id, xId: table.xId });
+  const eventIds: string[] = [];
+  if (ctx.emitEvents && gone.length > 0) {
+    const type = (entity === 'lease' ? 'LEASE_UPDATED' : `${entity.toUpperCase()}_UPDATED`) as EventType;
+    const rows = gone.map((g) =>
+      eventRow(
+        ctx,
+        { type, recordId: g.id, data: { id: g.id, x_id: g.xId, deleted_at: iso(now), updated_at: iso(now), changed: ['deleted_at'] } },
+        now,
+      ),
+    );
+    for (const part of chunks(rows)) await tx.insert(events).values(part);
+    eventIds.push(...rows.map((r) => r.id));
+  }
+  return { softDeleted: gone.length, eventIds };
+}
+
+/** Forget what a sync run saw (called when the run ends, whatever its outcome). */
+export async function clearSeen(tx: Tx, syncJobId: string): Promise<void> {
+  await tx.delete(syncSeen).where(eq(syncSeen.syncJobId, syncJobId));
+}

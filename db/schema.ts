@@ -1,0 +1,318 @@
+/**
+ * The single source of truth for tables. Migrations in db/migrations are generated from this file
+ * (`npm run db:generate`) and committed.
+ *
+ * Every synced entity row carries organization_id, integration_id and the integration's mode, so that a key's
+ * visibility (its organization AND its mode) is a prefix of every list index and pages come straight off an index.
+ */
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  boolean,
+  date,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+import type { Address, JsonObject, Phone } from '../domain/cdm';
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
+const money = (name: string) => bigint(name, { mode: 'number' });
+
+export const organizations = pgTable('organizations', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  name: text('name').notNull(),
+  /** Override of the plan's org-wide limit (requests per minute); null = the highest plan among its integrations. */
+  rateLimitPerMinute: integer('rate_limit_per_minute'),
+  /** Override of the burst (bucket size); null = 10 % of the per-minute budget. */
+  rateLimitBurst: integer('rate_limit_burst'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
+export const integrations = pgTable(
+  'integrations',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    organizationId: uuid('organization_id')
+      .notNull()
+      .references(() => organizations.id),
+    name: text('name'),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    plan: text('plan', { enum: ['starter', 'growth', 'scale', 'enterprise'] }).notNull(),
+    sourceType: text('source_type', { enum: ['sandbox', 'entrata'] }).notNull(),
+    /** Connection settings: base_url and api_key for the source (sandbox: also size and seed). Never logged. */
+    sourceConfig: jsonb('source_config').$type<{ base_url: string; api_key: string; size?: number; seed?: number }>().notNull(),
+    /** Override of the plan's default cadence; null = plan default. */
+    syncIntervalSeconds: integer('sync_interval_seconds'),
+    firstSyncCompletedAt: ts('first_sync_completed_at'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    deletedAt: ts('deleted_at'),
+  },
+  (t) => [index('integrations_org_idx').on(t.organizationId, t.mode)],
+);
+
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    organizationId: uuid('organization_id')
+      .notNull()
+      .references(() => organizations.id),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    /** sha256 hex of the full key; the key itself is shown once and never stored. */
+    keyHash: text('key_hash').notNull(),
+    /** First characters of the key, for operators to recognise it (sk_test_AbCd…). */
+    keyPrefix: text('key_prefix').notNull(),
+    scopes: text('scopes').array().notNull(),
+    revokedAt: ts('revoked_at'),
+    lastUsedAt: ts('last_used_at'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('api_keys_hash_idx').on(t.keyHash), index('api_keys_org_idx').on(t.organizationId)],
+);
+
+/** Columns every synced entity has. */
+function common() {
+  return {
+    id: text('id').primaryKey(),
+    organizationId: uuid('organization_id').notNull(),
+    integrationId: uuid('integration_id').notNull(),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    xId: text('x_id').notNull(),
+    customData: jsonb('custom_data').$type<JsonObject>().notNull().default({}),
+    /** sha256 of the mapped CDM content: a record is changed only when this moves. */
+    contentHash: text('content_hash').notNull(),
+    createdAt: ts('created_at').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+    deletedAt: ts('deleted_at'),
+    psSyncedAt: ts('ps_synced_at'),
+  };
+}
+
+type CommonCols = ReturnType<typeof common>;
+/** Indexes every entity has: identity per (integration, x_id), and the two generic sort orders per visibility. */
+function commonIndexes(name: string, t: { [K in keyof CommonCols]: any }) {
+  return [
+    uniqueIndex(`${name}_integration_x_id_idx`).on(t.integrationId, t.xId),
+    index(`${name}_org_created_idx`).on(t.organizationId, t.mode, t.createdAt, t.id),
+    index(`${name}_org_updated_idx`).on(t.organizationId, t.mode, t.updatedAt, t.id),
+    index(`${name}_org_x_id_idx`).on(t.organizationId, t.mode, t.xId),
+  ];
+}
+
+export const properties = pgTable(
+  'properties',
+  {
+    ...common(),
+    name: text('name'),
+    type: text('type'),
+    status: text('status'),
+    address: jsonb('address').$type<Address>(),
+    description: text('description'),
+    yearBuilt: integer('year_built'),
+    totalUnits: integer('total_units'),
+    totalBuildings: integer('total_buildings'),
+    totalFloors: integer('total_floors'),
+    websiteUrl: text('website_url'),
+    email: text('email'),
+    phones: jsonb('phones').$type<Phone[]>(),
+    latitude: doublePrecision('latitude'),
+    longitude: doublePrecision('longitude'),
+    timezoneId: text('timezone_id'),
+    managementCompanyName: text('management_company_name'),
+    taxId: text('tax_id'),
+    petPolicy: text('pet_policy'),
+    smokingPolicy: text('smoking_policy'),
+    media: jsonb('media').$type<JsonObject[]>(),
+  },
+  (t) => [
+    ...commonIndexes('properties', t),
+    index('properties_org_name_idx').on(t.organizationId, t.mode, t.name, t.id),
+    index('properties_org_status_idx').on(t.organizationId, t.mode, t.status, t.createdAt),
+    index('properties_org_type_idx').on(t.organizationId, t.mode, t.type, t.createdAt),
+    index('properties_name_trgm_idx').using('gin', sql`${t.name} gin_trgm_ops`),
+  ],
+);
+
+export const units = pgTable(
+  'units',
+  {
+    ...common(),
+    propertyId: text('property_id'),
+    unitNumber: text('unit_number'),
+    floorplanName: text('floorplan_name'),
+    bedrooms: integer('bedrooms'),
+    bathrooms: integer('bathrooms'),
+    squareFeet: integer('square_feet'),
+    maxOccupants: integer('max_occupants'),
+    marketRentAmount: money('market_rent_amount'),
+    marketRentCurrency: text('market_rent_currency'),
+    status: text('status'),
+    note: text('note'),
+    address: jsonb('address').$type<Address>(),
+  },
+  (t) => [
+    ...commonIndexes('units', t),
+    index('units_property_idx').on(t.propertyId, t.createdAt),
+    index('units_org_status_idx').on(t.organizationId, t.mode, t.status, t.createdAt),
+    index('units_org_unit_number_idx').on(t.organizationId, t.mode, t.unitNumber, t.id),
+  ],
+);
+
+export const residents = pgTable(
+  'residents',
+  {
+    ...common(),
+    propertyId: text('property_id'),
+    firstName: text('first_name'),
+    middleName: text('middle_name'),
+    lastName: text('last_name'),
+    email: text('email'),
+    phones: jsonb('phones').$type<Phone[]>(),
+    dateOfBirth: date('date_of_birth', { mode: 'string' }),
+    address: jsonb('address').$type<Address>(),
+    status: text('status'),
+  },
+  (t) => [
+    ...commonIndexes('residents', t),
+    index('residents_property_idx').on(t.propertyId, t.createdAt),
+    index('residents_org_status_idx').on(t.organizationId, t.mode, t.status, t.createdAt),
+    index('residents_org_email_idx').on(t.organizationId, t.mode, sql`lower(${t.email})`),
+    index('residents_org_last_name_idx').on(t.organizationId, t.mode, t.lastName, t.id),
+  ],
+);
+
+export const leases = pgTable(
+  'leases',
+  {
+    ...common(),
+    propertyId: text('property_id'),
+    unitId: text('unit_id'),
+    status: text('status'),
+    type: text('type'),
+    startDate: date('start_date', { mode: 'string' }),
+    endDate: date('end_date', { mode: 'string' }),
+    moveInDate: date('move_in_date', { mode: 'string' }),
+    moveOutDate: date('move_out_date', { mode: 'string' }),
+    noticeDate: date('notice_date', { mode: 'string' }),
+    signedDate: date('signed_date', { mode: 'string' }),
+    rentAmount: money('rent_amount').notNull(),
+    rentCurrency: text('rent_currency').notNull(),
+    securityDepositAmount: money('security_deposit_amount'),
+    securityDepositCurrency: text('security_deposit_currency'),
+    balanceAmount: money('balance_amount'),
+    balanceCurrency: text('balance_currency'),
+    termMonths: integer('term_months'),
+    renewalStatus: text('renewal_status'),
+    isRenewal: boolean('is_renewal'),
+    previousLeaseId: text('previous_lease_id'),
+    concessions: text('concessions'),
+    notes: text('notes'),
+  },
+  (t) => [
+    ...commonIndexes('leases', t),
+    index('leases_property_idx').on(t.propertyId, t.createdAt),
+    index('leases_unit_idx').on(t.unitId, t.createdAt),
+    index('leases_org_status_updated_idx').on(t.organizationId, t.mode, t.status, t.updatedAt, t.id),
+    index('leases_org_status_created_idx').on(t.organizationId, t.mode, t.status, t.createdAt, t.id),
+    index('leases_org_type_idx').on(t.organizationId, t.mode, t.type, t.createdAt),
+    index('leases_org_start_idx').on(t.organizationId, t.mode, t.startDate, t.id),
+    index('leases_org_end_idx').on(t.organizationId, t.mode, t.endDate, t.id),
+  ],
+);
+
+/** The LeaseResident relation: shown as `residents` / `resident_ids` on a Lease, never an endpoint of its own. */
+export const leaseResidents = pgTable(
+  'lease_residents',
+  {
+    leaseId: text('lease_id').notNull(),
+    residentId: text('resident_id').notNull(),
+    /** The resident's source x_id, as shown in `residents[].x_id`. */
+    xId: text('x_id').notNull(),
+    role: text('role').notNull(),
+    position: integer('position').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.leaseId, t.residentId] }), index('lease_residents_resident_idx').on(t.residentId)],
+);
+
+export const syncJobs = pgTable(
+  'sync_jobs',
+  {
+    id: text('id').primaryKey(),
+    organizationId: uuid('organization_id').notNull(),
+    integrationId: uuid('integration_id').notNull(),
+    status: text('status', { enum: ['queued', 'running', 'succeeded', 'failed'] }).notNull(),
+    trigger: text('trigger', { enum: ['initial', 'schedule', 'manual'] }).notNull(),
+    /** Id of the Temporal workflow that runs (or ran) this job. */
+    workflowId: text('workflow_id'),
+    /** Whether this is the integration's first complete sync (no per-record events; FIRST_SYNC_COMPLETE). */
+    initial: boolean('initial').notNull().default(false),
+    startedAt: ts('started_at'),
+    finishedAt: ts('finished_at'),
+    recordsSeen: integer('records_seen').notNull().default(0),
+    recordsNew: integer('records_new').notNull().default(0),
+    recordsUpdated: integer('records_updated').notNull().default(0),
+    recordsSoftDeleted: integer('records_soft_deleted').notNull().default(0),
+    /** Resume point per entity so a retried activity carries on from the last committed page. */
+    progress: jsonb('progress').$type<Record<string, { page: number; done: boolean }>>().notNull().default({}),
+    error: text('error'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('sync_jobs_integration_idx').on(t.integrationId, t.createdAt)],
+);
+
+/** x_ids a sync run saw, per entity: what a complete run did not see is soft-deleted. Emptied when the run ends. */
+export const syncSeen = pgTable(
+  'sync_seen',
+  {
+    syncJobId: text('sync_job_id').notNull(),
+    entity: text('entity').notNull(),
+    xId: text('x_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.syncJobId, t.entity, t.xId] })],
+);
+
+/**
+ * The outbox: every change event, written in the same transaction as the record change that caused it.
+ * Delivery to subscriptions reads from here.
+ */
+export const events = pgTable(
+  'events',
+  {
+    id: text('id').primaryKey(),
+    organizationId: uuid('organization_id').notNull(),
+    integrationId: uuid('integration_id').notNull(),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    type: text('type').notNull(),
+    category: text('category').notNull(),
+    data: jsonb('data').$type<Record<string, unknown>>().notNull(),
+    /** The sync job or operation that produced the event, if any. */
+    syncJobId: text('sync_job_id'),
+    operationId: text('operation_id'),
+    /** The record the event is about (data_change events). */
+    recordId: text('record_id'),
+    /** Dispatch bookkeeping for the delivery engine. */
+    dispatchedAt: ts('dispatched_at'),
+    createdAt: ts('created_at').notNull(),
+  },
+  (t) => [
+    index('events_integration_created_idx').on(t.integrationId, t.createdAt, t.id),
+    index('events_undispatched_idx').on(t.createdAt).where(sql`${t.dispatchedAt} is null`),
+    // A sync run's lifecycle event is recorded once, however often its activity is retried.
+    uniqueIndex('events_sync_lifecycle_idx').on(t.syncJobId, t.type).where(sql`${t.category} = 'sync_lifecycle'`),
+  ],
+);
+
+/** Org-wide token buckets for the API rate limit, shared by every API process. */
+export const rateLimitBuckets = pgTable('rate_limit_buckets', {
+  organizationId: uuid('organization_id').primaryKey(),
+  tokens: doublePrecision('tokens').notNull(),
+  refilledAt: ts('refilled_at').notNull(),
+});

@@ -1,0 +1,70 @@
+/** Organizations, integrations and API keys: the rows the admin API, the demo seed and tests create. */
+import { createHash, randomInt } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import type { Mode, Plan } from '../domain/plans';
+import type { Tx } from './client';
+import { apiKeys, integrations, organizations } from './schema';
+
+export type OrganizationRow = typeof organizations.$inferSelect;
+export type IntegrationRow = typeof integrations.$inferSelect;
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+export type Scope = 'read' | 'write';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** A random base62 string from a CSPRNG. */
+export function randomBase62(length: number): string {
+  let out = '';
+  for (let i = 0; i < length; i++) out += BASE62[randomInt(62)];
+  return out;
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export async function createOrganization(tx: Tx, input: { name: string }): Promise<OrganizationRow> {
+  const [row] = await tx.insert(organizations).values({ name: input.name }).returning();
+  return row!;
+}
+
+export interface NewIntegration {
+  organizationId: string;
+  name?: string | null;
+  mode: Mode;
+  plan: Plan;
+  sourceType: 'sandbox' | 'entrata';
+  sourceConfig: { base_url: string; api_key: string; size?: number; seed?: number };
+  syncIntervalSeconds?: number | null;
+}
+
+export async function createIntegration(tx: Tx, input: NewIntegration): Promise<IntegrationRow> {
+  const [row] = await tx
+    .insert(integrations)
+    .values({ ...input, name: input.name ?? null, syncIntervalSeconds: input.syncIntervalSeconds ?? null })
+    .returning();
+  return row!;
+}
+
+export async function getIntegration(tx: Tx, id: string): Promise<IntegrationRow | undefined> {
+  const [row] = await tx.select().from(integrations).where(eq(integrations.id, id));
+  return row;
+}
+
+/** Create a key; the returned `key` is the only time the secret exists outside the caller. */
+export async function createApiKey(
+  tx: Tx,
+  input: { organizationId: string; mode: Mode; scopes?: Scope[] },
+): Promise<{ row: ApiKeyRow; key: string }> {
+  const key = `sk_${input.mode}_${randomBase62(32)}`;
+  const [row] = await tx
+    .insert(apiKeys)
+    .values({
+      organizationId: input.organizationId,
+      mode: input.mode,
+      keyHash: hashApiKey(key),
+      keyPrefix: key.slice(0, 12),
+      scopes: input.scopes ?? ['read', 'write'],
+    })
+    .returning();
+  return { row: row!, key };
+}

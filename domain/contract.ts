@@ -1,0 +1,33 @@
+/**
+ * The contract between api/, workflows/ and worker/: task queue, workflow ids and inputs, search attributes,
+ * queries. Pure: workflows import it.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const DEFAULT_TASK_QUEUE = 'propsync';
+
+/** Search attributes registered on the namespace at worker start-up so operators can filter in the Temporal UI. */
+export const SA_ORGANIZATION_ID = defineSearchAttributeKey('OrganizationId', SearchAttributeType.KEYWORD);
+export const SA_INTEGRATION_ID = defineSearchAttributeKey('IntegrationId', SearchAttributeType.KEYWORD);
+export const SA_SYNC_JOB_ID = defineSearchAttributeKey('SyncJobId', SearchAttributeType.KEYWORD);
+export const SA_STATUS = defineSearchAttributeKey('PropsyncStatus', SearchAttributeType.KEYWORD);
+export const SEARCH_ATTRIBUTES = [SA_ORGANIZATION_ID, SA_INTEGRATION_ID, SA_SYNC_JOB_ID, SA_STATUS] as const;
+
+export type SyncTrigger = 'initial' | 'schedule' | 'manual';
+
+export interface SyncWorkflowInput {
+  integrationId: string;
+  trigger: SyncTrigger;
+  /** Set when the API created the job row (manual trigger); scheduled runs create theirs in the first activity. */
+  syncJobId?: string;
+}
+
+export interface SyncWorkflowResult {
+  syncJobId: string;
+  status: 'succeeded' | 'failed';
+}
+
+/** Id of the Temporal Schedule of an integration. */
+export const scheduleIdOf = (integrationId: string) => `sync-schedule-${integrationId}`;
+/** Id of a sync workflow run for a job: one job, one workflow. */
+export const syncWorkflowIdOf = (syncJobId: string) => `sync-${syncJobId}`;

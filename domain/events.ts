@@ -1,0 +1,100 @@
+/** The event catalogue (SPEC.md Events) and the rules that pick an event for a record change (DECISIONS.md). */
+import type { Entity } from './cdm';
+
+export const EVENT_CATEGORIES = ['sync_lifecycle', 'data_change', 'automation'] as const;
+export type EventCategory = (typeof EVENT_CATEGORIES)[number];
+
+export const EVENT_TYPES = {
+  FIRST_SYNC_COMPLETE: 'sync_lifecycle',
+  SYNC_COMPLETE: 'sync_lifecycle',
+  PROPERTY_CREATED: 'data_change',
+  PROPERTY_UPDATED: 'data_change',
+  UNIT_CREATED: 'data_change',
+  UNIT_UPDATED: 'data_change',
+  RESIDENT_CREATED: 'data_change',
+  RESIDENT_UPDATED: 'data_change',
+  LEASE_UPDATED: 'data_change',
+  LEASE_SIGNED: 'data_change',
+  LEASE_RENEWED: 'data_change',
+  LEASE_ENDED: 'data_change',
+  LEASE_EVICTED: 'data_change',
+  LEASE_CANCELLED: 'data_change',
+  AUTOMATION_COMPLETED: 'automation',
+  AUTOMATION_FAILED: 'automation',
+} as const satisfies Record<string, EventCategory>;
+export type EventType = keyof typeof EVENT_TYPES;
+export const ALL_EVENT_TYPES = Object.keys(EVENT_TYPES) as EventType[];
+
+export function categoryOf(type: EventType): EventCategory {
+  return EVENT_TYPES[type];
+}
+
+/** The envelope of every event, as stored in the outbox and as sent to receivers. */
+export interface EventEnvelope<D = Record<string, unknown>> {
+  id: string;
+  type: EventType;
+  category: EventCategory;
+  created_at: string;
+  organization_id: string;
+  integration_id: string;
+  data: D;
+}
+
+export interface SyncCompleteData {
+  sync_job_id: string;
+  started_at: string;
+  finished_at: string;
+  records_new: number;
+  records_updated: number;
+  records_soft_deleted: number;
+}
+
+const UPDATED: Record<Exclude<Entity, 'lease'>, EventType> = {
+  property: 'PROPERTY_UPDATED',
+  unit: 'UNIT_UPDATED',
+  resident: 'RESIDENT_UPDATED',
+};
+const CREATED: Record<Exclude<Entity, 'lease'>, EventType> = {
+  property: 'PROPERTY_CREATED',
+  unit: 'UNIT_CREATED',
+  resident: 'RESIDENT_CREATED',
+};
+
+/** The lifecycle event a lease status move fires, or null when the status has none. */
+export function leaseLifecycleEvent(status: string | null, isRenewal: boolean | null): EventType | null {
+  switch (status) {
+    case 'active':
+      return isRenewal ? 'LEASE_RENEWED' : 'LEASE_SIGNED';
+    case 'ended':
+    case 'terminated':
+      return 'LEASE_ENDED';
+    case 'evicted':
+      return 'LEASE_EVICTED';
+    case 'cancelled':
+      return 'LEASE_CANCELLED';
+    default:
+      return null;
+  }
+}
+
+export type ChangeKind = { kind: 'created' } | { kind: 'updated'; previousStatus: string | null; changed: string[] };
+
+/**
+ * Which event a record change produces and whether it carries the full record.
+ * - created: `*_CREATED` with the full record; a lease fires its status's lifecycle event, else LEASE_UPDATED.
+ * - updated: `*_UPDATED` with the changed fields; a lease whose status moved to one with a lifecycle event fires
+ *   that event with the full record.
+ */
+export function eventFor(
+  entity: Entity,
+  change: ChangeKind,
+  record: { status?: string | null; is_renewal?: boolean | null; deleted_at?: string | null },
+): { type: EventType; full: boolean } {
+  if (entity !== 'lease') {
+    return change.kind === 'created' ? { type: CREATED[entity], full: true } : { type: UPDATED[entity], full: false };
+  }
+  const statusMoved = change.kind === 'created' || (change.changed.includes('status') && change.previousStatus !== record.status);
+  const lifecycle = statusMoved && !record.deleted_at ? leaseLifecycleEvent(record.status ?? null, record.is_renewal ?? null) : null;
+  if (lifecycle) return { type: lifecycle, full: true };
+  return { type: 'LEASE_UPDATED', full: change.kind === 'created' };
+}

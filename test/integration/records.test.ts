@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
+import { closeDb, type Db } from '../../db/client';
+import { applyRecords, softDeleteUnseen, toRecords } from '../../db/records';
+import { events, leases } from '../../db/schema';
+import { makeTenant, testDb, type Tenant } from '../support/context';
+import { leaseInput, propertyInput, residentInput, unitInput } from '../support/fixtures';
+
+let db: Db;
+let t: Tenant;
+const ctx = (emitEvents: boolean, syncJobId?: string) => ({
+  integration: { id: t.integrationId, organizationId: t.organizationId, mode: t.mode },
+  emitEvents,
+  syncJobId,
+});
+
+beforeAll(async () => {
+  db = testDb();
+  t = await makeTenant(db);
+});
+afterAll(async () => closeDb(db));
+
+describe('applyRecords', () => {
+  it('creates records, resolves references and records no events when told not to', async () => {
+    await db.transaction(async (tx) => {
+      await applyRecords(tx, ctx(false), 'property', [propertyInput('P1')]);
+      await applyRecords(tx, ctx(false), 'unit', [unitInput('U1', 'P1')]);
+      await applyRecords(tx, ctx(false), 'resident', [residentInput('R1', 'P1'), residentInput('R2', 'P1')]);
+      const r = await applyRecords(tx, ctx(false), 'lease', [
+        leaseInput('L1', { property: 'P1', unit: 'U1', residents: [{ x_id: 'R1', role: 'primary' }, { x_id: 'R2', role: 'responsible' }] }),
+      ]);
+      expect(r.created).toBe(1);
+    });
+    const rows = await db.select().from(leases).where(eq(leases.integrationId, t.integrationId));
+    const [lease] = await toRecords(db, 'lease', rows);
+    expect(lease!.property_id).toMatch(/^prp_/);
+    expect(lease!.unit_id).toMatch(/^unt_/);
+    expect(lease!.residents.map((p) => [p.x_id, p.role])).toEqual([
+      ['R1', 'primary'],
+      ['R2', 'responsible'],
+    ]);
+    expect(lease!.resident_ids).toHaveLength(2);
+    expect(lease!.rent_amount).toEqual({ amount: 103500, currency: 'USD' });
+    const evs = await db.select().from(events).where(eq(events.integrationId, t.integrationId));
+    expect(evs).toHaveLength(0);
+  });
+
+  it('writes nothing and records nothing for unchanged content, and the changed fields otherwise', async () => {
+    const refs = { property: 'P1', unit: 'U1', residents: [{ x_id: 'R1', role: 'primary' }] };
+    const same = await db.transaction((tx) =>
+      applyRecords(tx, ctx(true), 'lease', [
+        leaseInput('L1', { ...refs, residents: [...refs.residents, { x_id: 'R2', role: 'responsible' }] }),
+      ]),
+    );
+    expect(same).toMatchObject({ created: 0, updated: 0, unchanged: 1 });
+    const moved = await db.transaction((tx) =>
+      applyRecords(tx, ctx(true), 'lease', [
+        leaseInput(
+          'L1',
+          { ...refs, residents: [...refs.residents, { x_id: 'R2', role: 'responsible' }] },
+          { rent_amount: { amount: 110000, currency: 'USD' } },
+        ),
+      ]),
+    );
+    expect(moved.updated).toBe(1);
+    const [ev] = await db.select().from(events).where(eq(events.id, moved.eventIds[0]!));
+    expect(ev!.type).toBe('LEASE_UPDATED');
+    expect(ev!.data).toMatchObject({ rent_amount: { amount: 110000, currency: 'USD' }, changed: ['rent_amount'] });
+    expect(Object.keys(ev!.data).sort()).toEqual(['changed', 'id', 'rent_amount', 'updated_at', 'x_id']);
+
+    const ended = await db.transaction((tx) =>
+      applyRecords(tx, ctx(true), 'lease', [
+        leaseInput(
+          'L1',
+          { ...refs, residents: [...refs.residents, { x_id: 'R2', role: 'responsible' }] },
+          { rent_amount: { amount: 110000, currency: 'USD' }, status: 'ended' },
+        ),
+      ]),
+    );
+    const [ended1] = await db.select().from(events).where(eq(events.id, ended.eventIds[0]!));
+    expect(ended1!.type).toBe('LEASE_ENDED');
+    expect(ended1!.data).toMatchObject({ status: 'ended', residents: expect.any(Array), rent_amount: expect.any(Object) });
+  });
+
+  it('soft-deletes what a complete run did not see, with a *_UPDATED event carrying deleted_at', async () => {
+    const job = 'syj_01J00000000000000000000000';
+    await db.transaction((tx) => applyRecords(tx, ctx(true, job), 'resident', [residentInput('R1', 'P1')]));
+    const r = await db.transaction((tx) => softDeleteUnseen(tx, { ...ctx(true, job), syncJobId: job }, 'resident'));
+    expect(r.softDeleted).toBe(1);
+    const [ev] = await db.select().from(events).where(eq(events.id, r.eventIds[0]!));
+    expect(ev!.type).toBe('RESIDENT_UPDATED');
+    expect(ev!.data).toMatchObject({ x_id: 'R2', changed: ['deleted_at'], deleted_at: expect.any(String) });
+  });
+});

@@ -1,0 +1,49 @@
+/** What every test file shares: its database handle, a Temporal address, and tenant fixtures of its own. */
+import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
+import { parseConfig, type Config } from '../../config';
+import { createDb, type Db } from '../../db/client';
+import { createApiKey, createIntegration, createOrganization, type Scope } from '../../db/tenants';
+import type { Mode, Plan } from '../../domain/plans';
+
+export function testDb(max = 5): Db {
+  return createDb(inject('databaseUrl'), { max, applicationName: 'propsync-test' });
+}
+
+/** A configuration for in-process services of a test file, with its own task queue. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return parseConfig({
+    DATABASE_URL: inject('databaseUrl'),
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: `test-${randomUUID()}`,
+    ADMIN_TOKEN: 'test-admin-token-0123456789',
+    LOG_LEVEL: 'silent',
+    PORT: '3000',
+    ...overrides,
+  });
+}
+
+export interface Tenant {
+  organizationId: string;
+  integrationId: string;
+  mode: Mode;
+  key: string;
+}
+
+/** A fresh organization with one integration and a key of the given mode. */
+export async function makeTenant(
+  db: Db,
+  opts: { mode?: Mode; plan?: Plan; scopes?: Scope[]; name?: string } = {},
+): Promise<Tenant> {
+  const mode = opts.mode ?? 'test';
+  const org = await createOrganization(db, { name: opts.name ?? `org-${randomUUID().slice(0, 8)}` });
+  const integration = await createIntegration(db, {
+    organizationId: org.id,
+    mode,
+    plan: opts.plan ?? 'enterprise',
+    sourceType: 'sandbox',
+    sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+  });
+  const { key } = await createApiKey(db, { organizationId: org.id, mode, scopes: opts.scopes });
+  return { organizationId: org.id, integrationId: integration.id, mode, key };
+}

@@ -1,0 +1,107 @@
+/** CDM input builders for seeding through the one write path (db/records.ts applyRecords). */
+import type { LeaseInput, PropertyInput, ResidentInput, UnitInput } from '../../domain/cdm';
+
+const address = (n: number) => ({
+  line_1: `${100 + n} Main St`,
+  line_2: null,
+  city: 'Austin',
+  state: 'TX',
+  postal_code: '78701',
+  country: 'US',
+});
+
+export function propertyInput(xId: string, over: Partial<PropertyInput> = {}): PropertyInput {
+  return {
+    x_id: xId,
+    name: `Property ${xId}`,
+    type: 'apartment',
+    status: 'active',
+    address: address(1),
+    description: null,
+    year_built: 1999,
+    total_units: 10,
+    total_buildings: 1,
+    total_floors: 3,
+    website_url: null,
+    email: 'office@example.com',
+    phones: [{ type: 'office', number: '+15125550100', primary: true }],
+    latitude: 30.27,
+    longitude: -97.74,
+    timezone_id: 'America/Chicago',
+    management_company_name: 'Acme Management',
+    tax_id: null,
+    pet_policy: 'restricted',
+    smoking_policy: 'not_allowed',
+    media: null,
+    custom_data: {},
+    ...over,
+  };
+}
+
+export function unitInput(xId: string, propertyXId: string, over: Partial<UnitInput> = {}): UnitInput {
+  return {
+    x_id: xId,
+    property_x_id: propertyXId,
+    unit_number: `U-${xId}`,
+    floorplan_name: '2x1',
+    bedrooms: 2,
+    bathrooms: 1,
+    square_feet: 850,
+    max_occupants: 4,
+    market_rent: { amount: 150000, currency: 'USD' },
+    status: 'occupied',
+    note: null,
+    address: address(2),
+    custom_data: {},
+    ...over,
+  };
+}
+
+export function residentInput(xId: string, propertyXId: string, over: Partial<ResidentInput> = {}): ResidentInput {
+  return {
+    x_id: xId,
+    property_x_id: propertyXId,
+    first_name: 'Ada',
+    middle_name: null,
+    last_name: `Lovelace-${xId}`,
+    email: `ada.${xId}@example.com`,
+    phones: [{ type: 'mobile', number: '+15125550101', primary: true }],
+    date_of_birth: '1990-12-10',
+    address: address(3),
+    status: 'current',
+    custom_data: {},
+    ...over,
+  };
+}
+
+export function leaseInput(
+  xId: string,
+  refs: { property: string; unit: string; residents: { x_id: string; role: string }[] },
+  over: Partial<LeaseInput> = {},
+): LeaseInput {
+  return {
+    x_id: xId,
+    property_x_id: refs.property,
+    unit_x_id: refs.unit,
+    previous_lease_x_id: null,
+    residents: refs.residents,
+    status: 'active',
+    type: 'fixed',
+    start_date: '2025-01-01',
+    end_date: '2025-12-31',
+    move_in_date: '2025-01-01',
+    move_out_date: null,
+    notice_date: null,
+    signed_date: '2024-12-15',
+    rent_amount: { amount: 103500, currency: 'USD' },
+    security_deposit: { amount: 50000, currency: 'USD' },
+    balance: { amount: 0, currency: 'USD' },
+    term_months: 12,
+    renewal_status: 'not_started',
+    is_renewal: false,
+    concessions: null,
+    notes: null,
+    custom_data: {},
+    ...over,
+  };
+}
