@@ -1,0 +1,13 @@
+/** What the API needs from the outside world, handed in by api/main.ts (and by tests). */
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config';
+import type { Logger } from '../config/logger';
+import type { Db } from '../db/client';
+
+export interface ApiDeps {
+  config: Config;
+  db: Db;
+  /** Temporal client; a getter so the API can start (and report not-ready) while Temporal is unreachable. */
+  temporal: () => Promise<Client>;
+  logger: Logger;
+}

@@ -1,0 +1,118 @@
+/**
+ * The one problem+json (RFC 7807) builder. Every error response of the API, public or admin, goes through
+ * `problem()`; route code throws `ApiError` and the app's error handler renders it.
+ */
+import type { Context } from 'hono';
+
+export type ProblemSlug =
+  | 'bad_request'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'idempotency-key-conflict'
+  | 'validation_error'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limit_exceeded'
+  | 'internal_error'
+  | 'enqueue_failed'
+  | 'service_unavailable';
+
+export const TITLES: Record<ProblemSlug, string> = {
+  bad_request: 'Bad Request',
+  unauthorized: 'Unauthorized',
+  forbidden: 'Forbidden',
+  not_found: 'Not Found',
+  method_not_allowed: 'Method Not Allowed',
+  conflict: 'Conflict',
+  'idempotency-key-conflict': 'Idempotency-Key conflict',
+  validation_error: 'Unprocessable Entity',
+  payload_too_large: 'Payload Too Large',
+  unsupported_media_type: 'Unsupported Media Type',
+  rate_limit_exceeded: 'Too Many Requests',
+  internal_error: 'Internal Server Error',
+  enqueue_failed: 'Bad Gateway',
+  service_unavailable: 'Service Unavailable',
+};
+
+export const STATUS: Record<ProblemSlug, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  'idempotency-key-conflict': 409,
+  validation_error: 422,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limit_exceeded: 429,
+  internal_error: 500,
+  enqueue_failed: 502,
+  service_unavailable: 503,
+};
+
+export interface FieldError {
+  /** The offending query parameter, header or body field (JSON pointer for nested body fields). */
+  pointer: string;
+  detail: string;
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  request_id: string;
+  errors?: FieldError[];
+  [extra: string]: unknown;
+}
+
+/** An error that renders as problem+json. */
+export class ApiError extends Error {
+  constructor(
+    readonly slug: ProblemSlug,
+    readonly detail: string,
+    readonly opts: { errors?: FieldError[]; headers?: Record<string, string>; extra?: Record<string, unknown>; title?: string } = {},
+  ) {
+    super(detail);
+  }
+  get status(): number {
+    return STATUS[this.slug];
+  }
+}
+
+export interface ProblemBases {
+  PROBLEM_BASE_URL: string;
+  DOCS_BASE_URL: string;
+}
+
+/** `type` URI of a problem: `{docs_base}/errors/<slug>`, except the idempotency conflict under `{problem_base}`. */
+export function problemType(bases: ProblemBases, slug: ProblemSlug): string {
+  return slug === 'idempotency-key-conflict' ? `${bases.PROBLEM_BASE_URL}/idempotency-key-conflict` : `${bases.DOCS_BASE_URL}/errors/${slug}`;
+}
+
+export function problemBody(bases: ProblemBases, err: ApiError, instance: string, requestId: string): ProblemBody {
+  return {
+    type: problemType(bases, err.slug),
+    title: err.opts.title ?? TITLES[err.slug],
+    status: err.status,
+    detail: err.detail,
+    instance,
+    request_id: requestId,
+    ...(err.slug === 'validation_error' ? { errors: err.opts.errors ?? [] } : {}),
+    ...err.opts.extra,
+  };
+}
+
+/** Render an ApiError on a Hono context. The request id comes from the request-id middleware. */
+export function problem(c: Context, bases: ProblemBases, err: ApiError): Response {
+  const requestId = (c.get('requestId' as never) as string | undefined) ?? c.res.headers.get('x-request-id') ?? '';
+  const body = problemBody(bases, err, new URL(c.req.url).pathname, requestId);
+  const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...err.opts.headers };
+  if (requestId) headers['x-request-id'] = requestId;
+  return new Response(JSON.stringify(body), { status: err.status, headers });
+}

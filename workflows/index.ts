@@ -1,0 +1,2 @@
+/** The worker's workflowsPath: every workflow, re-exported. */
+export { syncIntegration } from './sync';
