@@ -1,0 +1,10 @@
+# One image for the API, the worker, the sandbox PMS, migrations and the CLI; the command picks the role.
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+COPY . .
+USER node
+EXPOSE 3000
+CMD ["node", "--import", "tsx", "api/main.ts"]

@@ -1,0 +1,164 @@
+/**
+ * `npm start`: the whole system on one machine, with prefixed logs.
+ *  - a Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS names an existing one), state in .data/
+ *  - migrations
+ *  - the sandbox PMS, the worker and the API as child processes
+ *  - on an empty database: a demo organization, a test-mode sandbox integration and a test key, printed with a curl line
+ * Ctrl-C stops everything; if any process dies, the rest are stopped too.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { loadConfigOrExit } from '../config';
+import { closeDb, createDb } from '../db/client';
+import { migrateDatabase } from '../db/migrate';
+import { organizations } from '../db/schema';
+import { SEARCH_ATTRIBUTES } from '../domain/contract';
+import { TEMPORAL_CLI } from './tools';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const cfg = loadConfigOrExit();
+const children: { name: string; proc: ChildProcess }[] = [];
+let stopping = false;
+
+const COLORS: Record<string, string> = { temporal: '35', sandbox: '33', worker: '36', api: '32', start: '1' };
+function say(name: string, line: string) {
+  const color = process.stdout.isTTY ? COLORS[name] ?? '0' : '';
+  const tag = `[${name}]`.padEnd(10);
+  process.stdout.write(color ? `\x1b[${color}m${tag}\x1b[0m ${line}\n` : `${tag} ${line}\n`);
+}
+
+function run(name: string, cmd: string, args: string[], env: Record<string, string> = {}) {
+  const proc = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const stream of [proc.stdout, proc.stderr]) createInterface({ input: stream }).on('line', (l) => say(name, l));
+  proc.on('exit', (code, signal) => {
+    if (stopping) return;
+    say('start', `${name} exited (${signal ?? code}); stopping everything`);
+    void stop(1);
+  });
+  children.push({ name, proc });
+  return proc;
+}
+
+async function stop(code: number) {
+  if (stopping) return;
+  stopping = true;
+  for (const { proc } of [...children].reverse()) proc.kill('SIGTERM');
+  const deadline = Date.now() + 10_000;
+  while (children.some((c) => c.proc.exitCode === null && c.proc.signalCode === null) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  for (const { proc } of children) if (proc.exitCode === null) proc.kill('SIGKILL');
+  process.exit(code);
+}
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
+
+function portOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port });
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (stopping) return;
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  say('start', `${what} did not come up within ${timeoutMs / 1000}s`);
+  await stop(1);
+}
+
+async function main() {
+  let temporalAddress = cfg.TEMPORAL_ADDRESS;
+  if (!temporalAddress) {
+    temporalAddress = `127.0.0.1:${cfg.TEMPORAL_PORT}`;
+    if (await portOpen('127.0.0.1', cfg.TEMPORAL_PORT)) {
+      say('start', `something already listens on ${temporalAddress}; using it as the Temporal server`);
+    } else {
+      mkdirSync(`${root}/.data`, { recursive: true });
+      run('temporal', TEMPORAL_CLI, [
+        'server',
+        'start-dev',
+        '--ip', '127.0.0.1',
+        '--port', String(cfg.TEMPORAL_PORT),
+        '--ui-port', String(cfg.TEMPORAL_UI_PORT),
+        '--db-filename', `${root}/.data/temporal.db`,
+        '--namespace', cfg.TEMPORAL_NAMESPACE,
+        '--log-level', 'warn',
+        '--ui-disable-news-fetch',
+        ...SEARCH_ATTRIBUTES.flatMap((sa) => ['--search-attribute', `${sa.name}=Keyword`]),
+      ]);
+      await waitFor('Temporal', () => portOpen('127.0.0.1', cfg.TEMPORAL_PORT));
+      say('start', `Temporal UI: http://127.0.0.1:${cfg.TEMPORAL_UI_PORT}`);
+    }
+  }
+
+  await migrateDatabase(cfg.DATABASE_URL);
+  say('start', 'database migrated');
+
+  const env = { TEMPORAL_ADDRESS: temporalAddress, LOG_PRETTY: process.env.LOG_PRETTY ?? 'true' };
+  const tsx = ['--import', 'tsx'];
+  run('sandbox', process.execPath, [...tsx, 'sandbox/main.ts'], env);
+  run('worker', process.execPath, [...tsx, 'worker/main.ts'], env);
+  run('api', process.execPath, [...tsx, 'api/main.ts'], env);
+
+  const base = cfg.PUBLIC_BASE_URL;
+  await waitFor('the sandbox', () => portOpen('127.0.0.1', cfg.SANDBOX_PORT));
+  await waitFor('the API', async () => (await fetch(`${base}/readyz`)).ok, 120_000);
+  if (stopping) return;
+  await seedDemo(base);
+}
+
+/** On an empty database: a demo organization with a sandbox integration and a test key, through the admin API. */
+async function seedDemo(base: string) {
+  const db = createDb(cfg.DATABASE_URL, { max: 1 });
+  const existing = await db.select({ id: organizations.id }).from(organizations).limit(1);
+  await closeDb(db);
+  const admin = async (path: string, body: unknown) => {
+    const res = await fetch(`${base}/admin/v1${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${cfg.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const json = (await res.json()) as Record<string, unknown>;
+    if (!res.ok) throw new Error(`POST /admin/v1${path} answered ${res.status}: ${JSON.stringify(json)}`);
+    return json;
+  };
+  if (existing.length > 0) {
+    say('start', `ready: API ${base}  docs ${base}/docs  (existing data; make a key with: npm run -s cli -- key create --org <id> --mode test)`);
+    return;
+  }
+  const org = await admin('/organizations', { name: 'Demo Property Co' });
+  const integration = await admin(`/organizations/${org.id}/integrations`, {
+    name: 'Demo sandbox',
+    mode: 'test',
+    plan: 'enterprise',
+    source: { type: 'sandbox', size: 200, seed: 42 },
+  });
+  const key = await admin(`/organizations/${org.id}/api_keys`, { mode: 'test' });
+  const lines = [
+    '',
+    'Demo organization created; its first sync is running (watch it in the Temporal UI).',
+    `  organization  ${org.id}`,
+    `  integration   ${integration.id} (test mode, sandbox PMS, enterprise plan)`,
+    `  test key      ${key.key}   (shown once)`,
+    '',
+    'Try:',
+    `  curl -s -H "Authorization: Bearer ${key.key}" "${base}/v1/leases?limit=2"`,
+    '',
+    `API docs: ${base}/docs   Admin CLI: npm run -s cli -- --help`,
+  ];
+  for (const l of lines) say('start', l);
+}
+
+main().catch(async (err) => {
+  say('start', `start-up failed: ${(err as Error).stack ?? String(err)}`);
+  await stop(1);
+});
