@@ -1,0 +1,31 @@
+/**
+ * The HTTP application: request ids, problem+json errors (including 404/405 and framework failures), health,
+ * the OpenAPI document, the public read API under /v1 behind key auth and the org-wide rate limit, and the admin API
+ * under /admin/v1. Built per process by api/main.ts and by tests, over the dependencies they hand in.
+ */
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Hono } from 'hono';
+import { createAdminRoutes } from './admin';
+import type { ApiDeps } from './deps';
+import type { AppEnv } from './middleware/env';
+import { errorHandler, notFoundHandler } from './middleware/errors';
+import { requestId } from './middleware/request-id';
+import { validationHook } from './middleware/validation';
+import { registerDocs } from './openapi';
+import { registerHealth } from './routes/health';
+
+export type App = OpenAPIHono<AppEnv>;
+
+export function createApp(deps: ApiDeps): App {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  app.use('*', requestId());
+  app.onError(errorHandler(deps.config, deps.logger));
+  app.notFound(notFoundHandler(app as unknown as Hono, deps.config));
+
+  registerHealth(app, deps);
+  // Registered before the /v1 auth middleware so the document is public.
+  registerDocs(app, deps.config);
+
+  app.route('/admin/v1', createAdminRoutes(deps));
+  return app;
+}

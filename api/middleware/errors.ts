@@ -1,0 +1,73 @@
+/**
+ * Every failure becomes problem+json through api/problem.ts: thrown ApiErrors, Hono's own HTTPExceptions, unknown
+ * paths (404), known paths with the wrong method (405) and anything unexpected (a logged 500).
+ */
+import type { Context, ErrorHandler, Hono, NotFoundHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { Logger } from '../../config/logger';
+import { ApiError, problem, type ProblemBases, type ProblemSlug } from '../problem';
+
+const SLUG_OF_STATUS: Record<number, ProblemSlug> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'validation_error',
+  429: 'rate_limit_exceeded',
+  503: 'service_unavailable',
+};
+
+export function errorHandler(bases: ProblemBases, logger: Logger): ErrorHandler {
+  return (err, c) => {
+    if (err instanceof ApiError) return problem(c, bases, err);
+    if (err instanceof HTTPException && err.status < 500) {
+      const slug = SLUG_OF_STATUS[err.status] ?? 'bad_request';
+      return problem(c, bases, new ApiError(slug, err.message || 'The request could not be processed.'));
+    }
+    logger.error({ err, request_id: c.get('requestId' as never), method: c.req.method, path: c.req.path }, 'unhandled error');
+    return problem(
+      c,
+      bases,
+      new ApiError('internal_error', 'An unexpected error occurred. It is safe to retry with exponential backoff; quote the request_id if it persists.'),
+    );
+  };
+}
+
+/** Turns a Hono route path (`/v1/leases/:id`, `/admin/*`) into a matcher for 405 detection. */
+function matcherOf(path: string): RegExp {
+  const body = path
+    .split('/')
+    .map((seg) => {
+      if (seg === '*') return '.*';
+      if (seg.startsWith(':')) return '[^/]+';
+      return seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    })
+    .join('/');
+  return new RegExp(`^${body}/?$`);
+}
+
+/**
+ * 404 for unknown paths, 405 (with `Allow`) for a known path asked with another method. The route table is read
+ * lazily, once every route (including mounted sub-apps) is registered.
+ */
+export function notFoundHandler(app: Hono<any>, bases: ProblemBases): NotFoundHandler {
+  let table: { method: string; match: RegExp }[] | undefined;
+  return (c: Context) => {
+    table ??= app.routes.filter((r) => r.method !== 'ALL').map((r) => ({ method: r.method, match: matcherOf(r.path) }));
+    const allowed = new Set(table.filter((r) => r.match.test(c.req.path)).map((r) => r.method));
+    if (allowed.size > 0 && !allowed.has(c.req.method)) {
+      if (allowed.has('GET')) allowed.add('HEAD');
+      const allow = [...allowed].sort().join(', ');
+      return problem(
+        c,
+        bases,
+        new ApiError('method_not_allowed', `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allow}.`, { headers: { allow } }),
+      );
+    }
+    return problem(c, bases, new ApiError('not_found', `No endpoint ${c.req.method} ${c.req.path}.`));
+  };
+}

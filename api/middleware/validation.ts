@@ -1,0 +1,60 @@
+/**
+ * Turns zod failures into the 400-versus-422 split of SPEC.md/DECISIONS.md. In the query, path and headers a value
+ * that cannot be parsed (not a number, not a datetime, not a boolean, a repeated parameter) is 400; one that parses
+ * but breaks a rule (out of range, unknown sort field) is 422 with `errors[].pointer` = the parameter name.
+ * A JSON body that parsed is well-formed, so everything wrong in it is 422 with a pointer to the field.
+ */
+import type { z } from 'zod';
+import { ApiError, type FieldError } from '../problem';
+
+/** Marks a custom zod issue as a rule violation (422) rather than a parse failure (400). */
+export const RULE = { rule: true } as const;
+
+const RULE_CODES = new Set(['too_small', 'too_big', 'not_multiple_of', 'unrecognized_keys']);
+
+type Target = 'query' | 'param' | 'header' | 'json' | 'form' | 'cookie';
+
+function isRule(issue: z.core.$ZodIssue): boolean {
+  return RULE_CODES.has(issue.code) || (issue.code === 'custom' && (issue.params as { rule?: boolean } | undefined)?.rule === true);
+}
+
+/** A top-level field by its name, a nested one as a JSON pointer (`/source/base_url`). */
+function pointerOf(target: Target, path: PropertyKey[]): string {
+  if (path.length === 0) return target === 'json' ? '/' : target;
+  if (path.length === 1) return String(path[0]);
+  return `/${path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+}
+
+const WHERE: Record<Target, string> = {
+  query: 'query parameter',
+  param: 'path parameter',
+  header: 'header',
+  json: 'field',
+  form: 'field',
+  cookie: 'cookie',
+};
+
+export function validationError(error: z.ZodError, target: Target): ApiError {
+  const issues = error.issues;
+  if (target === 'json' || target === 'form') {
+    const errors: FieldError[] = issues.map((i) => ({ pointer: pointerOf(target, i.path), detail: i.message }));
+    return new ApiError('validation_error', describe(errors, 'field'), { errors });
+  }
+  const unparseable = issues.filter((i) => !isRule(i));
+  if (unparseable.length > 0) {
+    const parts = unparseable.map((i) => `${WHERE[target]} \`${pointerOf(target, i.path)}\`: ${i.message}`);
+    return new ApiError('bad_request', `Malformed request: ${parts.join('; ')}.`);
+  }
+  const errors: FieldError[] = issues.map((i) => ({ pointer: pointerOf(target, i.path), detail: i.message }));
+  return new ApiError('validation_error', describe(errors, WHERE[target]), { errors });
+}
+
+function describe(errors: FieldError[], noun: string): string {
+  if (errors.length === 1) return `Invalid ${noun} \`${errors[0]!.pointer}\`: ${errors[0]!.detail}`;
+  return `${errors.length} invalid values: ${errors.map((e) => `\`${e.pointer}\``).join(', ')}.`;
+}
+
+/** The defaultHook of the app's OpenAPIHono: every route validates through here. */
+export function validationHook(result: { success: boolean; error?: z.ZodError; target: string }): void {
+  if (!result.success && result.error) throw validationError(result.error, result.target as Target);
+}

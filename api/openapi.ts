@@ -1,0 +1,68 @@
+/**
+ * The OpenAPI 3.1 document, generated from the zod schemas the routes validate with, served at /v1/openapi.json,
+ * and the Scalar reference page at /docs. Also the response fragments every route shares.
+ */
+import { Scalar } from '@scalar/hono-api-reference';
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { Config } from '../config';
+import type { AppEnv } from './middleware/env';
+import { Problem } from './schemas';
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'Malformed request: a parameter that cannot be parsed (non-numeric `limit`, invalid datetime or boolean, non-UUID `integration_id`).',
+  401: 'Missing, malformed, unknown, revoked or wrong-environment API key.',
+  403: 'Valid key without the permission this endpoint needs.',
+  404: 'No such record for this key: it never existed, is soft-deleted (retry with `include_deleted=true`) or belongs to another organization or mode.',
+  405: 'Method not allowed on this path.',
+  422: 'A parameter that parses but breaks a rule (for example `limit` above 100 or an unknown `order-by` field); `errors[]` names it.',
+  429: 'Organization-wide rate limit exceeded; retry after `Retry-After` seconds.',
+  500: 'Server fault; safe to retry with exponential backoff.',
+  503: 'A dependency is down.',
+};
+
+const requestIdHeader = { 'x-request-id': { description: 'Correlation id; echoes a valid caller-supplied one.', schema: { type: 'string' as const } } };
+const rateLimitHeaders = {
+  'RateLimit-Limit': { description: "The organization's requests per minute.", schema: { type: 'integer' as const } },
+  'RateLimit-Remaining': { description: 'Requests left in the current burst.', schema: { type: 'integer' as const } },
+  'RateLimit-Reset': { description: 'Seconds until the burst is fully replenished.', schema: { type: 'integer' as const } },
+};
+
+export function problemResponses(...statuses: number[]) {
+  return Object.fromEntries(
+    statuses.map((s) => [
+      s,
+      {
+        description: DESCRIPTIONS[s] ?? 'Error.',
+        headers: s === 429 ? { ...requestIdHeader, ...rateLimitHeaders, 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' as const } } } : requestIdHeader,
+        content: { 'application/problem+json': { schema: Problem } },
+      },
+    ]),
+  );
+}
+
+/** Headers of a successful, authenticated response. */
+export const okHeaders = { ...requestIdHeader, ...rateLimitHeaders };
+export { requestIdHeader };
+
+export const BEARER = 'bearerAuth';
+
+export function registerDocs(app: OpenAPIHono<AppEnv>, config: Config): void {
+  app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'An API key: `sk_live_…` for live mode, `sk_test_…` for test mode.',
+  });
+  app.doc31('/v1/openapi.json', {
+    openapi: '3.1.0',
+    info: {
+      title: 'Property Data Sync API',
+      version: '1.0.0',
+      description:
+        'Read-mostly REST API over a normalized cache of property-management data. Errors are `application/problem+json` (RFC 7807). ' +
+        'The key prefix selects the mode (`sk_live_` or `sk_test_`).',
+    },
+    servers: [{ url: config.PUBLIC_BASE_URL }],
+    security: [{ [BEARER]: [] }],
+  });
+  app.get('/docs', Scalar({ url: '/v1/openapi.json', pageTitle: 'Property Data Sync API' }));
+}

@@ -1,0 +1,343 @@
+/**
+ * The zod schemas of the public API: query parameters (which both validate requests and generate the OpenAPI
+ * document, so the two cannot drift), the records, the list envelope and the problem body.
+ *
+ * Query parsers raise plain issues for values that cannot be parsed (400) and `RULE` issues for values that parse
+ * but break a rule (422); see api/middleware/validation.ts.
+ */
+import { z } from '@hono/zod-openapi';
+import { isUuid } from '../domain/ids';
+import { RULE } from './middleware/validation';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Query parameters
+// ---------------------------------------------------------------------------------------------------------------
+
+const INT = /^[+-]?\d+$/;
+
+function intParam(opts: { min: number; max: number; default: number; description: string }) {
+  return z
+    .string()
+    .regex(INT, 'must be an integer')
+    .transform(Number)
+    .pipe(z.number().int().min(opts.min).max(opts.max))
+    .optional()
+    .default(opts.default as never)
+    .openapi({ type: 'integer', minimum: opts.min, maximum: opts.max, default: opts.default, description: opts.description } as never) as unknown as z.ZodType<
+    number,
+    string | undefined
+  >;
+}
+
+const boolParam = (description: string) =>
+  z
+    .enum(['true', 'false', '1', '0'], { error: 'must be true or false' })
+    .transform((v) => v === 'true' || v === '1')
+    .optional()
+    .openapi({ type: 'boolean', description } as never) as unknown as z.ZodType<boolean | undefined, string | undefined>;
+
+const DATETIME = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 datetime, e.g. 2025-01-31T17:04:05.123Z' });
+/** A `+` in an offset arrives as a space when the caller did not URL-encode it; take it back. */
+const datetimeParam = (description: string) =>
+  z
+    .string()
+    .transform((s) => s.replace(/ /g, '+'))
+    .pipe(DATETIME)
+    .transform((s) => new Date(s))
+    .optional()
+    .openapi({ type: 'string', format: 'date-time', description } as never) as unknown as z.ZodType<Date | undefined, string | undefined>;
+
+const dateParam = (description: string) =>
+  z
+    .iso.date({ error: 'must be a date written YYYY-MM-DD' })
+    .optional()
+    .openapi({ type: 'string', format: 'date', description } as never) as unknown as z.ZodType<string | undefined, string | undefined>;
+
+function splitList(s: string): string[] {
+  return s
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v.length > 0);
+}
+
+/** Exact match; a comma-separated list matches ANY of its values. */
+const listParam = (description: string) =>
+  z
+    .string()
+    .transform(splitList)
+    .optional()
+    .openapi({ type: 'string', description: `${description} Comma-separated list matches any.` } as never) as unknown as z.ZodType<
+    string[] | undefined,
+    string | undefined
+  >;
+
+const uuidListParam = (description: string) =>
+  z
+    .string()
+    .transform((s, ctx) => {
+      const values = splitList(s);
+      const bad = values.filter((v) => !isUuid(v));
+      if (bad.length > 0) ctx.addIssue({ code: 'custom', message: `not a UUID: ${bad.join(', ')}` });
+      return values.map((v) => v.toLowerCase());
+    })
+    .optional()
+    .openapi({ type: 'string', description: `${description} Comma-separated list matches any.` } as never) as unknown as z.ZodType<
+    string[] | undefined,
+    string | undefined
+  >;
+
+export interface OrderBy<F extends string = string> {
+  field: F;
+  dir: 'asc' | 'desc';
+}
+
+function orderByParam<F extends string>(fields: readonly F[]) {
+  const allowed = fields.flatMap((f) => [`${f}:asc`, `${f}:desc`]);
+  return z
+    .string()
+    .transform((s, ctx) => {
+      const m = /^([a-z_]+):(asc|desc)$/.exec(s);
+      if (!m || !fields.includes(m[1] as F)) {
+        ctx.addIssue({ code: 'custom', message: `must be one of ${allowed.join(', ')}`, params: RULE });
+        return z.NEVER;
+      }
+      return { field: m[1] as F, dir: m[2] as 'asc' | 'desc' };
+    })
+    .optional()
+    .openapi({
+      type: 'string',
+      enum: allowed,
+      description: 'Sort order `field:asc` or `field:desc`; default `created_at:asc`. Ties are broken by `id` in the same direction.',
+    } as never) as unknown as z.ZodType<OrderBy<F> | undefined, string | undefined>;
+}
+
+const common = {
+  limit: intParam({ min: 1, max: 100, default: 25, description: 'Page size, 1 to 100.' }),
+  offset: intParam({ min: 0, max: Number.MAX_SAFE_INTEGER, default: 0, description: 'Zero-based record offset.' }),
+  include_deleted: boolParam('Include soft-deleted records (hidden by default).'),
+  updated_after: datetimeParam('Only records with `updated_at` >= this value.'),
+  created_after: datetimeParam('Only records with `created_at` >= this value.'),
+  created_before: datetimeParam('Only records with `created_at` <= this value.'),
+  x_id: listParam("The source's native identifier, exact."),
+  integration_id: uuidListParam('Integration (UUID), exact.'),
+};
+
+export const ORDER_FIELDS = {
+  property: ['created_at', 'updated_at', 'name'],
+  unit: ['created_at', 'updated_at', 'unit_number'],
+  resident: ['created_at', 'updated_at', 'last_name'],
+  lease: ['created_at', 'updated_at', 'start_date', 'end_date'],
+} as const;
+
+export const PropertyListQuery = z.object({
+  ...common,
+  'order-by': orderByParam(ORDER_FIELDS.property),
+  status: listParam('Property status, exact.'),
+  type: listParam('Property type, exact.'),
+  name: z.string().optional().openapi({ description: 'Case-insensitive substring of the name.' }),
+});
+export const UnitListQuery = z.object({
+  ...common,
+  'order-by': orderByParam(ORDER_FIELDS.unit),
+  property_id: listParam('Property id (`prp_…`), exact.'),
+  status: listParam('Unit status (`vacant`, `occupied`, `notice`), exact.'),
+});
+export const ResidentListQuery = z.object({
+  ...common,
+  'order-by': orderByParam(ORDER_FIELDS.resident),
+  property_id: listParam('Property id (`prp_…`), exact.'),
+  email: z.string().optional().openapi({ description: 'Email address, case-insensitive exact match.' }),
+  status: listParam('Resident status (`applicant`, `current`, `notice`, `past`), exact.'),
+});
+export const LeaseListQuery = z.object({
+  ...common,
+  'order-by': orderByParam(ORDER_FIELDS.lease),
+  property_id: listParam('Property id (`prp_…`), exact.'),
+  unit_id: listParam('Unit id (`unt_…`), exact.'),
+  resident_id: listParam('Id of a resident on the lease (`res_…`), exact.'),
+  status: listParam('Lease status, exact.'),
+  type: listParam('Lease type, exact.'),
+  start_date_gte: dateParam('`start_date` on or after this date.'),
+  start_date_lte: dateParam('`start_date` on or before this date.'),
+  end_date_gte: dateParam('`end_date` on or after this date.'),
+  end_date_lte: dateParam('`end_date` on or before this date.'),
+});
+
+export const RetrieveQuery = z.object({ include_deleted: boolParam('Return the record even when it is soft-deleted.') });
+export const IdParam = (example: string) =>
+  z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example }) });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Records
+// ---------------------------------------------------------------------------------------------------------------
+
+const ts = z.iso.datetime().openapi({ example: '2025-01-31T17:04:05.123Z' });
+const tsOrNull = ts.nullable();
+const dateOrNull = z.iso.date().nullable();
+const uuid = z.string().openapi({ format: 'uuid' });
+
+export const Money = z
+  .object({ amount: z.number().int().openapi({ description: 'Integer minor units.' }), currency: z.string().openapi({ example: 'USD' }) })
+  .openapi('Money');
+export const Address = z
+  .object({
+    line_1: z.string().nullable(),
+    line_2: z.string().nullable(),
+    city: z.string().nullable(),
+    state: z.string().nullable(),
+    postal_code: z.string().nullable(),
+    country: z.string().nullable(),
+  })
+  .openapi('Address');
+export const Phone = z.object({ type: z.string(), number: z.string(), primary: z.boolean() }).openapi('Phone');
+const CustomData = z.record(z.string(), z.unknown()).openapi({ description: 'Source values the CDM has no field for.' });
+
+const identity = (prefix: string) => ({
+  id: z.string().openapi({ example: `${prefix}01JH0000000000000000000000` }),
+  x_id: z.string().openapi({ description: "The source system's native identifier." }),
+  organization_id: uuid,
+  integration_id: uuid,
+});
+const times = {
+  custom_data: CustomData,
+  created_at: ts,
+  updated_at: ts,
+  deleted_at: tsOrNull,
+  ps_synced_at: tsOrNull,
+};
+
+export const Property = z
+  .object({
+    ...identity('prp_'),
+    name: z.string().nullable(),
+    type: z.string().nullable(),
+    status: z.string().nullable(),
+    address: Address.nullable(),
+    description: z.string().nullable(),
+    year_built: z.number().int().nullable(),
+    total_units: z.number().int().nullable(),
+    total_buildings: z.number().int().nullable(),
+    total_floors: z.number().int().nullable(),
+    website_url: z.string().nullable(),
+    email: z.string().nullable(),
+    phones: z.array(Phone).nullable(),
+    latitude: z.number().nullable(),
+    longitude: z.number().nullable(),
+    timezone_id: z.string().nullable(),
+    management_company_name: z.string().nullable(),
+    tax_id: z.string().nullable(),
+    pet_policy: z.string().nullable(),
+    smoking_policy: z.string().nullable(),
+    media: z.array(z.record(z.string(), z.unknown())).nullable(),
+    ...times,
+  })
+  .openapi('Property');
+
+export const PropertySummary = z
+  .object({
+    ...identity('prp_'),
+    name: z.string().nullable(),
+    type: z.string().nullable(),
+    status: z.string().nullable(),
+    custom_data: CustomData,
+    created_at: ts,
+    updated_at: ts,
+  })
+  .openapi('PropertySummary', { description: 'The reduced property record of the list endpoint.' });
+
+export const Unit = z
+  .object({
+    ...identity('unt_'),
+    property_id: z.string().nullable(),
+    unit_number: z.string().nullable(),
+    floorplan_name: z.string().nullable(),
+    bedrooms: z.number().int().nullable(),
+    bathrooms: z.number().int().nullable(),
+    square_feet: z.number().int().nullable(),
+    max_occupants: z.number().int().nullable(),
+    market_rent: Money.nullable(),
+    status: z.string().nullable().openapi({ description: '`vacant`, `occupied` or `notice`.' }),
+    note: z.string().nullable(),
+    address: Address.nullable(),
+    ...times,
+  })
+  .openapi('Unit');
+
+export const Resident = z
+  .object({
+    ...identity('res_'),
+    property_id: z.string().nullable(),
+    first_name: z.string().nullable(),
+    middle_name: z.string().nullable(),
+    last_name: z.string().nullable(),
+    email: z.string().nullable(),
+    phones: z.array(Phone).nullable(),
+    date_of_birth: dateOrNull,
+    address: Address.nullable(),
+    status: z.string().nullable().openapi({ description: '`applicant`, `current`, `notice` or `past`.' }),
+    ...times,
+  })
+  .openapi('Resident');
+
+export const LeaseResident = z
+  .object({ resident_id: z.string(), x_id: z.string(), role: z.string().openapi({ example: 'primary' }) })
+  .openapi('LeaseResident');
+
+export const Lease = z
+  .object({
+    ...identity('lse_'),
+    property_id: z.string().nullable(),
+    unit_id: z.string().nullable(),
+    resident_ids: z.array(z.string()),
+    residents: z.array(LeaseResident),
+    status: z
+      .string()
+      .nullable()
+      .openapi({ description: '`pending`, `active`, `notice`, `ended`, `terminated`, `evicted` or `cancelled`.' }),
+    type: z.string().nullable(),
+    start_date: dateOrNull,
+    end_date: dateOrNull,
+    move_in_date: dateOrNull,
+    move_out_date: dateOrNull,
+    notice_date: dateOrNull,
+    signed_date: dateOrNull,
+    rent_amount: Money,
+    security_deposit: Money.nullable(),
+    balance: Money.nullable(),
+    term_months: z.number().int().nullable(),
+    renewal_status: z.string().nullable(),
+    is_renewal: z.boolean().nullable(),
+    previous_lease_id: z.string().nullable(),
+    concessions: z.string().nullable(),
+    notes: z.string().nullable(),
+    ...times,
+  })
+  .openapi('Lease');
+
+export const ListMeta = z
+  .object({ limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() })
+  .openapi('ListMeta');
+
+export const listOf = <T extends z.ZodTypeAny>(item: T, name: string) =>
+  z.object({ meta: ListMeta, results: z.array(item) }).openapi(name);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Problems and health
+// ---------------------------------------------------------------------------------------------------------------
+
+export const Problem = z
+  .object({
+    type: z.string().openapi({ format: 'uri', description: 'URI of the error class; stable, safe to switch on.' }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    instance: z.string().openapi({ description: 'Request path that failed.' }),
+    request_id: z.string().openapi({ description: 'Equal to the `x-request-id` response header.' }),
+    errors: z
+      .array(z.object({ pointer: z.string(), detail: z.string() }))
+      .optional()
+      .openapi({ description: 'On 422 only: each offending parameter or field.' }),
+  })
+  .openapi('Problem');
+
+export const Health = z.object({ status: z.literal('ok') }).openapi('Health');

@@ -1,0 +1,34 @@
+/**
+ * The API's Temporal client: connects on first use and, after a failure, tries again on the next call, so the API
+ * starts (and answers /readyz with 503) while Temporal is still down.
+ */
+import { Client, Connection } from '@temporalio/client';
+import type { Config } from '../config';
+
+export interface TemporalGetter {
+  (): Promise<Client>;
+  close(): Promise<void>;
+}
+
+export function temporalAddressOf(config: Config): string {
+  return config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
+}
+
+export function lazyTemporalClient(config: Config, opts: { connectTimeoutMs?: number } = {}): TemporalGetter {
+  let pending: Promise<Client> | undefined;
+  const get = (() => {
+    pending ??= Connection.connect({ address: temporalAddressOf(config), connectTimeout: opts.connectTimeoutMs ?? 3_000 })
+      .then((connection) => new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }))
+      .catch((err: unknown) => {
+        pending = undefined;
+        throw err;
+      });
+    return pending;
+  }) as TemporalGetter;
+  get.close = async () => {
+    const p = pending;
+    pending = undefined;
+    if (p) await p.then((c) => c.connection.close()).catch(() => {});
+  };
+  return get;
+}
