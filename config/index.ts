@@ -46,6 +46,12 @@ export const configSchema = z.object({
   PROBLEM_BASE_URL: z.string().url().optional(),
   /** Base of documentation URIs; error types are DOCS_BASE_URL/errors/<slug>. Defaults to PUBLIC_BASE_URL/docs. */
   DOCS_BASE_URL: z.string().url().optional(),
+  /** Records the sync reads per source page (the source may cap it lower). */
+  SYNC_PAGE_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
+  /** Sync activities (one entity of one integration each) a worker runs at once; bounds its memory. */
+  WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(8),
+  /** Whether the worker creates or updates every integration's sync schedule at start-up (off for workers that share a database with others on another task queue, as in tests). */
+  WORKER_RECONCILE_SCHEDULES: bool.default(true),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Pretty, coloured logs (development) instead of JSON lines. */
