@@ -1,14 +1,29 @@
 /**
  * Client-side control of sync: the Temporal Schedule of each integration and manual runs.
  * Used by the admin API (create/patch/delete integration, trigger) and by the worker at start-up (reconcile
- * schedules). Placeholder signatures until the sync engine lands.
+ * schedules).
  */
-import type { Client } from '@temporalio/client';
+import { createHash } from 'node:crypto';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, WorkflowNotFoundError, type Client, type ScheduleOptions } from '@temporalio/client';
 import type { Db } from '../db/client';
-import type { syncJobs } from '../db/schema';
+import { newId } from '../db/ids';
+import { syncJobs } from '../db/schema';
+import { activeJobOf, lockIntegrationSync, type RunIsOpen, type SyncJobRow } from '../db/sync-jobs';
 import type { IntegrationRow } from '../db/tenants';
+import {
+  SA_INTEGRATION_ID,
+  SA_ORGANIZATION_ID,
+  SA_STATUS,
+  SA_SYNC_JOB_ID,
+  scheduleIdOf,
+  syncWorkflowIdOf,
+  type SyncTrigger,
+  type SyncWorkflowInput,
+} from '../domain/contract';
+import { effectiveSyncInterval } from '../domain/plans';
+import { syncIntegration } from '../workflows/sync';
 
-export type SyncJobRow = typeof syncJobs.$inferSelect;
+export type { SyncJobRow };
 
 export interface SyncControlDeps {
   db: Db;
@@ -16,19 +31,123 @@ export interface SyncControlDeps {
   taskQueue: string;
 }
 
-/** Create or update the integration's schedule at its effective cadence. `runNow` also starts a run at once. */
-export async function ensureSyncSchedule(_deps: SyncControlDeps, _integration: IntegrationRow, _opts: { runNow: boolean }): Promise<void> {
-  throw new Error('not implemented yet');
+/** Whether a workflow is still running, by its id (latest run). */
+export function runIsOpenVia(client: Client): RunIsOpen {
+  return async (workflowId) => {
+    try {
+      const d = await client.workflow.getHandle(workflowId).describe();
+      return d.status.name === 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
+  };
+}
+
+/**
+ * A fixed offset per integration inside its interval, so that integrations on the same plan do not all start
+ * at the same instant of every period.
+ */
+function offsetSecondsOf(integrationId: string, intervalSeconds: number): number {
+  return createHash('sha256').update(integrationId).digest().readUInt32BE(0) % intervalSeconds;
+}
+
+function scheduleOptions(deps: SyncControlDeps, integration: IntegrationRow) {
+  const every = effectiveSyncInterval(integration.plan, integration.syncIntervalSeconds);
+  const input: SyncWorkflowInput = { integrationId: integration.id, trigger: 'schedule' };
+  return {
+    scheduleId: scheduleIdOf(integration.id),
+    spec: { intervals: [{ every: every * 1000, offset: offsetSecondsOf(integration.id, every) * 1000 }] },
+    action: {
+      type: 'startWorkflow' as const,
+      workflowType: syncIntegration,
+      args: [input] as [SyncWorkflowInput],
+      taskQueue: deps.taskQueue,
+      // Temporal appends the scheduled time, so each run has its own id.
+      workflowId: `sync-scheduled-${integration.id}`,
+      typedSearchAttributes: [
+        { key: SA_ORGANIZATION_ID, value: integration.organizationId },
+        { key: SA_INTEGRATION_ID, value: integration.id },
+        { key: SA_STATUS, value: 'queued' },
+      ],
+    },
+    // SKIP: a period whose run is still going is dropped, never queued; a missed period is not caught up later
+    // beyond one minute, because the next run syncs everything anyway.
+    policies: { overlap: 'SKIP' as const, catchupWindow: '1 minute', pauseOnFailure: false },
+    typedSearchAttributes: [
+      { key: SA_ORGANIZATION_ID, value: integration.organizationId },
+      { key: SA_INTEGRATION_ID, value: integration.id },
+    ],
+  } satisfies ScheduleOptions;
+}
+
+/**
+ * Create or update the integration's schedule at its effective cadence (a plan change moves it at once).
+ * `runNow` also starts the first run at once, with trigger `initial`.
+ */
+export async function ensureSyncSchedule(deps: SyncControlDeps, integration: IntegrationRow, opts: { runNow: boolean }): Promise<void> {
+  const options = scheduleOptions(deps, integration);
+  try {
+    await deps.client.schedule.create(options);
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    await deps.client.schedule.getHandle(options.scheduleId).update((prev) => ({
+      ...prev,
+      spec: options.spec,
+      action: options.action,
+      policies: options.policies,
+    }));
+  }
+  if (opts.runNow) await startRun(deps, integration, 'initial');
 }
 
 /** Remove the integration's schedule (integration deleted). */
-export async function removeSyncSchedule(_deps: SyncControlDeps, _integrationId: string): Promise<void> {
-  throw new Error('not implemented yet');
+export async function removeSyncSchedule(deps: SyncControlDeps, integrationId: string): Promise<void> {
+  try {
+    await deps.client.schedule.getHandle(scheduleIdOf(integrationId)).delete();
+  } catch (err) {
+    if (!(err instanceof ScheduleNotFoundError)) throw err;
+  }
 }
 
-/** Start a manual run; returns its job row (status queued, or the already running job of the integration). */
-export async function triggerSync(_deps: SyncControlDeps, _integration: IntegrationRow): Promise<SyncJobRow> {
-  throw new Error('not implemented yet');
+/**
+ * Start a manual run; returns its job row (status queued).
+ * While a run of the integration is queued or running, a manual trigger starts nothing and returns that job:
+ * the caller can follow it, and the next trigger after it ends starts a fresh run.
+ */
+export async function triggerSync(deps: SyncControlDeps, integration: IntegrationRow): Promise<SyncJobRow> {
+  return startRun(deps, integration, 'manual');
+}
+
+/**
+ * Create a queued job and start its workflow under the integration's run lock, or return the active job.
+ * The workflow is started before the job row commits; its first activity takes the same lock, so it always sees
+ * the row, and a failed start rolls the row back.
+ */
+async function startRun(deps: SyncControlDeps, integration: IntegrationRow, trigger: Exclude<SyncTrigger, 'schedule'>): Promise<SyncJobRow> {
+  return deps.db.transaction(async (tx) => {
+    await lockIntegrationSync(tx, integration.id);
+    const active = await activeJobOf(tx, integration.id, runIsOpenVia(deps.client));
+    if (active) return active;
+    const id = newId('syncJob');
+    const workflowId = syncWorkflowIdOf(id);
+    const [row] = await tx
+      .insert(syncJobs)
+      .values({ id, organizationId: integration.organizationId, integrationId: integration.id, status: 'queued', trigger, workflowId })
+      .returning();
+    await deps.client.workflow.start(syncIntegration, {
+      taskQueue: deps.taskQueue,
+      workflowId,
+      args: [{ integrationId: integration.id, trigger, syncJobId: id }],
+      typedSearchAttributes: [
+        { key: SA_ORGANIZATION_ID, value: integration.organizationId },
+        { key: SA_INTEGRATION_ID, value: integration.id },
+        { key: SA_SYNC_JOB_ID, value: id },
+        { key: SA_STATUS, value: 'queued' },
+      ],
+    });
+    return row!;
+  });
 }
 
 /** The admin API's view of a sync job. */

@@ -23,9 +23,17 @@ export interface SyncWorkflowInput {
 }
 
 export interface SyncWorkflowResult {
-  syncJobId: string;
-  status: 'succeeded' | 'failed';
+  /** The run's job; for a skipped scheduled run, the job of the run that was already going (null: none). */
+  syncJobId: string | null;
+  /**
+   * `skipped`: a scheduled run found another run of the integration going (or the integration deleted) and did
+   * nothing. A failed run never returns: the workflow fails, after marking its job failed.
+   */
+  status: 'succeeded' | 'failed' | 'skipped';
 }
+
+/** Values of the PropsyncStatus search attribute on a sync workflow. */
+export type SyncRunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
 
 /** Id of the Temporal Schedule of an integration. */
 export const scheduleIdOf = (integrationId: string) => `sync-schedule-${integrationId}`;

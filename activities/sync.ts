@@ -1,0 +1,293 @@
+/**
+ * Sync activities: the side effects of a sync run, page by page. The database is the source of truth for where a
+ * run stands (sync_jobs.progress, committed with each page), so a retried or restarted activity resumes after the
+ * last committed page and never applies a page twice; heartbeats carry the same point for operators.
+ *
+ * Failure behaviour: a source failure worth retrying is thrown as is (Temporal retries with backoff); a permanent
+ * one becomes a non-retryable ApplicationFailure of a type from SYNC_FAILURE.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import type { Db, Tx } from '../db/client';
+import { newId } from '../db/ids';
+import { applyRecords, clearSeen, softDeleteUnseen, type ApplyContext, type ApplyResult } from '../db/records';
+import { events, integrations, syncJobs } from '../db/schema';
+import { activeJobOf, getSyncJob, lockIntegrationSync, type RunIsOpen, type SyncJobRow } from '../db/sync-jobs';
+import { getIntegration, type IntegrationRow } from '../db/tenants';
+import { SYNC_ORDER, type Entity } from '../domain/cdm';
+import type { SyncTrigger } from '../domain/contract';
+import type { SyncCompleteData } from '../domain/events';
+import { SourcePermanentError, type SourceConnector, type SourcePage } from '../source/connector';
+
+/** Types of the non-retryable failures a sync activity raises. */
+export const SYNC_FAILURE = {
+  sourcePermanent: 'SourcePermanentError',
+  jobNotFound: 'SyncJobNotFound',
+  jobNotRunning: 'SyncJobNotRunning',
+  integrationGone: 'IntegrationGone',
+  incomplete: 'SyncIncomplete',
+} as const;
+
+export interface SyncActivityDeps {
+  db: Db;
+  /** The connector of an integration, built from its stored settings: secrets stay inside activities. */
+  connectorFor: (integration: IntegrationRow) => SourceConnector | Promise<SourceConnector>;
+  /** Whether another run's workflow is still open (a job whose workflow is gone no longer blocks the integration). */
+  runIsOpen: RunIsOpen;
+  clock?: () => Date;
+  /** Records per source page. */
+  pageSize?: number;
+  /** Heartbeat interval while a page is read or applied (the heartbeat timeout must be well above it). */
+  heartbeatEveryMs?: number;
+}
+
+export interface StartSyncJobInput {
+  integrationId: string;
+  trigger: SyncTrigger;
+  syncJobId?: string;
+}
+export type StartSyncJobResult =
+  | { skipped: false; syncJobId: string; organizationId: string; initial: boolean }
+  | { skipped: true; syncJobId: string | null; reason: string };
+
+export interface EntityProgress {
+  page: number;
+  done: boolean;
+}
+
+/** Thrown inside a page transaction when another attempt of the same activity committed first. */
+class Superseded extends Error {}
+
+export function createActivities(deps: SyncActivityDeps) {
+  const { db } = deps;
+  const clock = deps.clock ?? (() => new Date());
+  const pageSize = deps.pageSize ?? 1000;
+  const heartbeatEveryMs = deps.heartbeatEveryMs ?? 5_000;
+
+  async function loadRunning(tx: Tx, syncJobId: string): Promise<{ job: SyncJobRow; integration: IntegrationRow }> {
+    const job = await getSyncJob(tx, syncJobId);
+    if (!job) throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} not found`, SYNC_FAILURE.jobNotFound);
+    if (job.status !== 'running') throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} is ${job.status}`, SYNC_FAILURE.jobNotRunning);
+    const integration = await getIntegration(tx, job.integrationId);
+    if (!integration) throw ApplicationFailure.nonRetryable(`integration ${job.integrationId} not found`, SYNC_FAILURE.integrationGone);
+    return { job, integration };
+  }
+
+  const applyContext = (integration: IntegrationRow, job: SyncJobRow, now?: Date): ApplyContext => ({
+    integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
+    // The first complete sync of an integration is a bulk load: no per-record events.
+    emitEvents: !job.initial,
+    syncJobId: job.id,
+    now,
+  });
+
+  return {
+    /**
+     * Claim the run: mark the API-created job running, or (scheduled runs) create the job, unless another run of
+     * the integration is going, in which case the run is skipped. Idempotent across retries of the same workflow.
+     */
+    async startSyncJob(input: StartSyncJobInput): Promise<StartSyncJobResult> {
+      const workflowId = Context.current().info.workflowExecution?.workflowId;
+      if (!workflowId) throw ApplicationFailure.nonRetryable('startSyncJob runs inside a sync workflow only', SYNC_FAILURE.jobNotFound);
+      return db.transaction(async (tx) => {
+        await lockIntegrationSync(tx, input.integrationId);
+        const integration = await getIntegration(tx, input.integrationId);
+        const initial = integration?.firstSyncCompletedAt == null;
+        if (input.syncJobId) {
+          const job = await getSyncJob(tx, input.syncJobId);
+          if (!job) throw ApplicationFailure.nonRetryable(`sync job ${input.syncJobId} not found`, SYNC_FAILURE.jobNotFound);
+          if (!integration || integration.deletedAt) {
+            throw ApplicationFailure.nonRetryable(`integration ${input.integrationId} is deleted`, SYNC_FAILURE.integrationGone);
+          }
+          if (job.status === 'queued') {
+            await tx.update(syncJobs).set({ status: 'running', startedAt: clock(), initial }).where(eq(syncJobs.id, job.id));
+            return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial };
+          }
+          if (job.status === 'running') return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial: job.initial };
+          throw ApplicationFailure.nonRetryable(`sync job ${job.id} is already ${job.status}`, SYNC_FAILURE.jobNotRunning);
+        }
+        if (!integration || integration.deletedAt) return { skipped: true, syncJobId: null, reason: 'integration deleted' };
+        const active = await activeJobOf(tx, integration.id, deps.runIsOpen);
+        if (active?.workflowId === workflowId) {
+          return { skipped: false, syncJobId: active.id, organizationId: active.organizationId, initial: active.initial };
+        }
+        if (active) return { skipped: true, syncJobId: active.id, reason: `run ${active.id} is ${active.status}` };
+        const id = newId('syncJob');
+        await tx.insert(syncJobs).values({
+          id,
+          organizationId: integration.organizationId,
+          integrationId: integration.id,
+          status: 'running',
+          trigger: input.trigger,
+          workflowId,
+          initial,
+          startedAt: clock(),
+        });
+        return { skipped: false, syncJobId: id, organizationId: integration.organizationId, initial };
+      });
+    },
+
+    /**
+     * Read every page of one entity from the source and apply it, each page in one transaction with the job's
+     * resume point and counters. A page is read while the previous one is applied.
+     */
+    async syncEntity(input: { syncJobId: string; entity: Entity }): Promise<{ pages: number; records: number }> {
+      const { entity, syncJobId } = input;
+      const ctx = Context.current();
+      const { job, integration } = await loadRunning(db, syncJobId);
+      let point: EntityProgress = job.progress[entity] ?? { page: 0, done: false };
+      if (point.done) return { pages: point.page, records: 0 };
+      const connector = await deps.connectorFor(integration);
+      const apply = applyContext(integration, job);
+      let records = 0;
+
+      const read = (page: number): Promise<SourcePage<Entity>> => {
+        const p = connector.readPage(entity, page, pageSize).catch((err: unknown) => {
+          if (err instanceof SourcePermanentError) {
+            throw ApplicationFailure.nonRetryable(`${entity} page ${page}: ${err.message}`, SYNC_FAILURE.sourcePermanent);
+          }
+          throw err;
+        });
+        // Attach a handler at once: a prefetched page may be discarded and must not become an unhandled rejection.
+        p.catch(() => {});
+        return p;
+      };
+
+      const beat = setInterval(() => ctx.heartbeat(point), heartbeatEveryMs);
+      try {
+        let next = read(point.page + 1);
+        for (;;) {
+          const page = await next;
+          const target: EntityProgress = { page: point.page + 1, done: !page.hasMore };
+          if (page.hasMore) next = read(target.page + 1);
+          try {
+            const result = await db.transaction(async (tx) => {
+              const [row] = await tx
+                .select({ status: syncJobs.status, progress: syncJobs.progress })
+                .from(syncJobs)
+                .where(eq(syncJobs.id, syncJobId))
+                .for('update');
+              if (row?.status !== 'running') {
+                throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} is ${row?.status ?? 'gone'}`, SYNC_FAILURE.jobNotRunning);
+              }
+              if ((row.progress[entity]?.page ?? 0) !== point.page) throw new Superseded();
+              const r = await applyRecords(tx, { ...apply, now: clock() }, entity, page.records);
+              await tx
+                .update(syncJobs)
+                .set({
+                  progress: { ...row.progress, [entity]: target },
+                  recordsSeen: sql`${syncJobs.recordsSeen} + ${r.created + r.updated + r.unchanged}`,
+                  recordsNew: sql`${syncJobs.recordsNew} + ${r.created}`,
+                  recordsUpdated: sql`${syncJobs.recordsUpdated} + ${r.updated}`,
+                })
+                .where(eq(syncJobs.id, syncJobId));
+              return r;
+            });
+            point = target;
+            records += countOf(result);
+          } catch (err) {
+            if (!(err instanceof Superseded)) throw err;
+            // Another attempt (one Temporal gave up on that kept running) committed this page: carry on from
+            // wherever the job now stands.
+            const fresh = await getSyncJob(db, syncJobId);
+            point = fresh?.progress[entity] ?? point;
+            if (!point.done) next = read(point.page + 1);
+          }
+          ctx.heartbeat(point);
+          if (point.done) return { pages: point.page, records };
+          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync activity cancelled');
+        }
+      } finally {
+        clearInterval(beat);
+      }
+    },
+
+    /**
+     * End a run whose every entity was fully read: soft-delete what it did not see, record SYNC_COMPLETE (or
+     * FIRST_SYNC_COMPLETE) after every event of the run, mark the job succeeded and forget what it saw, all in one
+     * transaction. A retry after a commit returns the stored outcome.
+     */
+    async finishSyncJob(input: { syncJobId: string }): Promise<SyncCompleteData> {
+      return db.transaction(async (tx) => {
+        const [locked] = await tx.select().from(syncJobs).where(eq(syncJobs.id, input.syncJobId)).for('update');
+        if (locked?.status === 'succeeded') return completeData(locked);
+        const { job, integration } = await loadRunning(tx, input.syncJobId);
+        const missing = SYNC_ORDER.filter((e) => !job.progress[e]?.done);
+        if (missing.length > 0) {
+          throw ApplicationFailure.nonRetryable(`entities not fully read: ${missing.join(', ')}`, SYNC_FAILURE.incomplete);
+        }
+        // The end of the run must not precede any event of the run, even one written by a worker on another host.
+        const [last] = await tx
+          .select({ createdAt: events.createdAt })
+          .from(events)
+          .where(and(eq(events.integrationId, integration.id), eq(events.syncJobId, job.id)))
+          .orderBy(desc(events.createdAt))
+          .limit(1);
+        const now = new Date(Math.max(clock().getTime(), (last?.createdAt.getTime() ?? 0) + 1));
+        let softDeleted = 0;
+        // Leases first: nothing a run removes should point at a record that is still shown as live.
+        for (const entity of [...SYNC_ORDER].reverse()) {
+          const r = await softDeleteUnseen(tx, { ...applyContext(integration, job, now), syncJobId: job.id }, entity);
+          softDeleted += r.softDeleted;
+        }
+        const [done] = await tx
+          .update(syncJobs)
+          .set({ status: 'succeeded', finishedAt: now, recordsSoftDeleted: softDeleted, error: null })
+          .where(eq(syncJobs.id, job.id))
+          .returning();
+        const data = completeData(done!);
+        await tx
+          .insert(events)
+          .values({
+            id: newId('event'),
+            organizationId: integration.organizationId,
+            integrationId: integration.id,
+            mode: integration.mode,
+            type: job.initial ? 'FIRST_SYNC_COMPLETE' : 'SYNC_COMPLETE',
+            category: 'sync_lifecycle',
+            data: { ...data },
+            syncJobId: job.id,
+            createdAt: now,
+          })
+          .onConflictDoNothing();
+        if (job.initial) {
+          await tx
+            .update(integrations)
+            .set({ firstSyncCompletedAt: now })
+            .where(and(eq(integrations.id, integration.id), isNull(integrations.firstSyncCompletedAt)));
+        }
+        await clearSeen(tx, job.id);
+        return data;
+      });
+    },
+
+    /** Mark a run failed with its error (nothing is soft-deleted) and forget what it saw. Idempotent. */
+    async failSyncJob(input: { syncJobId: string; error: string }): Promise<void> {
+      await db.transaction(async (tx) => {
+        await tx
+          .update(syncJobs)
+          .set({ status: 'failed', finishedAt: clock(), error: input.error })
+          .where(and(eq(syncJobs.id, input.syncJobId), inArray(syncJobs.status, ['queued', 'running'])));
+        await clearSeen(tx, input.syncJobId);
+      });
+    },
+  };
+}
+
+export type SyncActivities = ReturnType<typeof createActivities>;
+
+function countOf(r: ApplyResult): number {
+  return r.created + r.updated + r.unchanged;
+}
+
+function completeData(job: SyncJobRow): SyncCompleteData {
+  return {
+    sync_job_id: job.id,
+    started_at: (job.startedAt ?? job.createdAt).toISOString(),
+    finished_at: (job.finishedAt ?? job.createdAt).toISOString(),
+    records_new: job.recordsNew,
+    records_updated: job.recordsUpdated,
+    records_soft_deleted: job.recordsSoftDeleted,
+  };
+}
