@@ -1,6 +1,6 @@
 /** Organizations, integrations and API keys: the rows the admin API, the demo seed and tests create. */
 import { createHash, randomInt } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { Mode, Plan } from '../domain/plans';
 import type { Tx } from './client';
 import { apiKeys, integrations, organizations } from './schema';
@@ -28,6 +28,8 @@ export async function createOrganization(tx: Tx, input: { name: string }): Promi
 }
 
 export interface NewIntegration {
+  /** Set when the id must be known before the row exists (the sandbox company is provisioned under it). */
+  id?: string;
   organizationId: string;
   name?: string | null;
   mode: Mode;
@@ -67,4 +69,17 @@ export async function createApiKey(
     })
     .returning();
   return { row: row!, key };
+}
+
+/**
+ * Revoke a key. Idempotent: a revoked key keeps its first revoked_at. The api_keys trigger announces the change,
+ * so every API process drops the key from its auth cache at once.
+ */
+export async function revokeApiKey(tx: Tx, id: string): Promise<ApiKeyRow | undefined> {
+  const [row] = await tx
+    .update(apiKeys)
+    .set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` })
+    .where(eq(apiKeys.id, id))
+    .returning();
+  return row;
 }

@@ -1,7 +1,47 @@
-/** Admin API (/admin/v1). Placeholder until the admin routes land. */
+/**
+ * Admin API (/admin/v1): organizations, integrations, API keys, sync jobs and sandbox controls, for operators and
+ * the CLI. Behind ADMIN_TOKEN; its OpenAPI document (/admin/v1/openapi.json) is public and separate from the
+ * public API's.
+ */
+import { OpenAPIHono } from '@hono/zod-openapi';
 import { Hono } from 'hono';
 import type { ApiDeps } from '../deps';
+import { registerApiKeys } from './api-keys';
+import { adminAuth } from './auth';
+import { registerIntegrations } from './integrations';
+import { registerOrganizations } from './organizations';
+import { registerSandbox } from './sandbox';
+import { registerSyncs } from './syncs';
+import { adminValidationHook } from './support';
 
-export function createAdminRoutes(_deps: ApiDeps): Hono {
-  return new Hono();
+const SECURITY = 'adminToken';
+
+export function createAdminRoutes(deps: ApiDeps): Hono {
+  const api = new OpenAPIHono({ defaultHook: adminValidationHook });
+  api.openAPIRegistry.registerComponent('securitySchemes', SECURITY, {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'The ADMIN_TOKEN of the deployment.',
+  });
+  api.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: {
+      title: 'Property Data Sync admin API',
+      version: '1.0.0',
+      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, sandbox controls. Errors are problem+json.',
+    },
+    servers: [{ url: `${deps.config.PUBLIC_BASE_URL}/admin/v1` }],
+    security: [{ [SECURITY]: [] }],
+  });
+  // After the document's route, so the document stays public.
+  api.use('*', adminAuth(deps.config.ADMIN_TOKEN));
+
+  registerOrganizations(api, deps);
+  registerIntegrations(api, deps);
+  registerApiKeys(api, deps);
+  registerSyncs(api, deps);
+  registerSandbox(api, deps);
+
+  // Mounted through a plain Hono so that the parent OpenAPIHono does not fold admin routes into the public document.
+  return new Hono().route('/', api);
 }

@@ -1,0 +1,87 @@
+/** API keys of an organization: created with the secret shown once, listed and revoked without it. */
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { asc, eq } from 'drizzle-orm';
+import { apiKeys } from '../../db/schema';
+import { createApiKey, revokeApiKey, type ApiKeyRow } from '../../db/tenants';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../problem';
+import { ApiKey, ApiKeyCreate, ApiKeyCreated, body, errorResponses, IdParam, json, listOf, ListQuery } from './schemas';
+import { loadOrganization, uuidOr404 } from './support';
+
+export function apiKeyView(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    organization_id: row.organizationId,
+    mode: row.mode,
+    scopes: row.scopes as ('read' | 'write')[],
+    key_prefix: row.keyPrefix,
+    created_at: row.createdAt.toISOString(),
+    revoked_at: row.revokedAt?.toISOString() ?? null,
+    last_used_at: row.lastUsedAt?.toISOString() ?? null,
+  };
+}
+
+const tags = ['API keys'];
+const OrgId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
+
+export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/organizations/{id}/api_keys',
+      tags,
+      summary: 'Create an API key',
+      description: 'The response is the only time the secret `key` is shown; only its hash is stored. Scopes default to read and write.',
+      request: { params: OrgId, ...body(ApiKeyCreate) },
+      responses: { 201: json(ApiKeyCreated, 'The key, with its secret.'), ...errorResponses },
+    }),
+    async (c) => {
+      const org = await loadOrganization(deps, c.req.valid('param').id);
+      const input = c.req.valid('json');
+      const scopes = input.scopes ? [...new Set(input.scopes)] : undefined;
+      const { row, key } = await createApiKey(deps.db, { organizationId: org.id, mode: input.mode, scopes });
+      return c.json({ ...apiKeyView(row), key }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/organizations/{id}/api_keys',
+      tags,
+      summary: "List an organization's API keys (without secrets)",
+      request: { params: OrgId, query: ListQuery },
+      responses: { 200: json(listOf(ApiKey, 'ApiKeyList'), 'Oldest first, revoked keys included.'), ...errorResponses },
+    }),
+    async (c) => {
+      const org = await loadOrganization(deps, c.req.valid('param').id);
+      const { limit, offset } = c.req.valid('query');
+      const rows = await deps.db
+        .select()
+        .from(apiKeys)
+        .where(eq(apiKeys.organizationId, org.id))
+        .orderBy(asc(apiKeys.createdAt), asc(apiKeys.id))
+        .limit(limit + 1)
+        .offset(offset);
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(apiKeyView) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/api_keys/{id}/revoke',
+      tags,
+      summary: 'Revoke an API key',
+      description: 'Takes effect at once in every API process. Idempotent: revoking again returns the key with its first `revoked_at`.',
+      request: { params: IdParam('7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6', 'API key id (UUID).') },
+      responses: { 200: json(ApiKey, 'The revoked key.'), ...errorResponses },
+    }),
+    async (c) => {
+      const id = c.req.valid('param').id;
+      const row = await revokeApiKey(deps.db, uuidOr404(id, 'API key'));
+      if (!row) throw new ApiError('not_found', `No API key ${id}.`);
+      return c.json(apiKeyView(row), 200);
+    },
+  );
+}

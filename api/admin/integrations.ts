@@ -1,0 +1,230 @@
+/**
+ * Integrations: one connected source each, with its Temporal Schedule. The database row and the schedule change
+ * together: when Temporal cannot be reached the row change is undone and the answer is a 503, so an integration is
+ * never left half-made (the worker also reconciles schedules at start-up).
+ */
+import { randomInt, randomUUID } from 'node:crypto';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import { newId } from '../../db/ids';
+import { softDeleteUnseen } from '../../db/records';
+import { integrations, syncJobs } from '../../db/schema';
+import { createIntegration, type IntegrationRow } from '../../db/tenants';
+import { ENTITIES } from '../../domain/cdm';
+import { effectiveSyncInterval, PLAN_RULES, type Plan } from '../../domain/plans';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../problem';
+import { ensureSyncSchedule, removeSyncSchedule } from '../sync-control';
+import {
+  body,
+  errorResponses,
+  IdParam,
+  Integration,
+  IntegrationCreate,
+  IntegrationUpdate,
+  json,
+  listOf,
+  ListQuery,
+  unavailableResponse,
+} from './schemas';
+import { loadIntegration, loadOrganization, viaSandbox, withTemporal } from './support';
+
+/** Leases a sandbox company gets when the create request does not say. */
+const DEFAULT_SANDBOX_SIZE = 50;
+
+export function integrationView(row: IntegrationRow) {
+  return {
+    id: row.id,
+    organization_id: row.organizationId,
+    name: row.name,
+    mode: row.mode,
+    plan: row.plan,
+    source: { type: row.sourceType },
+    sync_interval_seconds: effectiveSyncInterval(row.plan, row.syncIntervalSeconds),
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+/** An override faster than the plan allows is refused, whichever of plan or interval the request changed. */
+function checkCadence(plan: Plan, override: number | null): void {
+  const fastest = PLAN_RULES[plan].fastestSyncIntervalSeconds;
+  if (override !== null && override < fastest) {
+    const detail = `${override} s is faster than the ${plan} plan allows; its fastest cadence is ${fastest} s (null = the plan default, ${PLAN_RULES[plan].defaultSyncIntervalSeconds} s).`;
+    throw new ApiError('validation_error', `sync_interval_seconds: ${detail}`, { errors: [{ pointer: 'sync_interval_seconds', detail }] });
+  }
+}
+
+const tags = ['Integrations'];
+const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
+const OrgId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
+
+export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/organizations/{id}/integrations',
+      tags,
+      summary: 'Connect a source',
+      description:
+        'A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only). The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts.',
+      request: { params: OrgId, ...body(IntegrationCreate) },
+      responses: { 201: json(Integration, 'The integration.'), ...errorResponses, ...unavailableResponse },
+    }),
+    async (c) => {
+      const org = await loadOrganization(deps, c.req.valid('param').id);
+      const input = c.req.valid('json');
+      if (input.source.type === 'sandbox' && input.mode === 'live') {
+        const detail = 'A sandbox source is only for test-mode integrations; a live integration connects to a real system (type entrata).';
+        throw new ApiError('validation_error', `/source/type: ${detail}`, { errors: [{ pointer: '/source/type', detail }] });
+      }
+      const override = input.sync_interval_seconds ?? null;
+      checkCadence(input.plan, override);
+      // Fail before provisioning anything when Temporal is down.
+      await withTemporal(deps, 'create the integration', async () => {});
+
+      const id = randomUUID();
+      let sourceConfig: IntegrationRow['sourceConfig'];
+      if (input.source.type === 'sandbox') {
+        const size = input.source.size ?? DEFAULT_SANDBOX_SIZE;
+        const seed = input.source.seed ?? randomInt(2_147_483_647);
+        const { api_key } = await viaSandbox(deps, 'provision the sandbox company', (s) => s.createCompany({ companyId: id, size, seed }));
+        sourceConfig = { base_url: deps.config.SANDBOX_URL, api_key, size, seed };
+      } else {
+        sourceConfig = { base_url: input.source.base_url.replace(/\/$/, ''), api_key: input.source.api_key };
+      }
+      const row = await createIntegration(deps.db, {
+        id,
+        organizationId: org.id,
+        name: input.name ?? null,
+        mode: input.mode,
+        plan: input.plan,
+        sourceType: input.source.type,
+        sourceConfig,
+        syncIntervalSeconds: override,
+      });
+      await withTemporal(
+        deps,
+        'schedule the integration',
+        (ctl) => ensureSyncSchedule(ctl, row, { runNow: input.initial_sync !== false }),
+        async () => {
+          // Nothing refers to the row yet but a job the failed start may have left; the schedule may exist.
+          await deps.db.transaction(async (tx) => {
+            await tx.delete(syncJobs).where(eq(syncJobs.integrationId, id));
+            await tx.delete(integrations).where(eq(integrations.id, id));
+          });
+          await deps
+            .temporal()
+            .then((client) => removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, id))
+            .catch(() => {});
+          if (input.source.type === 'sandbox') await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(id)).catch(() => {});
+        },
+      );
+      return c.json(integrationView(row), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/organizations/{id}/integrations',
+      tags,
+      summary: "List an organization's integrations",
+      request: { params: OrgId, query: ListQuery },
+      responses: { 200: json(listOf(Integration, 'IntegrationList'), 'Oldest first.'), ...errorResponses },
+    }),
+    async (c) => {
+      const org = await loadOrganization(deps, c.req.valid('param').id);
+      const { limit, offset } = c.req.valid('query');
+      const rows = await deps.db
+        .select()
+        .from(integrations)
+        .where(and(eq(integrations.organizationId, org.id), isNull(integrations.deletedAt)))
+        .orderBy(asc(integrations.createdAt), asc(integrations.id))
+        .limit(limit + 1)
+        .offset(offset);
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(integrationView) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/integrations/{id}',
+      tags,
+      summary: 'Retrieve an integration',
+      request: { params: IntegrationId },
+      responses: { 200: json(Integration, 'The integration.'), ...errorResponses },
+    }),
+    async (c) => c.json(integrationView(await loadIntegration(deps, c.req.valid('param').id)), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/integrations/{id}',
+      tags,
+      summary: 'Change plan, cadence or name',
+      description:
+        'The schedule moves at once. `sync_interval_seconds: null` returns to the plan default; an override faster than the plan allows is refused (422), including when a plan change makes an existing override too fast.',
+      request: { params: IntegrationId, ...body(IntegrationUpdate) },
+      responses: { 200: json(Integration, 'The integration.'), ...errorResponses, ...unavailableResponse },
+    }),
+    async (c) => {
+      const before = await loadIntegration(deps, c.req.valid('param').id);
+      const input = c.req.valid('json');
+      const plan = input.plan ?? before.plan;
+      const override = input.sync_interval_seconds === undefined ? before.syncIntervalSeconds : input.sync_interval_seconds;
+      checkCadence(plan, override);
+      const [row] = await deps.db
+        .update(integrations)
+        .set({ plan, syncIntervalSeconds: override, ...(input.name !== undefined ? { name: input.name } : {}) })
+        .where(eq(integrations.id, before.id))
+        .returning();
+      const cadenceMoved = plan !== before.plan || override !== before.syncIntervalSeconds;
+      if (cadenceMoved) {
+        await withTemporal(
+          deps,
+          'move the sync schedule',
+          (ctl) => ensureSyncSchedule(ctl, row!, { runNow: false }),
+          () =>
+            deps.db
+              .update(integrations)
+              .set({ plan: before.plan, syncIntervalSeconds: before.syncIntervalSeconds, name: before.name })
+              .where(eq(integrations.id, before.id)),
+        );
+      }
+      return c.json(integrationView(row!), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/integrations/{id}',
+      tags,
+      summary: 'Disconnect a source',
+      description:
+        'Removes the sync schedule and marks the integration deleted; later reads of it are 404. Its records are never physically deleted: they are soft-deleted (no events, since its subscriptions go with it), so the public API hides them unless `include_deleted=true`.',
+      request: { params: IntegrationId },
+      responses: { 204: { description: 'Deleted.' }, ...errorResponses, ...unavailableResponse },
+    }),
+    async (c) => {
+      const row = await loadIntegration(deps, c.req.valid('param').id);
+      // Schedule first: if Temporal is down nothing has changed yet.
+      await withTemporal(deps, 'remove the sync schedule', (ctl) => removeSyncSchedule(ctl, row.id));
+      const now = new Date();
+      await deps.db.transaction(async (tx) => {
+        await tx.update(integrations).set({ deletedAt: now }).where(eq(integrations.id, row.id));
+        // A run id that saw nothing: every live record of the integration counts as gone.
+        const ctx = { integration: row, emitEvents: false, syncJobId: newId('syncJob'), now };
+        for (const entity of ENTITIES) await softDeleteUnseen(tx, ctx, entity);
+      });
+      if (row.sourceType === 'sandbox') {
+        await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(row.id)).catch((err) =>
+          deps.logger.warn({ err, integration_id: row.id }, 'sandbox company left behind'),
+        );
+      }
+      return c.body(null, 204);
+    },
+  );
+}

@@ -1,0 +1,74 @@
+/** Organizations: the tenants. Their rate limit override is read by the API's org-wide limiter. */
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { eq } from 'drizzle-orm';
+import { organizations } from '../../db/schema';
+import { createOrganization, type OrganizationRow } from '../../db/tenants';
+import type { ApiDeps } from '../deps';
+import { body, errorResponses, IdParam, json, Organization, OrganizationCreate, OrganizationUpdate } from './schemas';
+import { loadOrganization } from './support';
+
+export function organizationView(row: OrganizationRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    rate_limit_per_minute: row.rateLimitPerMinute,
+    rate_limit_burst: row.rateLimitBurst,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+const tags = ['Organizations'];
+const OrgId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
+
+export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/organizations',
+      tags,
+      summary: 'Create an organization',
+      request: body(OrganizationCreate),
+      responses: { 201: json(Organization, 'The organization.'), ...errorResponses },
+    }),
+    async (c) => {
+      const row = await createOrganization(deps.db, { name: c.req.valid('json').name });
+      return c.json(organizationView(row), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/organizations/{id}',
+      tags,
+      summary: 'Retrieve an organization',
+      request: { params: OrgId },
+      responses: { 200: json(Organization, 'The organization.'), ...errorResponses },
+    }),
+    async (c) => c.json(organizationView(await loadOrganization(deps, c.req.valid('param').id)), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/organizations/{id}',
+      tags,
+      summary: 'Update an organization (name, rate limit override)',
+      description: 'A `null` rate limit clears the override, so the plan limit applies again.',
+      request: { params: OrgId, ...body(OrganizationUpdate) },
+      responses: { 200: json(Organization, 'The organization.'), ...errorResponses },
+    }),
+    async (c) => {
+      const org = await loadOrganization(deps, c.req.valid('param').id);
+      const input = c.req.valid('json');
+      const set = {
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.rate_limit_per_minute !== undefined ? { rateLimitPerMinute: input.rate_limit_per_minute } : {}),
+        ...(input.rate_limit_burst !== undefined ? { rateLimitBurst: input.rate_limit_burst } : {}),
+      };
+      if (Object.keys(set).length === 0) return c.json(organizationView(org), 200);
+      const [row] = await deps.db.update(organizations).set(set).where(eq(organizations.id, org.id)).returning();
+      return c.json(organizationView(row!), 200);
+    },
+  );
+}

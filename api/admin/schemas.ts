@@ -1,0 +1,178 @@
+/** Zod schemas of the admin API: they validate requests and generate /admin/v1/openapi.json. */
+import { z } from '@hono/zod-openapi';
+import { ENTITIES } from '../../domain/cdm';
+import { MODES, PLANS } from '../../domain/plans';
+import { Problem } from '../schemas';
+
+export const Mode = z.enum(MODES);
+export const Plan = z.enum(PLANS);
+const DateTime = z.iso.datetime().openapi({ example: '2025-01-31T17:04:05.123Z' });
+const Uuid = z.uuid();
+
+export const IdParam = (name: string, description: string) =>
+  z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, description, example: name }) });
+
+export const ListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(25).openapi({ description: 'Page size, 1 to 100.' }),
+  offset: z.coerce.number().int().min(0).default(0).openapi({ description: 'Zero-based offset.' }),
+});
+
+export const listOf = <T extends z.ZodType>(item: T, name: string) =>
+  z
+    .object({
+      meta: z.object({ limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() }),
+      results: z.array(item),
+    })
+    .openapi(name);
+
+const problemResponse = (description: string) => ({ content: { 'application/problem+json': { schema: Problem } }, description });
+/** Error responses every admin route can give. */
+export const errorResponses = {
+  400: problemResponse('Malformed request: bad JSON or an unparseable query parameter.'),
+  401: problemResponse('Missing or wrong admin token.'),
+  404: problemResponse('Unknown or malformed id.'),
+  422: problemResponse('A rule violation; `errors[]` names each field.'),
+} as const;
+export const unavailableResponse = {
+  503: problemResponse('Temporal or the sandbox PMS is unreachable; nothing was changed. Safe to retry.'),
+} as const;
+export const conflictResponse = { 409: problemResponse('The integration does not have a sandbox source.') } as const;
+
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  content: { 'application/json': { schema } },
+  description,
+});
+export const body = <T extends z.ZodType>(schema: T) => ({ body: { content: { 'application/json': { schema } }, required: true } });
+
+// Organizations
+
+const RateLimit = z.number().int().min(1).max(1_000_000);
+export const Organization = z
+  .object({
+    id: Uuid,
+    name: z.string(),
+    rate_limit_per_minute: RateLimit.nullable().openapi({ description: "Override of the plans' org-wide limit; null = plan limit." }),
+    rate_limit_burst: RateLimit.nullable().openapi({ description: 'Override of the burst; null = 10 % of the per-minute budget.' }),
+    created_at: DateTime,
+  })
+  .openapi('Organization');
+export const OrganizationCreate = z.strictObject({ name: z.string().trim().min(1).max(200) }).openapi('OrganizationCreate');
+export const OrganizationUpdate = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200).optional(),
+    rate_limit_per_minute: RateLimit.nullable().optional(),
+    rate_limit_burst: RateLimit.nullable().optional(),
+  })
+  .openapi('OrganizationUpdate');
+
+// Integrations
+
+const Interval = z.number().int().min(1).max(7 * 24 * 3600).openapi({ description: 'Seconds between scheduled syncs.' });
+export const SandboxSource = z
+  .strictObject({
+    type: z.literal('sandbox'),
+    size: z.number().int().min(1).max(250_000).optional().openapi({ description: 'Leases to generate (default 50).' }),
+    seed: z.number().int().min(0).max(2_147_483_647).optional().openapi({ description: 'Generator seed (default random).' }),
+  })
+  .openapi('SandboxSource');
+export const EntrataSource = z
+  .strictObject({
+    type: z.literal('entrata'),
+    base_url: z.url({ protocol: /^https?$/ }),
+    api_key: z.string().min(1).max(500),
+  })
+  .openapi('EntrataSource');
+export const IntegrationCreate = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200).nullable().optional(),
+    mode: Mode,
+    plan: Plan,
+    source: z.discriminatedUnion('type', [SandboxSource, EntrataSource]),
+    sync_interval_seconds: Interval.nullable().optional(),
+    initial_sync: z.boolean().optional().openapi({ description: 'Start the first sync at once (default true).' }),
+  })
+  .openapi('IntegrationCreate');
+export const IntegrationUpdate = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200).nullable().optional(),
+    plan: Plan.optional(),
+    sync_interval_seconds: Interval.nullable().optional().openapi({ description: 'Override of the cadence; null = plan default.' }),
+  })
+  .openapi('IntegrationUpdate');
+export const Integration = z
+  .object({
+    id: Uuid,
+    organization_id: Uuid,
+    name: z.string().nullable(),
+    mode: Mode,
+    plan: Plan,
+    source: z.object({ type: z.enum(['sandbox', 'entrata']) }),
+    sync_interval_seconds: z.number().int().openapi({ description: 'The effective cadence: the override, else the plan default.' }),
+    created_at: DateTime,
+  })
+  .openapi('Integration');
+
+// API keys
+
+const Scopes = z.array(z.enum(['read', 'write'])).min(1);
+export const ApiKeyCreate = z.strictObject({ mode: Mode, scopes: Scopes.optional() }).openapi('ApiKeyCreate');
+export const ApiKey = z
+  .object({
+    id: Uuid,
+    organization_id: Uuid,
+    mode: Mode,
+    scopes: Scopes,
+    key_prefix: z.string(),
+    created_at: DateTime,
+    revoked_at: DateTime.nullable(),
+    last_used_at: DateTime.nullable(),
+  })
+  .openapi('ApiKey');
+export const ApiKeyCreated = ApiKey.extend({
+  key: z.string().openapi({ description: 'The secret key. Shown only in this response.' }),
+}).openapi('ApiKeyCreated');
+
+// Sync jobs
+
+export const SyncJob = z
+  .object({
+    id: z.string().openapi({ example: 'syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
+    integration_id: Uuid,
+    status: z.enum(['queued', 'running', 'succeeded', 'failed']),
+    trigger: z.enum(['initial', 'schedule', 'manual']),
+    started_at: DateTime.nullable(),
+    finished_at: DateTime.nullable(),
+    records_seen: z.number().int(),
+    records_new: z.number().int(),
+    records_updated: z.number().int(),
+    records_soft_deleted: z.number().int(),
+    error: z.string().nullable(),
+  })
+  .openapi('SyncJob');
+
+// Sandbox controls
+
+const Count = z.number().int().min(0).max(100_000);
+const PerEntityCount = z.strictObject(Object.fromEntries(ENTITIES.map((e) => [e, Count.optional()])) as Record<(typeof ENTITIES)[number], z.ZodOptional<typeof Count>>);
+const Counts = z.union([Count, PerEntityCount]).optional().openapi({ description: 'A total spread over entities, or counts per entity.' });
+export const SandboxChanges = z
+  .strictObject({ update: Counts, create: Counts, delete: Counts, lease_transitions: Count.optional() })
+  .openapi('SandboxChanges');
+const XIdsPerEntity = z.object(Object.fromEntries(ENTITIES.map((e) => [e, z.array(z.string())])) as Record<(typeof ENTITIES)[number], z.ZodArray<z.ZodString>>);
+export const SandboxChangeResult = z
+  .object({
+    updated: XIdsPerEntity,
+    created: XIdsPerEntity,
+    deleted: XIdsPerEntity,
+    lease_transitions: z.array(z.object({ x_id: z.string(), from: z.string(), to: z.string() })),
+  })
+  .openapi('SandboxChangeResult');
+export const SandboxFault = z
+  .strictObject({
+    kind: z.enum(['unavailable', 'rate_limited', 'slow', 'reject_writes']),
+    count: z.number().int().min(1).max(1_000_000).optional().openapi({ description: 'Requests affected; omitted = until cleared.' }),
+  })
+  .openapi('SandboxFault');
+export const SandboxFaultSet = z
+  .object({ integration_id: Uuid, kind: SandboxFault.shape.kind, count: z.number().int().nullable() })
+  .openapi('SandboxFaultSet');

@@ -1,0 +1,85 @@
+/** What the admin routes share: id checks, row loaders that 404, and calls to Temporal and the sandbox PMS. */
+import { z } from '@hono/zod-openapi';
+import { and, eq, isNull } from 'drizzle-orm';
+import { integrations, organizations } from '../../db/schema';
+import type { IntegrationRow, OrganizationRow } from '../../db/tenants';
+import { isUuid } from '../../domain/ids';
+import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
+import type { ApiDeps } from '../deps';
+import { validationError } from '../middleware/validation';
+import { ApiError } from '../problem';
+import type { SyncControlDeps } from '../sync-control';
+
+/**
+ * The app's validation hook, with each unknown body field reported under its own pointer (`nonsense`, not the
+ * enclosing object), so an operator sees exactly what to remove.
+ */
+export function adminValidationHook(result: { success: boolean; error?: z.ZodError; target: string }): void {
+  if (result.success || !result.error) return;
+  const issues = result.error.issues.flatMap((i): z.core.$ZodIssue[] =>
+    i.code === 'unrecognized_keys' ? i.keys.map((key) => ({ ...i, keys: [key], path: [...i.path, key], message: 'Unknown field.' })) : [i],
+  );
+  throw validationError(new z.ZodError(issues), result.target as Parameters<typeof validationError>[1]);
+}
+
+/** Malformed ids are 404 like unknown ones, so that a typo and a missing row read the same. */
+export function uuidOr404(id: string, what: string): string {
+  if (!isUuid(id)) throw new ApiError('not_found', `No ${what} ${id}.`);
+  return id.toLowerCase();
+}
+
+export async function loadOrganization(deps: ApiDeps, id: string): Promise<OrganizationRow> {
+  const [row] = await deps.db.select().from(organizations).where(eq(organizations.id, uuidOr404(id, 'organization')));
+  if (!row) throw new ApiError('not_found', `No organization ${id}.`);
+  return row;
+}
+
+/** A deleted integration is gone for the admin API too. */
+export async function loadIntegration(deps: ApiDeps, id: string): Promise<IntegrationRow> {
+  const [row] = await deps.db
+    .select()
+    .from(integrations)
+    .where(and(eq(integrations.id, uuidOr404(id, 'integration')), isNull(integrations.deletedAt)));
+  if (!row) throw new ApiError('not_found', `No integration ${id}.`);
+  return row;
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/**
+ * Runs `fn` with the sync control of this process. Temporal being unreachable (or refusing) is a 503 that says what
+ * was not done; callers undo their own database changes first, so a 503 always means "nothing changed".
+ */
+export async function withTemporal<T>(deps: ApiDeps, action: string, fn: (ctl: SyncControlDeps) => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
+  try {
+    const client = await deps.temporal();
+    return await fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE });
+  } catch (err) {
+    if (undo) await undo();
+    if (err instanceof ApiError) throw err;
+    deps.logger.warn({ err, action }, 'temporal call failed');
+    throw new ApiError('service_unavailable', `Could not ${action}: Temporal is unreachable or refused the request (${messageOf(err)}). Nothing was changed; retry later.`);
+  }
+}
+
+export function sandboxOf(deps: ApiDeps): SandboxControl {
+  return sandboxControlClient(deps.config.SANDBOX_URL);
+}
+
+/** A sandbox PMS call; its failure is a 503 naming the sandbox. */
+export async function viaSandbox<T>(deps: ApiDeps, action: string, fn: (sandbox: SandboxControl) => Promise<T>): Promise<T> {
+  try {
+    return await fn(sandboxOf(deps));
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    deps.logger.warn({ err, action }, 'sandbox call failed');
+    throw new ApiError('service_unavailable', `Could not ${action}: the sandbox PMS at ${deps.config.SANDBOX_URL} failed (${messageOf(err)}).`);
+  }
+}
+
+/** Sandbox controls exist only for integrations whose source is the sandbox PMS. */
+export function requireSandbox(row: IntegrationRow): void {
+  if (row.sourceType !== 'sandbox') {
+    throw new ApiError('conflict', `Integration ${row.id} has an ${row.sourceType} source; sandbox controls apply only to sandbox integrations.`);
+  }
+}

@@ -1,0 +1,73 @@
+/** Manual sync runs and the sync job history an operator follows (the CLI's `sync run --wait` polls here). */
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { desc, eq } from 'drizzle-orm';
+import { syncJobs } from '../../db/schema';
+import { isId } from '../../domain/ids';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../problem';
+import { syncJobView, triggerSync } from '../sync-control';
+import { errorResponses, IdParam, json, listOf, ListQuery, SyncJob, unavailableResponse } from './schemas';
+import { loadIntegration, withTemporal } from './support';
+
+const tags = ['Sync jobs'];
+const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
+
+export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/integrations/{id}/syncs',
+      tags,
+      summary: 'Start a sync now',
+      description: 'Returns the new job, queued. While a run of the integration is queued or running, no second one starts: that job is returned instead.',
+      request: { params: IntegrationId },
+      responses: { 202: json(SyncJob, 'The job.'), ...errorResponses, ...unavailableResponse },
+    }),
+    async (c) => {
+      const integration = await loadIntegration(deps, c.req.valid('param').id);
+      const job = await withTemporal(deps, 'start the sync', (ctl) => triggerSync(ctl, integration));
+      return c.json(syncJobView(job), 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/integrations/{id}/sync_jobs',
+      tags,
+      summary: "List an integration's sync jobs",
+      request: { params: IntegrationId, query: ListQuery },
+      responses: { 200: json(listOf(SyncJob, 'SyncJobList'), 'Most recent first.'), ...errorResponses },
+    }),
+    async (c) => {
+      const integration = await loadIntegration(deps, c.req.valid('param').id);
+      const { limit, offset } = c.req.valid('query');
+      const rows = await deps.db
+        .select()
+        .from(syncJobs)
+        .where(eq(syncJobs.integrationId, integration.id))
+        .orderBy(desc(syncJobs.createdAt), desc(syncJobs.id))
+        .limit(limit + 1)
+        .offset(offset);
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(syncJobView) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/sync_jobs/{id}',
+      tags,
+      summary: 'Retrieve a sync job',
+      description: 'Counts move while the job runs.',
+      request: { params: IdParam('syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Sync job id (`syj_` + ULID).') },
+      responses: { 200: json(SyncJob, 'The job.'), ...errorResponses },
+    }),
+    async (c) => {
+      const id = c.req.valid('param').id;
+      const [row] = isId('syncJob', id) ? await deps.db.select().from(syncJobs).where(eq(syncJobs.id, id)) : [];
+      if (!row) throw new ApiError('not_found', `No sync job ${id}.`);
+      return c.json(syncJobView(row), 200);
+    },
+  );
+}

@@ -1,0 +1,459 @@
+/**
+ * The admin API over real HTTP (createApp on port 0), real Postgres and the real Temporal dev server: every route's
+ * success and error cases, schedules as Temporal sees them, and what an operator's key can do on the public API.
+ */
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
+import { and, eq, isNull } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../api/app';
+import { lazyTemporalClient, type TemporalGetter } from '../../api/temporal';
+import type { Config } from '../../config';
+import { createLogger } from '../../config/logger';
+import { closeDb, type Db } from '../../db/client';
+import { applyRecords } from '../../db/records';
+import { integrations, properties, syncJobs } from '../../db/schema';
+import { scheduleIdOf } from '../../domain/contract';
+import { testConfig, testDb } from '../support/context';
+import { propertyInput } from '../support/fixtures';
+
+interface Served {
+  url: string;
+  close(): Promise<void>;
+}
+
+async function serveApp(db: Db, config: Config): Promise<Served> {
+  const temporal: TemporalGetter = lazyTemporalClient(config, { connectTimeoutMs: 1_000 });
+  const app = createApp({ config, db, temporal, logger: createLogger('admin-test', { level: 'silent' }) });
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      await new Promise((r) => server.close(r));
+      await temporal.close();
+    },
+  };
+}
+
+let db: Db;
+let config: Config;
+let api: Served;
+let temporal: Client;
+let TOKEN: string;
+
+beforeAll(async () => {
+  db = testDb(4);
+  config = testConfig();
+  TOKEN = config.ADMIN_TOKEN;
+  api = await serveApp(db, config);
+  temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
+});
+afterAll(async () => {
+  await api?.close();
+  await temporal?.connection.close();
+  await closeDb(db);
+});
+
+interface Reply {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+
+async function call(method: string, path: string, body?: unknown, opts: { token?: string | null; raw?: string; base?: string } = {}): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  const token = opts.token === undefined ? TOKEN : opts.token;
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  let payload: string | undefined;
+  if (opts.raw !== undefined) payload = opts.raw;
+  else if (body !== undefined) payload = JSON.stringify(body);
+  if (payload !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${opts.base ?? api.url}${path}`, { method, headers, body: payload });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+}
+
+const admin = (method: string, path: string, body?: unknown, opts?: Parameters<typeof call>[3]) => call(method, `/admin/v1${path}`, body, opts);
+
+function expectProblem(r: Reply, status: number, slug: string) {
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(r.body).toMatchObject({ type: `${config.DOCS_BASE_URL}/errors/${slug}`, status, detail: expect.any(String), request_id: r.headers.get('x-request-id') });
+}
+const pointers = (r: Reply) => (r.body.errors as { pointer: string }[]).map((e) => e.pointer).sort();
+
+async function newOrg(name = 'Acme'): Promise<string> {
+  const r = await admin('POST', '/organizations', { name });
+  expect(r.status).toBe(201);
+  return r.body.id;
+}
+
+const entrata = { type: 'entrata', base_url: 'https://pms.example.com/api', api_key: 'super-secret-pms-key' };
+async function newIntegration(orgId: string, extra: Record<string, unknown> = {}): Promise<any> {
+  const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: entrata, initial_sync: false, ...extra });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body;
+}
+
+async function scheduleEverySeconds(integrationId: string): Promise<number> {
+  const d = await temporal.schedule.getHandle(scheduleIdOf(integrationId)).describe();
+  return d.spec.intervals![0]!.every / 1000;
+}
+
+describe('authentication', () => {
+  it('refuses a missing, malformed or wrong token, and public API keys, with 401 problem+json', async () => {
+    const orgId = await newOrg();
+    const key = (await admin('POST', `/organizations/${orgId}/api_keys`, { mode: 'test' })).body.key;
+    for (const token of [null, 'wrong-token-wrong-token', key]) {
+      const r = await admin('GET', `/organizations/${orgId}`, undefined, { token });
+      expectProblem(r, 401, 'unauthorized');
+      expect(r.body.instance).toBe(`/admin/v1/organizations/${orgId}`);
+    }
+    const basic = await fetch(`${api.url}/admin/v1/organizations/${orgId}`, { headers: { authorization: `Basic ${TOKEN}` } });
+    expect(basic.status).toBe(401);
+    // Also on paths that do not exist, so the admin surface is not mapped without the token.
+    expectProblem(await admin('GET', '/nothing-here', undefined, { token: null }), 401, 'unauthorized');
+    expectProblem(await admin('GET', '/nothing-here'), 404, 'not_found');
+  });
+});
+
+describe('organizations', () => {
+  it('creates, retrieves and updates the rate limit override', async () => {
+    const created = await admin('POST', '/organizations', { name: 'Harbor Homes' });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      name: 'Harbor Homes',
+      rate_limit_per_minute: null,
+      rate_limit_burst: null,
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    });
+    expect(created.headers.get('x-request-id')).toMatch(/^req_/);
+    const id = created.body.id;
+    expect((await admin('GET', `/organizations/${id}`)).body).toEqual(created.body);
+
+    const patched = await admin('PATCH', `/organizations/${id}`, { rate_limit_per_minute: 50, rate_limit_burst: 7 });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ rate_limit_per_minute: 50, rate_limit_burst: 7, name: 'Harbor Homes' });
+    expect((await admin('GET', `/organizations/${id}`)).body.rate_limit_per_minute).toBe(50);
+    const cleared = await admin('PATCH', `/organizations/${id}`, { rate_limit_per_minute: null });
+    expect(cleared.body).toMatchObject({ rate_limit_per_minute: null, rate_limit_burst: 7 });
+  });
+
+  it('answers 422 with pointers for rule violations, 400 for bad JSON, 404 for unknown or malformed ids, and changes nothing', async () => {
+    const id = await newOrg('Before');
+    let r = await admin('POST', '/organizations', {});
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['name']);
+    r = await admin('POST', '/organizations', { name: '' });
+    expect(pointers(r)).toEqual(['name']);
+    r = await admin('POST', '/organizations', { name: 'x', plan: 'gold' });
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['plan']);
+    expectProblem(await admin('POST', '/organizations', undefined, { raw: '{"name": ' }), 400, 'bad_request');
+    r = await admin('POST', '/organizations', undefined, { raw: '"just a string"' });
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['/']);
+
+    r = await admin('PATCH', `/organizations/${id}`, { rate_limit_per_minute: 0, name: 'After' });
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['rate_limit_per_minute']);
+    r = await admin('PATCH', `/organizations/${id}`, { rate_limit_per_minute: 'lots' });
+    expect(pointers(r)).toEqual(['rate_limit_per_minute']);
+    expect((await admin('GET', `/organizations/${id}`)).body).toMatchObject({ name: 'Before', rate_limit_per_minute: null });
+
+    expectProblem(await admin('GET', '/organizations/6b1d1f4e-0000-4000-8000-000000000000'), 404, 'not_found');
+    expectProblem(await admin('GET', '/organizations/not-a-uuid'), 404, 'not_found');
+    expectProblem(await admin('PATCH', '/organizations/6b1d1f4e-0000-4000-8000-000000000000', { name: 'x' }), 404, 'not_found');
+  });
+});
+
+describe('integrations', () => {
+  it('creates one with its schedule at the plan cadence, never echoing the source credentials', async () => {
+    const orgId = await newOrg();
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, { name: 'Main PMS', mode: 'live', plan: 'scale', source: entrata, initial_sync: false });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      organization_id: orgId,
+      name: 'Main PMS',
+      mode: 'live',
+      plan: 'scale',
+      source: { type: 'entrata' },
+      sync_interval_seconds: 3600,
+      created_at: expect.any(String),
+    });
+    expect(JSON.stringify(r.body)).not.toContain('super-secret');
+    expect(await scheduleEverySeconds(r.body.id)).toBe(3600);
+    // initial_sync false: nothing ran yet.
+    expect((await admin('GET', `/integrations/${r.body.id}/sync_jobs`)).body.results).toEqual([]);
+
+    const got = await admin('GET', `/integrations/${r.body.id}`);
+    expect(got.body).toEqual(r.body);
+    const list = await admin('GET', `/organizations/${orgId}/integrations`);
+    expect(list.body).toEqual({ meta: { limit: 25, offset: 0, hasMore: false }, results: [r.body] });
+  });
+
+  it('starts the first sync at once unless initial_sync is false, and honours an override', async () => {
+    const orgId = await newOrg();
+    const i = await newIntegration(orgId, { plan: 'enterprise', sync_interval_seconds: 600, initial_sync: undefined });
+    expect(i.sync_interval_seconds).toBe(600);
+    expect(await scheduleEverySeconds(i.id)).toBe(600);
+    const jobs = await admin('GET', `/integrations/${i.id}/sync_jobs`);
+    expect(jobs.body.results).toHaveLength(1);
+    expect(jobs.body.results[0]).toMatchObject({ id: expect.stringMatching(/^syj_/), integration_id: i.id, trigger: 'initial' });
+  });
+
+  it('refuses bad requests with pointers and leaves nothing behind', async () => {
+    const orgId = await newOrg();
+    const post = (body: unknown) => admin('POST', `/organizations/${orgId}/integrations`, body);
+    let r = await post({ mode: 'live', plan: 'scale', source: { type: 'sandbox' } });
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['/source/type']);
+    r = await post({ mode: 'live', plan: 'growth', source: entrata, sync_interval_seconds: 600 });
+    expect(pointers(r)).toEqual(['sync_interval_seconds']);
+    expect(r.body.errors[0].detail).toContain('3600');
+    r = await post({ source: entrata });
+    expect(pointers(r)).toEqual(['mode', 'plan']);
+    r = await post({ mode: 'test', plan: 'scale', source: { type: 'ftp' } });
+    expect(pointers(r)).toEqual(['/source/type']);
+    r = await post({ mode: 'test', plan: 'scale', source: { type: 'entrata', api_key: 'k' } });
+    expect(pointers(r)).toEqual(['/source/base_url']);
+    r = await post({ mode: 'test', plan: 'scale', source: { type: 'sandbox', size: 0 } });
+    expect(pointers(r)).toEqual(['/source/size']);
+    expectProblem(await admin('POST', `/organizations/${orgId}/integrations`, undefined, { raw: '{' }), 400, 'bad_request');
+    expect((await admin('GET', `/organizations/${orgId}/integrations`)).body.results).toEqual([]);
+    expectProblem(
+      await admin('POST', '/organizations/6b1d1f4e-0000-4000-8000-000000000000/integrations', { mode: 'live', plan: 'scale', source: entrata }),
+      404,
+      'not_found',
+    );
+    expectProblem(await admin('GET', '/integrations/nope'), 404, 'not_found');
+    expectProblem(await admin('GET', '/organizations/nope/integrations'), 404, 'not_found');
+  });
+
+  it('moves the schedule when the plan or the override changes, and refuses cadences faster than the plan', async () => {
+    const orgId = await newOrg();
+    const i = await newIntegration(orgId, { plan: 'enterprise' });
+    expect(await scheduleEverySeconds(i.id)).toBe(900);
+
+    let r = await admin('PATCH', `/integrations/${i.id}`, { plan: 'scale' });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ plan: 'scale', sync_interval_seconds: 3600 });
+    expect(await scheduleEverySeconds(i.id)).toBe(3600);
+
+    r = await admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 1800 });
+    expect(r.body.sync_interval_seconds).toBe(1800);
+    expect(await scheduleEverySeconds(i.id)).toBe(1800);
+
+    r = await admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 1799 });
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['sync_interval_seconds']);
+    // A downgrade that would leave the override too fast is refused too, with the same pointer.
+    r = await admin('PATCH', `/integrations/${i.id}`, { plan: 'growth' });
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['sync_interval_seconds']);
+    expect((await admin('GET', `/integrations/${i.id}`)).body).toMatchObject({ plan: 'scale', sync_interval_seconds: 1800 });
+    expect(await scheduleEverySeconds(i.id)).toBe(1800);
+
+    r = await admin('PATCH', `/integrations/${i.id}`, { plan: 'growth', sync_interval_seconds: null });
+    expect(r.body).toMatchObject({ plan: 'growth', sync_interval_seconds: 3600 });
+    expect(await scheduleEverySeconds(i.id)).toBe(3600);
+
+    expect(pointers(await admin('PATCH', `/integrations/${i.id}`, { plan: 'platinum' }))).toEqual(['plan']);
+    expect(pointers(await admin('PATCH', `/integrations/${i.id}`, { mode: 'test' }))).toEqual(['mode']);
+    expectProblem(await admin('PATCH', '/integrations/6b1d1f4e-0000-4000-8000-000000000000', { plan: 'scale' }), 404, 'not_found');
+  });
+
+  it('deletes: schedule removed, later reads 404, records soft-deleted but kept', async () => {
+    const orgId = await newOrg();
+    const i = await newIntegration(orgId);
+    const row = (await db.select().from(integrations).where(eq(integrations.id, i.id)))[0]!;
+    await db.transaction((tx) => applyRecords(tx, { integration: row, emitEvents: false }, 'property', [propertyInput('P1'), propertyInput('P2')]));
+
+    const r = await admin('DELETE', `/integrations/${i.id}`);
+    expect(r.status).toBe(204);
+    expectProblem(await admin('GET', `/integrations/${i.id}`), 404, 'not_found');
+    expectProblem(await admin('DELETE', `/integrations/${i.id}`), 404, 'not_found');
+    expectProblem(await admin('POST', `/integrations/${i.id}/syncs`), 404, 'not_found');
+    expect((await admin('GET', `/organizations/${orgId}/integrations`)).body.results).toEqual([]);
+    await expect(temporal.schedule.getHandle(scheduleIdOf(i.id)).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    const props = await db.select().from(properties).where(eq(properties.integrationId, i.id));
+    expect(props).toHaveLength(2);
+    expect(props.every((p) => p.deletedAt !== null)).toBe(true);
+  });
+});
+
+describe('when Temporal is unreachable', () => {
+  let down: Served;
+  beforeAll(async () => {
+    down = await serveApp(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' });
+  });
+  afterAll(async () => down?.close());
+
+  it('answers 503 and changes nothing', async () => {
+    const orgId = await newOrg();
+    const existing = await newIntegration(orgId);
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: entrata }, { base: down.url });
+    expectProblem(r, 503, 'service_unavailable');
+    expect(r.body.detail).toContain('Temporal');
+    const rows = await db.select().from(integrations).where(and(eq(integrations.organizationId, orgId), isNull(integrations.deletedAt)));
+    expect(rows.map((x) => x.id)).toEqual([existing.id]);
+
+    expectProblem(await admin('PATCH', `/integrations/${existing.id}`, { plan: 'enterprise' }, { base: down.url }), 503, 'service_unavailable');
+    expect((await admin('GET', `/integrations/${existing.id}`)).body.plan).toBe('scale');
+    expectProblem(await admin('DELETE', `/integrations/${existing.id}`, undefined, { base: down.url }), 503, 'service_unavailable');
+    expect((await admin('GET', `/integrations/${existing.id}`)).status).toBe(200);
+    expectProblem(await admin('POST', `/integrations/${existing.id}/syncs`, undefined, { base: down.url }), 503, 'service_unavailable');
+    expect(await db.select().from(syncJobs).where(eq(syncJobs.integrationId, existing.id))).toEqual([]);
+  });
+});
+
+describe('api keys', () => {
+  it('shows the key once; lists without secrets; the key reads the public API until revoked', async () => {
+    const orgId = await newOrg();
+    const created = await admin('POST', `/organizations/${orgId}/api_keys`, { mode: 'test' });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      key: expect.stringMatching(/^sk_test_[A-Za-z0-9]{32,}$/),
+      mode: 'test',
+      scopes: ['read', 'write'],
+      created_at: expect.any(String),
+    });
+    const key: string = created.body.key;
+    const readOnly = await admin('POST', `/organizations/${orgId}/api_keys`, { mode: 'live', scopes: ['read', 'read'] });
+    expect(readOnly.body.scopes).toEqual(['read']);
+
+    const list = await admin('GET', `/organizations/${orgId}/api_keys`);
+    expect(list.body.results).toHaveLength(2);
+    expect(list.body.results[0]).toEqual({
+      id: created.body.id,
+      organization_id: orgId,
+      mode: 'test',
+      scopes: ['read', 'write'],
+      key_prefix: key.slice(0, 12),
+      created_at: created.body.created_at,
+      revoked_at: null,
+      last_used_at: null,
+    });
+    expect(JSON.stringify(list.body)).not.toContain(key);
+
+    expect((await call('GET', '/v1/properties', undefined, { token: key })).status).toBe(200);
+    const revoked = await admin('POST', `/api_keys/${created.body.id}/revoke`);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body).toMatchObject({ id: created.body.id, revoked_at: expect.any(String) });
+    expect(revoked.body.key).toBeUndefined();
+    const again = await admin('POST', `/api_keys/${created.body.id}/revoke`);
+    expect(again.body.revoked_at).toBe(revoked.body.revoked_at);
+    expectProblem(await call('GET', '/v1/properties', undefined, { token: key }), 401, 'unauthorized');
+  });
+
+  it('refuses bad requests', async () => {
+    const orgId = await newOrg();
+    let r = await admin('POST', `/organizations/${orgId}/api_keys`, { mode: 'prod' });
+    expect(pointers(r)).toEqual(['mode']);
+    r = await admin('POST', `/organizations/${orgId}/api_keys`, { mode: 'test', scopes: ['admin'] });
+    expect(pointers(r)).toEqual(['/scopes/0']);
+    r = await admin('POST', `/organizations/${orgId}/api_keys`, { mode: 'test', scopes: [] });
+    expect(pointers(r)).toEqual(['scopes']);
+    expect((await admin('GET', `/organizations/${orgId}/api_keys`)).body.results).toEqual([]);
+    expectProblem(await admin('POST', '/api_keys/6b1d1f4e-0000-4000-8000-000000000000/revoke'), 404, 'not_found');
+    expectProblem(await admin('POST', '/api_keys/xyz/revoke'), 404, 'not_found');
+    expectProblem(await admin('GET', '/organizations/6b1d1f4e-0000-4000-8000-000000000000/api_keys'), 404, 'not_found');
+  });
+});
+
+describe('sync jobs', () => {
+  it('triggers a manual run (one at a time), retrieves and lists jobs most recent first', async () => {
+    const orgId = await newOrg();
+    const i = await newIntegration(orgId);
+    const r = await admin('POST', `/integrations/${i.id}/syncs`);
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ id: expect.stringMatching(/^syj_[0-9A-Z]{26}$/), integration_id: i.id, status: 'queued', trigger: 'manual' });
+    // No worker polls this file's task queue, so the job stays queued and a second trigger returns it.
+    expect((await admin('POST', `/integrations/${i.id}/syncs`)).body.id).toBe(r.body.id);
+    const got = await admin('GET', `/sync_jobs/${r.body.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual({
+      id: r.body.id,
+      integration_id: i.id,
+      status: 'queued',
+      trigger: 'manual',
+      started_at: null,
+      finished_at: null,
+      records_seen: 0,
+      records_new: 0,
+      records_updated: 0,
+      records_soft_deleted: 0,
+      error: null,
+    });
+    // An older finished job, to see the order and paging.
+    const older = 'syj_01H00000000000000000000000';
+    await db.insert(syncJobs).values({ id: older, organizationId: orgId, integrationId: i.id, status: 'succeeded', trigger: 'schedule', createdAt: new Date(Date.now() - 60_000) });
+    const page = await admin('GET', `/integrations/${i.id}/sync_jobs?limit=1`);
+    expect(page.body.meta).toEqual({ limit: 1, offset: 0, hasMore: true });
+    expect(page.body.results.map((j: any) => j.id)).toEqual([r.body.id]);
+    const next = await admin('GET', `/integrations/${i.id}/sync_jobs?limit=1&offset=1`);
+    expect(next.body.results.map((j: any) => j.id)).toEqual([older]);
+    expect(next.body.meta.hasMore).toBe(false);
+  });
+
+  it('answers 400, 422 and 404 for bad parameters and ids', async () => {
+    const orgId = await newOrg();
+    const i = await newIntegration(orgId);
+    expectProblem(await admin('GET', `/integrations/${i.id}/sync_jobs?limit=abc`), 400, 'bad_request');
+    let r = await admin('GET', `/integrations/${i.id}/sync_jobs?limit=0`);
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['limit']);
+    r = await admin('GET', `/integrations/${i.id}/sync_jobs?limit=101`);
+    expect(pointers(r)).toEqual(['limit']);
+    expectProblem(await admin('GET', '/sync_jobs/syj_01H00000000000000000000099'), 404, 'not_found');
+    expectProblem(await admin('GET', '/sync_jobs/job-1'), 404, 'not_found');
+    expectProblem(await admin('POST', '/integrations/6b1d1f4e-0000-4000-8000-000000000000/syncs'), 404, 'not_found');
+  });
+});
+
+describe('sandbox controls', () => {
+  it('are refused (409) for an integration that is not a sandbox one, and validated', async () => {
+    const orgId = await newOrg();
+    const i = await newIntegration(orgId);
+    expectProblem(await admin('POST', `/integrations/${i.id}/sandbox/changes`, { update: 3 }), 409, 'conflict');
+    expectProblem(await admin('POST', `/integrations/${i.id}/sandbox/faults`, { kind: 'unavailable' }), 409, 'conflict');
+    expectProblem(await admin('DELETE', `/integrations/${i.id}/sandbox/faults`), 409, 'conflict');
+    let r = await admin('POST', `/integrations/${i.id}/sandbox/faults`, { kind: 'meteor' });
+    expect(pointers(r)).toEqual(['kind']);
+    r = await admin('POST', `/integrations/${i.id}/sandbox/changes`, { update: { lease: -1 }, nonsense: 1 });
+    expect(pointers(r)).toEqual(['/update/lease', 'nonsense']);
+    expectProblem(await admin('POST', '/integrations/6b1d1f4e-0000-4000-8000-000000000000/sandbox/faults', { kind: 'slow' }), 404, 'not_found');
+  });
+});
+
+describe('openapi document', () => {
+  it('is served publicly at /admin/v1/openapi.json and describes every route', async () => {
+    const r = await call('GET', '/admin/v1/openapi.json', undefined, { token: null });
+    expect(r.status).toBe(200);
+    expect(r.body.openapi).toBe('3.1.0');
+    expect(Object.keys(r.body.paths).sort()).toEqual(
+      [
+        '/api_keys/{id}/revoke',
+        '/integrations/{id}',
+        '/integrations/{id}/sandbox/changes',
+        '/integrations/{id}/sandbox/faults',
+        '/integrations/{id}/sync_jobs',
+        '/integrations/{id}/syncs',
+        '/organizations',
+        '/organizations/{id}',
+        '/organizations/{id}/api_keys',
+        '/organizations/{id}/integrations',
+        '/sync_jobs/{id}',
+      ].sort(),
+    );
+    // And the public document does not leak the admin routes.
+    const pub = await call('GET', '/v1/openapi.json', undefined, { token: null });
+    expect(Object.keys(pub.body.paths ?? {}).some((p) => p.includes('admin') || p.includes('organizations'))).toBe(false);
+  });
+});
