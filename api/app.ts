@@ -8,16 +8,29 @@ import type { Hono } from 'hono';
 import { createAdminRoutes } from './admin';
 import type { ApiDeps } from './deps';
 import type { AppEnv } from './middleware/env';
+import { createApiKeyAuth } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
+import { createRateLimiter } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { validationHook } from './middleware/validation';
 import { registerDocs } from './openapi';
 import { registerHealth } from './routes/health';
+import { registerLeases } from './routes/leases';
+import { registerProperties } from './routes/properties';
+import { registerResidents } from './routes/residents';
+import { registerUnits } from './routes/units';
 
-export type App = OpenAPIHono<AppEnv>;
+export type App = OpenAPIHono<AppEnv> & {
+  /** Stops what the app holds besides the injected dependencies (the key-revocation LISTEN connection). */
+  close(): Promise<void>;
+};
 
 export function createApp(deps: ApiDeps): App {
-  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }) as App;
+  const auth = createApiKeyAuth(deps);
+  const rateLimit = createRateLimiter(deps.db);
+  app.close = () => auth.close();
+
   app.use('*', requestId());
   app.onError(errorHandler(deps.config, deps.logger));
   app.notFound(notFoundHandler(app as unknown as Hono, deps.config));
@@ -25,6 +38,12 @@ export function createApp(deps: ApiDeps): App {
   registerHealth(app, deps);
   // Registered before the /v1 auth middleware so the document is public.
   registerDocs(app, deps.config);
+
+  app.use('/v1/*', auth.middleware, rateLimit.middleware);
+  registerProperties(app, deps);
+  registerUnits(app, deps);
+  registerResidents(app, deps);
+  registerLeases(app, deps);
 
   app.route('/admin/v1', createAdminRoutes(deps));
   return app;

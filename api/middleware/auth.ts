@@ -1,0 +1,175 @@
+/**
+ * Bearer API keys for /v1. Keys are looked up by sha256 and cached per process for AUTH_CACHE_MS; a trigger on
+ * api_keys NOTIFYs every change to revoked_at, scopes or mode, and each process LISTENs and evicts, so a revocation
+ * takes effect at once everywhere. While the LISTEN connection is down (a notification could be missed) the cache
+ * is not trusted: every request goes to the database, and the cache starts empty once the connection is back.
+ */
+import type { MiddlewareHandler } from 'hono';
+import postgres from 'postgres';
+import type { Config } from '../../config';
+import type { Logger } from '../../config/logger';
+import type { Db } from '../../db/client';
+import { hashApiKey, type Scope } from '../../db/tenants';
+import type { Mode } from '../../domain/plans';
+import { ApiError } from '../problem';
+import type { Principal } from './env';
+
+/** Channel of the trigger in db/migrations (api_keys_notify_change); the payload is the key's sha256. */
+export const API_KEYS_CHANNEL = 'api_keys_changed';
+
+const KEY = /^sk_(test|live)_[A-Za-z0-9]{32,128}$/;
+const MAX_CACHED = 10_000;
+const RELISTEN_MS = 1_000;
+/** last_used_at is written at most this often per key (the UPDATE also checks it, across processes). */
+const TOUCH_EVERY_MS = 60_000;
+
+interface Cached {
+  principal: Principal;
+  expiresAt: number;
+}
+
+export interface ApiKeyAuth {
+  middleware: MiddlewareHandler;
+  /** Whether cached keys are trusted right now (the LISTEN connection is up). */
+  readonly listening: boolean;
+  close(): Promise<void>;
+}
+
+const unauthorized = (detail: string) =>
+  new ApiError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer realm="api"' } });
+
+export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger }): ApiKeyAuth {
+  const { config, db, logger } = deps;
+  const served = new Set<Mode>(config.SERVED_MODES);
+  const cache = new Map<string, Cached>();
+  const touchedAt = new Map<string, number>();
+  let listening = false;
+  let closed = false;
+  /** Bumped on every notification and reconnect, so a lookup that raced with one is not cached. */
+  let generation = 0;
+  let listener: postgres.Sql | undefined;
+  let started: Promise<void> | undefined;
+  let retry: NodeJS.Timeout | undefined;
+
+  function evictAll() {
+    generation++;
+    cache.clear();
+  }
+
+  async function listen(): Promise<void> {
+    if (closed) return;
+    // A client of its own rather than sql.listen(): its onclose tells us when notifications may have been missed.
+    // `onnotify` is a supported option that postgres.js's typings omit.
+    listener ??= postgres(config.DATABASE_URL, {
+      max: 1,
+      idle_timeout: 0,
+      max_lifetime: null,
+      fetch_types: false,
+      onnotice: () => {},
+      connection: { application_name: 'propsync-api-auth' },
+      onnotify: (_channel: string, payload: string) => {
+        generation++;
+        cache.delete(payload);
+      },
+      onclose: () => {
+        listening = false;
+        evictAll();
+        if (!closed) scheduleListen();
+      },
+    } as postgres.Options<{}>);
+    try {
+      await listener.unsafe(`listen "${API_KEYS_CHANNEL}"`);
+      evictAll();
+      listening = true;
+    } catch (err) {
+      logger.warn({ err }, 'api key revocation feed unavailable; authenticating every request against the database');
+      scheduleListen();
+    }
+  }
+
+  function scheduleListen() {
+    if (retry || closed) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void listen();
+    }, RELISTEN_MS);
+    retry.unref();
+  }
+
+  async function lookup(hash: string): Promise<{ id: string; organization_id: string; mode: Mode; scopes: Scope[]; revoked_at: Date | null } | undefined> {
+    const [row] = await db.$client<{ id: string; organization_id: string; mode: Mode; scopes: Scope[]; revoked_at: Date | null }[]>`
+      select id, organization_id, mode, scopes, revoked_at from api_keys where key_hash = ${hash}`;
+    return row;
+  }
+
+  function touch(principal: Principal) {
+    const now = Date.now();
+    if ((touchedAt.get(principal.keyId) ?? 0) > now - TOUCH_EVERY_MS) return;
+    touchedAt.set(principal.keyId, now);
+    db.$client`
+      update api_keys set last_used_at = now()
+      where id = ${principal.keyId} and (last_used_at is null or last_used_at < now() - interval '1 minute')`
+      .execute()
+      .catch((err: unknown) => logger.warn({ err }, 'could not record api key use'));
+  }
+
+  async function authenticate(header: string | undefined): Promise<Principal> {
+    if (!header) throw unauthorized('Missing Authorization header; send `Authorization: Bearer <API key>`.');
+    const m = /^Bearer +(\S+) *$/i.exec(header);
+    if (!m) throw unauthorized('Malformed Authorization header; expected `Bearer <API key>`.');
+    const key = m[1]!;
+    const km = KEY.exec(key);
+    if (!km) throw unauthorized('Invalid API key.');
+    const mode = km[1] as Mode;
+    if (!served.has(mode)) throw unauthorized(`This deployment does not serve ${mode}-mode keys.`);
+    const hash = hashApiKey(key);
+
+    const now = Date.now();
+    if (listening) {
+      const hit = cache.get(hash);
+      if (hit && hit.expiresAt > now) return hit.principal;
+    }
+    const before = generation;
+    const row = await lookup(hash);
+    if (!row) throw unauthorized('Invalid API key.');
+    if (row.revoked_at) throw unauthorized('This API key has been revoked.');
+    if (row.mode !== mode) throw unauthorized('Invalid API key.');
+    const principal: Principal = { keyId: row.id, organizationId: row.organization_id, mode: row.mode, scopes: row.scopes };
+    if (listening && before === generation && config.AUTH_CACHE_MS > 0) {
+      if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
+      cache.set(hash, { principal, expiresAt: now + config.AUTH_CACHE_MS });
+    }
+    return principal;
+  }
+
+  return {
+    get listening() {
+      return listening;
+    },
+    middleware: async (c, next) => {
+      started ??= listen();
+      const principal = await authenticate(c.req.header('authorization'));
+      c.set('principal' as never, principal as never);
+      touch(principal);
+      await next();
+    },
+    async close() {
+      closed = true;
+      listening = false;
+      clearTimeout(retry);
+      await started?.catch(() => {});
+      await listener?.end({ timeout: 2 });
+    },
+  };
+}
+
+/** Guard of write endpoints: 403 for a key without the scope. */
+export function requireScope(scope: Scope): MiddlewareHandler {
+  return async (c, next) => {
+    const principal = c.get('principal' as never) as Principal | undefined;
+    if (!principal?.scopes.includes(scope)) {
+      throw new ApiError('forbidden', `Insufficient permissions: this API key does not have the \`${scope}\` scope.`);
+    }
+    await next();
+  };
+}

@@ -1,0 +1,77 @@
+/** List and retrieve routes of one read-only resource: schemas, documentation and handlers in one place. */
+import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
+import type { Entity } from '../../domain/cdm';
+import type { ApiDeps } from '../deps';
+import type { AppEnv, Principal } from '../middleware/env';
+import { okHeaders, problemResponses } from '../openapi';
+import { ApiError } from '../problem';
+import { listRecords, retrieveRecord, type CommonListQuery, type FiltersOf } from '../queries';
+import { IdParam, listOf, RetrieveQuery } from '../schemas';
+
+export interface ResourceSpec<E extends Entity> {
+  entity: E;
+  /** Path segment and OpenAPI tag, e.g. `leases`, `Leases`. */
+  path: string;
+  tag: string;
+  idExample: string;
+  listQuery: z.ZodType<CommonListQuery & FiltersOf[E], any>;
+  /** Schema of a list item (the reduced record for properties) and of a retrieved record. */
+  item: z.ZodTypeAny;
+  record: z.ZodTypeAny;
+  listName: string;
+}
+
+export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, deps: ApiDeps, spec: ResourceSpec<E>): void {
+  const { entity, path, tag } = spec;
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: `/v1/${path}`,
+      tags: [tag],
+      operationId: `list_${path}`,
+      summary: `List ${path}`,
+      request: { query: spec.listQuery as never },
+      responses: {
+        200: {
+          description: `A page of ${path}, oldest first unless \`order-by\` says otherwise.`,
+          headers: okHeaders,
+          content: { 'application/json': { schema: listOf(spec.item, spec.listName) } },
+        },
+        ...problemResponses(400, 401, 422, 429, 500),
+      },
+    }),
+    async (c) => {
+      const q = c.req.valid('query' as never) as CommonListQuery & FiltersOf[E];
+      const page = await listRecords(deps.db, entity, c.get('principal') as Principal, q);
+      return c.json(page as never, 200);
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: `/v1/${path}/{id}`,
+      tags: [tag],
+      operationId: `retrieve_${entity}`,
+      summary: `Retrieve a ${entity}`,
+      request: { params: IdParam(spec.idExample), query: RetrieveQuery },
+      responses: {
+        200: { description: `The ${entity}.`, headers: okHeaders, content: { 'application/json': { schema: spec.record } } },
+        ...problemResponses(400, 401, 404, 429, 500),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const { include_deleted } = c.req.valid('query');
+      const record = await retrieveRecord(deps.db, entity, c.get('principal') as Principal, id, include_deleted ?? false);
+      if (!record) {
+        throw new ApiError(
+          'not_found',
+          include_deleted
+            ? `No ${entity} with id ${id}.`
+            : `No ${entity} with id ${id}. If it was deleted at the source, retry with include_deleted=true.`,
+        );
+      }
+      return c.json(record as never, 200);
+    },
+  );
+}

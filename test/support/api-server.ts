@@ -1,0 +1,40 @@
+/** Serves the real app over real HTTP (@hono/node-server on port 0) for a test file. */
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { createApp, type App } from '../../api/app';
+import { lazyTemporalClient } from '../../api/temporal';
+import type { Config } from '../../config';
+import { createLogger } from '../../config/logger';
+import type { Db } from '../../db/client';
+
+export interface TestServer {
+  url: string;
+  app: App;
+  /** fetch against the server; `key` sets the bearer credential. */
+  get(path: string, opts?: { key?: string; headers?: Record<string, string> }): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** `configure` may add routes before the server starts (Hono freezes its router on the first request). */
+export async function startApi(db: Db, config: Config, configure?: (app: App) => void): Promise<TestServer> {
+  const temporal = lazyTemporalClient(config);
+  const app = createApp({ config, db, temporal, logger: createLogger('api-test', { level: 'silent' }) });
+  configure?.(app);
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    app,
+    get: (path, opts = {}) =>
+      fetch(url + path, {
+        headers: { ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}), ...opts.headers },
+      }),
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await app.close();
+      await temporal.close();
+    },
+  };
+}
