@@ -1,0 +1,39 @@
+/** The API process: configuration, database pool, lazy Temporal client, the app on HOST:PORT, graceful shutdown. */
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { loadConfigOrExit } from '../config';
+import { createLogger } from '../config/logger';
+import { closeDb, createDb } from '../db/client';
+import { createApp } from './app';
+import { lazyTemporalClient } from './temporal';
+
+const config = loadConfigOrExit();
+const logger = createLogger('api', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationName: 'propsync-api' });
+const temporal = lazyTemporalClient(config);
+const app = createApp({ config, db, temporal, logger });
+
+const server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, (info: AddressInfo) => {
+  logger.info({ address: `http://${info.address}:${info.port}`, docs: `${config.PUBLIC_BASE_URL}/docs` }, 'API listening');
+});
+server.on('error', (err) => {
+  logger.fatal({ err }, 'API could not listen');
+  process.exit(1);
+});
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'API shutting down');
+  // In-flight requests finish; a second signal or 10 s without finishing ends the process anyway.
+  const force = setTimeout(() => process.exit(1), 10_000);
+  force.unref();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await app.close();
+  await temporal.close();
+  await closeDb(db);
+  process.exit(0);
+}
+process.on('SIGINT', () => void shutdown('SIGINT'));
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
