@@ -248,7 +248,8 @@ export function changedFields(before: Record<string, unknown>, after: Record<str
 // Mapping CDM input to row values
 // ---------------------------------------------------------------------------------------------------------------
 
-interface Refs {
+/** CDM ids of referenced records, by entity and source x_id. */
+export interface Refs {
   property: Map<string, string>;
   unit: Map<string, string>;
   resident: Map<string, string>;
@@ -333,6 +334,20 @@ function leaseValues(i: LeaseInput, refs: Refs) {
     concessions: i.concessions,
     notes: i.notes,
   };
+}
+
+/** Column values of one mapped record (its own fields, references resolved through `refs`); also used by bench baselines. */
+export function rowValuesOf<E extends Entity>(entity: E, input: InputOf[E], refs: Refs): Record<string, unknown> {
+  switch (entity) {
+    case 'property':
+      return propertyValues(input as PropertyInput);
+    case 'unit':
+      return unitValues(input as UnitInput, refs);
+    case 'resident':
+      return residentValues(input as ResidentInput, refs);
+    default:
+      return leaseValues(input as LeaseInput, refs);
+  }
 }
 
 async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof Refs]: Set<string> }): Promise<Refs> {
@@ -493,27 +508,14 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
     }
     const id = prev?.id ?? newId(entity);
     result.ids.set(xId, id);
-    let values: Record<string, unknown>;
-    switch (entity) {
-      case 'property':
-        values = propertyValues(input as PropertyInput);
-        break;
-      case 'unit':
-        values = unitValues(input as UnitInput, refs);
-        break;
-      case 'resident':
-        values = residentValues(input as ResidentInput, refs);
-        break;
-      default: {
-        const li = input as LeaseInput;
-        values = leaseValues(li, refs);
-        const people: LeaseResident[] = [];
-        for (const p of li.residents) {
-          const residentId = refs.resident.get(p.x_id);
-          if (residentId && !people.some((q) => q.resident_id === residentId)) people.push({ resident_id: residentId, x_id: p.x_id, role: p.role });
-        }
-        peopleOf.set(id, people);
+    const values = rowValuesOf(entity, input, refs);
+    if (entity === 'lease') {
+      const people: LeaseResident[] = [];
+      for (const p of (input as LeaseInput).residents) {
+        const residentId = refs.resident.get(p.x_id);
+        if (residentId && !people.some((q) => q.resident_id === residentId)) people.push({ resident_id: residentId, x_id: p.x_id, role: p.role });
       }
+      peopleOf.set(id, people);
     }
     const full = {
       ...values,
