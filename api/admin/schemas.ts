@@ -147,6 +147,9 @@ export const SyncJob = z
     records_updated: z.number().int(),
     records_soft_deleted: z.number().int(),
     error: z.string().nullable(),
+    progress: z
+      .record(z.enum(ENTITIES), z.object({ pages: z.number().int(), done: z.boolean() }))
+      .openapi({ description: 'Per entity, in sync order: pages committed so far and whether the entity is complete.' }),
   })
   .openapi('SyncJob');
 

@@ -2,12 +2,25 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { desc, eq } from 'drizzle-orm';
 import { syncJobs } from '../../db/schema';
+import type { SyncJobRow } from '../../db/sync-jobs';
+import { SYNC_ORDER, type Entity } from '../../domain/cdm';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { syncJobView, triggerSync } from '../sync-control';
 import { errorResponses, IdParam, json, listOf, ListQuery, SyncJob, unavailableResponse } from './schemas';
 import { loadIntegration, withTemporal } from './support';
+
+/** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
+export function adminSyncJobView(row: SyncJobRow) {
+  return {
+    ...syncJobView(row),
+    progress: Object.fromEntries(SYNC_ORDER.map((e) => [e, { pages: row.progress[e]?.page ?? 0, done: row.progress[e]?.done ?? false }])) as Record<
+      Entity,
+      { pages: number; done: boolean }
+    >,
+  };
+}
 
 const tags = ['Sync jobs'];
 const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
@@ -26,7 +39,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
       const job = await withTemporal(deps, 'start the sync', (ctl) => triggerSync(ctl, integration));
-      return c.json(syncJobView(job), 202);
+      return c.json(adminSyncJobView(job), 202);
     },
   );
 
@@ -49,7 +62,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(desc(syncJobs.createdAt), desc(syncJobs.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(syncJobView) }, 200);
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(adminSyncJobView) }, 200);
     },
   );
 
@@ -67,7 +80,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       const id = c.req.valid('param').id;
       const [row] = isId('syncJob', id) ? await deps.db.select().from(syncJobs).where(eq(syncJobs.id, id)) : [];
       if (!row) throw new ApiError('not_found', `No sync job ${id}.`);
-      return c.json(syncJobView(row), 200);
+      return c.json(adminSyncJobView(row), 200);
     },
   );
 }

@@ -2,45 +2,21 @@
  * The admin API over real HTTP (createApp on port 0), real Postgres and the real Temporal dev server: every route's
  * success and error cases, schedules as Temporal sees them, and what an operator's key can do on the public API.
  */
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { and, eq, isNull } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../api/app';
-import { lazyTemporalClient, type TemporalGetter } from '../../api/temporal';
 import type { Config } from '../../config';
-import { createLogger } from '../../config/logger';
 import { closeDb, type Db } from '../../db/client';
 import { applyRecords } from '../../db/records';
 import { integrations, properties, syncJobs } from '../../db/schema';
 import { scheduleIdOf } from '../../domain/contract';
+import { startApi, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
 import { propertyInput } from '../support/fixtures';
 
-interface Served {
-  url: string;
-  close(): Promise<void>;
-}
-
-async function serveApp(db: Db, config: Config): Promise<Served> {
-  const temporal: TemporalGetter = lazyTemporalClient(config, { connectTimeoutMs: 1_000 });
-  const app = createApp({ config, db, temporal, logger: createLogger('admin-test', { level: 'silent' }) });
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: async () => {
-      await new Promise((r) => server.close(r));
-      await temporal.close();
-    },
-  };
-}
-
 let db: Db;
 let config: Config;
-let api: Served;
+let api: TestServer;
 let temporal: Client;
 let TOKEN: string;
 
@@ -48,7 +24,7 @@ beforeAll(async () => {
   db = testDb(4);
   config = testConfig();
   TOKEN = config.ADMIN_TOKEN;
-  api = await serveApp(db, config);
+  api = await startApi(db, config);
   temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
 });
 afterAll(async () => {
@@ -288,9 +264,9 @@ describe('integrations', () => {
 });
 
 describe('when Temporal is unreachable', () => {
-  let down: Served;
+  let down: TestServer;
   beforeAll(async () => {
-    down = await serveApp(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    down = await startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' });
   });
   afterAll(async () => down?.close());
 
@@ -390,6 +366,12 @@ describe('sync jobs', () => {
       records_updated: 0,
       records_soft_deleted: 0,
       error: null,
+      progress: {
+        property: { pages: 0, done: false },
+        unit: { pages: 0, done: false },
+        resident: { pages: 0, done: false },
+        lease: { pages: 0, done: false },
+      },
     });
     // An older finished job, to see the order and paging.
     const older = 'syj_01H00000000000000000000000';

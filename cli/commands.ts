@@ -1,0 +1,300 @@
+/** The CLI's nouns and verbs: each maps its arguments and flags onto one admin API call (or a few, for --wait). */
+import { CliError, type AdminClient } from './client';
+import { waitForJob, type SyncJob } from './progress';
+
+export interface Flag {
+  type: 'string' | 'boolean';
+  description: string;
+  /** Shown in help: `--size <n>`. */
+  value?: string;
+}
+
+export interface Command {
+  summary: string;
+  /** Positional arguments, in order, all required. */
+  args: string[];
+  flags: Record<string, Flag>;
+  run(ctx: { client: AdminClient; args: string[]; flags: Record<string, string | boolean | undefined> }): Promise<{ output: unknown; exitCode?: number }>;
+}
+
+export interface Noun {
+  summary: string;
+  verbs: Record<string, Command>;
+}
+
+export const usageError = (message: string) => new CliError(message, 2);
+
+function int(name: string, value: string | boolean | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^-?\d+$/.test(value)) throw usageError(`--${name} must be an integer, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+/** An integer, or `null`/`default` to clear an override. */
+function intOrNull(name: string, value: string | boolean | undefined): number | null | undefined {
+  if (value === 'null' || value === 'default') return null;
+  return int(name, value);
+}
+
+function required(name: string, value: string | boolean | undefined): string {
+  if (typeof value !== 'string' || value === '') throw usageError(`--${name} is required`);
+  return value;
+}
+
+/** `5` (a total) or `lease=3,unit=2` (per entity). */
+function counts(name: string, value: string | boolean | undefined): number | Record<string, number> | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && /^\d+$/.test(value)) return Number(value);
+  if (typeof value !== 'string' || !/^(\w+=\d+)(,\w+=\d+)*$/.test(value)) {
+    throw usageError(`--${name} must be a count (5) or counts per entity (lease=3,unit=2), got ${JSON.stringify(value)}`);
+  }
+  return Object.fromEntries(value.split(',').map((kv) => kv.split('=')).map(([k, v]) => [k!, Number(v)]));
+}
+
+/** Drops undefined members so the API sees only what the operator gave. */
+const defined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+
+const page: Record<string, Flag> = {
+  limit: { type: 'string', value: '<n>', description: 'Page size, 1 to 100 (default 25)' },
+  offset: { type: 'string', value: '<n>', description: 'Zero-based offset (default 0)' },
+};
+const pageQuery = (flags: Record<string, string | boolean | undefined>) => {
+  const q = new URLSearchParams(defined({ limit: int('limit', flags.limit), offset: int('offset', flags.offset) }) as Record<string, string>);
+  return q.size ? `?${q}` : '';
+};
+const id = (s: string) => encodeURIComponent(s);
+
+export const NOUNS: Record<string, Noun> = {
+  org: {
+    summary: 'Organizations (tenants)',
+    verbs: {
+      create: {
+        summary: 'Create an organization',
+        args: [],
+        flags: { name: { type: 'string', value: '<name>', description: 'Its name (required)' } },
+        run: async ({ client, flags }) => ({ output: await client.request('POST', '/organizations', { name: required('name', flags.name) }) }),
+      },
+      get: {
+        summary: 'Show an organization',
+        args: ['org_id'],
+        flags: {},
+        run: async ({ client, args }) => ({ output: await client.request('GET', `/organizations/${id(args[0]!)}`) }),
+      },
+      update: {
+        summary: 'Rename, or override the org-wide rate limit',
+        args: ['org_id'],
+        flags: {
+          name: { type: 'string', value: '<name>', description: 'New name' },
+          'rate-limit': { type: 'string', value: '<n|null>', description: 'Requests per minute; null = the plan limit' },
+          burst: { type: 'string', value: '<n|null>', description: 'Burst size; null = 10 % of the per-minute budget' },
+        },
+        run: async ({ client, args, flags }) => {
+          const body = defined({
+            name: flags.name,
+            rate_limit_per_minute: intOrNull('rate-limit', flags['rate-limit']),
+            rate_limit_burst: intOrNull('burst', flags.burst),
+          });
+          if (Object.keys(body).length === 0) throw usageError('nothing to update: give --name, --rate-limit or --burst');
+          return { output: await client.request('PATCH', `/organizations/${id(args[0]!)}`, body) };
+        },
+      },
+      integrations: {
+        summary: "List an organization's integrations",
+        args: ['org_id'],
+        flags: page,
+        run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/organizations/${id(args[0]!)}/integrations${pageQuery(flags)}`) }),
+      },
+      keys: {
+        summary: "List an organization's API keys (without secrets)",
+        args: ['org_id'],
+        flags: page,
+        run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/organizations/${id(args[0]!)}/api_keys${pageQuery(flags)}`) }),
+      },
+    },
+  },
+
+  integration: {
+    summary: 'Integrations (connected sources) and their sync schedules',
+    verbs: {
+      create: {
+        summary: 'Connect a source: the sandbox PMS (test mode) or an Entrata-style system',
+        args: [],
+        flags: {
+          org: { type: 'string', value: '<org_id>', description: 'Organization (required)' },
+          mode: { type: 'string', value: '<test|live>', description: 'Mode (required)' },
+          plan: { type: 'string', value: '<plan>', description: 'starter, growth, scale or enterprise (required)' },
+          source: { type: 'string', value: '<sandbox|entrata>', description: 'Source type (default sandbox)' },
+          size: { type: 'string', value: '<n>', description: 'Sandbox: leases to generate (default 50)' },
+          seed: { type: 'string', value: '<n>', description: 'Sandbox: generator seed (default random)' },
+          'base-url': { type: 'string', value: '<url>', description: 'Entrata: the API base address' },
+          'api-key': { type: 'string', value: '<key>', description: 'Entrata: the API key' },
+          name: { type: 'string', value: '<name>', description: 'A label' },
+          interval: { type: 'string', value: '<seconds>', description: 'Sync cadence override (default: the plan cadence)' },
+          'no-initial-sync': { type: 'boolean', description: 'Do not start the first sync now' },
+        },
+        run: async ({ client, flags }) => {
+          const type = (flags.source as string | undefined) ?? 'sandbox';
+          const source =
+            type === 'entrata'
+              ? { type, base_url: required('base-url', flags['base-url']), api_key: required('api-key', flags['api-key']) }
+              : defined({ type, size: int('size', flags.size), seed: int('seed', flags.seed) });
+          const body = defined({
+            name: flags.name,
+            mode: required('mode', flags.mode),
+            plan: required('plan', flags.plan),
+            source,
+            sync_interval_seconds: int('interval', flags.interval),
+            initial_sync: flags['no-initial-sync'] ? false : undefined,
+          });
+          return { output: await client.request('POST', `/organizations/${id(required('org', flags.org))}/integrations`, body) };
+        },
+      },
+      get: {
+        summary: 'Show an integration',
+        args: ['integration_id'],
+        flags: {},
+        run: async ({ client, args }) => ({ output: await client.request('GET', `/integrations/${id(args[0]!)}`) }),
+      },
+      update: {
+        summary: 'Change plan, cadence or name (the schedule moves at once)',
+        args: ['integration_id'],
+        flags: {
+          plan: { type: 'string', value: '<plan>', description: 'New plan' },
+          interval: { type: 'string', value: '<seconds|default>', description: 'Cadence override; default = the plan cadence' },
+          name: { type: 'string', value: '<name>', description: 'New label' },
+        },
+        run: async ({ client, args, flags }) => {
+          const body = defined({ plan: flags.plan, sync_interval_seconds: intOrNull('interval', flags.interval), name: flags.name });
+          if (Object.keys(body).length === 0) throw usageError('nothing to update: give --plan, --interval or --name');
+          return { output: await client.request('PATCH', `/integrations/${id(args[0]!)}`, body) };
+        },
+      },
+      delete: {
+        summary: 'Disconnect: remove the schedule; its records are soft-deleted, never erased',
+        args: ['integration_id'],
+        flags: {},
+        run: async ({ client, args }) => {
+          await client.request('DELETE', `/integrations/${id(args[0]!)}`);
+          return { output: { id: args[0], deleted: true } };
+        },
+      },
+    },
+  },
+
+  key: {
+    summary: 'API keys of the public API',
+    verbs: {
+      create: {
+        summary: 'Create a key; its secret is printed this once',
+        args: [],
+        flags: {
+          org: { type: 'string', value: '<org_id>', description: 'Organization (required)' },
+          mode: { type: 'string', value: '<test|live>', description: 'Mode (required)' },
+          scopes: { type: 'string', value: '<read,write>', description: 'Comma-separated scopes (default read,write)' },
+        },
+        run: async ({ client, flags }) => {
+          const scopes = typeof flags.scopes === 'string' ? flags.scopes.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
+          const body = defined({ mode: required('mode', flags.mode), scopes });
+          return { output: await client.request('POST', `/organizations/${id(required('org', flags.org))}/api_keys`, body) };
+        },
+      },
+      revoke: {
+        summary: 'Revoke a key (at once, everywhere; idempotent)',
+        args: ['key_id'],
+        flags: {},
+        run: async ({ client, args }) => ({ output: await client.request('POST', `/api_keys/${id(args[0]!)}/revoke`) }),
+      },
+    },
+  },
+
+  sync: {
+    summary: 'Sync runs',
+    verbs: {
+      run: {
+        summary: 'Start a sync now; with --wait, follow it to its end',
+        args: ['integration_id'],
+        flags: {
+          wait: { type: 'boolean', description: 'Poll the job with a progress display on stderr; exit 1 if it fails' },
+          'poll-ms': { type: 'string', value: '<ms>', description: 'Polling interval with --wait (default 1000)' },
+          timeout: { type: 'string', value: '<seconds>', description: 'Give up waiting after this long (exit 1)' },
+        },
+        run: async ({ client, args, flags }) => {
+          const job = await client.request<SyncJob>('POST', `/integrations/${id(args[0]!)}/syncs`);
+          if (!flags.wait) return { output: job };
+          const timeout = int('timeout', flags.timeout);
+          const final = await waitForJob(client, job, {
+            pollMs: int('poll-ms', flags['poll-ms']) ?? 1000,
+            timeoutMs: timeout === undefined ? undefined : timeout * 1000,
+          });
+          if (final.status === 'failed') {
+            process.stderr.write(`error: sync job ${final.id} failed: ${final.error ?? 'no error recorded'}\n`);
+            return { output: final, exitCode: 1 };
+          }
+          if (final.status !== 'succeeded') {
+            process.stderr.write(`error: sync job ${final.id} is still ${final.status} after ${timeout} s\n`);
+            return { output: final, exitCode: 1 };
+          }
+          return { output: final };
+        },
+      },
+      get: {
+        summary: 'Show a sync job',
+        args: ['sync_job_id'],
+        flags: {},
+        run: async ({ client, args }) => ({ output: await client.request('GET', `/sync_jobs/${id(args[0]!)}`) }),
+      },
+      list: {
+        summary: "List an integration's sync jobs, most recent first",
+        args: ['integration_id'],
+        flags: page,
+        run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/integrations/${id(args[0]!)}/sync_jobs${pageQuery(flags)}`) }),
+      },
+    },
+  },
+
+  sandbox: {
+    summary: 'Controls of the sandbox PMS behind a sandbox integration',
+    verbs: {
+      changes: {
+        summary: 'Change source data; prints the x_ids touched',
+        args: ['integration_id'],
+        flags: {
+          update: { type: 'string', value: '<n|entity=n,...>', description: 'Records to update' },
+          create: { type: 'string', value: '<n|entity=n,...>', description: 'Records to create' },
+          delete: { type: 'string', value: '<n|entity=n,...>', description: 'Records to delete' },
+          'lease-transitions': { type: 'string', value: '<n>', description: 'Leases whose status moves on' },
+        },
+        run: async ({ client, args, flags }) => {
+          const body = defined({
+            update: counts('update', flags.update),
+            create: counts('create', flags.create),
+            delete: counts('delete', flags.delete),
+            lease_transitions: int('lease-transitions', flags['lease-transitions']),
+          });
+          if (Object.keys(body).length === 0) throw usageError('nothing to change: give --update, --create, --delete or --lease-transitions');
+          return { output: await client.request('POST', `/integrations/${id(args[0]!)}/sandbox/changes`, body) };
+        },
+      },
+      fault: {
+        summary: 'Inject a fault: unavailable, rate_limited, slow or reject_writes',
+        args: ['integration_id'],
+        flags: {
+          kind: { type: 'string', value: '<kind>', description: 'unavailable, rate_limited, slow or reject_writes (required)' },
+          count: { type: 'string', value: '<n>', description: 'Requests affected (default: until cleared)' },
+        },
+        run: async ({ client, args, flags }) => ({
+          output: await client.request('POST', `/integrations/${id(args[0]!)}/sandbox/faults`, defined({ kind: required('kind', flags.kind), count: int('count', flags.count) })),
+        }),
+      },
+      'clear-faults': {
+        summary: 'Clear every fault',
+        args: ['integration_id'],
+        flags: {},
+        run: async ({ client, args }) => {
+          await client.request('DELETE', `/integrations/${id(args[0]!)}/sandbox/faults`);
+          return { output: { integration_id: args[0], faults_cleared: true } };
+        },
+      },
+    },
+  },
+};

@@ -1,0 +1,122 @@
+/**
+ * The operator CLI: `npm run -s cli -- <noun> <verb> [arguments] [--flags]`, a thin client of the admin API.
+ * JSON on stdout; on failure one readable line on stderr and exit code 1 (2 for a usage mistake).
+ */
+import { parseArgs } from 'node:util';
+import { loadConfigOrExit } from '../config';
+import { AdminClient, CliError } from './client';
+import { NOUNS, usageError, type Command, type Flag } from './commands';
+
+const GLOBAL: Record<string, Flag & { short?: string }> = {
+  url: { type: 'string', value: '<url>', description: 'Address of the API (default: PUBLIC_BASE_URL)' },
+  token: { type: 'string', value: '<token>', description: 'Admin token (default: ADMIN_TOKEN)' },
+  help: { type: 'boolean', short: 'h', description: 'Show help' },
+};
+
+const PROG = 'npm run -s cli --';
+
+function flagLines(flags: Record<string, Flag & { short?: string }>): string[] {
+  const rows = Object.entries(flags).map(([name, f]) => [`${f.short ? `-${f.short}, ` : ''}--${name}${f.value ? ` ${f.value}` : ''}`, f.description] as const);
+  const width = Math.max(...rows.map(([l]) => l.length));
+  return rows.map(([l, d]) => `  ${l.padEnd(width)}  ${d}`);
+}
+
+function topHelp(): string {
+  const nouns = Object.entries(NOUNS).map(([n, d]) => `  ${n.padEnd(12)} ${d.summary}: ${Object.keys(d.verbs).join(', ')}`);
+  return [
+    `Usage: ${PROG} <noun> <verb> [arguments] [--flags]`,
+    '',
+    'Operator CLI of propsync, a client of the admin API (/admin/v1). Prints JSON on stdout; an error is one line',
+    'on stderr with exit code 1 (2 for a usage mistake).',
+    '',
+    'Nouns:',
+    ...nouns,
+    '',
+    'Global flags:',
+    ...flagLines(GLOBAL),
+    '',
+    `Run \`${PROG} <noun> --help\` or \`${PROG} <noun> <verb> --help\` for more.`,
+  ].join('\n');
+}
+
+function nounHelp(name: string): string {
+  const noun = NOUNS[name]!;
+  const verbs = Object.entries(noun.verbs).map(([v, c]) => `  ${[v, ...c.args.map((a) => `<${a}>`)].join(' ').padEnd(34)} ${c.summary}`);
+  return [`Usage: ${PROG} ${name} <verb> [arguments] [--flags]`, '', `${noun.summary}.`, '', 'Verbs:', ...verbs, '', 'Global flags:', ...flagLines(GLOBAL)].join('\n');
+}
+
+function verbHelp(noun: string, verb: string, cmd: Command): string {
+  const args = cmd.args.map((a) => `<${a}>`).join(' ');
+  return [
+    `Usage: ${PROG} ${noun} ${verb}${args ? ` ${args}` : ''}${Object.keys(cmd.flags).length ? ' [--flags]' : ''}`,
+    '',
+    `${cmd.summary}.`,
+    ...(Object.keys(cmd.flags).length ? ['', 'Flags:', ...flagLines(cmd.flags)] : []),
+    '',
+    'Global flags:',
+    ...flagLines(GLOBAL),
+  ].join('\n');
+}
+
+const wantsHelp = (argv: string[]) => argv.includes('--help') || argv.includes('-h');
+
+async function main(argv: string[]): Promise<number> {
+  const [noun, verb] = argv;
+  if (!noun || noun.startsWith('-')) {
+    if (wantsHelp(argv) || !noun) {
+      console.log(topHelp());
+      return noun ? 0 : 2;
+    }
+    throw usageError(`expected a noun first (${Object.keys(NOUNS).join(', ')}); see --help`);
+  }
+  const n = NOUNS[noun];
+  if (!n) throw usageError(`unknown noun "${noun}" (${Object.keys(NOUNS).join(', ')}); see --help`);
+  if (!verb || verb.startsWith('-')) {
+    console.log(nounHelp(noun));
+    return wantsHelp(argv) ? 0 : 2;
+  }
+  const cmd = n.verbs[verb];
+  if (!cmd) throw usageError(`unknown verb "${verb}" for ${noun} (${Object.keys(n.verbs).join(', ')}); see ${noun} --help`);
+  if (wantsHelp(argv)) {
+    console.log(verbHelp(noun, verb, cmd));
+    return 0;
+  }
+
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv.slice(2),
+      options: Object.fromEntries(Object.entries({ ...GLOBAL, ...cmd.flags }).map(([k, f]) => [k, { type: f.type, ...('short' in f && f.short ? { short: f.short } : {}) }])),
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    throw usageError(`${(err as Error).message.split('. To specify')[0]}; see ${noun} ${verb} --help`);
+  }
+  const args = parsed.positionals;
+  if (args.length !== cmd.args.length) {
+    const want = cmd.args.length ? cmd.args.map((a) => `<${a}>`).join(' ') : 'no arguments';
+    throw usageError(`${noun} ${verb} takes ${want}, got ${args.length ? args.join(' ') : 'none'}; see ${noun} ${verb} --help`);
+  }
+  const flags = parsed.values as Record<string, string | boolean | undefined>;
+  const config = flags.url && flags.token ? undefined : loadConfigOrExit();
+  const client = new AdminClient((flags.url as string | undefined) ?? config!.PUBLIC_BASE_URL, (flags.token as string | undefined) ?? config!.ADMIN_TOKEN);
+  const { output, exitCode } = await cmd.run({ client, args, flags });
+  process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
+  return exitCode ?? 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof CliError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      process.exitCode = err.exitCode;
+      return;
+    }
+    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);
