@@ -32,6 +32,10 @@ export const configSchema = z.object({
   SANDBOX_PORT: port.default(4010),
   /** Address the service uses to reach the sandbox PMS. Defaults to http://127.0.0.1:SANDBOX_PORT. */
   SANDBOX_URL: z.string().url().optional(),
+  /** Bearer token of the sandbox PMS's control endpoints (create companies, apply changes, set faults). */
+  SANDBOX_CONTROL_TOKEN: z.string().min(16, 'must be at least 16 characters').default('dev-sandbox-control-token'),
+  /** Milliseconds the sandbox PMS delays each reply while a `slow` fault without its own delay is set. */
+  SANDBOX_SLOW_MS: z.coerce.number().int().min(0).max(600_000).default(3000),
   /** Bearer token of the admin API (/admin/v1). */
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').default('dev-admin-token-change-me'),
   /** Modes of API key this deployment serves; a key of another mode gets 401. */

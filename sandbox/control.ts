@@ -1,7 +1,8 @@
 /**
  * The contract of the sandbox PMS's control endpoints (used by the admin API for sandbox integrations, and by
- * tests and demos). Placeholder client until the sandbox lands; the sandbox issue implements it over HTTP.
+ * tests and demos), and its client over HTTP.
  */
+import { config } from '../config';
 import type { Entity } from '../domain/cdm';
 
 export type PerEntity<T> = Partial<Record<Entity, T>>;
@@ -20,20 +21,101 @@ export interface SandboxChangeResult {
   created: Record<Entity, string[]>;
   deleted: Record<Entity, string[]>;
   lease_transitions: { x_id: string; from: string; to: string }[];
+  /** Renewal leases created by transitions (also listed in `created.lease`), with the lease each renews. */
+  renewals: { x_id: string; previous_x_id: string }[];
 }
 
 export type SandboxFaultKind = 'unavailable' | 'rate_limited' | 'slow' | 'reject_writes';
+
+export interface SandboxCompanyInfo {
+  company_id: string;
+  size: number;
+  seed: number;
+  change_counter: number;
+  counts: Record<Entity, number>;
+}
 
 export interface SandboxControl {
   /** Provision a company (one per integration) with generated data; returns the API key the connector uses. */
   createCompany(input: { companyId: string; size: number; seed: number }): Promise<{ api_key: string }>;
   deleteCompany(companyId: string): Promise<void>;
   applyChanges(companyId: string, req: SandboxChangeRequest): Promise<SandboxChangeResult>;
-  /** `count`: how many requests the fault affects; omitted = until cleared. */
-  setFault(companyId: string, fault: { kind: SandboxFaultKind; count?: number }): Promise<void>;
+  /**
+   * `count`: how many requests the fault affects; omitted = until cleared. `delay_ms`: reply delay of a `slow`
+   * fault (default: the sandbox's SANDBOX_SLOW_MS).
+   */
+  setFault(companyId: string, fault: { kind: SandboxFaultKind; count?: number; delay_ms?: number }): Promise<void>;
   clearFaults(companyId: string): Promise<void>;
+  /** Size, seed, change counter and record counts of a company; undefined when it does not exist. */
+  getCompany(companyId: string): Promise<SandboxCompanyInfo | undefined>;
 }
 
-export function sandboxControlClient(_baseUrl: string): SandboxControl {
-  throw new Error('sandbox control client not implemented yet');
+/**
+ * A control call the sandbox refused. `status` 404: no such company; 422: invalid input (message says why);
+ * 401: wrong control token.
+ */
+export class SandboxControlError extends Error {
+  override name = 'SandboxControlError';
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Client of the sandbox's /control API. The token defaults to the configuration's SANDBOX_CONTROL_TOKEN. */
+export function sandboxControlClient(baseUrl: string, controlToken?: string): SandboxControl {
+  const base = baseUrl.replace(/\/$/, '');
+  const token = controlToken ?? config().SANDBOX_CONTROL_TOKEN;
+
+  async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; data: T | undefined }> {
+    const res = await fetch(`${base}/control${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      // Generating a 250k-lease company takes a while.
+      signal: AbortSignal.timeout(10 * 60_000),
+    });
+    const text = await res.text();
+    let data: unknown;
+    try {
+      data = text ? JSON.parse(text) : undefined;
+    } catch {
+      data = undefined;
+    }
+    if (!res.ok) {
+      const err = (data as { error?: { code?: string; message?: string } } | undefined)?.error;
+      throw new SandboxControlError(`sandbox ${method} ${path}: ${err?.message ?? `HTTP ${res.status}`}`, res.status, err?.code ?? 'error');
+    }
+    return { status: res.status, data: data as T };
+  }
+  const enc = encodeURIComponent;
+
+  return {
+    async createCompany(input) {
+      return (await call<{ api_key: string }>('POST', '/companies', input)).data!;
+    },
+    async deleteCompany(companyId) {
+      await call('DELETE', `/companies/${enc(companyId)}`);
+    },
+    async applyChanges(companyId, req) {
+      return (await call<SandboxChangeResult>('POST', `/companies/${enc(companyId)}/changes`, req)).data!;
+    },
+    async setFault(companyId, fault) {
+      await call('POST', `/companies/${enc(companyId)}/faults`, fault);
+    },
+    async clearFaults(companyId) {
+      await call('DELETE', `/companies/${enc(companyId)}/faults`);
+    },
+    async getCompany(companyId) {
+      try {
+        return (await call<SandboxCompanyInfo>('GET', `/companies/${enc(companyId)}`)).data;
+      } catch (err) {
+        if (err instanceof SandboxControlError && err.status === 404) return undefined;
+        throw err;
+      }
+    },
+  };
 }

@@ -3,7 +3,7 @@
  * PMS and for live systems alike. Reads are paged; mapping to the CDM happens inside the connector so callers only
  * ever see CDM input (references by x_id, unmapped source fields in custom_data).
  */
-import type { Entity, InputOf } from '../domain/cdm';
+import type { Address, Entity, InputOf, Money, Phone } from '../domain/cdm';
 
 export interface SourcePage<E extends Entity> {
   records: InputOf[E][];
@@ -40,6 +40,82 @@ export class SourceTransientError extends Error {
 export interface SourceConnector {
   /** Read one page (1-based) of an entity. */
   readPage<E extends Entity>(entity: E, page: number, perPage: number): Promise<SourcePage<E>>;
+  /** Read one record by its x_id (the read-back after a write); null when the source has no such record. */
+  readOne<E extends Entity>(entity: E, xId: string): Promise<InputOf[E] | null>;
+  /** Create a record in the source. A rejection (bad reference, missing field) is a SourcePermanentError. */
+  create<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult>;
+  /** Change a record in the source; only the fields given change. */
+  update<E extends WritableEntity>(entity: E, xId: string, patch: UpdateInputOf[E]): Promise<WriteResult>;
+}
+
+export type WritableEntity = Exclude<Entity, 'property'>;
+
+export interface WriteResult {
+  /** Native id of the record written. */
+  x_id: string;
+  /** Records the source created or changed alongside it (the applicant of a new lease), to read back too. */
+  related: { entity: Entity; x_id: string }[];
+}
+
+/** Lease creation: the fields of POST /v1/leases (source-native names; references are x_ids). */
+export interface LeaseCreateInput {
+  property_x_id: string;
+  lease_start_date: string;
+  lease_end_date: string;
+  move_in_date: string;
+  lease_term_id: string;
+  floorplan_id: string;
+  /** x_id of the unit. */
+  unit_space_id: string;
+  first_name: string;
+  last_name: string;
+  customer_relationship_type_id: string;
+  phone_number: string;
+  phone_number_type_id: string;
+  address_type_id: string;
+  street_line_1: string;
+  city: string;
+  state: string;
+  state_code: string;
+  postal_code: string;
+}
+export interface LeaseUpdateInput {
+  move_in_date?: string;
+  occupants?: number;
+  rent_amount?: Money;
+}
+export interface UnitCreateInput {
+  property_x_id: string;
+  unit_number: string;
+  bedrooms?: number | null;
+  bathrooms?: number | null;
+  square_feet?: number | null;
+  max_occupants?: number | null;
+  note?: string | null;
+  market_rent?: Money | null;
+}
+export type UnitUpdateInput = Partial<Omit<UnitCreateInput, 'property_x_id'>>;
+export interface ResidentCreateInput {
+  property_x_id: string;
+  first_name: string;
+  last_name: string;
+  middle_name?: string | null;
+  email?: string | null;
+  phones?: Phone[] | null;
+  date_of_birth?: string | null;
+  address?: Address | null;
+}
+export type ResidentUpdateInput = Partial<Omit<ResidentCreateInput, 'property_x_id'>>;
+
+export interface CreateInputOf {
+  unit: UnitCreateInput;
+  resident: ResidentCreateInput;
+  lease: LeaseCreateInput;
+}
+export interface UpdateInputOf {
+  unit: UnitUpdateInput;
+  resident: ResidentUpdateInput;
+  lease: LeaseUpdateInput;
 }
 
 export interface SourceSettings {

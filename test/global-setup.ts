@@ -8,12 +8,17 @@ import postgres from 'postgres';
 import { migrateDatabase } from '../db/migrate';
 import { SEARCH_ATTRIBUTES } from '../domain/contract';
 import { TEMPORAL_CLI } from '../scripts/tools';
+import { startSandbox, type RunningSandbox } from '../sandbox/server';
+import { config } from '../config';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
     temporalAddress: string;
     adminDatabaseUrl: string;
+    /** The sandbox PMS of this test run (one for all files; each file makes its own companies). */
+    sandboxUrl: string;
+    sandboxControlToken: string;
   }
 }
 
@@ -21,6 +26,7 @@ const BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.
 
 let env: TestWorkflowEnvironment | undefined;
 let dbName = '';
+let sandbox: RunningSandbox | undefined;
 
 export async function setup(project: TestProject) {
   dbName = `propsync_test_${process.pid}_${Date.now().toString(36)}`;
@@ -37,9 +43,15 @@ export async function setup(project: TestProject) {
   project.provide('databaseUrl', databaseUrl);
   project.provide('adminDatabaseUrl', `${BASE}/postgres`);
   project.provide('temporalAddress', address);
+  // The configured control token, so that sandboxControlClient(url) without a token works in tests too.
+  const controlToken = config().SANDBOX_CONTROL_TOKEN;
+  sandbox = await startSandbox({ databaseUrl, port: 0, controlToken, slowMs: 1500 });
+  project.provide('sandboxUrl', sandbox.url);
+  project.provide('sandboxControlToken', controlToken);
 }
 
 export async function teardown() {
+  await sandbox?.close();
   await env?.teardown();
   if (dbName) {
     const sql = postgres(`${BASE}/postgres`, { max: 1, onnotice: () => {} });

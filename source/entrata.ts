@@ -1,0 +1,320 @@
+/**
+ * The Entrata-style HTTP client: the SourceConnector of the sandbox PMS and of live systems alike.
+ *
+ * Failure handling, per request:
+ * - network errors, timeouts (AbortSignal), 408 and 5xx are retried with exponential backoff and jitter, up to
+ *   `maxAttempts` in all, then thrown as SourceTransientError;
+ * - 429 waits for `Retry-After` (seconds or an HTTP date) and retries within the same attempt budget; a wait longer
+ *   than `maxRetryAfterMs` is not slept through but thrown as SourceTransientError carrying `retryAfterMs`;
+ * - 401, 403 and other 4xx, a business error in a 200 reply (`response.code` other than 200) and a malformed reply
+ *   or record are SourcePermanentError, with the HTTP status and the source's error code.
+ */
+import type { Entity, InputOf, Money } from '../domain/cdm';
+import { PHONE_NUMBER_TYPES } from './codes';
+import {
+  SourcePermanentError,
+  SourceTransientError,
+  type CreateInputOf,
+  type SourceConnector,
+  type SourcePage,
+  type SourceSettings,
+  type UpdateInputOf,
+  type WritableEntity,
+  type WriteResult,
+} from './connector';
+import { exponentOf, MAPPERS, MappingError, wrappedList } from './mapping';
+import { MAX_PER_PAGE, SERVICES, WRITE_METHODS } from './native';
+
+export interface ConnectorOptions {
+  /** Milliseconds one HTTP request may take before it is aborted and counted as a transient failure. */
+  timeoutMs?: number;
+  /** Attempts per request (the first included) before a transient failure is thrown. */
+  maxAttempts?: number;
+  /** First backoff delay; it doubles with each attempt (with jitter). */
+  backoffMs?: number;
+  /** Longest Retry-After the client sleeps through itself. */
+  maxRetryAfterMs?: number;
+  fetch?: typeof fetch;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const DEFAULTS = { timeoutMs: 30_000, maxAttempts: 5, backoffMs: 250, maxRetryAfterMs: 30_000 };
+
+/** Integer minor units to the source's decimal string, by string arithmetic: 103550 -> "1035.50". */
+export function minorToDecimal(money: Money): string {
+  const exp = exponentOf(money.currency);
+  if (!Number.isSafeInteger(money.amount)) throw new SourcePermanentError(`amount must be an integer number of minor units: ${money.amount}`);
+  const digits = String(Math.abs(money.amount)).padStart(exp + 1, '0');
+  const whole = digits.slice(0, digits.length - exp);
+  const sign = money.amount < 0 ? '-' : '';
+  return exp === 0 ? `${sign}${whole}` : `${sign}${whole}.${digits.slice(digits.length - exp)}`;
+}
+
+/** "2025-01-31" -> "01/31/2025"; anything else is passed on for the source to judge. */
+export function toUsDate(value: string): string {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  return m ? `${m[2]}/${m[3]}/${m[1]}` : value;
+}
+
+/** Native ids are integers; an x_id that is numeric travels as a number, anything else as given. */
+const nativeId = (xId: string): number | string => (/^\d{1,15}$/.test(xId) ? Number(xId) : xId);
+
+function parseRetryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+const defined = <T extends Record<string, unknown>>(o: T): Partial<T> =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+function phoneTypeId(type: string): number {
+  for (const [id, entry] of Object.entries(PHONE_NUMBER_TYPES)) if (entry.cdm === type) return Number(id);
+  throw new SourcePermanentError(`phone type "${type}" is not supported by the source (home, office, mobile, fax)`, undefined, 'VALIDATION_FAILED');
+}
+
+export class EntrataConnector implements SourceConnector {
+  private readonly base: string;
+  private readonly opts: typeof DEFAULTS;
+  private readonly fetchFn: typeof fetch;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private seq = 0;
+
+  constructor(
+    private readonly settings: SourceSettings,
+    options: ConnectorOptions = {},
+  ) {
+    this.base = settings.base_url.replace(/\/$/, '');
+    this.opts = { ...DEFAULTS, ...defined(options as Record<string, unknown>) } as typeof DEFAULTS;
+    this.fetchFn = options.fetch ?? fetch;
+    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+  }
+
+  async readPage<E extends Entity>(entity: E, page: number, perPage: number): Promise<SourcePage<E>> {
+    const svc = SERVICES[entity];
+    const size = Math.max(1, Math.min(perPage, MAX_PER_PAGE));
+    const result = await this.call(svc.service, svc.read, { page_no: page, per_page: size });
+    const records = this.mapList(entity, result);
+    const pagination = (result as { pagination?: { total_count?: unknown; per_page?: unknown } }).pagination;
+    const total = Number(pagination?.total_count);
+    const served = Number(pagination?.per_page) || size;
+    const hasMore = Number.isFinite(total) ? page * served < total : records.length >= size;
+    return { records, page, hasMore };
+  }
+
+  async readOne<E extends Entity>(entity: E, xId: string): Promise<InputOf[E] | null> {
+    if (xId.includes(',') || xId.trim() === '') return null;
+    const svc = SERVICES[entity];
+    const result = await this.call(svc.service, svc.read, { [svc.ids]: xId, page_no: 1, per_page: 1 });
+    return this.mapList(entity, result).find((r) => r.x_id === xId) ?? null;
+  }
+
+  async create<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult> {
+    const method = WRITE_METHODS[entity].create;
+    const service = SERVICES[entity].service;
+    switch (entity) {
+      case 'unit': {
+        const u = input as CreateInputOf['unit'];
+        const r = await this.call(service, method, { propertyId: nativeId(u.property_x_id), unit: unitParams(u) });
+        return { x_id: this.idIn(r, 'unit', 'unitId'), related: [] };
+      }
+      case 'resident': {
+        const c = input as CreateInputOf['resident'];
+        const r = await this.call(service, method, { propertyId: nativeId(c.property_x_id), customer: customerParams(c) });
+        return { x_id: this.idIn(r, 'customer', 'customerId'), related: [] };
+      }
+      default: {
+        const l = input as CreateInputOf['lease'];
+        const r = await this.call(service, method, {
+          propertyId: nativeId(l.property_x_id),
+          lease: {
+            leaseStartDate: toUsDate(l.lease_start_date),
+            leaseEndDate: toUsDate(l.lease_end_date),
+            moveInDate: toUsDate(l.move_in_date),
+            leaseTermId: l.lease_term_id,
+            floorplanId: l.floorplan_id,
+            unitSpaceId: l.unit_space_id,
+            applicant: {
+              firstName: l.first_name,
+              lastName: l.last_name,
+              customerRelationshipTypeId: l.customer_relationship_type_id,
+              phone: { phoneNumber: l.phone_number, phoneNumberTypeId: l.phone_number_type_id },
+              address: {
+                addressTypeId: l.address_type_id,
+                streetLine1: l.street_line_1,
+                city: l.city,
+                state: l.state,
+                stateCode: l.state_code,
+                postalCode: l.postal_code,
+              },
+            },
+          },
+        });
+        const customer = (r as { lease?: { customerId?: unknown } }).lease?.customerId;
+        return {
+          x_id: this.idIn(r, 'lease', 'leaseId'),
+          related: customer === undefined || customer === null ? [] : [{ entity: 'resident', x_id: String(customer) }],
+        };
+      }
+    }
+  }
+
+  async update<E extends WritableEntity>(entity: E, xId: string, patch: UpdateInputOf[E]): Promise<WriteResult> {
+    const method = WRITE_METHODS[entity].update;
+    const service = SERVICES[entity].service;
+    switch (entity) {
+      case 'unit': {
+        const r = await this.call(service, method, { unitId: nativeId(xId), unit: unitParams(patch as UpdateInputOf['unit']) });
+        return { x_id: this.idIn(r, 'unit', 'unitId'), related: [] };
+      }
+      case 'resident': {
+        const r = await this.call(service, method, { customerId: nativeId(xId), customer: customerParams(patch as UpdateInputOf['resident']) });
+        return { x_id: this.idIn(r, 'customer', 'customerId'), related: [] };
+      }
+      default: {
+        const p = patch as UpdateInputOf['lease'];
+        const r = await this.call(service, method, {
+          leaseId: nativeId(xId),
+          lease: defined({
+            moveInDate: p.move_in_date === undefined ? undefined : toUsDate(p.move_in_date),
+            occupants: p.occupants,
+            rent: p.rent_amount === undefined ? undefined : minorToDecimal(p.rent_amount),
+          }),
+        });
+        return { x_id: this.idIn(r, 'lease', 'leaseId'), related: [] };
+      }
+    }
+  }
+
+  private mapList<E extends Entity>(entity: E, result: unknown): InputOf[E][] {
+    const svc = SERVICES[entity];
+    if (!result || typeof result !== 'object') throw new SourcePermanentError(`malformed ${svc.read} reply: no result`);
+    const items = wrappedList((result as Record<string, unknown>)[svc.outer], svc.inner);
+    const map = MAPPERS[entity] as (raw: unknown) => InputOf[E];
+    return items.map((raw, i) => {
+      try {
+        return map(raw);
+      } catch (err) {
+        if (err instanceof MappingError) throw new SourcePermanentError(`malformed ${entity} record #${i + 1} from ${svc.read}: ${err.message}`);
+        throw err;
+      }
+    });
+  }
+
+  private idIn(result: unknown, key: string, field: string): string {
+    const id = (result as Record<string, Record<string, unknown> | undefined> | null)?.[key]?.[field];
+    if (id === undefined || id === null || id === '') throw new SourcePermanentError(`malformed write reply: no ${key}.${field}`);
+    return String(id);
+  }
+
+  /** One RPC call with the retry policy above; returns `response.result`. */
+  private async call(service: string, method: string, params: Record<string, unknown>): Promise<unknown> {
+    const url = `${this.base}/${service}`;
+    let last: SourceTransientError | undefined;
+    for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
+      if (last) {
+        const wait = last.retryAfterMs ?? this.opts.backoffMs * 2 ** (attempt - 2) * (0.75 + Math.random() * 0.5);
+        await this.sleep(wait);
+      }
+      const requestId = `${Date.now().toString(36)}-${++this.seq}`;
+      let status: number;
+      let retryAfter: string | null;
+      let text: string;
+      try {
+        const res = await this.fetchFn(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': this.settings.api_key },
+          body: JSON.stringify({ auth: { type: 'apikey' }, requestId, method: { name: method, version: 'r1', params } }),
+          signal: AbortSignal.timeout(this.opts.timeoutMs),
+        });
+        status = res.status;
+        retryAfter = res.headers.get('retry-after');
+        text = await res.text();
+      } catch (err) {
+        const e = err as Error;
+        const timedOut = e.name === 'TimeoutError' || e.name === 'AbortError';
+        last = new SourceTransientError(
+          timedOut ? `${method}: no reply within ${this.opts.timeoutMs} ms` : `${method}: network error: ${(e.cause as Error | undefined)?.message ?? e.message}`,
+        );
+        continue;
+      }
+
+      if (status === 429) {
+        const wait = parseRetryAfter(retryAfter) ?? this.opts.backoffMs;
+        last = new SourceTransientError(`${method}: rate limited by the source (429)`, 429, wait);
+        if (wait > this.opts.maxRetryAfterMs) throw last;
+        continue;
+      }
+      if (status >= 500 || status === 408) {
+        last = new SourceTransientError(`${method}: source answered HTTP ${status}`, status);
+        continue;
+      }
+
+      let body: { response?: { code?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } } };
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new SourcePermanentError(`${method}: source answered HTTP ${status} with a body that is not JSON`, status);
+      }
+      const response = body?.response;
+      const error = response?.error;
+      const errorCode = error?.code === undefined ? undefined : String(error.code);
+      const errorMessage = typeof error?.message === 'string' ? error.message : undefined;
+      if (status < 200 || status >= 300) {
+        throw new SourcePermanentError(`${method}: source refused the request (HTTP ${status}${errorMessage ? `: ${errorMessage}` : ''})`, status, errorCode);
+      }
+      if (!response || typeof response !== 'object') throw new SourcePermanentError(`${method}: malformed reply without "response"`, status);
+      const code = Number(response.code);
+      if (code === 429 || code >= 500) {
+        last = new SourceTransientError(`${method}: source reported ${code}${errorMessage ? `: ${errorMessage}` : ''}`, code);
+        continue;
+      }
+      if (code !== 200) {
+        throw new SourcePermanentError(`${method}: source rejected the request${errorMessage ? `: ${errorMessage}` : ''}`, code || status, errorCode);
+      }
+      return response.result;
+    }
+    throw last ?? new SourceTransientError(`${method}: no attempt made`);
+  }
+}
+
+function unitParams(u: Partial<CreateInputOf['unit']>): Record<string, unknown> {
+  return defined({
+    unitNumber: u.unit_number,
+    bedrooms: u.bedrooms ?? undefined,
+    bathrooms: u.bathrooms ?? undefined,
+    squareFeet: u.square_feet ?? undefined,
+    maxOccupants: u.max_occupants ?? undefined,
+    remarks: u.note === undefined ? undefined : (u.note ?? ''),
+    marketRent: u.market_rent ? minorToDecimal(u.market_rent) : undefined,
+  });
+}
+
+function customerParams(c: Partial<CreateInputOf['resident']>): Record<string, unknown> {
+  const a = c.address;
+  return defined({
+    firstName: c.first_name,
+    lastName: c.last_name,
+    middleName: c.middle_name === undefined ? undefined : (c.middle_name ?? ''),
+    email: c.email === undefined ? undefined : (c.email ?? ''),
+    phones:
+      c.phones === undefined
+        ? undefined
+        : (c.phones ?? []).map((p) => ({ phoneNumber: p.number, phoneNumberTypeId: phoneTypeId(p.type), isPrimary: p.primary ? '1' : '0' })),
+    dateOfBirth: c.date_of_birth === undefined ? undefined : c.date_of_birth === null ? '' : toUsDate(c.date_of_birth),
+    address:
+      a === undefined
+        ? undefined
+        : a === null
+          ? null
+          : defined({
+              streetLine1: a.line_1 ?? undefined,
+              streetLine2: a.line_2 ?? undefined,
+              city: a.city ?? undefined,
+              state: a.state ?? undefined,
+              postalCode: a.postal_code ?? undefined,
+              country: a.country ?? undefined,
+            }),
+  });
+}
