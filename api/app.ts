@@ -8,7 +8,7 @@ import type { Hono } from 'hono';
 import { createAdminRoutes } from './admin';
 import type { ApiDeps } from './deps';
 import type { AppEnv } from './middleware/env';
-import { createApiKeyAuth } from './middleware/auth';
+import { createApiKeyAuth, type ApiKeyAuth } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { createRateLimiter } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
@@ -21,15 +21,16 @@ import { registerResidents } from './routes/residents';
 import { registerUnits } from './routes/units';
 
 export type App = OpenAPIHono<AppEnv> & {
+  /** The API-key authenticator of this app (its cache and revocation feed). */
+  readonly auth: ApiKeyAuth;
   /** Stops what the app holds besides the injected dependencies (the key-revocation LISTEN connection). */
   close(): Promise<void>;
 };
 
 export function createApp(deps: ApiDeps): App {
-  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }) as App;
   const auth = createApiKeyAuth(deps);
   const rateLimit = createRateLimiter(deps.db);
-  app.close = () => auth.close();
+  const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), { auth, close: () => auth.close() });
 
   app.use('*', requestId());
   app.onError(errorHandler(deps.config, deps.logger));

@@ -32,6 +32,8 @@ export interface ApiKeyAuth {
   middleware: MiddlewareHandler;
   /** Whether cached keys are trusted right now (the LISTEN connection is up). */
   readonly listening: boolean;
+  /** Backend pid of the LISTEN connection (operators and tests), undefined while it is down. */
+  listenerPid(): Promise<number | undefined>;
   close(): Promise<void>;
 }
 
@@ -145,6 +147,11 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
   return {
     get listening() {
       return listening;
+    },
+    async listenerPid() {
+      if (!listening || !listener) return undefined;
+      const [row] = await listener<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      return row?.pid;
     },
     middleware: async (c, next) => {
       started ??= listen();

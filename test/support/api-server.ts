@@ -4,7 +4,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { createApp, type App } from '../../api/app';
 import { lazyTemporalClient } from '../../api/temporal';
 import type { Config } from '../../config';
-import { createLogger } from '../../config/logger';
+import { createLogger, type Logger } from '../../config/logger';
 import type { Db } from '../../db/client';
 
 export interface TestServer {
@@ -16,9 +16,9 @@ export interface TestServer {
 }
 
 /** `configure` may add routes before the server starts (Hono freezes its router on the first request). */
-export async function startApi(db: Db, config: Config, configure?: (app: App) => void): Promise<TestServer> {
-  const temporal = lazyTemporalClient(config);
-  const app = createApp({ config, db, temporal, logger: createLogger('api-test', { level: 'silent' }) });
+export async function startApi(db: Db, config: Config, configure?: (app: App) => void, opts: { logger?: Logger } = {}): Promise<TestServer> {
+  const temporal = lazyTemporalClient(config, { connectTimeoutMs: 1_000 });
+  const app = createApp({ config, db, temporal, logger: opts.logger ?? createLogger('api-test', { level: 'silent' }) });
   configure?.(app);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));

@@ -1,0 +1,197 @@
+/**
+ * The app's cross-cutting behaviour over real HTTP: request ids, problem+json for unknown paths, wrong methods,
+ * framework and unexpected failures (also inside mounted sub-apps, as the admin API is), health and readiness
+ * against the real database and Temporal dev server, and the public docs.
+ */
+import { Writable } from 'node:stream';
+import { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError } from '../../api/problem';
+import type { Config } from '../../config';
+import { closeDb, createDb, type Db } from '../../db/client';
+import { startApi, type TestServer } from '../support/api-server';
+import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
+
+let db: Db;
+let config: Config;
+let api: TestServer;
+let t: Tenant;
+const logLines: Record<string, unknown>[] = [];
+
+beforeAll(async () => {
+  db = testDb(3);
+  config = testConfig();
+  t = await makeTenant(db);
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logLines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  api = await startApi(
+    db,
+    config,
+    (app) => {
+      app.get('/boom', () => {
+        throw new Error('secret internals: connection string postgres://x');
+      });
+      const sub = new Hono();
+      sub.get('/conflict', () => {
+        throw new ApiError('conflict', 'Already there.');
+      });
+      sub.get('/crash', () => {
+        throw new TypeError('undefined is not a function');
+      });
+      sub.post('/too-big', () => {
+        throw new HTTPException(413, { message: 'Body exceeds 1 MB.' });
+      });
+      app.route('/sub', sub);
+    },
+    { logger: pino({ level: 'error' }, sink) },
+  );
+});
+afterAll(async () => {
+  await api?.close();
+  await closeDb(db);
+});
+
+async function problemOf(res: Response, status: number, slug: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toBe('application/problem+json');
+  const body = (await res.json()) as Record<string, unknown>;
+  expect(body).toMatchObject({ type: `${config.DOCS_BASE_URL}/errors/${slug}`, status, request_id: res.headers.get('x-request-id') });
+  expect(Object.keys(body)).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail', 'instance', 'request_id']));
+  return body;
+}
+
+describe('request ids', () => {
+  it('generates req_ + ULID when the caller sends none, on success and on errors', async () => {
+    const ok = await api.get('/healthz');
+    expect(ok.headers.get('x-request-id')).toMatch(/^req_[0-9A-HJKMNP-TV-Z]{26}$/);
+    const err = await api.get('/nowhere');
+    expect(err.headers.get('x-request-id')).toMatch(/^req_[0-9A-HJKMNP-TV-Z]{26}$/);
+    expect(err.headers.get('x-request-id')).not.toBe(ok.headers.get('x-request-id'));
+  });
+
+  it('echoes a well-formed caller id, in the header and in problem bodies', async () => {
+    for (const id of ['req_01JH0000000000000000000000', 'trace-42.a:b_c', 'x'.repeat(128)]) {
+      const res = await api.get('/v1/leases', { key: t.key, headers: { 'x-request-id': id } });
+      expect(res.headers.get('x-request-id')).toBe(id);
+    }
+    const res = await api.get('/v1/leases', { headers: { 'x-request-id': 'caller-123' } });
+    const body = await problemOf(res, 401, 'unauthorized');
+    expect(body.request_id).toBe('caller-123');
+  });
+
+  it('replaces a malformed caller id with a generated one', async () => {
+    for (const id of ['has space', 'x'.repeat(129), 'semi;colon', '%C3%A9', '<script>']) {
+      const res = await api.get('/healthz', { headers: { 'x-request-id': id } });
+      expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+    }
+  });
+});
+
+describe('problem+json for everything that goes wrong', () => {
+  it('404 for unknown paths, with or without a key', async () => {
+    const body = await problemOf(await api.get('/nowhere'), 404, 'not_found');
+    expect(body).toMatchObject({ title: 'Not Found', instance: '/nowhere' });
+    await problemOf(await api.get('/v1/nothing-here', { key: t.key }), 404, 'not_found');
+  });
+
+  it('401 comes before 404 under /v1, so paths are not probed without a key', async () => {
+    await problemOf(await api.get('/v1/nothing-here'), 401, 'unauthorized');
+  });
+
+  it('405 with Allow for a known path asked with another method', async () => {
+    for (const [method, path, key] of [
+      ['POST', '/healthz', undefined],
+      ['DELETE', '/v1/leases', t.key],
+      ['PUT', '/v1/properties/prp_01JH0000000000000000000000', t.key],
+      ['POST', '/v1/properties', t.key],
+    ] as const) {
+      const res = await fetch(api.url + path, { method, headers: key ? { authorization: `Bearer ${key}` } : {} });
+      const body = await problemOf(res, 405, 'method_not_allowed');
+      expect(body.title).toBe('Method Not Allowed');
+      expect(res.headers.get('allow')).toBe('GET, HEAD');
+    }
+  });
+
+  it('an unexpected error is a logged 500 that leaks nothing', async () => {
+    const res = await api.get('/boom', { headers: { 'x-request-id': 'boom-1' } });
+    const body = await problemOf(res, 500, 'internal_error');
+    expect(body.title).toBe('Internal Server Error');
+    expect(JSON.stringify(body)).not.toContain('secret');
+    const logged = logLines.find((l) => l.request_id === 'boom-1');
+    expect(logged).toMatchObject({ msg: 'unhandled error', path: '/boom', err: { message: expect.stringContaining('secret internals') } });
+  });
+
+  it('errors thrown inside a mounted sub-app reach the same handler', async () => {
+    const conflict = await problemOf(await api.get('/sub/conflict'), 409, 'conflict');
+    expect(conflict).toMatchObject({ detail: 'Already there.', instance: '/sub/conflict' });
+    await problemOf(await api.get('/sub/crash'), 500, 'internal_error');
+    const tooBig = await problemOf(await fetch(`${api.url}/sub/too-big`, { method: 'POST' }), 413, 'payload_too_large');
+    expect(tooBig.detail).toBe('Body exceeds 1 MB.');
+    await problemOf(await fetch(`${api.url}/sub/conflict`, { method: 'POST' }), 405, 'method_not_allowed');
+  });
+
+  it('the admin API is mounted under /admin/v1 and answers problem+json', async () => {
+    const res = await api.get('/admin/v1/organizations/00000000-0000-0000-0000-000000000000');
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+});
+
+describe('health', () => {
+  it('GET /healthz is 200 {status: ok} without a key', async () => {
+    const res = await api.get('/healthz');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('GET /readyz is 200 when the database and Temporal answer', async () => {
+    const res = await api.get('/readyz');
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('GET /readyz is 503 naming Temporal when it is unreachable', async () => {
+    const down = await startApi(db, testConfig({ TEMPORAL_ADDRESS: '127.0.0.1:1' }));
+    try {
+      const body = await problemOf(await down.get('/readyz'), 503, 'service_unavailable');
+      expect(body.detail).toMatch(/temporal/i);
+      expect(body.detail).not.toMatch(/database/);
+      expect(body.checks).toEqual({ database: 'ok', temporal: 'down' });
+    } finally {
+      await down.close();
+    }
+  });
+
+  it('GET /readyz is 503 naming the database when it is unreachable', async () => {
+    const url = new URL(config.DATABASE_URL);
+    url.pathname = '/propsync_no_such_database';
+    const badDb = createDb(url.toString(), { max: 1 });
+    const down = await startApi(badDb, config);
+    try {
+      const body = await problemOf(await down.get('/readyz'), 503, 'service_unavailable');
+      expect(body.detail).toMatch(/database/);
+      expect(body.checks).toEqual({ database: 'down', temporal: 'ok' });
+    } finally {
+      await down.close();
+      await closeDb(badDb);
+    }
+  });
+});
+
+describe('docs', () => {
+  it('serves the OpenAPI document and the reference page without a key', async () => {
+    const doc = await api.get('/v1/openapi.json');
+    expect(doc.status).toBe(200);
+    expect(((await doc.json()) as { openapi: string }).openapi).toBe('3.1.0');
+    const page = await api.get('/docs');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await page.text()).toContain('/v1/openapi.json');
+  });
+});
