@@ -1,0 +1,174 @@
+/**
+ * The operator CLI as an operator runs it: a child process (`tsx cli/main.ts ...`) against the real app served over
+ * HTTP, with Postgres and the Temporal dev server behind it. Checks stdout JSON, stderr lines and exit codes.
+ */
+import { execFile } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../config';
+import { closeDb, type Db } from '../../db/client';
+import { scheduleIdOf } from '../../domain/contract';
+import { startApi, type TestServer } from '../support/api-server';
+import { testConfig, testDb } from '../support/context';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  json: any;
+}
+
+let db: Db;
+let config: Config;
+let api: TestServer;
+let temporal: Client;
+
+/** Runs the CLI with the API's address and token in its environment, as an operator's shell would have them. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((done) => {
+    execFile(
+      TSX,
+      ['cli/main.ts', ...args],
+      { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, PUBLIC_BASE_URL: api.url, ADMIN_TOKEN: config.ADMIN_TOKEN, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        let json: unknown;
+        try {
+          json = stdout ? JSON.parse(stdout) : undefined;
+        } catch {
+          json = undefined;
+        }
+        done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr, json });
+      },
+    );
+  });
+}
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+const ok = (r: Run) => {
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stderr).toBe('');
+  return r.json;
+};
+
+beforeAll(async () => {
+  db = testDb(3);
+  config = testConfig();
+  api = await startApi(db, config);
+  temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
+});
+afterAll(async () => {
+  await api?.close();
+  await temporal?.connection.close();
+  await closeDb(db);
+});
+
+describe('help', () => {
+  it('is available at every level and exits 0', async () => {
+    const [top, noun, verb] = await Promise.all([cli(['--help']), cli(['integration', '--help']), cli(['sync', 'run', '--help'])]);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toContain('Usage: npm run -s cli -- <noun> <verb>');
+    for (const n of ['org', 'integration', 'key', 'sync', 'sandbox']) expect(top.stdout).toContain(n);
+    expect(noun.code).toBe(0);
+    expect(noun.stdout).toMatch(/create[\s\S]*get[\s\S]*update[\s\S]*delete/);
+    expect(verb.code).toBe(0);
+    expect(verb.stdout).toContain('--wait');
+    expect(verb.stdout).toContain('<integration_id>');
+  });
+
+  it('refuses usage mistakes with exit 2 and one line on stderr', async () => {
+    const runs = await Promise.all([cli(['planet', 'get']), cli(['org', 'fly']), cli(['org', 'get']), cli(['org', 'create', '--bogus']), cli(['org', 'create'])]);
+    for (const r of runs) {
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/^error: /);
+    }
+    expect(runs[0]!.stderr).toContain('unknown noun "planet"');
+    expect(runs[3]!.stderr).toContain("'--bogus'");
+    expect(runs[4]!.stderr).toContain('--name is required');
+    const noVerb = await cli(['org']);
+    expect(noVerb.code).toBe(2);
+    expect(noVerb.stdout).toContain('Verbs:');
+  });
+});
+
+describe('commands', () => {
+  it('manage an organization, its integration, keys and sync runs, printing JSON', async () => {
+    const org = ok(await cli(['org', 'create', '--name', 'CLI Co']));
+    expect(org).toMatchObject({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: 'CLI Co' });
+    expect(ok(await cli(['org', 'get', org.id]))).toEqual(org);
+    expect(ok(await cli(['org', 'update', org.id, '--rate-limit', '42'])).rate_limit_per_minute).toBe(42);
+    expect(ok(await cli(['org', 'update', org.id, '--rate-limit', 'null'])).rate_limit_per_minute).toBeNull();
+
+    const integration = ok(
+      await cli([
+        'integration', 'create', '--org', org.id, '--mode', 'live', '--plan', 'scale', '--source', 'entrata',
+        '--base-url', 'https://pms.example.com', '--api-key', 'secret-key', '--name', 'HQ', '--no-initial-sync',
+      ]),
+    );
+    expect(integration).toMatchObject({ organization_id: org.id, name: 'HQ', plan: 'scale', source: { type: 'entrata' }, sync_interval_seconds: 3600 });
+    const moved = ok(await cli(['integration', 'update', integration.id, '--plan', 'enterprise', '--interval', '300']));
+    expect(moved).toMatchObject({ plan: 'enterprise', sync_interval_seconds: 300 });
+    const d = await temporal.schedule.getHandle(scheduleIdOf(integration.id)).describe();
+    expect(d.spec.intervals![0]!.every).toBe(300_000);
+    expect(ok(await cli(['integration', 'update', integration.id, '--interval', 'default'])).sync_interval_seconds).toBe(900);
+    expect(ok(await cli(['integration', 'get', integration.id]))).toMatchObject({ id: integration.id, plan: 'enterprise' });
+    expect(ok(await cli(['org', 'integrations', org.id])).results.map((i: any) => i.id)).toEqual([integration.id]);
+
+    const key = ok(await cli(['key', 'create', '--org', org.id, '--mode', 'test', '--scopes', 'read']));
+    expect(key).toMatchObject({ key: expect.stringMatching(/^sk_test_/), scopes: ['read'] });
+    const keys = ok(await cli(['org', 'keys', org.id, '--limit', '10']));
+    expect(keys.meta.limit).toBe(10);
+    expect(keys.results).toHaveLength(1);
+    expect(keys.results[0].key).toBeUndefined();
+    expect(ok(await cli(['key', 'revoke', key.id])).revoked_at).toEqual(expect.any(String));
+
+    const job = ok(await cli(['sync', 'run', integration.id]));
+    expect(job).toMatchObject({ id: expect.stringMatching(/^syj_/), status: 'queued', trigger: 'manual' });
+    expect(ok(await cli(['sync', 'get', job.id])).id).toBe(job.id);
+    expect(ok(await cli(['sync', 'list', integration.id, '--limit', '5'])).results.map((j: any) => j.id)).toEqual([job.id]);
+
+    expect(ok(await cli(['integration', 'delete', integration.id]))).toEqual({ id: integration.id, deleted: true });
+  });
+
+  it('show API errors as one readable line with exit 1', async () => {
+    const org = ok(await cli(['org', 'create', '--name', 'Errors Inc']));
+    const tooFast = await cli([
+      'integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'growth', '--source', 'entrata',
+      '--base-url', 'https://pms.example.com', '--api-key', 'k', '--interval', '600',
+    ]);
+    expect(tooFast.code).toBe(1);
+    expect(tooFast.stdout).toBe('');
+    expect(tooFast.stderr).toMatch(/^error: 422 Unprocessable Entity: sync_interval_seconds: .*3600.*\(request req_\w+\)\n$/);
+
+    const missing = await cli(['integration', 'get', '6b1d1f4e-0000-4000-8000-000000000000']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^error: 404 Not Found: No integration 6b1d1f4e-0000-4000-8000-000000000000\./);
+
+    const badToken = await cli(['org', 'get', org.id, '--token', 'not-the-admin-token']);
+    expect(badToken.code).toBe(1);
+    expect(badToken.stderr).toMatch(/^error: 401 Unauthorized: The admin token is not valid\./);
+
+    // --url and --token override the environment.
+    const nobody = `http://127.0.0.1:${await closedPort()}`;
+    const flags = await cli(['org', 'get', org.id, '--url', api.url, '--token', config.ADMIN_TOKEN], { PUBLIC_BASE_URL: nobody, ADMIN_TOKEN: 'x'.repeat(20) });
+    expect(ok(flags).id).toBe(org.id);
+
+    const down = await cli(['org', 'get', org.id], { PUBLIC_BASE_URL: nobody });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toBe(`error: cannot reach the admin API at ${nobody}: ECONNREFUSED\n`);
+  });
+});
