@@ -1,0 +1,152 @@
+/**
+ * The OpenAPI 3.1 document against the running API: every read endpoint and error is documented, and real
+ * responses (records of every entity, list envelopes, problems) validate against the documented schemas with ajv's
+ * 2020-12 dialect, which is the dialect of OpenAPI 3.1. Field sets must match exactly in both directions, so a
+ * field added to a serializer but not to the schema (or the reverse) fails here.
+ */
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeDb, type Db } from '../../db/client';
+import { applyRecords } from '../../db/records';
+import { organizations } from '../../db/schema';
+import { startApi, type TestServer } from '../support/api-server';
+import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
+import { leaseInput, propertyInput, residentInput, unitInput } from '../support/fixtures';
+
+type Json = Record<string, any>;
+let db: Db;
+let api: TestServer;
+let t: Tenant;
+let doc: Json;
+let ajv: InstanceType<typeof Ajv2020>;
+const ids: Record<string, string> = {};
+
+beforeAll(async () => {
+  db = testDb(3);
+  api = await startApi(db, testConfig());
+  t = await makeTenant(db);
+  await db.update(organizations).set({ rateLimitPerMinute: 100_000, rateLimitBurst: 10_000 }).where(eq(organizations.id, t.organizationId));
+  const ctx = { integration: { id: t.integrationId, organizationId: t.organizationId, mode: t.mode }, emitEvents: false };
+  await db.transaction(async (tx) => {
+    ids.property = (await applyRecords(tx, ctx, 'property', [propertyInput('P1', { custom_data: { amenity: 'pool', floors: [1, 2] } }), propertyInput('P2', { address: null, phones: null, name: null })])).ids.get('P1')!;
+    ids.unit = (await applyRecords(tx, ctx, 'unit', [unitInput('U1', 'P1'), unitInput('U2', 'P1', { market_rent: null, address: null, bedrooms: null })])).ids.get('U1')!;
+    ids.resident = (await applyRecords(tx, ctx, 'resident', [residentInput('R1', 'P1'), residentInput('R2', 'P1', { email: null, date_of_birth: null })])).ids.get('R1')!;
+    ids.lease = (
+      await applyRecords(tx, ctx, 'lease', [
+        leaseInput('L1', { property: 'P1', unit: 'U1', residents: [{ x_id: 'R1', role: 'primary' }, { x_id: 'R2', role: 'responsible' }] }),
+        leaseInput('L2', { property: 'P1', unit: 'U2', residents: [] }, { balance: null, start_date: null, is_renewal: null, previous_lease_x_id: 'L1' }),
+      ])
+    ).ids.get('L1')!;
+  });
+  const res = await api.get('/v1/openapi.json');
+  doc = (await res.json()) as Json;
+  ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema(doc, 'openapi.json');
+});
+afterAll(async () => {
+  await api?.close();
+  await closeDb(db);
+});
+
+const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function resolve(schema: Json): Json {
+  return schema.$ref ? resolve(schema.$ref.split('/').slice(1).reduce((node: Json, part: string) => node[part.replace(/~1/g, '/').replace(/~0/g, '~')], doc)) : schema;
+}
+
+/** Validate a real response against the document's schema for that path, method and status. */
+async function conforms(res: Response, path: string, method = 'get'): Promise<Json> {
+  const op = doc.paths[path]?.[method];
+  expect(op, `${method} ${path} is documented`).toBeDefined();
+  const response = op.responses[String(res.status)];
+  expect(response, `${method} ${path} documents status ${res.status}`).toBeDefined();
+  const mediaType = res.headers.get('content-type')!.split(';')[0]!;
+  expect(Object.keys(response.content), `${path} ${res.status} media type`).toContain(mediaType);
+  const body = (await res.json()) as Json;
+  const ref = `openapi.json#/paths/${escape(path)}/${method}/responses/${res.status}/content/${escape(mediaType)}/schema`;
+  const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
+  expect(validate(body), JSON.stringify(validate.errors)).toBe(true);
+  return body;
+}
+
+/** Every documented property is in the record and every record field is documented. */
+function sameFields(record: Json, schemaName: string) {
+  const schema = resolve(doc.components.schemas[schemaName]);
+  expect(Object.keys(record).sort()).toEqual(Object.keys(schema.properties).sort());
+  expect([...schema.required].sort()).toEqual(Object.keys(schema.properties).sort());
+}
+
+describe('the document', () => {
+  it('is OpenAPI 3.1 with a bearer security scheme applied to the API', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([{ bearerAuth: [] }]);
+    expect(doc.paths['/healthz'].get.security).toEqual([]);
+  });
+
+  it('documents every read endpoint with its errors as problem+json', () => {
+    for (const name of ['properties', 'units', 'residents', 'leases']) {
+      const list = doc.paths[`/v1/${name}`].get;
+      const one = doc.paths[`/v1/${name}/{id}`].get;
+      for (const s of ['200', '400', '401', '422', '429', '500']) expect(list.responses[s], `${name} list ${s}`).toBeDefined();
+      for (const s of ['200', '400', '401', '404', '429', '500']) expect(one.responses[s], `${name} retrieve ${s}`).toBeDefined();
+      expect(list.responses['400'].content['application/problem+json'].schema.$ref).toBe('#/components/schemas/Problem');
+      expect(list.responses['429'].headers['Retry-After']).toBeDefined();
+      const params = Object.fromEntries(list.parameters.map((p: Json) => [p.name, p]));
+      expect(params.limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 25 });
+      for (const p of ['offset', 'include_deleted', 'updated_after', 'created_after', 'created_before', 'x_id', 'integration_id', 'order-by']) {
+        expect(params[p], `${name} documents ${p}`).toBeDefined();
+      }
+      expect(params.include_deleted.schema.type).toBe('boolean');
+      expect(params.updated_after.schema).toMatchObject({ type: 'string', format: 'date-time' });
+      expect(params['order-by'].schema.enum).toContain('created_at:desc');
+    }
+    const leaseParams = doc.paths['/v1/leases'].get.parameters.map((p: Json) => p.name);
+    expect(leaseParams).toEqual(
+      expect.arrayContaining(['property_id', 'unit_id', 'resident_id', 'status', 'type', 'start_date_gte', 'start_date_lte', 'end_date_gte', 'end_date_lte']),
+    );
+    expect(doc.paths['/v1/properties'].get.parameters.map((p: Json) => p.name)).toEqual(expect.arrayContaining(['status', 'type', 'name']));
+    expect(doc.paths['/v1/units'].get.parameters.map((p: Json) => p.name)).toEqual(expect.arrayContaining(['property_id', 'status']));
+    expect(doc.paths['/v1/residents'].get.parameters.map((p: Json) => p.name)).toEqual(expect.arrayContaining(['property_id', 'email', 'status']));
+  });
+});
+
+describe('real responses match it', () => {
+  it.each([
+    ['properties', 'PropertySummary', 'Property'],
+    ['units', 'Unit', 'Unit'],
+    ['residents', 'Resident', 'Resident'],
+    ['leases', 'Lease', 'Lease'],
+  ])('%s: list and retrieve', async (name, itemSchema, recordSchema) => {
+    const list = await conforms(await api.get(`/v1/${name}?limit=10`, { key: t.key }), `/v1/${name}`);
+    expect(list.results.length).toBe(2);
+    for (const r of list.results) sameFields(r, itemSchema);
+    const entity = { properties: 'property', units: 'unit', residents: 'resident', leases: 'lease' }[name]!;
+    const record = await conforms(await api.get(`/v1/${name}/${ids[entity]}`, { key: t.key }), `/v1/${name}/{id}`);
+    sameFields(record, recordSchema);
+  });
+
+  it('problems of every class the read API answers', async () => {
+    await conforms(await api.get('/v1/leases?limit=abc', { key: t.key }), '/v1/leases');
+    const v = await conforms(await api.get('/v1/leases?limit=500', { key: t.key }), '/v1/leases');
+    expect(v.errors).toHaveLength(1);
+    await conforms(await api.get('/v1/leases'), '/v1/leases');
+    await conforms(await api.get('/v1/leases/lse_nope', { key: t.key }), '/v1/leases/{id}');
+    await conforms(await api.get('/healthz'), '/healthz');
+    const ready = await api.get('/readyz');
+    expect(ready.status).toBe(200);
+    await conforms(ready, '/readyz');
+  });
+
+  it('a 429 matches too', async () => {
+    const limited = await makeTenant(db);
+    await db.update(organizations).set({ rateLimitPerMinute: 1, rateLimitBurst: 1 }).where(eq(organizations.id, limited.organizationId));
+    expect((await api.get('/v1/units', { key: limited.key })).status).toBe(200);
+    const res = await api.get('/v1/units', { key: limited.key });
+    expect(res.status).toBe(429);
+    await conforms(res, '/v1/units');
+  });
+});
