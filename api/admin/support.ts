@@ -4,7 +4,7 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { integrations, organizations } from '../../db/schema';
 import type { IntegrationRow, OrganizationRow } from '../../db/tenants';
 import { isUuid } from '../../domain/ids';
-import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
+import { SandboxControlError, sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import type { ApiDeps } from '../deps';
 import { validationError } from '../middleware/validation';
 import { ApiError } from '../problem';
@@ -63,15 +63,24 @@ export async function withTemporal<T>(deps: ApiDeps, action: string, fn: (ctl: S
 }
 
 export function sandboxOf(deps: ApiDeps): SandboxControl {
-  return sandboxControlClient(deps.config.SANDBOX_URL);
+  return sandboxControlClient(deps.config.SANDBOX_URL, deps.config.SANDBOX_CONTROL_TOKEN);
 }
 
-/** A sandbox PMS call; its failure is a 503 naming the sandbox. */
+/**
+ * A sandbox PMS call. A company the sandbox no longer has (its data was reset) is a 409; a request it refuses is a
+ * 422; anything else (unreachable, wrong control token, a fault of its own) is a 503 naming the sandbox.
+ */
 export async function viaSandbox<T>(deps: ApiDeps, action: string, fn: (sandbox: SandboxControl) => Promise<T>): Promise<T> {
   try {
     return await fn(sandboxOf(deps));
   } catch (err) {
     if (err instanceof ApiError) throw err;
+    if (err instanceof SandboxControlError && err.status === 404) {
+      throw new ApiError('conflict', `Could not ${action}: the sandbox PMS has no company for this integration (was the sandbox reset?).`);
+    }
+    if (err instanceof SandboxControlError && err.status === 422) {
+      throw new ApiError('validation_error', `Could not ${action}: ${err.message}`, { errors: [{ pointer: '/', detail: err.message }] });
+    }
     deps.logger.warn({ err, action }, 'sandbox call failed');
     throw new ApiError('service_unavailable', `Could not ${action}: the sandbox PMS at ${deps.config.SANDBOX_URL} failed (${messageOf(err)}).`);
   }

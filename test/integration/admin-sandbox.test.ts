@@ -1,0 +1,152 @@
+/**
+ * The admin API with the sandbox PMS and a real worker behind it: a sandbox integration is provisioned, synced at
+ * once and readable with a key made by the admin API; sandbox changes and faults reach the source; deletion removes
+ * the company; an unreachable sandbox leaves nothing behind.
+ */
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Config } from '../../config';
+import { closeDb, type Db } from '../../db/client';
+import { integrations } from '../../db/schema';
+import { createConnector, SourceTransientError } from '../../source';
+import { startApi, type TestServer } from '../support/api-server';
+import { testConfig, testDb } from '../support/context';
+import { sandbox, startTestWorker, until, type TestWorker } from '../support/sync';
+
+let db: Db;
+let config: Config;
+let api: TestServer;
+let worker: TestWorker;
+
+beforeAll(async () => {
+  db = testDb(4);
+  config = testConfig({ SANDBOX_URL: inject('sandboxUrl'), SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken') });
+  api = await startApi(db, config);
+  worker = await startTestWorker(config, db);
+});
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await closeDb(db);
+});
+
+async function admin(method: string, path: string, body?: unknown, base = api.url): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+async function newOrg(): Promise<string> {
+  return (await admin('POST', '/organizations', { name: 'Sandbox Org' })).body.id;
+}
+
+async function finished(jobId: string): Promise<any> {
+  return until(
+    `sync job ${jobId}`,
+    async () => {
+      const job = (await admin('GET', `/sync_jobs/${jobId}`)).body;
+      return job.status === 'succeeded' || job.status === 'failed' ? job : undefined;
+    },
+    60_000,
+  );
+}
+
+describe('sandbox integrations', () => {
+  let orgId: string;
+  let integration: any;
+
+  beforeAll(async () => {
+    orgId = await newOrg();
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'test', plan: 'enterprise', source: { type: 'sandbox', size: 12, seed: 42 } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    integration = r.body;
+  });
+
+  it('are provisioned in the sandbox PMS, synced at once and readable with a key from the admin API', async () => {
+    expect(integration).toMatchObject({ mode: 'test', source: { type: 'sandbox' }, sync_interval_seconds: 900 });
+    const [row] = await db.select().from(integrations).where(eq(integrations.id, integration.id));
+    expect(row!.sourceConfig).toEqual({ base_url: inject('sandboxUrl'), api_key: expect.any(String), size: 12, seed: 42 });
+    expect(JSON.stringify(integration)).not.toContain(row!.sourceConfig.api_key);
+    expect(await sandbox().getCompany(integration.id)).toBeDefined();
+
+    const jobs = (await admin('GET', `/integrations/${integration.id}/sync_jobs`)).body.results;
+    expect(jobs).toHaveLength(1);
+    const job = await finished(jobs[0].id);
+    expect(job).toMatchObject({ trigger: 'initial', status: 'succeeded', error: null });
+    expect(job.records_new).toBeGreaterThan(12);
+    expect(Object.values(job.progress).every((p: any) => p.done)).toBe(true);
+
+    const key = (await admin('POST', `/organizations/${orgId}/api_keys`, { mode: 'test', scopes: ['read'] })).body.key;
+    const leases = await api.get('/v1/leases?limit=100', { key });
+    expect(leases.status).toBe(200);
+    expect(((await leases.json()) as { results: unknown[] }).results).toHaveLength(12);
+  });
+
+  it('take scripted changes that the next manual sync picks up', async () => {
+    const r = await admin('POST', `/integrations/${integration.id}/sandbox/changes`, { update: { lease: 2 }, create: { resident: 1 }, lease_transitions: 1 });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.updated.lease).toHaveLength(2);
+    expect(r.body.created.resident).toHaveLength(1);
+    expect(r.body.lease_transitions).toHaveLength(1);
+    expect(r.body.lease_transitions[0]).toEqual({ x_id: expect.any(String), from: expect.any(String), to: expect.any(String) });
+
+    const started = await admin('POST', `/integrations/${integration.id}/syncs`);
+    expect(started.status).toBe(202);
+    const job = await finished(started.body.id);
+    expect(job).toMatchObject({ trigger: 'manual', status: 'succeeded' });
+    // A transition may bring a renewal lease of its own, so at least what was asked for.
+    expect(job.records_new).toBeGreaterThanOrEqual(1);
+    expect(job.records_updated).toBeGreaterThanOrEqual(2);
+  });
+
+  it('take faults that the source shows until cleared', async () => {
+    const [row] = await db.select().from(integrations).where(eq(integrations.id, integration.id));
+    const connector = createConnector(row!.sourceConfig, { maxAttempts: 1 });
+    const set = await admin('POST', `/integrations/${integration.id}/sandbox/faults`, { kind: 'unavailable' });
+    expect(set).toEqual({ status: 200, body: { integration_id: integration.id, kind: 'unavailable', count: null } });
+    await expect(connector.readPage('property', 1, 10)).rejects.toBeInstanceOf(SourceTransientError);
+    expect((await admin('DELETE', `/integrations/${integration.id}/sandbox/faults`)).status).toBe(204);
+    expect((await connector.readPage('property', 1, 10)).records.length).toBeGreaterThan(0);
+    expect((await admin('POST', `/integrations/${integration.id}/sandbox/faults`, { kind: 'rate_limited', count: 2 })).body.count).toBe(2);
+    expect((await admin('DELETE', `/integrations/${integration.id}/sandbox/faults`)).status).toBe(204);
+  });
+
+  it('are removed from the sandbox PMS when deleted', async () => {
+    const orgId2 = await newOrg();
+    const i = (await admin('POST', `/organizations/${orgId2}/integrations`, { mode: 'test', plan: 'growth', source: { type: 'sandbox', size: 3 }, initial_sync: false })).body;
+    const [row] = await db.select().from(integrations).where(eq(integrations.id, i.id));
+    expect(row!.sourceConfig.size).toBe(3);
+    expect(row!.sourceConfig.seed).toEqual(expect.any(Number));
+    expect((await admin('DELETE', `/integrations/${i.id}`)).status).toBe(204);
+    expect(await sandbox().getCompany(i.id)).toBeUndefined();
+  });
+
+  it('answer 409 when the sandbox no longer has the company', async () => {
+    const orgId3 = await newOrg();
+    const i = (await admin('POST', `/organizations/${orgId3}/integrations`, { mode: 'test', plan: 'growth', source: { type: 'sandbox', size: 3 }, initial_sync: false })).body;
+    await sandbox().deleteCompany(i.id);
+    const r = await admin('POST', `/integrations/${i.id}/sandbox/changes`, { update: 1 });
+    expect(r.status).toBe(409);
+    expect(r.body.detail).toContain('no company');
+  });
+});
+
+describe('when the sandbox PMS is unreachable', () => {
+  let down: TestServer;
+  beforeAll(async () => {
+    down = await startApi(db, { ...config, SANDBOX_URL: 'http://127.0.0.1:1' });
+  });
+  afterAll(async () => down?.close());
+
+  it('creating a sandbox integration is a 503 that leaves nothing behind', async () => {
+    const orgId = await newOrg();
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'test', plan: 'scale', source: { type: 'sandbox' } }, down.url);
+    expect(r.status).toBe(503);
+    expect(r.body.detail).toContain('sandbox PMS');
+    expect((await admin('GET', `/organizations/${orgId}/integrations`)).body.results).toEqual([]);
+  });
+});

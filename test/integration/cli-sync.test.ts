@@ -1,0 +1,76 @@
+/**
+ * `sync run --wait` as an operator runs it: a child process against the served app, a real worker and the sandbox
+ * PMS. It follows the job to its end, shows progress on stderr (plain lines, as stderr is not a terminal here),
+ * prints the final job on stdout, and exits 1 when the job fails.
+ */
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import type { Config } from '../../config';
+import { closeDb, type Db } from '../../db/client';
+import { startApi, type TestServer } from '../support/api-server';
+import { testConfig, testDb } from '../support/context';
+import { startTestWorker, type TestWorker } from '../support/sync';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
+
+let db: Db;
+let config: Config;
+let api: TestServer;
+let worker: TestWorker;
+
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    execFile(
+      TSX,
+      ['cli/main.ts', ...args, '--url', api.url, '--token', config.ADMIN_TOKEN],
+      { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME }, timeout: 90_000 },
+      (err, stdout, stderr) => done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+beforeAll(async () => {
+  db = testDb(4);
+  config = testConfig({ SANDBOX_URL: inject('sandboxUrl'), SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken') });
+  api = await startApi(db, config);
+  worker = await startTestWorker(config, db);
+});
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await closeDb(db);
+});
+
+it('follows a run to success with progress on stderr and the final job on stdout', async () => {
+  const org = JSON.parse((await cli(['org', 'create', '--name', 'Waiter'])).stdout);
+  const created = await cli(['integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'enterprise', '--source', 'sandbox', '--size', '40', '--no-initial-sync']);
+  expect(created.code, created.stderr).toBe(0);
+  const integration = JSON.parse(created.stdout);
+
+  const r = await cli(['sync', 'run', integration.id, '--wait', '--poll-ms', '100']);
+  expect(r.code, r.stderr).toBe(0);
+  const job = JSON.parse(r.stdout);
+  expect(job).toMatchObject({ id: expect.stringMatching(/^syj_/), integration_id: integration.id, status: 'succeeded', trigger: 'manual', error: null });
+  expect(job.records_new).toBeGreaterThan(40);
+  expect(job.records_seen).toBe(job.records_new);
+  const lines = r.stderr.trim().split('\n');
+  expect(lines[0]).toMatch(new RegExp(`^sync ${job.id} (queued|running): \\d/4 entities, seen=\\d+ new=\\d+ updated=\\d+ soft_deleted=\\d+ \\(\\d\\d:\\d\\d\\)$`));
+  expect(lines.at(-1)).toMatch(new RegExp(`^sync ${job.id} succeeded: 4/4 entities, seen=${job.records_seen} new=${job.records_new} updated=0 soft_deleted=0 `));
+});
+
+it('exits 1 with the job error when the run fails', async () => {
+  const org = JSON.parse((await cli(['org', 'create', '--name', 'Failing'])).stdout);
+  // The sandbox refuses a wrong API key: a permanent source failure, so the run fails at once.
+  const created = await cli([
+    'integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'enterprise', '--source', 'entrata',
+    '--base-url', inject('sandboxUrl'), '--api-key', 'not-a-sandbox-key', '--no-initial-sync',
+  ]);
+  const integration = JSON.parse(created.stdout);
+  const r = await cli(['sync', 'run', integration.id, '--wait', '--poll-ms', '100']);
+  expect(r.code).toBe(1);
+  const job = JSON.parse(r.stdout);
+  expect(job).toMatchObject({ status: 'failed', error: expect.any(String) });
+  expect(r.stderr.trim().split('\n').at(-1)).toBe(`error: sync job ${job.id} failed: ${job.error}`);
+});
