@@ -60,6 +60,23 @@ it('follows a run to success with progress on stderr and the final job on stdout
   expect(lines.at(-1)).toMatch(new RegExp(`^sync ${job.id} succeeded: 4/4 entities, seen=${job.records_seen} new=${job.records_new} updated=0 soft_deleted=0 `));
 });
 
+it('draws a live bar when stderr is a terminal', async () => {
+  const org = JSON.parse((await cli(['org', 'create', '--name', 'Terminal'])).stdout);
+  const integration = JSON.parse(
+    (await cli(['integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'enterprise', '--source', 'sandbox', '--size', '30', '--no-initial-sync'])).stdout,
+  );
+  // util-linux `script` gives the CLI a pseudo-terminal; everything it writes comes back on one stream.
+  const command = [TSX, 'cli/main.ts', 'sync', 'run', integration.id, '--wait', '--poll-ms', '100', '--url', api.url, '--token', config.ADMIN_TOKEN].join(' ');
+  const out: string = await new Promise((done, fail) =>
+    execFile('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm' }, timeout: 90_000 }, (err, stdout) =>
+      err ? fail(err) : done(stdout),
+    ),
+  );
+  const plain = out.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+  expect(plain).toMatch(/sync syj_\w+ \[█{20}\] 4\/4 entities \| succeeded \| seen \d+ new \d+ updated 0 soft-deleted 0 \| \d\d:\d\d/);
+  expect(plain).toContain('"status": "succeeded"');
+});
+
 it('exits 1 with the job error when the run fails', async () => {
   const org = JSON.parse((await cli(['org', 'create', '--name', 'Failing'])).stdout);
   // The sandbox refuses a wrong API key: a permanent source failure, so the run fails at once.
