@@ -93,6 +93,9 @@ describe('authentication', () => {
     // Also on paths that do not exist, so the admin surface is not mapped without the token.
     expectProblem(await admin('GET', '/nothing-here', undefined, { token: null }), 401, 'unauthorized');
     expectProblem(await admin('GET', '/nothing-here'), 404, 'not_found');
+    const put = await admin('PUT', '/organizations', { name: 'x' });
+    expectProblem(put, 405, 'method_not_allowed');
+    expect(put.headers.get('allow')).toBe('POST');
   });
 });
 
