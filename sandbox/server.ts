@@ -106,6 +106,8 @@ function controlRoutes(sql: Sql, token: string, logger?: Logger): Hono {
       return apiKey;
     });
     if (created) {
+      // Fresh pages have no visibility map or statistics yet: without them every page read scans the heap.
+      await sql`vacuum analyze sandbox.records`;
       logger?.info({ companyId: input.companyId, size: input.size, ms: Date.now() - started }, 'sandbox company generated');
       return c.json({ api_key: created }, 201);
     }

@@ -29,7 +29,7 @@ create table if not exists sandbox.records (
   unit_id integer,
   previous_id integer,
   customer_ids integer[],
-  data jsonb not null,
+  data json not null,
   primary key (company_id, entity, id)
 );
 create table if not exists sandbox.faults (
@@ -112,17 +112,17 @@ export async function readPage(
   ids?: number[],
 ): Promise<{ items: string[]; total: number }> {
   const filter = ids ? sql`and id = any(${ids}::int[])` : sql``;
-  const rows = await sql<{ data: string; total: number }[]>`
-    select data::text as data, (count(*) over ())::int as total
-    from sandbox.records where company_id = ${companyId} and entity = ${entity} ${filter}
-    order by id limit ${perPage} offset ${(page - 1) * perPage}`;
-  if (rows.length === 0 && page > 1) {
-    // Past the last page: still report the total so the caller's paging stays consistent.
-    const [c] = await sql<{ n: number }[]>`
-      select count(*)::int as n from sandbox.records where company_id = ${companyId} and entity = ${entity} ${filter}`;
-    return { items: [], total: c?.n ?? 0 };
-  }
-  return { items: rows.map((r) => r.data), total: rows[0]?.total ?? 0 };
+  // Page over ids alone first, so rows skipped by the offset are never detoasted or serialized.
+  const [rows, counted] = await Promise.all([
+    sql<{ data: string }[]>`
+      select r.data::text as data from sandbox.records r
+      join (select id from sandbox.records where company_id = ${companyId} and entity = ${entity} ${filter}
+            order by id limit ${perPage} offset ${(page - 1) * perPage}) k on k.id = r.id
+      where r.company_id = ${companyId} and r.entity = ${entity}
+      order by r.id`,
+    sql<{ n: number }[]>`select count(*)::int as n from sandbox.records where company_id = ${companyId} and entity = ${entity} ${filter}`,
+  ]);
+  return { items: rows.map((r) => r.data), total: counted[0]?.n ?? 0 };
 }
 
 export interface RecordRow {
@@ -155,7 +155,7 @@ export async function putRecords(sql: Sql, companyId: string, records: { entity:
     const refs = part.map((r) => refsOf(r.entity, r.data));
     await sql`
       insert into sandbox.records (company_id, entity, id, property_id, unit_id, previous_id, customer_ids, data)
-      select ${companyId}, t.entity, t.id, t.property_id, t.unit_id, t.previous_id, t.customer_ids::int[], t.data::jsonb
+      select ${companyId}, t.entity, t.id, t.property_id, t.unit_id, t.previous_id, t.customer_ids::int[], t.data::json
       from unnest(${part.map((r) => r.entity)}::text[], ${part.map((r) => r.id)}::int[], ${refs.map((r) => r.property_id)}::int[],
                   ${refs.map((r) => r.unit_id)}::int[], ${refs.map((r) => r.previous_id)}::int[],
                   ${refs.map((r) => (r.customer_ids ? `{${r.customer_ids.join(',')}}` : null))}::text[],

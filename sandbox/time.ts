@@ -2,19 +2,50 @@
 import { zoneOffsetMs } from '../source/mapping';
 
 const DAY = 86_400_000;
-const HOUR = 3_600_000;
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
-// Offsets only change on the hour in every zone the sandbox uses, so one lookup per zone and hour suffices.
-const offsets = new Map<string, number>();
-function offsetAt(ms: number, timeZone: string): number {
-  const key = `${timeZone}|${Math.floor(ms / HOUR)}`;
-  let off = offsets.get(key);
-  if (off === undefined) {
-    off = zoneOffsetMs(Math.floor(ms / HOUR) * HOUR, timeZone);
-    if (offsets.size > 200_000) offsets.clear();
-    offsets.set(key, off);
+/**
+ * A zone's offsets over one calendar year: the offset at its start, and up to two changes (DST in and out) found by
+ * bisection, so that formatting 100k timestamps costs a few dozen Intl calls per zone and year instead of one each.
+ */
+interface ZoneYear {
+  first: number;
+  changes: { at: number; offset: number }[];
+}
+const years = new Map<string, Map<number, ZoneYear>>();
+
+function changeBetween(lo: number, hi: number, timeZone: string): number {
+  const before = zoneOffsetMs(lo, timeZone);
+  while (hi - lo > 60_000) {
+    const mid = lo + Math.floor((hi - lo) / 2 / 60_000) * 60_000;
+    if (zoneOffsetMs(mid, timeZone) === before) lo = mid;
+    else hi = mid;
   }
+  return hi;
+}
+
+function zoneYear(year: number, timeZone: string): ZoneYear {
+  let zone = years.get(timeZone);
+  if (!zone) years.set(timeZone, (zone = new Map()));
+  let z = zone.get(year);
+  if (!z) {
+    const points = [Date.UTC(year, 0, 1), Date.UTC(year, 6, 1), Date.UTC(year + 1, 0, 1)];
+    const offsets = points.map((p) => zoneOffsetMs(p, timeZone));
+    z = { first: offsets[0]!, changes: [] };
+    for (let i = 0; i < 2; i++) {
+      if (offsets[i] !== offsets[i + 1]) {
+        z.changes.push({ at: changeBetween(points[i]!, points[i + 1]!, timeZone), offset: offsets[i + 1]! });
+      }
+    }
+    zone.set(year, z);
+  }
+  return z;
+}
+
+function offsetAt(ms: number, timeZone: string): number {
+  const z = zoneYear(new Date(ms).getUTCFullYear(), timeZone);
+  let off = z.first;
+  for (const c of z.changes) if (ms >= c.at) off = c.offset;
   return off;
 }
 
