@@ -51,12 +51,29 @@ const TRANSITIONS: Record<'pending' | 'active' | 'notice', readonly (readonly [L
 
 const empty = (): Record<Entity, string[]> => ({ property: [], unit: [], resident: [], lease: [] });
 
-function countsOf(value: number | Partial<Record<Entity, number>> | undefined, rng: Rng, weights: readonly (readonly [Entity, number])[]): Record<Entity, number> {
+/**
+ * Counts per entity: as given, or a total spread by weight over the entities that still have records to spare
+ * (`capacity`; creates are unbounded), so a spread never asks for more than exists.
+ */
+function countsOf(
+  value: number | Partial<Record<Entity, number>> | undefined,
+  rng: Rng,
+  weights: readonly (readonly [Entity, number])[],
+  capacity?: Record<Entity, number>,
+): Record<Entity, number> {
   const out: Record<Entity, number> = { property: 0, unit: 0, resident: 0, lease: 0 };
-  if (typeof value === 'number') for (let i = 0; i < value; i++) out[rng.weighted(weights)]++;
-  else if (value) for (const e of ENTITIES) out[e] = value[e] ?? 0;
+  if (typeof value === 'number') {
+    for (let i = 0; i < value; i++) {
+      const open = weights.filter(([e]) => !capacity || out[e] < capacity[e]);
+      if (open.length === 0) break;
+      out[rng.weighted(open)]++;
+    }
+  } else if (value) for (const e of ENTITIES) out[e] = value[e] ?? 0;
   return out;
 }
+
+const sizes = (of: (e: Entity) => unknown[]) =>
+  Object.fromEntries(ENTITIES.map((e) => [e, of(e).length])) as Record<Entity, number>;
 
 const statusOf = (id: unknown): LeaseStatus | undefined => codeOf(LEASE_STATUS_TYPES, id)?.cdm;
 
@@ -82,10 +99,12 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     for (const r of rows) all[r.entity].push(r);
     const gone: Record<Entity, Set<number>> = { property: new Set(), unit: new Set(), resident: new Set(), lease: new Set() };
     const touched = new Set<string>();
-    const alive = (e: Entity) => all[e].filter((r) => !gone[e].has(r.id) && !touched.has(`${e}:${r.id}`));
+    const present = (e: Entity) => all[e].filter((r) => !gone[e].has(r.id));
+    /** Records still there and not yet changed by this request (each record changes at most once). */
+    const alive = (e: Entity) => present(e).filter((r) => !touched.has(`${e}:${r.id}`));
 
     // ---- deletes
-    const del = countsOf(req.delete, rng, WEIGHTS.delete);
+    const del = countsOf(req.delete, rng, WEIGHTS.delete, sizes(alive));
     const renewedBy = new Map<number, number[]>();
     for (const l of all.lease) if (l.previous_id !== null) renewedBy.set(l.previous_id, [...(renewedBy.get(l.previous_id) ?? []), l.id]);
     const dropLease = (id: number) => {
@@ -145,7 +164,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     const stamp = (ctx: PropertyContext | undefined) => localTime(now, ctx?.timeZone ?? 'America/Chicago');
 
     // ---- updates
-    const upd = countsOf(req.update, rng, WEIGHTS.update);
+    const upd = countsOf(req.update, rng, WEIGHTS.update, sizes(alive));
     for (const e of ENTITIES) {
       const picked = rng.sample(alive(e), upd[e]).sort((a, b) => a.id - b.id);
       const loaded = await getRecords(tx, companyId, e, picked.map((p) => p.id));
@@ -172,7 +191,11 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
         const to = rng.weighted(TRANSITIONS[from]);
         const ctx = await contextFor(row.property_id);
         const moved = transition(lease, to === 'renewed' ? 'ended' : to, today);
-        if (to === 'renewed') moved.renewalOfferStatus = 'Accepted';
+        if (to === 'renewed') {
+          // Renewing residents stay: no move-out.
+          moved.renewalOfferStatus = 'Accepted';
+          moved.moveOutDate = lease.moveOutDate;
+        }
         moved.updatedOn = stamp(ctx);
         writes.push({ entity: 'lease', id: row.id, data: moved as unknown as Record<string, unknown> });
         touched.add(`lease:${row.id}`);
@@ -215,10 +238,10 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
       writes.push({ entity: 'property', id, data: data as unknown as Record<string, unknown> });
       result.created.property.push(String(id));
     }
-    const properties = alive('property');
-    const units = alive('unit');
+    const properties = present('property');
+    const units = present('unit');
     const residentsByProperty = new Map<number, number[]>();
-    for (const r of alive('resident')) residentsByProperty.set(r.property_id ?? 0, [...(residentsByProperty.get(r.property_id ?? 0) ?? []), r.id]);
+    for (const r of present('resident')) residentsByProperty.set(r.property_id ?? 0, [...(residentsByProperty.get(r.property_id ?? 0) ?? []), r.id]);
     for (let i = 0; i < cre.unit && properties.length > 0; i++) {
       const ctx = (await contextFor(rng.pick(properties).id))!;
       const id = next.unit++;

@@ -49,7 +49,7 @@ function str(obj: Obj, key: string, required: boolean, max = 200): string | unde
   return v.trim();
 }
 
-function int(obj: Obj, key: string, required: boolean, min = 0, max = 1_000_000): number | undefined {
+function int(obj: Obj, key: string, required: boolean, min = 0, max = 2_147_483_647): number | undefined {
   const v = obj[key];
   if (v === undefined || v === null || v === '') {
     if (required) throw invalid(`${key} is required`);
