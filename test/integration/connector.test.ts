@@ -1,0 +1,311 @@
+/**
+ * The Entrata-style connector against the running sandbox PMS over HTTP: full reads with mapping, writes with
+ * read-back, the retry policy under faults, and the classification of permanent failures.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Entity, InputOf } from '../../domain/cdm';
+import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
+import { createConnector, SourcePermanentError, SourceTransientError, type SourceConnector } from '../../source';
+import { toUtcIso } from '../../source/mapping';
+import { SERVICES } from '../../source/native';
+
+const ENTITIES: Entity[] = ['property', 'unit', 'resident', 'lease'];
+let ctl: SandboxControl;
+
+async function company(size: number, seed = 31): Promise<{ id: string; key: string }> {
+  const id = `c-${randomUUID()}`;
+  const { api_key } = await ctl.createCompany({ companyId: id, size, seed });
+  return { id, key: api_key };
+}
+const connector = (key: string, opts = {}) => createConnector({ base_url: inject('sandboxUrl'), api_key: key }, { backoffMs: 20, ...opts });
+
+async function readAll<E extends Entity>(c: SourceConnector, entity: E, perPage: number): Promise<InputOf[E][]> {
+  const out: InputOf[E][] = [];
+  for (let page = 1; ; page++) {
+    const p = await c.readPage(entity, page, perPage);
+    expect(p.page).toBe(page);
+    out.push(...p.records);
+    if (!p.hasMore) return out;
+  }
+}
+
+/** The raw wire records, straight from the RPC API. */
+async function raw(key: string, entity: Entity): Promise<Record<string, unknown>[]> {
+  const svc = SERVICES[entity];
+  const res = await fetch(`${inject('sandboxUrl')}/${svc.service}`, {
+    method: 'POST',
+    headers: { 'x-api-key': key },
+    body: JSON.stringify({ auth: { type: 'apikey' }, method: { name: svc.read, params: { per_page: 1000 } } }),
+  });
+  const body = (await res.json()) as { response: { result: Record<string, Record<string, unknown>> } };
+  const inner = body.response.result[svc.outer]![svc.inner];
+  return Array.isArray(inner) ? inner : [inner as Record<string, unknown>];
+}
+
+/** Source fields each entity maps to CDM columns; everything else must be in custom_data. */
+const MAPPED: Record<Entity, string[]> = {
+  property: ['propertyId', 'propertyName', 'propertyType', 'isDisabled', 'description', 'yearBuilt', 'numberOfUnits', 'numberOfBuildings', 'numberOfFloors', 'webSite', 'email', 'address', 'phones', 'latitude', 'longitude', 'timeZone', 'managementCompany', 'taxId', 'petPolicy', 'smokingPolicy', 'photos'],
+  unit: ['unitId', 'propertyId', 'unitNumber', 'floorplanName', 'bedrooms', 'bathrooms', 'squareFeet', 'maxOccupants', 'marketRent', 'currencyCode', 'remarks', 'address'],
+  resident: ['customerId', 'propertyId', 'firstName', 'middleName', 'lastName', 'email', 'phones', 'dateOfBirth', 'address', 'customerStatusTypeId'],
+  lease: ['leaseId', 'propertyId', 'unitId', 'leaseIntervalTypeId', 'leaseStartDate', 'leaseEndDate', 'moveInDate', 'moveOutDate', 'noticeDate', 'leaseSignedDate', 'rent', 'securityDeposit', 'balance', 'currencyCode', 'leaseTermMonths', 'renewalOfferStatus', 'isRenewal', 'previousLeaseId', 'concessions', 'notes', 'customers'],
+};
+
+beforeAll(() => {
+  ctl = sandboxControlClient(inject('sandboxUrl'), inject('sandboxControlToken'));
+});
+
+describe('reads', () => {
+  let c: { id: string; key: string };
+  const read = {} as { [E in Entity]: InputOf[E][] };
+  beforeAll(async () => {
+    c = await company(500);
+    const conn = connector(c.key);
+    for (const e of ENTITIES) (read as Record<Entity, unknown>)[e] = await readAll(conn, e, 37);
+  });
+
+  it('reads every record of all four entities, once each, with references that resolve', async () => {
+    const counts = (await ctl.getCompany(c.id))!.counts;
+    for (const e of ENTITIES) {
+      expect(read[e], e).toHaveLength(counts[e]);
+      expect(new Set(read[e].map((r) => r.x_id)).size, e).toBe(counts[e]);
+    }
+    const ids = (e: Entity) => new Set(read[e].map((r) => r.x_id));
+    const [properties, units, residents, leases] = [ids('property'), ids('unit'), ids('resident'), ids('lease')];
+    for (const u of read.unit) expect(properties.has(u.property_x_id!)).toBe(true);
+    for (const r of read.resident) expect(properties.has(r.property_x_id!)).toBe(true);
+    for (const l of read.lease) {
+      expect(units.has(l.unit_x_id!)).toBe(true);
+      expect(properties.has(l.property_x_id!)).toBe(true);
+      if (l.previous_lease_x_id) expect(leases.has(l.previous_lease_x_id)).toBe(true);
+      expect(l.residents.length).toBeGreaterThan(0);
+      for (const p of l.residents) expect(residents.has(p.x_id)).toBe(true);
+    }
+  });
+
+  it('maps to CDM values: minor units, UTC times, ISO dates, status names', async () => {
+    const leases = await raw(c.key, 'lease');
+    const byId = new Map(read.lease.map((l) => [l.x_id, l]));
+    for (const r of leases) {
+      const m = byId.get(String(r.leaseId))!;
+      const [whole, cents] = String(r.rent).split('.');
+      expect(m.rent_amount).toEqual({ amount: Number(whole) * 100 + Number(cents), currency: 'USD' });
+      const [mm, dd, yyyy] = String(r.leaseStartDate).split('/');
+      expect(m.start_date).toBe(`${yyyy}-${mm}-${dd}`);
+      expect(m.custom_data.updatedOn).toBe(toUtcIso(r.updatedOn));
+      expect(m.custom_data.updatedOn).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.000Z$/);
+      expect(m.is_renewal).toBe(r.isRenewal === '1');
+      expect(m.previous_lease_x_id).toBe(r.previousLeaseId === null ? null : String(r.previousLeaseId));
+    }
+    const statuses = new Set(read.lease.map((l) => l.status));
+    expect([...statuses].sort()).toEqual(['active', 'cancelled', 'ended', 'evicted', 'notice', 'pending', 'terminated']);
+    for (const u of read.unit) expect(['vacant', 'occupied', 'notice']).toContain(u.status);
+    for (const r of read.resident) expect(['applicant', 'current', 'notice', 'past']).toContain(r.status);
+    expect(read.property[0]).toMatchObject({ status: 'active', type: expect.stringMatching(/^[a-z_]+$/), timezone_id: expect.stringMatching(/\//) });
+  });
+
+  it('keeps every source field the CDM has no column for in custom_data', async () => {
+    for (const e of ENTITIES) {
+      const mapped = new Map(read[e].map((r) => [r.x_id, r]));
+      for (const r of await raw(c.key, e)) {
+        const m = mapped.get(String(r[SERVICES[e].idField]))!;
+        for (const key of Object.keys(r)) {
+          if (MAPPED[e].includes(key)) continue;
+          expect(m.custom_data, `${e} ${m.x_id} ${key}`).toHaveProperty([key]);
+        }
+      }
+    }
+    expect(read.lease.every((l) => 'petCount' in l.custom_data && 'parkingSpaces' in l.custom_data)).toBe(true);
+    expect(read.property.every((p) => typeof p.custom_data.marketingName === 'string')).toBe(true);
+  });
+});
+
+describe('faults and failures', () => {
+  let c: { id: string; key: string };
+  beforeAll(async () => {
+    c = await company(30);
+  });
+
+  it('survives rate limiting by honouring Retry-After, and unavailability by retrying', async () => {
+    const conn = connector(c.key);
+    await ctl.setFault(c.id, { kind: 'rate_limited', count: 2 });
+    const started = Date.now();
+    const page = await conn.readPage('lease', 1, 100);
+    expect(page.records).toHaveLength(30);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000); // two 429s, one second each
+
+    await ctl.setFault(c.id, { kind: 'unavailable', count: 3 });
+    expect((await conn.readPage('resident', 1, 100)).records.length).toBeGreaterThan(0);
+  });
+
+  it('gives up with a transient error after its attempts, and leaves long Retry-After waits to the caller', async () => {
+    await ctl.setFault(c.id, { kind: 'unavailable', count: 3 });
+    const err = await connector(c.key, { maxAttempts: 3 }).readPage('unit', 1, 10).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SourceTransientError);
+    expect(err).toMatchObject({ status: 503 });
+
+    await ctl.setFault(c.id, { kind: 'rate_limited', count: 1 });
+    const started = Date.now();
+    const limited = await connector(c.key, { maxRetryAfterMs: 500 }).readPage('unit', 1, 10).catch((e: unknown) => e);
+    expect(limited).toBeInstanceOf(SourceTransientError);
+    expect(limited).toMatchObject({ status: 429, retryAfterMs: 1000 });
+    expect(Date.now() - started).toBeLessThan(900);
+    expect((await connector(c.key).readPage('unit', 1, 10)).records).toHaveLength(10);
+  });
+
+  it('times out a slow source, and treats a refused connection as transient', async () => {
+    await ctl.setFault(c.id, { kind: 'slow', count: 2, delay_ms: 1500 });
+    const slow = await connector(c.key, { timeoutMs: 300, maxAttempts: 2 }).readPage('lease', 1, 10).catch((e: unknown) => e);
+    expect(slow).toBeInstanceOf(SourceTransientError);
+    expect((slow as Error).message).toMatch(/no reply within 300 ms/);
+    await ctl.clearFaults(c.id);
+
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const refused = await createConnector({ base_url: `http://127.0.0.1:${port}`, api_key: 'x' }, { backoffMs: 5, maxAttempts: 2 })
+      .readPage('lease', 1, 10)
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SourceTransientError);
+    expect((refused as Error).message).toMatch(/network error/);
+  });
+
+  it('fails permanently, at once, on a bad key', async () => {
+    let calls = 0;
+    const counting: typeof fetch = (input, init) => {
+      calls++;
+      return fetch(input, init);
+    };
+    const err = await connector('sbx_not-a-key', { fetch: counting }).readPage('lease', 1, 10).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SourcePermanentError);
+    expect(err).toMatchObject({ status: 401, code: 'AUTHENTICATION_FAILED' });
+    expect(calls).toBe(1);
+  });
+
+  describe('against a broken source', () => {
+    let server: Server;
+    let base = '';
+    let reply: { status: number; body: string } = { status: 200, body: '' };
+    beforeAll(async () => {
+      server = createServer((_req, res) => {
+        res.writeHead(reply.status, { 'content-type': 'application/json' });
+        res.end(reply.body);
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+    it.each([
+      ['a body that is not JSON', 200, '<html>oops</html>', /not JSON/],
+      ['a reply without "response"', 200, '{"ok":true}', /malformed reply/],
+      ['a record without its id', 200, '{"response":{"code":200,"result":{"leases":{"lease":{"rent":"1.00"}}}}}', /malformed lease record #1/],
+      ['a record with a bad amount', 200, '{"response":{"code":200,"result":{"leases":{"lease":{"leaseId":1,"rent":"1,00"}}}}}', /not a decimal amount/],
+      ['an unknown status id', 200, '{"response":{"code":200,"result":{"leases":{"lease":{"leaseId":1,"leaseStatusTypeId":42}}}}}', /leaseStatusTypeId/],
+      ['a 403', 403, '{"response":{"code":403,"error":{"code":"FORBIDDEN","message":"no access"}}}', /no access/],
+    ])('%s is a permanent failure', async (_name, status, body, message) => {
+      reply = { status, body };
+      const err = await createConnector({ base_url: base, api_key: 'k' }, { backoffMs: 5 }).readPage('lease', 1, 10).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SourcePermanentError);
+      expect((err as Error).message).toMatch(message);
+    });
+  });
+});
+
+describe('writes', () => {
+  let c: { id: string; key: string };
+  let conn: SourceConnector;
+  let unit: InputOf['unit'];
+  beforeAll(async () => {
+    c = await company(40);
+    conn = connector(c.key);
+    unit = (await conn.readPage('unit', 1, 1)).records[0]!;
+  });
+
+  it('creates and updates units and residents, read back through the same mapping', async () => {
+    const u = await conn.create('unit', { property_x_id: unit.property_x_id!, unit_number: 'W-1', bedrooms: 2, bathrooms: 1, square_feet: 880, note: 'New build', market_rent: { amount: 155050, currency: 'USD' } });
+    expect(await conn.readOne('unit', u.x_id)).toMatchObject({ x_id: u.x_id, unit_number: 'W-1', bedrooms: 2, square_feet: 880, note: 'New build', market_rent: { amount: 155050, currency: 'USD' }, status: 'vacant' });
+    await conn.update('unit', u.x_id, { note: null, max_occupants: 3 });
+    expect(await conn.readOne('unit', u.x_id)).toMatchObject({ note: null, max_occupants: 3, unit_number: 'W-1' });
+
+    const r = await conn.create('resident', {
+      property_x_id: unit.property_x_id!,
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      email: 'ada@example.com',
+      phones: [{ type: 'mobile', number: '512-555-0101', primary: true }],
+      date_of_birth: '1990-12-10',
+      address: { line_1: '1 Main St', line_2: null, city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' },
+    });
+    expect(await conn.readOne('resident', r.x_id)).toMatchObject({
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      phones: [{ type: 'mobile', number: '512-555-0101', primary: true }],
+      date_of_birth: '1990-12-10',
+      status: 'applicant',
+      address: { line_1: '1 Main St', city: 'Austin' },
+    });
+    await conn.update('resident', r.x_id, { email: 'ada@lovelace.example' });
+    expect((await conn.readOne('resident', r.x_id))?.email).toBe('ada@lovelace.example');
+    expect(await conn.readOne('resident', '999999999')).toBeNull();
+  });
+
+  it('creates a lease with its applicant and updates its rent', async () => {
+    const floorplanId = String((await conn.readOne('unit', unit.x_id))!.custom_data.floorplanId);
+    const w = await conn.create('lease', {
+      property_x_id: unit.property_x_id!,
+      lease_start_date: '2025-09-01',
+      lease_end_date: '2026-08-31',
+      move_in_date: '2025-09-01',
+      lease_term_id: '2',
+      floorplan_id: floorplanId,
+      unit_space_id: unit.x_id,
+      first_name: 'Grace',
+      last_name: 'Hopper',
+      customer_relationship_type_id: '1',
+      phone_number: '512-555-0199',
+      phone_number_type_id: '3',
+      address_type_id: '1',
+      street_line_1: '1 Navy Way',
+      city: 'Arlington',
+      state: 'Virginia',
+      state_code: 'VA',
+      postal_code: '22201',
+    });
+    expect(w.related).toEqual([{ entity: 'resident', x_id: expect.stringMatching(/^\d+$/) }]);
+    const lease = await conn.readOne('lease', w.x_id);
+    expect(lease).toMatchObject({
+      status: 'pending',
+      start_date: '2025-09-01',
+      end_date: '2026-08-31',
+      move_in_date: '2025-09-01',
+      term_months: 12,
+      unit_x_id: unit.x_id,
+      residents: [{ x_id: w.related[0]!.x_id, role: 'primary' }],
+    });
+    expect(await conn.readOne('resident', w.related[0]!.x_id)).toMatchObject({ first_name: 'Grace', last_name: 'Hopper' });
+
+    await conn.update('lease', w.x_id, { rent_amount: { amount: 123450, currency: 'USD' }, occupants: 2 });
+    const after = await conn.readOne('lease', w.x_id);
+    expect(after?.rent_amount).toEqual({ amount: 123450, currency: 'USD' });
+    expect(after?.custom_data.occupants).toBe(2);
+  });
+
+  it('turns rejections into permanent errors with the source’s code', async () => {
+    const missing = await conn.create('unit', { property_x_id: '424242', unit_number: 'X' }).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(SourcePermanentError);
+    expect(missing).toMatchObject({ code: 'NOT_FOUND', status: 422 });
+    const closed = (await readAll(conn, 'lease', 100)).find((l) => l.status === 'ended')!;
+    await expect(conn.update('lease', closed.x_id, { occupants: 1 })).rejects.toMatchObject({ code: 'LEASE_CLOSED' });
+    await expect(conn.create('resident', { property_x_id: unit.property_x_id!, first_name: 'A', last_name: 'B', phones: [{ type: 'pager', number: '1', primary: true }] })).rejects.toBeInstanceOf(SourcePermanentError);
+
+    await ctl.setFault(c.id, { kind: 'reject_writes' });
+    await expect(conn.update('unit', unit.x_id, { note: 'x' })).rejects.toMatchObject({ code: 'WRITES_REJECTED' });
+    expect((await conn.readPage('unit', 1, 5)).records).toHaveLength(5);
+    await ctl.clearFaults(c.id);
+    await expect(conn.update('unit', unit.x_id, { note: 'x' })).resolves.toMatchObject({ x_id: unit.x_id });
+  });
+});
