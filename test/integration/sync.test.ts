@@ -1,0 +1,372 @@
+/**
+ * The sync engine end to end: the real worker on this file's task queue, the real Temporal dev server, the sandbox
+ * PMS over HTTP and the real database. Events are checked against an oracle built from the cache before and after
+ * each run and SPEC.md's payload rules, not from the write path's own code.
+ */
+import { Worker } from '@temporalio/worker';
+import { ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSyncSchedule, removeSyncSchedule, triggerSync } from '../../api/sync-control';
+import { closeDb, type Db } from '../../db/client';
+import { integrations, syncJobs, syncSeen } from '../../db/schema';
+import type { Entity, RecordOf } from '../../domain/cdm';
+import { ENTITIES } from '../../domain/cdm';
+import { SA_INTEGRATION_ID, SA_ORGANIZATION_ID, SA_STATUS, SA_SYNC_JOB_ID, scheduleIdOf, syncWorkflowIdOf } from '../../domain/contract';
+import { WORKFLOWS_PATH } from '../../worker';
+import { testConfig, testDb } from '../support/context';
+import {
+  eventsOf,
+  expectCacheEqualsSource,
+  expectedEvents,
+  lifecycleOf,
+  jobsOf,
+  liveCount,
+  readCache,
+  reload,
+  runSync,
+  sandbox,
+  sandboxIntegration,
+  startTestWorker,
+  until,
+  waitForJob,
+  type SandboxIntegration,
+  type TestWorker,
+} from '../support/sync';
+
+let db: Db;
+let t: TestWorker;
+
+beforeAll(async () => {
+  db = testDb(5);
+  // Small pages, so that every entity spans several pages.
+  t = await startTestWorker(testConfig({ SYNC_PAGE_SIZE: '20' }), db);
+});
+afterAll(async () => {
+  await t?.stop();
+  await closeDb(db);
+});
+
+/** Run a sync and check its events against the oracle: each expected event exactly once, nothing else. */
+async function syncAndCheckEvents(s: SandboxIntegration) {
+  const before = await readCache(db, s.row.id);
+  const job = await runSync(t, db, s.row);
+  expect(job.status).toBe('succeeded');
+  const after = await expectCacheEqualsSource(db, s.row);
+  const want = expectedEvents(before, after);
+  const got = await eventsOf(db, s.row.id, job.id);
+  const complete = got.at(-1)!;
+  expect(complete.type).toBe('SYNC_COMPLETE');
+  const dataEvents = got.slice(0, -1);
+  expect(dataEvents.every((e) => e.category === 'data_change')).toBe(true);
+  // Every event exactly once, none missing, none extra.
+  const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
+  expect(dataEvents.map(key).sort()).toEqual(want.events.map(key).sort());
+  const byKey = new Map(dataEvents.map((e) => [key(e), e]));
+  for (const w of want.events) {
+    const e = byKey.get(key(w))!;
+    expect(e.data, key(w)).toEqual(w.data);
+    expect(e.organizationId).toBe(s.row.organizationId);
+    expect(e.id).toMatch(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/);
+  }
+  // SYNC_COMPLETE comes after all of the run's data-change events and carries its counts.
+  for (const e of dataEvents) expect(e.createdAt.getTime()).toBeLessThanOrEqual(complete.createdAt.getTime());
+  expect(complete.data).toEqual({
+    sync_job_id: job.id,
+    started_at: job.startedAt!.toISOString(),
+    finished_at: job.finishedAt!.toISOString(),
+    records_new: want.created,
+    records_updated: want.updated,
+    records_soft_deleted: want.deleted,
+  });
+  expect(job).toMatchObject({ recordsNew: want.created, recordsUpdated: want.updated, recordsSoftDeleted: want.deleted });
+  return { job, want, got, after };
+}
+
+describe('sync of a sandbox integration', () => {
+  let s: SandboxIntegration;
+  beforeAll(async () => {
+    s = await sandboxIntegration(db, { size: 60, seed: 11 });
+  });
+
+  it('first sync: the cache equals the source record for record, with one FIRST_SYNC_COMPLETE and no per-record events', async () => {
+    const job = await runSync(t, db, s.row);
+    const cache = await expectCacheEqualsSource(db, s.row);
+    const total = ENTITIES.reduce((n, e) => n + cache[e].length, 0);
+    expect(cache.lease.length).toBeGreaterThan(20);
+    expect(job).toMatchObject({
+      status: 'succeeded',
+      trigger: 'manual',
+      initial: true,
+      recordsSeen: total,
+      recordsNew: total,
+      recordsUpdated: 0,
+      recordsSoftDeleted: 0,
+      error: null,
+    });
+    expect(job.id).toMatch(/^syj_[0-9A-HJKMNP-TV-Z]{26}$/);
+    expect(job.startedAt!.getTime()).toBeLessThanOrEqual(job.finishedAt!.getTime());
+    expect(job.progress).toEqual(Object.fromEntries(ENTITIES.map((e) => [e, { page: expect.any(Number), done: true }])));
+
+    const evs = await eventsOf(db, s.row.id);
+    expect(evs).toHaveLength(1);
+    expect(evs[0]).toMatchObject({ type: 'FIRST_SYNC_COMPLETE', category: 'sync_lifecycle', syncJobId: job.id });
+    expect(evs[0]!.data).toEqual({
+      sync_job_id: job.id,
+      started_at: job.startedAt!.toISOString(),
+      finished_at: job.finishedAt!.toISOString(),
+      records_new: total,
+      records_updated: 0,
+      records_soft_deleted: 0,
+    });
+    expect((await reload(db, s.row)).firstSyncCompletedAt).toEqual(job.finishedAt);
+    // What the run saw is forgotten once it ends.
+    expect(await db.select().from(syncSeen).where(eq(syncSeen.syncJobId, job.id))).toHaveLength(0);
+  });
+
+  it('puts the search attributes on the run, so an operator finds it by integration and organization', async () => {
+    const [job] = await jobsOf(db, s.row.id);
+    const desc = await t.client.workflow.getHandle(syncWorkflowIdOf(job!.id)).describe();
+    expect(desc.typedSearchAttributes.get(SA_INTEGRATION_ID)).toBe(s.row.id);
+    expect(desc.typedSearchAttributes.get(SA_ORGANIZATION_ID)).toBe(s.row.organizationId);
+    expect(desc.typedSearchAttributes.get(SA_SYNC_JOB_ID)).toBe(job!.id);
+    expect(desc.typedSearchAttributes.get(SA_STATUS)).toBe('succeeded');
+    const found = await until('the run in visibility', async () => {
+      const ids: string[] = [];
+      for await (const w of t.client.workflow.list({ query: `IntegrationId = "${s.row.id}" AND OrganizationId = "${s.row.organizationId}"` })) {
+        ids.push(w.workflowId);
+      }
+      return ids.length > 0 ? ids : undefined;
+    });
+    expect(found).toContain(syncWorkflowIdOf(job!.id));
+  });
+
+  it('an unchanged re-run writes nothing and records only SYNC_COMPLETE', async () => {
+    const before = await readCache(db, s.row.id);
+    const { job, got } = await syncAndCheckEvents(s);
+    expect(got.map((e) => e.type)).toEqual(['SYNC_COMPLETE']);
+    expect(job).toMatchObject({ initial: false, recordsNew: 0, recordsUpdated: 0, recordsSoftDeleted: 0 });
+    expect(job.recordsSeen).toBe(ENTITIES.reduce((n, e) => n + before[e].length, 0));
+    expect(await readCache(db, s.row.id)).toEqual(before);
+  });
+
+  it('creates, updates and deletes in the source produce exactly the right events with the right payloads', async () => {
+    const counts = { property: 1, unit: 2, resident: 3, lease: 3 };
+    // Creates first, in a run of their own, so that the updates that follow cannot all land on the new records.
+    const created = await sandbox().applyChanges(s.companyId, { create: counts });
+    const first = await syncAndCheckEvents(s);
+    expect(new Set(first.got.map((e) => e.type))).toEqual(new Set(['PROPERTY_CREATED', 'UNIT_CREATED', 'RESIDENT_CREATED', 'LEASE_UPDATED', 'SYNC_COMPLETE']));
+    const changes = await sandbox().applyChanges(s.companyId, { update: counts, delete: { unit: 1, resident: 1, lease: 2 } });
+    const second = await syncAndCheckEvents(s);
+    const types = new Set(second.got.map((e) => e.type));
+    for (const t of ['PROPERTY_UPDATED', 'UNIT_UPDATED', 'RESIDENT_UPDATED', 'LEASE_UPDATED']) expect(types, t).toContain(t);
+    expect(second.want.deleted).toBeGreaterThanOrEqual(4);
+
+    // Every change the sandbox reports making shows in the cache and has its event.
+    for (const [run, kinds] of [
+      [first, { created: created.created, updated: created.updated, deleted: created.deleted }],
+      [second, { created: changes.created, updated: changes.updated, deleted: changes.deleted }],
+    ] as const) {
+      const touched = new Set(run.want.events.map((e) => e.recordId));
+      for (const entity of ENTITIES) {
+        const byXId = new Map(run.after[entity].map((r) => [r.x_id, r]));
+        for (const x of kinds.created[entity]) expect(byXId.get(x)?.deleted_at, `${entity} ${x} created`).toBeNull();
+        for (const x of kinds.deleted[entity]) expect(byXId.get(x)?.deleted_at, `${entity} ${x} deleted`).not.toBeNull();
+        for (const x of [...kinds.created[entity], ...kinds.updated[entity], ...kinds.deleted[entity]]) {
+          expect(touched.has(byXId.get(x)!.id), `${entity} ${x} has an event`).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('every lease transition fires its lifecycle event (or LEASE_UPDATED when its status has none)', async () => {
+    const seen = new Map<string, string>();
+    for (let round = 0; round < 8; round++) {
+      const changes = await sandbox().applyChanges(s.companyId, { lease_transitions: 12 });
+      const { got, after } = await syncAndCheckEvents(s);
+      const leases = new Map(after.lease.map((l) => [l.x_id, l]));
+      // A renewal in the source ends the lease and creates its successor: first seen active, so LEASE_RENEWED.
+      for (const r of changes.renewals) {
+        const lease = leases.get(r.x_id)!;
+        const evs = got.filter((e) => e.recordId === lease.id);
+        expect(evs.map((e) => e.type), `renewal ${r.x_id}`).toEqual(['LEASE_RENEWED']);
+        expect(evs[0]!.data).toEqual(lease);
+        expect(lease).toMatchObject({ status: 'active', is_renewal: true, previous_lease_id: leases.get(r.previous_x_id)!.id });
+        seen.set('(new renewal) -> active', 'LEASE_RENEWED');
+      }
+      for (const tr of changes.lease_transitions) {
+        const lease = leases.get(tr.x_id)!;
+        expect(lease.status).toBe(tr.to);
+        const evs = got.filter((e) => e.recordId === lease.id);
+        expect(evs, `${tr.x_id} ${tr.from}->${tr.to}`).toHaveLength(1);
+        const want = lifecycleOf(tr.to, lease.is_renewal) ?? 'LEASE_UPDATED';
+        expect(evs[0]!.type).toBe(want);
+        if (want !== 'LEASE_UPDATED') expect(evs[0]!.data).toMatchObject({ ...lease, changed: expect.arrayContaining(['status']) });
+        else expect(evs[0]!.data).toMatchObject({ id: lease.id, x_id: lease.x_id, status: tr.to, changed: expect.arrayContaining(['status']) });
+        seen.set(`${tr.from}->${tr.to}${lease.is_renewal && tr.to === 'active' ? ' (renewal)' : ''}`, want);
+      }
+      const fired = new Set(seen.values());
+      if (['LEASE_SIGNED', 'LEASE_RENEWED', 'LEASE_ENDED', 'LEASE_EVICTED', 'LEASE_CANCELLED', 'LEASE_UPDATED'].every((x) => fired.has(x))) break;
+    }
+    expect(new Set(seen.values())).toEqual(new Set(['LEASE_SIGNED', 'LEASE_RENEWED', 'LEASE_ENDED', 'LEASE_EVICTED', 'LEASE_CANCELLED', 'LEASE_UPDATED']));
+  });
+
+  it('replays its recorded history deterministically', async () => {
+    const jobs = await jobsOf(db, s.row.id);
+    const last = jobs.at(-1)!;
+    const history = await t.client.workflow.getHandle(syncWorkflowIdOf(last.id)).fetchHistory();
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, syncWorkflowIdOf(last.id));
+  });
+});
+
+describe('source faults', () => {
+  let s: SandboxIntegration;
+  beforeAll(async () => {
+    s = await sandboxIntegration(db, { size: 30, seed: 12 });
+    await runSync(t, db, s.row);
+  });
+
+  it.each(['unavailable', 'rate_limited'] as const)('survives a source that is %s for a while', async (kind) => {
+    await sandbox().applyChanges(s.companyId, { update: { lease: 2, resident: 1 } });
+    await sandbox().setFault(s.companyId, { kind, count: 4 });
+    try {
+      const { job } = await syncAndCheckEvents(s);
+      expect(job.recordsUpdated).toBeGreaterThanOrEqual(3);
+    } finally {
+      await sandbox().clearFaults(s.companyId);
+    }
+  });
+
+  it('a run that fails marks its job failed, fails the workflow, and soft-deletes nothing', async () => {
+    const live = await Promise.all(ENTITIES.map((e) => liveCount(db, s.row.id, e)));
+    const eventCount = (await eventsOf(db, s.row.id)).length;
+    // A key the source refuses: a permanent failure, not retried.
+    await db
+      .update(integrations)
+      .set({ sourceConfig: { ...s.row.sourceConfig, api_key: 'revoked-key' } })
+      .where(eq(integrations.id, s.row.id));
+    try {
+      const job = await triggerSync(t.ctl, s.row);
+      const handle = t.client.workflow.getHandle(syncWorkflowIdOf(job.id));
+      await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+      const failed = await until('the job to fail', async () => {
+        const j = (await jobsOf(db, s.row.id)).find((x) => x.id === job.id);
+        return j?.status === 'failed' ? j : undefined;
+      });
+      expect(failed.error).toBeTruthy();
+      expect(failed.finishedAt).not.toBeNull();
+      expect((await handle.describe()).typedSearchAttributes.get(SA_STATUS)).toBe('failed');
+      expect(await Promise.all(ENTITIES.map((e) => liveCount(db, s.row.id, e)))).toEqual(live);
+      expect(await eventsOf(db, s.row.id)).toHaveLength(eventCount);
+      expect(await db.select().from(syncSeen).where(eq(syncSeen.syncJobId, job.id))).toHaveLength(0);
+    } finally {
+      await db.update(integrations).set({ sourceConfig: s.row.sourceConfig }).where(eq(integrations.id, s.row.id));
+    }
+    // The next run starts afresh and succeeds.
+    expect((await runSync(t, db, s.row)).status).toBe('succeeded');
+  });
+});
+
+describe('one run at a time', () => {
+  let s: SandboxIntegration;
+  beforeAll(async () => {
+    s = await sandboxIntegration(db, { size: 40, seed: 13 });
+  });
+
+  it('a manual trigger while a run is going returns that run, and a scheduled run skips', async () => {
+    await sandbox().setFault(s.companyId, { kind: 'slow' });
+    try {
+      const first = await triggerSync(t.ctl, s.row);
+      const again = await triggerSync(t.ctl, s.row);
+      expect(again.id).toBe(first.id);
+      await until('the run to start', async () => ((await jobsOf(db, s.row.id))[0]?.status === 'running' ? true : undefined));
+      expect((await triggerSync(t.ctl, s.row)).id).toBe(first.id);
+
+      // A scheduled run that fires meanwhile does nothing.
+      await ensureSyncSchedule(t.ctl, s.row, { runNow: false });
+      try {
+        const schedule = t.client.schedule.getHandle(scheduleIdOf(s.row.id));
+        await schedule.trigger();
+        const scheduledId = await until('the scheduled run', async () => {
+          const d = await schedule.describe();
+          return d.info.recentActions[0]?.action.workflow.workflowId;
+        });
+        const result = await t.client.workflow.getHandle(scheduledId).result();
+        expect(result).toEqual({ syncJobId: first.id, status: 'skipped' });
+      } finally {
+        await removeSyncSchedule(t.ctl, s.row.id);
+      }
+      await sandbox().clearFaults(s.companyId);
+      const done = await waitForJob(t, db, first.id);
+      expect(done.status).toBe('succeeded');
+      expect(await jobsOf(db, s.row.id)).toHaveLength(1);
+    } finally {
+      await sandbox().clearFaults(s.companyId);
+    }
+  });
+
+  it('a run whose workflow was terminated does not block the next one', async () => {
+    await sandbox().setFault(s.companyId, { kind: 'slow' });
+    let stuck = '';
+    try {
+      stuck = (await triggerSync(t.ctl, s.row)).id;
+      await t.client.workflow.getHandle(syncWorkflowIdOf(stuck)).terminate('operator stopped it');
+    } finally {
+      await sandbox().clearFaults(s.companyId);
+    }
+    const next = await triggerSync(t.ctl, s.row);
+    expect(next.id).not.toBe(stuck);
+    const [old] = await db.select().from(syncJobs).where(eq(syncJobs.id, stuck));
+    expect(old).toMatchObject({ status: 'failed', error: expect.stringContaining('terminated') });
+    expect((await waitForJob(t, db, next.id)).status).toBe('succeeded');
+    await expectCacheEqualsSource(db, s.row);
+    // No two runs of the integration ever overlapped.
+    const jobs = (await jobsOf(db, s.row.id)).filter((j) => j.startedAt);
+    for (let i = 1; i < jobs.length; i++) expect(jobs[i]!.startedAt!.getTime()).toBeGreaterThanOrEqual(jobs[i - 1]!.finishedAt!.getTime());
+  });
+});
+
+describe('schedules', () => {
+  it('creates the schedule with the first run at once, moves it when the plan changes, and removes it', async () => {
+    const s = await sandboxIntegration(db, { size: 10, seed: 14, plan: 'starter' });
+    await ensureSyncSchedule(t.ctl, s.row, { runNow: true });
+    const handle = t.client.schedule.getHandle(scheduleIdOf(s.row.id));
+    try {
+      const interval = async () => (await handle.describe()).spec.intervals?.[0]?.every;
+      const d = await handle.describe();
+      expect(d.spec.intervals).toHaveLength(1);
+      expect(await interval()).toBe(4 * 3600 * 1000);
+      expect(d.policies.overlap).toBe('SKIP');
+      expect(d.action).toMatchObject({
+        type: 'startWorkflow',
+        workflowType: 'syncIntegration',
+        taskQueue: t.ctl.taskQueue,
+        args: [{ integrationId: s.row.id, trigger: 'schedule' }],
+      });
+      expect(d.typedSearchAttributes.get(SA_INTEGRATION_ID)).toBe(s.row.id);
+
+      // runNow started the first run, with trigger `initial`.
+      const [job] = await jobsOf(db, s.row.id);
+      expect(job!.trigger).toBe('initial');
+      expect((await waitForJob(t, db, job!.id)).status).toBe('succeeded');
+      expect((await eventsOf(db, s.row.id)).map((e) => e.type)).toEqual(['FIRST_SYNC_COMPLETE']);
+      // Ensuring again (a worker restart) neither duplicates the schedule nor starts a run.
+      await ensureSyncSchedule(t.ctl, s.row, { runNow: false });
+      expect(await jobsOf(db, s.row.id)).toHaveLength(1);
+
+      await db.update(integrations).set({ plan: 'enterprise' }).where(eq(integrations.id, s.row.id));
+      await ensureSyncSchedule(t.ctl, await reload(db, s.row), { runNow: false });
+      expect(await interval()).toBe(15 * 60 * 1000);
+      const next = (await handle.describe()).info.nextActionTimes[0]!;
+      expect(next.getTime() - Date.now()).toBeLessThanOrEqual(15 * 60 * 1000);
+
+      await db.update(integrations).set({ syncIntervalSeconds: 300 }).where(eq(integrations.id, s.row.id));
+      await ensureSyncSchedule(t.ctl, await reload(db, s.row), { runNow: false });
+      expect(await interval()).toBe(5 * 60 * 1000);
+    } finally {
+      await removeSyncSchedule(t.ctl, s.row.id);
+    }
+    await expect(handle.describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    await removeSyncSchedule(t.ctl, s.row.id);
+  });
+});

@@ -1,0 +1,277 @@
+/**
+ * What the sync tests share: a worker on the file's own task queue, sandbox-backed integrations, running a sync
+ * to its end, and the comparison of the cache with the source, record for record.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import { expect, inject } from 'vitest';
+import { triggerSync, type SyncControlDeps } from '../../api/sync-control';
+import type { Config } from '../../config';
+import type { Db } from '../../db/client';
+import { TABLES, toRecords, type RowOf } from '../../db/records';
+import { events, syncJobs } from '../../db/schema';
+import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
+import { createIntegration, createOrganization, getIntegration, type IntegrationRow } from '../../db/tenants';
+import { ENTITIES, type Entity, type InputOf, type RecordOf } from '../../domain/cdm';
+import { syncWorkflowIdOf } from '../../domain/contract';
+import type { Plan } from '../../domain/plans';
+import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
+import { createConnector } from '../../source';
+import { createWorker } from '../../worker';
+
+export interface TestWorker {
+  connection: NativeConnection;
+  client: Client;
+  worker: Worker;
+  ctl: SyncControlDeps;
+  stop(): Promise<void>;
+}
+
+/** A worker of this file's task queue, running in this process until stop(). */
+export async function startTestWorker(config: Config, db: Db): Promise<TestWorker> {
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const worker = await createWorker({ config, db, connection });
+  const running = worker.run();
+  return {
+    connection,
+    client,
+    worker,
+    ctl: { db, client, taskQueue: config.TEMPORAL_TASK_QUEUE },
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+export function sandbox(): SandboxControl {
+  return sandboxControlClient(inject('sandboxUrl'), inject('sandboxControlToken'));
+}
+
+export interface SandboxIntegration {
+  row: IntegrationRow;
+  companyId: string;
+}
+
+/** An organization with one test-mode integration over a fresh sandbox company of `size` leases. */
+export async function sandboxIntegration(db: Db, opts: { size: number; seed?: number; plan?: Plan }): Promise<SandboxIntegration> {
+  const org = await createOrganization(db, { name: `sync-${randomUUID().slice(0, 8)}` });
+  const companyId = randomUUID();
+  const seed = opts.seed ?? 7;
+  const { api_key } = await sandbox().createCompany({ companyId, size: opts.size, seed });
+  const row = await createIntegration(db, {
+    organizationId: org.id,
+    mode: 'test',
+    plan: opts.plan ?? 'enterprise',
+    sourceType: 'sandbox',
+    sourceConfig: { base_url: inject('sandboxUrl'), api_key, size: opts.size, seed },
+  });
+  return { row, companyId };
+}
+
+export async function reload(db: Db, integration: IntegrationRow): Promise<IntegrationRow> {
+  return (await getIntegration(db, integration.id))!;
+}
+
+/** Wait for a job's workflow to end; returns the job row as it ended. Throws when the workflow failed. */
+export async function waitForJob(t: TestWorker, db: Db, jobId: string): Promise<SyncJobRow> {
+  await t.client.workflow.getHandle(syncWorkflowIdOf(jobId)).result();
+  return (await getSyncJob(db, jobId))!;
+}
+
+/** A manual run, to its end. */
+export async function runSync(t: TestWorker, db: Db, integration: IntegrationRow): Promise<SyncJobRow> {
+  const job = await triggerSync(t.ctl, integration);
+  return waitForJob(t, db, job.id);
+}
+
+/** Every record of every entity as the source serves it now, read through the real connector. */
+export async function readSource(integration: IntegrationRow, perPage = 500): Promise<{ [E in Entity]: InputOf[E][] }> {
+  const connector = createConnector(integration.sourceConfig);
+  const out = { property: [], unit: [], resident: [], lease: [] } as { [E in Entity]: InputOf[E][] };
+  for (const entity of ENTITIES) {
+    for (let page = 1; ; page++) {
+      const p = await connector.readPage(entity, page, perPage);
+      (out[entity] as unknown[]).push(...p.records);
+      if (!p.hasMore) break;
+    }
+  }
+  return out;
+}
+
+/** The cache of an integration as the API shows it, per entity (soft-deleted records included). */
+export async function readCache(db: Db, integrationId: string): Promise<{ [E in Entity]: RecordOf[E][] }> {
+  const out = {} as { [E in Entity]: RecordOf[E][] };
+  for (const entity of ENTITIES) {
+    const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
+    const rows = await db.select().from(t).where(eq(t.integrationId, integrationId)).orderBy(asc(t.xId));
+    (out as Record<Entity, unknown>)[entity] = await toRecords(db, entity, rows as RowOf[typeof entity][]);
+  }
+  return out;
+}
+
+/**
+ * What the cache must hold for a source record: its own fields as mapped, with references by x_id resolved to
+ * the CDM ids of the referenced records.
+ */
+function expectedRecord(entity: Entity, input: Record<string, unknown>, ids: Record<Entity, Map<string, string>>): Record<string, unknown> {
+  const { property_x_id, unit_x_id, previous_lease_x_id, residents, ...own } = input as Record<string, unknown> & {
+    property_x_id?: string | null;
+    unit_x_id?: string | null;
+    previous_lease_x_id?: string | null;
+    residents?: { x_id: string; role: string }[];
+  };
+  const ref = (e: Entity, x: string | null | undefined) => (x ? (ids[e].get(x) ?? null) : null);
+  if (entity === 'property') return own;
+  if (entity !== 'lease') return { ...own, property_id: ref('property', property_x_id) };
+  const people: { resident_id: string; x_id: string; role: string }[] = [];
+  for (const p of residents ?? []) {
+    const id = ids.resident.get(p.x_id);
+    if (id && !people.some((q) => q.resident_id === id)) people.push({ resident_id: id, x_id: p.x_id, role: p.role });
+  }
+  return {
+    ...own,
+    property_id: ref('property', property_x_id),
+    unit_id: ref('unit', unit_x_id),
+    previous_lease_id: ref('lease', previous_lease_x_id),
+    residents: people,
+    resident_ids: people.map((p) => p.resident_id),
+  };
+}
+
+/** Assert that the live cache equals the source record for record, and that nothing else is live. */
+export async function expectCacheEqualsSource(db: Db, integration: IntegrationRow): Promise<{ [E in Entity]: RecordOf[E][] }> {
+  const source = await readSource(integration);
+  const cache = await readCache(db, integration.id);
+  const ids = Object.fromEntries(ENTITIES.map((e) => [e, new Map(cache[e].map((r) => [r.x_id, r.id]))])) as Record<Entity, Map<string, string>>;
+  for (const entity of ENTITIES) {
+    const live = cache[entity].filter((r) => r.deleted_at === null);
+    const sourceXIds = source[entity].map((r) => r.x_id).sort();
+    expect(live.map((r) => r.x_id).sort(), `${entity}: live x_ids`).toEqual(sourceXIds);
+    const byXId = new Map(live.map((r) => [r.x_id, r as unknown as Record<string, unknown>]));
+    for (const input of source[entity]) {
+      const want = expectedRecord(entity, input as unknown as Record<string, unknown>, ids);
+      const got = byXId.get(input.x_id)!;
+      const shown = Object.fromEntries(Object.keys(want).map((k) => [k, got[k]]));
+      expect(shown, `${entity} ${input.x_id}`).toEqual(want);
+      expect(got.organization_id).toBe(integration.organizationId);
+      expect(got.integration_id).toBe(integration.id);
+    }
+  }
+  return cache;
+}
+
+export async function eventsOf(db: Db, integrationId: string, syncJobId?: string) {
+  return db
+    .select()
+    .from(events)
+    .where(and(eq(events.integrationId, integrationId), syncJobId ? eq(events.syncJobId, syncJobId) : undefined))
+    .orderBy(asc(events.createdAt), asc(events.id));
+}
+
+export async function jobsOf(db: Db, integrationId: string): Promise<SyncJobRow[]> {
+  return db.select().from(syncJobs).where(eq(syncJobs.integrationId, integrationId)).orderBy(asc(syncJobs.createdAt));
+}
+
+export async function liveCount(db: Db, integrationId: string, entity: Entity): Promise<number> {
+  const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
+  const rows = await db.select({ id: t.id }).from(t).where(and(eq(t.integrationId, integrationId), isNull(t.deletedAt)));
+  return rows.length;
+}
+
+/** Poll until `check` returns a value (not undefined), or fail after `timeoutMs`. */
+export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export type Snapshot = { [E in Entity]: RecordOf[E][] };
+
+const UPDATED_TYPE: Record<Entity, string> = {
+  property: 'PROPERTY_UPDATED',
+  unit: 'UNIT_UPDATED',
+  resident: 'RESIDENT_UPDATED',
+  lease: 'LEASE_UPDATED',
+};
+const CREATED_TYPE: Record<Exclude<Entity, 'lease'>, string> = {
+  property: 'PROPERTY_CREATED',
+  unit: 'UNIT_CREATED',
+  resident: 'RESIDENT_CREATED',
+};
+/** Fields that are bookkeeping: they move with every write and are never reported as changed. */
+const BOOKKEEPING = new Set(['id', 'organization_id', 'integration_id', 'created_at', 'updated_at', 'ps_synced_at']);
+
+interface ExpectedEvent {
+  type: string;
+  recordId: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * The events a run must record, derived from the cache before and after it (SPEC.md payload rules, DECISIONS.md
+ * lease lifecycle): created records in full, changed ones with only what moved, soft-deletes with deleted_at.
+ */
+export function expectedEvents(before: Snapshot, after: Snapshot): { events: ExpectedEvent[]; created: number; updated: number; deleted: number } {
+  const out: ExpectedEvent[] = [];
+  let created = 0;
+  let updated = 0;
+  let deleted = 0;
+  for (const entity of ENTITIES) {
+    const old = new Map((before[entity] as unknown as Record<string, unknown>[]).map((r) => [r.x_id as string, r]));
+    for (const rec of after[entity] as unknown as Record<string, unknown>[]) {
+      const prev = old.get(rec.x_id as string);
+      const lifecycle = entity === 'lease' ? lifecycleOf(rec.status as string | null, rec.is_renewal as boolean | null) : null;
+      if (!prev || prev.deleted_at !== null) {
+        if (rec.deleted_at !== null) continue;
+        created++;
+        const type = entity === 'lease' ? (lifecycle ?? 'LEASE_UPDATED') : CREATED_TYPE[entity];
+        const data = prev ? { ...rec, changed: changedBetween(prev, rec) } : rec;
+        out.push({ type, recordId: rec.id as string, data });
+        continue;
+      }
+      const changed = changedBetween(prev, rec);
+      if (changed.length === 0) continue;
+      if (rec.deleted_at !== null) {
+        deleted++;
+        out.push({
+          type: UPDATED_TYPE[entity],
+          recordId: rec.id as string,
+          data: { id: rec.id, x_id: rec.x_id, deleted_at: rec.deleted_at, updated_at: rec.updated_at, changed: ['deleted_at'] },
+        });
+        continue;
+      }
+      updated++;
+      if (lifecycle && changed.includes('status')) {
+        out.push({ type: lifecycle, recordId: rec.id as string, data: { ...rec, changed } });
+      } else {
+        const data: Record<string, unknown> = { id: rec.id, x_id: rec.x_id, updated_at: rec.updated_at, changed };
+        for (const k of changed) data[k] = rec[k];
+        out.push({ type: UPDATED_TYPE[entity], recordId: rec.id as string, data });
+      }
+    }
+  }
+  return { events: out, created, updated, deleted };
+}
+
+function changedBetween(a: Record<string, unknown>, b: Record<string, unknown>): string[] {
+  return Object.keys(b).filter((k) => !BOOKKEEPING.has(k) && JSON.stringify(a[k]) !== JSON.stringify(b[k]));
+}
+
+
+/** DECISIONS.md, "Lease lifecycle events", written out independently of domain/events.ts. */
+export function lifecycleOf(status: string | null, isRenewal: boolean | null): string | null {
+  if (status === 'active') return isRenewal ? 'LEASE_RENEWED' : 'LEASE_SIGNED';
+  if (status === 'ended' || status === 'terminated') return 'LEASE_ENDED';
+  if (status === 'evicted') return 'LEASE_EVICTED';
+  if (status === 'cancelled') return 'LEASE_CANCELLED';
+  return null;
+}

@@ -1,0 +1,88 @@
+/**
+ * The only place where workflows, activities and their dependencies meet. `createWorker` is what worker/main.ts
+ * runs and what tests start on their own task queue; `prepareNamespace` is the start-up work (search attributes,
+ * schedules).
+ */
+import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
+import { Worker, type NativeConnection } from '@temporalio/worker';
+// A CommonJS module: a default import works under both Node's ESM loader and bundlers.
+import proto from '@temporalio/proto';
+import { createActivities, type SyncActivityDeps } from '../activities/sync';
+import { ensureSyncSchedule, removeSyncSchedule, runIsOpenVia } from '../api/sync-control';
+import type { Config } from '../config';
+import type { Logger } from '../config/logger';
+import type { Db } from '../db/client';
+import { integrations } from '../db/schema';
+import { SEARCH_ATTRIBUTES } from '../domain/contract';
+import { createConnector } from '../source';
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface WorkerDeps {
+  config: Config;
+  db: Db;
+  connection: NativeConnection;
+  /** Defaults to the Entrata-style connector over the integration's stored settings. */
+  connectorFor?: SyncActivityDeps['connectorFor'];
+}
+
+export async function createWorker(deps: WorkerDeps): Promise<Worker> {
+  const { config } = deps;
+  const client = new Client({ connection: deps.connection, namespace: config.TEMPORAL_NAMESPACE });
+  const activities = createActivities({
+    db: deps.db,
+    connectorFor: deps.connectorFor ?? ((integration) => createConnector(integration.sourceConfig)),
+    runIsOpen: runIsOpenVia(client),
+    pageSize: config.SYNC_PAGE_SIZE,
+  });
+  return Worker.create({
+    connection: deps.connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    workflowsPath: WORKFLOWS_PATH,
+    activities,
+    // Each sync activity holds at most two source pages in memory; this bounds the worker's footprint.
+    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
+    maxCachedWorkflows: 200,
+    // On shutdown, running activities get this long, then are cancelled and resume elsewhere from their last page.
+    shutdownGraceTime: '10 seconds',
+  });
+}
+
+/** Register the search attributes the sync workflows set, where the namespace lacks them. */
+export async function registerSearchAttributes(connection: NativeConnection, namespace: string): Promise<string[]> {
+  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+  const existing = new Set(Object.keys(customAttributes ?? {}));
+  const missing = SEARCH_ATTRIBUTES.filter((sa) => !existing.has(sa.name));
+  if (missing.length === 0) return [];
+  await connection.operatorService.addSearchAttributes({
+    namespace,
+    searchAttributes: Object.fromEntries(missing.map((sa) => [sa.name, proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+  });
+  return missing.map((sa) => sa.name);
+}
+
+/**
+ * Bring every integration's schedule in line with the database: create or update it for live integrations,
+ * remove it for deleted ones. Idempotent, so every worker replica can run it at start-up.
+ */
+export async function reconcileSchedules(deps: { db: Db; client: Client; taskQueue: string; logger: Logger }): Promise<{ ensured: number; removed: number }> {
+  const rows = await deps.db.select().from(integrations);
+  let ensured = 0;
+  let removed = 0;
+  for (const row of rows) {
+    try {
+      if (row.deletedAt) {
+        await removeSyncSchedule(deps, row.id);
+        removed++;
+      } else {
+        await ensureSyncSchedule(deps, row, { runNow: false });
+        ensured++;
+      }
+    } catch (err) {
+      deps.logger.error({ err, integration_id: row.id }, 'could not reconcile the sync schedule');
+    }
+  }
+  return { ensured, removed };
+}
