@@ -76,9 +76,11 @@ export function moneyOf(value: unknown, currency: string): Money | null {
 const US_DATE = /^(\d{1,2})\/(\d{1,2})\/(\d{4})$/;
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 function validDate(y: number, m: number, d: number): boolean {
-  const t = new Date(Date.UTC(y, m - 1, d));
-  return t.getUTCFullYear() === y && t.getUTCMonth() === m - 1 && t.getUTCDate() === d;
+  if (!(m >= 1 && m <= 12 && d >= 1 && y >= 1)) return false;
+  const leap = m === 2 && (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0));
+  return d <= DAYS_IN_MONTH[m - 1]! + (leap ? 1 : 0);
 }
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
@@ -140,6 +142,30 @@ export function localToUtcMs(local: { y: number; mo: number; d: number; h: numbe
   return candidates.length > 0 ? Math.min(...candidates) : wall - before;
 }
 
+function digitsAt(s: string, i: number, len: number): number {
+  let v = 0;
+  for (let k = i; k < i + len; k++) {
+    const c = s.charCodeAt(k) - 48;
+    if (c < 0 || c > 9) return NaN;
+    v = v * 10 + c;
+  }
+  return v;
+}
+
+/**
+ * The common shape "2025-01-31T10:04:05-06:00", parsed without a regular expression (a sync converts two of these
+ * per record); undefined for anything else, which the general parser then handles.
+ */
+function offsetTimeMs(s: string): number | undefined {
+  if (s.length !== 25 || s.charCodeAt(10) !== 84 /* T */ || s.charCodeAt(22) !== 58 /* : */) return undefined;
+  const sign = s.charCodeAt(19) === 45 ? -1 : s.charCodeAt(19) === 43 ? 1 : 0;
+  if (sign === 0 || s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58) return undefined;
+  const y = digitsAt(s, 0, 4), mo = digitsAt(s, 5, 2), d = digitsAt(s, 8, 2), h = digitsAt(s, 11, 2), mi = digitsAt(s, 14, 2);
+  const sec = digitsAt(s, 17, 2), oh = digitsAt(s, 20, 2), om = digitsAt(s, 23, 2);
+  if (!validDate(y, mo, d) || !(h <= 23 && mi <= 59 && sec <= 59 && oh <= 23 && om <= 59)) return undefined;
+  return Date.UTC(y, mo - 1, d, h, mi, sec) - sign * (oh * 60 + om) * 60_000;
+}
+
 /**
  * A source time to UTC ISO 8601 with milliseconds ("2025-01-31T16:04:05.000Z"). Accepts ISO times with an
  * offset or Z, and times without one (ISO or "MM/DD/YYYY HH:MM[:SS][ AM|PM]") read in `timeZone`.
@@ -147,6 +173,8 @@ export function localToUtcMs(local: { y: number; mo: number; d: number; h: numbe
 export function toUtcIso(value: unknown, timeZone?: string | null): string | null {
   if (value === null || value === undefined || value === '') return null;
   if (typeof value !== 'string') throw new MappingError(`not a time: ${JSON.stringify(value)}`);
+  const fast = offsetTimeMs(value);
+  if (fast !== undefined) return new Date(fast).toISOString();
   const s = value.trim();
   let f: { y: number; mo: number; d: number; h: number; mi: number; s: number; ms: number };
   let offset: string | undefined;
@@ -297,12 +325,13 @@ class Fields {
   }
   /** Copy every unread field into custom_data. */
   finish(): void {
-    for (const [key, value] of Object.entries(this.obj)) {
+    for (const key in this.obj) {
+      const value = this.obj[key];
       if (this.used.has(key) || value === undefined) continue;
       let v = value;
       if (TIME_FIELDS.has(key)) v = toUtcIso(value, this.timeZone);
       else if (DATE_FIELDS.has(key)) v = toIsoDate(value);
-      this.custom[`${this.path}${key}`] = v as JsonObject[string];
+      this.custom[this.path ? this.path + key : key] = v as JsonObject[string];
     }
   }
 }

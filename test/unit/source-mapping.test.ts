@@ -91,6 +91,11 @@ describe('dates and times', () => {
     expect(toUtcIso('2025-01-31 10:04:05.1234Z')).toBe('2025-01-31T10:04:05.123Z');
     expect(toUtcIso('2025-12-31T23:30:00-01:00')).toBe('2026-01-01T00:30:00.000Z');
     expect(toUtcIso('')).toBeNull();
+    expect(toUtcIso('2025-01-31T10:04:05+05:45')).toBe('2025-01-31T04:19:05.000Z');
+    expect(toUtcIso('2024-02-29T23:59:59-10:00')).toBe('2024-03-01T09:59:59.000Z');
+    expect(() => toUtcIso('2025-02-29T10:04:05-06:00')).toThrow(MappingError);
+    expect(() => toUtcIso('2025-01-31T24:04:05-06:00')).toThrow(MappingError);
+    expect(() => toUtcIso('2025-01-31T10:04:05*06:00')).toThrow(MappingError);
   });
 
   it('reads wall times without an offset in the given zone, across DST', () => {
