@@ -98,15 +98,21 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     const all: Record<Entity, Skeleton[]> = { property: [], unit: [], resident: [], lease: [] };
     for (const r of rows) all[r.entity].push(r);
     const gone: Record<Entity, Set<number>> = { property: new Set(), unit: new Set(), resident: new Set(), lease: new Set() };
-    const touched = new Set<string>();
+    const touched: Record<Entity, Set<number>> = { property: new Set(), unit: new Set(), resident: new Set(), lease: new Set() };
     const present = (e: Entity) => all[e].filter((r) => !gone[e].has(r.id));
     /** Records still there and not yet changed by this request (each record changes at most once). */
-    const alive = (e: Entity) => present(e).filter((r) => !touched.has(`${e}:${r.id}`));
+    const alive = (e: Entity) => present(e).filter((r) => !touched[e].has(r.id));
 
     // ---- deletes
     const del = countsOf(req.delete, rng, WEIGHTS.delete, sizes(alive));
-    const renewedBy = new Map<number, number[]>();
-    for (const l of all.lease) if (l.previous_id !== null) renewedBy.set(l.previous_id, [...(renewedBy.get(l.previous_id) ?? []), l.id]);
+    const group = (key: (l: Skeleton) => (number | null)[]) => {
+      const m = new Map<number, number[]>();
+      for (const l of all.lease) for (const k of key(l)) if (k !== null) (m.get(k) ?? m.set(k, []).get(k)!).push(l.id);
+      return m;
+    };
+    const renewedBy = group((l) => [l.previous_id]);
+    const leasesOfUnit = group((l) => [l.unit_id]);
+    const leasesOfCustomer = group((l) => l.customer_ids ?? []);
     const dropLease = (id: number) => {
       if (gone.lease.has(id)) return;
       gone.lease.add(id);
@@ -114,7 +120,9 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     };
     const pickWithFallback = (candidates: Skeleton[], fallback: Skeleton[], n: number) => {
       const first = rng.sample(candidates, n);
-      return first.length >= n ? first : [...first, ...rng.sample(fallback.filter((r) => !first.includes(r)), n - first.length)];
+      if (first.length >= n) return first;
+      const taken = new Set(first);
+      return [...first, ...rng.sample(fallback.filter((r) => !taken.has(r)), n - first.length)];
     };
     if (del.property > 0) {
       for (const p of rng.sample(alive('property'), del.property)) {
@@ -128,7 +136,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
       const units = alive('unit');
       for (const u of pickWithFallback(units.filter((u) => !leased.has(u.id)), units, del.unit)) {
         gone.unit.add(u.id);
-        for (const l of all.lease) if (l.unit_id === u.id) dropLease(l.id);
+        for (const l of leasesOfUnit.get(u.id) ?? []) dropLease(l);
       }
     }
     if (del.resident > 0) {
@@ -136,7 +144,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
       const residents = alive('resident');
       for (const r of pickWithFallback(residents.filter((r) => !onLease.has(r.id)), residents, del.resident)) {
         gone.resident.add(r.id);
-        for (const l of all.lease) if (l.customer_ids?.includes(r.id)) dropLease(l.id);
+        for (const l of leasesOfCustomer.get(r.id) ?? []) dropLease(l);
       }
     }
     if (del.lease > 0) {
@@ -172,7 +180,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
         const ctx = await contextFor(e === 'property' ? row.id : row.property_id);
         const data = { ...mutate(e, row, rng, counter, today), updatedOn: stamp(ctx) };
         writes.push({ entity: e, id: row.id, data });
-        touched.add(`${e}:${row.id}`);
+        touched[e].add(row.id);
         result.updated[e].push(String(row.id));
       }
     }
@@ -198,7 +206,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
         }
         moved.updatedOn = stamp(ctx);
         writes.push({ entity: 'lease', id: row.id, data: moved as unknown as Record<string, unknown> });
-        touched.add(`lease:${row.id}`);
+        touched.lease.add(row.id);
         result.lease_transitions.push({ x_id: String(row.id), from, to: to === 'renewed' ? 'ended' : to });
         if (to === 'renewed' && ctx) {
           const start = dayOf(toIsoDate(lease.leaseEndDate) ?? usDateToIso(today)) + 1;
@@ -241,7 +249,10 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     const properties = present('property');
     const units = present('unit');
     const residentsByProperty = new Map<number, number[]>();
-    for (const r of present('resident')) residentsByProperty.set(r.property_id ?? 0, [...(residentsByProperty.get(r.property_id ?? 0) ?? []), r.id]);
+    for (const r of present('resident')) {
+      const key = r.property_id ?? 0;
+      (residentsByProperty.get(key) ?? residentsByProperty.set(key, []).get(key)!).push(r.id);
+    }
     for (let i = 0; i < cre.unit && properties.length > 0; i++) {
       const ctx = (await contextFor(rng.pick(properties).id))!;
       const id = next.unit++;

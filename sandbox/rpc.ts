@@ -12,7 +12,7 @@
  */
 import { Hono, type Context } from 'hono';
 import { MAX_PER_PAGE, SERVICES, WRITE_METHODS, type NativeEntity } from '../source/native';
-import { companyByKey, consumeFault, readPage, type Company, type Sql } from './store';
+import { companyByKey, consumeFault, PageCursors, readPage, type Company, type Sql } from './store';
 import { applyWrite, BusinessError } from './writes';
 
 export interface RpcOptions {
@@ -92,6 +92,7 @@ async function applyFaults(c: Context, opts: RpcOptions, company: Company, reque
 
 export function rpcRoutes(opts: RpcOptions): Hono {
   const app = new Hono();
+  const cursors = new PageCursors();
   app.post('/:service', async (c) => {
     let requestId: unknown = null;
     try {
@@ -125,7 +126,8 @@ export function rpcRoutes(opts: RpcOptions): Hono {
       if (method.name === svc.read) {
         const page = intParam(params, 'page_no', 1);
         const perPage = Math.min(intParam(params, 'per_page', 100), MAX_PER_PAGE);
-        const { items, total } = await readPage(opts.sql, company.id, entity, page, perPage, idsParam(params, svc.ids));
+        const ids = idsParam(params, svc.ids);
+        const { items, total } = await readPage(opts.sql, { company, entity, page, perPage, ids }, cursors);
         const pagination = `"pagination":{"page_no":${page},"per_page":${perPage},"total_count":${total}}`;
         return reply(c, 200, requestId, 200, `"result":{${listJson(entity, items)},${pagination}}`);
       }

@@ -21,6 +21,8 @@ create table if not exists sandbox.companies (
   next_ids jsonb not null,
   created_at timestamptz not null default now()
 );
+-- Bumped by every change to a company's records; page cursors are valid for one version.
+alter table sandbox.companies add column if not exists version bigint not null default 0;
 create table if not exists sandbox.records (
   company_id text not null references sandbox.companies(id) on delete cascade,
   entity text not null,
@@ -63,6 +65,9 @@ export interface Company {
   id: string;
   seed: number;
   size: number;
+  /** Changes to its records so far, and when it was created: together they identify one state of its data. */
+  version: number;
+  createdAt: number;
   faults: Fault[];
 }
 
@@ -70,12 +75,14 @@ export type NextIds = Record<NativeEntity, number>;
 
 /** The company an API key belongs to, with its active faults (one round trip per RPC request). */
 export async function companyByKey(sql: Sql, apiKey: string): Promise<Company | undefined> {
-  const [row] = await sql<{ id: string; seed: string; size: number; faults: Fault[] | null }[]>`
-    select c.id, c.seed, c.size,
+  const [row] = await sql<{ id: string; seed: string; size: number; version: string; created_at: Date; faults: Fault[] | null }[]>`
+    select c.id, c.seed, c.size, c.version, c.created_at,
       (select json_agg(json_build_object('kind', f.kind, 'remaining', f.remaining, 'delay_ms', f.delay_ms))
          from sandbox.faults f where f.company_id = c.id and (f.remaining is null or f.remaining > 0)) as faults
     from sandbox.companies c where c.api_key = ${apiKey}`;
-  return row ? { id: row.id, seed: Number(row.seed), size: row.size, faults: row.faults ?? [] } : undefined;
+  return row
+    ? { id: row.id, seed: Number(row.seed), size: row.size, version: Number(row.version), createdAt: row.created_at.getTime(), faults: row.faults ?? [] }
+    : undefined;
 }
 
 /**
@@ -102,27 +109,60 @@ export async function clearFaults(sql: Sql, companyId: string): Promise<void> {
   await sql`delete from sandbox.faults where company_id = ${companyId}`;
 }
 
+/**
+ * Where each page of a listing ended, per company version: reading page n+1 right after page n (what every sync
+ * does) continues after the last id instead of skipping n pages with OFFSET, so a page costs the same at any depth.
+ */
+export class PageCursors {
+  private readonly entries = new Map<string, { version: number; total: number; lastIds: Map<number, number> }>();
+
+  lookup(key: string, version: number) {
+    const e = this.entries.get(key);
+    return e && e.version === version ? e : undefined;
+  }
+  remember(key: string, version: number, total: number, page: number, lastId: number | undefined): void {
+    let e = this.lookup(key, version);
+    if (!e) {
+      if (this.entries.size >= 2_000) this.entries.clear();
+      e = { version, total, lastIds: new Map() };
+      this.entries.set(key, e);
+    }
+    if (lastId !== undefined) e.lastIds.set(page, lastId);
+  }
+}
+
 /** One page of an entity's records (wire JSON text), in native id order, and the entity's total count. */
 export async function readPage(
   sql: Sql,
-  companyId: string,
-  entity: NativeEntity,
-  page: number,
-  perPage: number,
-  ids?: number[],
+  q: { company: Company; entity: NativeEntity; page: number; perPage: number; ids?: number[] },
+  cursors?: PageCursors,
 ): Promise<{ items: string[]; total: number }> {
+  const { company, entity, page, perPage, ids } = q;
   const filter = ids ? sql`and id = any(${ids}::int[])` : sql``;
-  // Page over ids alone first, so rows skipped by the offset are never detoasted or serialized.
-  const [rows, counted] = await Promise.all([
-    sql<{ data: string }[]>`
-      select r.data::text as data from sandbox.records r
-      join (select id from sandbox.records where company_id = ${companyId} and entity = ${entity} ${filter}
-            order by id limit ${perPage} offset ${(page - 1) * perPage}) k on k.id = r.id
-      where r.company_id = ${companyId} and r.entity = ${entity}
+  // A company deleted and created again under its id starts over at version 0: its creation time tells them apart.
+  const key = `${company.id}|${company.createdAt}|${entity}|${perPage}|${ids?.join(',') ?? ''}`;
+  const known = cursors?.lookup(key, company.version);
+  const after = known?.lastIds.get(page - 1);
+  // Without a cursor, page over ids alone first, so rows skipped by the offset are never read.
+  const window =
+    after !== undefined
+      ? sql`select id from sandbox.records where company_id = ${company.id} and entity = ${entity} ${filter} and id > ${after}
+            order by id limit ${perPage}`
+      : sql`select id from sandbox.records where company_id = ${company.id} and entity = ${entity} ${filter}
+            order by id limit ${perPage} offset ${(page - 1) * perPage}`;
+  const [rows, total] = await Promise.all([
+    sql<{ id: number; data: string }[]>`
+      select r.id, r.data::text as data from sandbox.records r join (${window}) k on k.id = r.id
+      where r.company_id = ${company.id} and r.entity = ${entity}
       order by r.id`,
-    sql<{ n: number }[]>`select count(*)::int as n from sandbox.records where company_id = ${companyId} and entity = ${entity} ${filter}`,
+    known
+      ? Promise.resolve(known.total)
+      : sql<{ n: number }[]>`select count(*)::int as n from sandbox.records where company_id = ${company.id} and entity = ${entity} ${filter}`.then(
+          (r) => r[0]?.n ?? 0,
+        ),
   ]);
-  return { items: rows.map((r) => r.data), total: counted[0]?.n ?? 0 };
+  cursors?.remember(key, company.version, total, page, rows[rows.length - 1]?.id);
+  return { items: rows.map((r) => r.data), total };
 }
 
 export interface RecordRow {
@@ -185,5 +225,7 @@ export async function lockCompany(
 }
 
 export async function saveCounters(sql: Sql, companyId: string, changeCounter: number, nextIds: NextIds): Promise<void> {
-  await sql`update sandbox.companies set change_counter = ${changeCounter}, next_ids = ${sql.json(nextIds)} where id = ${companyId}`;
+  await sql`
+    update sandbox.companies set change_counter = ${changeCounter}, next_ids = ${sql.json(nextIds)}, version = version + 1
+    where id = ${companyId}`;
 }

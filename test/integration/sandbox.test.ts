@@ -180,6 +180,25 @@ describe('RPC API', () => {
     expect(list((picked.body.response.result!.leases as { lease: unknown }).lease).map((l) => l.leaseId)).toEqual([ids[1], ids[4]]);
   });
 
+  it('pages consistently when the data changes between pages, or the company is created anew', async () => {
+    const d = await company(60, 12);
+    const page = async (n: number) =>
+      list(((await rpc(d.key, 'leases', 'getLeases', { page_no: n, per_page: 10 })).body.response.result!.leases as { lease: unknown }).lease).map((l) => l.leaseId);
+    const first = await page(1);
+    const res = await ctl.applyChanges(d.id, { delete: { lease: 20 } });
+    // Only meaningful when page 1 lost records, so that continuing after its last id would skip some.
+    expect(res.deleted.lease.some((id) => first.includes(Number(id)))).toBe(true);
+    expect(await page(2)).toEqual((await all(d.key, 'lease')).slice(10, 20).map((l) => l.leaseId));
+
+    await ctl.deleteCompany(d.id);
+    const { api_key } = await ctl.createCompany({ companyId: d.id, size: 15, seed: 99 });
+    d.key = api_key;
+    await page(1);
+    const second = await rpc(d.key, 'leases', 'getLeases', { page_no: 2, per_page: 10 });
+    expect(second.body.response.result!.pagination).toMatchObject({ total_count: 15 });
+    expect(await page(2)).toEqual((await all(d.key, 'lease')).slice(10).map((l) => l.leaseId));
+  });
+
   it('answers protocol errors with fitting statuses and the error envelope', async () => {
     const noKey = await rpc(undefined, 'leases', 'getLeases');
     expect(noKey.status).toBe(401);
