@@ -1,12 +1,17 @@
 /**
  * Reads of the public API: list (filters, order, offset pages) and retrieve, always scoped to the key's organization
  * AND mode, which lead every index of the entity tables. Rows are serialized by db/records.ts, the one serializer.
+ *
+ * The hot path: queries are written with Drizzle, but every value goes in as a placeholder (lists as one array, so a
+ * list's length does not change the SQL), which makes the SQL text depend only on the query's shape. The text is
+ * built once per shape and then run as a prepared statement, and rows are decoded by each column's own Drizzle
+ * decoder. Building the query per request cost more CPU than the rest of a request together.
  */
-import { and, asc, desc, eq, gte, ilike, inArray, isNull, lte, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gte, ilike, isNull, lte, Placeholder, sql, type SQL } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client';
-import { tableOf, TABLES, toRecords, propertySummary, type PropertyRow, type RowOf } from '../db/records';
-import { leaseResidents } from '../db/schema';
-import type { Entity, PropertySummary, RecordOf } from '../domain/cdm';
+import { leaseRecord, propertySummary, tableOf, TABLES, toRecords, type LeaseRow, type PropertyRow, type RowOf } from '../db/records';
+import type { Entity, LeaseResident, PropertySummary, RecordOf } from '../domain/cdm';
 import type { Principal } from './middleware/env';
 import type { OrderBy } from './schemas';
 
@@ -59,62 +64,193 @@ export interface Page<T> {
   results: T[];
 }
 
-/** An empty list (`status=`) filters nothing, like an absent parameter. */
-const any = (col: Parameters<typeof inArray>[0], values: string[] | undefined): SQL | undefined =>
-  values && values.length > 0 ? (values.length === 1 ? eq(col, values[0]) : inArray(col, values)) : undefined;
+/** The values of one request; the query only sees placeholders named after them. */
+class Bindings {
+  readonly values = new Map<string, unknown>();
+  bind(name: string, value: unknown): Placeholder {
+    this.values.set(name, value);
+    return sql.placeholder(name);
+  }
+}
+
+/** Exact match; a list matches any. An empty list (`status=`) filters nothing, like an absent parameter. */
+function any(b: Bindings, name: string, col: PgColumn, values: string[] | undefined, type: 'text' | 'uuid' = 'text'): SQL | undefined {
+  if (!values || values.length === 0) return undefined;
+  return sql`${col} = any(${b.bind(name, values)}::${sql.raw(type)}[])`;
+}
 
 /** `%`, `_` and the escape character itself match literally (backslash is Postgres's default LIKE escape). */
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (ch) => `\\${ch}`);
 
-function entityFilters<E extends Entity>(entity: E, q: FiltersOf[E]): (SQL | undefined)[] {
+function entityFilters<E extends Entity>(b: Bindings, entity: E, q: FiltersOf[E]): (SQL | undefined)[] {
   switch (entity) {
     case 'property': {
       const f = q as PropertyFilters;
       const t = TABLES.property;
-      return [any(t.status, f.status), any(t.type, f.type), f.name ? ilike(t.name, `%${escapeLike(f.name)}%`) : undefined];
+      return [
+        any(b, 'status', t.status, f.status),
+        any(b, 'type', t.type, f.type),
+        f.name ? ilike(t.name, b.bind('name', `%${escapeLike(f.name)}%`) as never) : undefined,
+      ];
     }
     case 'unit': {
       const f = q as UnitFilters;
       const t = TABLES.unit;
-      return [any(t.propertyId, f.property_id), any(t.status, f.status)];
+      return [any(b, 'property_id', t.propertyId, f.property_id), any(b, 'status', t.status, f.status)];
     }
     case 'resident': {
       const f = q as ResidentFilters;
       const t = TABLES.resident;
       return [
-        any(t.propertyId, f.property_id),
-        any(t.status, f.status),
-        f.email !== undefined ? sql`lower(${t.email}) = lower(${f.email})` : undefined,
+        any(b, 'property_id', t.propertyId, f.property_id),
+        any(b, 'status', t.status, f.status),
+        f.email !== undefined ? sql`lower(${t.email}) = lower(${b.bind('email', f.email)})` : undefined,
       ];
     }
     default: {
       const f = q as LeaseFilters;
       const t = TABLES.lease;
-      const residentIds = f.resident_id?.length ? f.resident_id : undefined;
       return [
-        any(t.propertyId, f.property_id),
-        any(t.unitId, f.unit_id),
-        any(t.status, f.status),
-        any(t.type, f.type),
-        residentIds
-          ? sql`${t.id} in (select ${leaseResidents.leaseId} from ${leaseResidents} where ${any(leaseResidents.residentId, residentIds)})`
+        any(b, 'property_id', t.propertyId, f.property_id),
+        any(b, 'unit_id', t.unitId, f.unit_id),
+        any(b, 'status', t.status, f.status),
+        any(b, 'type', t.type, f.type),
+        f.resident_id?.length
+          ? sql`${t.id} in (select lease_id from lease_residents where resident_id = any(${b.bind('resident_id', f.resident_id)}::text[]))`
           : undefined,
-        f.start_date_gte ? gte(t.startDate, f.start_date_gte) : undefined,
-        f.start_date_lte ? lte(t.startDate, f.start_date_lte) : undefined,
-        f.end_date_gte ? gte(t.endDate, f.end_date_gte) : undefined,
-        f.end_date_lte ? lte(t.endDate, f.end_date_lte) : undefined,
+        f.start_date_gte ? gte(t.startDate, b.bind('start_date_gte', f.start_date_gte)) : undefined,
+        f.start_date_lte ? lte(t.startDate, b.bind('start_date_lte', f.start_date_lte)) : undefined,
+        f.end_date_gte ? gte(t.endDate, b.bind('end_date_gte', f.end_date_gte)) : undefined,
+        f.end_date_lte ? lte(t.endDate, b.bind('end_date_lte', f.end_date_lte)) : undefined,
       ];
     }
   }
 }
 
 /** Columns `order-by` may name, per entity (DECISIONS.md Reads). */
-function orderColumn(entity: Entity, field: string) {
-  const t = TABLES[entity] as unknown as Record<string, Parameters<typeof asc>[0]>;
-  const key = field.replace(/_([a-z])/g, (_, ch: string) => ch.toUpperCase());
-  const col = t[key];
+function orderColumn(entity: Entity, field: string): PgColumn {
+  const t = TABLES[entity] as unknown as Record<string, PgColumn>;
+  const col = t[field.replace(/_([a-z])/g, (_, ch: string) => ch.toUpperCase())];
   if (!col) throw new Error(`no column ${field} on ${entity}`);
   return col;
+}
+
+const scope = (b: Bindings, entity: Entity, principal: Principal) => {
+  const t = tableOf(entity);
+  return [eq(t.organizationId, b.bind('organization_id', principal.organizationId)), eq(t.mode, b.bind('mode', principal.mode))];
+};
+
+/** The list query with its values bound; bench/explain.ts EXPLAINs exactly this. */
+export function listQuery<E extends Entity>(db: Db, entity: E, principal: Principal, q: CommonListQuery & FiltersOf[E], b = new Bindings()) {
+  const t = tableOf(entity);
+  const ts = (d: Date) => d.toISOString();
+  const where = and(
+    ...scope(b, entity, principal),
+    q.include_deleted ? undefined : isNull(t.deletedAt),
+    q.updated_after ? gte(t.updatedAt, b.bind('updated_after', ts(q.updated_after))) : undefined,
+    q.created_after ? gte(t.createdAt, b.bind('created_after', ts(q.created_after))) : undefined,
+    q.created_before ? lte(t.createdAt, b.bind('created_before', ts(q.created_before))) : undefined,
+    any(b, 'x_id', t.xId, q.x_id),
+    any(b, 'integration_id', t.integrationId, q.integration_id, 'uuid'),
+    ...entityFilters(b, entity, q),
+  );
+  const order = q['order-by'] ?? { field: 'created_at', dir: 'asc' };
+  const dir = order.dir === 'asc' ? asc : desc;
+  // One row past the page tells whether there is a next one, without a count.
+  const query = db
+    .select()
+    .from(t)
+    .where(where)
+    .orderBy(dir(orderColumn(entity, order.field)), dir(t.id))
+    .limit(b.bind('limit', q.limit + 1) as never)
+    .offset(b.bind('offset', q.offset) as never);
+  return { query, bindings: b, shape: `list:${entity}:${order.field}:${order.dir}:${q.include_deleted ? 'all' : 'live'}:${[...b.values.keys()].join(',')}` };
+}
+
+function retrieveQuery(db: Db, entity: Entity, principal: Principal, id: string, includeDeleted: boolean, b = new Bindings()) {
+  const t = tableOf(entity);
+  const query = db
+    .select()
+    .from(t)
+    .where(and(eq(t.id, b.bind('id', id)), ...scope(b, entity, principal), includeDeleted ? undefined : isNull(t.deletedAt)));
+  return { query, bindings: b, shape: `retrieve:${entity}:${includeDeleted ? 'all' : 'live'}` };
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Compiled execution
+// -------------------------------------------------------------------------------------------------------------
+
+interface Compiled {
+  text: string;
+  /** Per parameter: the placeholder name to fill, or a constant Drizzle put there itself. */
+  params: ({ name: string } | { value: unknown })[];
+}
+const MAX_SHAPES = 1_000;
+const compiled = new Map<string, Compiled>();
+
+function compile(built: { query: { toSQL(): { sql: string; params: unknown[] } }; shape: string }): Compiled {
+  let c = compiled.get(built.shape);
+  if (!c) {
+    const { sql: text, params } = built.query.toSQL();
+    c = { text, params: params.map((p) => (p instanceof Placeholder ? { name: p.name as string } : { value: p })) };
+    if (compiled.size >= MAX_SHAPES) compiled.delete(compiled.keys().next().value!);
+    compiled.set(built.shape, c);
+  }
+  return c;
+}
+
+/** The SQL text and parameter values of a built query, as sent to Postgres. */
+export function sqlOf(built: { query: { toSQL(): { sql: string; params: unknown[] } }; bindings: Bindings; shape: string }) {
+  const c = compile(built);
+  return { text: c.text, params: c.params.map((p) => ('name' in p ? built.bindings.values.get(p.name) : p.value)) };
+}
+
+/** Decodes raw rows into Drizzle's row shape with each column's own decoder, once per table. */
+const decoders = new Map<Entity, (raw: Record<string, unknown>) => unknown>();
+function decoderOf(entity: Entity) {
+  let d = decoders.get(entity);
+  if (!d) {
+    const cols = Object.entries(getTableColumns(tableOf(entity))).map(([key, col]) => ({ key, name: col.name, col }));
+    d = (raw) => {
+      const row: Record<string, unknown> = {};
+      for (const { key, name, col } of cols) {
+        const v = raw[name];
+        row[key] = v === null || v === undefined ? null : col.mapFromDriverValue(v);
+      }
+      return row;
+    };
+    decoders.set(entity, d);
+  }
+  return d;
+}
+
+async function run<E extends Entity>(db: Db, entity: E, built: Parameters<typeof sqlOf>[0]): Promise<RowOf[E][]> {
+  const { text, params } = sqlOf(built);
+  const raw = await db.$client.unsafe<Record<string, unknown>[]>(text, params as never[], { prepare: true });
+  const decode = decoderOf(entity);
+  return raw.map((r) => decode(r) as RowOf[E]);
+}
+
+/** The nested `residents` of each lease, in source order, by one prepared statement. */
+async function leaseResidentsOf(db: Db, leaseIds: string[]): Promise<Map<string, LeaseResident[]>> {
+  const out = new Map<string, LeaseResident[]>();
+  if (leaseIds.length === 0) return out;
+  const rows = await db.$client<{ lease_id: string; resident_id: string; x_id: string; role: string }[]>`
+    select lease_id, resident_id, x_id, role from lease_residents
+    where lease_id = any(${leaseIds}::text[]) order by lease_id, position`;
+  for (const r of rows) {
+    const list = out.get(r.lease_id);
+    const person = { resident_id: r.resident_id, x_id: r.x_id, role: r.role };
+    if (list) list.push(person);
+    else out.set(r.lease_id, [person]);
+  }
+  return out;
+}
+
+async function serialize<E extends Entity>(db: Db, entity: E, rows: RowOf[E][]): Promise<RecordOf[E][]> {
+  if (entity !== 'lease') return toRecords(db, entity, rows);
+  const people = await leaseResidentsOf(db, rows.map((r) => r.id));
+  return (rows as LeaseRow[]).map((r) => leaseRecord(r, people.get(r.id) ?? [])) as RecordOf[E][];
 }
 
 export async function listRecords<E extends Entity>(
@@ -123,32 +259,10 @@ export async function listRecords<E extends Entity>(
   principal: Principal,
   q: CommonListQuery & FiltersOf[E],
 ): Promise<Page<E extends 'property' ? PropertySummary : RecordOf[E]>> {
-  const t = tableOf(entity);
-  const where = and(
-    eq(t.organizationId, principal.organizationId),
-    eq(t.mode, principal.mode),
-    q.include_deleted ? undefined : isNull(t.deletedAt),
-    q.updated_after ? gte(t.updatedAt, q.updated_after) : undefined,
-    q.created_after ? gte(t.createdAt, q.created_after) : undefined,
-    q.created_before ? lte(t.createdAt, q.created_before) : undefined,
-    any(t.xId, q.x_id),
-    any(t.integrationId, q.integration_id),
-    ...entityFilters(entity, q),
-  );
-  const order = q['order-by'] ?? { field: 'created_at', dir: 'asc' };
-  const dir = order.dir === 'asc' ? asc : desc;
-  // One row past the page tells whether there is a next one, without a count.
-  const rows = (await db
-    .select()
-    .from(t)
-    .where(where)
-    .orderBy(dir(orderColumn(entity, order.field)), dir(t.id))
-    .limit(q.limit + 1)
-    .offset(q.offset)) as RowOf[E][];
+  const rows = await run(db, entity, listQuery(db, entity, principal, q));
   const hasMore = rows.length > q.limit;
   const page = hasMore ? rows.slice(0, q.limit) : rows;
-  const results =
-    entity === 'property' ? (page as PropertyRow[]).map(propertySummary) : await toRecords(db, entity, page);
+  const results = entity === 'property' ? (page as PropertyRow[]).map(propertySummary) : await serialize(db, entity, page);
   return { meta: { limit: q.limit, offset: q.offset, hasMore }, results: results as never };
 }
 
@@ -159,20 +273,8 @@ export async function retrieveRecord<E extends Entity>(
   id: string,
   includeDeleted: boolean,
 ): Promise<RecordOf[E] | undefined> {
-  const t = tableOf(entity);
-  const rows = (await db
-    .select()
-    .from(t)
-    .where(
-      and(
-        eq(t.id, id),
-        eq(t.organizationId, principal.organizationId),
-        eq(t.mode, principal.mode),
-        includeDeleted ? undefined : isNull(t.deletedAt),
-      ),
-    )
-    .limit(1)) as RowOf[E][];
+  const rows = await run(db, entity, retrieveQuery(db, entity, principal, id, includeDeleted));
   if (rows.length === 0) return undefined;
-  const [record] = await toRecords(db, entity, rows);
+  const [record] = await serialize(db, entity, rows.slice(0, 1));
   return record;
 }

@@ -2,7 +2,7 @@
  * The API's Temporal client: connects on first use and, after a failure, tries again on the next call, so the API
  * starts (and answers /readyz with 503) while Temporal is still down.
  */
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 
 export interface TemporalGetter {
@@ -14,11 +14,15 @@ export function temporalAddressOf(config: Config): string {
   return config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
 }
 
+/** The SDK is imported on first use: it weighs ~40 MB of RSS that an API process serving only reads never needs. */
 export function lazyTemporalClient(config: Config, opts: { connectTimeoutMs?: number } = {}): TemporalGetter {
   let pending: Promise<Client> | undefined;
   const get = (() => {
-    pending ??= Connection.connect({ address: temporalAddressOf(config), connectTimeout: opts.connectTimeoutMs ?? 3_000 })
-      .then((connection) => new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }))
+    pending ??= import('@temporalio/client')
+      .then(async ({ Client, Connection }) => {
+        const connection = await Connection.connect({ address: temporalAddressOf(config), connectTimeout: opts.connectTimeoutMs ?? 3_000 });
+        return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+      })
       .catch((err: unknown) => {
         pending = undefined;
         throw err;

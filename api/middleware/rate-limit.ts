@@ -160,8 +160,10 @@ export function createRateLimiter(db: Db): RateLimiter {
           { headers: { ...headers, 'retry-after': String(d.retryAfter) } },
         );
       }
-      await next();
+      // As with x-request-id: before the route for its own response, afterwards for error responses.
       for (const [k, v] of Object.entries(headers)) c.header(k, v);
+      await next();
+      if (c.res.status >= 400) for (const [k, v] of Object.entries(headers)) c.res.headers.set(k, v);
     },
   };
 }
