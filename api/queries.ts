@@ -173,7 +173,7 @@ function retrieveQuery(db: Db, entity: Entity, principal: Principal, id: string,
     .select()
     .from(t)
     .where(and(eq(t.id, b.bind('id', id)), ...scope(b, entity, principal), includeDeleted ? undefined : isNull(t.deletedAt)));
-  return { query, bindings: b, shape: `retrieve:${entity}:${includeDeleted ? 'all' : 'live'}` };
+  return { query, bindings: b };
 }
 
 // -------------------------------------------------------------------------------------------------------------
@@ -188,21 +188,24 @@ interface Compiled {
 const MAX_SHAPES = 1_000;
 const compiled = new Map<string, Compiled>();
 
-function compile(built: { query: { toSQL(): { sql: string; params: unknown[] } }; shape: string }): Compiled {
-  let c = compiled.get(built.shape);
+function compile(shape: string, build: () => { toSQL(): { sql: string; params: unknown[] } }): Compiled {
+  let c = compiled.get(shape);
   if (!c) {
-    const { sql: text, params } = built.query.toSQL();
+    const { sql: text, params } = build().toSQL();
     c = { text, params: params.map((p) => (p instanceof Placeholder ? { name: p.name as string } : { value: p })) };
     if (compiled.size >= MAX_SHAPES) compiled.delete(compiled.keys().next().value!);
-    compiled.set(built.shape, c);
+    compiled.set(shape, c);
   }
   return c;
 }
 
 /** The SQL text and parameter values of a built query, as sent to Postgres. */
 export function sqlOf(built: { query: { toSQL(): { sql: string; params: unknown[] } }; bindings: Bindings; shape: string }) {
-  const c = compile(built);
-  return { text: c.text, params: c.params.map((p) => ('name' in p ? built.bindings.values.get(p.name) : p.value)) };
+  return fill(compile(built.shape, () => built.query), built.bindings.values);
+}
+
+function fill(c: Compiled, values: Map<string, unknown>) {
+  return { text: c.text, params: c.params.map((p) => ('name' in p ? values.get(p.name) : p.value)) };
 }
 
 /** Decodes raw rows into Drizzle's row shape with each column's own decoder, once per table. */
@@ -224,9 +227,8 @@ function decoderOf(entity: Entity) {
   return d;
 }
 
-async function run<E extends Entity>(db: Db, entity: E, built: Parameters<typeof sqlOf>[0]): Promise<RowOf[E][]> {
-  const { text, params } = sqlOf(built);
-  const raw = await db.$client.unsafe<Record<string, unknown>[]>(text, params as never[], { prepare: true });
+async function run<E extends Entity>(db: Db, entity: E, statement: { text: string; params: unknown[] }): Promise<RowOf[E][]> {
+  const raw = await db.$client.unsafe<Record<string, unknown>[]>(statement.text, statement.params as never[], { prepare: true });
   const decode = decoderOf(entity);
   return raw.map((r) => decode(r) as RowOf[E]);
 }
@@ -259,7 +261,7 @@ export async function listRecords<E extends Entity>(
   principal: Principal,
   q: CommonListQuery & FiltersOf[E],
 ): Promise<Page<E extends 'property' ? PropertySummary : RecordOf[E]>> {
-  const rows = await run(db, entity, listQuery(db, entity, principal, q));
+  const rows = await run(db, entity, sqlOf(listQuery(db, entity, principal, q)));
   const hasMore = rows.length > q.limit;
   const page = hasMore ? rows.slice(0, q.limit) : rows;
   const results = entity === 'property' ? (page as PropertyRow[]).map(propertySummary) : await serialize(db, entity, page);
@@ -273,7 +275,15 @@ export async function retrieveRecord<E extends Entity>(
   id: string,
   includeDeleted: boolean,
 ): Promise<RecordOf[E] | undefined> {
-  const rows = await run(db, entity, retrieveQuery(db, entity, principal, id, includeDeleted));
+  // A retrieve's shape is fixed, so once compiled its values are bound without building the query at all.
+  const shape = `retrieve:${entity}:${includeDeleted ? 'all' : 'live'}`;
+  const values = new Map<string, unknown>([
+    ['id', id],
+    ['organization_id', principal.organizationId],
+    ['mode', principal.mode],
+  ]);
+  const c = compile(shape, () => retrieveQuery(db, entity, principal, id, includeDeleted).query);
+  const rows = await run(db, entity, fill(c, values));
   if (rows.length === 0) return undefined;
   const [record] = await serialize(db, entity, rows.slice(0, 1));
   return record;

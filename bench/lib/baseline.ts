@@ -1,8 +1,8 @@
 /**
  * The read benchmark's baseline: a bare node:http server with the same Postgres driver and pool size, answering the
- * two measured requests with equivalent SQL and the same JSON, and nothing else (no auth, no rate limit, no
- * validation, no framework). Run as its own process: `node --import tsx bench/lib/baseline.ts <db url> <port>
- * <organization id> <mode>`.
+ * two measured requests with the same SQL (same predicates in the same form, prepared) and the same JSON, and nothing
+ * else: no auth, no rate limit, no validation, no framework. Run as its own process:
+ * `node --import tsx bench/lib/baseline.ts <db url> <port> <organization id> <mode>`.
  */
 import { createServer, type ServerResponse } from 'node:http';
 import postgres from 'postgres';
@@ -95,9 +95,9 @@ const server = createServer(async (req, res) => {
       const rows = await sql`
         select * from leases
         where organization_id = ${organizationId} and mode = ${mode} and deleted_at is null
-          ${status ? sql`and status = ${status}` : sql``}
           ${updatedAfter ? sql`and updated_at >= ${new Date(updatedAfter)}` : sql``}
-        order by created_at asc, id asc limit ${limit + 1} offset 0`;
+          ${status ? sql`and status = any(${status.split(',')}::text[])` : sql``}
+        order by created_at asc, id asc limit ${limit + 1} offset ${0}`;
       const hasMore = rows.length > limit;
       return send(res, 200, { meta: { limit, offset: 0, hasMore }, results: await withResidents(hasMore ? rows.slice(0, limit) : [...rows]) });
     }
