@@ -19,6 +19,7 @@ import { loadConfigOrExit } from '../config';
 import { ensureBenchData } from './lib/seed';
 
 const { values: args } = parseArgs({
+  allowPositionals: true,
   options: {
     rounds: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '5' },
