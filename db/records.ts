@@ -6,7 +6,8 @@
  * Also the one serializer from rows to API records, so events and reads show records identically.
  */
 import { createHash } from 'node:crypto';
-import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, eq, getTableColumns, inArray, isNull, sql, type SQL } from 'drizzle-orm';
+import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type {
   Entity,
   InputOf,
@@ -228,12 +229,23 @@ export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf
 
 /** JSON with object keys sorted at every depth, so equal content always hashes equally. */
 export function canonicalJson(value: unknown): string {
+  // Hot path of every sync page: plain loops and string building, no intermediate arrays.
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const keys = Object.keys(value as Record<string, unknown>)
-    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+    return out + ']';
+  }
+  const o = value as Record<string, unknown>;
+  let out = '{';
+  let first = true;
+  for (const k of Object.keys(o).sort()) {
+    const v = o[k];
+    if (v === undefined) continue;
+    out += (first ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(v);
+    first = false;
+  }
+  return out + '}';
 }
 
 export function contentHash(input: unknown): string {
@@ -364,14 +376,23 @@ async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof 
   for (const entity of Object.keys(wanted) as (keyof Refs)[]) {
     const xIds = [...wanted[entity]];
     if (xIds.length === 0) continue;
-    const t = tableOf(entity);
-    const rows = await tx
-      .select({ id: t.id, xId: t.xId })
-      .from(t)
-      .where(and(eq(t.integrationId, integrationId), inArray(t.xId, xIds)));
+    const rows = await lookupByXIds(tx, entity).execute({ integrationId, xIds });
     for (const r of rows) refs[entity].set(r.xId, r.id);
   }
   return refs;
+}
+
+/**
+ * Rows of an integration by x_id, as a prepared statement with the x_ids as one array parameter: the driver's
+ * unprepared path re-plans a 1,000-element array on every page and costs a second round trip.
+ */
+function lookupByXIds(tx: Tx, entity: Entity) {
+  const t = tableOf(entity);
+  return tx
+    .select({ id: t.id, xId: t.xId, contentHash: t.contentHash, deletedAt: t.deletedAt })
+    .from(t)
+    .where(and(eq(t.integrationId, sql.placeholder('integrationId')), sql`${t.xId} = any(${sql.placeholder('xIds')}::text[])`))
+    .prepare(`lookup_${entity}`);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -404,13 +425,6 @@ export interface ApplyResult {
   eventIds: string[];
 }
 
-/** Rows are written in chunks that stay well under Postgres's 65k bind parameters. */
-const CHUNK = 500;
-function chunks<T>(items: T[], size = CHUNK): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
 
 /** Serializes writers of one integration's entity table (a sync page and a write-back read-back). */
 async function lockEntity(tx: Tx, integrationId: string, entity: Entity): Promise<void> {
@@ -470,53 +484,68 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
   const batch = [...byXId.values()];
   const xIds = [...byXId.keys()];
 
-  if (ctx.syncJobId) {
-    for (const part of chunks(xIds, 2000)) {
-      await tx
+  // Most records of a sync page are unchanged: compare hashes first, and load and write only what moved.
+  // Both statements are sent before the hashes are computed, so Postgres works while this process hashes.
+  const seen = ctx.syncJobId
+    ? tx
         .insert(syncSeen)
-        .values(part.map((xId) => ({ syncJobId: ctx.syncJobId!, entity, xId })))
-        .onConflictDoNothing();
+        .select(sql`select ${sql.placeholder('syncJobId')}, ${sql.placeholder('entity')}, unnest(${sql.placeholder('xIds')}::text[])`)
+        .onConflictDoNothing()
+        .prepare('sync_seen_insert')
+        .execute({ syncJobId: ctx.syncJobId, entity, xIds })
+        .then(() => undefined)
+    : Promise.resolve();
+  const foundQuery = lookupByXIds(tx, entity).execute({ integrationId, xIds });
+  // Let the driver write both queries to the socket before the CPU-bound hashing starts.
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  const hashes = batch.map((input) => contentHash(input));
+  const [found] = await Promise.all([foundQuery, seen]);
+  const current = new Map<string, { id: string; contentHash: string; deletedAt: Date | null }>();
+  for (const r of found) current.set(r.xId, r);
+  const changed: { input: InputOf[E]; hash: string; id: string; existed: boolean }[] = [];
+  for (let i = 0; i < batch.length; i++) {
+    const input = batch[i]!;
+    const hash = hashes[i]!;
+    const cur = current.get(input.x_id);
+    if (cur && cur.contentHash === hash && cur.deletedAt === null) {
+      result.unchanged++;
+      result.ids.set(input.x_id, cur.id);
+      continue;
     }
+    const id = cur?.id ?? newId(entity);
+    result.ids.set(input.x_id, id);
+    changed.push({ input, hash, id, existed: cur !== undefined });
   }
+  if (changed.length === 0) return result;
+
+  const existing = new Map<string, RowOf[E]>();
+  const existingIds = changed.filter((c) => c.existed).map((c) => c.id);
+  if (existingIds.length > 0) {
+    const rows = (await tx.select().from(table).where(anyOf(table.id, existingIds))) as RowOf[E][];
+    for (const r of rows) existing.set(r.xId, r);
+  }
+  const existingPeople = entity === 'lease' ? await loadLeaseResidents(tx, existingIds) : new Map<string, LeaseResident[]>();
 
   // Resolve references by x_id.
   const wanted = { property: new Set<string>(), unit: new Set<string>(), resident: new Set<string>(), lease: new Set<string>() };
-  for (const i of batch as unknown as Record<string, unknown>[]) {
-    if (typeof i.property_x_id === 'string') wanted.property.add(i.property_x_id);
-    if (typeof i.unit_x_id === 'string') wanted.unit.add(i.unit_x_id);
-    if (typeof i.previous_lease_x_id === 'string') wanted.lease.add(i.previous_lease_x_id);
-    if (Array.isArray(i.residents)) for (const p of i.residents as { x_id: string }[]) wanted.resident.add(p.x_id);
+  for (const { input } of changed as unknown as { input: Record<string, unknown> }[]) {
+    if (typeof input.property_x_id === 'string') wanted.property.add(input.property_x_id);
+    if (typeof input.unit_x_id === 'string') wanted.unit.add(input.unit_x_id);
+    if (typeof input.previous_lease_x_id === 'string') wanted.lease.add(input.previous_lease_x_id);
+    if (Array.isArray(input.residents)) for (const p of input.residents as { x_id: string }[]) wanted.resident.add(p.x_id);
   }
   const refs = await resolveRefs(tx, integrationId, wanted);
-
-  // Existing rows of this batch.
-  const existing = new Map<string, RowOf[E]>();
-  for (const part of chunks(xIds)) {
-    const rows = (await tx
-      .select()
-      .from(table)
-      .where(and(eq(table.integrationId, integrationId), inArray(table.xId, part)))) as RowOf[E][];
-    for (const r of rows) existing.set(r.xId, r);
-  }
-  const existingPeople =
-    entity === 'lease' ? await loadLeaseResidents(tx, [...existing.values()].map((r) => r.id)) : new Map<string, LeaseResident[]>();
+  // Renewals may point at a lease of the same batch: its id is already decided.
+  if (entity === 'lease') for (const c of changed) if (!refs.lease.has(c.input.x_id)) refs.lease.set(c.input.x_id, c.id);
 
   const inserts: Record<string, unknown>[] = [];
-  const updates: { id: string; values: Record<string, unknown> }[] = [];
+  const updates: Record<string, unknown>[] = [];
   const peopleOf = new Map<string, LeaseResident[]>();
   const drafts: { row: RowOf[E]; before: Record<string, unknown> | null; previousStatus: string | null }[] = [];
 
-  for (const input of batch) {
+  for (const { input, hash, id } of changed) {
     const { x_id: xId, custom_data: customData } = input;
-    const hash = contentHash(input);
     const prev = existing.get(xId);
-    if (prev && prev.contentHash === hash && prev.deletedAt === null) {
-      result.unchanged++;
-      result.ids.set(xId, prev.id);
-      continue;
-    }
-    const id = prev?.id ?? newId(entity);
-    result.ids.set(xId, id);
     const values = rowValuesOf(entity, input, refs);
     if (entity === 'lease') {
       const people: LeaseResident[] = [];
@@ -541,7 +570,7 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
       psSyncedAt: now,
     } as unknown as RowOf[E];
     if (prev) {
-      updates.push({ id, values: { ...values, customData, contentHash: hash, updatedAt: now, deletedAt: null, psSyncedAt: now } });
+      updates.push({ id, ...values, customData, contentHash: hash, updatedAt: now, deletedAt: null, psSyncedAt: now });
       result.updated++;
       const before =
         entity === 'lease'
@@ -555,30 +584,15 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
     }
   }
 
-  for (const part of chunks(inserts)) await tx.insert(table).values(part as never);
-  for (const u of updates) await tx.update(table).set(u.values as never).where(eq(table.id, u.id));
+  await insertRows(tx, table, inserts);
+  await updateRows(tx, table, updates);
   if (entity === 'lease') {
-    const touched = [...peopleOf.keys()];
-    const changedLeases = touched.filter((id) => updates.some((u) => u.id === id));
-    for (const part of chunks(changedLeases)) await tx.delete(leaseResidents).where(inArray(leaseResidents.leaseId, part));
-    const rows = touched.flatMap((leaseId) =>
-      (peopleOf.get(leaseId) ?? []).map((p, position) => ({ leaseId, residentId: p.resident_id, xId: p.x_id, role: p.role, position })),
+    const replaced = updates.map((u) => u.id as string);
+    if (replaced.length > 0) await tx.delete(leaseResidents).where(anyOf(leaseResidents.leaseId, replaced));
+    const rows = [...peopleOf].flatMap(([leaseId, people]) =>
+      people.map((p, position) => ({ leaseId, residentId: p.resident_id, xId: p.x_id, role: p.role, position })),
     );
-    for (const part of chunks(rows)) await tx.insert(leaseResidents).values(part);
-  }
-
-  // Renewals may point at a lease of the same batch, which only now has an id.
-  if (entity === 'lease') {
-    const dangling = (batch as LeaseInput[]).filter(
-      (i) => i.previous_lease_x_id && !refs.lease.has(i.previous_lease_x_id) && result.ids.has(i.previous_lease_x_id),
-    );
-    for (const i of dangling) {
-      const id = result.ids.get(i.x_id)!;
-      const previousLeaseId = result.ids.get(i.previous_lease_x_id!)!;
-      await tx.update(leases).set({ previousLeaseId }).where(eq(leases.id, id));
-      const d = drafts.find((x) => x.row.id === id);
-      if (d) (d.row as LeaseRow).previousLeaseId = previousLeaseId;
-    }
+    await insertRows(tx, leaseResidents, rows);
   }
 
   if (ctx.emitEvents && drafts.length > 0) {
@@ -600,10 +614,53 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
       // Event ids are monotonic ULIDs, so (created_at, id) keeps production order within a batch.
       return eventRow(ctx, { type: pick.type, data, recordId: d.row.id }, now);
     });
-    for (const part of chunks(rows)) await tx.insert(events).values(part);
+    await insertRows(tx, events, rows);
     result.eventIds.push(...rows.map((r) => r.id));
   }
   return result;
+}
+
+/** `column = any($1)` with the values as one array parameter (a list of 1,000 parameters is slow to build and plan). */
+function anyOf(column: AnyPgColumn, values: string[]): SQL {
+  return sql`${column} = any(${sql.param(values)}::text[])`;
+}
+
+/**
+ * Insert rows (keyed by the table's property names, all with the same keys) with one JSON parameter per chunk:
+ * for a page of a thousand records, building a multi-row VALUES list costs far more CPU than Postgres spends
+ * writing it.
+ */
+async function insertRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Promise<void> {
+  if (rows.length === 0) return;
+  const { names, json } = jsonRows(table, rows);
+  const cols = sql.join(names.map((n) => sql.identifier(n)), sql`, `);
+  await tx.execute(sql`insert into ${table} (${cols}) select ${cols} from json_populate_recordset(null::${table}, ${json}::json)`);
+}
+
+/** Update rows by `id` (all rows with the same keys) in one statement, the same way as insertRows. */
+async function updateRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Promise<void> {
+  if (rows.length === 0) return;
+  const { names, json } = jsonRows(table, rows);
+  const set = sql.join(
+    names.filter((n) => n !== 'id').map((n) => sql`${sql.identifier(n)} = v.${sql.identifier(n)}`),
+    sql`, `,
+  );
+  await tx.execute(sql`update ${table} as t set ${set} from json_populate_recordset(null::${table}, ${json}::json) as v where t.id = v.id`);
+}
+
+/** Rows as JSON text with column names as keys (Dates become ISO strings, jsonb values stay nested). */
+function jsonRows(table: PgTable, rows: Record<string, unknown>[]): { names: string[]; json: string } {
+  const columns = getTableColumns(table) as Record<string, AnyPgColumn>;
+  const keys = Object.keys(rows[0]!).filter((k) => columns[k] !== undefined);
+  const names = keys.map((k) => columns[k]!.name);
+  const json = JSON.stringify(
+    rows.map((r) => {
+      const o: Record<string, unknown> = {};
+      for (let i = 0; i < keys.length; i++) o[names[i]!] = r[keys[i]!];
+      return o;
+    }),
+  );
+  return { names, json };
 }
 
 function serializeOne<E extends Entity>(entity: E, row: RowOf[E]): RecordOf[E] {
@@ -631,6 +688,11 @@ export async function softDeleteUnseen(
   const now = ctx.now ?? new Date();
   const table = tableOf(entity);
   await lockEntity(tx, ctx.integration.id, entity);
+  // sync_seen fills and empties with every run, so its statistics are usually stale (empty): the planner would then
+  // pick a nested-loop anti join, quadratic in the size of the run. A hash or merge anti join stays linear.
+  const [setting] = await tx.execute<{ prev: string }>(
+    sql`select current_setting('enable_nestloop') as prev, set_config('enable_nestloop', 'off', true)`,
+  );
   const gone = await tx
     .update(table)
     .set({ deletedAt: now, updatedAt: now })
@@ -642,6 +704,7 @@ export async function softDeleteUnseen(
       ),
     )
     .returning({ id: table.id, xId: table.xId });
+  await tx.execute(sql`select set_config('enable_nestloop', ${setting?.prev ?? 'on'}, true)`);
   const eventIds: string[] = [];
   if (ctx.emitEvents && gone.length > 0) {
     const type = (entity === 'lease' ? 'LEASE_UPDATED' : `${entity.toUpperCase()}_UPDATED`) as EventType;
@@ -652,7 +715,7 @@ export async function softDeleteUnseen(
         now,
       ),
     );
-    for (const part of chunks(rows)) await tx.insert(events).values(part);
+    await insertRows(tx, events, rows);
     eventIds.push(...rows.map((r) => r.id));
   }
   return { softDeleted: gone.length, eventIds };
