@@ -14,6 +14,7 @@ import { createRateLimiter } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { validationHook } from './middleware/validation';
 import { registerDocs } from './openapi';
+import { registerErrorDocs } from './routes/errors';
 import { registerHealth } from './routes/health';
 import { registerLeases } from './routes/leases';
 import { registerProperties } from './routes/properties';
@@ -39,6 +40,7 @@ export function createApp(deps: ApiDeps): App {
   registerHealth(app, deps);
   // Registered before the /v1 auth middleware so the document is public.
   registerDocs(app, deps.config);
+  registerErrorDocs(app);
 
   app.use('/v1/*', auth.middleware, rateLimit.middleware);
   registerProperties(app, deps);

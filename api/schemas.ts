@@ -36,16 +36,27 @@ const boolParam = (description: string) =>
     .optional()
     .openapi({ type: 'boolean', description } as never) as unknown as z.ZodType<boolean | undefined, string | undefined>;
 
-const DATETIME = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 datetime, e.g. 2025-01-31T17:04:05.123Z' });
-/** A `+` in an offset arrives as a space when the caller did not URL-encode it; take it back. */
+const DATETIME = z.iso.datetime({ offset: true });
+const DATE = z.iso.date();
+/**
+ * An instant with `Z` or an offset; a date alone is that day's midnight UTC (`updated_after=2025-01-31`). A `+` in
+ * an offset arrives as a space when the caller did not URL-encode it; take it back.
+ */
 const datetimeParam = (description: string) =>
   z
     .string()
-    .transform((s) => s.replace(/ /g, '+'))
-    .pipe(DATETIME)
-    .transform((s) => new Date(s))
+    .transform((raw, ctx) => {
+      const s = raw.replace(/ /g, '+');
+      if (DATETIME.safeParse(s).success) return new Date(s);
+      if (DATE.safeParse(s).success) return new Date(`${s}T00:00:00.000Z`);
+      ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 datetime such as 2025-01-31T17:04:05.123Z (or a date, meaning midnight UTC)' });
+      return z.NEVER;
+    })
     .optional()
-    .openapi({ type: 'string', format: 'date-time', description } as never) as unknown as z.ZodType<Date | undefined, string | undefined>;
+    .openapi({ type: 'string', format: 'date-time', description: `${description} A date alone (\`2025-01-31\`) means midnight UTC.` } as never) as unknown as z.ZodType<
+    Date | undefined,
+    string | undefined
+  >;
 
 const dateParam = (description: string) =>
   z

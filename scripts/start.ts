@@ -75,6 +75,15 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
   await stop(1);
 }
 
+/**
+ * The dev server's state file. One per port, so that a second system started on other ports (another checkout, an
+ * audit, a demo) neither fights over the file with the first nor inherits its schedules; the default port keeps the
+ * historical name.
+ */
+function temporalDbFile(port: number): string {
+  return `${root}/.data/${port === 7233 ? 'temporal.db' : `temporal-${port}.db`}`;
+}
+
 async function main() {
   let temporalAddress = cfg.TEMPORAL_ADDRESS;
   if (!temporalAddress) {
@@ -89,7 +98,7 @@ async function main() {
         '--ip', '127.0.0.1',
         '--port', String(cfg.TEMPORAL_PORT),
         '--ui-port', String(cfg.TEMPORAL_UI_PORT),
-        '--db-filename', `${root}/.data/temporal.db`,
+        '--db-filename', temporalDbFile(cfg.TEMPORAL_PORT),
         '--namespace', cfg.TEMPORAL_NAMESPACE,
         '--log-level', 'warn',
         '--ui-disable-news-fetch',

@@ -168,6 +168,9 @@ export const SandboxChangeResult = z
     created: XIdsPerEntity,
     deleted: XIdsPerEntity,
     lease_transitions: z.array(z.object({ x_id: z.string(), from: z.string(), to: z.string() })),
+    renewals: z
+      .array(z.object({ x_id: z.string(), previous_x_id: z.string() }))
+      .openapi({ description: 'Leases created as renewals of a lease that moved on (they are also in `created.lease`).' }),
   })
   .openapi('SandboxChangeResult');
 export const SandboxFault = z

@@ -6,7 +6,7 @@ import type { IntegrationRow, OrganizationRow } from '../../db/tenants';
 import { isUuid } from '../../domain/ids';
 import { SandboxControlError, sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import type { ApiDeps } from '../deps';
-import { validationError } from '../middleware/validation';
+import { rejectNul, validationError } from '../middleware/validation';
 import { ApiError } from '../problem';
 import type { SyncControlDeps } from '../sync-control';
 
@@ -14,8 +14,9 @@ import type { SyncControlDeps } from '../sync-control';
  * The app's validation hook, with each unknown body field reported under its own pointer (`nonsense`, not the
  * enclosing object), so an operator sees exactly what to remove.
  */
-export function adminValidationHook(result: { success: boolean; error?: z.ZodError; target: string }): void {
-  if (result.success || !result.error) return;
+export function adminValidationHook(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void {
+  if (result.success) return rejectNul(result.data, result.target as Parameters<typeof rejectNul>[1]);
+  if (!result.error) return;
   const issues = result.error.issues.flatMap((i): z.core.$ZodIssue[] =>
     i.code === 'unrecognized_keys' ? i.keys.map((key) => ({ ...i, keys: [key], path: [...i.path, key], message: 'Unknown field.' })) : [i],
   );

@@ -21,12 +21,17 @@ const SLUG_OF_STATUS: Record<number, ProblemSlug> = {
   503: 'service_unavailable',
 };
 
+/** Hono's own messages for these only repeat the title; say what to do instead. */
+const FRAMEWORK_DETAIL: Record<number, string> = {
+  415: 'The request body must be JSON, sent with `Content-Type: application/json`.',
+};
+
 export function errorHandler(bases: ProblemBases, logger: Logger): ErrorHandler {
   return (err, c) => {
     if (err instanceof ApiError) return problem(c, bases, err);
     if (err instanceof HTTPException && err.status < 500) {
       const slug = SLUG_OF_STATUS[err.status] ?? 'bad_request';
-      return problem(c, bases, new ApiError(slug, err.message || 'The request could not be processed.'));
+      return problem(c, bases, new ApiError(slug, FRAMEWORK_DETAIL[err.status] ?? (err.message || 'The request could not be processed.')));
     }
     logger.error({ err, request_id: c.get('requestId' as never), method: c.req.method, path: c.req.path }, 'unhandled error');
     return problem(

@@ -54,7 +54,37 @@ function describe(errors: FieldError[], noun: string): string {
   return `${errors.length} invalid values: ${errors.map((e) => `\`${e.pointer}\``).join(', ')}.`;
 }
 
+/** Path of the first string holding a NUL character, at any depth of a validated value. */
+function nulAt(value: unknown, path: PropertyKey[] = []): PropertyKey[] | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (value === null || typeof value !== 'object' || value instanceof Date) return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    const found = nulAt(v, [...path, Array.isArray(value) ? Number(k) : k]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Postgres text cannot hold NUL, so a value with one would fail deep in a query as a 500. It is refused here, like
+ * any other value that cannot be used: 400 in the query or headers, 422 with its pointer in a JSON body. Path ids
+ * are left to their routes, which check their format and answer 404 for a malformed one.
+ */
+export function rejectNul(data: unknown, target: Target): void {
+  if (target === 'param') return;
+  const path = nulAt(data);
+  if (!path) return;
+  // A query list arrives split into an array; the caller knows it by the parameter's name.
+  const pointer = target === 'json' || target === 'form' ? pointerOf(target, path) : pointerOf(target, path.slice(0, 1));
+  const detail = 'must not contain a NUL character (\\u0000)';
+  if (target === 'json' || target === 'form') {
+    throw new ApiError('validation_error', `Invalid field \`${pointer}\`: ${detail}`, { errors: [{ pointer, detail }] });
+  }
+  throw new ApiError('bad_request', `Malformed request: ${WHERE[target]} \`${pointer}\` ${detail}.`);
+}
+
 /** The defaultHook of the app's OpenAPIHono: every route validates through here. */
-export function validationHook(result: { success: boolean; error?: z.ZodError; target: string }): void {
+export function validationHook(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void {
   if (!result.success && result.error) throw validationError(result.error, result.target as Target);
+  if (result.success) rejectNul(result.data, result.target as Target);
 }

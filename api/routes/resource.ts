@@ -1,6 +1,7 @@
 /** List and retrieve routes of one read-only resource: schemas, documentation and handlers in one place. */
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
 import type { Entity } from '../../domain/cdm';
+import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import type { AppEnv, Principal } from '../middleware/env';
 import { okHeaders, problemResponses } from '../openapi';
@@ -62,7 +63,8 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
     async (c) => {
       const { id } = c.req.valid('param');
       const { include_deleted } = c.req.valid('query');
-      const record = await retrieveRecord(deps.db, entity, c.get('principal') as Principal, id, include_deleted ?? false);
+      // An id that is not even of this entity's form cannot exist: no query (and no NUL byte reaches Postgres).
+      const record = isId(entity, id) ? await retrieveRecord(deps.db, entity, c.get('principal') as Principal, id, include_deleted ?? false) : undefined;
       if (!record) {
         throw new ApiError(
           'not_found',

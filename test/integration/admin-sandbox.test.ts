@@ -93,6 +93,12 @@ describe('sandbox integrations', () => {
     expect(r.body.created.resident).toHaveLength(1);
     expect(r.body.lease_transitions).toHaveLength(1);
     expect(r.body.lease_transitions[0]).toEqual({ x_id: expect.any(String), from: expect.any(String), to: expect.any(String) });
+    // The reply has exactly the fields the admin document promises (renewals included).
+    const doc = (await (await fetch(`${api.url}/admin/v1/openapi.json`)).json()) as any;
+    const documented = doc.components.schemas.SandboxChangeResult;
+    expect(Object.keys(r.body).sort()).toEqual(Object.keys(documented.properties).sort());
+    expect([...documented.required].sort()).toEqual(Object.keys(documented.properties).sort());
+    expect(r.body.renewals).toEqual(expect.any(Array));
 
     const started = await admin('POST', `/integrations/${integration.id}/syncs`);
     expect(started.status).toBe(202);

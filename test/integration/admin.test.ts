@@ -148,6 +148,31 @@ describe('organizations', () => {
     expectProblem(await admin('GET', '/organizations/not-a-uuid'), 404, 'not_found');
     expectProblem(await admin('PATCH', '/organizations/6b1d1f4e-0000-4000-8000-000000000000', { name: 'x' }), 404, 'not_found');
   });
+
+  it('refuses a NUL character in any JSON string with a 422 at its pointer, never a 500, and changes nothing', async () => {
+    const id = await newOrg('Clean');
+    let r = await admin('POST', '/organizations', { name: 'Bad\u0000Name' });
+    expectProblem(r, 422, 'validation_error');
+    expect(r.body.errors).toEqual([{ pointer: 'name', detail: expect.stringContaining('NUL') }]);
+    r = await admin('PATCH', `/organizations/${id}`, { name: '\u0000' });
+    expect(pointers(r)).toEqual(['name']);
+    expect((await admin('GET', `/organizations/${id}`)).body.name).toBe('Clean');
+    r = await admin('POST', `/organizations/${id}/integrations`, { mode: 'live', plan: 'scale', source: { ...entrata, api_key: 'k\u0000' }, initial_sync: false });
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['/source/api_key']);
+    expect(await db.select().from(integrations).where(eq(integrations.organizationId, id))).toEqual([]);
+  });
+
+  it('says how to send the body when it is not JSON (415)', async () => {
+    const res = await fetch(`${api.url}/admin/v1/organizations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain' },
+      body: JSON.stringify({ name: 'Plain' }),
+    });
+    const r: Reply = { status: res.status, body: await res.json(), headers: res.headers };
+    expectProblem(r, 415, 'unsupported_media_type');
+    expect(r.body.detail).toContain('Content-Type: application/json');
+  });
 });
 
 describe('integrations', () => {

@@ -8,7 +8,7 @@ import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiError } from '../../api/problem';
+import { ApiError, problemType, STATUS, TITLES, type ProblemSlug } from '../../api/problem';
 import type { Config } from '../../config';
 import { closeDb, createDb, type Db } from '../../db/client';
 import { startApi, type TestServer } from '../support/api-server';
@@ -193,5 +193,22 @@ describe('docs', () => {
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     expect(await page.text()).toContain('/v1/openapi.json');
+  });
+
+  it('every problem type URI resolves to a page about that error, without a key', async () => {
+    // The configured bases point at PUBLIC_BASE_URL; this server listens elsewhere, so ask it for the same paths.
+    for (const slug of Object.keys(TITLES) as ProblemSlug[]) {
+      const res = await api.get(new URL(problemType(config, slug)).pathname);
+      expect(res.status, slug).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      const html = await res.text();
+      expect(html).toContain(`${STATUS[slug]} ${TITLES[slug]}`);
+      expect(html).toContain(slug);
+    }
+    // The type of a real error body, too.
+    const problem = (await (await api.get('/v1/leases', {})).json()) as { type: string };
+    expect((await api.get(new URL(problem.type).pathname)).status).toBe(200);
+    await problemOf(await api.get('/docs/errors/no_such_error'), 404, 'not_found');
+    await problemOf(await api.get('/problems/bad_request'), 404, 'not_found');
   });
 });

@@ -251,6 +251,14 @@ describe('common filters', () => {
     expect(xids(await list('/v1/leases?created_before=2025-06-01T02:00:14%2B02:00'))).toEqual(['L1', 'L2']);
   });
 
+  it('a date alone is that day at midnight UTC', async () => {
+    // Every lease was created on 2025-06-01 after 00:00:00.000Z.
+    expect(xids(await list('/v1/leases?updated_after=2025-06-01'))).toEqual(['L1', 'L2', 'L3']);
+    expect(xids(await list('/v1/leases?created_after=2025-06-02'))).toEqual([]);
+    expect(xids(await list('/v1/leases?created_before=2025-06-01'))).toEqual([]);
+    expect(xids(await list('/v1/leases?created_before=2025-06-02'))).toEqual(['L1', 'L2', 'L3']);
+  });
+
   it('x_id and integration_id match exactly, comma lists match any', async () => {
     expect(xids(await list('/v1/leases?x_id=L3'))).toEqual(['L3']);
     expect(xids(await list('/v1/leases?x_id=L3,L1,nope'))).toEqual(['L1', 'L3']);
@@ -409,12 +417,19 @@ describe('400 versus 422', () => {
     ['/v1/leases?include_deleted=maybe', 'include_deleted'],
     ['/v1/leases?updated_after=yesterday', 'updated_after'],
     ['/v1/leases?created_after=2025-13-01T00:00:00Z', 'created_after'],
-    ['/v1/leases?created_before=2025-01-01', 'created_before'],
+    ['/v1/leases?created_before=2025-01-01T00:00:00', 'created_before'],
+    ['/v1/leases?created_before=2025-02-30', 'created_before'],
     ['/v1/leases?integration_id=not-a-uuid', 'integration_id'],
     ['/v1/leases?start_date_gte=2025-02-30', 'start_date_gte'],
     ['/v1/leases?end_date_lte=31/12/2025', 'end_date_lte'],
     ['/v1/properties?include_deleted=2', 'include_deleted'],
     ['/v1/leases/lse_x?include_deleted=yes', 'include_deleted'],
+    // Postgres text cannot hold NUL: refused up front, never a 500 from deep inside a query.
+    ['/v1/properties?name=Sun%00', 'name'],
+    ['/v1/residents?email=a%00b', 'email'],
+    ['/v1/units?status=vacant,%00', 'status'],
+    ['/v1/leases?x_id=L1%00', 'x_id'],
+    ['/v1/leases?property_id=%00', 'property_id'],
   ])('%s is 400 naming %s', async (path, param) => {
     const body = await expectProblem(path, 400, 'bad_request');
     expect(body.title).toBe('Bad Request');
@@ -475,6 +490,7 @@ describe('retrieve', () => {
   it('unknown and malformed ids are 404', async () => {
     await expectProblem('/v1/leases/lse_01JH0000000000000000000000', 404, 'not_found');
     await expectProblem('/v1/leases/whatever', 404, 'not_found');
+    await expectProblem('/v1/leases/lse_01JH0000000000000000000000%00', 404, 'not_found');
     await expectProblem(`/v1/units/${idOf('L1')}`, 404, 'not_found');
   });
 });

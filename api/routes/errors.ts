@@ -1,0 +1,102 @@
+/**
+ * A page for every problem `type` URI, so that the URIs the API puts in error bodies resolve when they point at the
+ * running service (the defaults: `{PUBLIC_BASE_URL}/docs/errors/<slug>` and `{PUBLIC_BASE_URL}/problems/<slug>`).
+ * Public, like the reference page.
+ */
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import type { AppEnv } from '../middleware/env';
+import { ApiError, STATUS, TITLES, type ProblemSlug } from '../problem';
+
+/** When each problem occurs and what the caller does about it (SPEC.md Errors, DECISIONS.md). */
+const GUIDE: Record<ProblemSlug, { when: string; action: string }> = {
+  bad_request: {
+    when: 'The request is malformed: a query parameter that cannot be parsed (a non-numeric `limit`, an invalid datetime, date or boolean, a non-UUID `integration_id`), bad JSON, or a missing `Idempotency-Key` header.',
+    action: 'Fix the request as `detail` says; sending it again unchanged fails again.',
+  },
+  unauthorized: {
+    when: 'The `Authorization: Bearer <API key>` header is missing or malformed, the key is unknown or revoked, or its mode is not served by this deployment.',
+    action: 'Send a valid, unrevoked key of the right mode (`sk_live_…` or `sk_test_…`).',
+  },
+  forbidden: {
+    when: 'The key is valid but lacks the permission the endpoint needs (for example the `write` scope).',
+    action: 'Use a key with the needed scope.',
+  },
+  not_found: {
+    when: 'The record never existed, belongs to another organization or mode, or is soft-deleted; or the path is unknown.',
+    action: 'Check the id and the key; a soft-deleted record is returned with `include_deleted=true`.',
+  },
+  method_not_allowed: {
+    when: 'The path exists but not with this HTTP method.',
+    action: 'Use one of the methods in the `Allow` header.',
+  },
+  conflict: {
+    when: 'The request conflicts with the current state of the resource.',
+    action: 'Read the resource again and decide; `detail` names the conflict.',
+  },
+  'idempotency-key-conflict': {
+    when: 'An `Idempotency-Key` was reused with a different request (method, path or JSON body).',
+    action: 'Use a new key for a new logical write; resend the original request unchanged to get its Operation.',
+  },
+  validation_error: {
+    when: 'The request is well-formed but breaks a rule: a value out of range (`limit` above 100), an unknown `order-by` field, a write to a field that is not writable.',
+    action: 'Fix each entry of `errors[]`: `pointer` names the parameter or field, `detail` the rule.',
+  },
+  payload_too_large: {
+    when: 'The request body is larger than the service accepts.',
+    action: 'Send a smaller body.',
+  },
+  unsupported_media_type: {
+    when: 'The request body is not sent as `application/json`.',
+    action: 'Send JSON with `Content-Type: application/json`.',
+  },
+  rate_limit_exceeded: {
+    when: "The organization's rate limit, shared by all its keys and all API processes, is exhausted.",
+    action: 'Wait the `Retry-After` seconds; `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` show the budget.',
+  },
+  internal_error: {
+    when: 'A fault inside the service.',
+    action: 'Retry with exponential backoff; if it persists, report the `request_id`.',
+  },
+  enqueue_failed: {
+    when: 'A write was persisted as an Operation but could not be queued; `detail` carries the Operation id.',
+    action: 'Poll the Operation; if it stays non-terminal, resend the original request with the same `Idempotency-Key`.',
+  },
+  service_unavailable: {
+    when: 'A dependency of the service (the database, Temporal or the source) is unreachable.',
+    action: 'Retry later with backoff.',
+  },
+};
+
+const escapeHtml = (s: string) => s.replace(/[&<>"]/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[ch]!);
+/** `code` spans for backticks, as in the API's own messages. */
+const prose = (s: string) => escapeHtml(s).replace(/`([^`]+)`/g, '<code>$1</code>');
+
+function page(slug: ProblemSlug): string {
+  const { when, action } = GUIDE[slug];
+  const title = `${STATUS[slug]} ${TITLES[slug]}`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} (${slug})</title></head>
+<body>
+<h1>${escapeHtml(title)}</h1>
+<p>Problem type <code>${slug}</code>, HTTP status ${STATUS[slug]}, title <q>${escapeHtml(TITLES[slug])}</q>.</p>
+<h2>When</h2><p>${prose(when)}</p>
+<h2>What to do</h2><p>${prose(action)}</p>
+<p>Error bodies are <code>application/problem+json</code> with <code>type</code>, <code>title</code>, <code>status</code>,
+<code>detail</code>, <code>instance</code> and <code>request_id</code> (equal to the <code>x-request-id</code> header).
+See the <a href="/docs">API reference</a>.</p>
+</body></html>
+`;
+}
+
+export function registerErrorDocs(app: OpenAPIHono<AppEnv>): void {
+  const serve = (slugs: readonly ProblemSlug[]) => (c: Context) => {
+    const slug = c.req.param('slug') as ProblemSlug;
+    if (!slugs.includes(slug)) throw new ApiError('not_found', `No problem type ${slug}.`);
+    return c.html(page(slug));
+  };
+  const all = Object.keys(GUIDE) as ProblemSlug[];
+  // Where problemType() points: every slug under the docs, the idempotency conflict under the problem base.
+  app.get('/docs/errors/:slug', serve(all.filter((s) => s !== 'idempotency-key-conflict')));
+  app.get('/problems/:slug', serve(['idempotency-key-conflict']));
+}
