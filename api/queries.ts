@@ -104,7 +104,8 @@ function entityFilters<E extends Entity>(b: Bindings, entity: E, q: FiltersOf[E]
       return [
         any(b, 'property_id', t.propertyId, f.property_id),
         any(b, 'status', t.status, f.status),
-        f.email !== undefined ? sql`lower(${t.email}) = lower(${b.bind('email', f.email)})` : undefined,
+        // Empty means no filter, as for every other parameter (`status=`, `name=`).
+        f.email ? sql`lower(${t.email}) = lower(${b.bind('email', f.email)})` : undefined,
       ];
     }
     default: {

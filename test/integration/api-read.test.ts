@@ -379,6 +379,9 @@ describe('entity filters', () => {
     expect(xids(await list(`/v1/residents?status=past,applicant`))).toEqual(['R2', 'R3']);
     expect(xids(await list(`/v1/residents?email=ada.one@example.COM`))).toEqual(['R1']);
     expect(xids(await list(`/v1/residents?email=ada.one@example`))).toEqual([]);
+    // Empty is no filter, like `status=` and `name=`.
+    expect(xids(await list(`/v1/residents?email=`))).toEqual(['R1', 'R2', 'R3']);
+    expect(xids(await list(`/v1/properties?name=`))).toEqual(['P1', 'P2', 'P3', 'Q1']);
     expect(xids(await list(`/v1/residents?email=gone@example.com&include_deleted=true`))).toEqual(['R4']);
     const [r3] = (await list('/v1/residents?x_id=R3')).results;
     expect(r3).toMatchObject({ phones: null, date_of_birth: '1990-12-10', last_name: 'Moss', status: 'past' });
