@@ -5,7 +5,9 @@
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import type { ApiDeps } from '../deps';
+import { ApiError } from '../problem';
 import { registerApiKeys } from './api-keys';
 import { adminAuth } from './auth';
 import { registerIntegrations } from './integrations';
@@ -15,6 +17,7 @@ import { registerSyncs } from './syncs';
 import { adminValidationHook } from './support';
 
 const SECURITY = 'adminToken';
+const MAX_BODY_BYTES = 64 * 1024;
 
 export function createAdminRoutes(deps: ApiDeps): Hono {
   const api = new OpenAPIHono({ defaultHook: adminValidationHook });
@@ -35,6 +38,16 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
   });
   // After the document's route, so the document stays public.
   api.use('*', adminAuth(deps.config.ADMIN_TOKEN));
+  // Every admin body is a few hundred bytes; a huge one is refused before it is buffered and parsed.
+  api.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError('payload_too_large', `The request body exceeds ${MAX_BODY_BYTES / 1024} KiB.`);
+      },
+    }),
+  );
 
   registerOrganizations(api, deps);
   registerIntegrations(api, deps);

@@ -31,6 +31,7 @@ export const errorResponses = {
   400: problemResponse('Malformed request: bad JSON or an unparseable query parameter.'),
   401: problemResponse('Missing or wrong admin token.'),
   404: problemResponse('Unknown or malformed id.'),
+  413: problemResponse('The request body exceeds 64 KiB.'),
   422: problemResponse('A rule violation; `errors[]` names each field.'),
 } as const;
 export const unavailableResponse = {

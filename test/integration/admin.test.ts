@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { applyRecords } from '../../db/records';
-import { integrations, properties, syncJobs } from '../../db/schema';
+import { integrations, organizations, properties, syncJobs } from '../../db/schema';
 import { scheduleIdOf } from '../../domain/contract';
 import { startApi, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
@@ -172,6 +172,16 @@ describe('organizations', () => {
     const r: Reply = { status: res.status, body: await res.json(), headers: res.headers };
     expectProblem(r, 415, 'unsupported_media_type');
     expect(r.body.detail).toContain('Content-Type: application/json');
+  });
+
+  it('refuses a body over 64 KiB with 413 before parsing it, and changes nothing', async () => {
+    const name = `Huge ${'x'.repeat(100_000)}`;
+    const r = await admin('POST', '/organizations', { name });
+    expectProblem(r, 413, 'payload_too_large');
+    expect(r.body.title).toBe('Payload Too Large');
+    // The token is still checked first: without it, a 401 whatever the size.
+    expectProblem(await admin('POST', '/organizations', { name }, { token: null }), 401, 'unauthorized');
+    expect(await db.select().from(organizations).where(eq(organizations.name, name))).toEqual([]);
   });
 });
 
