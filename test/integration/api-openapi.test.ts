@@ -4,6 +4,7 @@
  * 2020-12 dialect, which is the dialect of OpenAPI 3.1. Field sets must match exactly in both directions, so a
  * field added to a serializer but not to the schema (or the reverse) fails here.
  */
+import { Validator } from '@seriousme/openapi-schema-validator';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { eq } from 'drizzle-orm';
@@ -80,6 +81,16 @@ function sameFields(record: Json, schemaName: string) {
 }
 
 describe('the document', () => {
+  it('is valid against the OpenAPI 3.1 schema, and so is the admin document', async () => {
+    for (const path of ['/v1/openapi.json', '/admin/v1/openapi.json']) {
+      const validator = new Validator();
+      const result = await validator.validate((await (await api.get(path)).json()) as Json);
+      expect(result.errors, path).toBeUndefined();
+      expect(result.valid, path).toBe(true);
+      expect(validator.version, path).toBe('3.1');
+    }
+  });
+
   it('is OpenAPI 3.1 with a bearer security scheme applied to the API', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
