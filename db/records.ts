@@ -5,7 +5,6 @@
  *
  * Also the one serializer from rows to API records, so events and reads show records identically.
  */
-import { createHash } from 'node:crypto';
 import { and, eq, getTableColumns, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type {
@@ -224,12 +223,11 @@ export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Content hashing and diffs
+// Canonical JSON and diffs (content hashes are computed by Postgres, see compareWithStored)
 // ---------------------------------------------------------------------------------------------------------------
 
-/** JSON with object keys sorted at every depth, so equal content always hashes equally. */
+/** JSON with object keys sorted at every depth, so equal content always compares equal. */
 export function canonicalJson(value: unknown): string {
-  // Hot path of every sync page: plain loops and string building, no intermediate arrays.
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) {
     let out = '[';
@@ -246,10 +244,6 @@ export function canonicalJson(value: unknown): string {
     first = false;
   }
   return out + '}';
-}
-
-export function contentHash(input: unknown): string {
-  return createHash('sha256').update(canonicalJson(input)).digest('hex');
 }
 
 /** Fields that are bookkeeping, never "changed" content. */
@@ -383,13 +377,32 @@ async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof 
 }
 
 /**
+ * Each record of a page (JSON) with the CDM id of its stored row, and its content hash when it differs from the
+ * stored one (or the row is new or soft-deleted). Prepared: its plan is made once per connection.
+ */
+function compareWithStored(tx: Tx, entity: Entity) {
+  const t = tableOf(entity);
+  return tx
+    .select({
+      xId: sql<string>`v.x_id`,
+      id: t.id,
+      newHash: sql<string | null>`case when ${t.id} is null or ${t.contentHash} is distinct from v.h or ${t.deletedAt} is not null then v.h end`,
+    })
+    .from(
+      sql`(select r->>'x_id' as x_id, encode(sha256(convert_to(r::text, 'UTF8')), 'hex') as h from jsonb_array_elements(${sql.placeholder('records')}::jsonb) as r) as v`,
+    )
+    .leftJoin(t, and(eq(t.integrationId, sql.placeholder('integrationId')), sql`${t.xId} = v.x_id`))
+    .prepare(`compare_${entity}`);
+}
+
+/**
  * Rows of an integration by x_id, as a prepared statement with the x_ids as one array parameter: the driver's
  * unprepared path re-plans a 1,000-element array on every page and costs a second round trip.
  */
 function lookupByXIds(tx: Tx, entity: Entity) {
   const t = tableOf(entity);
   return tx
-    .select({ id: t.id, xId: t.xId, contentHash: t.contentHash, deletedAt: t.deletedAt })
+    .select({ id: t.id, xId: t.xId })
     .from(t)
     .where(and(eq(t.integrationId, sql.placeholder('integrationId')), sql`${t.xId} = any(${sql.placeholder('xIds')}::text[])`))
     .prepare(`lookup_${entity}`);
@@ -484,8 +497,9 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
   const batch = [...byXId.values()];
   const xIds = [...byXId.keys()];
 
-  // Most records of a sync page are unchanged: compare hashes first, and load and write only what moved.
-  // Both statements are sent before the hashes are computed, so Postgres works while this process hashes.
+  // Most records of a sync page are unchanged. Postgres hashes each record's canonical JSON (jsonb orders the keys)
+  // and compares it with the stored hash in the same statement, so only what moved comes back with a new hash and
+  // this process never hashes a record.
   const seen = ctx.syncJobId
     ? tx
         .insert(syncSeen)
@@ -493,28 +507,20 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
         .onConflictDoNothing()
         .prepare('sync_seen_insert')
         .execute({ syncJobId: ctx.syncJobId, entity, xIds })
-        .then(() => undefined)
-    : Promise.resolve();
-  const foundQuery = lookupByXIds(tx, entity).execute({ integrationId, xIds });
-  // Let the driver write both queries to the socket before the CPU-bound hashing starts.
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  const hashes = batch.map((input) => contentHash(input));
-  const [found] = await Promise.all([foundQuery, seen]);
-  const current = new Map<string, { id: string; contentHash: string; deletedAt: Date | null }>();
-  for (const r of found) current.set(r.xId, r);
+    : undefined;
+  const [found] = await Promise.all([compareWithStored(tx, entity).execute({ integrationId, records: JSON.stringify(batch) }), seen]);
+  const stored = new Map(found.map((r) => [r.xId, r]));
   const changed: { input: InputOf[E]; hash: string; id: string; existed: boolean }[] = [];
-  for (let i = 0; i < batch.length; i++) {
-    const input = batch[i]!;
-    const hash = hashes[i]!;
-    const cur = current.get(input.x_id);
-    if (cur && cur.contentHash === hash && cur.deletedAt === null) {
+  for (const input of batch) {
+    const cur = stored.get(input.x_id);
+    if (cur?.id && !cur.newHash) {
       result.unchanged++;
       result.ids.set(input.x_id, cur.id);
       continue;
     }
     const id = cur?.id ?? newId(entity);
     result.ids.set(input.x_id, id);
-    changed.push({ input, hash, id, existed: cur !== undefined });
+    changed.push({ input, hash: cur!.newHash!, id, existed: Boolean(cur?.id) });
   }
   if (changed.length === 0) return result;
 
@@ -540,8 +546,12 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
 
   const inserts: Record<string, unknown>[] = [];
   const updates: Record<string, unknown>[] = [];
+  const rehashed: Record<string, unknown>[] = [];
   const peopleOf = new Map<string, LeaseResident[]>();
-  const drafts: { row: RowOf[E]; before: Record<string, unknown> | null; previousStatus: string | null }[] = [];
+  const drafts: { row: RowOf[E]; before: Record<string, unknown> | null; after?: Record<string, unknown>; changed: string[]; previousStatus: string | null }[] =
+    [];
+  const serialize = (row: RowOf[E], people: LeaseResident[] | undefined) =>
+    (entity === 'lease' ? leaseRecord(row as LeaseRow, people ?? []) : serializeOne(entity, row)) as unknown as Record<string, unknown>;
 
   for (const { input, hash, id } of changed) {
     const { x_id: xId, custom_data: customData } = input;
@@ -570,22 +580,29 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
       psSyncedAt: now,
     } as unknown as RowOf[E];
     if (prev) {
+      const before = serialize(prev, existingPeople.get(prev.id));
+      const after = serialize(full, peopleOf.get(id));
+      const moved = changedFields(before, after);
+      if (moved.length === 0) {
+        // Another hash of the same content (a mapping detail that shows in no field): not a change.
+        rehashed.push({ id, contentHash: hash });
+        peopleOf.delete(id);
+        result.unchanged++;
+        continue;
+      }
       updates.push({ id, ...values, customData, contentHash: hash, updatedAt: now, deletedAt: null, psSyncedAt: now });
       result.updated++;
-      const before =
-        entity === 'lease'
-          ? leaseRecord(prev as LeaseRow, existingPeople.get(prev.id) ?? [])
-          : serializeOne(entity, prev);
-      drafts.push({ row: full, before: before as unknown as Record<string, unknown>, previousStatus: (prev as { status?: string | null }).status ?? null });
+      drafts.push({ row: full, before, after, changed: moved, previousStatus: (prev as { status?: string | null }).status ?? null });
     } else {
       inserts.push(full as unknown as Record<string, unknown>);
       result.created++;
-      drafts.push({ row: full, before: null, previousStatus: null });
+      drafts.push({ row: full, before: null, changed: [], previousStatus: null });
     }
   }
 
   await insertRows(tx, table, inserts);
   await updateRows(tx, table, updates);
+  await updateRows(tx, table, rehashed);
   if (entity === 'lease') {
     const replaced = updates.map((u) => u.id as string);
     if (replaced.length > 0) await tx.delete(leaseResidents).where(anyOf(leaseResidents.leaseId, replaced));
@@ -597,10 +614,8 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
 
   if (ctx.emitEvents && drafts.length > 0) {
     const rows = drafts.map((d) => {
-      const after = (entity === 'lease'
-        ? leaseRecord(d.row as LeaseRow, peopleOf.get(d.row.id) ?? [])
-        : serializeOne(entity, d.row)) as unknown as Record<string, unknown>;
-      const changed = d.before ? changedFields(d.before, after) : [];
+      const after = d.after ?? serialize(d.row, peopleOf.get(d.row.id));
+      const changed = d.changed;
       const pick = eventFor(
         entity,
         d.before ? { kind: 'updated', previousStatus: d.previousStatus, changed } : { kind: 'created' },

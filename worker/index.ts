@@ -3,6 +3,10 @@
  * runs and what tests start on their own task queue; `prepareNamespace` is the start-up work (search attributes,
  * schedules).
  */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
@@ -18,6 +22,26 @@ import { SEARCH_ATTRIBUTES } from '../domain/contract';
 import { createConnector } from '../source';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+const BUNDLE_SCRIPT = fileURLToPath(new URL('./bundle.ts', import.meta.url));
+
+/**
+ * The workflow bundle, built by a child process (worker/bundle.ts): bundling in the worker itself would leave
+ * webpack's memory (about 75 MB of RSS) in a process that runs for weeks.
+ */
+async function bundleWorkflows<T>(use: (codePath: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'propsync-workflows-'));
+  const codePath = join(dir, 'workflows.js');
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', BUNDLE_SCRIPT, codePath], { stdio: ['ignore', 'inherit', 'inherit'] });
+      child.once('error', reject);
+      child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bundling the workflows failed (exit ${code})`))));
+    });
+    return await use(codePath);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 export interface WorkerDeps {
   config: Config;
@@ -36,18 +60,21 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     runIsOpen: runIsOpenVia(client),
     pageSize: config.SYNC_PAGE_SIZE,
   });
-  return Worker.create({
-    connection: deps.connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    workflowsPath: WORKFLOWS_PATH,
-    activities,
-    // Each sync activity holds at most two source pages in memory; this bounds the worker's footprint.
-    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
-    maxCachedWorkflows: 200,
-    // On shutdown, running activities get this long, then are cancelled and resume elsewhere from their last page.
-    shutdownGraceTime: '10 seconds',
-  });
+  // Worker.create reads the bundle once; the file is removed after.
+  return bundleWorkflows((codePath) =>
+    Worker.create({
+      connection: deps.connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      workflowBundle: { codePath },
+      activities,
+      // Each sync activity holds at most two source pages in memory; this bounds the worker's footprint.
+      maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
+      maxCachedWorkflows: 200,
+      // On shutdown, running activities get this long, then are cancelled and resume elsewhere from their last page.
+      shutdownGraceTime: '10 seconds',
+    }),
+  );
 }
 
 /** Register the search attributes the sync workflows set, where the namespace lacks them. */

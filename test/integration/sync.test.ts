@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSyncSchedule, removeSyncSchedule, triggerSync } from '../../api/sync-control';
 import { closeDb, type Db } from '../../db/client';
 import { integrations, syncJobs, syncSeen } from '../../db/schema';
-import type { Entity, RecordOf } from '../../domain/cdm';
 import { ENTITIES } from '../../domain/cdm';
 import { SA_INTEGRATION_ID, SA_ORGANIZATION_ID, SA_STATUS, SA_SYNC_JOB_ID, scheduleIdOf, syncWorkflowIdOf } from '../../domain/contract';
 import { WORKFLOWS_PATH } from '../../worker';
