@@ -54,6 +54,8 @@ export type StartSyncJobResult =
 export interface EntityProgress {
   page: number;
   done: boolean;
+  /** Whether the run records seen x_ids of the entity (and so soft-deletes what it did not see). */
+  tracked?: boolean;
 }
 
 /** Thrown inside a page transaction when another attempt of the same activity committed first. */
@@ -138,6 +140,10 @@ export function createActivities(deps: SyncActivityDeps) {
       const { job, integration } = await loadRunning(db, syncJobId);
       let point: EntityProgress = job.progress[entity] ?? { page: 0, done: false };
       if (point.done) return { pages: point.page, records: 0 };
+      // Nothing of the entity cached yet (a first sync, or a new kind of record): nothing to soft-delete, so the run
+      // need not record what it saw. The choice is stored with the resume point by the first page's commit; an
+      // attempt that lost that race adopts the stored choice with the stored point.
+      if (point.page === 0) point = { ...point, tracked: await hasRows(db, entity, integration.id) };
       const connector = await deps.connectorFor(integration);
       const apply = applyContext(integration, job);
       let records = 0;
@@ -160,7 +166,7 @@ export function createActivities(deps: SyncActivityDeps) {
         for (let n = 0; ; n++) {
           if (n % STATS_CHECK_EVERY_PAGES === 0) await refreshStatsIfStale(db, entity);
           const page = await next;
-          const target: EntityProgress = { page: point.page + 1, done: !page.hasMore };
+          const target: EntityProgress = { page: point.page + 1, done: !page.hasMore, tracked: point.tracked };
           if (page.hasMore) next = read(target.page + 1);
           try {
             const result = await db.transaction(async (tx) => {
@@ -173,7 +179,7 @@ export function createActivities(deps: SyncActivityDeps) {
                 throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} is ${row?.status ?? 'gone'}`, SYNC_FAILURE.jobNotRunning);
               }
               if ((row.progress[entity]?.page ?? 0) !== point.page) throw new Superseded();
-              const r = await applyRecords(tx, { ...apply, now: clock() }, entity, page.records);
+              const r = await applyRecords(tx, { ...apply, now: clock(), trackSeen: point.tracked !== false }, entity, page.records);
               await tx
                 .update(syncJobs)
                 .set({
@@ -229,6 +235,7 @@ export function createActivities(deps: SyncActivityDeps) {
         let softDeleted = 0;
         // Leases first: nothing a run removes should point at a record that is still shown as live.
         for (const entity of [...SYNC_ORDER].reverse()) {
+          if (job.progress[entity]?.tracked === false) continue;
           const r = await softDeleteUnseen(tx, { ...applyContext(integration, job, now), syncJobId: job.id }, entity);
           softDeleted += r.softDeleted;
         }
@@ -279,6 +286,13 @@ export function createActivities(deps: SyncActivityDeps) {
 export type SyncActivities = ReturnType<typeof createActivities>;
 
 const STATS_CHECK_EVERY_PAGES = 10;
+
+/** Whether the integration has any row of the entity, soft-deleted ones included. */
+async function hasRows(db: Db, entity: Entity, integrationId: string): Promise<boolean> {
+  const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
+  const rows = await db.select({ one: sql`1` }).from(t).where(eq(t.integrationId, integrationId)).limit(1);
+  return rows.length > 0;
+}
 
 /**
  * ANALYZE an entity's tables when their row count has outgrown the planner's statistics. A first big sync grows a

@@ -424,6 +424,8 @@ export interface ApplyContext {
   emitEvents: boolean;
   /** When set, the x_ids are recorded as seen by this sync run (for soft-deleting what vanished). */
   syncJobId?: string;
+  /** False: do not record seen x_ids (a run that will soft-delete nothing of this entity). Default true. */
+  trackSeen?: boolean;
   operationId?: string;
   now?: Date;
 }
@@ -500,14 +502,15 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
   // Most records of a sync page are unchanged. Postgres hashes each record's canonical JSON (jsonb orders the keys)
   // and compares it with the stored hash in the same statement, so only what moved comes back with a new hash and
   // this process never hashes a record.
-  const seen = ctx.syncJobId
-    ? tx
-        .insert(syncSeen)
-        .select(sql`select ${sql.placeholder('syncJobId')}, ${sql.placeholder('entity')}, unnest(${sql.placeholder('xIds')}::text[])`)
-        .onConflictDoNothing()
-        .prepare('sync_seen_insert')
-        .execute({ syncJobId: ctx.syncJobId, entity, xIds })
-    : undefined;
+  const seen =
+    ctx.syncJobId && ctx.trackSeen !== false
+      ? tx
+          .insert(syncSeen)
+          .select(sql`select ${sql.placeholder('syncJobId')}, ${sql.placeholder('entity')}, unnest(${sql.placeholder('xIds')}::text[])`)
+          .onConflictDoNothing()
+          .prepare('sync_seen_insert')
+          .execute({ syncJobId: ctx.syncJobId, entity, xIds })
+      : undefined;
   const [found] = await Promise.all([compareWithStored(tx, entity).execute({ integrationId, records: JSON.stringify(batch) }), seen]);
   const stored = new Map(found.map((r) => [r.xId, r]));
   const changed: { input: InputOf[E]; hash: string; id: string; existed: boolean }[] = [];

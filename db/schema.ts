@@ -262,8 +262,11 @@ export const syncJobs = pgTable(
     recordsNew: integer('records_new').notNull().default(0),
     recordsUpdated: integer('records_updated').notNull().default(0),
     recordsSoftDeleted: integer('records_soft_deleted').notNull().default(0),
-    /** Resume point per entity so a retried activity carries on from the last committed page. */
-    progress: jsonb('progress').$type<Record<string, { page: number; done: boolean }>>().notNull().default({}),
+    /**
+     * Resume point per entity so a retried activity carries on from the last committed page. `tracked: false`: the
+     * integration had no row of the entity when the run began, so the run records no seen x_ids and soft-deletes none.
+     */
+    progress: jsonb('progress').$type<Record<string, { page: number; done: boolean; tracked?: boolean }>>().notNull().default({}),
     error: text('error'),
     createdAt: ts('created_at').notNull().defaultNow(),
   },

@@ -12,7 +12,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SyncActivities } from '../activities/sync';
-import { SYNC_ORDER } from '../domain/cdm';
+import { SYNC_ORDER, type Entity } from '../domain/cdm';
 import {
   SA_INTEGRATION_ID,
   SA_ORGANIZATION_ID,
@@ -40,6 +40,13 @@ const { syncEntity } = proxyActivities<SyncActivities>({
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 10 },
 });
 
+/**
+ * SYNC_ORDER in stages: an entity is synced after everything it references. Units and residents reference only
+ * properties, so they run side by side.
+ */
+const SYNC_STAGES: readonly (readonly Entity[])[] = [['property'], ['unit', 'resident'], ['lease']];
+if (SYNC_STAGES.flat().join() !== SYNC_ORDER.join()) throw new Error('SYNC_STAGES must list SYNC_ORDER, in order');
+
 function setStatus(status: SyncRunStatus, syncJobId?: string | null) {
   upsertSearchAttributes([
     { key: SA_STATUS, value: status },
@@ -59,14 +66,15 @@ export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWor
       setStatus('skipped');
       return { syncJobId: started.syncJobId, status: 'skipped' };
     }
-    syncJobId = started.syncJobId;
+    const jobId = started.syncJobId;
+    syncJobId = jobId;
     if (known.get(SA_ORGANIZATION_ID) === undefined) upsertSearchAttributes([{ key: SA_ORGANIZATION_ID, value: started.organizationId }]);
-    setStatus('running', syncJobId);
+    setStatus('running', jobId);
 
-    for (const entity of SYNC_ORDER) await syncEntity({ syncJobId, entity });
-    await finishSyncJob({ syncJobId });
+    for (const stage of SYNC_STAGES) await Promise.all(stage.map((entity) => syncEntity({ syncJobId: jobId, entity })));
+    await finishSyncJob({ syncJobId: jobId });
     setStatus('succeeded');
-    return { syncJobId, status: 'succeeded' };
+    return { syncJobId: jobId, status: 'succeeded' };
   } catch (err) {
     const jobId = syncJobId;
     if (jobId) {

@@ -105,7 +105,8 @@ describe('sync of a sandbox integration', () => {
     });
     expect(job.id).toMatch(/^syj_[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(job.startedAt!.getTime()).toBeLessThanOrEqual(job.finishedAt!.getTime());
-    expect(job.progress).toEqual(Object.fromEntries(ENTITIES.map((e) => [e, { page: expect.any(Number), done: true }])));
+    // A first sync records no seen x_ids: there is nothing it could soft-delete.
+    expect(job.progress).toEqual(Object.fromEntries(ENTITIES.map((e) => [e, { page: expect.any(Number), done: true, tracked: false }])));
 
     const evs = await eventsOf(db, s.row.id);
     expect(evs).toHaveLength(1);
@@ -145,6 +146,7 @@ describe('sync of a sandbox integration', () => {
     const { job, got } = await syncAndCheckEvents(s);
     expect(got.map((e) => e.type)).toEqual(['SYNC_COMPLETE']);
     expect(job).toMatchObject({ initial: false, recordsNew: 0, recordsUpdated: 0, recordsSoftDeleted: 0 });
+    expect(Object.values(job.progress).map((p) => p.tracked)).toEqual([true, true, true, true]);
     expect(job.recordsSeen).toBe(ENTITIES.reduce((n, e) => n + before[e].length, 0));
     expect(await readCache(db, s.row.id)).toEqual(before);
   });
