@@ -170,25 +170,19 @@ export function createActivities(deps: SyncActivityDeps) {
           if (page.hasMore) next = read(target.page + 1);
           try {
             const result = await db.transaction(async (tx) => {
-              const [row] = await tx
-                .select({ status: syncJobs.status, progress: syncJobs.progress })
-                .from(syncJobs)
-                .where(eq(syncJobs.id, syncJobId))
-                .for('update');
-              if (row?.status !== 'running') {
-                throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} is ${row?.status ?? 'gone'}`, SYNC_FAILURE.jobNotRunning);
-              }
-              if ((row.progress[entity]?.page ?? 0) !== point.page) throw new Superseded();
               const r = await applyRecords(tx, { ...apply, now: clock(), trackSeen: point.tracked !== false }, entity, page.records);
-              await tx
-                .update(syncJobs)
-                .set({
-                  progress: { ...row.progress, [entity]: target },
-                  recordsSeen: sql`${syncJobs.recordsSeen} + ${r.created + r.updated + r.unchanged}`,
-                  recordsNew: sql`${syncJobs.recordsNew} + ${r.created}`,
-                  recordsUpdated: sql`${syncJobs.recordsUpdated} + ${r.updated}`,
-                })
-                .where(eq(syncJobs.id, syncJobId));
+              // The resume point moves only from where this attempt found it, and only while the job runs;
+              // otherwise the page's writes roll back.
+              const [moved] = await advanceProgress(tx).execute({
+                id: syncJobId,
+                entity,
+                from: point.page,
+                target: JSON.stringify({ [entity]: target }),
+                seen: r.created + r.updated + r.unchanged,
+                created: r.created,
+                updated: r.updated,
+              });
+              if (!moved) throw (await stillRunning(tx, syncJobId)) ? new Superseded() : notRunning(syncJobId);
               return r;
             });
             point = target;
@@ -284,6 +278,35 @@ export function createActivities(deps: SyncActivityDeps) {
 }
 
 export type SyncActivities = ReturnType<typeof createActivities>;
+
+/** One page's bookkeeping in one prepared statement: the resume point (compare-and-set) and the counters. */
+function advanceProgress(tx: Tx) {
+  return tx
+    .update(syncJobs)
+    .set({
+      progress: sql`${syncJobs.progress} || ${sql.placeholder('target')}::jsonb`,
+      recordsSeen: sql`${syncJobs.recordsSeen} + ${sql.placeholder('seen')}::int`,
+      recordsNew: sql`${syncJobs.recordsNew} + ${sql.placeholder('created')}::int`,
+      recordsUpdated: sql`${syncJobs.recordsUpdated} + ${sql.placeholder('updated')}::int`,
+    })
+    .where(
+      and(
+        eq(syncJobs.id, sql.placeholder('id')),
+        eq(syncJobs.status, 'running'),
+        sql`coalesce((${syncJobs.progress} -> ${sql.placeholder('entity')}::text ->> 'page')::int, 0) = ${sql.placeholder('from')}::int`,
+      ),
+    )
+    .returning({ id: syncJobs.id })
+    .prepare('sync_job_advance');
+}
+
+async function stillRunning(tx: Tx, syncJobId: string): Promise<boolean> {
+  return (await getSyncJob(tx, syncJobId))?.status === 'running';
+}
+
+function notRunning(syncJobId: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`sync job ${syncJobId} is no longer running`, SYNC_FAILURE.jobNotRunning);
+}
 
 const STATS_CHECK_EVERY_PAGES = 10;
 

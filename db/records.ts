@@ -5,11 +5,13 @@
  *
  * Also the one serializer from rows to API records, so events and reads show records identically.
  */
+import { createHash } from 'node:crypto';
 import { and, eq, getTableColumns, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type {
   Entity,
   InputOf,
+  JsonObject,
   Lease,
   LeaseInput,
   LeaseResident,
@@ -223,7 +225,7 @@ export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Canonical JSON and diffs (content hashes are computed by Postgres, see compareWithStored)
+// Content hashing and diffs
 // ---------------------------------------------------------------------------------------------------------------
 
 /** JSON with object keys sorted at every depth, so equal content always compares equal. */
@@ -244,6 +246,18 @@ export function canonicalJson(value: unknown): string {
     first = false;
   }
   return out + '}';
+}
+
+/**
+ * sha256 of a mapped record. The mapping builds every record with its keys in a fixed order, so plain JSON is
+ * stable, except `custom_data`, whose keys arrive in whatever order the source sends: that part is canonical.
+ * (A key-order change in the mapping code only re-hashes records; applyRecords sees no field moved.)
+ */
+export function contentHash(input: { custom_data: JsonObject }): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ ...input, custom_data: null }))
+    .update(canonicalJson(input.custom_data))
+    .digest('hex');
 }
 
 /** Fields that are bookkeeping, never "changed" content. */
@@ -377,32 +391,13 @@ async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof 
 }
 
 /**
- * Each record of a page (JSON) with the CDM id of its stored row, and its content hash when it differs from the
- * stored one (or the row is new or soft-deleted). Prepared: its plan is made once per connection.
- */
-function compareWithStored(tx: Tx, entity: Entity) {
-  const t = tableOf(entity);
-  return tx
-    .select({
-      xId: sql<string>`v.x_id`,
-      id: t.id,
-      newHash: sql<string | null>`case when ${t.id} is null or ${t.contentHash} is distinct from v.h or ${t.deletedAt} is not null then v.h end`,
-    })
-    .from(
-      sql`(select r->>'x_id' as x_id, encode(sha256(convert_to(r::text, 'UTF8')), 'hex') as h from jsonb_array_elements(${sql.placeholder('records')}::jsonb) as r) as v`,
-    )
-    .leftJoin(t, and(eq(t.integrationId, sql.placeholder('integrationId')), sql`${t.xId} = v.x_id`))
-    .prepare(`compare_${entity}`);
-}
-
-/**
  * Rows of an integration by x_id, as a prepared statement with the x_ids as one array parameter: the driver's
  * unprepared path re-plans a 1,000-element array on every page and costs a second round trip.
  */
 function lookupByXIds(tx: Tx, entity: Entity) {
   const t = tableOf(entity);
   return tx
-    .select({ id: t.id, xId: t.xId })
+    .select({ id: t.id, xId: t.xId, contentHash: t.contentHash, deletedAt: t.deletedAt })
     .from(t)
     .where(and(eq(t.integrationId, sql.placeholder('integrationId')), sql`${t.xId} = any(${sql.placeholder('xIds')}::text[])`))
     .prepare(`lookup_${entity}`);
@@ -499,9 +494,8 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
   const batch = [...byXId.values()];
   const xIds = [...byXId.keys()];
 
-  // Most records of a sync page are unchanged. Postgres hashes each record's canonical JSON (jsonb orders the keys)
-  // and compares it with the stored hash in the same statement, so only what moved comes back with a new hash and
-  // this process never hashes a record.
+  // Most records of a sync page are unchanged: compare content hashes first, and load and write only what moved.
+  // The lookup is sent before the hashes are computed, so Postgres works while this process hashes.
   const seen =
     ctx.syncJobId && ctx.trackSeen !== false
       ? tx
@@ -511,19 +505,24 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
           .prepare('sync_seen_insert')
           .execute({ syncJobId: ctx.syncJobId, entity, xIds })
       : undefined;
-  const [found] = await Promise.all([compareWithStored(tx, entity).execute({ integrationId, records: JSON.stringify(batch) }), seen]);
+  const lookup = lookupByXIds(tx, entity).execute({ integrationId, xIds });
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  const hashes = batch.map(contentHash);
+  const [found] = await Promise.all([lookup, seen]);
   const stored = new Map(found.map((r) => [r.xId, r]));
   const changed: { input: InputOf[E]; hash: string; id: string; existed: boolean }[] = [];
-  for (const input of batch) {
+  for (let i = 0; i < batch.length; i++) {
+    const input = batch[i]!;
+    const hash = hashes[i]!;
     const cur = stored.get(input.x_id);
-    if (cur?.id && !cur.newHash) {
+    if (cur && cur.contentHash === hash && cur.deletedAt === null) {
       result.unchanged++;
       result.ids.set(input.x_id, cur.id);
       continue;
     }
     const id = cur?.id ?? newId(entity);
     result.ids.set(input.x_id, id);
-    changed.push({ input, hash: cur!.newHash!, id, existed: Boolean(cur?.id) });
+    changed.push({ input, hash, id, existed: cur !== undefined });
   }
   if (changed.length === 0) return result;
 
