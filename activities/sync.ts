@@ -72,7 +72,7 @@ export function createActivities(deps: SyncActivityDeps) {
     if (!job) throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} not found`, SYNC_FAILURE.jobNotFound);
     if (job.status !== 'running') throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} is ${job.status}`, SYNC_FAILURE.jobNotRunning);
     const integration = await getIntegration(tx, job.integrationId);
-    if (!integration) throw ApplicationFailure.nonRetryable(`integration ${job.integrationId} not found`, SYNC_FAILURE.integrationGone);
+    if (!integration || integration.deletedAt) throw integrationGone(job.integrationId);
     return { job, integration };
   }
 
@@ -100,7 +100,7 @@ export function createActivities(deps: SyncActivityDeps) {
           const job = await getSyncJob(tx, input.syncJobId);
           if (!job) throw ApplicationFailure.nonRetryable(`sync job ${input.syncJobId} not found`, SYNC_FAILURE.jobNotFound);
           if (!integration || integration.deletedAt) {
-            throw ApplicationFailure.nonRetryable(`integration ${input.integrationId} is deleted`, SYNC_FAILURE.integrationGone);
+            throw integrationGone(input.integrationId);
           }
           if (job.status === 'queued') {
             await tx.update(syncJobs).set({ status: 'running', startedAt: clock(), initial }).where(eq(syncJobs.id, job.id));
@@ -182,7 +182,7 @@ export function createActivities(deps: SyncActivityDeps) {
                 created: r.created,
                 updated: r.updated,
               });
-              if (!moved) throw (await stillRunning(tx, syncJobId)) ? new Superseded() : notRunning(syncJobId);
+              if (!moved) throw await whyNotMoved(tx, syncJobId);
               return r;
             });
             point = target;
@@ -294,18 +294,25 @@ function advanceProgress(tx: Tx) {
         eq(syncJobs.id, sql.placeholder('id')),
         eq(syncJobs.status, 'running'),
         sql`coalesce((${syncJobs.progress} -> ${sql.placeholder('entity')}::text ->> 'page')::int, 0) = ${sql.placeholder('from')}::int`,
+        // A run of an integration deleted meanwhile must not bring its records back.
+        sql`not exists (select 1 from ${integrations} i where i.id = ${syncJobs.integrationId} and i.deleted_at is not null)`,
       ),
     )
     .returning({ id: syncJobs.id })
     .prepare('sync_job_advance');
 }
 
-async function stillRunning(tx: Tx, syncJobId: string): Promise<boolean> {
-  return (await getSyncJob(tx, syncJobId))?.status === 'running';
+/** Why a page's progress did not move: another attempt got there first, the job ended, or the integration went. */
+async function whyNotMoved(tx: Tx, syncJobId: string): Promise<Error> {
+  const job = await getSyncJob(tx, syncJobId);
+  if (job?.status !== 'running') return ApplicationFailure.nonRetryable(`sync job ${syncJobId} is ${job?.status ?? 'gone'}`, SYNC_FAILURE.jobNotRunning);
+  const integration = await getIntegration(tx, job.integrationId);
+  if (!integration || integration.deletedAt) return integrationGone(job.integrationId);
+  return new Superseded();
 }
 
-function notRunning(syncJobId: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(`sync job ${syncJobId} is no longer running`, SYNC_FAILURE.jobNotRunning);
+function integrationGone(integrationId: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`integration ${integrationId} was deleted`, SYNC_FAILURE.integrationGone);
 }
 
 const STATS_CHECK_EVERY_PAGES = 10;

@@ -139,4 +139,25 @@ describe('a worker killed mid-sync', () => {
     expect(done.recordsSeen).toBe(ENTITIES.reduce((n, e) => n + after[e].filter((r) => r.deleted_at === null).length, 0));
     expect(want.events.length).toBeGreaterThan(200);
   }, 180_000);
+
+  it('SIGTERM stops a worker cleanly mid-sync; the run carries on elsewhere with every change recorded once', async () => {
+    await sandbox().applyChanges(s.companyId, { update: { unit: 30, resident: 60, lease: 90 }, lease_transitions: 20 });
+    const before = await readCache(db, s.row.id);
+    const job = await triggerSync(ctl, s.row);
+    await midRun(job.id, 400);
+    const [worker] = [...children];
+    const exited = new Promise<number | null>((resolve) => worker!.once('exit', (code) => resolve(code)));
+    worker!.kill('SIGTERM');
+    // Activities get the shutdown grace period (10 s), then are cancelled and the process exits on its own.
+    expect(await exited).toBe(0);
+    spawnWorker();
+    await ctl.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result();
+    expect((await getSyncJob(db, job.id))!.status).toBe('succeeded');
+    const after = await expectCacheEqualsSource(db, s.row);
+    const want = expectedEvents(before, after);
+    const got = await eventsOf(db, s.row.id, job.id);
+    const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
+    expect(got.filter((e) => e.type !== 'SYNC_COMPLETE').map(key).sort()).toEqual(want.events.map(key).sort());
+    expect(got.filter((e) => e.type === 'SYNC_COMPLETE')).toHaveLength(1);
+  }, 180_000);
 });

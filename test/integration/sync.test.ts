@@ -9,6 +9,7 @@ import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSyncSchedule, removeSyncSchedule, triggerSync } from '../../api/sync-control';
 import { closeDb, type Db } from '../../db/client';
+import { softDeleteUnseen } from '../../db/records';
 import { integrations, leases, properties, residents, syncJobs, syncSeen, units } from '../../db/schema';
 import { ENTITIES } from '../../domain/cdm';
 import { SA_INTEGRATION_ID, SA_ORGANIZATION_ID, SA_STATUS, SA_SYNC_JOB_ID, scheduleIdOf, syncWorkflowIdOf } from '../../domain/contract';
@@ -338,6 +339,32 @@ describe('one run at a time', () => {
     // No two runs of the integration ever overlapped.
     const jobs = (await jobsOf(db, s.row.id)).filter((j) => j.startedAt);
     for (let i = 1; i < jobs.length; i++) expect(jobs[i]!.startedAt!.getTime()).toBeGreaterThanOrEqual(jobs[i - 1]!.finishedAt!.getTime());
+  });
+});
+
+describe('an integration deleted while it syncs', () => {
+  it('fails the run; nothing is brought back and no event is recorded', async () => {
+    const s = await sandboxIntegration(db, { size: 40, seed: 15 });
+    await runSync(t, db, s.row);
+    await sandbox().applyChanges(s.companyId, { update: { unit: 5, resident: 5, lease: 5 } });
+    await sandbox().setFault(s.companyId, { kind: 'slow', delay_ms: 700 });
+    const job = await triggerSync(t.ctl, s.row);
+    await until('the run to commit a page', async () => {
+      const j = (await jobsOf(db, s.row.id)).find((x) => x.id === job.id);
+      return j && j.recordsSeen > 0 ? true : undefined;
+    });
+    // What DELETE /admin/v1/integrations/{id} does: mark it deleted and soft-delete every record, without events.
+    await db.transaction(async (tx) => {
+      const now = new Date();
+      await tx.update(integrations).set({ deletedAt: now }).where(eq(integrations.id, s.row.id));
+      for (const e of ENTITIES) await softDeleteUnseen(tx, { integration: s.row, emitEvents: false, syncJobId: 'syj_deleting', now }, e);
+    });
+    await sandbox().clearFaults(s.companyId);
+    await expect(t.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result()).rejects.toBeInstanceOf(WorkflowFailedError);
+    const failed = (await jobsOf(db, s.row.id)).find((x) => x.id === job.id)!;
+    expect(failed).toMatchObject({ status: 'failed', error: expect.stringContaining('deleted') });
+    for (const e of ENTITIES) expect(await liveCount(db, s.row.id, e), e).toBe(0);
+    expect(await eventsOf(db, s.row.id, job.id)).toHaveLength(0);
   });
 });
 
