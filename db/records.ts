@@ -262,6 +262,8 @@ export function contentHash(input: { custom_data: JsonObject }): string {
 
 /** Fields that are bookkeeping, never "changed" content. */
 const NOT_CONTENT = new Set(['id', 'organization_id', 'integration_id', 'created_at', 'updated_at', 'ps_synced_at']);
+/** Names of a serialized record's content fields (what a first sighting counts as changed). */
+const contentFields = (record: Record<string, unknown>): string[] => Object.keys(record).filter((k) => !NOT_CONTENT.has(k));
 
 /** Names of the record fields whose values differ between two serialized records. */
 export function changedFields(before: Record<string, unknown>, after: Record<string, unknown>): string[] {
@@ -456,7 +458,7 @@ function eventRow(ctx: ApplyContext, draft: EventDraft, createdAt: Date) {
       id: data.id,
       x_id: data.x_id,
       updated_at: data.updated_at,
-      changed: data.changed ?? Object.keys(draft.data).filter((k) => !NOT_CONTENT.has(k)),
+      changed: data.changed ?? contentFields(draft.data),
       truncated: true,
     };
   }
@@ -623,10 +625,14 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
         d.before ? { kind: 'updated', previousStatus: d.previousStatus, changed } : { kind: 'created' },
         after as { status?: string | null; is_renewal?: boolean | null; deleted_at?: string | null },
       );
+      // Every *_UPDATED carries `changed` (SPEC payload rule 2): a lease first seen with a status that has no
+      // lifecycle event arrives as LEASE_UPDATED with the full record, every content field counted as changed.
       const data = pick.full
         ? d.before
           ? { ...after, changed }
-          : after
+          : pick.type.endsWith('_UPDATED')
+            ? { ...after, changed: contentFields(after) }
+            : after
         : { ...Object.fromEntries(changed.map((k) => [k, after[k]])), id: after.id, x_id: after.x_id, updated_at: after.updated_at, changed };
       // Event ids are monotonic ULIDs, so (created_at, id) keeps production order within a batch.
       return eventRow(ctx, { type: pick.type, data, recordId: d.row.id }, now);

@@ -36,6 +36,7 @@ export interface SyncWorkflowResult {
 export type SyncRunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
 
 /** Id of the Temporal Schedule of an integration. */
-export const scheduleIdOf = (integrationId: string) => `sync-schedule-${integrationId}`;
+export const SCHEDULE_ID_PREFIX = 'sync-schedule-';
+export const scheduleIdOf = (integrationId: string) => `${SCHEDULE_ID_PREFIX}${integrationId}`;
 /** Id of a sync workflow run for a job: one job, one workflow. */
 export const syncWorkflowIdOf = (syncJobId: string) => `sync-${syncJobId}`;

@@ -18,7 +18,7 @@ import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Db } from '../db/client';
 import { integrations } from '../db/schema';
-import { SEARCH_ATTRIBUTES } from '../domain/contract';
+import { SCHEDULE_ID_PREFIX, SEARCH_ATTRIBUTES, scheduleIdOf } from '../domain/contract';
 import { createConnector } from '../source';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -111,5 +111,33 @@ export async function reconcileSchedules(deps: { db: Db; client: Client; taskQue
       deps.logger.error({ err, integration_id: row.id }, 'could not reconcile the sync schedule');
     }
   }
+  removed += await removeOrphanSchedules(deps, rows.filter((r) => !r.deletedAt).map((r) => r.id));
   return { ensured, removed };
+}
+
+/**
+ * Schedules of integrations this database does not know (e.g. Temporal state kept across a database reset) would
+ * keep firing runs that fail: remove them, but only those that start work on our own task queue, so a deployment
+ * sharing the namespace keeps its schedules.
+ */
+export async function removeOrphanSchedules(
+  deps: { client: Client; taskQueue: string; logger: Logger },
+  liveIntegrationIds: string[],
+): Promise<number> {
+  const known = new Set(liveIntegrationIds.map(scheduleIdOf));
+  let removed = 0;
+  for await (const summary of deps.client.schedule.list()) {
+    if (!summary.scheduleId.startsWith(SCHEDULE_ID_PREFIX) || known.has(summary.scheduleId)) continue;
+    try {
+      const handle = deps.client.schedule.getHandle(summary.scheduleId);
+      const described = await handle.describe();
+      if (described.action.type !== 'startWorkflow' || described.action.taskQueue !== deps.taskQueue) continue;
+      await handle.delete();
+      removed++;
+      deps.logger.info({ schedule_id: summary.scheduleId }, 'removed the schedule of an unknown integration');
+    } catch (err) {
+      deps.logger.error({ err, schedule_id: summary.scheduleId }, 'could not remove an orphan schedule');
+    }
+  }
+  return removed;
 }

@@ -6,6 +6,8 @@
 import { Worker } from '@temporalio/worker';
 import { ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';
 import { and, eq } from 'drizzle-orm';
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSyncSchedule, removeSyncSchedule, triggerSync } from '../../api/sync-control';
 import { closeDb, type Db } from '../../db/client';
@@ -13,7 +15,7 @@ import { softDeleteUnseen } from '../../db/records';
 import { integrations, leases, properties, residents, syncJobs, syncSeen, units } from '../../db/schema';
 import { ENTITIES } from '../../domain/cdm';
 import { SA_INTEGRATION_ID, SA_ORGANIZATION_ID, SA_STATUS, SA_SYNC_JOB_ID, scheduleIdOf, syncWorkflowIdOf } from '../../domain/contract';
-import { WORKFLOWS_PATH } from '../../worker';
+import { removeOrphanSchedules, WORKFLOWS_PATH } from '../../worker';
 import { testConfig, testDb } from '../support/context';
 import {
   eventsOf,
@@ -410,5 +412,37 @@ describe('schedules', () => {
     }
     await expect(handle.describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
     await removeSyncSchedule(t.ctl, s.row.id);
+  });
+
+  it('removes the schedules of integrations the database does not know, on its own task queue only', async () => {
+    const ghost = (id: string) =>
+      ({ id, organizationId: randomUUID(), plan: 'starter', syncIntervalSeconds: null }) as Parameters<typeof ensureSyncSchedule>[1];
+    const ours = ghost(randomUUID());
+    const theirs = ghost(randomUUID());
+    await ensureSyncSchedule(t.ctl, ours, { runNow: false });
+    const otherQueue = { ...t.ctl, taskQueue: `other-${randomUUID()}` };
+    await ensureSyncSchedule(otherQueue, theirs, { runNow: false });
+    try {
+      const live = (await db.select({ id: integrations.id }).from(integrations)).map((r) => r.id);
+      const deps = { client: t.client, taskQueue: t.ctl.taskQueue, logger: pino({ level: 'silent' }) };
+      // Schedule listing is eventually consistent: sweep until the new schedule has been seen and removed.
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline) {
+        await removeOrphanSchedules(deps, live);
+        try {
+          await t.client.schedule.getHandle(scheduleIdOf(ours.id)).describe();
+        } catch (err) {
+          if (err instanceof ScheduleNotFoundError) break;
+          throw err;
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      await expect(t.client.schedule.getHandle(scheduleIdOf(ours.id)).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+      // Another deployment's schedule on the same namespace is left alone.
+      expect((await t.client.schedule.getHandle(scheduleIdOf(theirs.id)).describe()).scheduleId).toBe(scheduleIdOf(theirs.id));
+    } finally {
+      await removeSyncSchedule(otherQueue, theirs.id);
+      await removeSyncSchedule(t.ctl, ours.id);
+    }
   });
 });

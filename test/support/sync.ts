@@ -234,7 +234,12 @@ export function expectedEvents(before: Snapshot, after: Snapshot): { events: Exp
         if (rec.deleted_at !== null) continue;
         created++;
         const type = entity === 'lease' ? (lifecycle ?? 'LEASE_UPDATED') : CREATED_TYPE[entity];
-        const data = prev ? { ...rec, changed: changedBetween(prev, rec) } : rec;
+        // A first sighting as *_UPDATED (a lease whose status has no lifecycle event) still carries `changed`.
+        const data = prev
+          ? { ...rec, changed: changedBetween(prev, rec) }
+          : type.endsWith('_UPDATED')
+            ? { ...rec, changed: Object.keys(rec).filter((k) => !BOOKKEEPING.has(k)) }
+            : rec;
         out.push({ type, recordId: rec.id as string, data });
         continue;
       }
