@@ -78,7 +78,7 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
         evictAll();
         if (!closed) scheduleListen();
       },
-    } as postgres.Options<{}>);
+    } as postgres.Options<Record<string, postgres.PostgresType>>);
     try {
       await listener.unsafe(`listen "${API_KEYS_CHANNEL}"`);
       evictAll();
