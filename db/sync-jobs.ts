@@ -46,3 +46,20 @@ export async function activeJobOf(tx: Tx, integrationId: string, runIsOpen: RunI
   }
   return undefined;
 }
+
+/** The admin API's view of a sync job. */
+export function syncJobView(row: SyncJobRow) {
+  return {
+    id: row.id,
+    integration_id: row.integrationId,
+    status: row.status,
+    trigger: row.trigger,
+    started_at: row.startedAt?.toISOString() ?? null,
+    finished_at: row.finishedAt?.toISOString() ?? null,
+    records_seen: row.recordsSeen,
+    records_new: row.recordsNew,
+    records_updated: row.recordsUpdated,
+    records_soft_deleted: row.recordsSoftDeleted,
+    error: row.error,
+  };
+}

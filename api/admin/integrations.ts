@@ -14,7 +14,6 @@ import { ENTITIES } from '../../domain/cdm';
 import { effectiveSyncInterval, PLAN_RULES, type Plan } from '../../domain/plans';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { ensureSyncSchedule, removeSyncSchedule } from '../sync-control';
 import {
   body,
   errorResponses,
@@ -27,7 +26,7 @@ import {
   ListQuery,
   unavailableResponse,
 } from './schemas';
-import { loadIntegration, loadOrganization, viaSandbox, withTemporal } from './support';
+import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */
 const DEFAULT_SANDBOX_SIZE = 50;
@@ -105,7 +104,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       await withTemporal(
         deps,
         'schedule the integration',
-        (ctl) => ensureSyncSchedule(ctl, row, { runNow: input.initial_sync !== false }),
+        (ctl, control) => control.ensureSyncSchedule(ctl, row, { runNow: input.initial_sync !== false }),
         async () => {
           // Nothing refers to the row yet but a job the failed start may have left; the schedule may exist.
           await deps.db.transaction(async (tx) => {
@@ -114,7 +113,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
           });
           await deps
             .temporal()
-            .then((client) => removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, id))
+            .then(async (client) => (await loadSyncControl()).removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, id))
             .catch(() => {});
           if (input.source.type === 'sandbox') await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(id)).catch(() => {});
         },
@@ -185,7 +184,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         await withTemporal(
           deps,
           'move the sync schedule',
-          (ctl) => ensureSyncSchedule(ctl, row!, { runNow: false }),
+          (ctl, control) => control.ensureSyncSchedule(ctl, row!, { runNow: false }),
           () =>
             deps.db
               .update(integrations)
@@ -211,7 +210,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
     async (c) => {
       const row = await loadIntegration(deps, c.req.valid('param').id);
       // Schedule first: if Temporal is down nothing has changed yet.
-      await withTemporal(deps, 'remove the sync schedule', (ctl) => removeSyncSchedule(ctl, row.id));
+      await withTemporal(deps, 'remove the sync schedule', (ctl, control) => control.removeSyncSchedule(ctl, row.id));
       const now = new Date();
       await deps.db.transaction(async (tx) => {
         await tx.update(integrations).set({ deletedAt: now }).where(eq(integrations.id, row.id));

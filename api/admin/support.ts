@@ -10,6 +10,10 @@ import { rejectNul, validationError } from '../middleware/validation';
 import { ApiError } from '../problem';
 import type { SyncControlDeps } from '../sync-control';
 
+/** The Temporal side of sync control, loaded on first admin use: read-only API work never loads the Temporal SDK. */
+export type SyncControl = typeof import('../sync-control');
+export const loadSyncControl = (): Promise<SyncControl> => import('../sync-control');
+
 /**
  * The app's validation hook, with each unknown body field reported under its own pointer (`nonsense`, not the
  * enclosing object), so an operator sees exactly what to remove.
@@ -51,10 +55,15 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * Runs `fn` with the sync control of this process. Temporal being unreachable (or refusing) is a 503 that says what
  * was not done; callers undo their own database changes first, so a 503 always means "nothing changed".
  */
-export async function withTemporal<T>(deps: ApiDeps, action: string, fn: (ctl: SyncControlDeps) => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
+export async function withTemporal<T>(
+  deps: ApiDeps,
+  action: string,
+  fn: (ctl: SyncControlDeps, control: SyncControl) => Promise<T>,
+  undo?: () => Promise<unknown>,
+): Promise<T> {
   try {
-    const client = await deps.temporal();
-    return await fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE });
+    const [client, control] = await Promise.all([deps.temporal(), loadSyncControl()]);
+    return await fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, control);
   } catch (err) {
     if (undo) await undo();
     if (err instanceof ApiError) throw err;

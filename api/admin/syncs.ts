@@ -7,7 +7,7 @@ import { SYNC_ORDER, type Entity } from '../../domain/cdm';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { syncJobView, triggerSync } from '../sync-control';
+import { syncJobView } from '../../db/sync-jobs';
 import { errorResponses, IdParam, json, listOf, ListQuery, SyncJob, unavailableResponse } from './schemas';
 import { loadIntegration, withTemporal } from './support';
 
@@ -38,7 +38,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const job = await withTemporal(deps, 'start the sync', (ctl) => triggerSync(ctl, integration));
+      const job = await withTemporal(deps, 'start the sync', (ctl, control) => control.triggerSync(ctl, integration));
       return c.json(adminSyncJobView(job), 202);
     },
   );
