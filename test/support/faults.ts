@@ -1,0 +1,135 @@
+/**
+ * Real infrastructure faults for the outage tests: a Temporal dev server of a test's own that can be SIGKILLed and
+ * restarted on its state file, a TCP proxy in front of Postgres that can be cut, and worker child processes.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Connection } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { SEARCH_ATTRIBUTES } from '../../domain/contract';
+import { TEMPORAL_CLI } from '../../scripts/tools';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** Child processes a test file started, with the tail of their stderr, so afterAll can kill whatever is left. */
+export class Processes {
+  readonly running = new Set<ChildProcess>();
+  readonly stderr = new Map<ChildProcess, string>();
+
+  spawn(command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+    const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.stderr.set(child, '');
+    child.stderr!.on('data', (d: Buffer) => this.stderr.set(child, (this.stderr.get(child)! + d.toString()).slice(-4000)));
+    this.running.add(child);
+    child.on('exit', () => this.running.delete(child));
+    return child;
+  }
+
+  async kill(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill(signal);
+    await exited;
+  }
+
+  async killAll(): Promise<void> {
+    await Promise.all([...this.running].map((c) => this.kill(c)));
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** `temporal server start-dev` on a fixed port and state file, so that a restart finds every workflow where it was. */
+export function spawnTemporal(procs: Processes, port: number, dbFile: string): ChildProcess {
+  const args = ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', dbFile];
+  for (const { name, type } of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${name}=${TypedSearchAttributes.toMetadataType(type)}`);
+  args.push('--log-level', 'error');
+  return procs.spawn(TEMPORAL_CLI, args, process.env);
+}
+
+/** Wait until a Temporal server answers on `address`. */
+export async function temporalReady(address: string, child: ChildProcess, procs: Processes, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (!procs.running.has(child)) throw new Error(`temporal server exited: ${procs.stderr.get(child)}`);
+    try {
+      const c = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await c.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await c.close();
+      }
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/** `npm run worker` as a child process. */
+export function spawnWorker(procs: Processes, env: { DATABASE_URL: string; TEMPORAL_ADDRESS: string; TEMPORAL_TASK_QUEUE: string }): ChildProcess {
+  return procs.spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    ...process.env,
+    ...env,
+    // The test database is shared with other files whose schedules point at their own task queues.
+    WORKER_RECONCILE_SCHEDULES: 'false',
+    SYNC_PAGE_SIZE: '25',
+    DB_POOL_MAX: '3',
+    LOG_LEVEL: 'warn',
+    LOG_PRETTY: 'false',
+  });
+}
+
+/** A TCP proxy to `target` that can be cut (every socket destroyed, nothing accepted) and restored on the same port. */
+export class TcpProxy {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  port = 0;
+
+  constructor(private readonly target: { host: string; port: number }) {}
+
+  async start(): Promise<void> {
+    const server = createServer((client) => {
+      const upstream = connect(this.target.port, this.target.host);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        // A reset on one side ends the pair; the error itself is the point of the test, not a crash of it.
+        s.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    this.server = server;
+    this.port = (server.address() as AddressInfo).port;
+  }
+
+  /** Drop every open connection and refuse new ones until start() again. */
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    const closed = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+    await closed;
+  }
+
+  get connections(): number {
+    return this.sockets.size;
+  }
+}
