@@ -95,6 +95,7 @@ describe('the Temporal server restarts mid-sync', () => {
   const dbFile = join(tmpdir(), `propsync-outage-${randomUUID()}.sqlite`);
   let port: number;
   let address: string;
+  let server: ReturnType<typeof spawnTemporal>;
   let connection: Connection;
   let ctl: SyncControlDeps;
   const workers = new Set<ReturnType<typeof spawnWorker>>();
@@ -105,7 +106,8 @@ describe('the Temporal server restarts mid-sync', () => {
   beforeAll(async () => {
     port = await freePort();
     address = `127.0.0.1:${port}`;
-    await temporalReady(address, spawnTemporal(procs, port, dbFile), procs);
+    server = spawnTemporal(procs, port, dbFile);
+    await temporalReady(address, server, procs);
     connection = await Connection.connect({ address });
     ctl = { db, client: new Client({ connection }), taskQueue: `test-${randomUUID()}` };
     workers.add(spawnWorker(procs, { DATABASE_URL: inject('databaseUrl'), TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: ctl.taskQueue }));
@@ -125,11 +127,11 @@ describe('the Temporal server restarts mid-sync', () => {
 
     const job = await triggerSync(ctl, s.row);
     const at = await midRun(job.id, 500, alive);
-    const [server] = [...procs.running].filter((c) => !workers.has(c));
-    await procs.kill(server!);
+    await procs.kill(server);
     // The worker keeps running without its server; its heartbeats and completions fail meanwhile.
     await sleep(4_000);
-    await temporalReady(address, spawnTemporal(procs, port, dbFile), procs);
+    server = spawnTemporal(procs, port, dbFile);
+    await temporalReady(address, server, procs);
 
     await ended(job.id, alive);
     await ctl.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result();
