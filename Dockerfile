@@ -3,6 +3,8 @@ FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
+# patches/ must be in place before the install: its postinstall applies them (patch-package).
+COPY patches ./patches
 RUN npm install --omit=dev --no-audit --no-fund
 COPY . .
 USER node
