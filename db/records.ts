@@ -5,7 +5,7 @@
  *
  * Also the one serializer from rows to API records, so events and reads show records identically.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { and, eq, getTableColumns, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type {
@@ -231,9 +231,46 @@ export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf
 /** JSON with object keys sorted at every depth, so equal content always compares equal. */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  // Most values already have their keys in order: then the native serializer writes the same text, far faster.
+  if (inOrder(value)) return JSON.stringify(value);
+  // Otherwise a copy with its keys in order, unless integer-like keys (which every object lists first) spoil it.
+  const copy = sortedCopy(value);
+  return inOrder(copy) ? JSON.stringify(copy) : sortedJson(value);
+}
+
+function sortedCopy(value: object): object {
+  if (Array.isArray(value)) return value.map((v: unknown) => (v !== null && typeof v === 'object' ? sortedCopy(v) : v));
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(value).sort()) {
+    const v = (value as Record<string, unknown>)[k];
+    out[k] = v !== null && typeof v === 'object' ? sortedCopy(v) : v;
+  }
+  return out;
+}
+
+/** Whether JSON.stringify writes `value` exactly as sortedJson would: plain objects whose keys are in sorted order. */
+function inOrder(value: object): boolean {
+  if (Array.isArray(value)) {
+    for (const v of value) if (v !== null && typeof v === 'object' && !inOrder(v)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  let prev: string | undefined;
+  for (const k in value) {
+    if (prev !== undefined && !(prev < k)) return false;
+    const v = (value as Record<string, unknown>)[k];
+    if (v !== null && typeof v === 'object' && !inOrder(v)) return false;
+    prev = k;
+  }
+  return true;
+}
+
+function sortedJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) {
     let out = '[';
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + sortedJson(value[i]);
     return out + ']';
   }
   const o = value as Record<string, unknown>;
@@ -242,7 +279,7 @@ export function canonicalJson(value: unknown): string {
   for (const k of Object.keys(o).sort()) {
     const v = o[k];
     if (v === undefined) continue;
-    out += (first ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(v);
+    out += (first ? '' : ',') + JSON.stringify(k) + ':' + sortedJson(v);
     first = false;
   }
   return out + '}';
@@ -254,10 +291,8 @@ export function canonicalJson(value: unknown): string {
  * (A key-order change in the mapping code only re-hashes records; applyRecords sees no field moved.)
  */
 export function contentHash(input: { custom_data: JsonObject }): string {
-  return createHash('sha256')
-    .update(JSON.stringify({ ...input, custom_data: null }))
-    .update(canonicalJson(input.custom_data))
-    .digest('hex');
+  // One-shot hash of the same bytes as before (no Hash object per record): stored hashes stay valid.
+  return hash('sha256', JSON.stringify({ ...input, custom_data: null }) + canonicalJson(input.custom_data), 'hex');
 }
 
 /** Fields that are bookkeeping, never "changed" content. */
@@ -383,12 +418,12 @@ export function rowValuesOf<E extends Entity>(entity: E, input: InputOf[E], refs
 
 async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof Refs]: Set<string> }): Promise<Refs> {
   const refs: Refs = { property: new Map(), unit: new Map(), resident: new Map(), lease: new Map() };
-  for (const entity of Object.keys(wanted) as (keyof Refs)[]) {
-    const xIds = [...wanted[entity]];
-    if (xIds.length === 0) continue;
-    const rows = await lookupByXIds(tx, entity).execute({ integrationId, xIds });
-    for (const r of rows) refs[entity].set(r.xId, r.id);
-  }
+  const entities = (Object.keys(wanted) as (keyof Refs)[]).filter((e) => wanted[e].size > 0);
+  // Sent together (see applyRecords).
+  const found = await Promise.all(entities.map((e) => lookupByXIds(tx, e).execute({ integrationId, xIds: [...wanted[e]] })));
+  entities.forEach((e, i) => {
+    for (const r of found[i]!) refs[e].set(r.xId, r.id);
+  });
   return refs;
 }
 
@@ -528,13 +563,12 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
   }
   if (changed.length === 0) return result;
 
-  const existing = new Map<string, RowOf[E]>();
+  // Each round trip waits behind whatever else this process is doing (mapping the next page, another entity's
+  // page), so the statements that do not depend on each other are sent together: inside a transaction the driver
+  // pipelines them on its one connection. (It does not keep the order of the calls, hence the separate batches.)
   const existingIds = changed.filter((c) => c.existed).map((c) => c.id);
-  if (existingIds.length > 0) {
-    const rows = (await tx.select().from(table).where(anyOf(table.id, existingIds))) as RowOf[E][];
-    for (const r of rows) existing.set(r.xId, r);
-  }
-  const existingPeople = entity === 'lease' ? await loadLeaseResidents(tx, existingIds) : new Map<string, LeaseResident[]>();
+  const existingRows = existingIds.length > 0 ? tx.select().from(table).where(anyOf(table.id, existingIds)) : Promise.resolve([]);
+  const existingPeopleOf = entity === 'lease' ? loadLeaseResidents(tx, existingIds) : Promise.resolve(new Map<string, LeaseResident[]>());
 
   // Resolve references by x_id.
   const wanted = { property: new Set<string>(), unit: new Set<string>(), resident: new Set<string>(), lease: new Set<string>() };
@@ -544,7 +578,9 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
     if (typeof input.previous_lease_x_id === 'string') wanted.lease.add(input.previous_lease_x_id);
     if (Array.isArray(input.residents)) for (const p of input.residents as { x_id: string }[]) wanted.resident.add(p.x_id);
   }
-  const refs = await resolveRefs(tx, integrationId, wanted);
+  const [rows, existingPeople, refs] = await Promise.all([existingRows, existingPeopleOf, resolveRefs(tx, integrationId, wanted)]);
+  const existing = new Map<string, RowOf[E]>();
+  for (const r of rows as RowOf[E][]) existing.set(r.xId, r);
   // Renewals may point at a lease of the same batch: its id is already decided.
   if (entity === 'lease') for (const c of changed) if (!refs.lease.has(c.input.x_id)) refs.lease.set(c.input.x_id, c.id);
 
@@ -604,17 +640,10 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
     }
   }
 
-  await insertRows(tx, table, inserts);
-  await updateRows(tx, table, updates);
-  await updateRows(tx, table, rehashed);
-  if (entity === 'lease') {
-    const replaced = updates.map((u) => u.id as string);
-    if (replaced.length > 0) await tx.delete(leaseResidents).where(anyOf(leaseResidents.leaseId, replaced));
-    const rows = [...peopleOf].flatMap(([leaseId, people]) =>
-      people.map((p, position) => ({ leaseId, residentId: p.resident_id, xId: p.x_id, role: p.role, position })),
-    );
-    await insertRows(tx, leaseResidents, rows);
-  }
+  // One batch of independent writes; a lease's new residents follow the removal of its old ones.
+  const writes: Promise<unknown>[] = [insertRows(tx, table, inserts), updateRows(tx, table, updates), updateRows(tx, table, rehashed)];
+  const replaced = entity === 'lease' ? updates.map((u) => u.id as string) : [];
+  if (replaced.length > 0) writes.push(Promise.resolve(tx.delete(leaseResidents).where(anyOf(leaseResidents.leaseId, replaced))));
 
   if (ctx.emitEvents && drafts.length > 0) {
     const rows = drafts.map((d) => {
@@ -637,8 +666,15 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
       // Event ids are monotonic ULIDs, so (created_at, id) keeps production order within a batch.
       return eventRow(ctx, { type: pick.type, data, recordId: d.row.id }, now);
     });
-    await insertRows(tx, events, rows);
+    writes.push(insertRows(tx, events, rows));
     result.eventIds.push(...rows.map((r) => r.id));
+  }
+  await Promise.all(writes);
+  if (entity === 'lease') {
+    const people = [...peopleOf].flatMap(([leaseId, list]) =>
+      list.map((p, position) => ({ leaseId, residentId: p.resident_id, xId: p.x_id, role: p.role, position })),
+    );
+    await insertRows(tx, leaseResidents, people);
   }
   return result;
 }
