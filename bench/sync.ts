@@ -198,7 +198,7 @@ async function main() {
     say(`bulk-insert baseline: ${bulk.count.toLocaleString('en-US')} rows in ${secs(bulk.ms)} s`);
     read1.records = { property: [], unit: [], resident: [], lease: [] };
     // The sync starts from empty tables, as the baseline did.
-    await db.execute(sql`truncate properties, units, residents, leases, lease_residents, events, sync_seen`);
+    await db.execute(sql`truncate properties, units, residents, leases, lease_residents, events, sync_seen_pages`);
     await db.execute(sql`vacuum analyze`);
 
     worker = await spawnWorker(databaseUrl, temporalAddress);

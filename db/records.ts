@@ -537,9 +537,8 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
     ctx.syncJobId && ctx.trackSeen !== false
       ? tx
           .insert(syncSeen)
-          .select(sql`select ${sql.placeholder('syncJobId')}, ${sql.placeholder('entity')}, unnest(${sql.placeholder('xIds')}::text[])`)
-          .onConflictDoNothing()
-          .prepare('sync_seen_insert')
+          .values({ syncJobId: sql.placeholder('syncJobId'), entity: sql.placeholder('entity'), xIds: sql`${sql.placeholder('xIds')}::text[]` })
+          .prepare('sync_seen_page_insert')
           .execute({ syncJobId: ctx.syncJobId, entity, xIds })
       : undefined;
   const lookup = lookupByXIds(tx, entity).execute({ integrationId, xIds });
@@ -747,8 +746,8 @@ export async function softDeleteUnseen(
   const now = ctx.now ?? new Date();
   const table = tableOf(entity);
   await lockEntity(tx, ctx.integration.id, entity);
-  // sync_seen fills and empties with every run, so its statistics are usually stale (empty): the planner would then
-  // pick a nested-loop anti join, quadratic in the size of the run. A hash or merge anti join stays linear.
+  // sync_seen_pages fills and empties with every run, so its statistics are usually stale (empty): the planner would
+  // then pick a nested-loop anti join, quadratic in the size of the run. A hash or merge anti join stays linear.
   const [setting] = await tx.execute<{ prev: string }>(
     sql`select current_setting('enable_nestloop') as prev, set_config('enable_nestloop', 'off', true)`,
   );
@@ -759,7 +758,7 @@ export async function softDeleteUnseen(
       and(
         eq(table.integrationId, ctx.integration.id),
         isNull(table.deletedAt),
-        sql`not exists (select 1 from ${syncSeen} s where s.sync_job_id = ${ctx.syncJobId} and s.entity = ${entity} and s.x_id = ${table.xId})`,
+        sql`not exists (select 1 from (select unnest(s.x_ids) as x_id from ${syncSeen} s where s.sync_job_id = ${ctx.syncJobId} and s.entity = ${entity}) seen where seen.x_id = ${table.xId})`,
       ),
     )
     .returning({ id: table.id, xId: table.xId });

@@ -273,15 +273,20 @@ export const syncJobs = pgTable(
   (t) => [index('sync_jobs_integration_idx').on(t.integrationId, t.createdAt)],
 );
 
-/** x_ids a sync run saw, per entity: what a complete run did not see is soft-deleted. Emptied when the run ends. */
+/**
+ * x_ids a sync run saw, one row per applied page of an entity: what a complete run did not see is soft-deleted.
+ * A row per page rather than per record: writing a thousand index entries on every page cost the sync more than
+ * the page's lookup. An x_id may appear in several rows (a source repeating a record across pages). Emptied when
+ * the run ends.
+ */
 export const syncSeen = pgTable(
-  'sync_seen',
+  'sync_seen_pages',
   {
     syncJobId: text('sync_job_id').notNull(),
     entity: text('entity').notNull(),
-    xId: text('x_id').notNull(),
+    xIds: text('x_ids').array().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.syncJobId, t.entity, t.xId] })],
+  (t) => [index('sync_seen_pages_job_idx').on(t.syncJobId, t.entity)],
 );
 
 /**
