@@ -18,10 +18,8 @@ export const PLAN_RULES: Record<Plan, PlanRules> = {
   enterprise: { defaultSyncIntervalSeconds: 900, fastestSyncIntervalSeconds: 300, webhooks: true, rateLimitPerMinute: 1200 },
 };
 
-/** Burst allowance: 10 % of the minute's budget (at least 1). */
-export function burstOf(perMinute: number): number {
-  return Math.max(1, Math.ceil(perMinute * 0.1));
-}
+/** Burst allowance when an organization sets none: this share of the minute's budget (at least 1 request). */
+export const DEFAULT_BURST_FRACTION = 0.1;
 
 /** The effective interval: the override when set, else the plan's default. */
 export function effectiveSyncInterval(plan: Plan, overrideSeconds: number | null | undefined): number {

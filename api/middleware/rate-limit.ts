@@ -10,7 +10,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import type { Db } from '../../db/client';
-import { PLAN_RULES } from '../../domain/plans';
+import { DEFAULT_BURST_FRACTION, PLAN_RULES } from '../../domain/plans';
 import { ApiError } from '../problem';
 import type { Principal } from './env';
 
@@ -57,7 +57,7 @@ with lim as (
          o.rate_limit_burst as burst
   from organizations o where o.id = $1
 ), cfg as (
-  select per_minute, coalesce(burst, greatest(1, ceil(per_minute * 0.1)))::float8 as cap, per_minute / 60.0 as rate from lim
+  select per_minute, coalesce(burst, greatest(1, ceil(per_minute * ${DEFAULT_BURST_FRACTION})))::float8 as cap, per_minute / 60.0 as rate from lim
 ), ins as (
   insert into rate_limit_buckets (organization_id, tokens, refilled_at)
   select $1, cap, now() from cfg

@@ -6,29 +6,23 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { integrations } from '../../db/schema';
 import { createConnector, SourceTransientError } from '../../source';
 import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb } from '../support/context';
-import { sandbox, startTestWorker, until, type TestWorker } from '../support/sync';
+import { sandbox, startStack, until, type Stack } from '../support/sync';
 
 let db: Db;
 let config: Config;
 let api: TestServer;
-let worker: TestWorker;
+
+let stack: Stack;
 
 beforeAll(async () => {
-  db = testDb(4);
-  config = testConfig({ SANDBOX_URL: inject('sandboxUrl'), SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken') });
-  api = await startApi(db, config);
-  worker = await startTestWorker(config, db);
+  stack = await startStack();
+  ({ db, config, api } = stack);
 });
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await closeDb(db);
-});
+afterAll(async () => stack?.stop());
 
 async function admin(method: string, path: string, body?: unknown, base = api.url): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}/admin/v1${path}`, {

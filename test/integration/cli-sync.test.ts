@@ -7,18 +7,14 @@ import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
-import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb } from '../support/context';
-import { startTestWorker, type TestWorker } from '../support/sync';
+import type { TestServer } from '../support/api-server';
+import { startStack, type Stack } from '../support/sync';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
 
-let db: Db;
 let config: Config;
 let api: TestServer;
-let worker: TestWorker;
 
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
@@ -31,17 +27,13 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   });
 }
 
+let stack: Stack;
+
 beforeAll(async () => {
-  db = testDb(4);
-  config = testConfig({ SANDBOX_URL: inject('sandboxUrl'), SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken') });
-  api = await startApi(db, config);
-  worker = await startTestWorker(config, db);
+  stack = await startStack();
+  ({ config, api } = stack);
 });
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await closeDb(db);
-});
+afterAll(async () => stack?.stop());
 
 it('follows a run to success with progress on stderr and the final job on stdout', async () => {
   const org = JSON.parse((await cli(['org', 'create', '--name', 'Waiter'])).stdout);

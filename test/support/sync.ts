@@ -9,7 +9,7 @@ import { and, asc, eq, isNull } from 'drizzle-orm';
 import { expect, inject } from 'vitest';
 import { triggerSync, type SyncControlDeps } from '../../api/sync-control';
 import type { Config } from '../../config';
-import type { Db } from '../../db/client';
+import { closeDb, type Db } from '../../db/client';
 import { TABLES, toRecords, type RowOf } from '../../db/records';
 import { events, syncJobs } from '../../db/schema';
 import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
@@ -20,6 +20,8 @@ import type { Plan } from '../../domain/plans';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import { createConnector } from '../../source';
 import { createWorker } from '../../worker';
+import { startApi, type TestServer } from './api-server';
+import { testConfig, testDb } from './context';
 
 export interface TestWorker {
   connection: NativeConnection;
@@ -279,4 +281,31 @@ export function lifecycleOf(status: string | null, isRenewal: boolean | null): s
   if (status === 'evicted') return 'LEASE_EVICTED';
   if (status === 'cancelled') return 'LEASE_CANCELLED';
   return null;
+}
+
+export interface Stack {
+  db: Db;
+  config: Config;
+  api: TestServer;
+  worker: TestWorker;
+  stop(): Promise<void>;
+}
+
+/** The whole system for a test file: its database pool, the API over HTTP, and a worker, both reaching the sandbox. */
+export async function startStack(): Promise<Stack> {
+  const db = testDb(4);
+  const config = testConfig({ SANDBOX_URL: inject('sandboxUrl'), SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken') });
+  const api = await startApi(db, config);
+  const worker = await startTestWorker(config, db);
+  return {
+    db,
+    config,
+    api,
+    worker,
+    async stop() {
+      await worker.stop();
+      await api.close();
+      await closeDb(db);
+    },
+  };
 }
