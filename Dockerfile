@@ -2,6 +2,8 @@
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# Two malloc arenas instead of one per thread: the worker's many threads otherwise hold on to freed memory.
+ENV MALLOC_ARENA_MAX=2
 COPY package.json package-lock.json ./
 # patches/ must be in place before the install: its postinstall applies them (patch-package).
 COPY patches ./patches

@@ -11,14 +11,15 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { and, desc, eq, getTableName, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../db/client';
 import { newId } from '../db/ids';
-import { applyRecords, clearSeen, softDeleteUnseen, TABLES, type ApplyContext, type ApplyResult } from '../db/records';
+import { applyHashedRecords, clearSeen, softDeleteUnseen, TABLES, type ApplyContext, type ApplyResult } from '../db/records';
 import { events, integrations, leaseResidents, syncJobs } from '../db/schema';
 import { activeJobOf, getSyncJob, lockIntegrationSync, type RunIsOpen, type SyncJobRow } from '../db/sync-jobs';
 import { getIntegration, type IntegrationRow } from '../db/tenants';
 import { SYNC_ORDER, type Entity } from '../domain/cdm';
 import type { SyncTrigger } from '../domain/contract';
 import type { SyncCompleteData } from '../domain/events';
-import { SourcePermanentError, type SourceConnector, type SourcePage } from '../source/connector';
+import { SourcePermanentError } from '../source/connector';
+import type { HashedPage, PageReader } from './page-reader';
 
 /** Types of the non-retryable failures a sync activity raises. */
 export const SYNC_FAILURE = {
@@ -31,8 +32,8 @@ export const SYNC_FAILURE = {
 
 export interface SyncActivityDeps {
   db: Db;
-  /** The connector of an integration, built from its stored settings: secrets stay inside activities. */
-  connectorFor: (integration: IntegrationRow) => SourceConnector | Promise<SourceConnector>;
+  /** Reads, maps and hashes source pages (with an integration's stored settings: secrets stay inside activities). */
+  pages: PageReader;
   /** Whether another run's workflow is still open (a job whose workflow is gone no longer blocks the integration). */
   runIsOpen: RunIsOpen;
   clock?: () => Date;
@@ -144,12 +145,11 @@ export function createActivities(deps: SyncActivityDeps) {
       // need not record what it saw. The choice is stored with the resume point by the first page's commit; an
       // attempt that lost that race adopts the stored choice with the stored point.
       if (point.page === 0) point = { ...point, tracked: await hasRows(db, entity, integration.id) };
-      const connector = await deps.connectorFor(integration);
       const apply = applyContext(integration, job);
       let records = 0;
 
-      const read = (page: number): Promise<SourcePage<Entity>> => {
-        const p = connector.readPage(entity, page, pageSize).catch((err: unknown) => {
+      const read = (page: number): Promise<HashedPage<Entity>> => {
+        const p = deps.pages.read(integration.sourceConfig, entity, page, pageSize).catch((err: unknown) => {
           if (err instanceof SourcePermanentError) {
             throw ApplicationFailure.nonRetryable(`${entity} page ${page}: ${err.message}`, SYNC_FAILURE.sourcePermanent);
           }
@@ -170,7 +170,7 @@ export function createActivities(deps: SyncActivityDeps) {
           if (page.hasMore) next = read(target.page + 1);
           try {
             const result = await db.transaction(async (tx) => {
-              const r = await applyRecords(tx, { ...apply, now: clock(), trackSeen: point.tracked !== false }, entity, page.records);
+              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: point.tracked !== false }, entity, page.records);
               // The resume point moves only from where this attempt found it, and only while the job runs;
               // otherwise the page's writes roll back.
               const [moved] = await advanceProgress(tx).execute({
@@ -316,7 +316,6 @@ function integrationGone(integrationId: string): ApplicationFailure {
 }
 
 const STATS_CHECK_EVERY_PAGES = 10;
-
 /** Whether the integration has any row of the entity, soft-deleted ones included. */
 async function hasRows(db: Db, entity: Entity, integrationId: string): Promise<boolean> {
   const t = TABLES[entity] as unknown as (typeof TABLES)['property'];

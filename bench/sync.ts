@@ -34,6 +34,7 @@ import { sandboxControlClient } from '../sandbox/control';
 import { startSandbox } from '../sandbox/server';
 import { TEMPORAL_CLI } from '../scripts/tools';
 import { createConnector } from '../source';
+import { workerProcessEnv } from '../worker/process-env';
 import type { SourceSettings } from '../source/connector';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -143,6 +144,7 @@ function spawnWorker(databaseUrl: string, temporalAddress: string): Promise<Chil
     cwd: ROOT,
     env: {
       ...process.env,
+      ...workerProcessEnv(process.env),
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
@@ -213,7 +215,7 @@ async function main() {
 
     await new Promise((r) => setTimeout(r, 500));
     const startupRss = rss.peakMb();
-    say(`worker started (peak RSS while bundling workflows and connecting: ${startupRss} MB)`);
+    say(`worker started with ${cfg.WORKER_READ_THREADS} page-reading thread(s) (peak RSS while bundling workflows and connecting: ${startupRss} MB)`);
     rss.reset();
     const initial = await run();
     const initialRss = rss.peakMb();

@@ -54,6 +54,8 @@ export const configSchema = z.object({
   SYNC_PAGE_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
   /** Sync activities (one entity of one integration each) a worker runs at once; bounds its memory. */
   WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(8),
+  /** Threads a worker reads, maps and hashes source pages on (0: on its event loop). */
+  WORKER_READ_THREADS: z.coerce.number().int().min(0).max(64).default(1),
   /** Whether the worker creates or updates every integration's sync schedule at start-up (off for workers that share a database with others on another task queue, as in tests). */
   WORKER_RECONCILE_SCHEDULES: bool.default(true),
   /** pino log level. */

@@ -5,13 +5,11 @@
  *
  * Also the one serializer from rows to API records, so events and reads show records identically.
  */
-import { hash } from 'node:crypto';
 import { and, eq, getTableColumns, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type {
   Entity,
   InputOf,
-  JsonObject,
   Lease,
   LeaseInput,
   LeaseResident,
@@ -26,6 +24,7 @@ import type {
   UnitInput,
 } from '../domain/cdm';
 import { categoryOf, eventFor, type EventType } from '../domain/events';
+import { canonicalJson, hashRecord, recordOf, type HashedRecord } from '../domain/content';
 import type { Mode } from '../domain/plans';
 import type { Tx } from './client';
 import { newId } from './ids';
@@ -228,73 +227,6 @@ export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf
 // Content hashing and diffs
 // ---------------------------------------------------------------------------------------------------------------
 
-/** JSON with object keys sorted at every depth, so equal content always compares equal. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  // Most values already have their keys in order: then the native serializer writes the same text, far faster.
-  if (inOrder(value)) return JSON.stringify(value);
-  // Otherwise a copy with its keys in order, unless integer-like keys (which every object lists first) spoil it.
-  const copy = sortedCopy(value);
-  return inOrder(copy) ? JSON.stringify(copy) : sortedJson(value);
-}
-
-function sortedCopy(value: object): object {
-  if (Array.isArray(value)) return value.map((v: unknown) => (v !== null && typeof v === 'object' ? sortedCopy(v) : v));
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(value).sort()) {
-    const v = (value as Record<string, unknown>)[k];
-    out[k] = v !== null && typeof v === 'object' ? sortedCopy(v) : v;
-  }
-  return out;
-}
-
-/** Whether JSON.stringify writes `value` exactly as sortedJson would: plain objects whose keys are in sorted order. */
-function inOrder(value: object): boolean {
-  if (Array.isArray(value)) {
-    for (const v of value) if (v !== null && typeof v === 'object' && !inOrder(v)) return false;
-    return true;
-  }
-  const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return false;
-  let prev: string | undefined;
-  for (const k in value) {
-    if (prev !== undefined && !(prev < k)) return false;
-    const v = (value as Record<string, unknown>)[k];
-    if (v !== null && typeof v === 'object' && !inOrder(v)) return false;
-    prev = k;
-  }
-  return true;
-}
-
-function sortedJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) {
-    let out = '[';
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + sortedJson(value[i]);
-    return out + ']';
-  }
-  const o = value as Record<string, unknown>;
-  let out = '{';
-  let first = true;
-  for (const k of Object.keys(o).sort()) {
-    const v = o[k];
-    if (v === undefined) continue;
-    out += (first ? '' : ',') + JSON.stringify(k) + ':' + sortedJson(v);
-    first = false;
-  }
-  return out + '}';
-}
-
-/**
- * sha256 of a mapped record. The mapping builds every record with its keys in a fixed order, so plain JSON is
- * stable, except `custom_data`, whose keys arrive in whatever order the source sends: that part is canonical.
- * (A key-order change in the mapping code only re-hashes records; applyRecords sees no field moved.)
- */
-export function contentHash(input: { custom_data: JsonObject }): string {
-  // One-shot hash of the same bytes as before (no Hash object per record): stored hashes stay valid.
-  return hash('sha256', JSON.stringify({ ...input, custom_data: null }) + canonicalJson(input.custom_data), 'hex');
-}
-
 /** Fields that are bookkeeping, never "changed" content. */
 const NOT_CONTENT = new Set(['id', 'organization_id', 'integration_id', 'created_at', 'updated_at', 'ps_synced_at']);
 /** Names of a serialized record's content fields (what a first sighting counts as changed). */
@@ -434,10 +366,33 @@ async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof 
 function lookupByXIds(tx: Tx, entity: Entity) {
   const t = tableOf(entity);
   return tx
-    .select({ id: t.id, xId: t.xId, contentHash: t.contentHash, deletedAt: t.deletedAt })
+    .select(storedColumns(entity))
     .from(t)
     .where(and(eq(t.integrationId, sql.placeholder('integrationId')), sql`${t.xId} = any(${sql.placeholder('xIds')}::text[])`))
     .prepare(`lookup_${entity}`);
+}
+
+/**
+ * The same lookup for a sync page, which also records the page's x_ids as seen by the run (what the run's end
+ * does not soft-delete): one statement that sends the x_ids once.
+ */
+function lookupMarkingSeen(tx: Tx, entity: Entity) {
+  const t = tableOf(entity);
+  const seen = tx.$with('seen', { xIds: syncSeen.xIds }).as(
+    sql`insert into ${syncSeen} (sync_job_id, entity, x_ids) values (${sql.placeholder('syncJobId')}, ${sql.placeholder('entity')}, ${sql.placeholder('xIds')}::text[]) returning x_ids`,
+  );
+  return tx
+    .with(seen)
+    .select(storedColumns(entity))
+    .from(t)
+    .where(and(eq(t.integrationId, sql.placeholder('integrationId')), sql`${t.xId} = any((select x_ids from seen)::text[])`))
+    .prepare(`lookup_seen_${entity}`);
+}
+
+/** What a lookup needs of a stored row: whether the record is live is all it needs of deleted_at. */
+function storedColumns(entity: Entity) {
+  const t = tableOf(entity);
+  return { id: t.id, xId: t.xId, contentHash: t.contentHash, live: sql<boolean>`${t.deletedAt} is null` };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -518,47 +473,44 @@ function eventRow(ctx: ApplyContext, draft: EventDraft, createdAt: Date) {
  * changes nothing and records no event, so a retried sync page never duplicates events.
  */
 export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, entity: E, inputs: InputOf[E][]): Promise<ApplyResult> {
+  return applyHashedRecords(tx, ctx, entity, inputs.map((input) => hashRecord(input)));
+}
+
+/** applyRecords for records hashed already (a sync page, hashed by the thread that read it). */
+export async function applyHashedRecords<E extends Entity>(
+  tx: Tx,
+  ctx: ApplyContext,
+  entity: E,
+  records: HashedRecord<InputOf[E]>[],
+): Promise<ApplyResult> {
   const result: ApplyResult = { created: 0, updated: 0, unchanged: 0, ids: new Map(), eventIds: [] };
-  if (inputs.length === 0) return result;
+  if (records.length === 0) return result;
   const now = ctx.now ?? new Date();
   const integrationId = ctx.integration.id;
   const table = tableOf(entity);
   await lockEntity(tx, integrationId, entity);
 
   // The last occurrence of an x_id in a batch wins (a source may repeat a record across a page boundary).
-  const byXId = new Map<string, InputOf[E]>();
-  for (const input of inputs) byXId.set(input.x_id, input);
-  const batch = [...byXId.values()];
+  const byXId = new Map<string, HashedRecord<InputOf[E]>>();
+  for (const r of records) byXId.set(r.x_id, r);
   const xIds = [...byXId.keys()];
 
   // Most records of a sync page are unchanged: compare content hashes first, and load and write only what moved.
-  // The lookup is sent before the hashes are computed, so Postgres works while this process hashes.
-  const seen =
-    ctx.syncJobId && ctx.trackSeen !== false
-      ? tx
-          .insert(syncSeen)
-          .values({ syncJobId: sql.placeholder('syncJobId'), entity: sql.placeholder('entity'), xIds: sql`${sql.placeholder('xIds')}::text[]` })
-          .prepare('sync_seen_page_insert')
-          .execute({ syncJobId: ctx.syncJobId, entity, xIds })
-      : undefined;
-  const lookup = lookupByXIds(tx, entity).execute({ integrationId, xIds });
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  const hashes = batch.map(contentHash);
-  const [found] = await Promise.all([lookup, seen]);
+  const found = await (ctx.syncJobId && ctx.trackSeen !== false
+    ? lookupMarkingSeen(tx, entity).execute({ integrationId, xIds, syncJobId: ctx.syncJobId, entity })
+    : lookupByXIds(tx, entity).execute({ integrationId, xIds }));
   const stored = new Map(found.map((r) => [r.xId, r]));
   const changed: { input: InputOf[E]; hash: string; id: string; existed: boolean }[] = [];
-  for (let i = 0; i < batch.length; i++) {
-    const input = batch[i]!;
-    const hash = hashes[i]!;
-    const cur = stored.get(input.x_id);
-    if (cur && cur.contentHash === hash && cur.deletedAt === null) {
+  for (const r of byXId.values()) {
+    const cur = stored.get(r.x_id);
+    if (cur && cur.contentHash === r.hash && cur.live) {
       result.unchanged++;
-      result.ids.set(input.x_id, cur.id);
+      result.ids.set(r.x_id, cur.id);
       continue;
     }
     const id = cur?.id ?? newId(entity);
-    result.ids.set(input.x_id, id);
-    changed.push({ input, hash, id, existed: cur !== undefined });
+    result.ids.set(r.x_id, id);
+    changed.push({ input: recordOf(r), hash: r.hash, id, existed: cur !== undefined });
   }
   if (changed.length === 0) return result;
 

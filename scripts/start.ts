@@ -16,6 +16,7 @@ import { closeDb, createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { organizations } from '../db/schema';
 import { SEARCH_ATTRIBUTES } from '../domain/contract';
+import { workerProcessEnv } from '../worker/process-env';
 import { TEMPORAL_CLI } from './tools';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -115,7 +116,7 @@ async function main() {
   const env = { TEMPORAL_ADDRESS: temporalAddress, LOG_PRETTY: process.env.LOG_PRETTY ?? 'true' };
   const tsx = ['--import', 'tsx'];
   run('sandbox', process.execPath, [...tsx, 'sandbox/main.ts'], env);
-  run('worker', process.execPath, [...tsx, 'worker/main.ts'], env);
+  run('worker', process.execPath, [...tsx, 'worker/main.ts'], { ...workerProcessEnv(process.env), ...env });
   run('api', process.execPath, [...tsx, 'api/main.ts'], env);
 
   const base = cfg.PUBLIC_BASE_URL;

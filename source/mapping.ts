@@ -8,9 +8,11 @@
  * - lists: an array, a lone element, null, "" or {} all become an array;
  * - status ids to CDM names through source/codes.ts;
  * - every field the CDM has no column for lands in custom_data under its source name (nested ones under a dotted
- *   path, e.g. "address.county"), with its dates and times normalized as above.
+ *   path, e.g. "address.county"), with its dates and times normalized as above, and its keys in sorted order
+ *   (a record's content hash is taken over its JSON: see contentHash in db/records.ts);
  * Anything malformed throws MappingError: the connector reports it as a permanent source failure.
  */
+import { inKeyOrder } from '../domain/content';
 import type { Address, JsonObject, LeaseInput, Money, Phone, PropertyInput, ResidentInput, UnitInput } from '../domain/cdm';
 import {
   codeOf,
@@ -411,6 +413,7 @@ export function mapProperty(raw: unknown): PropertyInput {
     custom_data: custom,
   };
   f.finish();
+  input.custom_data = inKeyOrder(custom);
   return input;
 }
 
@@ -437,6 +440,7 @@ export function mapUnit(raw: unknown): UnitInput {
   f.finish();
   // Several source statuses fold into one CDM status; the raw id keeps the distinction.
   if (statusId !== null && statusId !== undefined && statusId !== '') custom.unitStatusTypeId = statusId;
+  input.custom_data = inKeyOrder(custom);
   return input;
 }
 
@@ -459,6 +463,7 @@ export function mapResident(raw: unknown): ResidentInput {
     custom_data: custom,
   };
   f.finish();
+  input.custom_data = inKeyOrder(custom);
   return input;
 }
 
@@ -500,6 +505,7 @@ export function mapLease(raw: unknown): LeaseInput {
   };
   f.finish();
   if (statusId !== null && statusId !== undefined && statusId !== '') custom.leaseStatusTypeId = statusId;
+  input.custom_data = inKeyOrder(custom);
   return input;
 }
 

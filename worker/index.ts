@@ -12,14 +12,14 @@ import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 // A CommonJS module: a default import works under both Node's ESM loader and bundlers.
 import proto from '@temporalio/proto';
-import { createActivities, type SyncActivityDeps } from '../activities/sync';
+import type { PageReader } from '../activities/page-reader';
+import { createActivities } from '../activities/sync';
 import { ensureSyncSchedule, removeSyncSchedule, runIsOpenVia } from '../api/sync-control';
 import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Db } from '../db/client';
 import { integrations } from '../db/schema';
 import { SCHEDULE_ID_PREFIX, SEARCH_ATTRIBUTES, scheduleIdOf } from '../domain/contract';
-import { createConnector } from '../source';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const BUNDLE_SCRIPT = fileURLToPath(new URL('./bundle.ts', import.meta.url));
@@ -47,8 +47,8 @@ export interface WorkerDeps {
   config: Config;
   db: Db;
   connection: NativeConnection;
-  /** Defaults to the Entrata-style connector over the integration's stored settings. */
-  connectorFor?: SyncActivityDeps['connectorFor'];
+  /** Where sync pages are read (the caller closes it after the worker stops). */
+  pages: PageReader;
 }
 
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
@@ -56,7 +56,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const client = new Client({ connection: deps.connection, namespace: config.TEMPORAL_NAMESPACE });
   const activities = createActivities({
     db: deps.db,
-    connectorFor: deps.connectorFor ?? ((integration) => createConnector(integration.sourceConfig)),
+    pages: deps.pages,
     runIsOpen: runIsOpenVia(client),
     pageSize: config.SYNC_PAGE_SIZE,
   });

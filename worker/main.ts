@@ -8,6 +8,7 @@ import { Client } from '@temporalio/client';
 import { loadConfigOrExit } from '../config';
 import { createLogger } from '../config/logger';
 import { closeDb, createDb } from '../db/client';
+import { createPageReader } from '../activities/page-reader';
 import { createWorker, reconcileSchedules, registerSearchAttributes } from './index';
 
 const config = loadConfigOrExit();
@@ -43,6 +44,7 @@ async function main() {
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
   const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationName: 'propsync-worker' });
   const connection = await connect(address);
+  const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
   try {
     const added = await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
     if (added.length > 0) logger.info({ added }, 'registered search attributes');
@@ -51,12 +53,13 @@ async function main() {
       const r = await reconcileSchedules({ db, client, taskQueue: config.TEMPORAL_TASK_QUEUE, logger });
       logger.info(r, 'sync schedules reconciled');
     }
-    const worker = await createWorker({ config, db, connection });
+    const worker = await createWorker({ config, db, connection, pages });
     logger.info({ address, namespace: config.TEMPORAL_NAMESPACE, task_queue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
     // Worker.run() installs the SIGINT/SIGTERM handlers and returns once shutdown completes.
     await worker.run();
     logger.info('worker stopped');
   } finally {
+    await pages.close();
     await connection.close();
     await closeDb(db);
   }

@@ -7,6 +7,7 @@ import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import { expect, inject } from 'vitest';
+import { createPageReader } from '../../activities/page-reader';
 import { triggerSync, type SyncControlDeps } from '../../api/sync-control';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
@@ -35,7 +36,8 @@ export interface TestWorker {
 export async function startTestWorker(config: Config, db: Db): Promise<TestWorker> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const worker = await createWorker({ config, db, connection });
+  const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
+  const worker = await createWorker({ config, db, connection, pages });
   const running = worker.run();
   return {
     connection,
@@ -45,6 +47,7 @@ export async function startTestWorker(config: Config, db: Db): Promise<TestWorke
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
+      await pages.close();
       await connection.close();
     },
   };

@@ -1,0 +1,67 @@
+/**
+ * Reads sync pages off the activity's event loop. Parsing a source page, mapping it and hashing its records is most
+ * of a sync's CPU time, and on the event loop it would hold up the database work of every other page in flight:
+ * a small pool of threads (piscina) does it instead, one page per task, several reads in flight per thread.
+ *
+ * `threads: 0` reads on the event loop itself, with the same code (for a machine with a single core).
+ */
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Piscina } from 'piscina';
+import type { Entity, InputOf } from '../domain/cdm';
+import type { HashedRecord } from '../domain/content';
+import { SourcePermanentError, SourceTransientError, type SourceSettings } from '../source';
+import readHashedPage, { type PageReply, type PageTask, type TaskConnectorOptions } from './page-task';
+
+export interface HashedPage<E extends Entity> {
+  records: HashedRecord<InputOf[E]>[];
+  page: number;
+  hasMore: boolean;
+}
+
+export interface PageReader {
+  /** One page of an entity, mapped and hashed; rejects with SourcePermanentError or SourceTransientError. */
+  read<E extends Entity>(settings: SourceSettings, entity: E, page: number, size: number): Promise<HashedPage<E>>;
+  close(): Promise<void>;
+}
+
+export interface PageReaderOptions {
+  /** Threads that read pages; 0 reads on the event loop. */
+  threads: number;
+  /** Idle threads exit after this long (a worker with no sync running keeps none). */
+  idleTimeoutMs?: number;
+  /** The connector's retry policy; its defaults otherwise. */
+  connector?: TaskConnectorOptions;
+}
+
+const TASK_FILE = fileURLToPath(new URL('./page-task.ts', import.meta.url));
+
+export function createPageReader(opts: PageReaderOptions): PageReader {
+  const pool =
+    opts.threads > 0
+      ? new Piscina<PageTask, PageReply>({
+          filename: TASK_FILE,
+          minThreads: 0,
+          maxThreads: opts.threads,
+          idleTimeout: opts.idleTimeoutMs ?? 30_000,
+          // A read mostly waits on the source: one thread keeps several in flight.
+          concurrentTasksPerWorker: 4,
+          // The task is TypeScript: each thread loads it through tsx, whatever the parent process was started with.
+          execArgv: ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href],
+        })
+      : undefined;
+  return {
+    async read(settings, entity, page, size) {
+      const task: PageTask = { settings, entity, page, size, connector: opts.connector };
+      const reply = pool ? await pool.run(task) : await readHashedPage(task);
+      if (!reply.ok) {
+        throw reply.permanent ? new SourcePermanentError(reply.message) : new SourceTransientError(reply.message, undefined, reply.retryAfterMs);
+      }
+      const records = reply.xIds.map((x_id, i) => ({ x_id, hash: reply.hashes[i]!, json: reply.jsons[i]! }));
+      return { records, page: reply.page, hasMore: reply.hasMore };
+    },
+    async close() {
+      await pool?.close();
+    },
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * One page of a sync, read on a page-reading thread (activities/page-reader.ts): fetched from the source, mapped
+ * to the CDM by the connector and every record hashed, so that the activity's event loop is left with comparing
+ * hashes and writing what changed. Records cross back to the activity as JSON text, parsed only where they changed.
+ *
+ * Free of database and Temporal imports: it is what each thread loads.
+ */
+import type { Entity } from '../domain/cdm';
+import { hashRecord } from '../domain/content';
+import { createConnector, SourcePermanentError, SourceTransientError, type ConnectorOptions, type SourceSettings } from '../source';
+
+export interface PageTask {
+  settings: SourceSettings;
+  entity: Entity;
+  page: number;
+  size: number;
+  /** The connector's retry policy (what can cross to a thread: no functions). */
+  connector?: TaskConnectorOptions;
+}
+
+export type TaskConnectorOptions = Pick<ConnectorOptions, 'timeoutMs' | 'maxAttempts' | 'backoffMs' | 'maxRetryAfterMs'>;
+
+/** A page as parallel arrays (cheap to copy between threads), or the source failure that stopped it. */
+export type PageReply =
+  | { ok: true; page: number; hasMore: boolean; xIds: string[]; hashes: string[]; jsons: string[] }
+  | { ok: false; permanent: boolean; message: string; retryAfterMs?: number };
+
+export default async function readHashedPage(task: PageTask): Promise<PageReply> {
+  try {
+    const { records, page, hasMore } = await createConnector(task.settings, task.connector).readPage(task.entity, task.page, task.size);
+    const xIds: string[] = [];
+    const hashes: string[] = [];
+    const jsons: string[] = [];
+    for (const record of records) {
+      const h = hashRecord(record, false);
+      xIds.push(h.x_id);
+      hashes.push(h.hash);
+      jsons.push(h.json);
+    }
+    return { ok: true, page, hasMore, xIds, hashes, jsons };
+  } catch (err) {
+    // Error classes do not survive the trip between threads; the distinction the activity acts on does.
+    if (err instanceof SourcePermanentError) return { ok: false, permanent: true, message: err.message };
+    if (err instanceof SourceTransientError) return { ok: false, permanent: false, message: err.message, retryAfterMs: err.retryAfterMs };
+    throw err;
+  }
+}

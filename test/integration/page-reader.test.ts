@@ -1,0 +1,64 @@
+/**
+ * The sync's page reader against the running sandbox: pages read on a thread are the connector's pages, mapped and
+ * hashed, the same as on the event loop; source failures keep their kind across the thread boundary.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createPageReader, type PageReader } from '../../activities/page-reader';
+import { hashRecord, recordOf } from '../../domain/content';
+import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
+import { createConnector, SourcePermanentError, SourceTransientError, type SourceSettings } from '../../source';
+
+let ctl: SandboxControl;
+let settings: SourceSettings;
+let threaded: PageReader;
+let inline: PageReader;
+const companyId = `pr-${randomUUID()}`;
+
+beforeAll(async () => {
+  ctl = sandboxControlClient(inject('sandboxUrl'), inject('sandboxControlToken'));
+  const { api_key } = await ctl.createCompany({ companyId, size: 40, seed: 5 });
+  settings = { base_url: inject('sandboxUrl'), api_key };
+  const connector = { backoffMs: 10, maxAttempts: 2 };
+  threaded = createPageReader({ threads: 1, connector });
+  inline = createPageReader({ threads: 0, connector });
+});
+afterAll(async () => {
+  await threaded.close();
+  await inline.close();
+});
+
+describe('page reader', () => {
+  it.each(['property', 'unit', 'resident', 'lease'] as const)('reads %s pages on a thread exactly as the connector reads them', async (entity) => {
+    const direct = await createConnector(settings).readPage(entity, 2, 7);
+    const [onThread, onLoop] = await Promise.all([threaded.read(settings, entity, 2, 7), inline.read(settings, entity, 2, 7)]);
+    expect(onThread).toEqual(onLoop);
+    expect(onThread.page).toBe(2);
+    expect(onThread.hasMore).toBe(direct.hasMore);
+    expect(onThread.records.map((r) => r.x_id)).toEqual(direct.records.map((r) => r.x_id));
+    expect(onThread.records.map((r) => r.hash)).toEqual(direct.records.map((r) => hashRecord(r).hash));
+    expect(onThread.records.map((r) => recordOf(r))).toEqual(direct.records);
+  });
+
+  it('reports the last page', async () => {
+    const last = await threaded.read(settings, 'property', 1, 1000);
+    expect(last.hasMore).toBe(false);
+    expect(last.records.length).toBeGreaterThan(0);
+  });
+
+  it('keeps a permanent failure permanent across the thread', async () => {
+    const err = await threaded.read({ ...settings, api_key: 'not-a-key' }, 'lease', 1, 10).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SourcePermanentError);
+    expect((err as Error).message).toMatch(/\S/);
+  });
+
+  it('keeps a transient failure transient across the thread', async () => {
+    await ctl.setFault(companyId, { kind: 'unavailable', count: 5 });
+    try {
+      const err = await threaded.read(settings, 'lease', 1, 10).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SourceTransientError);
+    } finally {
+      await ctl.clearFaults(companyId);
+    }
+  });
+});
