@@ -547,7 +547,21 @@ export async function applyHashedRecords<E extends Entity>(
   for (const { input, hash, id } of changed) {
     const { x_id: xId, custom_data: customData } = input;
     const prev = existing.get(xId);
-    const values = rowValuesOf(entity, input, refs);
+    // The row is completed field by field: an object literal that starts with a spread of the values and goes on
+    // with a dozen fields falls off V8's fast path (about 18 µs instead of 0.5 µs a row, most of a first sync's CPU).
+    const row = rowValuesOf(entity, input, refs);
+    row.id = id;
+    row.organizationId = ctx.integration.organizationId;
+    row.integrationId = integrationId;
+    row.mode = ctx.integration.mode;
+    row.xId = xId;
+    row.customData = customData;
+    row.contentHash = hash;
+    row.createdAt = prev?.createdAt ?? now;
+    row.updatedAt = now;
+    row.deletedAt = null;
+    row.psSyncedAt = now;
+    const full = row as unknown as RowOf[E];
     if (entity === 'lease') {
       const people: LeaseResident[] = [];
       for (const p of (input as LeaseInput).residents) {
@@ -556,20 +570,6 @@ export async function applyHashedRecords<E extends Entity>(
       }
       peopleOf.set(id, people);
     }
-    const full = {
-      ...values,
-      id,
-      organizationId: ctx.integration.organizationId,
-      integrationId,
-      mode: ctx.integration.mode,
-      xId,
-      customData,
-      contentHash: hash,
-      createdAt: prev?.createdAt ?? now,
-      updatedAt: now,
-      deletedAt: null,
-      psSyncedAt: now,
-    } as unknown as RowOf[E];
     if (prev) {
       const before = serialize(prev, existingPeople.get(prev.id));
       const after = serialize(full, peopleOf.get(id));
@@ -581,11 +581,11 @@ export async function applyHashedRecords<E extends Entity>(
         result.unchanged++;
         continue;
       }
-      updates.push({ id, ...values, customData, contentHash: hash, updatedAt: now, deletedAt: null, psSyncedAt: now });
+      updates.push(row);
       result.updated++;
       drafts.push({ row: full, before, after, changed: moved, previousStatus: (prev as { status?: string | null }).status ?? null });
     } else {
-      inserts.push(full as unknown as Record<string, unknown>);
+      inserts.push(row);
       result.created++;
       drafts.push({ row: full, before: null, changed: [], previousStatus: null });
     }
@@ -647,30 +647,40 @@ async function insertRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[
   await tx.execute(sql`insert into ${table} (${cols}) select ${cols} from json_populate_recordset(null::${table}, ${json}::json)`);
 }
 
+/** Columns an update leaves as they are, even where the rows carry them: a record's identity and creation time. */
+const NOT_UPDATED = new Set(['id', 'organization_id', 'integration_id', 'mode', 'x_id', 'created_at']);
+
 /** Update rows by `id` (all rows with the same keys) in one statement, the same way as insertRows. */
 async function updateRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Promise<void> {
   if (rows.length === 0) return;
   const { names, json } = jsonRows(table, rows);
   const set = sql.join(
-    names.filter((n) => n !== 'id').map((n) => sql`${sql.identifier(n)} = v.${sql.identifier(n)}`),
+    names.filter((n) => !NOT_UPDATED.has(n)).map((n) => sql`${sql.identifier(n)} = v.${sql.identifier(n)}`),
     sql`, `,
   );
   await tx.execute(sql`update ${table} as t set ${set} from json_populate_recordset(null::${table}, ${json}::json) as v where t.id = v.id`);
 }
 
-/** Rows as JSON text with column names as keys (Dates become ISO strings, jsonb values stay nested). */
+/**
+ * Rows as JSON text with column names as keys (Dates become ISO strings, jsonb values stay nested). Written as
+ * text field by field: building an object per row under the column names costs more than the serialization.
+ */
 function jsonRows(table: PgTable, rows: Record<string, unknown>[]): { names: string[]; json: string } {
   const columns = getTableColumns(table) as Record<string, AnyPgColumn>;
   const keys = Object.keys(rows[0]!).filter((k) => columns[k] !== undefined);
   const names = keys.map((k) => columns[k]!.name);
-  const json = JSON.stringify(
-    rows.map((r) => {
-      const o: Record<string, unknown> = {};
-      for (let i = 0; i < keys.length; i++) o[names[i]!] = r[keys[i]!];
-      return o;
-    }),
-  );
-  return { names, json };
+  const prefixes = names.map((n, i) => (i === 0 ? '{' : ',') + JSON.stringify(n) + ':');
+  let json = '[';
+  for (let j = 0; j < rows.length; j++) {
+    const r = rows[j]!;
+    if (j > 0) json += ',';
+    for (let i = 0; i < keys.length; i++) {
+      const v = r[keys[i]!];
+      json += prefixes[i]! + (v === null || v === undefined ? 'null' : JSON.stringify(v));
+    }
+    json += '}';
+  }
+  return { names, json: json + ']' };
 }
 
 function serializeOne<E extends Entity>(entity: E, row: RowOf[E]): RecordOf[E] {
