@@ -316,6 +316,7 @@ function integrationGone(integrationId: string): ApplicationFailure {
 }
 
 const STATS_CHECK_EVERY_PAGES = 10;
+
 /** Whether the integration has any row of the entity, soft-deleted ones included. */
 async function hasRows(db: Db, entity: Entity, integrationId: string): Promise<boolean> {
   const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
