@@ -359,6 +359,16 @@ async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof 
   return refs;
 }
 
+/** Marks a stored content hash as that of a record with a reference the cache could not resolve. */
+const DANGLING = ':dangling';
+
+/** Whether a record names another by x_id that `refs` does not resolve. */
+function danglingRefs(input: Record<string, unknown>, refs: Refs): boolean {
+  const missing = (kind: keyof Refs, xId: unknown) => typeof xId === 'string' && !refs[kind].has(xId);
+  if (missing('property', input.property_x_id) || missing('unit', input.unit_x_id) || missing('lease', input.previous_lease_x_id)) return true;
+  return Array.isArray(input.residents) && (input.residents as { x_id: string }[]).some((p) => missing('resident', p.x_id));
+}
+
 /**
  * Rows of an integration by x_id, as a prepared statement with the x_ids as one array parameter: the driver's
  * unprepared path re-plans a 1,000-element array on every page and costs a second round trip.
@@ -556,7 +566,9 @@ export async function applyHashedRecords<E extends Entity>(
     row.mode = ctx.integration.mode;
     row.xId = xId;
     row.customData = customData;
-    row.contentHash = hash;
+    // A record that names one the cache does not hold yet (created in the source after its page of the run was read,
+    // or missing there) keeps a hash no content matches: the next sync looks at it again and fills the reference in.
+    row.contentHash = danglingRefs(input as unknown as Record<string, unknown>, refs) ? `${hash}${DANGLING}` : hash;
     row.createdAt = prev?.createdAt ?? now;
     row.updatedAt = now;
     row.deletedAt = null;
@@ -576,7 +588,7 @@ export async function applyHashedRecords<E extends Entity>(
       const moved = changedFields(before, after);
       if (moved.length === 0) {
         // Another hash of the same content (a mapping detail that shows in no field): not a change.
-        rehashed.push({ id, contentHash: hash });
+        rehashed.push({ id, contentHash: row.contentHash });
         peopleOf.delete(id);
         result.unchanged++;
         continue;

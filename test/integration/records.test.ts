@@ -82,6 +82,40 @@ describe('applyRecords', () => {
     expect(ended1!.data).toMatchObject({ status: 'ended', residents: expect.any(Array), rent_amount: expect.any(Object) });
   });
 
+  it('fills in a reference the cache could not resolve once the record it names arrives, with its *_UPDATED event', async () => {
+    const own = await makeTenant(db);
+    const ctx = (emitEvents: boolean) => ({ integration: { id: own.integrationId, organizationId: own.organizationId, mode: own.mode }, emitEvents });
+    await db.transaction(async (tx) => {
+      await applyRecords(tx, ctx(false), 'property', [propertyInput('P1')]);
+      await applyRecords(tx, ctx(false), 'resident', [residentInput('R1', 'P1')]);
+    });
+    const lease = leaseInput('L9', { property: 'P1', unit: 'U9', residents: [{ x_id: 'R1', role: 'primary' }, { x_id: 'R9', role: 'occupant' }] });
+    const first = await db.transaction((tx) => applyRecords(tx, ctx(true), 'lease', [lease]));
+    expect(first.created).toBe(1);
+    const before = (await toRecords(db, 'lease', await db.select().from(leases).where(eq(leases.id, first.ids.get('L9')!))))[0]!;
+    expect(before.unit_id).toBeNull();
+    expect(before.residents.map((p) => p.x_id)).toEqual(['R1']);
+    // Still nothing to point at: no change, no event, however often the record comes by.
+    const again = await db.transaction((tx) => applyRecords(tx, ctx(true), 'lease', [lease]));
+    expect(again).toMatchObject({ created: 0, updated: 0, unchanged: 1, eventIds: [] });
+
+    await db.transaction(async (tx) => {
+      await applyRecords(tx, ctx(false), 'unit', [unitInput('U9', 'P1')]);
+      await applyRecords(tx, ctx(false), 'resident', [residentInput('R9', 'P1')]);
+    });
+    const filled = await db.transaction((tx) => applyRecords(tx, ctx(true), 'lease', [lease]));
+    expect(filled).toMatchObject({ updated: 1, unchanged: 0 });
+    const [ev] = await db.select().from(events).where(eq(events.id, filled.eventIds[0]!));
+    expect(ev!.type).toBe('LEASE_UPDATED');
+    expect((ev!.data as { changed: string[] }).changed.sort()).toEqual(['resident_ids', 'residents', 'unit_id']);
+    const after = (await toRecords(db, 'lease', await db.select().from(leases).where(eq(leases.id, first.ids.get('L9')!))))[0]!;
+    expect(after.unit_id).toMatch(/^unt_/);
+    expect(after.residents.map((p) => p.x_id)).toEqual(['R1', 'R9']);
+    // Resolved now: the next sighting is unchanged again.
+    const settled = await db.transaction((tx) => applyRecords(tx, ctx(true), 'lease', [lease]));
+    expect(settled).toMatchObject({ updated: 0, unchanged: 1, eventIds: [] });
+  });
+
   it('soft-deletes what a complete run did not see, with a *_UPDATED event carrying deleted_at', async () => {
     const job = 'syj_01J00000000000000000000000';
     await db.transaction((tx) => applyRecords(tx, ctx(true, job), 'resident', [residentInput('R1', 'P1')]));
