@@ -587,8 +587,9 @@ export async function applyHashedRecords<E extends Entity>(
       const after = serialize(full, peopleOf.get(id));
       const moved = changedFields(before, after);
       if (moved.length === 0) {
-        // Another hash of the same content (a mapping detail that shows in no field): not a change.
-        rehashed.push({ id, contentHash: row.contentHash });
+        // Another hash of the same content (a mapping detail that shows in no field, or a reference still dangling):
+        // not a change.
+        if ((prev as { contentHash: string }).contentHash !== row.contentHash) rehashed.push({ id, contentHash: row.contentHash });
         peopleOf.delete(id);
         result.unchanged++;
         continue;
