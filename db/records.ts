@@ -224,7 +224,7 @@ export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Content hashing and diffs
+// Diffs (content hashes: domain/content.ts)
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Fields that are bookkeeping, never "changed" content. */
@@ -362,11 +362,20 @@ async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof 
 /** Marks a stored content hash as that of a record with a reference the cache could not resolve. */
 const DANGLING = ':dangling';
 
+/** The records an input names by x_id (its property, unit, previous lease, residents), with their kinds. */
+function referencesOf(input: object): [keyof Refs, string][] {
+  const i = input as Record<string, unknown>;
+  const out: [keyof Refs, string][] = [];
+  if (typeof i.property_x_id === 'string') out.push(['property', i.property_x_id]);
+  if (typeof i.unit_x_id === 'string') out.push(['unit', i.unit_x_id]);
+  if (typeof i.previous_lease_x_id === 'string') out.push(['lease', i.previous_lease_x_id]);
+  if (Array.isArray(i.residents)) for (const p of i.residents as { x_id: string }[]) out.push(['resident', p.x_id]);
+  return out;
+}
+
 /** Whether a record names another by x_id that `refs` does not resolve. */
-function danglingRefs(input: Record<string, unknown>, refs: Refs): boolean {
-  const missing = (kind: keyof Refs, xId: unknown) => typeof xId === 'string' && !refs[kind].has(xId);
-  if (missing('property', input.property_x_id) || missing('unit', input.unit_x_id) || missing('lease', input.previous_lease_x_id)) return true;
-  return Array.isArray(input.residents) && (input.residents as { x_id: string }[]).some((p) => missing('resident', p.x_id));
+function danglingRefs(input: object, refs: Refs): boolean {
+  return referencesOf(input).some(([kind, xId]) => !refs[kind].has(xId));
 }
 
 /**
@@ -533,12 +542,7 @@ export async function applyHashedRecords<E extends Entity>(
 
   // Resolve references by x_id.
   const wanted = { property: new Set<string>(), unit: new Set<string>(), resident: new Set<string>(), lease: new Set<string>() };
-  for (const { input } of changed as unknown as { input: Record<string, unknown> }[]) {
-    if (typeof input.property_x_id === 'string') wanted.property.add(input.property_x_id);
-    if (typeof input.unit_x_id === 'string') wanted.unit.add(input.unit_x_id);
-    if (typeof input.previous_lease_x_id === 'string') wanted.lease.add(input.previous_lease_x_id);
-    if (Array.isArray(input.residents)) for (const p of input.residents as { x_id: string }[]) wanted.resident.add(p.x_id);
-  }
+  for (const { input } of changed) for (const [kind, xId] of referencesOf(input)) wanted[kind].add(xId);
   const [rows, existingPeople, refs] = await Promise.all([existingRows, existingPeopleOf, resolveRefs(tx, integrationId, wanted)]);
   const existing = new Map<string, RowOf[E]>();
   for (const r of rows as RowOf[E][]) existing.set(r.xId, r);
@@ -568,7 +572,7 @@ export async function applyHashedRecords<E extends Entity>(
     row.customData = customData;
     // A record that names one the cache does not hold yet (created in the source after its page of the run was read,
     // or missing there) keeps a hash no content matches: the next sync looks at it again and fills the reference in.
-    row.contentHash = danglingRefs(input as unknown as Record<string, unknown>, refs) ? `${hash}${DANGLING}` : hash;
+    row.contentHash = danglingRefs(input, refs) ? `${hash}${DANGLING}` : hash;
     row.createdAt = prev?.createdAt ?? now;
     row.updatedAt = now;
     row.deletedAt = null;

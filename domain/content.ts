@@ -1,8 +1,7 @@
 /**
  * The content identity of a mapped record: JSON with object keys in sorted order, so that equal content is equal
- * text whatever order its keys arrived in, and the content hash a sync compares before anything else. Most values
- * already have their keys in order; then the native serializer writes the same text, far faster, and no copy is
- * made. Free of database and Temporal imports: the sync's page-reading threads load it.
+ * text whatever order its keys arrived in, and the content hash a sync compares before anything else. Free of
+ * database and Temporal imports: the sync's page-reading threads load it.
  */
 import { hash } from 'node:crypto';
 
