@@ -19,7 +19,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import postgres from 'postgres';
 import { getTableColumns, getTableName, sql } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
-import { triggerSync } from '../api/sync-control';
+import { triggerSync } from '../control/sync';
 import { loadConfigOrExit } from '../config';
 import { closeDb, createDb, type Db } from '../db/client';
 import { newId } from '../db/ids';

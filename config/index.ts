@@ -26,7 +26,7 @@ export const configSchema = z.object({
   TEMPORAL_UI_PORT: port.default(8233),
   /** Temporal namespace for every workflow of the service. */
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
-  /** Task queue that the worker polls. Tests give each file its own. */
+  /** Task queue of sync workflows; webhook deliveries run on `<this>-webhooks`. Tests give each file its own. */
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('propsync'),
   /** Port of the sandbox PMS that test-mode integrations sync from. */
   SANDBOX_PORT: port.default(4010),
@@ -58,6 +58,19 @@ export const configSchema = z.object({
   WORKER_READ_THREADS: z.coerce.number().int().min(0).max(64).default(1),
   /** Whether the worker creates or updates every integration's sync schedule at start-up (off for workers that share a database with others on another task queue, as in tests). */
   WORKER_RECONCILE_SCHEDULES: bool.default(true),
+  /** Webhook delivery attempts a worker runs at once (each is one HTTP exchange of at most 10 s). */
+  WEBHOOK_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(2000).default(200),
+  /**
+   * Delays before each webhook attempt, after the previous one, in milliseconds (7 attempts: SPEC.md's schedule).
+   * Tests shrink it; the last failure dead-letters the delivery.
+   */
+  WEBHOOK_RETRY_SCHEDULE_MS: z
+    .string()
+    .default('0,30000,60000,300000,1800000,3600000,21600000')
+    .transform((s) => s.split(',').map((v) => Number(v.trim())))
+    .pipe(z.array(z.number().int().min(0).max(30 * 24 * 3600 * 1000)).min(1)),
+  /** Whether this worker runs the outbox relay that starts delivery workflows (one relay is active at a time; others stand by). */
+  WEBHOOK_RELAY: bool.default(true),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Pretty, coloured logs (development) instead of JSON lines. */

@@ -308,7 +308,12 @@ export const events = pgTable(
     operationId: text('operation_id'),
     /** The record the event is about (data_change events). */
     recordId: text('record_id'),
-    /** Dispatch bookkeeping for the delivery engine. */
+    /**
+     * The envelope exactly as sent to receivers, serialized once by the outbox relay (or a replay) and never again,
+     * so every attempt and every replay posts and signs the same bytes.
+     */
+    body: text('body'),
+    /** Set by the outbox relay once a delivery workflow of every subscription that wants the event has started. */
     dispatchedAt: ts('dispatched_at'),
     createdAt: ts('created_at').notNull(),
   },
@@ -325,4 +330,85 @@ export const rateLimitBuckets = pgTable('rate_limit_buckets', {
   organizationId: uuid('organization_id').primaryKey(),
   tokens: doublePrecision('tokens').notNull(),
   refilledAt: ts('refilled_at').notNull(),
+});
+
+/** Webhook subscriptions of an integration (scale and enterprise plans): where its events go and how they are signed. */
+export const webhookSubscriptions = pgTable(
+  'webhook_subscriptions',
+  {
+    id: text('id').primaryKey(),
+    organizationId: uuid('organization_id').notNull(),
+    integrationId: uuid('integration_id').notNull(),
+    url: text('url').notNull(),
+    /** Event types the subscription wants, or `["*"]` for all. */
+    eventTypes: text('event_types').array().notNull(),
+    description: text('description'),
+    status: text('status', { enum: ['active', 'disabled'] }).notNull(),
+    /** Signing secret (`whsec_…`), as shown once at creation; read only inside delivery activities. */
+    secret: text('secret').notNull(),
+    /** The secret before the last rotation, still signing (X-Service-Signature-Previous) until it expires. */
+    previousSecret: text('previous_secret'),
+    previousSecretExpiresAt: ts('previous_secret_expires_at'),
+    /** Deliveries the outbox relay has made for the subscription: each new one takes the next number (first-attempt order). */
+    deliverySeq: bigint('delivery_seq', { mode: 'number' }).notNull().default(0),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+    deletedAt: ts('deleted_at'),
+  },
+  (t) => [index('webhook_subscriptions_integration_idx').on(t.integrationId, t.createdAt)],
+);
+
+/** One delivery of one event to one subscription: its state, held by (and mirrored from) its Temporal workflow. */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    eventId: text('event_id').notNull(),
+    subscriptionId: text('subscription_id').notNull(),
+    organizationId: uuid('organization_id').notNull(),
+    integrationId: uuid('integration_id').notNull(),
+    eventType: text('event_type').notNull(),
+    status: text('status', { enum: ['pending', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'expired'] }).notNull(),
+    /** Position among the subscription's relayed deliveries: first attempts go out in this order. Null for replays. */
+    seq: bigint('seq', { mode: 'number' }),
+    attempts: integer('attempts').notNull().default(0),
+    /** When the first attempt's request was handed to the network (or failed before): the next delivery may go. */
+    firstSentAt: ts('first_sent_at'),
+    lastAttemptAt: ts('last_attempt_at'),
+    nextAttemptAt: ts('next_attempt_at'),
+    lastResponseStatus: integer('last_response_status'),
+    lastError: text('last_error'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('webhook_deliveries_event_subscription_idx').on(t.eventId, t.subscriptionId),
+    index('webhook_deliveries_subscription_idx').on(t.subscriptionId, t.createdAt, t.id),
+    index('webhook_deliveries_subscription_status_idx').on(t.subscriptionId, t.status, t.createdAt),
+    uniqueIndex('webhook_deliveries_subscription_seq_idx').on(t.subscriptionId, t.seq),
+    index('webhook_deliveries_created_idx').on(t.createdAt),
+  ],
+);
+
+/** Every attempt of a delivery: when, how long, what the receiver answered (or why there was no answer). */
+export const webhookAttempts = pgTable(
+  'webhook_attempts',
+  {
+    deliveryId: text('delivery_id').notNull(),
+    number: integer('number').notNull(),
+    startedAt: ts('started_at').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    responseStatus: integer('response_status'),
+    error: text('error'),
+    /** The first bytes of the response body. */
+    responseBody: text('response_body'),
+  },
+  (t) => [primaryKey({ columns: [t.deliveryId, t.number] })],
+);
+
+/** Leases of singleton background loops (the outbox relay): one holder at a time, taken over when it lapses. */
+export const leaseLocks = pgTable('lease_locks', {
+  name: text('name').primaryKey(),
+  holder: text('holder').notNull(),
+  expiresAt: ts('expires_at').notNull(),
 });

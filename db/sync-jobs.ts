@@ -1,6 +1,6 @@
 /**
  * Sync job rows and the per-integration guard that keeps two runs of one integration from overlapping.
- * Shared by the API side (manual and initial triggers, api/sync-control.ts) and the sync activities (scheduled runs).
+ * Shared by the API side (manual and initial triggers, control/sync.ts) and the sync activities (scheduled runs).
  */
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Tx } from './client';

@@ -11,7 +11,31 @@ export const SA_ORGANIZATION_ID = defineSearchAttributeKey('OrganizationId', Sea
 export const SA_INTEGRATION_ID = defineSearchAttributeKey('IntegrationId', SearchAttributeType.KEYWORD);
 export const SA_SYNC_JOB_ID = defineSearchAttributeKey('SyncJobId', SearchAttributeType.KEYWORD);
 export const SA_STATUS = defineSearchAttributeKey('PropsyncStatus', SearchAttributeType.KEYWORD);
-export const SEARCH_ATTRIBUTES = [SA_ORGANIZATION_ID, SA_INTEGRATION_ID, SA_SYNC_JOB_ID, SA_STATUS] as const;
+/** Webhook deliveries: which subscription and event type a delivery workflow serves, and where it stands. */
+export const SA_SUBSCRIPTION_ID = defineSearchAttributeKey('WebhookSubscriptionId', SearchAttributeType.KEYWORD);
+export const SA_EVENT_TYPE = defineSearchAttributeKey('WebhookEventType', SearchAttributeType.KEYWORD);
+export const SA_DELIVERY_STATUS = defineSearchAttributeKey('DeliveryStatus', SearchAttributeType.KEYWORD);
+export const SEARCH_ATTRIBUTES = [
+  SA_ORGANIZATION_ID,
+  SA_INTEGRATION_ID,
+  SA_SYNC_JOB_ID,
+  SA_STATUS,
+  SA_SUBSCRIPTION_ID,
+  SA_EVENT_TYPE,
+  SA_DELIVERY_STATUS,
+] as const;
+
+/**
+ * Webhook deliveries run on their own task queue, so a long sync never delays a webhook: the sync queue's name
+ * with this suffix.
+ */
+export const webhookTaskQueueOf = (syncTaskQueue: string) => `${syncTaskQueue}-webhooks`;
+/** The delivery workflow's id is the delivery id (`whd_…`). */
+export const deliveryWorkflowIdOf = (deliveryId: string) => deliveryId;
+/** Signal that asks a delivery workflow for one more attempt now (an operator's replay). */
+export const REPLAY_SIGNAL = 'replay';
+/** The schedule of the retention clean-up (events and deliveries older than 30 days). */
+export const PURGE_SCHEDULE_ID = 'webhook-retention-purge';
 
 export type SyncTrigger = 'initial' | 'schedule' | 'manual';
 

@@ -10,6 +10,8 @@ export const ID_PREFIX = {
   syncJob: 'syj_',
   automation: 'atm_',
   automationRun: 'aru_',
+  webhookSubscription: 'whs_',
+  webhookDelivery: 'whd_',
 } as const;
 export type IdKind = keyof typeof ID_PREFIX;
 

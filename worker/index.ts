@@ -14,12 +14,14 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import proto from '@temporalio/proto';
 import type { PageReader } from '../activities/page-reader';
 import { createActivities } from '../activities/sync';
-import { ensureSyncSchedule, removeSyncSchedule, runIsOpenVia } from '../api/sync-control';
+import { createOrderGate, createWebhookActivities, type OrderGate } from '../activities/webhooks';
+import { createSender, type Resolver, type Sender } from '../activities/webhook-http';
+import { ensureSyncSchedule, removeSyncSchedule, runIsOpenVia } from '../control/sync';
 import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Db } from '../db/client';
 import { integrations } from '../db/schema';
-import { SCHEDULE_ID_PREFIX, SEARCH_ATTRIBUTES, scheduleIdOf } from '../domain/contract';
+import { SCHEDULE_ID_PREFIX, SEARCH_ATTRIBUTES, scheduleIdOf, webhookTaskQueueOf } from '../domain/contract';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const BUNDLE_SCRIPT = fileURLToPath(new URL('./bundle.ts', import.meta.url));
@@ -28,7 +30,7 @@ const BUNDLE_SCRIPT = fileURLToPath(new URL('./bundle.ts', import.meta.url));
  * The workflow bundle, built by a child process (worker/bundle.ts): bundling in the worker itself would leave
  * webpack's memory (about 75 MB of RSS) in a process that runs for weeks.
  */
-async function bundleWorkflows<T>(use: (codePath: string) => Promise<T>): Promise<T> {
+export async function bundleWorkflows<T>(use: (codePath: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'propsync-workflows-'));
   const codePath = join(dir, 'workflows.js');
   try {
@@ -51,7 +53,7 @@ export interface WorkerDeps {
   pages: PageReader;
 }
 
-export async function createWorker(deps: WorkerDeps): Promise<Worker> {
+export async function createWorker(deps: WorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
   const { config } = deps;
   const client = new Client({ connection: deps.connection, namespace: config.TEMPORAL_NAMESPACE });
   const activities = createActivities({
@@ -60,8 +62,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     runIsOpen: runIsOpenVia(client),
     pageSize: config.SYNC_PAGE_SIZE,
   });
-  // Worker.create reads the bundle once; the file is removed after.
-  return bundleWorkflows((codePath) =>
+  const create = (codePath: string) =>
     Worker.create({
       connection: deps.connection,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -73,8 +74,62 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       maxCachedWorkflows: 200,
       // On shutdown, running activities get this long, then are cancelled and resume elsewhere from their last page.
       shutdownGraceTime: '10 seconds',
-    }),
-  );
+    });
+  // Worker.create reads the bundle once; the file is removed after.
+  return bundle ? create(bundle.codePath) : bundleWorkflows(create);
+}
+
+export interface WebhookWorkerDeps {
+  config: Config;
+  db: Db;
+  connection: NativeConnection;
+  /** DNS resolution for deliveries (tests hand in a resolver that maps names to loopback). */
+  resolver?: Resolver;
+  logger?: Logger;
+  /** How long a first attempt waits for the previous delivery of its subscription. */
+  orderWaitMs?: number;
+}
+
+export interface WebhookWorker {
+  worker: Worker;
+  /** Closes what the activities hold (the order gate's LISTEN, the HTTP pools); call after the worker stopped. */
+  close(): Promise<void>;
+}
+
+/** The worker of webhook deliveries, on their own task queue, so that a long sync never delays a webhook. */
+export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { codePath: string }): Promise<WebhookWorker> {
+  const { config } = deps;
+  const sender: Sender = createSender({ resolver: deps.resolver });
+  const gate: OrderGate = createOrderGate(deps.db);
+  const logger = deps.logger;
+  const activities = createWebhookActivities({
+    db: deps.db,
+    sender,
+    gate,
+    orderWaitMs: deps.orderWaitMs,
+    log: logger ? (fields, msg) => logger.debug(fields, msg) : undefined,
+  });
+  const create = (codePath: string) =>
+    Worker.create({
+      connection: deps.connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE),
+      workflowBundle: { codePath },
+      activities,
+      maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_ACTIVITIES,
+      maxConcurrentWorkflowTaskExecutions: 40,
+      // Dead letters sit open for weeks: keep the cache for the busy ones, evict the idle.
+      maxCachedWorkflows: 2000,
+      shutdownGraceTime: '15 seconds',
+    });
+  const worker = bundle ? await create(bundle.codePath) : await bundleWorkflows(create);
+  return {
+    worker,
+    async close() {
+      sender.close();
+      await gate.close();
+    },
+  };
 }
 
 /** Register the search attributes the sync workflows set, where the namespace lacks them. */

@@ -1,7 +1,9 @@
 /**
  * The worker process (`npm run worker`): connects to Postgres and Temporal, registers the search attributes,
- * reconciles every integration's sync schedule, and runs sync workflows and activities until SIGINT/SIGTERM,
- * after which running activities get a grace period and then resume on another worker from their last page.
+ * reconciles every integration's sync schedule and the retention clean-up's, and runs two workers until
+ * SIGINT/SIGTERM: sync workflows on the sync task queue, webhook deliveries on their own; plus the outbox relay
+ * that starts a delivery workflow for every recorded event. After a signal, running activities get a grace period
+ * and then resume on another worker (a sync from its last page; a delivery attempt is recorded as lost and retried).
  */
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
@@ -9,7 +11,10 @@ import { loadConfigOrExit } from '../config';
 import { createLogger } from '../config/logger';
 import { closeDb, createDb } from '../db/client';
 import { createPageReader } from '../activities/page-reader';
-import { createWorker, reconcileSchedules, registerSearchAttributes } from './index';
+import { deliveryControlOf, ensurePurgeSchedule } from '../control/webhooks';
+import { webhookTaskQueueOf } from '../domain/contract';
+import { bundleWorkflows, createWebhookWorker, createWorker, reconcileSchedules, registerSearchAttributes } from './index';
+import { startRelay, type Relay } from './relay';
 
 const config = loadConfigOrExit();
 const logger = createLogger('worker', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
@@ -48,15 +53,26 @@ async function main() {
   try {
     const added = await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
     if (added.length > 0) logger.info({ added }, 'registered search attributes');
+    const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    const webhookQueue = webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
     if (config.WORKER_RECONCILE_SCHEDULES) {
-      const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
       const r = await reconcileSchedules({ db, client, taskQueue: config.TEMPORAL_TASK_QUEUE, logger });
       logger.info(r, 'sync schedules reconciled');
+      await ensurePurgeSchedule({ client, taskQueue: webhookQueue });
     }
-    const worker = await createWorker({ config, db, connection, pages });
-    logger.info({ address, namespace: config.TEMPORAL_NAMESPACE, task_queue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
-    // Worker.run() installs the SIGINT/SIGTERM handlers and returns once shutdown completes.
-    await worker.run();
+    const [worker, webhooks] = await bundleWorkflows(async (codePath) =>
+      Promise.all([createWorker({ config, db, connection, pages }, { codePath }), createWebhookWorker({ config, db, connection, logger }, { codePath })]),
+    );
+    let relay: Relay | undefined;
+    if (config.WEBHOOK_RELAY) relay = startRelay({ db, control: deliveryControlOf(client, config), logger });
+    logger.info({ address, namespace: config.TEMPORAL_NAMESPACE, task_queue: config.TEMPORAL_TASK_QUEUE, webhook_task_queue: webhookQueue }, 'worker started');
+    try {
+      // Worker.run() installs the SIGINT/SIGTERM handlers and returns once shutdown completes; a signal stops both.
+      await Promise.all([worker.run(), webhooks.worker.run()]);
+    } finally {
+      await relay?.stop();
+      await webhooks.close();
+    }
     logger.info('worker stopped');
   } finally {
     await pages.close();

@@ -1,2 +1,3 @@
 /** The worker's workflowsPath: every workflow, re-exported. */
 export { syncIntegration } from './sync';
+export { deliverWebhook, purgeRetention } from './webhook';

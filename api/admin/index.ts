@@ -14,6 +14,7 @@ import { registerIntegrations } from './integrations';
 import { registerOrganizations } from './organizations';
 import { registerSandbox } from './sandbox';
 import { registerSyncs } from './syncs';
+import { registerWebhooks } from './webhooks';
 import { adminValidationHook } from './support';
 
 const SECURITY = 'adminToken';
@@ -31,7 +32,7 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
     info: {
       title: 'Property Data Sync admin API',
       version: '1.0.0',
-      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, sandbox controls. Errors are problem+json.',
+      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, sandbox controls, webhook subscriptions, deliveries and replays. Errors are problem+json.',
     },
     servers: [{ url: `${deps.config.PUBLIC_BASE_URL}/admin/v1` }],
     security: [{ [SECURITY]: [] }],
@@ -54,6 +55,7 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
   registerApiKeys(api, deps);
   registerSyncs(api, deps);
   registerSandbox(api, deps);
+  registerWebhooks(api, deps);
 
   // Mounted through a plain Hono so that the parent OpenAPIHono does not fold admin routes into the public document.
   return new Hono().route('/', api);

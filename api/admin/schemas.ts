@@ -1,6 +1,8 @@
 /** Zod schemas of the admin API: they validate requests and generate /admin/v1/openapi.json. */
 import { z } from '@hono/zod-openapi';
 import { ENTITIES } from '../../domain/cdm';
+import { ALL_EVENT_TYPES } from '../../domain/events';
+import { DELIVERY_STATUSES, SUBSCRIPTION_STATUSES } from '../../domain/webhooks';
 import { MODES, PLANS } from '../../domain/plans';
 import { Problem } from '../schemas';
 
@@ -183,3 +185,94 @@ export const SandboxFault = z
 export const SandboxFaultSet = z
   .object({ integration_id: Uuid, kind: SandboxFault.shape.kind, count: z.number().int().nullable() })
   .openapi('SandboxFaultSet');
+
+// Webhook subscriptions and deliveries
+
+const EventTypeName = z.enum(['*', ...ALL_EVENT_TYPES]);
+const EventTypes = z
+  .array(EventTypeName)
+  .min(1)
+  .max(ALL_EVENT_TYPES.length + 1)
+  .openapi({ description: 'Event types to receive, or `["*"]` for every type.', example: ['LEASE_SIGNED', 'LEASE_UPDATED'] });
+const WebhookUrl = z.string().min(1).max(2048).openapi({
+  description: 'Where events are POSTed. Live integrations: HTTPS, and not a loopback or private host. Test integrations may use http:// and loopback.',
+  example: 'https://example.com/webhooks/propsync',
+});
+const Description = z.string().trim().max(500).nullable().optional();
+export const SubscriptionCreate = z
+  .strictObject({ url: WebhookUrl, event_types: EventTypes, description: Description })
+  .openapi('WebhookSubscriptionCreate');
+export const SubscriptionUpdate = z
+  .strictObject({ url: WebhookUrl.optional(), event_types: EventTypes.optional(), description: Description, status: z.enum(SUBSCRIPTION_STATUSES).optional() })
+  .openapi('WebhookSubscriptionUpdate');
+export const Subscription = z
+  .object({
+    id: z.string().openapi({ example: 'whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
+    integration_id: Uuid,
+    url: z.string(),
+    event_types: z.array(z.string()),
+    description: z.string().nullable(),
+    status: z.enum(SUBSCRIPTION_STATUSES),
+    previous_secret_expires_at: DateTime.nullable().openapi({ description: 'End of the current rotation window, when one is open.' }),
+    created_at: DateTime,
+    updated_at: DateTime,
+  })
+  .openapi('WebhookSubscription');
+export const SubscriptionCreated = Subscription.extend({
+  secret: z.string().openapi({ description: 'The signing secret (`whsec_…`). Shown only in this response.' }),
+}).openapi('WebhookSubscriptionCreated');
+export const RotateSecret = z
+  .strictObject({
+    grace_period_seconds: z.number().int().min(0).max(30 * 86_400).optional().openapi({ description: 'How long the previous secret keeps signing (default 86400).' }),
+  })
+  .openapi('WebhookSecretRotate');
+export const RotatedSecret = z
+  .object({
+    secret: z.string().openapi({ description: 'The new signing secret. Shown only in this response.' }),
+    previous_secret_expires_at: DateTime.openapi({ description: 'Until then deliveries also carry X-Service-Signature-Previous.' }),
+  })
+  .openapi('WebhookSecretRotated');
+export const Attempt = z
+  .object({
+    number: z.number().int(),
+    started_at: DateTime,
+    duration_ms: z.number().int(),
+    response_status: z.number().int().nullable(),
+    error: z.string().nullable().openapi({ description: 'Why the attempt failed (connection error, time-out, guard refusal, HTTP status); null on success.' }),
+    response_body: z.string().nullable().openapi({ description: 'The first bytes of the response body.' }),
+  })
+  .openapi('WebhookAttempt');
+export const Delivery = z
+  .object({
+    id: z.string().openapi({ example: 'whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
+    event_id: z.string(),
+    event_type: z.string(),
+    subscription_id: z.string(),
+    integration_id: Uuid,
+    status: z.enum(DELIVERY_STATUSES),
+    attempt_count: z.number().int(),
+    next_attempt_at: DateTime.nullable(),
+    last_attempt_at: DateTime.nullable(),
+    created_at: DateTime,
+    updated_at: DateTime,
+    attempts: z.array(Attempt),
+  })
+  .openapi('WebhookDelivery');
+export const DeliveryWithPayload = Delivery.extend({
+  payload: z.record(z.string(), z.unknown()).nullable().openapi({ description: 'The event exactly as sent (null once purged).' }),
+}).openapi('WebhookDeliveryWithPayload');
+export const DeliveryQuery = ListQuery.extend({
+  status: z.enum(DELIVERY_STATUSES).optional(),
+  event_type: z.string().max(100).optional(),
+});
+export const SubscriptionReplay = z
+  .union([
+    z.strictObject({ status: z.literal('dead_lettered') }),
+    z.strictObject({ since: z.iso.datetime({ offset: true }), until: z.iso.datetime({ offset: true }) }),
+  ])
+  .openapi('WebhookSubscriptionReplay', {
+    description: 'Replay every dead-lettered delivery (`{status: "dead_lettered"}`), or every event in a time range of the last 30 days (`{since, until}`).',
+  });
+export const ReplayResult = z
+  .object({ replayed: z.number().int(), delivery_ids: z.array(z.string()) })
+  .openapi('WebhookReplayResult');

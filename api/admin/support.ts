@@ -1,5 +1,6 @@
 /** What the admin routes share: id checks, row loaders that 404, and calls to Temporal and the sandbox PMS. */
 import { z } from '@hono/zod-openapi';
+import type { Client } from '@temporalio/client';
 import { and, eq, isNull } from 'drizzle-orm';
 import { integrations, organizations } from '../../db/schema';
 import type { IntegrationRow, OrganizationRow } from '../../db/tenants';
@@ -8,11 +9,11 @@ import { SandboxControlError, sandboxControlClient, type SandboxControl } from '
 import type { ApiDeps } from '../deps';
 import { rejectNul, validationError } from '../middleware/validation';
 import { ApiError } from '../problem';
-import type { SyncControlDeps } from '../sync-control';
+import type { SyncControlDeps } from '../../control/sync';
 
 /** The Temporal side of sync control, loaded on first admin use: read-only API work never loads the Temporal SDK. */
-export type SyncControl = typeof import('../sync-control');
-export const loadSyncControl = (): Promise<SyncControl> => import('../sync-control');
+export type SyncControl = typeof import('../../control/sync');
+export const loadSyncControl = (): Promise<SyncControl> => import('../../control/sync');
 
 /**
  * The app's validation hook, with each unknown body field reported under its own pointer (`nonsense`, not the
@@ -61,9 +62,18 @@ export async function withTemporal<T>(
   fn: (ctl: SyncControlDeps, control: SyncControl) => Promise<T>,
   undo?: () => Promise<unknown>,
 ): Promise<T> {
+  return viaTemporal(
+    deps,
+    action,
+    async (client) => fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, await loadSyncControl()),
+    undo,
+  );
+}
+
+/** withTemporal for any Temporal call: the client of this process, and a 503 that says nothing changed. */
+export async function viaTemporal<T>(deps: ApiDeps, action: string, fn: (client: Client) => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
   try {
-    const [client, control] = await Promise.all([deps.temporal(), loadSyncControl()]);
-    return await fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, control);
+    return await fn(await deps.temporal());
   } catch (err) {
     if (undo) await undo();
     if (err instanceof ApiError) throw err;

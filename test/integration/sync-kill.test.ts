@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { triggerSync, type SyncControlDeps } from '../../api/sync-control';
+import { triggerSync, type SyncControlDeps } from '../../control/sync';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { triggerSync, type SyncControlDeps } from '../../api/sync-control';
+import { triggerSync, type SyncControlDeps } from '../../control/sync';
 import { closeDb, type Db } from '../../db/client';
 import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
 import { ENTITIES } from '../../domain/cdm';

@@ -9,7 +9,7 @@ import { and, eq } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSyncSchedule, removeSyncSchedule, triggerSync } from '../../api/sync-control';
+import { ensureSyncSchedule, removeSyncSchedule, triggerSync } from '../../control/sync';
 import { closeDb, type Db } from '../../db/client';
 import { softDeleteUnseen } from '../../db/records';
 import { integrations, leases, properties, residents, syncJobs, syncSeen, units } from '../../db/schema';

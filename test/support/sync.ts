@@ -8,7 +8,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import { expect, inject } from 'vitest';
 import { createPageReader } from '../../activities/page-reader';
-import { triggerSync, type SyncControlDeps } from '../../api/sync-control';
+import { triggerSync, type SyncControlDeps } from '../../control/sync';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { TABLES, toRecords, type RowOf } from '../../db/records';

@@ -1,0 +1,167 @@
+/**
+ * The one HTTP exchange of a webhook attempt: POST the body, a hard limit on the whole exchange, no redirects, and
+ * (for live integrations) the server-side request forgery guard, checked on the address actually connected to:
+ * after DNS, so a name that resolves (or rebinds) to a loopback, private or link-local address is refused.
+ * Never throws: every outcome is a SendResult the caller records as an attempt.
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { isBlockedAddress } from '../domain/addresses';
+import { ATTEMPT_TIMEOUT_MS, RESPONSE_EXCERPT_BYTES } from '../domain/webhooks';
+
+export interface SendRequest {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  /** Apply the SSRF guard (live integrations). */
+  guard: boolean;
+  /** Called once the request has been handed to the network, or has failed before it could be. */
+  onSent?: () => void;
+}
+
+export interface SendResult {
+  ok: boolean;
+  /** HTTP status of the response, when there was one. */
+  status: number | null;
+  /** Why there was no 2xx answer: the connection error, the time-out, the guard's refusal, or the status. */
+  error: string | null;
+  /** The first bytes of the response body. */
+  excerpt: string | null;
+  durationMs: number;
+}
+
+export type Resolver = (hostname: string, cb: (err: Error | null, addresses: LookupAddress[]) => void) => void;
+
+const defaultResolver: Resolver = (hostname, cb) => dnsLookup(hostname, { all: true, verbatim: true }, cb);
+
+export class GuardRefusal extends Error {
+  override name = 'GuardRefusal';
+}
+
+export interface Sender {
+  send(req: SendRequest): Promise<SendResult>;
+  close(): void;
+}
+
+export function createSender(opts: { resolver?: Resolver; timeoutMs?: number } = {}): Sender {
+  const resolver = opts.resolver ?? defaultResolver;
+  const timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
+
+  /** Resolves through `resolver` and refuses the connection when any address is blocked. */
+  const guardedLookup: LookupFunction = (hostname, options, callback) => {
+    resolver(hostname, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const blocked = addresses.find((a) => isBlockedAddress(a.address));
+      if (blocked || addresses.length === 0) {
+        const why = blocked ? `${hostname} resolves to ${blocked.address}, a private, loopback or link-local address` : `${hostname} did not resolve`;
+        return callback(new GuardRefusal(`refused: ${why}`), '', 0);
+      }
+      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+  const plainLookup: LookupFunction = (hostname, options, callback) => {
+    resolver(hostname, (err, addresses) => {
+      if (err || addresses.length === 0) return callback(err ?? new Error(`${hostname} did not resolve`), '', 0);
+      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+  // Separate pools, so a connection opened without the guard is never reused by a guarded delivery.
+  const agent = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 30_000 };
+  const agents = {
+    guarded: { http: new http.Agent({ ...agent, lookup: guardedLookup }), https: new https.Agent({ ...agent, lookup: guardedLookup }) },
+    open: { http: new http.Agent({ ...agent, lookup: plainLookup }), https: new https.Agent({ ...agent, lookup: plainLookup }) },
+  };
+
+  function send(req: SendRequest): Promise<SendResult> {
+    const started = performance.now();
+    let sent = false;
+    const markSent = () => {
+      if (sent) return;
+      sent = true;
+      req.onSent?.();
+    };
+    const done = (r: Omit<SendResult, 'durationMs'>): SendResult => {
+      markSent();
+      return { ...r, durationMs: Math.round(performance.now() - started) };
+    };
+    let url: URL;
+    try {
+      url = new URL(req.url);
+    } catch {
+      return Promise.resolve(done({ ok: false, status: null, error: `invalid URL ${req.url}`, excerpt: null }));
+    }
+    if (req.guard) {
+      if (url.protocol !== 'https:') return Promise.resolve(done({ ok: false, status: null, error: 'refused: live deliveries go to https:// URLs only', excerpt: null }));
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      // An IP literal is connected to without a lookup, so it is checked here.
+      if (isIP(host) && isBlockedAddress(host)) {
+        return Promise.resolve(done({ ok: false, status: null, error: `refused: ${host} is a private, loopback or link-local address`, excerpt: null }));
+      }
+    }
+    const pool = req.guard ? agents.guarded : agents.open;
+    const isHttps = url.protocol === 'https:';
+    const mod = isHttps ? https : http;
+
+    return new Promise<SendResult>((resolve) => {
+      let settled = false;
+      const finish = (r: Omit<SendResult, 'durationMs'>) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(done(r));
+      };
+      const request = mod.request(url, {
+        method: 'POST',
+        agent: isHttps ? pool.https : pool.http,
+        headers: { ...req.headers, 'content-length': String(Buffer.byteLength(req.body)) },
+      });
+      // One limit for the whole exchange: connecting, sending, the response head and the excerpt.
+      const timer = setTimeout(() => {
+        finish({ ok: false, status: null, error: `timed out after ${timeoutMs / 1000} s`, excerpt: null });
+        request.destroy();
+      }, timeoutMs);
+      request.once('finish', markSent);
+      request.once('error', (err: Error & { code?: string }) => {
+        const reason = err instanceof GuardRefusal ? err.message : `${err.code ?? err.name}: ${err.message}`;
+        finish({ ok: false, status: null, error: reason, excerpt: null });
+      });
+      request.once('response', (res) => {
+        const status = res.statusCode ?? 0;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const complete = () => {
+          const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+          const ok = status >= 200 && status < 300;
+          finish({ ok, status, error: ok ? null : `HTTP ${status}`, excerpt });
+        };
+        res.on('data', (chunk: Buffer) => {
+          if (size < RESPONSE_EXCERPT_BYTES) chunks.push(chunk);
+          size += chunk.length;
+          // Enough read: no need to wait for (or pool the socket of) a large body.
+          if (size > 64 * 1024) {
+            complete();
+            res.destroy();
+          }
+        });
+        res.once('end', complete);
+        res.once('error', complete);
+        res.once('aborted', complete);
+      });
+      request.end(req.body);
+    });
+  }
+
+  return {
+    send,
+    close() {
+      for (const p of Object.values(agents)) {
+        p.http.destroy();
+        p.https.destroy();
+      }
+    },
+  };
+}

@@ -1,0 +1,280 @@
+/**
+ * Webhook delivery activities. `attemptDelivery` makes exactly one attempt (the workflow owns the retries as
+ * durable timers, so nothing is sent twice by accident) and records it; the signing secret is read here and never
+ * enters workflow history or logs. The bookkeeping activities are idempotent and retried until the database answers.
+ *
+ * First attempts of one subscription go out in production order: the relay numbers a subscription's deliveries
+ * (`seq`), and a first attempt waits until the delivery before it has handed its request to the network (or
+ * finished its first attempt some other way). Retries and replays are not held back, so they can reorder.
+ */
+import { and, eq, sql } from 'drizzle-orm';
+import type { Db } from '../db/client';
+import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../db/schema';
+import { eventBody, purgeBefore } from '../db/webhooks';
+import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, PREVIOUS_SIGNATURE_HEADER, SIGNATURE_HEADER, signPayload } from '../domain/signature';
+import { RETENTION_MS, type DeliveryStatus } from '../domain/webhooks';
+import type { Sender } from './webhook-http';
+
+/** Channel on which a delivery announces that its first attempt went out (payload `<subscription id>:<seq>`). */
+export const SENT_CHANNEL = 'webhook_first_sent';
+
+/** Waits for the delivery before a given one to release its successor. */
+export interface OrderGate {
+  /** Resolves once delivery `seq` of the subscription has released, or after `maxWaitMs` (the order is then given up). */
+  waitFor(subscriptionId: string, seq: number, maxWaitMs: number): Promise<'released' | 'timed_out'>;
+  close(): Promise<void>;
+}
+
+export interface WebhookActivityDeps {
+  db: Db;
+  sender: Sender;
+  gate: OrderGate;
+  clock?: () => Date;
+  /** How long a first attempt waits for the one before it (a predecessor whose worker died must not block forever). */
+  orderWaitMs?: number;
+  /** Logs an attempt's outcome (never the secret). */
+  log?: (fields: Record<string, unknown>, msg: string) => void;
+}
+
+export interface AttemptInput {
+  deliveryId: string;
+  /** Attempt number on this delivery record, from 1 (replays continue the count). */
+  attempt: number;
+  /** Delay before the next scheduled attempt; null when this is the last one (a failure dead-letters). */
+  nextDelayMs: number | null;
+  /** Hold the attempt until the subscription's previous delivery went out (first attempts of relayed deliveries). */
+  ordered: boolean;
+}
+
+export type AttemptOutcome =
+  | { outcome: 'succeeded'; status: number }
+  | { outcome: 'failed'; status: number | null; error: string }
+  | { outcome: 'cancelled'; reason: string };
+
+export interface PreparedDelivery {
+  attempts: number;
+  status: DeliveryStatus;
+  /** Epoch ms after which a dead-lettered delivery expires (the event's retention). */
+  expiresAtMs: number;
+}
+
+const RELEASED_SQL = sql`(first_sent_at is not null or attempts > 0 or status in ('succeeded','dead_lettered','cancelled','expired'))`;
+
+/** The order gate over LISTEN/NOTIFY, with a slow poll as the fallback for a lost notification. */
+export function createOrderGate(db: Db, opts: { pollMs?: number } = {}): OrderGate {
+  const pollMs = opts.pollMs ?? 1_000;
+  const waiters = new Map<string, Set<() => void>>();
+  const listening = db.$client.listen(SENT_CHANNEL, (payload) => {
+    for (const wake of waiters.get(payload) ?? []) wake();
+  });
+  async function released(subscriptionId: string, seq: number): Promise<boolean> {
+    const rows = await db.execute<{ released: boolean }>(
+      sql`select ${RELEASED_SQL} as released from ${webhookDeliveries} where subscription_id = ${subscriptionId} and seq = ${seq}`,
+    );
+    // No such delivery (purged, or never made): nothing to wait for.
+    return rows.length === 0 || rows[0]!.released;
+  }
+  return {
+    async waitFor(subscriptionId, seq, maxWaitMs) {
+      const key = `${subscriptionId}:${seq}`;
+      await listening;
+      let wake: () => void = () => {};
+      const set = waiters.get(key) ?? new Set();
+      waiters.set(key, set);
+      const deadline = Date.now() + maxWaitMs;
+      try {
+        for (;;) {
+          const notified = new Promise<void>((resolve) => {
+            wake = resolve;
+            set.add(resolve);
+          });
+          if (await released(subscriptionId, seq)) return 'released';
+          const left = deadline - Date.now();
+          if (left <= 0) return 'timed_out';
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([notified, new Promise<void>((r) => (timer = setTimeout(r, Math.min(pollMs, left))))]);
+          clearTimeout(timer);
+          set.delete(wake);
+        }
+      } finally {
+        set.delete(wake);
+        if (set.size === 0) waiters.delete(key);
+      }
+    },
+    async close() {
+      const l = await listening.catch(() => null);
+      await l?.unlisten().catch(() => {});
+    },
+  };
+}
+
+export function createWebhookActivities(deps: WebhookActivityDeps) {
+  const { db, sender } = deps;
+  const clock = deps.clock ?? (() => new Date());
+  const orderWaitMs = deps.orderWaitMs ?? 20_000;
+  const log = deps.log ?? (() => {});
+
+  /** Mark the first attempt as gone out and wake the subscription's next delivery. Idempotent. */
+  async function releaseNext(deliveryId: string): Promise<void> {
+    await db.execute(sql`
+      with u as (
+        update ${webhookDeliveries} set first_sent_at = coalesce(first_sent_at, now())
+        where id = ${deliveryId} and first_sent_at is null returning subscription_id, seq
+      )
+      select pg_notify(${SENT_CHANNEL}, subscription_id || ':' || seq) from u where seq is not null`);
+  }
+
+  /**
+   * Record attempt `n` and move the delivery to its outcome in one statement. An attempt already recorded (a
+   * retried bookkeeping call) is kept as it was.
+   */
+  async function record(
+    input: { deliveryId: string; attempt: number; nextDelayMs: number | null },
+    r: { startedAt: Date; durationMs: number; status: number | null; error: string | null; excerpt: string | null },
+    to: DeliveryStatus,
+  ): Promise<void> {
+    const next = to === 'retrying' && input.nextDelayMs !== null ? new Date(r.startedAt.getTime() + r.durationMs + input.nextDelayMs) : null;
+    await db.transaction(async (tx) => {
+      await tx
+        .insert(webhookAttempts)
+        .values({
+          deliveryId: input.deliveryId,
+          number: input.attempt,
+          startedAt: r.startedAt,
+          durationMs: r.durationMs,
+          responseStatus: r.status,
+          error: r.error,
+          responseBody: r.excerpt,
+        })
+        .onConflictDoNothing();
+      await tx
+        .update(webhookDeliveries)
+        .set({
+          status: to,
+          attempts: sql`greatest(${webhookDeliveries.attempts}, ${input.attempt})`,
+          lastAttemptAt: r.startedAt,
+          nextAttemptAt: next,
+          lastResponseStatus: r.status,
+          lastError: r.error,
+          firstSentAt: sql`coalesce(${webhookDeliveries.firstSentAt}, now())`,
+          updatedAt: clock(),
+        })
+        .where(eq(webhookDeliveries.id, input.deliveryId));
+    });
+  }
+
+  return {
+    /** Where the delivery stands before its workflow begins: attempts so far and when its dead letter expires. */
+    async prepareDelivery(input: { deliveryId: string; retentionMs?: number }): Promise<PreparedDelivery | null> {
+      const [row] = await db
+        .select({ attempts: webhookDeliveries.attempts, status: webhookDeliveries.status, eventCreatedAt: events.createdAt, createdAt: webhookDeliveries.createdAt })
+        .from(webhookDeliveries)
+        .leftJoin(events, eq(events.id, webhookDeliveries.eventId))
+        .where(eq(webhookDeliveries.id, input.deliveryId));
+      if (!row) return null;
+      const born = (row.eventCreatedAt ?? row.createdAt).getTime();
+      return { attempts: row.attempts, status: row.status, expiresAtMs: born + (input.retentionMs ?? RETENTION_MS) };
+    },
+
+    /** One attempt: POST the stored body, signed with the current (and, in a rotation window, the previous) secret. */
+    async attemptDelivery(input: AttemptInput): Promise<AttemptOutcome> {
+      const [row] = await db
+        .select({
+          delivery: webhookDeliveries,
+          url: webhookSubscriptions.url,
+          subStatus: webhookSubscriptions.status,
+          subDeleted: webhookSubscriptions.deletedAt,
+          secret: webhookSubscriptions.secret,
+          previousSecret: webhookSubscriptions.previousSecret,
+          previousExpiresAt: webhookSubscriptions.previousSecretExpiresAt,
+          mode: integrations.mode,
+          integrationDeleted: integrations.deletedAt,
+        })
+        .from(webhookDeliveries)
+        .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
+        .innerJoin(integrations, eq(integrations.id, webhookDeliveries.integrationId))
+        .where(eq(webhookDeliveries.id, input.deliveryId));
+      const cancel = async (reason: string): Promise<AttemptOutcome> => {
+        await db
+          .update(webhookDeliveries)
+          .set({ status: 'cancelled', nextAttemptAt: null, lastError: reason, updatedAt: clock() })
+          .where(eq(webhookDeliveries.id, input.deliveryId));
+        await releaseNext(input.deliveryId);
+        return { outcome: 'cancelled', reason };
+      };
+      if (!row) return { outcome: 'cancelled', reason: 'the delivery no longer exists (purged after the retention)' };
+      if (row.subDeleted || row.integrationDeleted) return cancel('the subscription was deleted');
+      if (row.subStatus !== 'active') return cancel('the subscription is disabled');
+      const body = await eventBody(db, row.delivery.eventId);
+      if (body === null) return cancel('the event no longer exists (purged after the retention)');
+
+      const d = row.delivery;
+      if (input.ordered && d.seq !== null && d.seq > 1 && d.firstSentAt === null) {
+        const waited = await deps.gate.waitFor(d.subscriptionId, d.seq - 1, orderWaitMs);
+        if (waited === 'timed_out') log({ delivery_id: d.id, seq: d.seq }, 'the previous delivery did not go out in time; sending out of order');
+      }
+
+      const now = clock();
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'user-agent': 'propsync-webhooks/1',
+        [SIGNATURE_HEADER]: signPayload(body, row.secret),
+        [EVENT_ID_HEADER]: d.eventId,
+        [EVENT_TYPE_HEADER]: d.eventType,
+        [ATTEMPT_HEADER]: String(input.attempt),
+      };
+      if (row.previousSecret && row.previousExpiresAt && row.previousExpiresAt.getTime() > now.getTime()) {
+        headers[PREVIOUS_SIGNATURE_HEADER] = signPayload(body, row.previousSecret);
+      }
+      let releasing: Promise<void> | undefined;
+      const result = await sender.send({
+        url: row.url,
+        body,
+        headers,
+        guard: row.mode === 'live',
+        onSent: () => {
+          if (d.firstSentAt === null) releasing = releaseNext(d.id).catch(() => {});
+        },
+      });
+      await releasing;
+      const to: DeliveryStatus = result.ok ? 'succeeded' : input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
+      await record(input, { startedAt: now, durationMs: result.durationMs, status: result.status, error: result.error, excerpt: result.excerpt }, to);
+      log({ delivery_id: d.id, event_id: d.eventId, attempt: input.attempt, status: result.status, error: result.error, outcome: to }, 'webhook attempt');
+      return result.ok ? { outcome: 'succeeded', status: result.status! } : { outcome: 'failed', status: result.status, error: result.error ?? 'failed' };
+    },
+
+    /**
+     * An attempt whose activity never reported back (its worker died, or it overran its time-out): recorded as a
+     * failed attempt, unless the attempt itself managed to record its outcome first.
+     */
+    async recordLostAttempt(input: { deliveryId: string; attempt: number; nextDelayMs: number | null; error: string }): Promise<DeliveryStatus> {
+      const [existing] = await db
+        .select({ number: webhookAttempts.number })
+        .from(webhookAttempts)
+        .where(and(eq(webhookAttempts.deliveryId, input.deliveryId), eq(webhookAttempts.number, input.attempt)));
+      const [row] = await db.select({ status: webhookDeliveries.status }).from(webhookDeliveries).where(eq(webhookDeliveries.id, input.deliveryId));
+      if (!row) return 'cancelled';
+      if (existing) return row.status;
+      const to: DeliveryStatus = input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
+      await record(input, { startedAt: clock(), durationMs: 0, status: null, error: input.error, excerpt: null }, to);
+      await releaseNext(input.deliveryId);
+      return to;
+    },
+
+    /** Move a delivery to a state its workflow decided (expiry of a dead letter). */
+    async markDelivery(input: { deliveryId: string; status: DeliveryStatus }): Promise<void> {
+      await db
+        .update(webhookDeliveries)
+        .set({ status: input.status, nextAttemptAt: null, updatedAt: clock() })
+        .where(eq(webhookDeliveries.id, input.deliveryId));
+    },
+
+    /** Retention: remove events and deliveries older than 30 days (or `retentionMs`). */
+    async purgeExpired(input: { retentionMs?: number }): Promise<{ events: number; deliveries: number }> {
+      const before = new Date(clock().getTime() - (input.retentionMs ?? RETENTION_MS));
+      return purgeBefore(db, before);
+    },
+  };
+}
+
+export type WebhookActivities = ReturnType<typeof createWebhookActivities>;

@@ -1,0 +1,408 @@
+/**
+ * Webhook subscriptions of an integration (scale and enterprise plans), their signing secrets and rotation, and the
+ * deliveries an operator inspects and replays. The secret is shown once, at creation (and at each rotation).
+ */
+import { isIP } from 'node:net';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import { webhookSubscriptions } from '../../db/schema';
+import {
+  attemptsOf,
+  createSubscription,
+  deadLetteredOf,
+  ensureDelivery,
+  eventBody,
+  eventsInRange,
+  getDelivery,
+  getSubscription,
+  listDeliveries,
+  newSigningSecret,
+  type AttemptRow,
+  type DeliveryRow,
+  type SubscriptionRow,
+} from '../../db/webhooks';
+import type { IntegrationRow } from '../../db/tenants';
+import { isBlockedAddress, isLoopbackName } from '../../domain/addresses';
+import { isId } from '../../domain/ids';
+import { PLAN_RULES } from '../../domain/plans';
+import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, RETENTION_MS } from '../../domain/webhooks';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../problem';
+import {
+  body,
+  Delivery,
+  DeliveryQuery,
+  DeliveryWithPayload,
+  errorResponses,
+  IdParam,
+  json,
+  listOf,
+  ListQuery,
+  ReplayResult,
+  RotatedSecret,
+  RotateSecret,
+  Subscription,
+  SubscriptionCreate,
+  SubscriptionCreated,
+  SubscriptionReplay,
+  SubscriptionUpdate,
+  unavailableResponse,
+} from './schemas';
+import { loadIntegration, viaTemporal } from './support';
+
+/** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */
+const MAX_RANGE_REPLAY = 10_000;
+
+const loadDeliveryControl = () => import('../../control/webhooks');
+
+export function subscriptionView(row: SubscriptionRow) {
+  const windowOpen = row.previousSecretExpiresAt && row.previousSecretExpiresAt.getTime() > Date.now();
+  return {
+    id: row.id,
+    integration_id: row.integrationId,
+    url: row.url,
+    event_types: row.eventTypes,
+    description: row.description,
+    status: row.status,
+    previous_secret_expires_at: windowOpen ? row.previousSecretExpiresAt!.toISOString() : null,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+export function deliveryView(row: DeliveryRow, attempts: AttemptRow[]) {
+  return {
+    id: row.id,
+    event_id: row.eventId,
+    event_type: row.eventType,
+    subscription_id: row.subscriptionId,
+    integration_id: row.integrationId,
+    status: row.status,
+    attempt_count: row.attempts,
+    next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
+    last_attempt_at: row.lastAttemptAt?.toISOString() ?? null,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+    attempts: attempts.map((a) => ({
+      number: a.number,
+      started_at: a.startedAt.toISOString(),
+      duration_ms: a.durationMs,
+      response_status: a.responseStatus,
+      error: a.error,
+      response_body: a.responseBody,
+    })),
+  };
+}
+
+function invalid(pointer: string, detail: string): ApiError {
+  return new ApiError('validation_error', `${pointer}: ${detail}`, { errors: [{ pointer, detail }] });
+}
+
+/** Webhooks are a Scale and Enterprise feature: 403 with the reason for the other plans. */
+function requireWebhookPlan(integration: IntegrationRow): void {
+  if (!PLAN_RULES[integration.plan].webhooks) {
+    throw new ApiError(
+      'forbidden',
+      `Webhooks are available on the scale and enterprise plans; integration ${integration.id} is on the ${integration.plan} plan (it can read by API only). Upgrade the plan to subscribe.`,
+    );
+  }
+}
+
+/** Live integrations deliver over HTTPS to public hosts only; test integrations may use http:// and loopback. */
+function checkUrl(raw: string, integration: IntegrationRow): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw invalid('url', 'Not a valid absolute URL.');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid('url', 'Use an https:// URL.');
+  if (url.username || url.password) throw invalid('url', 'Credentials in the URL are not allowed; authenticate the webhook by its signature.');
+  if (integration.mode === 'live') {
+    if (url.protocol !== 'https:') throw invalid('url', 'A live integration delivers to https:// URLs only.');
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (isLoopbackName(host) || (isIP(host) !== 0 && isBlockedAddress(host))) {
+      throw invalid('url', `${host} is a loopback, private or link-local host; a live integration delivers to public hosts only.`);
+    }
+  }
+  return url.toString();
+}
+
+function normalizeTypes(types: string[]): string[] {
+  return types.includes(ALL_EVENTS) ? [ALL_EVENTS] : [...new Set(types)];
+}
+
+async function loadSubscription(deps: ApiDeps, id: string): Promise<SubscriptionRow> {
+  const row = isId('webhookSubscription', id) ? await getSubscription(deps.db, id) : undefined;
+  if (!row) throw new ApiError('not_found', `No webhook subscription ${id}.`);
+  return row;
+}
+
+async function loadDelivery(deps: ApiDeps, id: string): Promise<DeliveryRow> {
+  const row = isId('webhookDelivery', id) ? await getDelivery(deps.db, id) : undefined;
+  if (!row) throw new ApiError('not_found', `No webhook delivery ${id}.`);
+  return row;
+}
+
+/** A replay needs an active subscription of a live integration on a plan with webhooks. */
+async function replayable(deps: ApiDeps, sub: SubscriptionRow): Promise<void> {
+  const integration = await loadIntegration(deps, sub.integrationId);
+  requireWebhookPlan(integration);
+  if (sub.status !== 'active') throw new ApiError('conflict', `Webhook subscription ${sub.id} is disabled; enable it (PATCH status "active") before replaying.`);
+}
+
+async function runLanes<T>(items: T[], lanes: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(lanes, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+const tags = ['Webhooks'];
+const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
+const SubscriptionId = IdParam('whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook subscription id (`whs_` + ULID).');
+const DeliveryId = IdParam('whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook delivery id (`whd_` + ULID).');
+const forbidden = { 403: { content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } }, description: 'The integration is on a plan without webhooks.' } };
+const conflict = { 409: { content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } }, description: 'The subscription is disabled.' } };
+
+export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/integrations/{id}/webhook_subscriptions',
+      tags,
+      summary: 'Subscribe to events',
+      description:
+        'The response is the only one that shows the signing `secret`. Events recorded from now on that match `event_types` are delivered to `url`. Scale and enterprise plans only.',
+      request: { params: IntegrationId, ...body(SubscriptionCreate) },
+      responses: { 201: json(SubscriptionCreated, 'The subscription, with its secret.'), ...errorResponses, ...forbidden },
+    }),
+    async (c) => {
+      const integration = await loadIntegration(deps, c.req.valid('param').id);
+      requireWebhookPlan(integration);
+      const input = c.req.valid('json');
+      const row = await createSubscription(deps.db, {
+        organizationId: integration.organizationId,
+        integrationId: integration.id,
+        url: checkUrl(input.url, integration),
+        eventTypes: normalizeTypes(input.event_types),
+        description: input.description ?? null,
+      });
+      return c.json({ ...subscriptionView(row), secret: row.secret }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/integrations/{id}/webhook_subscriptions',
+      tags,
+      summary: "List an integration's webhook subscriptions",
+      request: { params: IntegrationId, query: ListQuery },
+      responses: { 200: json(listOf(Subscription, 'WebhookSubscriptionList'), 'Oldest first, without secrets.'), ...errorResponses },
+    }),
+    async (c) => {
+      const integration = await loadIntegration(deps, c.req.valid('param').id);
+      const { limit, offset } = c.req.valid('query');
+      const rows = await deps.db
+        .select()
+        .from(webhookSubscriptions)
+        .where(and(eq(webhookSubscriptions.integrationId, integration.id), isNull(webhookSubscriptions.deletedAt)))
+        .orderBy(asc(webhookSubscriptions.createdAt), asc(webhookSubscriptions.id))
+        .limit(limit + 1)
+        .offset(offset);
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(subscriptionView) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/webhook_subscriptions/{id}',
+      tags,
+      summary: 'Retrieve a webhook subscription',
+      request: { params: SubscriptionId },
+      responses: { 200: json(Subscription, 'The subscription, without its secret.'), ...errorResponses },
+    }),
+    async (c) => c.json(subscriptionView(await loadSubscription(deps, c.req.valid('param').id)), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/webhook_subscriptions/{id}',
+      tags,
+      summary: 'Change a webhook subscription',
+      description:
+        'A `disabled` subscription gets nothing, and deliveries still being retried stop. Enabling it again does not send what it missed: replay does.',
+      request: { params: SubscriptionId, ...body(SubscriptionUpdate) },
+      responses: { 200: json(Subscription, 'The subscription.'), ...errorResponses },
+    }),
+    async (c) => {
+      const before = await loadSubscription(deps, c.req.valid('param').id);
+      const integration = await loadIntegration(deps, before.integrationId);
+      const input = c.req.valid('json');
+      const [row] = await deps.db
+        .update(webhookSubscriptions)
+        .set({
+          ...(input.url !== undefined ? { url: checkUrl(input.url, integration) } : {}),
+          ...(input.event_types !== undefined ? { eventTypes: normalizeTypes(input.event_types) } : {}),
+          ...(input.description !== undefined ? { description: input.description } : {}),
+          ...(input.status !== undefined ? { status: input.status } : {}),
+          updatedAt: new Date(),
+        })
+        .where(eq(webhookSubscriptions.id, before.id))
+        .returning();
+      return c.json(subscriptionView(row!), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/webhook_subscriptions/{id}',
+      tags,
+      summary: 'Delete a webhook subscription',
+      description: 'It gets nothing from now on; deliveries still being retried stop. Its delivery history stays readable until the retention ends.',
+      request: { params: SubscriptionId },
+      responses: { 204: { description: 'Deleted.' }, ...errorResponses },
+    }),
+    async (c) => {
+      const row = await loadSubscription(deps, c.req.valid('param').id);
+      await deps.db.update(webhookSubscriptions).set({ deletedAt: new Date(), updatedAt: new Date() }).where(eq(webhookSubscriptions.id, row.id));
+      return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/webhook_subscriptions/{id}/rotate_secret',
+      tags,
+      summary: 'Rotate the signing secret',
+      description:
+        'The new secret signs every delivery from now on (`X-Service-Signature`); during the grace window (default 24 h) deliveries also carry `X-Service-Signature-Previous`, made with the secret this call replaces.',
+      request: { params: SubscriptionId, ...body(RotateSecret) },
+      responses: { 200: json(RotatedSecret, 'The new secret, shown only here.'), ...errorResponses },
+    }),
+    async (c) => {
+      const sub = await loadSubscription(deps, c.req.valid('param').id);
+      const grace = c.req.valid('json').grace_period_seconds ?? DEFAULT_ROTATION_GRACE_SECONDS;
+      const now = new Date();
+      const expires = new Date(now.getTime() + grace * 1000);
+      const secret = newSigningSecret();
+      await deps.db
+        .update(webhookSubscriptions)
+        .set({ secret, previousSecret: sub.secret, previousSecretExpiresAt: expires, updatedAt: now })
+        .where(eq(webhookSubscriptions.id, sub.id));
+      return c.json({ secret, previous_secret_expires_at: expires.toISOString() }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/webhook_subscriptions/{id}/deliveries',
+      tags,
+      summary: "List a subscription's deliveries",
+      description: 'Most recent first, each with its attempts. Filter by `status` (e.g. `dead_lettered`) and `event_type`.',
+      request: { params: SubscriptionId, query: DeliveryQuery },
+      responses: { 200: json(listOf(Delivery, 'WebhookDeliveryList'), 'Most recent first.'), ...errorResponses },
+    }),
+    async (c) => {
+      const sub = await loadSubscription(deps, c.req.valid('param').id);
+      const { limit, offset, status, event_type } = c.req.valid('query');
+      const rows = await listDeliveries(deps.db, sub.id, { status, eventType: event_type || undefined, limit: limit + 1, offset });
+      const page = rows.slice(0, limit);
+      const attempts = await attemptsOf(deps.db, page.map((r) => r.id));
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: page.map((r) => deliveryView(r, attempts.get(r.id)!)) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/webhook_deliveries/{id}',
+      tags,
+      summary: 'Retrieve a delivery',
+      description: 'With every attempt and the payload exactly as sent.',
+      request: { params: DeliveryId },
+      responses: { 200: json(DeliveryWithPayload, 'The delivery.'), ...errorResponses },
+    }),
+    async (c) => {
+      const row = await loadDelivery(deps, c.req.valid('param').id);
+      const [attempts, body] = await Promise.all([attemptsOf(deps.db, [row.id]), eventBody(deps.db, row.eventId)]);
+      return c.json({ ...deliveryView(row, attempts.get(row.id)!), payload: body === null ? null : (JSON.parse(body) as Record<string, unknown>) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/webhook_deliveries/{id}/replay',
+      tags,
+      summary: 'Replay a delivery',
+      description:
+        'One more attempt now, on the same delivery record: the same event id and bytes, signed with the current secret(s). Works for a dead-lettered delivery, one still being retried, and one that succeeded.',
+      request: { params: DeliveryId },
+      responses: { 202: json(Delivery, 'The delivery, as it stands before the attempt.'), ...errorResponses, ...forbidden, ...conflict, ...unavailableResponse },
+    }),
+    async (c) => {
+      const row = await loadDelivery(deps, c.req.valid('param').id);
+      const sub = await getSubscription(deps.db, row.subscriptionId);
+      if (!sub) throw new ApiError('conflict', `Webhook subscription ${row.subscriptionId} was deleted; its deliveries cannot be replayed.`);
+      await replayable(deps, sub);
+      await viaTemporal(deps, 'replay the delivery', async (client) => {
+        const control = await loadDeliveryControl();
+        await control.replayDelivery(control.deliveryControlOf(client, deps.config), row);
+      });
+      const attempts = await attemptsOf(deps.db, [row.id]);
+      return c.json(deliveryView(row, attempts.get(row.id)!), 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/webhook_subscriptions/{id}/replay',
+      tags,
+      summary: 'Replay deliveries in bulk',
+      description:
+        '`{"status": "dead_lettered"}` replays every dead-lettered delivery of the subscription. `{"since", "until"}` re-sends every event of the integration recorded in that range (within the 30-day retention) that the subscription wants, including events it never got (made before it existed, or while it was disabled).',
+      request: { params: SubscriptionId, ...body(SubscriptionReplay) },
+      responses: { 202: json(ReplayResult, 'What was replayed.'), ...errorResponses, ...forbidden, ...conflict, ...unavailableResponse },
+    }),
+    async (c) => {
+      const sub = await loadSubscription(deps, c.req.valid('param').id);
+      await replayable(deps, sub);
+      const input = c.req.valid('json');
+      let replay: DeliveryRow[] = [];
+      const fresh: DeliveryRow[] = [];
+      if ('status' in input) {
+        replay = await deadLetteredOf(deps.db, sub.id);
+      } else {
+        const since = new Date(input.since);
+        const until = new Date(input.until);
+        if (since > until) throw invalid('since', 'must not be after until.');
+        const oldest = new Date(Date.now() - RETENTION_MS);
+        const found = await eventsInRange(deps.db, sub, since < oldest ? oldest : since, until, MAX_RANGE_REPLAY + 1);
+        if (found.length > MAX_RANGE_REPLAY) throw invalid('since', `The range holds more than ${MAX_RANGE_REPLAY} events; replay it in narrower ranges.`);
+        for (const event of found) {
+          const { row, created } = await ensureDelivery(deps.db, sub, event);
+          (created ? fresh : replay).push(row);
+        }
+      }
+      await viaTemporal(deps, 'replay the deliveries', async (client) => {
+        const control = await loadDeliveryControl();
+        const ctl = control.deliveryControlOf(client, deps.config);
+        // Events the subscription never got start a delivery of their own; the others get one more attempt.
+        await runLanes(fresh, 16, async (d) => void (await control.startDelivery(ctl, d)));
+        await runLanes(replay, 16, (d) => control.replayDelivery(ctl, d));
+      });
+      const ids = [...fresh, ...replay].map((d) => d.id);
+      return c.json({ replayed: ids.length, delivery_ids: ids }, 202);
+    },
+  );
+}

@@ -1,0 +1,105 @@
+/**
+ * Client-side control of webhook deliveries: starting a delivery's workflow (the outbox relay, a replay of an event
+ * never delivered), replaying one (a signal to its open workflow, or a new run of it when it has ended), and the
+ * retention clean-up's schedule. Used by the worker (relay, start-up) and the admin API (replays).
+ */
+import { ScheduleAlreadyRunning, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Config } from '../config';
+import type { DeliveryRow } from '../db/webhooks';
+import {
+  PURGE_SCHEDULE_ID,
+  REPLAY_SIGNAL,
+  SA_DELIVERY_STATUS,
+  SA_EVENT_TYPE,
+  SA_INTEGRATION_ID,
+  SA_ORGANIZATION_ID,
+  SA_SUBSCRIPTION_ID,
+  deliveryWorkflowIdOf,
+  webhookTaskQueueOf,
+} from '../domain/contract';
+import { DELIVERY_SCHEDULE_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../domain/webhooks';
+import { deliverWebhook, purgeRetention } from '../workflows/webhook';
+
+export interface DeliveryControlDeps {
+  client: Client;
+  /** The webhook task queue (webhookTaskQueueOf the sync queue). */
+  taskQueue: string;
+  /** Test overrides of the retry schedule and the retention, passed into every delivery workflow. */
+  overrides?: Pick<DeliveryWorkflowInput, 'scheduleMs' | 'retentionMs'>;
+}
+
+/** Delivery control for a deployment: its webhook task queue, and its retry schedule when configured otherwise. */
+export function deliveryControlOf(client: Client, config: Config): DeliveryControlDeps {
+  const schedule = config.WEBHOOK_RETRY_SCHEDULE_MS;
+  const custom = schedule.join() !== DELIVERY_SCHEDULE_MS.join();
+  return { client, taskQueue: webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE), overrides: custom ? { scheduleMs: schedule } : undefined };
+}
+
+type DeliveryRef = Pick<DeliveryRow, 'id' | 'organizationId' | 'integrationId' | 'subscriptionId' | 'eventType'>;
+
+function searchAttributes(d: DeliveryRef, status: DeliveryStatus) {
+  return [
+    { key: SA_ORGANIZATION_ID, value: d.organizationId },
+    { key: SA_INTEGRATION_ID, value: d.integrationId },
+    { key: SA_SUBSCRIPTION_ID, value: d.subscriptionId },
+    { key: SA_EVENT_TYPE, value: d.eventType },
+    { key: SA_DELIVERY_STATUS, value: status },
+  ];
+}
+
+/**
+ * Start a delivery's workflow. Starting it twice is a no-op (the id is the delivery id and a used id is refused),
+ * so the relay can start again whatever it is not sure it started. Returns false when it was already started.
+ */
+export async function startDelivery(deps: DeliveryControlDeps, d: DeliveryRef): Promise<boolean> {
+  const input: DeliveryWorkflowInput = { deliveryId: d.id, mode: 'deliver', ...deps.overrides };
+  try {
+    await deps.client.workflow.start(deliverWebhook, {
+      taskQueue: deps.taskQueue,
+      workflowId: deliveryWorkflowIdOf(d.id),
+      args: [input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: searchAttributes(d, 'pending'),
+    });
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
+    throw err;
+  }
+}
+
+/**
+ * Replay a delivery: one more attempt now, with the same event id and bytes, signed with the current secrets. An
+ * open workflow (retrying, or holding the dead letter) gets a signal; one that has ended is run again under the
+ * same id, in replay mode.
+ */
+export async function replayDelivery(deps: DeliveryControlDeps, d: DeliveryRef & Pick<DeliveryRow, 'status'>): Promise<void> {
+  const input: DeliveryWorkflowInput = { deliveryId: d.id, mode: 'replay', ...deps.overrides };
+  await deps.client.workflow.signalWithStart(deliverWebhook, {
+    taskQueue: deps.taskQueue,
+    workflowId: deliveryWorkflowIdOf(d.id),
+    args: [input],
+    signal: REPLAY_SIGNAL,
+    signalArgs: [],
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    typedSearchAttributes: searchAttributes(d, d.status),
+  });
+}
+
+/** The daily retention clean-up (events and deliveries older than 30 days). Idempotent. */
+export async function ensurePurgeSchedule(deps: { client: Client; taskQueue: string }): Promise<void> {
+  try {
+    await deps.client.schedule.create({
+      scheduleId: PURGE_SCHEDULE_ID,
+      spec: { intervals: [{ every: '1 day' }] },
+      action: { type: 'startWorkflow', workflowType: purgeRetention, args: [{}], taskQueue: deps.taskQueue, workflowId: 'webhook-retention-purge' },
+      policies: { overlap: 'SKIP', catchupWindow: '1 hour' },
+    });
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    await deps.client.schedule.getHandle(PURGE_SCHEDULE_ID).update((prev) => ({
+      ...prev,
+      action: { type: 'startWorkflow', workflowType: 'purgeRetention', args: [{}], taskQueue: deps.taskQueue, workflowId: 'webhook-retention-purge' },
+    }));
+  }
+}

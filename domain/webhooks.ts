@@ -1,0 +1,84 @@
+/**
+ * Webhook delivery rules (SPEC.md Events → Delivery, DECISIONS.md Webhook subscriptions): the retry schedule, the
+ * delivery states and their transitions, and which events a subscription wants. Pure: workflows import it.
+ */
+import { ALL_EVENT_TYPES, type EventType } from './events';
+
+/** Delays before each attempt, after the previous one (7 attempts in all: 0, 30 s, 1 min, 5 min, 30 min, 1 h, 6 h). */
+export const DELIVERY_SCHEDULE_MS: readonly number[] = [0, 30_000, 60_000, 300_000, 1_800_000, 3_600_000, 21_600_000];
+
+/** Events and deliveries are kept this long; a dead-lettered delivery stays replayable until then. */
+export const RETENTION_MS = 30 * 24 * 3600 * 1000;
+
+/** The whole exchange of one attempt (connect, send, response head and the excerpt of the body). */
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+
+/** How much of a receiver's response body an attempt keeps. */
+export const RESPONSE_EXCERPT_BYTES = 1024;
+
+/** Default rotation grace window. */
+export const DEFAULT_ROTATION_GRACE_SECONDS = 86_400;
+
+/**
+ * States of a delivery:
+ * - `pending`: created, first attempt not finished yet
+ * - `retrying`: an attempt failed, another is scheduled (`next_attempt_at`)
+ * - `succeeded`: a receiver answered 2xx
+ * - `dead_lettered`: every scheduled attempt failed; held, replayable, until the retention ends
+ * - `cancelled`: the subscription was disabled or deleted (or the event purged) before it was delivered
+ * - `expired`: dead-lettered and never replayed within the retention
+ */
+export const DELIVERY_STATUSES = ['pending', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'expired'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** The whitelist of transitions. A replay moves any state but `pending`/`retrying` back through an attempt. */
+export const DELIVERY_TRANSITIONS: Record<DeliveryStatus, readonly DeliveryStatus[]> = {
+  pending: ['retrying', 'succeeded', 'dead_lettered', 'cancelled'],
+  retrying: ['retrying', 'succeeded', 'dead_lettered', 'cancelled'],
+  dead_lettered: ['succeeded', 'dead_lettered', 'cancelled', 'expired'],
+  succeeded: ['succeeded', 'dead_lettered', 'cancelled'],
+  cancelled: ['succeeded', 'dead_lettered', 'cancelled'],
+  expired: ['succeeded', 'dead_lettered', 'cancelled'],
+};
+
+export function canMove(from: DeliveryStatus, to: DeliveryStatus): boolean {
+  return DELIVERY_TRANSITIONS[from].includes(to);
+}
+
+export const SUBSCRIPTION_STATUSES = ['active', 'disabled'] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+
+/** `["*"]` subscribes to every event type. */
+export const ALL_EVENTS = '*';
+
+export function wantsEvent(eventTypes: readonly string[], type: string): boolean {
+  return eventTypes.includes(ALL_EVENTS) || eventTypes.includes(type);
+}
+
+export function isEventType(value: string): value is EventType {
+  return (ALL_EVENT_TYPES as string[]).includes(value);
+}
+
+/** Input of the delivery workflow: ids only (the body and the secret stay in the database). */
+export interface DeliveryWorkflowInput {
+  deliveryId: string;
+  /**
+   * `deliver`: the retry schedule, then the dead letter. `replay`: one attempt now (an operator's replay of a
+   * delivery whose workflow had ended), then the dead letter if it fails.
+   */
+  mode: 'deliver' | 'replay';
+  /** Overrides of the schedule and the retention, for tests. */
+  scheduleMs?: readonly number[];
+  retentionMs?: number;
+}
+
+export interface DeliveryWorkflowResult {
+  deliveryId: string;
+  status: Extract<DeliveryStatus, 'succeeded'>;
+  attempts: number;
+}
+
+/** Input of the retention clean-up workflow. */
+export interface PurgeWorkflowInput {
+  retentionMs?: number;
+}

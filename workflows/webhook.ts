@@ -1,0 +1,116 @@
+/**
+ * Delivery of one event to one subscription. Attempts follow the retry schedule as durable timers (each attempt one
+ * activity call that POSTs once); after the last failure the workflow stays open as the dead letter, holding the
+ * delivery until an operator replays it or the retention ends. Never completes unless the receiver took the event:
+ * a cancelled delivery (subscription disabled or deleted) and an expired dead letter end Failed, each with a type.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  defineQuery,
+  defineSignal,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { AttemptOutcome, WebhookActivities } from '../activities/webhooks';
+import { REPLAY_SIGNAL, SA_DELIVERY_STATUS } from '../domain/contract';
+import { DELIVERY_SCHEDULE_MS, type DeliveryStatus, type DeliveryWorkflowInput, type DeliveryWorkflowResult } from '../domain/webhooks';
+
+export const replaySignal = defineSignal(REPLAY_SIGNAL);
+export const deliveryStatusQuery = defineQuery<{ status: DeliveryStatus; attempts: number }>('status');
+
+/** Bookkeeping on the database: retried until it answers. */
+const { prepareDelivery, recordLostAttempt, markDelivery } = proxyActivities<WebhookActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/**
+ * One attempt, never retried by Temporal: a POST is not idempotent, so every attempt is one the workflow chose to
+ * make. The time-out covers waiting for the previous delivery (at most 20 s) and the 10 s exchange.
+ */
+const { attemptDelivery } = proxyActivities<WebhookActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 1 },
+});
+
+export async function deliverWebhook(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowResult> {
+  const { deliveryId } = input;
+  let replayRequested = false;
+  let status: DeliveryStatus = 'pending';
+  let attempts = 0;
+  setHandler(replaySignal, () => {
+    replayRequested = true;
+  });
+  setHandler(deliveryStatusQuery, () => ({ status, attempts }));
+  const setStatus = (s: DeliveryStatus) => {
+    status = s;
+    upsertSearchAttributes([{ key: SA_DELIVERY_STATUS, value: s }]);
+  };
+
+  const prepared = await prepareDelivery({ deliveryId, retentionMs: input.retentionMs });
+  if (!prepared) throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} does not exist`, 'DeliveryNotFound');
+  attempts = prepared.attempts;
+  // A replay that started this run is the run itself.
+  replayRequested = false;
+
+  async function attempt(nextDelayMs: number | null, ordered: boolean): Promise<AttemptOutcome['outcome']> {
+    const n = ++attempts;
+    try {
+      const r = await attemptDelivery({ deliveryId, attempt: n, nextDelayMs, ordered });
+      return r.outcome;
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      // The attempt's worker died or it overran its time-out: a failed attempt like any other.
+      await recordLostAttempt({ deliveryId, attempt: n, nextDelayMs, error: `attempt lost: ${err.cause?.message ?? err.message}` });
+      return 'failed';
+    }
+  }
+  const succeeded = (): DeliveryWorkflowResult => {
+    setStatus('succeeded');
+    return { deliveryId, status: 'succeeded', attempts };
+  };
+  const cancelled = (): never => {
+    setStatus('cancelled');
+    throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} cancelled: its subscription is disabled or deleted`, 'DeliveryCancelled');
+  };
+
+  const schedule = input.mode === 'replay' ? [0] : (input.scheduleMs ?? DELIVERY_SCHEDULE_MS);
+  for (let i = 0; i < schedule.length; i++) {
+    // A replay asked for while waiting makes the next attempt now.
+    if (schedule[i]! > 0) await condition(() => replayRequested, schedule[i]!);
+    replayRequested = false;
+    const last = i === schedule.length - 1;
+    const outcome = await attempt(last ? null : schedule[i + 1]!, input.mode === 'deliver' && i === 0 && prepared.attempts === 0);
+    if (outcome === 'succeeded') return succeeded();
+    if (outcome === 'cancelled') return cancelled();
+    setStatus(last ? 'dead_lettered' : 'retrying');
+  }
+
+  // The dead letter: held open until a replay, or until the event's retention ends.
+  for (;;) {
+    const left = prepared.expiresAtMs - Date.now();
+    if (left <= 0 || !(await condition(() => replayRequested, left))) {
+      await markDelivery({ deliveryId, status: 'expired' });
+      setStatus('expired');
+      throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} expired in the dead letter after ${attempts} failed attempts`, 'DeliveryExpired');
+    }
+    replayRequested = false;
+    const outcome = await attempt(null, false);
+    if (outcome === 'succeeded') return succeeded();
+    if (outcome === 'cancelled') return cancelled();
+    setStatus('dead_lettered');
+  }
+}
+
+/** Retention clean-up, run by a schedule: events and deliveries older than 30 days go. */
+const { purgeExpired } = proxyActivities<WebhookActivities>({
+  startToCloseTimeout: '30 minutes',
+  retry: { initialInterval: '10 seconds', maximumInterval: '5 minutes', maximumAttempts: 10 },
+});
+
+export async function purgeRetention(input: { retentionMs?: number } = {}): Promise<{ events: number; deliveries: number }> {
+  return purgeExpired({ retentionMs: input.retentionMs });
+}
