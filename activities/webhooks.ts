@@ -7,6 +7,7 @@
  * (`seq`), and a first attempt waits until the delivery before it has handed its request to the network (or
  * finished its first attempt some other way). Retries and replays are not held back, so they can reorder.
  */
+import { Context } from '@temporalio/activity';
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../db/schema';
@@ -163,6 +164,73 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     });
   }
 
+  /** One attempt: POST the stored body, signed with the current (and, in a rotation window, the previous) secret. */
+  async function attempt(input: AttemptInput): Promise<AttemptOutcome> {
+    const [row] = await db
+      .select({
+        delivery: webhookDeliveries,
+        url: webhookSubscriptions.url,
+        subStatus: webhookSubscriptions.status,
+        subDeleted: webhookSubscriptions.deletedAt,
+        secret: webhookSubscriptions.secret,
+        previousSecret: webhookSubscriptions.previousSecret,
+        previousExpiresAt: webhookSubscriptions.previousSecretExpiresAt,
+        mode: integrations.mode,
+        integrationDeleted: integrations.deletedAt,
+      })
+      .from(webhookDeliveries)
+      .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
+      .innerJoin(integrations, eq(integrations.id, webhookDeliveries.integrationId))
+      .where(eq(webhookDeliveries.id, input.deliveryId));
+    const cancel = async (reason: string): Promise<AttemptOutcome> => {
+      await db
+        .update(webhookDeliveries)
+        .set({ status: 'cancelled', nextAttemptAt: null, lastError: reason, updatedAt: clock() })
+        .where(eq(webhookDeliveries.id, input.deliveryId));
+      await releaseNext(input.deliveryId);
+      return { outcome: 'cancelled', reason };
+    };
+    if (!row) return { outcome: 'cancelled', reason: 'the delivery no longer exists (purged after the retention)' };
+    if (row.subDeleted || row.integrationDeleted) return cancel('the subscription was deleted');
+    if (row.subStatus !== 'active') return cancel('the subscription is disabled');
+    const body = await eventBody(db, row.delivery.eventId);
+    if (body === null) return cancel('the event no longer exists (purged after the retention)');
+
+    const d = row.delivery;
+    if (input.ordered && d.seq !== null && d.seq > 1 && d.firstSentAt === null) {
+      const waited = await deps.gate.waitFor(d.subscriptionId, d.seq - 1, orderWaitMs);
+      if (waited === 'timed_out') log({ delivery_id: d.id, seq: d.seq }, 'the previous delivery did not go out in time; sending out of order');
+    }
+
+    const now = clock();
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'propsync-webhooks/1',
+      [SIGNATURE_HEADER]: signPayload(body, row.secret),
+      [EVENT_ID_HEADER]: d.eventId,
+      [EVENT_TYPE_HEADER]: d.eventType,
+      [ATTEMPT_HEADER]: String(input.attempt),
+    };
+    if (row.previousSecret && row.previousExpiresAt && row.previousExpiresAt.getTime() > now.getTime()) {
+      headers[PREVIOUS_SIGNATURE_HEADER] = signPayload(body, row.previousSecret);
+    }
+    let releasing: Promise<void> | undefined;
+    const result = await sender.send({
+      url: row.url,
+      body,
+      headers,
+      guard: row.mode === 'live',
+      onSent: () => {
+        if (d.firstSentAt === null) releasing = releaseNext(d.id).catch(() => {});
+      },
+    });
+    await releasing;
+    const to: DeliveryStatus = result.ok ? 'succeeded' : input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
+    await record(input, { startedAt: now, durationMs: result.durationMs, status: result.status, error: result.error, excerpt: result.excerpt }, to);
+    log({ delivery_id: d.id, event_id: d.eventId, attempt: input.attempt, status: result.status, error: result.error, outcome: to }, 'webhook attempt');
+    return result.ok ? { outcome: 'succeeded', status: result.status! } : { outcome: 'failed', status: result.status, error: result.error ?? 'failed' };
+}
+
   return {
     /** Where the delivery stands before its workflow begins: attempts so far and when its dead letter expires. */
     async prepareDelivery(input: { deliveryId: string; retentionMs?: number }): Promise<PreparedDelivery | null> {
@@ -176,71 +244,16 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       return { attempts: row.attempts, status: row.status, expiresAtMs: born + (input.retentionMs ?? RETENTION_MS) };
     },
 
-    /** One attempt: POST the stored body, signed with the current (and, in a rotation window, the previous) secret. */
+    /** One attempt (see `attempt`), heartbeating while it waits its turn or its receiver. */
     async attemptDelivery(input: AttemptInput): Promise<AttemptOutcome> {
-      const [row] = await db
-        .select({
-          delivery: webhookDeliveries,
-          url: webhookSubscriptions.url,
-          subStatus: webhookSubscriptions.status,
-          subDeleted: webhookSubscriptions.deletedAt,
-          secret: webhookSubscriptions.secret,
-          previousSecret: webhookSubscriptions.previousSecret,
-          previousExpiresAt: webhookSubscriptions.previousSecretExpiresAt,
-          mode: integrations.mode,
-          integrationDeleted: integrations.deletedAt,
-        })
-        .from(webhookDeliveries)
-        .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
-        .innerJoin(integrations, eq(integrations.id, webhookDeliveries.integrationId))
-        .where(eq(webhookDeliveries.id, input.deliveryId));
-      const cancel = async (reason: string): Promise<AttemptOutcome> => {
-        await db
-          .update(webhookDeliveries)
-          .set({ status: 'cancelled', nextAttemptAt: null, lastError: reason, updatedAt: clock() })
-          .where(eq(webhookDeliveries.id, input.deliveryId));
-        await releaseNext(input.deliveryId);
-        return { outcome: 'cancelled', reason };
-      };
-      if (!row) return { outcome: 'cancelled', reason: 'the delivery no longer exists (purged after the retention)' };
-      if (row.subDeleted || row.integrationDeleted) return cancel('the subscription was deleted');
-      if (row.subStatus !== 'active') return cancel('the subscription is disabled');
-      const body = await eventBody(db, row.delivery.eventId);
-      if (body === null) return cancel('the event no longer exists (purged after the retention)');
-
-      const d = row.delivery;
-      if (input.ordered && d.seq !== null && d.seq > 1 && d.firstSentAt === null) {
-        const waited = await deps.gate.waitFor(d.subscriptionId, d.seq - 1, orderWaitMs);
-        if (waited === 'timed_out') log({ delivery_id: d.id, seq: d.seq }, 'the previous delivery did not go out in time; sending out of order');
+      // A slow attempt (waiting its turn, or a slow receiver) shows it is alive; a fast one never needs to.
+      const ctx = Context.current();
+      const beat = setInterval(() => ctx.heartbeat(), 2_000);
+      try {
+        return await attempt(input);
+      } finally {
+        clearInterval(beat);
       }
-
-      const now = clock();
-      const headers: Record<string, string> = {
-        'content-type': 'application/json',
-        'user-agent': 'propsync-webhooks/1',
-        [SIGNATURE_HEADER]: signPayload(body, row.secret),
-        [EVENT_ID_HEADER]: d.eventId,
-        [EVENT_TYPE_HEADER]: d.eventType,
-        [ATTEMPT_HEADER]: String(input.attempt),
-      };
-      if (row.previousSecret && row.previousExpiresAt && row.previousExpiresAt.getTime() > now.getTime()) {
-        headers[PREVIOUS_SIGNATURE_HEADER] = signPayload(body, row.previousSecret);
-      }
-      let releasing: Promise<void> | undefined;
-      const result = await sender.send({
-        url: row.url,
-        body,
-        headers,
-        guard: row.mode === 'live',
-        onSent: () => {
-          if (d.firstSentAt === null) releasing = releaseNext(d.id).catch(() => {});
-        },
-      });
-      await releasing;
-      const to: DeliveryStatus = result.ok ? 'succeeded' : input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
-      await record(input, { startedAt: now, durationMs: result.durationMs, status: result.status, error: result.error, excerpt: result.excerpt }, to);
-      log({ delivery_id: d.id, event_id: d.eventId, attempt: input.attempt, status: result.status, error: result.error, outcome: to }, 'webhook attempt');
-      return result.ok ? { outcome: 'succeeded', status: result.status! } : { outcome: 'failed', status: result.status, error: result.error ?? 'failed' };
     },
 
     /**

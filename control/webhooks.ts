@@ -17,7 +17,7 @@ import {
   deliveryWorkflowIdOf,
   webhookTaskQueueOf,
 } from '../domain/contract';
-import { DELIVERY_SCHEDULE_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../domain/webhooks';
+import { DELIVERY_SCHEDULE_MS, RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../domain/webhooks';
 import { deliverWebhook, purgeRetention } from '../workflows/webhook';
 
 export interface DeliveryControlDeps {
@@ -35,7 +35,15 @@ export function deliveryControlOf(client: Client, config: Config): DeliveryContr
   return { client, taskQueue: webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE), overrides: custom ? { scheduleMs: schedule } : undefined };
 }
 
-type DeliveryRef = Pick<DeliveryRow, 'id' | 'organizationId' | 'integrationId' | 'subscriptionId' | 'eventType'>;
+type DeliveryRef = Pick<DeliveryRow, 'id' | 'organizationId' | 'integrationId' | 'subscriptionId' | 'eventType' | 'attempts'> & {
+  /** When the delivery's event was recorded: its dead letter expires with the event's retention. */
+  eventCreatedAt: Date;
+};
+
+function inputOf(deps: DeliveryControlDeps, d: DeliveryRef, mode: DeliveryWorkflowInput['mode']): DeliveryWorkflowInput {
+  const retention = deps.overrides?.retentionMs ?? RETENTION_MS;
+  return { deliveryId: d.id, mode, attemptsSoFar: d.attempts, expiresAtMs: d.eventCreatedAt.getTime() + retention, ...deps.overrides };
+}
 
 function searchAttributes(d: DeliveryRef, status: DeliveryStatus) {
   return [
@@ -52,7 +60,7 @@ function searchAttributes(d: DeliveryRef, status: DeliveryStatus) {
  * so the relay can start again whatever it is not sure it started. Returns false when it was already started.
  */
 export async function startDelivery(deps: DeliveryControlDeps, d: DeliveryRef): Promise<boolean> {
-  const input: DeliveryWorkflowInput = { deliveryId: d.id, mode: 'deliver', ...deps.overrides };
+  const input = inputOf(deps, d, 'deliver');
   try {
     await deps.client.workflow.start(deliverWebhook, {
       taskQueue: deps.taskQueue,
@@ -74,7 +82,7 @@ export async function startDelivery(deps: DeliveryControlDeps, d: DeliveryRef): 
  * same id, in replay mode.
  */
 export async function replayDelivery(deps: DeliveryControlDeps, d: DeliveryRef & Pick<DeliveryRow, 'status'>): Promise<void> {
-  const input: DeliveryWorkflowInput = { deliveryId: d.id, mode: 'replay', ...deps.overrides };
+  const input = inputOf(deps, d, 'replay');
   await deps.client.workflow.signalWithStart(deliverWebhook, {
     taskQueue: deps.taskQueue,
     workflowId: deliveryWorkflowIdOf(d.id),

@@ -51,6 +51,13 @@ export async function eventBody(tx: Tx, eventId: string): Promise<string | null>
   return stored?.body ?? null;
 }
 
+/** When each of these events was recorded (a delivery's dead letter expires with its event). */
+export async function eventTimes(tx: Tx, eventIds: string[]): Promise<Map<string, Date>> {
+  if (eventIds.length === 0) return new Map();
+  const rows = await tx.select({ id: events.id, createdAt: events.createdAt }).from(events).where(inArray(events.id, eventIds));
+  return new Map(rows.map((r) => [r.id, r.createdAt]));
+}
+
 export async function getSubscription(tx: Tx, id: string): Promise<SubscriptionRow | undefined> {
   const [row] = await tx
     .select()

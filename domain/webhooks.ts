@@ -67,6 +67,12 @@ export interface DeliveryWorkflowInput {
    * delivery whose workflow had ended), then the dead letter if it fails.
    */
   mode: 'deliver' | 'replay';
+  /**
+   * Attempts already made on the delivery record (a replay continues the count) and when its dead letter expires
+   * (the event's retention), as the starter knows them; when absent the workflow asks the database first.
+   */
+  attemptsSoFar?: number;
+  expiresAtMs?: number;
   /** Overrides of the schedule and the retention, for tests. */
   scheduleMs?: readonly number[];
   retentionMs?: number;

@@ -152,7 +152,8 @@ export function startRelay(opts: RelayOptions): Relay {
       .from(webhookDeliveries)
       .where(and(inArray(webhookDeliveries.eventId, batch.map((e) => e.id)), eq(webhookDeliveries.status, 'pending'), isNotNull(webhookDeliveries.seq)))
       .orderBy(asc(webhookDeliveries.seq));
-    await startAll(deliveries);
+    const recorded = new Map(batch.map((e) => [e.id, e.createdAt]));
+    await startAll(deliveries.map((d) => ({ ...d, eventCreatedAt: recorded.get(d.eventId)! })));
     await db
       .update(events)
       .set({ dispatchedAt: new Date() })
@@ -160,7 +161,7 @@ export function startRelay(opts: RelayOptions): Relay {
     return batch.length;
   }
 
-  async function startAll(deliveries: DeliveryRow[]): Promise<void> {
+  async function startAll(deliveries: (DeliveryRow & { eventCreatedAt: Date })[]): Promise<void> {
     let next = 0;
     const lanes = Array.from({ length: Math.min(concurrency, deliveries.length) }, async () => {
       while (next < deliveries.length) {

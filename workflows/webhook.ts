@@ -29,10 +29,12 @@ const { prepareDelivery, recordLostAttempt, markDelivery } = proxyActivities<Web
 
 /**
  * One attempt, never retried by Temporal: a POST is not idempotent, so every attempt is one the workflow chose to
- * make. The time-out covers waiting for the previous delivery (at most 20 s) and the 10 s exchange.
+ * make. The time-out covers waiting for the previous delivery (at most 20 s) and the 10 s exchange; the heartbeat
+ * time-out notices a dead worker within seconds, and its attempt is recorded as lost and retried on the schedule.
  */
 const { attemptDelivery } = proxyActivities<WebhookActivities>({
   startToCloseTimeout: '1 minute',
+  heartbeatTimeout: '5 seconds',
   retry: { maximumAttempts: 1 },
 });
 
@@ -50,7 +52,11 @@ export async function deliverWebhook(input: DeliveryWorkflowInput): Promise<Deli
     upsertSearchAttributes([{ key: SA_DELIVERY_STATUS, value: s }]);
   };
 
-  const prepared = await prepareDelivery({ deliveryId, retentionMs: input.retentionMs });
+  // The starter normally says where the delivery stands, which saves a round trip per delivery.
+  const prepared =
+    input.attemptsSoFar !== undefined && input.expiresAtMs !== undefined
+      ? { attempts: input.attemptsSoFar, expiresAtMs: input.expiresAtMs }
+      : await prepareDelivery({ deliveryId, retentionMs: input.retentionMs });
   if (!prepared) throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} does not exist`, 'DeliveryNotFound');
   attempts = prepared.attempts;
   // A replay that started this run is the run itself.

@@ -13,6 +13,7 @@ import {
   ensureDelivery,
   eventBody,
   eventsInRange,
+  eventTimes,
   getDelivery,
   getSubscription,
   listDeliveries,
@@ -149,6 +150,14 @@ async function replayable(deps: ApiDeps, sub: SubscriptionRow): Promise<void> {
   const integration = await loadIntegration(deps, sub.integrationId);
   requireWebhookPlan(integration);
   if (sub.status !== 'active') throw new ApiError('conflict', `Webhook subscription ${sub.id} is disabled; enable it (PATCH status "active") before replaying.`);
+}
+
+type Replayable = DeliveryRow & { eventCreatedAt: Date };
+
+/** Deliveries with the time their event was recorded (its dead letter expires with the event's retention). */
+async function withEventTimes(deps: ApiDeps, rows: DeliveryRow[]): Promise<Replayable[]> {
+  const times = await eventTimes(deps.db, rows.map((r) => r.eventId));
+  return rows.map((r) => ({ ...r, eventCreatedAt: times.get(r.eventId) ?? r.createdAt }));
 }
 
 async function runLanes<T>(items: T[], lanes: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -354,9 +363,10 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const sub = await getSubscription(deps.db, row.subscriptionId);
       if (!sub) throw new ApiError('conflict', `Webhook subscription ${row.subscriptionId} was deleted; its deliveries cannot be replayed.`);
       await replayable(deps, sub);
+      const [born] = (await withEventTimes(deps, [row])) as [Replayable];
       await viaTemporal(deps, 'replay the delivery', async (client) => {
         const control = await loadDeliveryControl();
-        await control.replayDelivery(control.deliveryControlOf(client, deps.config), row);
+        await control.replayDelivery(control.deliveryControlOf(client, deps.config), born);
       });
       const attempts = await attemptsOf(deps.db, [row.id]);
       return c.json(deliveryView(row, attempts.get(row.id)!), 202);
@@ -398,8 +408,8 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
         const control = await loadDeliveryControl();
         const ctl = control.deliveryControlOf(client, deps.config);
         // Events the subscription never got start a delivery of their own; the others get one more attempt.
-        await runLanes(fresh, 16, async (d) => void (await control.startDelivery(ctl, d)));
-        await runLanes(replay, 16, (d) => control.replayDelivery(ctl, d));
+        await runLanes(await withEventTimes(deps, fresh), 16, async (d) => void (await control.startDelivery(ctl, d)));
+        await runLanes(await withEventTimes(deps, replay), 16, (d) => control.replayDelivery(ctl, d));
       });
       const ids = [...fresh, ...replay].map((d) => d.id);
       return c.json({ replayed: ids.length, delivery_ids: ids }, 202);

@@ -81,6 +81,8 @@ export function spawnWorker(procs: Processes, env: { DATABASE_URL: string; TEMPO
     ...env,
     // The test database is shared with other files whose schedules point at their own task queues.
     WORKER_RECONCILE_SCHEDULES: 'false',
+    // An unscoped relay would dispatch other files' events onto this worker's webhook queue.
+    WEBHOOK_RELAY: 'false',
     SYNC_PAGE_SIZE: '25',
     DB_POOL_MAX: '3',
     LOG_LEVEL: 'warn',

@@ -1,0 +1,61 @@
+/**
+ * The events a real sync records reach a subscriber: FIRST_SYNC_COMPLETE after the bulk load (no per-record events),
+ * then each later run's data-change events in production order, SYNC_COMPLETE last, every one signed.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Config } from '../../config';
+import { closeDb, type Db } from '../../db/client';
+import { createSubscription } from '../../db/webhooks';
+import { verifyWebhookSignature } from '../../domain/signature';
+import { testConfig, testDb } from '../support/context';
+import { runSync, sandbox, sandboxIntegration, startTestWorker, type TestWorker } from '../support/sync';
+import { startReceiver, startWebhookStack, type Receiver, type WebhookStack } from '../support/webhooks';
+
+let db: Db;
+let config: Config;
+let worker: TestWorker;
+let stack: WebhookStack;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  db = testDb();
+  config = testConfig({ WORKER_RECONCILE_SCHEDULES: 'false' });
+  worker = await startTestWorker(config, db);
+  stack = await startWebhookStack(config, db);
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await stack?.stop();
+  await worker?.stop();
+  await receiver?.close();
+  await closeDb(db);
+});
+
+it('delivers what each sync run records, SYNC_COMPLETE after the run’s changes', async () => {
+  const s = await sandboxIntegration(db, { size: 40, plan: 'scale' });
+  stack.orgs.add(s.row.organizationId);
+  const sub = await createSubscription(db, { organizationId: s.row.organizationId, integrationId: s.row.id, url: receiver.url, eventTypes: ['*'], description: null });
+
+  const first = await runSync(worker, db, s.row);
+  await receiver.waitFor((r) => r.length >= 1);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(receiver.received.map((r) => r.body.type)).toEqual(['FIRST_SYNC_COMPLETE']);
+  expect(receiver.received[0]!.body.data).toMatchObject({ sync_job_id: first.id, records_new: first.recordsNew, records_updated: 0, records_soft_deleted: 0 });
+
+  await sandbox().applyChanges(s.companyId, { update: { lease: 2, resident: 2, unit: 1 }, create: { resident: 1 }, delete: { lease: 1 }, lease_transitions: 2 });
+  const second = await runSync(worker, db, s.row);
+  await receiver.waitFor((r) => r.some((x) => x.body.type === 'SYNC_COMPLETE'));
+  await new Promise((r) => setTimeout(r, 500));
+  const run = receiver.received.slice(1);
+  const types = run.map((r) => r.body.type as string);
+  expect(types.at(-1)).toBe('SYNC_COMPLETE');
+  expect(types.filter((t) => t === 'SYNC_COMPLETE')).toHaveLength(1);
+  expect(types).toContain('RESIDENT_CREATED');
+  expect(types.filter((t) => t !== 'SYNC_COMPLETE').length).toBe(second.recordsNew + second.recordsUpdated + second.recordsSoftDeleted);
+  // Production order: the envelope ids (ULIDs) ascend in the order received.
+  const ids = run.map((r) => r.body.id as string);
+  expect(ids).toEqual([...ids].sort());
+  for (const r of receiver.received) expect(verifyWebhookSignature(r.raw, r.headers, sub.secret)).toBe(true);
+  // A soft-delete arrives as *_UPDATED with deleted_at.
+  expect(run.some((r) => r.body.type === 'LEASE_UPDATED' && (r.body.data as any).deleted_at)).toBe(true);
+}, 120_000);

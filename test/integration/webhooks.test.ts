@@ -1,0 +1,472 @@
+/**
+ * Webhooks end to end, as a receiver and an operator see them: subscriptions through the admin API over real HTTP,
+ * events recorded in the outbox, the relay and the delivery worker on a real Temporal server, and a real local
+ * receiver that records every byte. The retry schedule is shrunk (schedule is data); the 10 s limit is the real one.
+ */
+import { createHmac } from 'node:crypto';
+import { lookup } from 'node:dns';
+import { Client } from '@temporalio/client';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../config';
+import { closeDb, type Db } from '../../db/client';
+import { events, integrations, webhookDeliveries } from '../../db/schema';
+import { createSubscription } from '../../db/webhooks';
+import { SA_DELIVERY_STATUS } from '../../domain/contract';
+import { verifyWebhookSignature } from '../../domain/signature';
+import { startApi, type TestServer } from '../support/api-server';
+import { testConfig, testDb } from '../support/context';
+import {
+  recordEvents,
+  residentUpdates,
+  startReceiver,
+  startWebhookStack,
+  webhookIntegration,
+  type Receiver,
+  type WebhookStack,
+} from '../support/webhooks';
+
+/** 7 attempts, 150 ms apart: the real schedule's shape, shrunk. */
+const SCHEDULE = '0,150,150,150,150,150,150';
+
+let db: Db;
+let config: Config;
+let api: TestServer;
+let stack: WebhookStack;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  db = testDb(6);
+  config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE });
+  api = await startApi(db, config);
+  // A name that resolves to loopback, as a DNS rebinding attack would make it.
+  stack = await startWebhookStack(config, db, {
+    resolver: (host, cb) => (host === 'rebind.example.test' ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : lookup(host, { all: true }, cb)),
+  });
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await stack?.stop();
+  await receiver?.close();
+  await api?.close();
+  await closeDb(db);
+});
+
+interface Reply {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+async function admin(method: string, path: string, body?: unknown, raw?: string): Promise<Reply> {
+  const headers: Record<string, string> = { authorization: `Bearer ${config.ADMIN_TOKEN}` };
+  if (body !== undefined || raw !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${api.url}/admin/v1${path}`, { method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+}
+function expectProblem(r: Reply, status: number, slug: string) {
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(r.body.type).toBe(`${config.DOCS_BASE_URL}/errors/${slug}`);
+}
+
+async function subscribe(integrationId: string, url: string, eventTypes: string[] = ['*']): Promise<{ id: string; secret: string }> {
+  const r = await admin('POST', `/integrations/${integrationId}/webhook_subscriptions`, { url, event_types: eventTypes });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body;
+}
+
+/** The receiver's requests for one subscription (each test subscribes under its own path). */
+const at = (path: string) => receiver.received.filter((r) => r.path === path);
+const hookUrl = (path: string) => `http://127.0.0.1:${receiver.port}${path}`;
+
+async function deliveriesOf(subscriptionId: string, query = ''): Promise<any[]> {
+  const r = await admin('GET', `/webhook_subscriptions/${subscriptionId}/deliveries?limit=100${query}`);
+  expect(r.status).toBe(200);
+  return r.body.results;
+}
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(v).slice(0, 500)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('subscriptions', () => {
+  it('creates one with a secret shown once, lists, retrieves, updates and deletes it', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const r = await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, {
+      url: 'https://hooks.example.com/in',
+      event_types: ['LEASE_SIGNED', 'LEASE_UPDATED', 'LEASE_SIGNED'],
+      description: 'leases',
+    });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^whs_[0-9A-HJKMNP-TV-Z]{26}$/),
+      integration_id: integ.id,
+      url: 'https://hooks.example.com/in',
+      event_types: ['LEASE_SIGNED', 'LEASE_UPDATED'],
+      description: 'leases',
+      status: 'active',
+      secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/),
+      previous_secret_expires_at: null,
+      created_at: expect.stringMatching(/Z$/),
+      updated_at: expect.stringMatching(/Z$/),
+    });
+    const id = r.body.id;
+    const { secret: _secret, ...view } = r.body;
+    expect((await admin('GET', `/webhook_subscriptions/${id}`)).body).toEqual(view);
+    const list = await admin('GET', `/integrations/${integ.id}/webhook_subscriptions`);
+    expect(list.body).toEqual({ meta: { limit: 25, offset: 0, hasMore: false }, results: [view] });
+    expect(JSON.stringify(list.body)).not.toContain('whsec_');
+
+    const patched = await admin('PATCH', `/webhook_subscriptions/${id}`, { status: 'disabled', event_types: ['*'], description: null });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ status: 'disabled', event_types: ['*'], description: null, url: 'https://hooks.example.com/in' });
+
+    expect((await admin('DELETE', `/webhook_subscriptions/${id}`)).status).toBe(204);
+    expectProblem(await admin('GET', `/webhook_subscriptions/${id}`), 404, 'not_found');
+    expect((await admin('GET', `/integrations/${integ.id}/webhook_subscriptions`)).body.results).toEqual([]);
+  });
+
+  it('refuses starter and growth integrations with 403 and the reason', async () => {
+    for (const plan of ['starter', 'growth'] as const) {
+      const integ = await webhookIntegration(db, stack, { plan });
+      const r = await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, { url: 'https://hooks.example.com/in', event_types: ['*'] });
+      expectProblem(r, 403, 'forbidden');
+      expect(r.body.detail).toContain(plan);
+      expect(r.body.detail).toMatch(/scale and enterprise/);
+    }
+  });
+
+  it('refuses non-HTTPS, loopback and private URLs for live integrations; test integrations may use loopback', async () => {
+    const live = await webhookIntegration(db, stack, { mode: 'live' });
+    for (const url of [
+      'http://hooks.example.com/in',
+      'https://127.0.0.1/in',
+      'https://localhost:8443/in',
+      'https://10.1.2.3/in',
+      'https://169.254.169.254/latest/meta-data',
+      'https://[::1]/in',
+      'ftp://hooks.example.com/in',
+      'not a url',
+    ]) {
+      const r = await admin('POST', `/integrations/${live.id}/webhook_subscriptions`, { url, event_types: ['*'] });
+      expectProblem(r, 422, 'validation_error');
+      expect(r.body.errors.map((e: any) => e.pointer)).toEqual(['url']);
+    }
+    expect((await admin('POST', `/integrations/${live.id}/webhook_subscriptions`, { url: 'https://hooks.example.com/in', event_types: ['*'] })).status).toBe(201);
+    const test = await webhookIntegration(db, stack, { mode: 'test' });
+    expect((await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url: 'http://127.0.0.1:9/in', event_types: ['*'] })).status).toBe(201);
+  });
+
+  it('answers 422 for unknown event types and fields, 400 for bad JSON, 404 for unknown ids, and creates nothing', async () => {
+    const integ = await webhookIntegration(db, stack);
+    let r = await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, { url: 'https://h.example.com', event_types: ['LEASE_CREATED'] });
+    expectProblem(r, 422, 'validation_error');
+    r = await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, { url: 'https://h.example.com', event_types: [] });
+    expectProblem(r, 422, 'validation_error');
+    r = await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, { url: 'https://h.example.com', event_types: ['*'], secret: 'mine' });
+    expectProblem(r, 422, 'validation_error');
+    expect(r.body.errors.map((e: any) => e.pointer)).toEqual(['secret']);
+    expectProblem(await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, undefined, '{"url":'), 400, 'bad_request');
+    expect((await admin('GET', `/integrations/${integ.id}/webhook_subscriptions`)).body.results).toEqual([]);
+    expectProblem(await admin('GET', '/webhook_subscriptions/whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8'), 404, 'not_found');
+    expectProblem(await admin('GET', '/webhook_subscriptions/nope'), 404, 'not_found');
+    expectProblem(await admin('GET', '/webhook_deliveries/whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8'), 404, 'not_found');
+    expectProblem(await admin('POST', '/webhook_deliveries/whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8/replay'), 404, 'not_found');
+    expectProblem(await admin('POST', '/integrations/5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f/webhook_subscriptions', { url: 'https://h.example.com', event_types: ['*'] }), 404, 'not_found');
+  });
+});
+
+describe('delivery', () => {
+  it('posts the stored bytes, signed with the secret as shown, with the event headers', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/bytes'));
+    const ids = await recordEvents(db, integ, residentUpdates(3, 'bytes'));
+    await receiver.waitFor(() => at('/bytes').length >= 3);
+    const got = at('/bytes');
+    expect(got.map((r) => r.body.id)).toEqual(ids);
+    for (const [i, r] of got.entries()) {
+      const [stored] = await db.select().from(events).where(eq(events.id, ids[i]!));
+      expect(r.raw.toString('utf8')).toBe(stored!.body);
+      expect(r.headers['content-type']).toBe('application/json');
+      expect(r.headers['x-service-signature']).toBe(createHmac('sha256', sub.secret).update(r.raw).digest('hex'));
+      expect(r.headers['x-service-signature-previous']).toBeUndefined();
+      expect(r.headers['x-service-event-id']).toBe(ids[i]);
+      expect(r.headers['x-service-event-type']).toBe('RESIDENT_UPDATED');
+      expect(r.headers['x-service-delivery-attempt']).toBe('1');
+      expect(verifyWebhookSignature(r.raw, r.headers, [sub.secret])).toBe(true);
+      expect(verifyWebhookSignature(r.raw, r.headers, ['whsec_wrong'])).toBe(false);
+      expect(r.body).toEqual({
+        id: ids[i],
+        type: 'RESIDENT_UPDATED',
+        category: 'data_change',
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        organization_id: integ.organizationId,
+        integration_id: integ.id,
+        data: expect.objectContaining({ id: `res_bytes${i}`, changed: ['phones'] }),
+      });
+    }
+    const [delivery] = await deliveriesOf(sub.id, '&status=succeeded');
+    expect(delivery).toMatchObject({ status: 'succeeded', attempt_count: 1, next_attempt_at: null, attempts: [{ number: 1, response_status: 200, error: null, response_body: 'ok' }] });
+    const one = await admin('GET', `/webhook_deliveries/${delivery.id}`);
+    expect(one.body.payload).toEqual(JSON.parse(got.find((r) => r.body.id === delivery.event_id)!.raw.toString()));
+  });
+
+  it('sends first attempts in production order, and each event only to the subscriptions that want its type and existed when it was recorded', async () => {
+    const integ = await webhookIntegration(db, stack);
+    await subscribe(integ.id, hookUrl('/order'));
+    const leasesOnly = await subscribe(integ.id, hookUrl('/leases'), ['LEASE_SIGNED']);
+    const drafts = residentUpdates(40, 'ord');
+    drafts.splice(10, 0, { type: 'LEASE_SIGNED', data: { id: 'lse_1', x_id: '1', status: 'active' } });
+    const ids = await recordEvents(db, integ, drafts);
+    const more = await recordEvents(db, integ, residentUpdates(5, 'ord2'));
+    await receiver.waitFor(() => at('/order').length >= 46 && at('/leases').length >= 1);
+    expect(at('/order').map((r) => r.body.id)).toEqual([...ids, ...more]);
+    expect(at('/leases').map((r) => r.body.type)).toEqual(['LEASE_SIGNED']);
+
+    // A subscription made after an event does not get it.
+    const late = await subscribe(integ.id, hookUrl('/late'));
+    const after = await recordEvents(db, integ, residentUpdates(1, 'late'));
+    await receiver.waitFor(() => at('/late').length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(at('/late').map((r) => r.body.id)).toEqual(after);
+    expect((await deliveriesOf(late.id)).length).toBe(1);
+    expect((await deliveriesOf(leasesOnly.id)).map((d) => d.event_type)).toEqual(['LEASE_SIGNED']);
+  });
+
+  it('a disabled subscription gets nothing, and enabling it again does not send what it missed', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/disabled'));
+    await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'disabled' });
+    const missed = await recordEvents(db, integ, residentUpdates(2, 'dis'));
+    await until(
+      () => db.select().from(events).where(eq(events.id, missed[1]!)),
+      (rows) => rows[0]?.dispatchedAt != null,
+    );
+    await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'active' });
+    const after = await recordEvents(db, integ, residentUpdates(1, 'dis2'));
+    await receiver.waitFor(() => at('/disabled').length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(at('/disabled').map((r) => r.body.id)).toEqual(after);
+  });
+
+  it('retries a non-2xx answer on the schedule and records every attempt', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/flaky'));
+    let calls = 0;
+    receiver.reply((r) => (r.path === '/flaky' && ++calls <= 2 ? 500 : 200));
+    const [id] = await recordEvents(db, integ, residentUpdates(1, 'flaky'));
+    const [d] = await until(
+      () => deliveriesOf(sub.id),
+      (ds) => ds[0]?.status === 'succeeded',
+    );
+    receiver.reply(() => 200);
+    expect(d.attempts.map((a: any) => [a.number, a.response_status, a.error])).toEqual([
+      [1, 500, 'HTTP 500'],
+      [2, 500, 'HTTP 500'],
+      [3, 200, null],
+    ]);
+    expect(d.attempts[0].response_body).toBe('no thanks (500)');
+    const got = at('/flaky');
+    expect(got.map((r) => r.headers['x-service-delivery-attempt'])).toEqual(['1', '2', '3']);
+    // The same event id and the same bytes on every attempt.
+    expect(new Set(got.map((r) => r.body.id))).toEqual(new Set([id]));
+    expect(new Set(got.map((r) => r.raw.toString()))).toHaveProperty('size', 1);
+    // Attempts are spaced by the schedule (150 ms after the previous one ended).
+    for (let i = 1; i < got.length; i++) expect(got[i]!.at - got[i - 1]!.at).toBeGreaterThanOrEqual(140);
+  });
+
+  it('dead-letters after the 7th failure (connection refused) and holds the delivery open; a replay sends the same event and bytes again', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, 'http://127.0.0.1:9/refused');
+    const [eventId] = await recordEvents(db, integ, residentUpdates(1, 'dead'));
+    const [d] = await until(
+      () => deliveriesOf(sub.id),
+      (ds) => ds[0]?.status === 'dead_lettered',
+    );
+    expect(d.attempt_count).toBe(7);
+    expect(d.attempts).toHaveLength(7);
+    for (const a of d.attempts) {
+      expect(a.response_status).toBeNull();
+      expect(a.error).toMatch(/ECONNREFUSED/);
+    }
+    expect(d.next_attempt_at).toBeNull();
+    // The workflow stays open as the dead letter, findable by its search attribute.
+    const client: Client = stack.client;
+    const described = await client.workflow.getHandle(d.id).describe();
+    expect(described.status.name).toBe('RUNNING');
+    expect(described.typedSearchAttributes.get(SA_DELIVERY_STATUS)).toBe('dead_lettered');
+    const [row] = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, d.id));
+    expect(row!.status).toBe('dead_lettered');
+    const payload = (await admin('GET', `/webhook_deliveries/${d.id}`)).body.payload;
+    expect(payload.id).toBe(eventId);
+
+    // The receiver is fixed; a replay is one more attempt on the same delivery record.
+    await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { url: hookUrl('/dead') });
+    const replay = await admin('POST', `/webhook_deliveries/${d.id}/replay`);
+    expect(replay.status).toBe(202);
+    expect(replay.body.id).toBe(d.id);
+    await receiver.waitFor(() => at('/dead').length >= 1);
+    const [got] = at('/dead');
+    expect(got!.body.id).toBe(eventId);
+    expect(got!.headers['x-service-delivery-attempt']).toBe('8');
+    expect(got!.raw.toString()).toBe(JSON.stringify(payload));
+    const done = await until(
+      () => admin('GET', `/webhook_deliveries/${d.id}`),
+      (r) => r.body.status === 'succeeded',
+    );
+    expect(done.body.attempts.map((a: any) => a.response_status)).toEqual([null, null, null, null, null, null, null, 200]);
+    expect(await client.workflow.getHandle(d.id).result()).toMatchObject({ status: 'succeeded', attempts: 8 });
+  });
+
+  it('replays a delivered event: a duplicate with the same event id and bytes', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/dup'));
+    await recordEvents(db, integ, residentUpdates(1, 'dup'));
+    await receiver.waitFor(() => at('/dup').length >= 1);
+    const [d] = await until(
+      () => deliveriesOf(sub.id),
+      (ds) => ds[0]?.status === 'succeeded',
+    );
+    expect((await admin('POST', `/webhook_deliveries/${d.id}/replay`)).status).toBe(202);
+    await receiver.waitFor(() => at('/dup').length >= 2);
+    const [first, second] = at('/dup');
+    expect(second!.body.id).toBe(first!.body.id);
+    expect(second!.raw.equals(first!.raw)).toBe(true);
+    expect(second!.headers['x-service-delivery-attempt']).toBe('2');
+  });
+
+  it('replays every dead-lettered delivery of a subscription in bulk', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/bulk'));
+    receiver.reply((r) => (r.path === '/bulk' ? 503 : 200));
+    const ids = await recordEvents(db, integ, residentUpdates(3, 'bulk'));
+    await until(
+      () => deliveriesOf(sub.id, '&status=dead_lettered'),
+      (ds) => ds.length === 3,
+    );
+    receiver.reply(() => 200);
+    const before = at('/bulk').length;
+    expect(before).toBe(21);
+    const r = await admin('POST', `/webhook_subscriptions/${sub.id}/replay`, { status: 'dead_lettered' });
+    expect(r.status).toBe(202);
+    expect(r.body.replayed).toBe(3);
+    await receiver.waitFor(() => at('/bulk').length >= before + 3);
+    expect(new Set(at('/bulk').slice(before).map((x) => x.body.id))).toEqual(new Set(ids));
+    await until(
+      () => deliveriesOf(sub.id, '&status=succeeded'),
+      (ds) => ds.length === 3,
+    );
+    expect(await deliveriesOf(sub.id, '&status=dead_lettered')).toEqual([]);
+  });
+
+  it('re-sends the events of a time range to a subscription, including events recorded before it existed', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const since = new Date(Date.now() - 1000).toISOString();
+    const old = await recordEvents(db, integ, residentUpdates(2, 'range'));
+    await until(
+      () => db.select().from(events).where(eq(events.id, old[1]!)),
+      (rows) => rows[0]?.dispatchedAt != null,
+    );
+    const sub = await subscribe(integ.id, hookUrl('/range'), ['RESIDENT_UPDATED']);
+    const r = await admin('POST', `/webhook_subscriptions/${sub.id}/replay`, { since, until: new Date().toISOString() });
+    expect(r.status).toBe(202);
+    expect(r.body.replayed).toBe(2);
+    await receiver.waitFor(() => at('/range').length >= 2);
+    expect(at('/range').map((x) => x.body.id).sort()).toEqual([...old].sort());
+    const bad = await admin('POST', `/webhook_subscriptions/${sub.id}/replay`, { since: new Date().toISOString(), until: since });
+    expectProblem(bad, 422, 'validation_error');
+    expectProblem(await admin('POST', `/webhook_subscriptions/${sub.id}/replay`, { status: 'succeeded' }), 422, 'validation_error');
+    await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'disabled' });
+    expectProblem(await admin('POST', `/webhook_subscriptions/${sub.id}/replay`, { status: 'dead_lettered' }), 409, 'conflict');
+  });
+
+  it('signs with both secrets during a rotation window and with the new one only after it', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/rotate'));
+    const rotated = await admin('POST', `/webhook_subscriptions/${sub.id}/rotate_secret`, { grace_period_seconds: 2 });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toEqual({ secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: expect.stringMatching(/Z$/) });
+    expect(rotated.body.secret).not.toBe(sub.secret);
+    expect((await admin('GET', `/webhook_subscriptions/${sub.id}`)).body.previous_secret_expires_at).toBe(rotated.body.previous_secret_expires_at);
+    await recordEvents(db, integ, residentUpdates(1, 'rot1'));
+    await receiver.waitFor(() => at('/rotate').length >= 1);
+    const [during] = at('/rotate');
+    expect(during!.headers['x-service-signature']).toBe(createHmac('sha256', rotated.body.secret).update(during!.raw).digest('hex'));
+    expect(during!.headers['x-service-signature-previous']).toBe(createHmac('sha256', sub.secret).update(during!.raw).digest('hex'));
+    // A receiver that only knows the old secret, or only the new one, accepts it.
+    expect(verifyWebhookSignature(during!.raw, during!.headers, sub.secret)).toBe(true);
+    expect(verifyWebhookSignature(during!.raw, during!.headers, rotated.body.secret)).toBe(true);
+
+    await new Promise((r) => setTimeout(r, Date.parse(rotated.body.previous_secret_expires_at) - Date.now() + 100));
+    await recordEvents(db, integ, residentUpdates(1, 'rot2'));
+    await receiver.waitFor(() => at('/rotate').length >= 2);
+    const after = at('/rotate')[1]!;
+    expect(after.headers['x-service-signature-previous']).toBeUndefined();
+    expect(verifyWebhookSignature(after.raw, after.headers, sub.secret)).toBe(false);
+    expect(verifyWebhookSignature(after.raw, after.headers, rotated.body.secret)).toBe(true);
+    expect((await admin('GET', `/webhook_subscriptions/${sub.id}`)).body.previous_secret_expires_at).toBeNull();
+  });
+
+  it('counts a receiver hanging past 10 s as a failed attempt', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/hang'));
+    receiver.reply((r) => (r.path === '/hang' && r.headers['x-service-delivery-attempt'] === '1' ? 'hang' : 200));
+    await recordEvents(db, integ, residentUpdates(1, 'hang'));
+    const [d] = await until(
+      () => deliveriesOf(sub.id),
+      (ds) => ds[0]?.status === 'succeeded',
+      40_000,
+    );
+    receiver.reply(() => 200);
+    expect(d.attempts[0]).toMatchObject({ number: 1, response_status: null, error: 'timed out after 10 s' });
+    expect(d.attempts[0].duration_ms).toBeGreaterThanOrEqual(9_900);
+    expect(d.attempts[0].duration_ms).toBeLessThan(12_000);
+    expect(d.attempts[1]).toMatchObject({ number: 2, response_status: 200 });
+  }, 60_000);
+
+  it('live integrations: a name that resolves to loopback and a private address literal are refused at delivery, and recorded as failed attempts', async () => {
+    const live = await webhookIntegration(db, stack, { mode: 'live' });
+    const rebind = await subscribe(live.id, `https://rebind.example.test:${receiver.port}/ssrf`);
+    // Written directly: the admin API already refuses this URL for a live integration.
+    const metadata = await createSubscription(db, {
+      organizationId: live.organizationId,
+      integrationId: live.id,
+      url: 'https://169.254.169.254/latest/meta-data',
+      eventTypes: ['*'],
+      description: null,
+    });
+    await recordEvents(db, live, residentUpdates(1, 'ssrf'));
+    const [d] = await until(
+      () => deliveriesOf(rebind.id),
+      (ds) => ds[0]?.status === 'dead_lettered',
+    );
+    expect(d.attempts).toHaveLength(7);
+    expect(d.attempts[0].error).toMatch(/^refused: rebind\.example\.test resolves to 127\.0\.0\.1/);
+    const [m] = await until(
+      () => deliveriesOf(metadata.id),
+      (ds) => ds[0]?.status === 'dead_lettered',
+    );
+    expect(m.attempts[0].error).toMatch(/^refused: 169\.254\.169\.254/);
+    expect(at('/ssrf')).toEqual([]);
+  });
+
+  it('delivers nothing for an integration moved to a plan without webhooks', async () => {
+    const integ = await webhookIntegration(db, stack);
+    await subscribe(integ.id, hookUrl('/downgraded'));
+    await db.update(integrations).set({ plan: 'growth' }).where(eq(integrations.id, integ.id));
+    const [id] = await recordEvents(db, integ, residentUpdates(1, 'down'));
+    await until(
+      () => db.select().from(events).where(eq(events.id, id!)),
+      (rows) => rows[0]?.dispatchedAt != null,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(at('/downgraded')).toEqual([]);
+  });
+});
