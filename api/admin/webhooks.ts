@@ -145,7 +145,7 @@ async function loadDelivery(deps: ApiDeps, id: string): Promise<DeliveryRow> {
   return row;
 }
 
-/** A replay needs an active subscription of a live integration on a plan with webhooks. */
+/** A replay needs an active subscription of an integration that still exists and is on a plan with webhooks. */
 async function replayable(deps: ApiDeps, sub: SubscriptionRow): Promise<void> {
   const integration = await loadIntegration(deps, sub.integrationId);
   requireWebhookPlan(integration);

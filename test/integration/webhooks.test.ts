@@ -11,11 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { events, integrations, webhookDeliveries } from '../../db/schema';
+import { applyRecords } from '../../db/records';
 import { createSubscription } from '../../db/webhooks';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
 import { startApi, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
+import { propertyInput } from '../support/fixtures';
 import {
   recordEvents,
   residentUpdates,
@@ -468,5 +470,18 @@ describe('delivery', () => {
     );
     await new Promise((r) => setTimeout(r, 300));
     expect(at('/downgraded')).toEqual([]);
+  });
+
+  it('sends an event whose JSON would exceed 1 MB truncated to its identity and changed fields', async () => {
+    const integ = await webhookIntegration(db, stack);
+    await subscribe(integ.id, hookUrl('/big'));
+    const ctx = { integration: { id: integ.id, organizationId: integ.organizationId, mode: integ.mode }, emitEvents: true };
+    const huge = { blob: 'x'.repeat(1_100_000) };
+    await db.transaction((tx) => applyRecords(tx, ctx, 'property', [propertyInput('BIG1', { custom_data: huge })]));
+    await receiver.waitFor(() => at('/big').length >= 1);
+    const [got] = at('/big');
+    expect(got!.raw.length).toBeLessThanOrEqual(1_000_000);
+    expect(got!.body.type).toBe('PROPERTY_CREATED');
+    expect(got!.body.data).toEqual({ id: expect.stringMatching(/^prp_/), x_id: 'BIG1', updated_at: expect.any(String), changed: expect.arrayContaining(['custom_data', 'name']), truncated: true });
   });
 });

@@ -1,0 +1,275 @@
+/**
+ * The `webhook` noun of the operator CLI as an operator runs it: a child process (`tsx cli/main.ts ...`) against the
+ * real app served over HTTP, with Postgres and the Temporal dev server behind it (no worker, no sandbox: integrations
+ * are database rows). Checks stdout JSON, stderr lines and exit codes.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NOUNS } from '../../cli/commands';
+import type { Config } from '../../config';
+import { closeDb, type Db } from '../../db/client';
+import { createIntegration, createOrganization } from '../../db/tenants';
+import type { Plan } from '../../domain/plans';
+import { startApi, type TestServer } from '../support/api-server';
+import { testConfig, testDb } from '../support/context';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  json: any;
+}
+
+let db: Db;
+let config: Config;
+let api: TestServer;
+
+/** Runs the CLI with the API's address and token in its environment, as an operator's shell would have them. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((done) => {
+    execFile(
+      TSX,
+      ['cli/main.ts', ...args],
+      { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, PUBLIC_BASE_URL: api.url, ADMIN_TOKEN: config.ADMIN_TOKEN, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        let json: unknown;
+        try {
+          json = stdout ? JSON.parse(stdout) : undefined;
+        } catch {
+          json = undefined;
+        }
+        done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr, json });
+      },
+    );
+  });
+}
+
+const ok = (r: Run) => {
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stderr).toBe('');
+  return r.json;
+};
+
+/** Exit 1, nothing on stdout, one `error:` line on stderr. */
+const fails = (r: Run) => {
+  expect(r.code, r.stdout).toBe(1);
+  expect(r.stdout).toBe('');
+  expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  return r.stderr;
+};
+
+/** A test-mode integration row of its own organization (no sandbox company behind it: nothing here syncs). */
+async function integration(plan: Plan): Promise<string> {
+  const org = await createOrganization(db, { name: `cli-webhooks-${randomUUID().slice(0, 8)}` });
+  const row = await createIntegration(db, {
+    organizationId: org.id,
+    mode: 'test',
+    plan,
+    sourceType: 'sandbox',
+    sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+  });
+  return row.id;
+}
+
+beforeAll(async () => {
+  db = testDb(3);
+  config = testConfig();
+  api = await startApi(db, config);
+});
+afterAll(async () => {
+  await api?.close();
+  await closeDb(db);
+});
+
+/** Every step spawns a tsx process (a second or more on a loaded machine), and a test here runs a dozen or more. */
+const SPAWNS = { timeout: 180_000 };
+
+describe('help', SPAWNS, () => {
+  it('lists the webhook verbs and their flags, exit 0', async () => {
+    const [top, noun, create, replayAll] = await Promise.all([
+      cli(['--help']),
+      cli(['webhook', '--help']),
+      cli(['webhook', 'create', '--help']),
+      cli(['webhook', 'replay-all', '--help']),
+    ]);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toMatch(/^ {2}webhook +.*create, list, get/m);
+    expect(noun.code).toBe(0);
+    expect(noun.stdout).toContain('Usage: npm run -s cli -- webhook <verb>');
+    for (const line of [
+      'create <integration_id>',
+      'list <integration_id>',
+      'get <subscription_id>',
+      'update <subscription_id>',
+      'enable <subscription_id>',
+      'disable <subscription_id>',
+      'delete <subscription_id>',
+      'rotate-secret <subscription_id>',
+      'deliveries <subscription_id>',
+      'delivery <delivery_id>',
+      'replay <delivery_id>',
+      'replay-all <subscription_id>',
+    ]) {
+      expect(noun.stdout).toContain(`  ${line} `);
+    }
+    expect(create.code).toBe(0);
+    expect(create.stdout).toContain('Usage: npm run -s cli -- webhook create <integration_id> [--flags]');
+    for (const flag of ['--endpoint <url>', '--events <TYPE,...|*>', '--description <text>']) expect(create.stdout).toContain(flag);
+    expect(replayAll.code).toBe(0);
+    for (const flag of ['--dead-lettered', '--since <iso>', '--until <iso>']) expect(replayAll.stdout).toContain(flag);
+  });
+
+  it('gives no verb a flag of its own that shadows a global one (--url, --token, --help)', () => {
+    for (const [noun, n] of Object.entries(NOUNS)) {
+      for (const [verb, cmd] of Object.entries(n.verbs)) {
+        for (const global of ['url', 'token', 'help', 'h']) expect(cmd.flags[global], `${noun} ${verb} --${global}`).toBeUndefined();
+      }
+    }
+  });
+
+  it('refuses usage mistakes with exit 2 and one line on stderr, before calling the API', async () => {
+    const sub = 'whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8';
+    const integ = randomUUID();
+    const cases: [string[], string][] = [
+      [['webhook', 'create', integ, '--events', '*'], '--endpoint is required'],
+      [['webhook', 'create', integ, '--endpoint', 'https://example.com/hook'], '--events is required'],
+      [['webhook', 'create', integ, '--endpoint', 'https://example.com/hook', '--events', ' , '], '--events must list event types'],
+      [['webhook', 'create', '--endpoint', 'https://example.com/hook', '--events', '*'], 'webhook create takes <integration_id>, got none'],
+      [['webhook', 'update', sub], 'nothing to update: give --endpoint, --events, --description or --status'],
+      [['webhook', 'rotate-secret', sub, '--grace-seconds', 'soon'], '--grace-seconds must be an integer'],
+      [['webhook', 'deliveries', sub, '--limit', 'ten'], '--limit must be an integer'],
+      [['webhook', 'replay-all', sub], 'nothing to replay: give --dead-lettered, or --since and --until'],
+      [
+        ['webhook', 'replay-all', sub, '--dead-lettered', '--since', '2025-01-01T00:00:00Z', '--until', '2025-01-02T00:00:00Z'],
+        'give either --dead-lettered or --since and --until, not both',
+      ],
+      [['webhook', 'replay-all', sub, '--since', '2025-01-01T00:00:00Z'], '--until is required'],
+      [['webhook', 'replay', sub, '--dead-lettered'], "'--dead-lettered'"],
+      [['webhook', 'get'], 'webhook get takes <subscription_id>, got none'],
+      [['webhook', 'subscribe', integ], 'unknown verb "subscribe" for webhook'],
+    ];
+    // Pointed at nothing: a usage mistake must be caught before any request.
+    const runs = await Promise.all(cases.map(([args]) => cli(args, { PUBLIC_BASE_URL: 'http://127.0.0.1:1' })));
+    runs.forEach((r, i) => {
+      expect(r.code, cases[i]![0].join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/^error: /);
+      expect(r.stderr).toContain(cases[i]![1]);
+    });
+    const noVerb = await cli(['webhook']);
+    expect(noVerb.code).toBe(2);
+    expect(noVerb.stdout).toContain('Verbs:');
+  });
+});
+
+describe('commands', SPAWNS, () => {
+  it('manage a subscription of a scale-plan integration: create, list, get, update, disable, enable, rotate, delete', async () => {
+    const integ = await integration('scale');
+    const created = ok(
+      await cli(['webhook', 'create', integ, '--endpoint', 'https://example.com/hooks/a', '--events', 'LEASE_SIGNED, LEASE_UPDATED,LEASE_SIGNED', '--description', 'leases']),
+    );
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^whs_/),
+      integration_id: integ,
+      url: 'https://example.com/hooks/a',
+      event_types: ['LEASE_SIGNED', 'LEASE_UPDATED'],
+      description: 'leases',
+      status: 'active',
+      previous_secret_expires_at: null,
+      secret: expect.stringMatching(/^whsec_/),
+    });
+    const all = ok(await cli(['webhook', 'create', integ, '--endpoint', 'http://127.0.0.1:9/hook', '--events', '*']));
+    expect(all).toMatchObject({ event_types: ['*'], description: null, secret: expect.stringMatching(/^whsec_/) });
+    expect(all.secret).not.toBe(created.secret);
+
+    const listed = ok(await cli(['webhook', 'list', integ]));
+    expect(listed.results.map((s: any) => s.id)).toEqual([created.id, all.id]);
+    for (const s of listed.results) expect(s.secret).toBeUndefined();
+    const paged = ok(await cli(['webhook', 'list', integ, '--limit', '1', '--offset', '1']));
+    expect(paged.meta).toEqual({ limit: 1, offset: 1, hasMore: false });
+    expect(paged.results.map((s: any) => s.id)).toEqual([all.id]);
+
+    const { secret, ...withoutSecret } = created;
+    expect(secret).toEqual(expect.any(String));
+    expect(ok(await cli(['webhook', 'get', created.id]))).toEqual(withoutSecret);
+
+    const updated = ok(await cli(['webhook', 'update', created.id, '--endpoint', 'https://example.com/hooks/b', '--events', '*', '--description', 'everything']));
+    expect(updated).toMatchObject({ id: created.id, url: 'https://example.com/hooks/b', event_types: ['*'], description: 'everything', status: 'active' });
+    expect(ok(await cli(['webhook', 'update', created.id, '--description', ''])).description).toBeNull();
+    expect(ok(await cli(['webhook', 'update', created.id, '--status', 'disabled'])).status).toBe('disabled');
+    expect(ok(await cli(['webhook', 'enable', created.id])).status).toBe('active');
+    expect(ok(await cli(['webhook', 'disable', created.id])).status).toBe('disabled');
+    expect(ok(await cli(['webhook', 'get', created.id])).status).toBe('disabled');
+
+    const rotated = ok(await cli(['webhook', 'rotate-secret', created.id, '--grace-seconds', '60']));
+    expect(rotated).toEqual({ secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: expect.any(String) });
+    expect(rotated.secret).not.toBe(created.secret);
+    const window = Date.parse(rotated.previous_secret_expires_at) - Date.now();
+    expect(window).toBeGreaterThan(30_000);
+    expect(window).toBeLessThanOrEqual(60_000);
+    expect(ok(await cli(['webhook', 'get', created.id])).previous_secret_expires_at).toBe(rotated.previous_secret_expires_at);
+    const byDefault = ok(await cli(['webhook', 'rotate-secret', all.id]));
+    expect(Date.parse(byDefault.previous_secret_expires_at) - Date.now()).toBeGreaterThan(86_300_000);
+
+    expect(ok(await cli(['webhook', 'delete', created.id]))).toEqual({ id: created.id, deleted: true });
+    expect(fails(await cli(['webhook', 'get', created.id]))).toMatch(new RegExp(`^error: 404 Not Found: No webhook subscription ${created.id}\\.`));
+    expect(ok(await cli(['webhook', 'list', integ])).results.map((s: any) => s.id)).toEqual([all.id]);
+  });
+
+  it('list deliveries (none yet), 404 an unknown delivery, and replay-all --dead-lettered with nothing dead-lettered', async () => {
+    const integ = await integration('enterprise');
+    const sub = ok(await cli(['webhook', 'create', integ, '--endpoint', 'https://example.com/hooks/c', '--events', 'LEASE_SIGNED']));
+
+    const none = ok(await cli(['webhook', 'deliveries', sub.id]));
+    expect(none).toEqual({ meta: { limit: 25, offset: 0, hasMore: false }, results: [] });
+    const filtered = ok(await cli(['webhook', 'deliveries', sub.id, '--status', 'dead_lettered', '--event-type', 'LEASE_SIGNED', '--limit', '5', '--offset', '0']));
+    expect(filtered).toEqual({ meta: { limit: 5, offset: 0, hasMore: false }, results: [] });
+
+    const badStatus = fails(await cli(['webhook', 'deliveries', sub.id, '--status', 'lost']));
+    expect(badStatus).toMatch(/^error: 400 Bad Request: Malformed request: query parameter `status`: .*dead_lettered/);
+
+    const unknown = 'whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8';
+    expect(fails(await cli(['webhook', 'delivery', unknown]))).toMatch(new RegExp(`^error: 404 Not Found: No webhook delivery ${unknown}\\. \\(request req_\\w+\\)\\n$`));
+    expect(fails(await cli(['webhook', 'replay', unknown]))).toMatch(new RegExp(`^error: 404 Not Found: No webhook delivery ${unknown}\\.`));
+
+    expect(ok(await cli(['webhook', 'replay-all', sub.id, '--dead-lettered']))).toEqual({ replayed: 0, delivery_ids: [] });
+
+    // A disabled subscription is not replayed: 409 with the way out.
+    ok(await cli(['webhook', 'disable', sub.id]));
+    expect(fails(await cli(['webhook', 'replay-all', sub.id, '--dead-lettered']))).toMatch(/^error: 409 Conflict: .*disabled.*enable it/);
+  });
+
+  it('show API refusals as one readable line with exit 1', async () => {
+    const starter = await integration('starter');
+    const gated = fails(await cli(['webhook', 'create', starter, '--endpoint', 'https://example.com/hooks', '--events', '*']));
+    expect(gated).toMatch(
+      new RegExp(`^error: 403 Forbidden: Webhooks are available on the scale and enterprise plans; integration ${starter} is on the starter plan .*\\(request req_\\w+\\)\\n$`),
+    );
+
+    const scale = await integration('scale');
+    expect(fails(await cli(['webhook', 'create', scale, '--endpoint', 'https://example.com/hooks', '--events', 'LEASE_SIGNED,NOT_AN_EVENT']))).toMatch(
+      /^error: 422 Unprocessable Entity: Invalid field `\/event_types\/1`: .*LEASE_SIGNED/,
+    );
+    expect(fails(await cli(['webhook', 'create', scale, '--endpoint', 'not a url', '--events', '*']))).toMatch(/^error: 422 Unprocessable Entity: url: Not a valid absolute URL\./);
+
+    // --url and --token (the API's address and token) still work with the webhook verbs, whose endpoint is --endpoint.
+    const viaFlags = await cli(['webhook', 'create', scale, '--endpoint', 'https://example.com/hooks', '--events', '*', '--url', api.url, '--token', config.ADMIN_TOKEN], {
+      PUBLIC_BASE_URL: 'http://127.0.0.1:1',
+      ADMIN_TOKEN: 'x'.repeat(20),
+    });
+    expect(ok(viaFlags)).toMatchObject({ url: 'https://example.com/hooks', event_types: ['*'] });
+
+    const missingInteg = randomUUID();
+    expect(fails(await cli(['webhook', 'list', missingInteg]))).toMatch(new RegExp(`^error: 404 Not Found: No integration ${missingInteg}\\.`));
+    const missingSub = 'whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8';
+    const verbs = ['get', 'disable', 'rotate-secret', 'deliveries', 'delete'];
+    const runs = await Promise.all(verbs.map((verb) => cli(['webhook', verb, missingSub])));
+    for (const r of runs) expect(fails(r)).toMatch(new RegExp(`^error: 404 Not Found: No webhook subscription ${missingSub}\\.`));
+  });
+});
