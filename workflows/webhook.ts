@@ -7,9 +7,11 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   condition,
   defineQuery,
   defineSignal,
+  isCancellation,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -39,6 +41,19 @@ const { attemptDelivery } = proxyActivities<WebhookActivities>({
 });
 
 export async function deliverWebhook(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowResult> {
+  try {
+    return await deliver(input);
+  } catch (err) {
+    // An operator cancelled the workflow: the row and the search attribute say so too.
+    if (isCancellation(err)) {
+      await CancellationScope.nonCancellable(() => markDelivery({ deliveryId: input.deliveryId, status: 'cancelled' }));
+      upsertSearchAttributes([{ key: SA_DELIVERY_STATUS, value: 'cancelled' }]);
+    }
+    throw err;
+  }
+}
+
+async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowResult> {
   const { deliveryId } = input;
   let replayRequested = false;
   let status: DeliveryStatus = 'pending';
@@ -70,7 +85,7 @@ export async function deliverWebhook(input: DeliveryWorkflowInput): Promise<Deli
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       // The attempt's worker died or it overran its time-out: a failed attempt like any other.
-      await recordLostAttempt({ deliveryId, attempt: n, nextDelayMs, error: `attempt lost: ${err.cause?.message ?? err.message}` });
+      await recordLostAttempt({ deliveryId, attempt: n, nextDelayMs, error: `attempt lost: ${err.cause?.message || err.message}` });
       return 'failed';
     }
   }
@@ -97,6 +112,7 @@ export async function deliverWebhook(input: DeliveryWorkflowInput): Promise<Deli
 
   // The dead letter: held open until a replay, or until the event's retention ends.
   for (;;) {
+    // Date.now() in a workflow is Temporal's deterministic workflow clock (the current task's time), not the host's.
     const left = prepared.expiresAtMs - Date.now();
     if (left <= 0 || !(await condition(() => replayRequested, left))) {
       await markDelivery({ deliveryId, status: 'expired' });

@@ -1,0 +1,464 @@
+/**
+ * The delivery workflow on the time-skipping test server: the retry schedule hour by hour, the dead letter, replays,
+ * expiry and cancellation, against mock activities that record every call with the server's (skipped) clock.
+ */
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Context } from '@temporalio/activity';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+// A CommonJS module: a default import works under both Node's ESM loader and bundlers.
+import proto from '@temporalio/proto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import type { AttemptInput, AttemptOutcome, PreparedDelivery, WebhookActivities } from '../../activities/webhooks';
+import { SA_DELIVERY_STATUS, SEARCH_ATTRIBUTES } from '../../domain/contract';
+import { DELIVERY_SCHEDULE_MS, RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../../domain/webhooks';
+import { TEMPORAL_TEST_SERVER } from '../../scripts/tools';
+import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } from '../../workflows/webhook';
+
+/**
+ * What a measured time may exceed the exact one by: between an attempt's end and the next attempt's start lie the
+ * completion report and two workflow tasks, during which the test server's clock runs at wall speed (a few tens of
+ * ms here). Far below the shortest delay (30 s), so any delay taken from the wrong slot of the schedule shows.
+ */
+const SLACK_MS = 1_000;
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+/** The attempt activity's heartbeat time-out (workflows/webhook.ts): how long a dead worker's attempt goes unnoticed. */
+const HEARTBEAT_TIMEOUT = 5 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+/** The default schedule in full: 7 h 36 min 30 s from the first attempt to the last. */
+const SCHEDULE_TOTAL_MS = DELIVERY_SCHEDULE_MS.reduce((a, b) => a + b, 0);
+
+let env: TestWorkflowEnvironment;
+let workflowCode: string;
+
+beforeAll(async () => {
+  // Worker state changes are logged at INFO for every test's worker: keep warnings and errors only, and leave out
+  // the core's warning, once per worker, that the test server does not advertise a capability of Temporal 1.16+.
+  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  const [testEnv, bundle] = await Promise.all([
+    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEMPORAL_TEST_SERVER } } }),
+    // One bundle for the file; each test's worker loads it (bundling per worker would cost seconds each).
+    bundleWorkflowCode({
+      workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+      logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
+    }),
+  ]);
+  env = testEnv;
+  workflowCode = bundle.code;
+  // As the worker does at start-up (worker/index.ts registerSearchAttributes, whose listing step the test server does
+  // not implement). Without it the workflow's first upsert of DeliveryStatus fails its workflow task, over and over.
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((sa) => [sa.name, proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+  });
+});
+
+afterAll(async () => {
+  await env?.teardown();
+});
+
+/** One activity call: its input and the server's clock when it began and when it returned (or threw). */
+interface Call<I> {
+  input: I;
+  at: number;
+  doneAt: number;
+}
+
+/** What one attempt does: an outcome, a throw (the activity fails), or going silent (a dead worker: no heartbeat). */
+type AttemptScript = AttemptOutcome | { throws: Error } | 'overrun';
+
+const failed: AttemptOutcome = { outcome: 'failed', status: 503, error: 'HTTP 503' };
+const succeeded: AttemptOutcome = { outcome: 'succeeded', status: 200 };
+
+interface MockOptions {
+  /** Attempt number → what it does (default: fails with a 503). */
+  attempt?: (n: number) => AttemptScript;
+  /** What prepareDelivery answers, from the workflow's start time (default: no attempts yet, expiring 30 days on). */
+  prepared?: (workflowStartMs: number) => PreparedDelivery | null;
+}
+
+/** Activities as plain objects, recording each call with the test server's clock. */
+function mockActivities(opts: MockOptions = {}) {
+  const calls = {
+    prepare: [] as Call<{ deliveryId: string; retentionMs?: number }>[],
+    attempt: [] as Call<AttemptInput>[],
+    lost: [] as Call<{ deliveryId: string; attempt: number; nextDelayMs: number | null; error: string }>[],
+    mark: [] as Call<{ deliveryId: string; status: DeliveryStatus }>[],
+    purge: [] as Call<{ retentionMs?: number }>[],
+  };
+  async function recorded<I, O>(list: Call<I>[], input: I, body: () => Promise<O>): Promise<O> {
+    const call: Call<I> = { input, at: await env.currentTimeMs(), doneAt: NaN };
+    list.push(call);
+    try {
+      return await body();
+    } finally {
+      call.doneAt = await env.currentTimeMs();
+    }
+  }
+  const activities = {
+    prepareDelivery: (input) =>
+      recorded(calls.prepare, input, async () => {
+        const { workflowId } = Context.current().info.workflowExecution!;
+        const { startTime } = await env.client.workflow.getHandle(workflowId).describe();
+        return opts.prepared ? opts.prepared(startTime.getTime()) : { attempts: 0, status: 'pending', expiresAtMs: startTime.getTime() + RETENTION_MS };
+      }),
+    attemptDelivery: (input) =>
+      recorded(calls.attempt, input, async () => {
+        const script = opts.attempt?.(input.attempt) ?? failed;
+        if (script === 'overrun') {
+          // Skips the server's clock just past the attempt's 5-second heartbeat time-out without heartbeating, as a
+          // dead worker would. Only just: while this sleep lasts, the server skips time even past outstanding workflow
+          // tasks (its unlock adds to the one of the test's handle.result()), so the workflow must get to act after it.
+          await env.sleep(HEARTBEAT_TIMEOUT + 1);
+          return failed;
+        }
+        if ('throws' in script) throw script.throws;
+        return script;
+      }),
+    recordLostAttempt: (input) => recorded(calls.lost, input, async () => (input.nextDelayMs === null ? 'dead_lettered' : 'retrying')),
+    markDelivery: (input) => recorded(calls.mark, input, async () => {}),
+    purgeExpired: (input) => recorded(calls.purge, input, async () => ({ events: 3, deliveries: 5 })),
+  } satisfies WebhookActivities;
+  return { activities, calls };
+}
+
+type Mock = ReturnType<typeof mockActivities>;
+
+interface RunContext {
+  taskQueue: string;
+  /** Start a delivery workflow in 'deliver' mode, as the outbox relay does. */
+  start(input?: Partial<DeliveryWorkflowInput>): Promise<WorkflowHandle<typeof deliverWebhook>>;
+  /** What the admin API does for a delivery whose workflow has ended (control/webhooks.ts replayDelivery). */
+  startReplay(): Promise<WorkflowHandle<typeof deliverWebhook>>;
+}
+
+/**
+ * Runs `body` with a worker of its own on a task queue of its own. Workflows the test leaves open (dead letters) are
+ * terminated after it, so that no later test's time skipping fires their timers.
+ */
+async function withWorker(mock: Mock, body: (ctx: RunContext) => Promise<void>): Promise<void> {
+  const taskQueue = `webhook-test-${randomUUID()}`;
+  const handles: WorkflowHandle<typeof deliverWebhook>[] = [];
+  const start = async (input: Partial<DeliveryWorkflowInput> = {}) => {
+    const handle = await env.client.workflow.start(deliverWebhook, {
+      taskQueue,
+      workflowId: `whd_${randomUUID()}`,
+      args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'deliver', ...input }],
+    });
+    handles.push(handle);
+    return handle;
+  };
+  const startReplay = async () => {
+    const handle = await env.client.workflow.signalWithStart(deliverWebhook, {
+      taskQueue,
+      workflowId: `whd_${randomUUID()}`,
+      args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'replay' }],
+      signal: replaySignal,
+      signalArgs: [],
+    });
+    handles.push(handle);
+    return handle;
+  };
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: { code: workflowCode },
+    activities: mock.activities,
+    // Workflows run on the test's thread: no workflow thread to start and load the bundle into (about 1.5 s a worker).
+    debugMode: true,
+  });
+  await worker.runUntil(async () => {
+    try {
+      await body({ taskQueue, start, startReplay });
+    } finally {
+      for (const h of handles) {
+        if ((await h.describe()).status.name === 'RUNNING') await h.terminate('test over');
+      }
+    }
+  });
+}
+
+/** `actual` is `expected`, or later by no more than the slack. */
+function expectAt(actual: number | undefined, expected: number | undefined) {
+  expect(actual).toBeDefined();
+  expect(expected).toBeDefined();
+  expect(actual!).toBeGreaterThanOrEqual(expected!);
+  expect(actual! - expected!).toBeLessThan(SLACK_MS);
+}
+
+/** The failure a workflow ended with. */
+async function failureOf(handle: WorkflowHandle): Promise<Error | undefined> {
+  const err = await handle.result().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  return (err as WorkflowFailedError).cause;
+}
+
+/** What an operator sees of a delivery workflow: its execution status, the status query and the search attribute. */
+async function seen(handle: WorkflowHandle) {
+  const d = await handle.describe();
+  return {
+    execution: d.status.name,
+    searchAttribute: d.typedSearchAttributes.get(SA_DELIVERY_STATUS),
+    query: d.status.name === 'RUNNING' ? await handle.query(deliveryStatusQuery) : undefined,
+  };
+}
+
+/** Skip the clock past the whole default schedule: every attempt has been made and the last one has been handled. */
+const pastTheSchedule = () => env.sleep(SCHEDULE_TOTAL_MS + MINUTE);
+
+/**
+ * Let the workflow act on what just happened (a signal, a cancellation) while the clock moves by at most this much:
+ * the server skips no time while a workflow task or an activity is outstanding.
+ */
+const settle = () => env.sleep(10 * SECOND);
+
+describe('deliverWebhook', () => {
+  it('makes 7 attempts, each its delay after the previous one ended, and tells each one the delay after it', async () => {
+    const mock = mockActivities();
+    await withWorker(mock, async ({ start }) => {
+      await start();
+      await pastTheSchedule();
+
+      const attempts = mock.calls.attempt;
+      expect(attempts.map((c) => c.input)).toEqual(
+        DELIVERY_SCHEDULE_MS.map((_, i) => ({
+          deliveryId: mock.calls.prepare[0]!.input.deliveryId,
+          attempt: i + 1,
+          nextDelayMs: DELIVERY_SCHEDULE_MS[i + 1] ?? null,
+          ordered: i === 0,
+        })),
+      );
+      expectAt(attempts[0]!.at, mock.calls.prepare[0]!.doneAt);
+      for (let i = 1; i < attempts.length; i++) expectAt(attempts[i]!.at, attempts[i - 1]!.doneAt + DELIVERY_SCHEDULE_MS[i]!);
+      // 0, 30 s, 1 min, 5 min, 30 min, 1 h, 6 h: the 7th attempt starts 7 h 36 min 30 s after the first.
+      expect(attempts[6]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(7 * HOUR + 36 * MINUTE + 30 * SECOND);
+      expect(mock.calls.lost).toEqual([]);
+    });
+  });
+
+  it('holds a delivery whose 7 attempts failed as an open dead letter, shown by its status query and search attribute', async () => {
+    const mock = mockActivities();
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      await env.sleep(DELIVERY_SCHEDULE_MS[1]! / 2);
+      expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'retrying', query: { status: 'retrying', attempts: 1 } });
+
+      await pastTheSchedule();
+      expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 7 } });
+      // Held, without attempts of its own, until the retention (30 days from the start) ends.
+      await env.sleep(28 * DAY);
+      expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 7 } });
+      expect(mock.calls.attempt).toHaveLength(7);
+      expect(mock.calls.mark).toEqual([]);
+    });
+  });
+
+  it('replays a dead letter at once: attempt 8 succeeds and the workflow completes', async () => {
+    const mock = mockActivities({ attempt: (n) => (n === 8 ? succeeded : failed) });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      await pastTheSchedule();
+      const replayedAt = await env.currentTimeMs();
+      await handle.signal(replaySignal);
+
+      expect(await handle.result()).toEqual({ deliveryId: mock.calls.prepare[0]!.input.deliveryId, status: 'succeeded', attempts: 8 });
+      expect(mock.calls.attempt).toHaveLength(8);
+      expect(mock.calls.attempt[7]!.input).toMatchObject({ attempt: 8, nextDelayMs: null, ordered: false });
+      expectAt(mock.calls.attempt[7]!.at, replayedAt);
+      expect(await seen(handle)).toMatchObject({ execution: 'COMPLETED', searchAttribute: 'succeeded' });
+    });
+  });
+
+  it('keeps the dead letter when a replay fails, and replays it again', async () => {
+    const mock = mockActivities({ attempt: (n) => (n === 9 ? succeeded : failed) });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      await pastTheSchedule();
+      const firstReplayAt = await env.currentTimeMs();
+      await handle.signal(replaySignal);
+      await settle();
+      expect(mock.calls.attempt).toHaveLength(8);
+      expect(mock.calls.attempt[7]!.input).toMatchObject({ attempt: 8, nextDelayMs: null, ordered: false });
+      expectAt(mock.calls.attempt[7]!.at, firstReplayAt);
+      expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 8 } });
+
+      await env.sleep(3 * DAY);
+      expect(mock.calls.attempt).toHaveLength(8);
+      const secondReplayAt = await env.currentTimeMs();
+      await handle.signal(replaySignal);
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 9 });
+      expect(mock.calls.attempt[8]!.input).toMatchObject({ attempt: 9, nextDelayMs: null, ordered: false });
+      expectAt(mock.calls.attempt[8]!.at, secondReplayAt);
+    });
+  });
+
+  it('expires a dead letter never replayed exactly when its retention ends: Failed with DeliveryExpired', async () => {
+    let expiresAtMs: number | undefined;
+    const mock = mockActivities({
+      prepared: (startMs) => {
+        expiresAtMs = startMs + RETENTION_MS;
+        return { attempts: 0, status: 'pending', expiresAtMs };
+      },
+    });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      const failure = await failureOf(handle);
+      expect(failure).toBeInstanceOf(ApplicationFailure);
+      expect((failure as ApplicationFailure).type).toBe('DeliveryExpired');
+      expect((failure as ApplicationFailure).nonRetryable).toBe(true);
+
+      expect(mock.calls.attempt).toHaveLength(7);
+      expect(mock.calls.mark.map((c) => c.input)).toEqual([{ deliveryId: mock.calls.prepare[0]!.input.deliveryId, status: 'expired' }]);
+      expectAt(mock.calls.mark[0]!.at, expiresAtMs);
+      const d = await handle.describe();
+      expectAt(d.closeTime?.getTime(), expiresAtMs);
+      expect(d.typedSearchAttributes.get(SA_DELIVERY_STATUS)).toBe('expired');
+      expect(d.status.name).toBe('FAILED');
+    });
+  });
+
+  it('completes when attempt 3 succeeds, and makes no more attempts', async () => {
+    const mock = mockActivities({ attempt: (n) => (n === 3 ? succeeded : failed) });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      expect(await handle.result()).toEqual({ deliveryId: mock.calls.prepare[0]!.input.deliveryId, status: 'succeeded', attempts: 3 });
+      await pastTheSchedule();
+      expect(mock.calls.attempt.map((c) => c.input.attempt)).toEqual([1, 2, 3]);
+      expect(await seen(handle)).toMatchObject({ execution: 'COMPLETED', searchAttribute: 'succeeded' });
+    });
+  });
+
+  it('ends Failed with DeliveryCancelled when the subscription is disabled, and makes no more attempts', async () => {
+    const mock = mockActivities({ attempt: (n) => (n === 2 ? { outcome: 'cancelled', reason: 'the subscription is disabled' } : failed) });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      const failure = await failureOf(handle);
+      expect(failure).toBeInstanceOf(ApplicationFailure);
+      expect((failure as ApplicationFailure).type).toBe('DeliveryCancelled');
+      await pastTheSchedule();
+      expect(mock.calls.attempt.map((c) => c.input.attempt)).toEqual([1, 2]);
+      expect(await seen(handle)).toMatchObject({ execution: 'FAILED', searchAttribute: 'cancelled' });
+      expect(mock.calls.mark).toEqual([]);
+    });
+  });
+
+  it('records a lost attempt (the activity threw, or stopped heartbeating) under its own number and carries on with the schedule', async () => {
+    const mock = mockActivities({
+      attempt: (n) => (n === 2 ? { throws: new Error('connection to the database lost') } : n === 3 ? 'overrun' : n === 4 ? succeeded : failed),
+    });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 4 });
+
+      // Never retried by Temporal: each attempt number reaches the activity once.
+      expect(mock.calls.attempt.map((c) => c.input.attempt)).toEqual([1, 2, 3, 4]);
+      const deliveryId = mock.calls.prepare[0]!.input.deliveryId;
+      expect(mock.calls.lost.map((c) => c.input)).toEqual([
+        { deliveryId, attempt: 2, nextDelayMs: DELIVERY_SCHEDULE_MS[2], error: expect.stringContaining('connection to the database lost') },
+        // A real server names the time-out ("activity StartToClose timeout"); the test server leaves that message empty.
+        { deliveryId, attempt: 3, nextDelayMs: DELIVERY_SCHEDULE_MS[3], error: expect.stringMatching(/^attempt lost: /) },
+      ]);
+      const [a1, a2, a3, a4] = mock.calls.attempt;
+      const [lost2, lost3] = mock.calls.lost;
+      expectAt(a2!.at, a1!.doneAt + DELIVERY_SCHEDULE_MS[1]!);
+      expectAt(a3!.at, lost2!.doneAt + DELIVERY_SCHEDULE_MS[2]!);
+      // The silent attempt is noticed when its 5-second heartbeat time-out ends; the next delay counts from there.
+      expectAt(lost3!.at, a3!.at + HEARTBEAT_TIMEOUT);
+      expectAt(a4!.at, lost3!.doneAt + DELIVERY_SCHEDULE_MS[3]!);
+    });
+  });
+
+  it('makes the next attempt at once when a replay is asked for during a retry wait, then keeps to the schedule', async () => {
+    const mock = mockActivities({ attempt: (n) => (n === 3 ? succeeded : failed) });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      await env.sleep(10 * SECOND);
+      expect(mock.calls.attempt).toHaveLength(1);
+      const replayedAt = await env.currentTimeMs();
+      await handle.signal(replaySignal);
+      await settle();
+      expect(mock.calls.attempt.map((c) => c.input)).toMatchObject([{ attempt: 1 }, { attempt: 2, nextDelayMs: DELIVERY_SCHEDULE_MS[2], ordered: false }]);
+      // 20 s before its scheduled time.
+      expectAt(mock.calls.attempt[1]!.at, replayedAt);
+      expect(mock.calls.attempt[1]!.at).toBeLessThan(mock.calls.attempt[0]!.doneAt + DELIVERY_SCHEDULE_MS[1]! - 15 * SECOND);
+
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 3 });
+      expectAt(mock.calls.attempt[2]!.at, mock.calls.attempt[1]!.doneAt + DELIVERY_SCHEDULE_MS[2]!);
+    });
+  });
+
+  it("in 'replay' mode (a replay of an ended delivery) makes exactly one attempt, then holds the dead letter", async () => {
+    // A delivery cancelled when its subscription was disabled, replayed after it was enabled again.
+    const mock = mockActivities({ prepared: (startMs) => ({ attempts: 3, status: 'cancelled', expiresAtMs: startMs + 10 * DAY }) });
+    await withWorker(mock, async ({ startReplay }) => {
+      const handle = await startReplay();
+      await env.sleep(DAY);
+      expect(mock.calls.attempt.map((c) => c.input)).toEqual([{ deliveryId: mock.calls.prepare[0]!.input.deliveryId, attempt: 4, nextDelayMs: null, ordered: false }]);
+      expectAt(mock.calls.attempt[0]!.at, mock.calls.prepare[0]!.doneAt);
+      expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 4 } });
+    });
+  });
+
+  it('continues the count of a delivery that already had attempts, without holding it for order', async () => {
+    const mock = mockActivities({ prepared: (startMs) => ({ attempts: 2, status: 'dead_lettered', expiresAtMs: startMs + RETENTION_MS }), attempt: () => succeeded });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 3 });
+      expect(mock.calls.attempt.map((c) => c.input)).toMatchObject([{ attempt: 3, nextDelayMs: DELIVERY_SCHEDULE_MS[1], ordered: false }]);
+    });
+  });
+
+  it('honours a shrunk schedule given in its input', async () => {
+    const scheduleMs = [0, 5 * SECOND, 20 * SECOND];
+    const mock = mockActivities();
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start({ scheduleMs });
+      await env.sleep(MINUTE);
+      const attempts = mock.calls.attempt;
+      expect(attempts.map((c) => c.input)).toMatchObject([
+        { attempt: 1, nextDelayMs: 5 * SECOND, ordered: true },
+        { attempt: 2, nextDelayMs: 20 * SECOND, ordered: false },
+        { attempt: 3, nextDelayMs: null, ordered: false },
+      ]);
+      expectAt(attempts[1]!.at, attempts[0]!.doneAt + 5 * SECOND);
+      expectAt(attempts[2]!.at, attempts[1]!.doneAt + 20 * SECOND);
+      expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 3 } });
+    });
+  });
+
+  it('ends Cancelled when the workflow is cancelled during a retry wait, marks the delivery cancelled, and makes no more attempts', async () => {
+    const mock = mockActivities();
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      await env.sleep(10 * SECOND);
+      await handle.cancel();
+      expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
+      await pastTheSchedule();
+      expect(mock.calls.attempt).toHaveLength(1);
+      const d = await handle.describe();
+      expect(d.status.name).toBe('CANCELLED');
+      expect(d.typedSearchAttributes.get(SA_DELIVERY_STATUS)).toBe('cancelled');
+      expect(mock.calls.mark.map((c) => c.input)).toEqual([{ deliveryId: expect.any(String), status: 'cancelled' }]);
+    });
+  });
+});
+
+describe('purgeRetention', () => {
+  it('purges with the retention it is given, or the default one when given none', async () => {
+    const mock = mockActivities();
+    await withWorker(mock, async ({ taskQueue }) => {
+      const run = (args: Parameters<typeof purgeRetention>) => env.client.workflow.execute(purgeRetention, { taskQueue, workflowId: `purge-${randomUUID()}`, args });
+      expect(await run([{ retentionMs: 7 * DAY }])).toEqual({ events: 3, deliveries: 5 });
+      expect(await run([])).toEqual({ events: 3, deliveries: 5 });
+    });
+    expect(mock.calls.purge.map((c) => c.input)).toEqual([{ retentionMs: 7 * DAY }, { retentionMs: undefined }]);
+  });
+});
