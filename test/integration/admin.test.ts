@@ -470,6 +470,13 @@ describe('openapi document', () => {
         '/organizations/{id}/api_keys',
         '/organizations/{id}/integrations',
         '/sync_jobs/{id}',
+        '/integrations/{id}/webhook_subscriptions',
+        '/webhook_subscriptions/{id}',
+        '/webhook_subscriptions/{id}/rotate_secret',
+        '/webhook_subscriptions/{id}/deliveries',
+        '/webhook_subscriptions/{id}/replay',
+        '/webhook_deliveries/{id}',
+        '/webhook_deliveries/{id}/replay',
       ].sort(),
     );
     // And the public document does not leak the admin routes.
