@@ -109,7 +109,9 @@ export function startRelay(opts: RelayOptions): Relay {
     }
 
     await db.transaction(async (tx) => {
-      const unserialized = batch.filter((e) => e.body === null);
+      // Only events that go somewhere are serialized now; a later replay serializes the others on demand.
+      const going = new Set(wanted.map((w) => w.event.id));
+      const unserialized = batch.filter((e) => e.body === null && going.has(e.id));
       if (unserialized.length > 0) {
         await tx.execute(sql`
           update ${events} set body = v.body

@@ -3,9 +3,7 @@
  * real app served over HTTP, with Postgres and the Temporal dev server behind it (no worker, no sandbox: integrations
  * are database rows). Checks stdout JSON, stderr lines and exit codes.
  */
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOUNS } from '../../cli/commands';
 import type { Config } from '../../config';
@@ -13,50 +11,24 @@ import { closeDb, type Db } from '../../db/client';
 import { createIntegration, createOrganization } from '../../db/tenants';
 import type { Plan } from '../../domain/plans';
 import { startApi, type TestServer } from '../support/api-server';
+import { runCli, type CliRun } from '../support/cli';
 import { testConfig, testDb } from '../support/context';
-
-const ROOT = resolve(import.meta.dirname, '../..');
-const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  json: any;
-}
 
 let db: Db;
 let config: Config;
 let api: TestServer;
 
 /** Runs the CLI with the API's address and token in its environment, as an operator's shell would have them. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((done) => {
-    execFile(
-      TSX,
-      ['cli/main.ts', ...args],
-      { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, PUBLIC_BASE_URL: api.url, ADMIN_TOKEN: config.ADMIN_TOKEN, ...env }, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        let json: unknown;
-        try {
-          json = stdout ? JSON.parse(stdout) : undefined;
-        } catch {
-          json = undefined;
-        }
-        done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr, json });
-      },
-    );
-  });
-}
+const cli = (args: string[], env: Record<string, string> = {}): Promise<CliRun> => runCli({ url: api.url, token: config.ADMIN_TOKEN }, args, env);
 
-const ok = (r: Run) => {
+const ok = (r: CliRun) => {
   expect(r.code, r.stderr).toBe(0);
   expect(r.stderr).toBe('');
   return r.json;
 };
 
 /** Exit 1, nothing on stdout, one `error:` line on stderr. */
-const fails = (r: Run) => {
+const fails = (r: CliRun) => {
   expect(r.code, r.stdout).toBe(1);
   expect(r.stdout).toBe('');
   expect(r.stderr.trim().split('\n')).toHaveLength(1);

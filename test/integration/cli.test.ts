@@ -2,26 +2,16 @@
  * The operator CLI as an operator runs it: a child process (`tsx cli/main.ts ...`) against the real app served over
  * HTTP, with Postgres and the Temporal dev server behind it. Checks stdout JSON, stderr lines and exit codes.
  */
-import { execFile } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { scheduleIdOf } from '../../domain/contract';
 import { startApi, type TestServer } from '../support/api-server';
+import { runCli, type CliRun } from '../support/cli';
 import { testConfig, testDb } from '../support/context';
 
-const ROOT = resolve(import.meta.dirname, '../..');
-const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  json: any;
-}
 
 let db: Db;
 let config: Config;
@@ -29,24 +19,7 @@ let api: TestServer;
 let temporal: Client;
 
 /** Runs the CLI with the API's address and token in its environment, as an operator's shell would have them. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((done) => {
-    execFile(
-      TSX,
-      ['cli/main.ts', ...args],
-      { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, PUBLIC_BASE_URL: api.url, ADMIN_TOKEN: config.ADMIN_TOKEN, ...env }, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        let json: unknown;
-        try {
-          json = stdout ? JSON.parse(stdout) : undefined;
-        } catch {
-          json = undefined;
-        }
-        done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr, json });
-      },
-    );
-  });
-}
+const cli = (args: string[], env: Record<string, string> = {}): Promise<CliRun> => runCli({ url: api.url, token: config.ADMIN_TOKEN }, args, env);
 
 /** A port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -57,7 +30,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const ok = (r: Run) => {
+const ok = (r: CliRun) => {
   expect(r.code, r.stderr).toBe(0);
   expect(r.stderr).toBe('');
   return r.json;
