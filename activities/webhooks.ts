@@ -4,8 +4,11 @@
  * enters workflow history or logs. The bookkeeping activities are idempotent and retried until the database answers.
  *
  * First attempts of one subscription go out in production order: the relay numbers a subscription's deliveries
- * (`seq`), and a first attempt waits until the delivery before it has handed its request to the network (or
- * finished its first attempt some other way). Retries and replays are not held back, so they can reorder.
+ * (`seq`), and a first attempt whose predecessor is under way waits until that one has handed its request to the
+ * network (or finished its first attempt some other way). A predecessor that has not even begun (Temporal has not
+ * handed its task to a worker yet, as under a burst) is waited for as well while few attempts wait, but only briefly
+ * once half the worker's slots are waiting: holding every slot for it would stall every delivery behind it.
+ * Retries and replays are not held back, so they can reorder.
  */
 import { Context } from '@temporalio/activity';
 import { and, eq, sql } from 'drizzle-orm';
@@ -19,10 +22,22 @@ import type { Sender } from './webhook-http';
 /** Channel on which a delivery announces that its first attempt went out (payload `<subscription id>:<seq>`). */
 export const SENT_CHANNEL = 'webhook_first_sent';
 
+export interface GateWait {
+  /**
+   * Longest wait for a predecessor that has not begun its first attempt, once `parkLimit` attempts of this process
+   * are waiting already (below it, such a predecessor is waited for as long as a running one).
+   */
+  startWaitMs: number;
+  /** Attempts of this process that may wait for a predecessor that has not begun (half its activity slots). */
+  parkLimit: number;
+  /** Longest wait for a predecessor whose first attempt is under way. */
+  maxWaitMs: number;
+}
+
 /** Waits for the delivery before a given one to release its successor. */
 export interface OrderGate {
-  /** Resolves once delivery `seq` of the subscription has released, or after `maxWaitMs` (the order is then given up). */
-  waitFor(subscriptionId: string, seq: number, maxWaitMs: number): Promise<'released' | 'timed_out'>;
+  /** Resolves once delivery `seq` of the subscription has released, or when waiting longer is pointless (see GateWait). */
+  waitFor(subscriptionId: string, seq: number, wait: GateWait): Promise<'released' | 'not_started' | 'timed_out'>;
   close(): Promise<void>;
 }
 
@@ -32,7 +47,7 @@ export interface WebhookActivityDeps {
   gate: OrderGate;
   clock?: () => Date;
   /** How long a first attempt waits for the one before it (a predecessor whose worker died must not block forever). */
-  orderWaitMs?: number;
+  orderWait?: Partial<GateWait>;
   /** Logs an attempt's outcome (never the secret). */
   log?: (fields: Record<string, unknown>, msg: string) => void;
 }
@@ -60,44 +75,52 @@ export interface PreparedDelivery {
 }
 
 const RELEASED_SQL = sql`(first_sent_at is not null or attempts > 0 or status in ('succeeded','dead_lettered','cancelled','expired'))`;
+type PredecessorState = 'released' | 'running' | 'not_started';
 
 /** The order gate over LISTEN/NOTIFY, with a slow poll as the fallback for a lost notification. */
 export function createOrderGate(db: Db, opts: { pollMs?: number } = {}): OrderGate {
   const pollMs = opts.pollMs ?? 1_000;
   const waiters = new Map<string, Set<() => void>>();
+  let parked = 0;
   const listening = db.$client.listen(SENT_CHANNEL, (payload) => {
     for (const wake of waiters.get(payload) ?? []) wake();
   });
-  async function released(subscriptionId: string, seq: number): Promise<boolean> {
-    const rows = await db.execute<{ released: boolean }>(
-      sql`select ${RELEASED_SQL} as released from ${webhookDeliveries} where subscription_id = ${subscriptionId} and seq = ${seq}`,
+  async function stateOf(subscriptionId: string, seq: number): Promise<PredecessorState> {
+    const rows = await db.execute<{ released: boolean; started: boolean }>(
+      sql`select ${RELEASED_SQL} as released, first_started_at is not null as started from ${webhookDeliveries} where subscription_id = ${subscriptionId} and seq = ${seq}`,
     );
     // No such delivery (purged, or never made): nothing to wait for.
-    return rows.length === 0 || rows[0]!.released;
+    if (rows.length === 0 || rows[0]!.released) return 'released';
+    return rows[0]!.started ? 'running' : 'not_started';
   }
   return {
-    async waitFor(subscriptionId, seq, maxWaitMs) {
+    async waitFor(subscriptionId, seq, wait) {
       const key = `${subscriptionId}:${seq}`;
       await listening;
       let wake: () => void = () => {};
       const set = waiters.get(key) ?? new Set();
       waiters.set(key, set);
-      const deadline = Date.now() + maxWaitMs;
+      const began = Date.now();
+      // Slots are plenty while few attempts wait: then even a predecessor not begun yet is worth waiting for.
+      const patient = ++parked <= wait.parkLimit;
       try {
         for (;;) {
           const notified = new Promise<void>((resolve) => {
             wake = resolve;
             set.add(resolve);
           });
-          if (await released(subscriptionId, seq)) return 'released';
+          const state = await stateOf(subscriptionId, seq);
+          if (state === 'released') return 'released';
+          const deadline = began + (state === 'running' || patient ? wait.maxWaitMs : wait.startWaitMs);
           const left = deadline - Date.now();
-          if (left <= 0) return 'timed_out';
+          if (left <= 0) return state === 'running' ? 'timed_out' : 'not_started';
           let timer: NodeJS.Timeout | undefined;
           await Promise.race([notified, new Promise<void>((r) => (timer = setTimeout(r, Math.min(pollMs, left))))]);
           clearTimeout(timer);
           set.delete(wake);
         }
       } finally {
+        parked--;
         set.delete(wake);
         if (set.size === 0) waiters.delete(key);
       }
@@ -112,7 +135,7 @@ export function createOrderGate(db: Db, opts: { pollMs?: number } = {}): OrderGa
 export function createWebhookActivities(deps: WebhookActivityDeps) {
   const { db, sender } = deps;
   const clock = deps.clock ?? (() => new Date());
-  const orderWaitMs = deps.orderWaitMs ?? 20_000;
+  const orderWait: GateWait = { startWaitMs: 300, maxWaitMs: 15_000, parkLimit: 100, ...deps.orderWait };
   const log = deps.log ?? (() => {});
 
   /** Mark the first attempt as gone out and wake the subscription's next delivery. Idempotent. */
@@ -166,7 +189,12 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 
   /** One attempt: POST the stored body, signed with the current (and, in a rotation window, the previous) secret. */
   async function attempt(input: AttemptInput): Promise<AttemptOutcome> {
-    const [row] = await db
+    // A first attempt says it is under way, so that the next delivery of the subscription waits for it.
+    const starting = input.ordered
+      ? db.update(webhookDeliveries).set({ firstStartedAt: sql`coalesce(${webhookDeliveries.firstStartedAt}, now())` }).where(eq(webhookDeliveries.id, input.deliveryId))
+      : undefined;
+    const [[row]] = await Promise.all([
+      db
       .select({
         delivery: webhookDeliveries,
         url: webhookSubscriptions.url,
@@ -181,7 +209,9 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       .from(webhookDeliveries)
       .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
       .innerJoin(integrations, eq(integrations.id, webhookDeliveries.integrationId))
-      .where(eq(webhookDeliveries.id, input.deliveryId));
+      .where(eq(webhookDeliveries.id, input.deliveryId)),
+      starting,
+    ]);
     const cancel = async (reason: string): Promise<AttemptOutcome> => {
       await db
         .update(webhookDeliveries)
@@ -198,8 +228,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 
     const d = row.delivery;
     if (input.ordered && d.seq !== null && d.seq > 1 && d.firstSentAt === null) {
-      const waited = await deps.gate.waitFor(d.subscriptionId, d.seq - 1, orderWaitMs);
-      if (waited === 'timed_out') log({ delivery_id: d.id, seq: d.seq }, 'the previous delivery did not go out in time; sending out of order');
+      const waited = await deps.gate.waitFor(d.subscriptionId, d.seq - 1, orderWait);
+      if (waited !== 'released') log({ delivery_id: d.id, seq: d.seq, waited }, 'the previous delivery has not gone out; sending without it');
     }
 
     const now = clock();

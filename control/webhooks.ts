@@ -45,13 +45,14 @@ function inputOf(deps: DeliveryControlDeps, d: DeliveryRef, mode: DeliveryWorkfl
   return { deliveryId: d.id, mode, attemptsSoFar: d.attempts, expiresAtMs: d.eventCreatedAt.getTime() + retention, ...deps.overrides };
 }
 
-function searchAttributes(d: DeliveryRef, status: DeliveryStatus) {
+/** DeliveryStatus is set once a delivery leaves the happy path (a first attempt that succeeds never sets it). */
+function searchAttributes(d: DeliveryRef, status?: DeliveryStatus) {
   return [
     { key: SA_ORGANIZATION_ID, value: d.organizationId },
     { key: SA_INTEGRATION_ID, value: d.integrationId },
     { key: SA_SUBSCRIPTION_ID, value: d.subscriptionId },
     { key: SA_EVENT_TYPE, value: d.eventType },
-    { key: SA_DELIVERY_STATUS, value: status },
+    ...(status ? [{ key: SA_DELIVERY_STATUS, value: status }] : []),
   ];
 }
 
@@ -67,7 +68,7 @@ export async function startDelivery(deps: DeliveryControlDeps, d: DeliveryRef): 
       workflowId: deliveryWorkflowIdOf(d.id),
       args: [input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: searchAttributes(d, 'pending'),
+      typedSearchAttributes: searchAttributes(d),
     });
     return true;
   } catch (err) {

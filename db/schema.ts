@@ -372,6 +372,8 @@ export const webhookDeliveries = pgTable(
     /** Position among the subscription's relayed deliveries: first attempts go out in this order. Null for replays. */
     seq: bigint('seq', { mode: 'number' }),
     attempts: integer('attempts').notNull().default(0),
+    /** When the first attempt's activity began: the next delivery of the subscription waits for it to go out. */
+    firstStartedAt: ts('first_started_at'),
     /** When the first attempt's request was handed to the network (or failed before): the next delivery may go. */
     firstSentAt: ts('first_sent_at'),
     lastAttemptAt: ts('last_attempt_at'),

@@ -14,7 +14,7 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import proto from '@temporalio/proto';
 import type { PageReader } from '../activities/page-reader';
 import { createActivities } from '../activities/sync';
-import { createOrderGate, createWebhookActivities, type OrderGate } from '../activities/webhooks';
+import { createOrderGate, createWebhookActivities, type GateWait, type OrderGate } from '../activities/webhooks';
 import { createSender, type Resolver, type Sender } from '../activities/webhook-http';
 import { ensureSyncSchedule, removeSyncSchedule, runIsOpenVia } from '../control/sync';
 import type { Config } from '../config';
@@ -87,7 +87,7 @@ export interface WebhookWorkerDeps {
   resolver?: Resolver;
   logger?: Logger;
   /** How long a first attempt waits for the previous delivery of its subscription. */
-  orderWaitMs?: number;
+  orderWait?: Partial<GateWait>;
 }
 
 export interface WebhookWorker {
@@ -106,7 +106,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
     db: deps.db,
     sender,
     gate,
-    orderWaitMs: deps.orderWaitMs,
+    orderWait: { parkLimit: Math.max(1, Math.floor(config.WEBHOOK_MAX_ACTIVITIES / 2)), ...deps.orderWait },
     log: logger ? (fields, msg) => logger.debug(fields, msg) : undefined,
   });
   const create = (codePath: string) =>

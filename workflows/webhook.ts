@@ -31,7 +31,7 @@ const { prepareDelivery, recordLostAttempt, markDelivery } = proxyActivities<Web
 
 /**
  * One attempt, never retried by Temporal: a POST is not idempotent, so every attempt is one the workflow chose to
- * make. The time-out covers waiting for the previous delivery (at most 20 s) and the 10 s exchange; the heartbeat
+ * make. The time-out covers waiting for the previous delivery (at most 15 s) and the 10 s exchange; the heartbeat
  * time-out notices a dead worker within seconds, and its attempt is recorded as lost and retried on the schedule.
  */
 const { attemptDelivery } = proxyActivities<WebhookActivities>({
@@ -90,7 +90,10 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
     }
   }
   const succeeded = (): DeliveryWorkflowResult => {
-    setStatus('succeeded');
+    // The happy path (delivered at the first attempt of its first run) leaves DeliveryStatus unset: the execution's
+    // Completed status says it, and every delivery saves a visibility update.
+    if (status === 'pending' && input.mode === 'deliver' && prepared.attempts === 0) status = 'succeeded';
+    else setStatus('succeeded');
     return { deliveryId, status: 'succeeded', attempts };
   };
   const cancelled = (): never => {

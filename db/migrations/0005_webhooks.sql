@@ -25,6 +25,7 @@ CREATE TABLE "webhook_deliveries" (
 	"status" text NOT NULL,
 	"seq" bigint,
 	"attempts" integer DEFAULT 0 NOT NULL,
+	"first_started_at" timestamp (3) with time zone,
 	"first_sent_at" timestamp (3) with time zone,
 	"last_attempt_at" timestamp (3) with time zone,
 	"next_attempt_at" timestamp (3) with time zone,

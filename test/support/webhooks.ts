@@ -105,10 +105,10 @@ export interface WebhookStack {
 }
 
 /** The delivery worker on the file's webhook task queue, and a relay scoped to the file's organizations. */
-export async function startWebhookStack(config: Config, db: Db, opts: { resolver?: Resolver; relay?: boolean; orderWaitMs?: number } = {}): Promise<WebhookStack> {
+export async function startWebhookStack(config: Config, db: Db, opts: { resolver?: Resolver; relay?: boolean } = {}): Promise<WebhookStack> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const webhooks = await createWebhookWorker({ config, db, connection, resolver: opts.resolver, orderWaitMs: opts.orderWaitMs });
+  const webhooks = await createWebhookWorker({ config, db, connection, resolver: opts.resolver });
   const running = webhooks.worker.run();
   const control = deliveryControlOf(client, config);
   const orgs = new Set<string>();
