@@ -10,7 +10,6 @@
  * once half the worker's slots are waiting: holding every slot for it would stall every delivery behind it.
  * Retries and replays are not held back, so they can reorder.
  */
-import { Context } from '@temporalio/activity';
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../db/schema';
@@ -274,17 +273,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       return { attempts: row.attempts, status: row.status, expiresAtMs: born + (input.retentionMs ?? RETENTION_MS) };
     },
 
-    /** One attempt (see `attempt`), heartbeating while it waits its turn or its receiver. */
-    async attemptDelivery(input: AttemptInput): Promise<AttemptOutcome> {
-      // A slow attempt (waiting its turn, or a slow receiver) shows it is alive; a fast one never needs to.
-      const ctx = Context.current();
-      const beat = setInterval(() => ctx.heartbeat(), 2_000);
-      try {
-        return await attempt(input);
-      } finally {
-        clearInterval(beat);
-      }
-    },
+    /** One attempt (see `attempt`). */
+    attemptDelivery: attempt,
 
     /**
      * An attempt whose activity never reported back (its worker died, or it overran its time-out): recorded as a

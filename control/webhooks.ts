@@ -12,7 +12,6 @@ import {
   SA_DELIVERY_STATUS,
   SA_EVENT_TYPE,
   SA_INTEGRATION_ID,
-  SA_ORGANIZATION_ID,
   SA_SUBSCRIPTION_ID,
   deliveryWorkflowIdOf,
   webhookTaskQueueOf,
@@ -48,7 +47,6 @@ function inputOf(deps: DeliveryControlDeps, d: DeliveryRef, mode: DeliveryWorkfl
 /** DeliveryStatus is set once a delivery leaves the happy path (a first attempt that succeeds never sets it). */
 function searchAttributes(d: DeliveryRef, status?: DeliveryStatus) {
   return [
-    { key: SA_ORGANIZATION_ID, value: d.organizationId },
     { key: SA_INTEGRATION_ID, value: d.integrationId },
     { key: SA_SUBSCRIPTION_ID, value: d.subscriptionId },
     { key: SA_EVENT_TYPE, value: d.eventType },

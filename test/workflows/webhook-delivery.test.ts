@@ -26,8 +26,8 @@ import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } fro
 const SLACK_MS = 1_000;
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
-/** The attempt activity's heartbeat time-out (workflows/webhook.ts): how long a dead worker's attempt goes unnoticed. */
-const HEARTBEAT_TIMEOUT = 5 * SECOND;
+/** The attempt activity's start-to-close time-out (workflows/webhook.ts): how long a dead worker's attempt goes unnoticed. */
+const ATTEMPT_TIMEOUT = 30 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 /** The default schedule in full: 7 h 36 min 30 s from the first attempt to the last. */
@@ -69,7 +69,7 @@ interface Call<I> {
   doneAt: number;
 }
 
-/** What one attempt does: an outcome, a throw (the activity fails), or going silent (a dead worker: no heartbeat). */
+/** What one attempt does: an outcome, a throw (the activity fails), or going silent (a dead worker). */
 type AttemptScript = AttemptOutcome | { throws: Error } | 'overrun';
 
 const failed: AttemptOutcome = { outcome: 'failed', status: 503, error: 'HTTP 503' };
@@ -111,10 +111,9 @@ function mockActivities(opts: MockOptions = {}) {
       recorded(calls.attempt, input, async () => {
         const script = opts.attempt?.(input.attempt) ?? failed;
         if (script === 'overrun') {
-          // Skips the server's clock just past the attempt's 5-second heartbeat time-out without heartbeating, as a
-          // dead worker would. Only just: while this sleep lasts, the server skips time even past outstanding workflow
+          // Skips the server's clock just past the attempt's 30-second time-out, as a dead worker's attempt would. Only just: while this sleep lasts, the server skips time even past outstanding workflow
           // tasks (its unlock adds to the one of the test's handle.result()), so the workflow must get to act after it.
-          await env.sleep(HEARTBEAT_TIMEOUT + 1);
+          await env.sleep(ATTEMPT_TIMEOUT + 1);
           return failed;
         }
         if ('throws' in script) throw script.throws;
@@ -350,7 +349,7 @@ describe('deliverWebhook', () => {
     });
   });
 
-  it('records a lost attempt (the activity threw, or stopped heartbeating) under its own number and carries on with the schedule', async () => {
+  it('records a lost attempt (the activity threw, or overran its time-out) under its own number and carries on with the schedule', async () => {
     const mock = mockActivities({
       attempt: (n) => (n === 2 ? { throws: new Error('connection to the database lost') } : n === 3 ? 'overrun' : n === 4 ? succeeded : failed),
     });
@@ -370,8 +369,8 @@ describe('deliverWebhook', () => {
       const [lost2, lost3] = mock.calls.lost;
       expectAt(a2!.at, a1!.doneAt + DELIVERY_SCHEDULE_MS[1]!);
       expectAt(a3!.at, lost2!.doneAt + DELIVERY_SCHEDULE_MS[2]!);
-      // The silent attempt is noticed when its 5-second heartbeat time-out ends; the next delay counts from there.
-      expectAt(lost3!.at, a3!.at + HEARTBEAT_TIMEOUT);
+      // The silent attempt is noticed when its 30-second time-out ends; the next delay counts from there.
+      expectAt(lost3!.at, a3!.at + ATTEMPT_TIMEOUT);
       expectAt(a4!.at, lost3!.doneAt + DELIVERY_SCHEDULE_MS[3]!);
     });
   });

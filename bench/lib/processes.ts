@@ -1,0 +1,227 @@
+/**
+ * What a bench needs around the system under test: a fresh database of its own, a Temporal dev server of its own,
+ * child processes started the way the service starts them (`node --import tsx`), and their memory from /proc.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import postgres from 'postgres';
+import { migrateDatabase } from '../../db/migrate';
+import { SEARCH_ATTRIBUTES } from '../../domain/contract';
+import { TEMPORAL_CLI } from '../../scripts/tools';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** `<service database>_<suffix>`, dropped and migrated from scratch. */
+export async function freshDatabase(serviceUrl: string, suffix: string): Promise<string> {
+  const url = new URL(serviceUrl);
+  url.pathname = `${url.pathname.replace(/\/$/, '')}_${suffix}`;
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await sql.unsafe(`drop database if exists "${url.pathname.slice(1)}" with (force)`);
+  } finally {
+    await sql.end();
+  }
+  await migrateDatabase(url.toString());
+  return url.toString();
+}
+
+/** A Temporal dev server (the CLI from .tools) with the service's search attributes, as the tests and bench:sync run it. */
+export function startTemporal(): Promise<TestWorkflowEnvironment> {
+  return TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'existing-path', path: TEMPORAL_CLI }, searchAttributes: [...SEARCH_ATTRIBUTES], extraArgs: ['--log-level', 'error'] },
+  });
+}
+
+export interface Child {
+  process: ChildProcess;
+  pid: number;
+  /** Resolves with the first stdout line matching `pattern` (rejects if the process exits first or `timeoutMs` passes). */
+  line(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  /** SIGTERM, and wait for the exit. */
+  stop(): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+const onInterrupt: (() => Promise<unknown>)[] = [];
+process.on('exit', () => {
+  for (const c of running) c.kill('SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const c of running) c.kill('SIGKILL');
+    const cleanUp = Promise.allSettled(onInterrupt.map((fn) => fn()));
+    void Promise.race([cleanUp, new Promise((r) => setTimeout(r, 5_000))]).then(() => process.exit(130));
+  });
+}
+
+/** Runs `fn` (e.g. stopping a Temporal dev server) if the bench is interrupted; children are killed anyway. */
+export function atInterrupt(fn: () => Promise<unknown>): void {
+  onInterrupt.push(fn);
+}
+
+/**
+ * `node --import tsx <script> ...argv` from the project root, with `env` over this process's environment. Its stdout
+ * is echoed with `prefix` (and searched by `line`); its stderr is passed through.
+ */
+export function startChild(script: string, argv: string[], env: Record<string, string>, prefix: string): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...argv], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  running.add(child);
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
+  let buffered = '';
+  const lines: string[] = [];
+  const listeners = new Set<(line: string) => void>();
+  child.stdout!.on('data', (d: Buffer) => {
+    buffered += d.toString();
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      lines.push(line);
+      console.log(`${prefix} ${line}`);
+      for (const l of listeners) l(line);
+    }
+  });
+  return {
+    process: child,
+    pid: child.pid!,
+    line(pattern, timeoutMs = 60_000) {
+      const seen = lines.map((l) => pattern.exec(l)).find((m) => m);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${script}: no line matching ${pattern} in ${timeoutMs} ms`)), timeoutMs);
+        const onLine = (line: string) => {
+          const m = pattern.exec(line);
+          if (!m) return;
+          clearTimeout(timer);
+          listeners.delete(onLine);
+          resolve(m);
+        };
+        listeners.add(onLine);
+        void exited.then((code) => {
+          clearTimeout(timer);
+          reject(new Error(`${script} exited with ${code}`));
+        });
+      });
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Peak resident set size of a live process (VmHWM: the kernel's high-water mark since it started), in MB. */
+export function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmHWM for process ${pid}`);
+  return Math.round(Number(m[1]) / 1024);
+}
+
+/** Samples a process's VmRSS every 100 ms: the peak over a window (reset at its start). */
+export function rssSampler(pid: number) {
+  let peak = 0;
+  const sample = () => {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) peak = Math.max(peak, Number(m[1]) * 1024);
+    } catch {
+      // the process is gone
+    }
+  };
+  const timer = setInterval(sample, 100);
+  return {
+    reset: () => (peak = 0),
+    peakMb: () => (sample(), Math.round(peak / 1024 / 1024)),
+    stop: () => clearInterval(timer),
+  };
+}
+
+/** Waits until a task queue has both workflow and activity pollers (its worker is running). */
+export async function waitForPollers(client: Client, taskQueue: string, timeoutMs = 120_000): Promise<void> {
+  const { TASK_QUEUE_TYPE_WORKFLOW, TASK_QUEUE_TYPE_ACTIVITY } = proto.temporal.api.enums.v1.TaskQueueType;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const counts = await Promise.all(
+      [TASK_QUEUE_TYPE_WORKFLOW, TASK_QUEUE_TYPE_ACTIVITY].map(async (taskQueueType) => {
+        const r = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue }, taskQueueType });
+        return r.pollers?.length ?? 0;
+      }),
+    );
+    if (counts.every((n) => n > 0)) return;
+    if (Date.now() > deadline) throw new Error(`no worker polls task queue ${taskQueue} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** CPU seconds (user + system) a live process has used; 0 once it is gone. */
+export function cpuSeconds(pid: number): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+/** USER_HZ: 100 on every Linux this runs on. */
+const CLOCK_TICKS = 100;
+
+/** Ids of this process's children whose command name starts with `name`. */
+export function childPids(name: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && comm.startsWith(name)) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU used by groups of processes over a window: `pids` is asked for each group's processes at the start and at the
+ * end (processes that came and went in between are missed; those that came are counted from their start).
+ */
+export function cpuMeter(groups: Record<string, () => number[] | Promise<number[]>>) {
+  const snapshot = async () => {
+    const out = new Map<string, Map<number, number>>();
+    for (const [name, pids] of Object.entries(groups)) out.set(name, new Map((await pids()).map((pid) => [pid, cpuSeconds(pid)])));
+    return out;
+  };
+  return {
+    async start() {
+      const before = await snapshot();
+      return async (): Promise<Record<string, number>> => {
+        const after = await snapshot();
+        const used: Record<string, number> = {};
+        for (const [name, pids] of after) {
+          let s = 0;
+          for (const [pid, cpu] of pids) s += cpu - (before.get(name)?.get(pid) ?? 0);
+          used[name] = s;
+        }
+        return used;
+      };
+    },
+  };
+}
