@@ -11,7 +11,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@temporalio/client';
@@ -36,6 +35,7 @@ import { TEMPORAL_CLI } from '../scripts/tools';
 import { createConnector } from '../source';
 import { workerProcessEnv } from '../worker/process-env';
 import type { SourceSettings } from '../source/connector';
+import { rssSampler } from './lib/processes';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({ options: { size: { type: 'string', default: '100000' }, seed: { type: 'string', default: '1' } } });
@@ -118,25 +118,6 @@ async function bulkInsert(db: Db, integration: IntegrationRow, source: Source): 
   const t0 = performance.now();
   for (const b of batches) await pg`insert into ${pg(b.table)} ${pg(b.rows as postgres.Row[], ...Object.keys(b.rows[0]!))}`;
   return { ms: performance.now() - t0, count };
-}
-
-/** Peak resident set size of a process, sampled from /proc. */
-function rssSampler(pid: number) {
-  let peak = 0;
-  const sample = () => {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) peak = Math.max(peak, Number(m[1]) * 1024);
-    } catch {
-      // the process is gone
-    }
-  };
-  const timer = setInterval(sample, 100);
-  return {
-    reset: () => (peak = 0),
-    peakMb: () => (sample(), Math.round(peak / 1024 / 1024)),
-    stop: () => clearInterval(timer),
-  };
 }
 
 function spawnWorker(databaseUrl: string, temporalAddress: string): Promise<ChildProcess> {
