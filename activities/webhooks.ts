@@ -10,12 +10,13 @@
  * once half the worker's slots are waiting: holding every slot for it would stall every delivery behind it.
  * Retries and replays are not held back, so they can reorder.
  */
-import { and, eq, sql } from 'drizzle-orm';
-import type { Db } from '../db/client';
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import type { Db, Tx } from '../db/client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../db/schema';
 import { eventBody, purgeBefore } from '../db/webhooks';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, PREVIOUS_SIGNATURE_HEADER, SIGNATURE_HEADER, signPayload } from '../domain/signature';
-import { RETENTION_MS, type DeliveryStatus } from '../domain/webhooks';
+import { RETENTION_MS, statesBefore, type DeliveryStatus } from '../domain/webhooks';
 import type { Sender } from './webhook-http';
 
 /** Channel on which a delivery announces that its first attempt went out (payload `<subscription id>:<seq>`). */
@@ -147,6 +148,14 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       select pg_notify(${SENT_CHANNEL}, subscription_id || ':' || seq) from u where seq is not null`);
   }
 
+  /** Move a delivery to `to`, only from a state the transition whitelist allows (a stale write changes nothing). */
+  function moveTo(tx: Tx, deliveryId: string, to: DeliveryStatus, fields: PgUpdateSetSource<typeof webhookDeliveries> = {}) {
+    return tx
+      .update(webhookDeliveries)
+      .set({ ...fields, status: to, updatedAt: clock() })
+      .where(and(eq(webhookDeliveries.id, deliveryId), inArray(webhookDeliveries.status, statesBefore(to))));
+  }
+
   /**
    * Record attempt `n` and move the delivery to its outcome in one statement. An attempt already recorded (a
    * retried bookkeeping call) is kept as it was.
@@ -170,19 +179,14 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
           responseBody: r.excerpt,
         })
         .onConflictDoNothing();
-      await tx
-        .update(webhookDeliveries)
-        .set({
-          status: to,
-          attempts: sql`greatest(${webhookDeliveries.attempts}, ${input.attempt})`,
-          lastAttemptAt: r.startedAt,
-          nextAttemptAt: next,
-          lastResponseStatus: r.status,
-          lastError: r.error,
-          firstSentAt: sql`coalesce(${webhookDeliveries.firstSentAt}, now())`,
-          updatedAt: clock(),
-        })
-        .where(eq(webhookDeliveries.id, input.deliveryId));
+      await moveTo(tx, input.deliveryId, to, {
+        attempts: sql`greatest(${webhookDeliveries.attempts}, ${input.attempt})`,
+        lastAttemptAt: r.startedAt,
+        nextAttemptAt: next,
+        lastResponseStatus: r.status,
+        lastError: r.error,
+        firstSentAt: sql`coalesce(${webhookDeliveries.firstSentAt}, now())`,
+      });
     });
   }
 
@@ -204,25 +208,25 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         previousExpiresAt: webhookSubscriptions.previousSecretExpiresAt,
         mode: integrations.mode,
         integrationDeleted: integrations.deletedAt,
+        body: events.body,
       })
       .from(webhookDeliveries)
       .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
       .innerJoin(integrations, eq(integrations.id, webhookDeliveries.integrationId))
+      .leftJoin(events, eq(events.id, webhookDeliveries.eventId))
       .where(eq(webhookDeliveries.id, input.deliveryId)),
       starting,
     ]);
     const cancel = async (reason: string): Promise<AttemptOutcome> => {
-      await db
-        .update(webhookDeliveries)
-        .set({ status: 'cancelled', nextAttemptAt: null, lastError: reason, updatedAt: clock() })
-        .where(eq(webhookDeliveries.id, input.deliveryId));
+      await moveTo(db, input.deliveryId, 'cancelled', { nextAttemptAt: null, lastError: reason });
       await releaseNext(input.deliveryId);
       return { outcome: 'cancelled', reason };
     };
     if (!row) return { outcome: 'cancelled', reason: 'the delivery no longer exists (purged after the retention)' };
     if (row.subDeleted || row.integrationDeleted) return cancel('the subscription was deleted');
     if (row.subStatus !== 'active') return cancel('the subscription is disabled');
-    const body = await eventBody(db, row.delivery.eventId);
+    // Serialized by the relay; an event it had no subscription for yet (a range replay) is serialized now, once.
+    const body = row.body ?? (await eventBody(db, row.delivery.eventId));
     if (body === null) return cancel('the event no longer exists (purged after the retention)');
 
     const d = row.delivery;
@@ -296,10 +300,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 
     /** Move a delivery to a state its workflow decided (expiry of a dead letter). */
     async markDelivery(input: { deliveryId: string; status: DeliveryStatus }): Promise<void> {
-      await db
-        .update(webhookDeliveries)
-        .set({ status: input.status, nextAttemptAt: null, updatedAt: clock() })
-        .where(eq(webhookDeliveries.id, input.deliveryId));
+      await moveTo(db, input.deliveryId, input.status, { nextAttemptAt: null });
     },
 
     /** Retention: remove events and deliveries older than 30 days (or `retentionMs`). */

@@ -95,18 +95,16 @@ export async function replayDelivery(deps: DeliveryControlDeps, d: DeliveryRef &
 
 /** The daily retention clean-up (events and deliveries older than 30 days). Idempotent. */
 export async function ensurePurgeSchedule(deps: { client: Client; taskQueue: string }): Promise<void> {
+  const action = { type: 'startWorkflow' as const, workflowType: purgeRetention, args: [{}] as [{ retentionMs?: number }], taskQueue: deps.taskQueue, workflowId: PURGE_SCHEDULE_ID };
   try {
     await deps.client.schedule.create({
       scheduleId: PURGE_SCHEDULE_ID,
       spec: { intervals: [{ every: '1 day' }] },
-      action: { type: 'startWorkflow', workflowType: purgeRetention, args: [{}], taskQueue: deps.taskQueue, workflowId: 'webhook-retention-purge' },
+      action,
       policies: { overlap: 'SKIP', catchupWindow: '1 hour' },
     });
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await deps.client.schedule.getHandle(PURGE_SCHEDULE_ID).update((prev) => ({
-      ...prev,
-      action: { type: 'startWorkflow', workflowType: 'purgeRetention', args: [{}], taskQueue: deps.taskQueue, workflowId: 'webhook-retention-purge' },
-    }));
+    await deps.client.schedule.getHandle(PURGE_SCHEDULE_ID).update((prev) => ({ ...prev, action }));
   }
 }

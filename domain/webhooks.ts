@@ -2,7 +2,6 @@
  * Webhook delivery rules (SPEC.md Events → Delivery, DECISIONS.md Webhook subscriptions): the retry schedule, the
  * delivery states and their transitions, and which events a subscription wants. Pure: workflows import it.
  */
-import { ALL_EVENT_TYPES, type EventType } from './events';
 
 /** Delays before each attempt, after the previous one (7 attempts in all: 0, 30 s, 1 min, 5 min, 30 min, 1 h, 6 h). */
 export const DELIVERY_SCHEDULE_MS: readonly number[] = [0, 30_000, 60_000, 300_000, 1_800_000, 3_600_000, 21_600_000];
@@ -41,22 +40,18 @@ export const DELIVERY_TRANSITIONS: Record<DeliveryStatus, readonly DeliveryStatu
   expired: ['succeeded', 'dead_lettered', 'cancelled'],
 };
 
-export function canMove(from: DeliveryStatus, to: DeliveryStatus): boolean {
-  return DELIVERY_TRANSITIONS[from].includes(to);
+/** The states a delivery may move to `to` from: the guard on every status write. */
+export function statesBefore(to: DeliveryStatus): DeliveryStatus[] {
+  return DELIVERY_STATUSES.filter((from) => DELIVERY_TRANSITIONS[from].includes(to));
 }
 
 export const SUBSCRIPTION_STATUSES = ['active', 'disabled'] as const;
-export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
 /** `["*"]` subscribes to every event type. */
 export const ALL_EVENTS = '*';
 
 export function wantsEvent(eventTypes: readonly string[], type: string): boolean {
   return eventTypes.includes(ALL_EVENTS) || eventTypes.includes(type);
-}
-
-export function isEventType(value: string): value is EventType {
-  return (ALL_EVENT_TYPES as string[]).includes(value);
 }
 
 /** Input of the delivery workflow: ids only (the body and the secret stay in the database). */
@@ -82,9 +77,4 @@ export interface DeliveryWorkflowResult {
   deliveryId: string;
   status: Extract<DeliveryStatus, 'succeeded'>;
   attempts: number;
-}
-
-/** Input of the retention clean-up workflow. */
-export interface PurgeWorkflowInput {
-  retentionMs?: number;
 }

@@ -15,7 +15,7 @@ import type { Logger } from '../config/logger';
 import type { Db } from '../db/client';
 import { newId } from '../db/ids';
 import { events, leaseLocks, webhookDeliveries, webhookSubscriptions } from '../db/schema';
-import { activeSubscriptionsOf, envelopeOf, type DeliveryRow } from '../db/webhooks';
+import { activeSubscriptionsOf, envelopeOf, type DeliveryRow, type SubscriptionRow } from '../db/webhooks';
 import { startDelivery, type DeliveryControlDeps } from '../control/webhooks';
 import { wantsEvent } from '../domain/webhooks';
 
@@ -42,8 +42,6 @@ export interface RelayOptions {
 }
 
 export interface Relay {
-  /** Runs one pass now (tests); resolves with the number of events dispatched. */
-  pass(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -83,8 +81,16 @@ export function startRelay(opts: RelayOptions): Relay {
     if (!(await lease())) return 0;
     const scope = opts.scope?.();
     if (scope && scope.length === 0) return 0;
+    // The payload (data) is not read here: most events go to no subscription, and the rest are serialized below.
     const batch = await db
-      .select()
+      .select({
+        id: events.id,
+        organizationId: events.organizationId,
+        integrationId: events.integrationId,
+        type: events.type,
+        createdAt: events.createdAt,
+        serialized: sql<boolean>`${events.body} is not null`,
+      })
       .from(events)
       .where(and(isNull(events.dispatchedAt), scope ? inArray(events.organizationId, scope) : undefined))
       .orderBy(asc(events.createdAt), asc(events.id))
@@ -92,6 +98,18 @@ export function startRelay(opts: RelayOptions): Relay {
     if (batch.length === 0) return 0;
 
     const subs = await activeSubscriptionsOf(db, [...new Set(batch.map((e) => e.integrationId))]);
+    if (subs.length > 0) await dispatch(batch, subs);
+    await db
+      .update(events)
+      .set({ dispatchedAt: new Date() })
+      .where(inArray(events.id, batch.map((e) => e.id)));
+    return batch.length;
+  }
+
+  type Batch = { id: string; organizationId: string; integrationId: string; type: string; createdAt: Date; serialized: boolean }[];
+
+  /** Make the batch's deliveries and start their workflows; returns once every start is acknowledged. */
+  async function dispatch(batch: Batch, subs: SubscriptionRow[]): Promise<void> {
     // Deliveries made by an earlier pass that died before marking its events.
     const existing = await db
       .select({ eventId: webhookDeliveries.eventId, subscriptionId: webhookDeliveries.subscriptionId })
@@ -111,8 +129,9 @@ export function startRelay(opts: RelayOptions): Relay {
     await db.transaction(async (tx) => {
       // Only events that go somewhere are serialized now; a later replay serializes the others on demand.
       const going = new Set(wanted.map((w) => w.event.id));
-      const unserialized = batch.filter((e) => e.body === null && going.has(e.id));
-      if (unserialized.length > 0) {
+      const ids = batch.filter((e) => !e.serialized && going.has(e.id)).map((e) => e.id);
+      if (ids.length > 0) {
+        const unserialized = await tx.select().from(events).where(inArray(events.id, ids));
         await tx.execute(sql`
           update ${events} set body = v.body
           from json_to_recordset(${JSON.stringify(unserialized.map((e) => ({ id: e.id, body: envelopeOf(e) })))}::json) as v(id text, body text)
@@ -156,11 +175,6 @@ export function startRelay(opts: RelayOptions): Relay {
       .orderBy(asc(webhookDeliveries.seq));
     const recorded = new Map(batch.map((e) => [e.id, e.createdAt]));
     await startAll(deliveries.map((d) => ({ ...d, eventCreatedAt: recorded.get(d.eventId)! })));
-    await db
-      .update(events)
-      .set({ dispatchedAt: new Date() })
-      .where(inArray(events.id, batch.map((e) => e.id)));
-    return batch.length;
   }
 
   async function startAll(deliveries: (DeliveryRow & { eventCreatedAt: Date })[]): Promise<void> {
@@ -201,7 +215,6 @@ export function startRelay(opts: RelayOptions): Relay {
   })();
 
   return {
-    pass,
     async stop() {
       stopped = true;
       wake?.();

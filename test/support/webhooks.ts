@@ -105,14 +105,14 @@ export interface WebhookStack {
 }
 
 /** The delivery worker on the file's webhook task queue, and a relay scoped to the file's organizations. */
-export async function startWebhookStack(config: Config, db: Db, opts: { resolver?: Resolver; relay?: boolean } = {}): Promise<WebhookStack> {
+export async function startWebhookStack(config: Config, db: Db, opts: { resolver?: Resolver } = {}): Promise<WebhookStack> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const webhooks = await createWebhookWorker({ config, db, connection, resolver: opts.resolver });
   const running = webhooks.worker.run();
   const control = deliveryControlOf(client, config);
   const orgs = new Set<string>();
-  const logger = createLogger('relay-test', { level: (process.env.TEST_LOG_LEVEL as 'silent') ?? 'silent' });
+  const logger = createLogger('relay-test', { level: 'silent' });
   const relay = startRelay({ db, control, logger, scope: () => [...orgs], pollMs: 200 });
   return {
     client,
