@@ -10,11 +10,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Entity, InputOf } from '../domain/cdm';
 import type { HashedRecord } from '../domain/content';
-import { SourcePermanentError, SourceTransientError, type SourceSettings } from '../source';
+import { SourcePermanentError, SourceTransientError, type SkippedRecord, type SourceSettings } from '../source';
 import readHashedPage, { type PageReply, type PageTask, type TaskConnectorOptions } from './page-task';
 
 export interface HashedPage<E extends Entity> {
   records: HashedRecord<InputOf[E]>[];
+  /** Records the mapping could not read (quarantined by the run). */
+  skipped: SkippedRecord[];
   page: number;
   hasMore: boolean;
 }
@@ -22,6 +24,8 @@ export interface HashedPage<E extends Entity> {
 export interface PageReader {
   /** One page of an entity, mapped and hashed; rejects with SourcePermanentError or SourceTransientError. */
   read<E extends Entity>(settings: SourceSettings, entity: E, page: number, size: number): Promise<HashedPage<E>>;
+  /** The records of these x_ids the source still has, mapped and hashed (`page` 0, `hasMore` false). */
+  lookup<E extends Entity>(settings: SourceSettings, entity: E, xIds: string[]): Promise<HashedPage<E>>;
   close(): Promise<void>;
 }
 
@@ -50,16 +54,17 @@ export function createPageReader(opts: PageReaderOptions): PageReader {
           execArgv: ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href],
         })
       : undefined;
+  async function run<E extends Entity>(task: PageTask): Promise<HashedPage<E>> {
+    const reply = pool ? await pool.run(task) : await readHashedPage(task);
+    if (!reply.ok) {
+      throw reply.permanent ? new SourcePermanentError(reply.message) : new SourceTransientError(reply.message, undefined, reply.retryAfterMs);
+    }
+    const records = reply.xIds.map((x_id, i) => ({ x_id, hash: reply.hashes[i]!, json: reply.jsons[i]! }));
+    return { records, skipped: reply.skipped, page: reply.page, hasMore: reply.hasMore };
+  }
   return {
-    async read(settings, entity, page, size) {
-      const task: PageTask = { settings, entity, page, size, connector: opts.connector };
-      const reply = pool ? await pool.run(task) : await readHashedPage(task);
-      if (!reply.ok) {
-        throw reply.permanent ? new SourcePermanentError(reply.message) : new SourceTransientError(reply.message, undefined, reply.retryAfterMs);
-      }
-      const records = reply.xIds.map((x_id, i) => ({ x_id, hash: reply.hashes[i]!, json: reply.jsons[i]! }));
-      return { records, page: reply.page, hasMore: reply.hasMore };
-    },
+    read: (settings, entity, page, size) => run({ settings, entity, page, size, connector: opts.connector }),
+    lookup: (settings, entity, ids) => run({ settings, entity, page: 0, size: ids.length, ids, connector: opts.connector }),
     async close() {
       await pool?.close();
     },

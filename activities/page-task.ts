@@ -7,13 +7,22 @@
  */
 import type { Entity } from '../domain/cdm';
 import { hashRecord } from '../domain/content';
-import { createConnector, SourcePermanentError, SourceTransientError, type ConnectorOptions, type SourceSettings } from '../source';
+import {
+  createConnector,
+  SourcePermanentError,
+  SourceTransientError,
+  type ConnectorOptions,
+  type SkippedRecord,
+  type SourceSettings,
+} from '../source';
 
 export interface PageTask {
   settings: SourceSettings;
   entity: Entity;
   page: number;
   size: number;
+  /** Look these x_ids up instead of reading a page (the records of the reply, whatever page they are on). */
+  ids?: string[];
   /** The connector's retry policy (what can cross to a thread: no functions). */
   connector?: TaskConnectorOptions;
 }
@@ -22,12 +31,15 @@ export type TaskConnectorOptions = Pick<ConnectorOptions, 'timeoutMs' | 'maxAtte
 
 /** A page as parallel arrays (cheap to copy between threads), or the source failure that stopped it. */
 export type PageReply =
-  | { ok: true; page: number; hasMore: boolean; xIds: string[]; hashes: string[]; jsons: string[] }
+  | { ok: true; page: number; hasMore: boolean; xIds: string[]; hashes: string[]; jsons: string[]; skipped: SkippedRecord[] }
   | { ok: false; permanent: boolean; message: string; retryAfterMs?: number };
 
 export default async function readHashedPage(task: PageTask): Promise<PageReply> {
   try {
-    const { records, page, hasMore } = await createConnector(task.settings, task.connector).readPage(task.entity, task.page, task.size);
+    const connector = createConnector(task.settings, task.connector);
+    const { records, skipped, page, hasMore } = task.ids
+      ? { ...(await connector.readByIds(task.entity, task.ids)), page: task.page, hasMore: false }
+      : await connector.readPage(task.entity, task.page, task.size);
     const xIds: string[] = [];
     const hashes: string[] = [];
     const jsons: string[] = [];
@@ -37,7 +49,7 @@ export default async function readHashedPage(task: PageTask): Promise<PageReply>
       hashes.push(h.hash);
       jsons.push(h.json);
     }
-    return { ok: true, page, hasMore, xIds, hashes, jsons };
+    return { ok: true, page, hasMore, xIds, hashes, jsons, skipped };
   } catch (err) {
     // Error classes do not survive the trip between threads; the distinction the activity acts on does.
     if (err instanceof SourcePermanentError) return { ok: false, permanent: true, message: err.message };

@@ -11,14 +11,24 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { and, desc, eq, getTableName, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../db/client';
 import { newId } from '../db/ids';
-import { applyHashedRecords, clearSeen, softDeleteUnseen, TABLES, type ApplyContext, type ApplyResult } from '../db/records';
+import {
+  applyHashedRecords,
+  clearSeen,
+  markSeen,
+  softDeleteUnseen,
+  TABLES,
+  unseenXIds,
+  type ApplyContext,
+  type ApplyResult,
+} from '../db/records';
 import { events, integrations, leaseResidents, syncJobs } from '../db/schema';
-import { activeJobOf, getSyncJob, lockIntegrationSync, type RunIsOpen, type SyncJobRow } from '../db/sync-jobs';
+import { abandonedJobsOf, activeJobOf, getSyncJob, lockIntegrationSync, quarantine, type RunState, type SyncJobRow } from '../db/sync-jobs';
 import { getIntegration, type IntegrationRow } from '../db/tenants';
 import { SYNC_ORDER, type Entity } from '../domain/cdm';
-import type { SyncTrigger } from '../domain/contract';
+import { DEFAULT_SYNC_POLICY, type SyncPolicy, type SyncTrigger } from '../domain/contract';
 import type { SyncCompleteData } from '../domain/events';
-import { SourcePermanentError } from '../source/connector';
+import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
+import { SourcePermanentError, SourceTransientError, type SkippedRecord } from '../source/connector';
 import type { HashedPage, PageReader } from './page-reader';
 
 /** Types of the non-retryable failures a sync activity raises. */
@@ -28,19 +38,37 @@ export const SYNC_FAILURE = {
   jobNotRunning: 'SyncJobNotRunning',
   integrationGone: 'IntegrationGone',
   incomplete: 'SyncIncomplete',
+  /** The stored source api key does not open with ENCRYPTION_KEYS (a key removed too early). */
+  secretUnavailable: 'SecretUnavailable',
+} as const;
+
+/** Types of the retryable failures a sync activity raises (each attempt's failure is visible in the history). */
+export const SYNC_RETRYABLE = {
+  /** The attempt's resume point did not move for SYNC_STALL_MS: it gave up so that a fresh attempt can resume. */
+  stalled: 'SyncStalled',
+  /** The source asked to be left alone for a while (Retry-After): the next attempt waits exactly that long. */
+  rateLimited: 'SourceRateLimited',
 } as const;
 
 export interface SyncActivityDeps {
   db: Db;
   /** Reads, maps and hashes source pages (with an integration's stored settings: secrets stay inside activities). */
   pages: PageReader;
-  /** Whether another run's workflow is still open (a job whose workflow is gone no longer blocks the integration). */
-  runIsOpen: RunIsOpen;
+  /** Opens the integration's stored source api key for the page reader (domain/secrets.ts). */
+  secrets: Keyring;
+  /** Where another run's workflow stands (a job whose workflow ended no longer blocks the integration). */
+  runState: RunState;
   clock?: () => Date;
   /** Records per source page. */
   pageSize?: number;
   /** Heartbeat interval while a page is read or applied (the heartbeat timeout must be well above it). */
   heartbeatEveryMs?: number;
+  /** An attempt whose resume point has not moved for this long fails instead of heartbeating on. Default 5 min. */
+  stallMs?: number;
+  /** What the sync workflow follows for retries and time-outs (from configuration). Default DEFAULT_SYNC_POLICY. */
+  policy?: SyncPolicy;
+  /** x_ids looked up in the source per request when confirming deletions. Default 500. */
+  lookupBatch?: number;
 }
 
 export interface StartSyncJobInput {
@@ -57,6 +85,18 @@ export interface EntityProgress {
   done: boolean;
   /** Whether the run records seen x_ids of the entity (and so soft-deletes what it did not see). */
   tracked?: boolean;
+  /** Whether the source confirmed (looked up by id) that what the run did not see is gone. */
+  confirmed?: boolean;
+}
+
+/** What checking the unseen records of an entity against the source found. */
+export interface ConfirmResult {
+  /** Live cached records the run's pages did not contain. */
+  checked: number;
+  /** Of those, records the source still has (paging skipped them): applied, so not soft-deleted. */
+  present: number;
+  /** Records the source confirmed gone: the run's end soft-deletes them. */
+  gone: number;
 }
 
 /** Thrown inside a page transaction when another attempt of the same activity committed first. */
@@ -67,6 +107,31 @@ export function createActivities(deps: SyncActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
   const pageSize = deps.pageSize ?? 1000;
   const heartbeatEveryMs = deps.heartbeatEveryMs ?? 5_000;
+  const stallMs = deps.stallMs ?? 300_000;
+  const lookupBatch = deps.lookupBatch ?? 500;
+
+  /** The integration's source settings with the api key opened; a key that cannot be opened ends the run. */
+  const sourceSettingsOf = (integration: IntegrationRow) => {
+    try {
+      return openSourceConfig(deps.secrets, integration);
+    } catch (err) {
+      if (err instanceof SecretError) throw ApplicationFailure.nonRetryable(`the source credentials cannot be read: ${err.message}`, SYNC_FAILURE.secretUnavailable);
+      throw err;
+    }
+  };
+
+  /** A source failure as the activity raises it: permanent ones end the run, a Retry-After sets the next attempt. */
+  const sourceFailure = (what: string) => (err: unknown): never => {
+    if (err instanceof SourcePermanentError) throw ApplicationFailure.nonRetryable(`${what}: ${err.message}`, SYNC_FAILURE.sourcePermanent);
+    if (err instanceof SourceTransientError && err.retryAfterMs !== undefined) {
+      throw ApplicationFailure.create({
+        type: SYNC_RETRYABLE.rateLimited,
+        message: `${what}: ${err.message}; the source asked for ${Math.ceil(err.retryAfterMs / 1000)} s`,
+        nextRetryDelay: Math.max(1_000, err.retryAfterMs),
+      });
+    }
+    throw err;
+  };
 
   async function loadRunning(tx: Tx, syncJobId: string): Promise<{ job: SyncJobRow; integration: IntegrationRow }> {
     const job = await getSyncJob(tx, syncJobId);
@@ -93,6 +158,8 @@ export function createActivities(deps: SyncActivityDeps) {
     async startSyncJob(input: StartSyncJobInput): Promise<StartSyncJobResult> {
       const workflowId = Context.current().info.workflowExecution?.workflowId;
       if (!workflowId) throw ApplicationFailure.nonRetryable('startSyncJob runs inside a sync workflow only', SYNC_FAILURE.jobNotFound);
+      // Which runs are abandoned is asked of Temporal before the lock is taken: no network call under it.
+      const abandoned = input.syncJobId ? new Set<string>() : await abandonedJobsOf(db, input.integrationId, deps.runState);
       return db.transaction(async (tx) => {
         await lockIntegrationSync(tx, input.integrationId);
         const integration = await getIntegration(tx, input.integrationId);
@@ -111,7 +178,7 @@ export function createActivities(deps: SyncActivityDeps) {
           throw ApplicationFailure.nonRetryable(`sync job ${job.id} is already ${job.status}`, SYNC_FAILURE.jobNotRunning);
         }
         if (!integration || integration.deletedAt) return { skipped: true, syncJobId: null, reason: 'integration deleted' };
-        const active = await activeJobOf(tx, integration.id, deps.runIsOpen);
+        const active = await activeJobOf(tx, integration.id, abandoned);
         if (active?.workflowId === workflowId) {
           return { skipped: false, syncJobId: active.id, organizationId: active.organizationId, initial: active.initial };
         }
@@ -146,31 +213,29 @@ export function createActivities(deps: SyncActivityDeps) {
       // attempt that lost that race adopts the stored choice with the stored point.
       if (point.page === 0) point = { ...point, tracked: await hasRows(db, entity, integration.id) };
       const apply = applyContext(integration, job);
+      const settings = sourceSettingsOf(integration);
       let records = 0;
 
       const read = (page: number): Promise<HashedPage<Entity>> => {
-        const p = deps.pages.read(integration.sourceConfig, entity, page, pageSize).catch((err: unknown) => {
-          if (err instanceof SourcePermanentError) {
-            throw ApplicationFailure.nonRetryable(`${entity} page ${page}: ${err.message}`, SYNC_FAILURE.sourcePermanent);
-          }
-          throw err;
-        });
+        const p = deps.pages.read(settings, entity, page, pageSize).catch(sourceFailure(`${entity} page ${page}`));
         // Attach a handler at once: a prefetched page may be discarded and must not become an unhandled rejection.
         p.catch(() => {});
         return p;
       };
 
-      const beat = setInterval(() => ctx.heartbeat(point), heartbeatEveryMs);
+      const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => point });
       try {
         let next = read(point.page + 1);
         for (let n = 0; ; n++) {
-          if (n % STATS_CHECK_EVERY_PAGES === 0) await refreshStatsIfStale(db, entity);
-          const page = await next;
+          if (n % STATS_CHECK_EVERY_PAGES === 0) await watch.guard(refreshStatsIfStale(db, entity));
+          const page = await watch.guard(next);
           const target: EntityProgress = { page: point.page + 1, done: !page.hasMore, tracked: point.tracked };
           if (page.hasMore) next = read(target.page + 1);
           try {
-            const result = await db.transaction(async (tx) => {
-              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: point.tracked !== false }, entity, page.records);
+            const result = await watch.guard(db.transaction(async (tx) => {
+              const tracked = point.tracked !== false;
+              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: tracked }, entity, page.records);
+              const skipped = await setAside(tx, syncJobId, entity, page.skipped, tracked);
               // The resume point moves only from where this attempt found it, and only while the job runs;
               // otherwise the page's writes roll back.
               const [moved] = await advanceProgress(tx).execute({
@@ -181,11 +246,13 @@ export function createActivities(deps: SyncActivityDeps) {
                 seen: r.created + r.updated + r.unchanged,
                 created: r.created,
                 updated: r.updated,
+                skipped,
               });
               if (!moved) throw await whyNotMoved(tx, syncJobId);
               return r;
-            });
+            }));
             point = target;
+            watch.moved();
             records += countOf(result);
           } catch (err) {
             if (!(err instanceof Superseded)) throw err;
@@ -193,6 +260,7 @@ export function createActivities(deps: SyncActivityDeps) {
             // wherever the job now stands.
             const fresh = await getSyncJob(db, syncJobId);
             point = fresh?.progress[entity] ?? point;
+            watch.moved();
             if (!point.done) next = read(point.page + 1);
           }
           ctx.heartbeat(point);
@@ -200,8 +268,74 @@ export function createActivities(deps: SyncActivityDeps) {
           if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync activity cancelled');
         }
       } finally {
-        clearInterval(beat);
+        watch.stop();
       }
+    },
+
+    /**
+     * Before the run soft-deletes anything of an entity: look every live cached record the run's pages did not
+     * contain up in the source by id. Page-number paging skips records when the source deletes or inserts during
+     * the run; what the source still has is applied now (and so is not soft-deleted), what it does not have is
+     * confirmed gone. Idempotent: a retry looks up only what is still unseen.
+     */
+    async confirmDeletions(input: { syncJobId: string; entity: Entity }): Promise<ConfirmResult> {
+      const { entity, syncJobId } = input;
+      const ctx = Context.current();
+      const { job, integration } = await loadRunning(db, syncJobId);
+      const result: ConfirmResult = { checked: 0, present: 0, gone: 0 };
+      const point = job.progress[entity];
+      if (!point?.done) throw ApplicationFailure.nonRetryable(`${entity} was not fully read`, SYNC_FAILURE.incomplete);
+      if (point.tracked === false || point.confirmed) return result;
+      const apply = applyContext(integration, job);
+      const settings = sourceSettingsOf(integration);
+      let after: string | null = null;
+      const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => ({ entity, after, ...result }) });
+      try {
+        for (;;) {
+          const unseen: string[] = await watch.guard(unseenXIds(db, { integrationId: integration.id, syncJobId, entity, after, limit: lookupBatch }));
+          if (unseen.length === 0) break;
+          const asked = new Set(unseen);
+          const found = await watch.guard(
+            deps.pages.lookup(settings, entity, unseen).catch(sourceFailure(`looking up ${unseen.length} ${entity} records`)),
+          );
+          const records = found.records.filter((r) => asked.has(r.x_id));
+          const unreadable = found.skipped.filter((r) => r.x_id !== null && asked.has(r.x_id));
+          await watch.guard(
+            db.transaction(async (tx) => {
+              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: true }, entity, records);
+              const skipped = await setAside(tx, syncJobId, entity, unreadable, true);
+              const [counted] = await countAlong(tx).execute({
+                id: syncJobId,
+                seen: r.created + r.updated + r.unchanged,
+                created: r.created,
+                updated: r.updated,
+                skipped,
+              });
+              if (!counted) throw await whyNotMoved(tx, syncJobId);
+            }),
+          );
+          const present = new Set([...records.map((r) => r.x_id), ...unreadable.map((r) => r.x_id!)]).size;
+          result.checked += unseen.length;
+          result.present += present;
+          result.gone += unseen.length - present;
+          after = unseen[unseen.length - 1]!;
+          watch.moved();
+          ctx.heartbeat({ entity, after, ...result });
+          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync activity cancelled');
+        }
+        await db
+          .update(syncJobs)
+          .set({ progress: sql`jsonb_set(${syncJobs.progress}, ${`{${entity},confirmed}`}::text[], 'true'::jsonb)` })
+          .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
+        return result;
+      } finally {
+        watch.stop();
+      }
+    },
+
+    /** The retry and time-out policy of this worker's sync runs (run as a local activity: no I/O). */
+    async syncPolicy(): Promise<SyncPolicy> {
+      return deps.policy ?? DEFAULT_SYNC_POLICY;
     },
 
     /**
@@ -217,6 +351,11 @@ export function createActivities(deps: SyncActivityDeps) {
         const missing = SYNC_ORDER.filter((e) => !job.progress[e]?.done);
         if (missing.length > 0) {
           throw ApplicationFailure.nonRetryable(`entities not fully read: ${missing.join(', ')}`, SYNC_FAILURE.incomplete);
+        }
+        // Nothing is soft-deleted that the source has not confirmed gone.
+        const unconfirmed = SYNC_ORDER.filter((e) => job.progress[e]?.tracked !== false && !job.progress[e]?.confirmed);
+        if (unconfirmed.length > 0) {
+          throw ApplicationFailure.nonRetryable(`deletions not confirmed with the source: ${unconfirmed.join(', ')}`, SYNC_FAILURE.incomplete);
         }
         // The end of the run must not precede any event of the run, even one written by a worker on another host.
         const [last] = await tx
@@ -288,6 +427,7 @@ function advanceProgress(tx: Tx) {
       recordsSeen: sql`${syncJobs.recordsSeen} + ${sql.placeholder('seen')}::int`,
       recordsNew: sql`${syncJobs.recordsNew} + ${sql.placeholder('created')}::int`,
       recordsUpdated: sql`${syncJobs.recordsUpdated} + ${sql.placeholder('updated')}::int`,
+      recordsSkipped: sql`${syncJobs.recordsSkipped} + ${sql.placeholder('skipped')}::int`,
     })
     .where(
       and(
@@ -300,6 +440,70 @@ function advanceProgress(tx: Tx) {
     )
     .returning({ id: syncJobs.id })
     .prepare('sync_job_advance');
+}
+
+/** The counters of records a deletion check applied, while the job runs and its integration exists. */
+function countAlong(tx: Tx) {
+  return tx
+    .update(syncJobs)
+    .set({
+      recordsSeen: sql`${syncJobs.recordsSeen} + ${sql.placeholder('seen')}::int`,
+      recordsNew: sql`${syncJobs.recordsNew} + ${sql.placeholder('created')}::int`,
+      recordsUpdated: sql`${syncJobs.recordsUpdated} + ${sql.placeholder('updated')}::int`,
+      recordsSkipped: sql`${syncJobs.recordsSkipped} + ${sql.placeholder('skipped')}::int`,
+    })
+    .where(
+      and(
+        eq(syncJobs.id, sql.placeholder('id')),
+        eq(syncJobs.status, 'running'),
+        sql`not exists (select 1 from ${integrations} i where i.id = ${syncJobs.integrationId} and i.deleted_at is not null)`,
+      ),
+    )
+    .returning({ id: syncJobs.id })
+    .prepare('sync_job_count_along');
+}
+
+/**
+ * Quarantine a page's unreadable records: list them on the job and, when the run tracks what it sees, count them
+ * as seen, so that their cached version is neither changed nor soft-deleted. Returns how many were new to the list.
+ */
+async function setAside(tx: Tx, syncJobId: string, entity: Entity, skipped: SkippedRecord[], tracked: boolean): Promise<number> {
+  if (skipped.length === 0) return 0;
+  if (tracked) await markSeen(tx, syncJobId, entity, skipped.flatMap((r) => (r.x_id === null ? [] : [r.x_id])));
+  return quarantine(tx, syncJobId, entity, skipped);
+}
+
+/**
+ * Heartbeats with the activity's resume point, and a watchdog: when the point has not moved for `stallMs` (a
+ * source that answers too slowly to make progress, a lock that never comes), `guard`ed work rejects with a
+ * retryable SyncStalled and heartbeats stop, so the attempt ends and a new one resumes from the last commit.
+ */
+function watchProgress(ctx: Context, opts: { stallMs: number; heartbeatEveryMs: number; details: () => unknown }) {
+  let movedAt = Date.now();
+  let stall: (err: Error) => void = () => {};
+  const stalled = new Promise<never>((_, reject) => {
+    stall = reject;
+  });
+  stalled.catch(() => {});
+  const timer = setInterval(
+    () => {
+      if (Date.now() - movedAt >= opts.stallMs) {
+        clearInterval(timer);
+        const details = JSON.stringify(opts.details());
+        stall(ApplicationFailure.retryable(`no progress for ${Math.round(opts.stallMs / 1000)} s (at ${details})`, SYNC_RETRYABLE.stalled));
+        return;
+      }
+      ctx.heartbeat(opts.details());
+    },
+    Math.min(opts.heartbeatEveryMs, opts.stallMs),
+  );
+  return {
+    moved: () => {
+      movedAt = Date.now();
+    },
+    guard: <T>(work: Promise<T>): Promise<T> => Promise.race([work, stalled]),
+    stop: () => clearInterval(timer),
+  };
 }
 
 /** Why a page's progress did not move: another attempt got there first, the job ended, or the integration went. */
@@ -353,5 +557,6 @@ function completeData(job: SyncJobRow): SyncCompleteData {
     records_new: job.recordsNew,
     records_updated: job.recordsUpdated,
     records_soft_deleted: job.recordsSoftDeleted,
+    records_skipped: job.recordsSkipped,
   };
 }

@@ -15,6 +15,7 @@ import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Db, Tx } from '../db/client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../db/schema';
 import { eventBody, purgeBefore } from '../db/webhooks';
+import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, PREVIOUS_SIGNATURE_HEADER, SIGNATURE_HEADER, signPayload } from '../domain/signature';
 import { RETENTION_MS, statesBefore, type DeliveryStatus } from '../domain/webhooks';
 import type { Sender } from './webhook-http';
@@ -45,6 +46,8 @@ export interface WebhookActivityDeps {
   db: Db;
   sender: Sender;
   gate: OrderGate;
+  /** Opens the stored signing secrets, just before signing. */
+  secrets: Keyring;
   clock?: () => Date;
   /** How long a first attempt waits for the one before it (a predecessor whose worker died must not block forever). */
   orderWait?: Partial<GateWait>;
@@ -190,6 +193,15 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     });
   }
 
+  /** An attempt that sent nothing, recorded as failed (or dead-lettered when it was the last). */
+  async function failUnsent(input: AttemptInput, startedAt: Date, error: string): Promise<AttemptOutcome> {
+    const to: DeliveryStatus = input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
+    await record(input, { startedAt, durationMs: 0, status: null, error, excerpt: null }, to);
+    await releaseNext(input.deliveryId);
+    log({ delivery_id: input.deliveryId, attempt: input.attempt, error, outcome: to }, 'webhook attempt');
+    return { outcome: 'failed', status: null, error };
+  }
+
   /** One attempt: POST the stored body, signed with the current (and, in a rotation window, the previous) secret. */
   async function attempt(input: AttemptInput): Promise<AttemptOutcome> {
     // A first attempt says it is under way, so that the next delivery of the subscription waits for it.
@@ -236,17 +248,28 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     }
 
     const now = clock();
+    const inWindow = row.previousSecret !== null && row.previousExpiresAt !== null && row.previousExpiresAt.getTime() > now.getTime();
+    let signatures: { current: string; previous: string | null };
+    try {
+      signatures = {
+        current: signPayload(body, openSigningSecret(deps.secrets, d.subscriptionId, row.secret)),
+        previous: inWindow ? signPayload(body, openSigningSecret(deps.secrets, d.subscriptionId, row.previousSecret!)) : null,
+      };
+    } catch (err) {
+      if (!(err instanceof SecretError)) throw err;
+      // A key missing from ENCRYPTION_KEYS: nothing is sent; the attempt fails with the reason and is retried on the
+      // schedule (an operator who adds the key back lets the next attempt through).
+      return failUnsent(input, now, `not sent: the signing secret could not be decrypted (${err.message})`);
+    }
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': 'propsync-webhooks/1',
-      [SIGNATURE_HEADER]: signPayload(body, row.secret),
+      [SIGNATURE_HEADER]: signatures.current,
       [EVENT_ID_HEADER]: d.eventId,
       [EVENT_TYPE_HEADER]: d.eventType,
       [ATTEMPT_HEADER]: String(input.attempt),
     };
-    if (row.previousSecret && row.previousExpiresAt && row.previousExpiresAt.getTime() > now.getTime()) {
-      headers[PREVIOUS_SIGNATURE_HEADER] = signPayload(body, row.previousSecret);
-    }
+    if (signatures.previous !== null) headers[PREVIOUS_SIGNATURE_HEADER] = signatures.previous;
     let releasing: Promise<void> | undefined;
     const result = await sender.send({
       url: row.url,

@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Db } from '../db/client';
+import type { Keyring } from '../domain/secrets';
 
 export interface ApiDeps {
   config: Config;
@@ -10,4 +11,6 @@ export interface ApiDeps {
   /** Temporal client; a getter so the API can start (and report not-ready) while Temporal is unreachable. */
   temporal: () => Promise<Client>;
   logger: Logger;
+  /** Seals the secrets the admin API stores (source api keys, signing secrets); the API never opens them. */
+  secrets: Keyring;
 }

@@ -4,14 +4,15 @@ import { serve } from '@hono/node-server';
 import { loadConfigOrExit } from '../config';
 import { createLogger } from '../config/logger';
 import { closeDb, createDb } from '../db/client';
+import { createKeyring } from '../domain/secrets';
 import { createApp } from './app';
 import { lazyTemporalClient } from './temporal';
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit({ serving: true });
 const logger = createLogger('api', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationName: 'propsync-api' });
+const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationName: 'propsync-api', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS });
 const temporal = lazyTemporalClient(config);
-const app = createApp({ config, db, temporal, logger });
+const app = createApp({ config, db, temporal, logger, secrets: createKeyring(config.ENCRYPTION_KEYS) });
 
 const server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, (info: AddressInfo) => {
   logger.info({ address: `http://${info.address}:${info.port}`, docs: `${config.PUBLIC_BASE_URL}/docs` }, 'API listening');

@@ -352,3 +352,17 @@ export const Problem = z
   .openapi('Problem');
 
 export const Health = z.object({ status: z.literal('ok') }).openapi('Health');
+
+const Check = z
+  .object({
+    status: z.enum(['up', 'down']),
+    reason: z
+      .enum(['timeout', 'unreachable', 'error'])
+      .optional()
+      .openapi({ description: 'When down: no answer in time, no connection, or it answered with an error.' }),
+  })
+  .openapi('DependencyCheck');
+export type DependencyCheck = { status: 'up' } | { status: 'down'; reason: 'timeout' | 'unreachable' | 'error' };
+const Checks = z.object({ database: Check, temporal: Check });
+export const Readiness = z.object({ status: z.literal('ok'), checks: Checks }).openapi('Readiness');
+export const NotReady = Problem.extend({ checks: Checks }).openapi('NotReady');

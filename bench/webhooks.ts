@@ -30,6 +30,7 @@ import { webhookDeliveries } from '../db/schema';
 import { createIntegration, createOrganization, type IntegrationRow } from '../db/tenants';
 import { createSubscription, type SubscriptionRow } from '../db/webhooks';
 import { webhookTaskQueueOf } from '../domain/contract';
+import { createKeyring } from '../domain/secrets';
 import { verifyWebhookSignature } from '../domain/signature';
 import { recordEvents, residentUpdates } from '../test/support/webhooks';
 import { workerProcessEnv } from '../worker/process-env';
@@ -228,6 +229,8 @@ interface Setup {
   db: Db;
   integration: IntegrationRow;
   subscription: SubscriptionRow;
+  /** The subscription's signing secret in plaintext (the row holds it encrypted). */
+  secret: string;
   receiverUrl: string;
   receiver: Child;
 }
@@ -239,21 +242,19 @@ async function setUp(databaseUrl: string): Promise<Setup> {
   const db = createDb(databaseUrl, { max: 4, applicationName: 'propsync-bench' });
   const org = await createOrganization(db, { name: 'bench-webhooks' });
   // Test mode: deliveries to loopback are allowed (live ones are held to public https addresses).
-  const integration = await createIntegration(db, {
-    organizationId: org.id,
-    mode: 'test',
-    plan: 'scale',
-    sourceType: 'sandbox',
-    sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-  });
-  const subscription = await createSubscription(db, {
-    organizationId: org.id,
-    integrationId: integration.id,
-    url: `${receiverUrl}/hooks`,
-    eventTypes: ['*'],
-    description: 'bench:webhooks receiver',
-  });
-  return { db, integration, subscription, receiverUrl, receiver };
+  // Sealed with the key the worker children get from the same environment.
+  const secrets = createKeyring(cfg.ENCRYPTION_KEYS);
+  const integration = await createIntegration(
+    db,
+    { organizationId: org.id, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
+    secrets,
+  );
+  const { row: subscription, secret } = await createSubscription(
+    db,
+    { organizationId: org.id, integrationId: integration.id, url: `${receiverUrl}/hooks`, eventTypes: ['*'], description: 'bench:webhooks receiver' },
+    secrets,
+  );
+  return { db, integration, subscription, secret, receiverUrl, receiver };
 }
 
 /**
@@ -274,7 +275,7 @@ async function check(s: Setup, client: Client, expected: Set<string>, records: R
     } catch {
       bodyId = undefined;
     }
-    if (!verifyWebhookSignature(r.raw, headers, s.subscription.secret)) bad.push(`${r.eventId}: signature does not verify`);
+    if (!verifyWebhookSignature(r.raw, headers, s.secret)) bad.push(`${r.eventId}: signature does not verify`);
     else if (!r.eventId || bodyId !== r.eventId) bad.push(`${r.eventId}: body id ${String(bodyId)} differs from the event id header`);
     else if (!expected.has(r.eventId)) unexpected.add(r.eventId);
     else valid.set(r.eventId, (valid.get(r.eventId) ?? 0) + 1);
@@ -370,6 +371,7 @@ async function main() {
         TEMPORAL_ADDRESS: temporalAddress,
         TEMPORAL_TASK_QUEUE: TASK_QUEUE,
         WORKER_RECONCILE_SCHEDULES: 'false',
+        SERVED_MODES: 'test',
         LOG_LEVEL: 'warn',
         LOG_PRETTY: 'false',
       },

@@ -245,6 +245,11 @@ export const NOUNS: Record<string, Noun> = {
             process.stderr.write(`error: sync job ${final.id} is still ${final.status} after ${timeout} s\n`);
             return { output: final, exitCode: 1 };
           }
+          if (final.records_skipped > 0) {
+            process.stderr.write(
+              `warning: ${final.records_skipped} record(s) could not be read from the source and were skipped; see: sync skipped ${final.id}\n`,
+            );
+          }
           return { output: final };
         },
       },
@@ -259,6 +264,12 @@ export const NOUNS: Record<string, Noun> = {
         args: ['integration_id'],
         flags: page,
         run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/integrations/${id(args[0]!)}/sync_jobs${pageQuery(flags)}`) }),
+      },
+      skipped: {
+        summary: 'List the records a sync job quarantined (unreadable in the source), with the reason',
+        args: ['sync_job_id'],
+        flags: page,
+        run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/sync_jobs/${id(args[0]!)}/skipped_records${pageQuery(flags)}`) }),
       },
     },
   },

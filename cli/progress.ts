@@ -12,6 +12,7 @@ export interface SyncJob {
   records_new: number;
   records_updated: number;
   records_soft_deleted: number;
+  records_skipped: number;
   error: string | null;
   progress?: Record<string, { pages: number; done: boolean }>;
   [more: string]: unknown;

@@ -9,6 +9,50 @@ const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** Development defaults of the two bearer tokens: fine on a laptop, refused by a deployment that serves live mode. */
+const DEV_ADMIN_TOKEN = 'dev-admin-token-change-me';
+const DEV_SANDBOX_CONTROL_TOKEN = 'dev-sandbox-control-token';
+
+/** A key that encrypts stored secrets (domain/secrets.ts): its id, stored beside each value, and 32 bytes. */
+export interface EncryptionKey {
+  kid: string;
+  key: Buffer;
+}
+
+/**
+ * The built-in development key, used when ENCRYPTION_KEYS is unset so that `npm start` and the tests need no setup.
+ * It is public (it is in this file): a deployment that serves live mode refuses it as its active key (it may stay
+ * behind a key of one's own, to decrypt values until the migration job has re-encrypted them).
+ */
+const DEV_ENCRYPTION_KEY: EncryptionKey = { kid: 'dev', key: Buffer.from('1vGcNHXHbTX6rnhPIHvOp1YVqYw8ug7a6JmXXxmbsDY=', 'base64') };
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const KID = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** `kid:base64,kid:base64,…`: the first key encrypts, all decrypt. Issues name the entry and kid, never the key. */
+function parseEncryptionKeys(raw: string | undefined, ctx: z.RefinementCtx): EncryptionKey[] {
+  if (raw === undefined) return [DEV_ENCRYPTION_KEY];
+  const keys: EncryptionKey[] = [];
+  const entries = raw.split(',').map((e) => e.trim()).filter(Boolean);
+  const fail = (message: string) => ctx.addIssue({ code: 'custom', message });
+  if (entries.length === 0) fail('no key; expected kid:base64 entries separated by commas');
+  entries.forEach((entry, i) => {
+    const colon = entry.indexOf(':');
+    const kid = colon < 0 ? '' : entry.slice(0, colon);
+    const material = colon < 0 ? '' : entry.slice(colon + 1).trim();
+    const where = `entry ${i + 1}${KID.test(kid) ? ` (${kid})` : ''}`;
+    if (colon < 0) return fail(`${where}: expected kid:base64`);
+    if (!KID.test(kid)) return fail(`${where}: the key id must be 1-32 characters of A-Z a-z 0-9 _ -`);
+    const key = Buffer.from(material, 'base64');
+    if (!BASE64.test(material) || key.length !== 32) {
+      return fail(`${where}: the key must be 32 random bytes in base64 (44 characters); this one is not (generate one: node -e "console.log('k1:'+require('crypto').randomBytes(32).toString('base64'))")`);
+    }
+    if (keys.some((k) => k.kid === kid)) return fail(`${where}: the key id ${kid} appears more than once`);
+    keys.push({ kid, key });
+  });
+  return keys;
+}
+
 export const configSchema = z.object({
   /** Postgres connection string for the cache, the outbox and everything else the service keeps. */
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/propsync'),
@@ -32,13 +76,23 @@ export const configSchema = z.object({
   SANDBOX_PORT: port.default(4010),
   /** Address the service uses to reach the sandbox PMS. Defaults to http://127.0.0.1:SANDBOX_PORT. */
   SANDBOX_URL: z.string().url().optional(),
-  /** Bearer token of the sandbox PMS's control endpoints (create companies, apply changes, set faults). */
-  SANDBOX_CONTROL_TOKEN: z.string().min(16, 'must be at least 16 characters').default('dev-sandbox-control-token'),
+  /** Bearer token of the sandbox PMS's control endpoints (create companies, apply changes, set faults). Live mode refuses the default. */
+  SANDBOX_CONTROL_TOKEN: z.string().min(16, 'must be at least 16 characters').default(DEV_SANDBOX_CONTROL_TOKEN),
   /** Milliseconds the sandbox PMS delays each reply while a `slow` fault without its own delay is set. */
   SANDBOX_SLOW_MS: z.coerce.number().int().min(0).max(600_000).default(3000),
-  /** Bearer token of the admin API (/admin/v1). */
-  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').default('dev-admin-token-change-me'),
-  /** Modes of API key this deployment serves; a key of another mode gets 401. */
+  /** Bearer token of the admin API (/admin/v1). Live mode refuses the default. */
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').default(DEV_ADMIN_TOKEN),
+  /**
+   * Keys that encrypt stored secrets (source api keys, webhook signing secrets): `kid:base64(32 bytes)` entries
+   * separated by commas. The first encrypts; the others only decrypt (rotation: put the new key first, keep the old
+   * ones until the migration job has re-encrypted). Unset: the built-in development key `dev`, which live mode refuses.
+   */
+  ENCRYPTION_KEYS: z.string().optional().transform(parseEncryptionKeys),
+  /**
+   * Modes of API key this deployment serves; a key of another mode gets 401. An API or worker that serves `live`
+   * refuses to start on the development tokens or encryption key (liveModeRefusal); `npm start` serves `test` only
+   * unless this is set.
+   */
   SERVED_MODES: z
     .string()
     .default('test,live')
@@ -52,6 +106,22 @@ export const configSchema = z.object({
   DOCS_BASE_URL: z.string().url().optional(),
   /** Records the sync reads per source page (the source may cap it lower). */
   SYNC_PAGE_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
+  /** First delay before a failed sync activity (a source outage) is tried again; it doubles per attempt. */
+  SYNC_RETRY_INITIAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(2_000),
+  /** Longest delay between two attempts of a sync activity. */
+  SYNC_RETRY_MAX_INTERVAL_MS: z.coerce.number().int().min(100).max(24 * 3_600_000).default(120_000),
+  /** Attempts of one entity of a run (the first included) before the run fails; the next scheduled run starts over. */
+  SYNC_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1_000).default(10),
+  /** All attempts of one entity of a run together (Temporal's schedule-to-close timeout); beyond it the run fails. */
+  SYNC_ENTITY_TIMEOUT_MS: z.coerce.number().int().min(10_000).max(7 * 24 * 3_600_000).default(6 * 3_600_000),
+  /** A sync attempt whose resume point has not moved for this long fails (and is retried) instead of heartbeating on. */
+  SYNC_STALL_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(300_000),
+  /** All attempts of a run's bookkeeping step (claim, finish, record a failure): a longer database outage fails the run. */
+  SYNC_BOOKKEEPING_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(600_000),
+  /** Postgres statement_timeout of every pool of the service (0: none). A statement stuck on a lock fails instead of hanging. */
+  DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(60_000),
+  /** Postgres idle_in_transaction_session_timeout of every pool (0: none): a transaction left open by a stuck process ends. */
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(60_000),
   /** Sync activities (one entity of one integration each) a worker runs at once; bounds its memory. */
   WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(8),
   /** Threads a worker reads, maps and hashes source pages on (0: on its event loop). */
@@ -90,6 +160,23 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/**
+ * Why a deployment may not serve live mode on this configuration, one line per problem naming the variable, or
+ * undefined: serving live means holding real credentials, so the development tokens and the public development
+ * encryption key (as the active key; it may stay behind one's own to open values until they are re-encrypted) are
+ * refused.
+ */
+export function liveModeRefusal(c: Config): string | undefined {
+  if (!c.SERVED_MODES.includes('live')) return undefined;
+  const lines: string[] = [];
+  if (c.ADMIN_TOKEN === DEV_ADMIN_TOKEN) lines.push('  ADMIN_TOKEN: is the development default; set a long random token of your own');
+  if (c.SANDBOX_CONTROL_TOKEN === DEV_SANDBOX_CONTROL_TOKEN) lines.push('  SANDBOX_CONTROL_TOKEN: is the development default; set a long random token of your own');
+  if (c.ENCRYPTION_KEYS[0]!.key.equals(DEV_ENCRYPTION_KEY.key)) {
+    lines.push('  ENCRYPTION_KEYS: unset, or its first (active) key is the public development key; put a kid:base64(32 bytes) key of your own first');
+  }
+  return lines.length > 0 ? `Refusing to serve live mode (SERVED_MODES includes live):\n${lines.join('\n')}` : undefined;
+}
+
 /** Parse a configuration from an environment-like record. Throws ConfigError naming every bad variable. */
 export function parseConfig(env: Record<string, string | undefined>): Config {
   // Empty strings mean "unset" so that `FOO= npm start` falls back to the default.
@@ -119,10 +206,16 @@ export function config(): Config {
   return loaded;
 }
 
-/** Entry-point helper: parse or exit(1) with the readable message. */
-export function loadConfigOrExit(): Config {
+/**
+ * Entry-point helper: parse or exit(1) with the readable message. `serving`: the process serves the API modes
+ * (the API, the worker), so it also refuses live mode on development secrets.
+ */
+export function loadConfigOrExit(opts: { serving?: boolean } = {}): Config {
   try {
-    return config();
+    const c = config();
+    const refusal = opts.serving ? liveModeRefusal(c) : undefined;
+    if (refusal) throw new ConfigError(refusal);
+    return c;
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.message);

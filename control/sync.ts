@@ -4,11 +4,19 @@
  * schedules).
  */
 import { createHash } from 'node:crypto';
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, WorkflowNotFoundError, type Client, type ScheduleOptions } from '@temporalio/client';
+import {
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+  type ScheduleOptions,
+} from '@temporalio/client';
+import { and, eq } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { newId } from '../db/ids';
 import { syncJobs } from '../db/schema';
-import { activeJobOf, lockIntegrationSync, type RunIsOpen, type SyncJobRow } from '../db/sync-jobs';
+import { abandonedJobsOf, activeJobOf, lockIntegrationSync, type RunState, type SyncJobRow } from '../db/sync-jobs';
 import type { IntegrationRow } from '../db/tenants';
 import {
   SA_INTEGRATION_ID,
@@ -31,14 +39,14 @@ export interface SyncControlDeps {
   taskQueue: string;
 }
 
-/** Whether a workflow is still running, by its id (latest run). */
-export function runIsOpenVia(client: Client): RunIsOpen {
+/** Where a workflow stands, by its id (latest run). */
+export function runStateVia(client: Client): RunState {
   return async (workflowId) => {
     try {
       const d = await client.workflow.getHandle(workflowId).describe();
-      return d.status.name === 'RUNNING';
+      return d.status.name === 'RUNNING' ? 'open' : 'closed';
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return false;
+      if (err instanceof WorkflowNotFoundError) return 'missing';
       throw err;
     }
   };
@@ -120,21 +128,27 @@ export async function triggerSync(deps: SyncControlDeps, integration: Integratio
 }
 
 /**
- * Create a queued job and start its workflow under the integration's run lock, or return the active job.
- * The workflow is started before the job row commits; its first activity takes the same lock, so it always sees
- * the row, and a failed start rolls the row back.
+ * Create a queued job under the integration's run lock (or return the active job), then start its workflow. No
+ * Temporal call happens inside the transaction: which jobs are abandoned is asked before it, and the start after
+ * the commit (the job's workflow id is unique, so the start is safe to retry; a start that fails fails the job).
  */
 async function startRun(deps: SyncControlDeps, integration: IntegrationRow, trigger: Exclude<SyncTrigger, 'schedule'>): Promise<SyncJobRow> {
-  return deps.db.transaction(async (tx) => {
+  const abandoned = await abandonedJobsOf(deps.db, integration.id, runStateVia(deps.client));
+  const claimed = await deps.db.transaction(async (tx) => {
     await lockIntegrationSync(tx, integration.id);
-    const active = await activeJobOf(tx, integration.id, runIsOpenVia(deps.client));
-    if (active) return active;
+    const active = await activeJobOf(tx, integration.id, abandoned);
+    if (active) return { row: active, created: false };
     const id = newId('syncJob');
-    const workflowId = syncWorkflowIdOf(id);
     const [row] = await tx
       .insert(syncJobs)
-      .values({ id, organizationId: integration.organizationId, integrationId: integration.id, status: 'queued', trigger, workflowId })
+      .values({ id, organizationId: integration.organizationId, integrationId: integration.id, status: 'queued', trigger, workflowId: syncWorkflowIdOf(id) })
       .returning();
+    return { row: row!, created: true };
+  });
+  if (!claimed.created) return claimed.row;
+  const { id } = claimed.row;
+  const workflowId = syncWorkflowIdOf(id);
+  try {
     await deps.client.workflow.start(syncIntegration, {
       taskQueue: deps.taskQueue,
       workflowId,
@@ -146,8 +160,16 @@ async function startRun(deps: SyncControlDeps, integration: IntegrationRow, trig
         { key: SA_STATUS, value: 'queued' },
       ],
     });
-    return row!;
-  });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+      await deps.db
+        .update(syncJobs)
+        .set({ status: 'failed', finishedAt: new Date(), error: `The run could not be started: ${(err as Error).message}` })
+        .where(and(eq(syncJobs.id, id), eq(syncJobs.status, 'queued')));
+      throw err;
+    }
+  }
+  return claimed.row;
 }
 
 export { syncJobView } from '../db/sync-jobs';

@@ -11,13 +11,24 @@ export interface DbOptions {
   max?: number;
   /** Application name shown in pg_stat_activity. */
   applicationName?: string;
+  /** Postgres statement_timeout of every connection, in ms (0: none). Default 60 s. */
+  statementTimeoutMs?: number;
+  /** Postgres idle_in_transaction_session_timeout of every connection, in ms (0: none). Default 60 s. */
+  idleInTransactionTimeoutMs?: number;
 }
+
+/** Timeouts of a pool when its creator does not say: no statement or open transaction hangs a process for ever. */
+export const DEFAULT_DB_TIMEOUT_MS = 60_000;
 
 export function createDb(url: string, opts: DbOptions = {}): Db {
   const client = postgres(url, {
     max: opts.max ?? 10,
     onnotice: () => {},
-    connection: { application_name: opts.applicationName ?? 'propsync' },
+    connection: {
+      application_name: opts.applicationName ?? 'propsync',
+      statement_timeout: opts.statementTimeoutMs ?? DEFAULT_DB_TIMEOUT_MS,
+      idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? DEFAULT_DB_TIMEOUT_MS,
+    },
     // bigint columns hold money in minor units; they fit in a JS number.
     types: { bigint: postgres.BigInt },
   });

@@ -1,11 +1,14 @@
 /**
- * Creates the database when it does not exist and applies the committed migrations. Idempotent.
- * Used by `npm start`, the test setup and `npm run db:migrate`.
+ * Creates the database when it does not exist and applies the committed migrations; then (given a keyring) seals
+ * every stored secret that is in plaintext or under an older key (db/secrets.ts). Idempotent.
+ * Used by `npm start`, the test setup and `npm run db:migrate` (the migration job of docker-compose.yml).
  */
 import { fileURLToPath } from 'node:url';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
+import type { Keyring } from '../domain/secrets';
 import { closeDb, createDb } from './client';
+import { describeReseal, resealStoredSecrets, type ResealReport } from './secrets';
 
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('./migrations', import.meta.url));
 
@@ -31,11 +34,14 @@ export async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
-export async function migrateDatabase(url: string): Promise<void> {
+/** With `secrets`, the re-encryption pass runs after the migrations and its report is returned. */
+export async function migrateDatabase(url: string, opts: { secrets?: Keyring } = {}): Promise<ResealReport | null> {
   await ensureDatabase(url);
-  const db = createDb(url, { max: 1, applicationName: 'propsync-migrate' });
+  // A migration may rebuild an index of a big table: no statement timeout here.
+  const db = createDb(url, { max: 1, applicationName: 'propsync-migrate', statementTimeoutMs: 0 });
   try {
     await migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+    return opts.secrets ? await resealStoredSecrets(db, opts.secrets) : null;
   } finally {
     await closeDb(db);
   }
@@ -43,7 +49,9 @@ export async function migrateDatabase(url: string): Promise<void> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { loadConfigOrExit } = await import('../config');
+  const { createKeyring } = await import('../domain/secrets');
   const cfg = loadConfigOrExit();
-  await migrateDatabase(cfg.DATABASE_URL);
+  const report = await migrateDatabase(cfg.DATABASE_URL, { secrets: createKeyring(cfg.ENCRYPTION_KEYS) });
   console.log('migrations applied');
+  console.log(describeReseal(report!));
 }

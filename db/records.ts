@@ -5,7 +5,7 @@
  *
  * Also the one serializer from rows to API records, so events and reads show records identically.
  */
-import { and, eq, getTableColumns, inArray, isNull, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type {
   Entity,
@@ -26,7 +26,7 @@ import type {
 import { categoryOf, eventFor, type EventType } from '../domain/events';
 import { canonicalJson, hashRecord, recordOf, type HashedRecord } from '../domain/content';
 import type { Mode } from '../domain/plans';
-import type { Tx } from './client';
+import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { events, leaseResidents, leases, properties, residents, syncSeen, units } from './schema';
 
@@ -756,6 +756,43 @@ export async function softDeleteUnseen(
     eventIds.push(...rows.map((r) => r.id));
   }
   return { softDeleted: gone.length, eventIds };
+}
+
+/**
+ * Record x_ids as seen by a run without applying anything (records the run quarantined: their cached version
+ * stays, and must not be soft-deleted for being unreadable).
+ */
+export async function markSeen(tx: Tx, syncJobId: string, entity: Entity, xIds: string[]): Promise<void> {
+  if (xIds.length > 0) await tx.insert(syncSeen).values({ syncJobId, entity, xIds });
+}
+
+/**
+ * Live cached x_ids of an entity that a run has not seen (yet), in x_id order after `after`: the candidates for
+ * soft-deletion, which the run confirms with the source before it soft-deletes any.
+ */
+export async function unseenXIds(
+  db: Db,
+  q: { integrationId: string; syncJobId: string; entity: Entity; after: string | null; limit: number },
+): Promise<string[]> {
+  const table = tableOf(q.entity);
+  return db.transaction(async (tx) => {
+    // The same anti join as softDeleteUnseen, for the same reason (stale statistics of sync_seen_pages).
+    await tx.execute(sql`select set_config('enable_nestloop', 'off', true)`);
+    const rows = await tx
+      .select({ xId: table.xId })
+      .from(table)
+      .where(
+        and(
+          eq(table.integrationId, q.integrationId),
+          isNull(table.deletedAt),
+          q.after === null ? undefined : sql`${table.xId} > ${q.after}`,
+          sql`not exists (select 1 from (select unnest(s.x_ids) as x_id from ${syncSeen} s where s.sync_job_id = ${q.syncJobId} and s.entity = ${q.entity}) seen where seen.x_id = ${table.xId})`,
+        ),
+      )
+      .orderBy(asc(table.xId))
+      .limit(q.limit);
+    return rows.map((r) => r.xId);
+  });
 }
 
 /** Forget what a sync run saw (called when the run ends, whatever its outcome). */

@@ -262,11 +262,14 @@ export const syncJobs = pgTable(
     recordsNew: integer('records_new').notNull().default(0),
     recordsUpdated: integer('records_updated').notNull().default(0),
     recordsSoftDeleted: integer('records_soft_deleted').notNull().default(0),
+    /** Records the source served that the mapping could not read: left as they were in the cache (sync_skipped_records). */
+    recordsSkipped: integer('records_skipped').notNull().default(0),
     /**
      * Resume point per entity so a retried activity carries on from the last committed page. `tracked: false`: the
      * integration had no row of the entity when the run began, so the run records no seen x_ids and soft-deletes none.
+     * `confirmed`: the source confirmed that what the run did not see of the entity is gone (soft-deletes may go ahead).
      */
-    progress: jsonb('progress').$type<Record<string, { page: number; done: boolean; tracked?: boolean }>>().notNull().default({}),
+    progress: jsonb('progress').$type<Record<string, { page: number; done: boolean; tracked?: boolean; confirmed?: boolean }>>().notNull().default({}),
     error: text('error'),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
@@ -287,6 +290,24 @@ export const syncSeen = pgTable(
     xIds: text('x_ids').array().notNull(),
   },
   (t) => [index('sync_seen_pages_job_idx').on(t.syncJobId, t.entity)],
+);
+
+/**
+ * Records a sync run quarantined: served by the source but unreadable by the mapping. The run skips them (their
+ * cached version stays as it was, never soft-deleted) and carries on; an operator reads this list to fix the source.
+ */
+export const syncSkippedRecords = pgTable(
+  'sync_skipped_records',
+  {
+    syncJobId: text('sync_job_id').notNull(),
+    entity: text('entity', { enum: ['property', 'unit', 'resident', 'lease'] }).notNull(),
+    /** The record's native id; null when even that was unreadable. */
+    xId: text('x_id'),
+    reason: text('reason').notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  // NULLS DISTINCT (the default): records without a readable id are each listed.
+  (t) => [uniqueIndex('sync_skipped_records_key').on(t.syncJobId, t.entity, t.xId)],
 );
 
 /**

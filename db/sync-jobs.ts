@@ -4,14 +4,19 @@
  */
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Tx } from './client';
-import { syncJobs } from './schema';
+import type { Entity } from '../domain/cdm';
+import type { SkippedRecord } from '../source/connector';
+import { syncJobs, syncSkippedRecords } from './schema';
 
 export type SyncJobRow = typeof syncJobs.$inferSelect;
 export type SyncJobStatus = SyncJobRow['status'];
 export const ACTIVE_STATUSES = ['queued', 'running'] as const satisfies readonly SyncJobStatus[];
 
-/** Whether the Temporal workflow of a job is still open; injected so this module stays free of Temporal. */
-export type RunIsOpen = (workflowId: string) => Promise<boolean>;
+/**
+ * Where the Temporal workflow of a job stands: running, ended, or not started (yet); injected so this module stays
+ * free of Temporal.
+ */
+export type RunState = (workflowId: string) => Promise<'open' | 'closed' | 'missing'>;
 
 /**
  * Serializes everything that starts a run of one integration, until the caller's transaction ends.
@@ -27,18 +32,45 @@ export async function getSyncJob(tx: Tx, id: string): Promise<SyncJobRow | undef
 }
 
 /**
- * The integration's job that is queued or running, if any. A job whose workflow ended without finishing it
- * (terminated by an operator, or a start that never happened) would otherwise block the integration forever,
- * so it is failed here. Call under lockIntegrationSync.
+ * How long a queued job may wait for its workflow to start: its row commits just before the start (no Temporal
+ * call is made inside the transaction), so for a moment a live job has no workflow yet.
  */
-export async function activeJobOf(tx: Tx, integrationId: string, runIsOpen: RunIsOpen): Promise<SyncJobRow | undefined> {
+export const START_GRACE_MS = 60_000;
+
+/**
+ * Ids of the integration's queued or running jobs whose workflow has ended without finishing them (terminated by
+ * an operator, a start that never happened, a run that could not record its own failure). Asks Temporal, so call it
+ * outside any transaction, then hand the answer to activeJobOf under the lock.
+ */
+export async function abandonedJobsOf(db: Tx, integrationId: string, runState: RunState, now = new Date()): Promise<Set<string>> {
+  const rows = await db
+    .select()
+    .from(syncJobs)
+    .where(and(eq(syncJobs.integrationId, integrationId), inArray(syncJobs.status, [...ACTIVE_STATUSES])));
+  const out = new Set<string>();
+  for (const row of rows) {
+    const state = row.workflowId ? await runState(row.workflowId) : 'missing';
+    if (state === 'open') continue;
+    // Not started yet: the start follows the row's commit by a moment (or failed, and fails the job itself).
+    if (state === 'missing' && row.status === 'queued' && now.getTime() - row.createdAt.getTime() < START_GRACE_MS) continue;
+    out.add(row.id);
+  }
+  return out;
+}
+
+/**
+ * The integration's job that is queued or running, if any. Jobs found abandoned (abandonedJobsOf, asked before the
+ * lock was taken) would otherwise block the integration forever, so they are failed here; a job that appeared
+ * since counts as active. Call under lockIntegrationSync.
+ */
+export async function activeJobOf(tx: Tx, integrationId: string, abandoned: ReadonlySet<string>): Promise<SyncJobRow | undefined> {
   const rows = await tx
     .select()
     .from(syncJobs)
     .where(and(eq(syncJobs.integrationId, integrationId), inArray(syncJobs.status, [...ACTIVE_STATUSES])))
     .orderBy(asc(syncJobs.createdAt));
   for (const row of rows) {
-    if (row.workflowId && (await runIsOpen(row.workflowId))) return row;
+    if (!abandoned.has(row.id)) return row;
     await tx
       .update(syncJobs)
       .set({ status: 'failed', finishedAt: new Date(), error: 'The run ended without finishing this job (workflow terminated or never started).' })
@@ -60,6 +92,39 @@ export function syncJobView(row: SyncJobRow) {
     records_new: row.recordsNew,
     records_updated: row.recordsUpdated,
     records_soft_deleted: row.recordsSoftDeleted,
+    records_skipped: row.recordsSkipped,
     error: row.error,
   };
+}
+
+/**
+ * List records a run quarantined (once per run, entity and x_id: a retried page lists nothing twice). Returns how
+ * many were new to the list, for the job's records_skipped.
+ */
+export async function quarantine(tx: Tx, syncJobId: string, entity: Entity, skipped: SkippedRecord[]): Promise<number> {
+  if (skipped.length === 0) return 0;
+  const rows = await tx
+    .insert(syncSkippedRecords)
+    .values(skipped.map((r) => ({ syncJobId, entity, xId: r.x_id, reason: r.reason })))
+    .onConflictDoNothing()
+    .returning({ entity: syncSkippedRecords.entity });
+  return rows.length;
+}
+
+export type SkippedRecordRow = typeof syncSkippedRecords.$inferSelect;
+
+/** A page of a run's quarantined records, in (entity, x_id) order. */
+export async function skippedRecordsOf(tx: Tx, syncJobId: string, page: { limit: number; offset: number }): Promise<SkippedRecordRow[]> {
+  return tx
+    .select()
+    .from(syncSkippedRecords)
+    .where(eq(syncSkippedRecords.syncJobId, syncJobId))
+    .orderBy(asc(syncSkippedRecords.entity), asc(syncSkippedRecords.xId), asc(syncSkippedRecords.createdAt))
+    .limit(page.limit)
+    .offset(page.offset);
+}
+
+/** The admin API's view of a quarantined record. */
+export function skippedRecordView(row: SkippedRecordRow) {
+  return { entity: row.entity, x_id: row.xId, reason: row.reason, seen_at: row.createdAt.toISOString() };
 }

@@ -1,7 +1,8 @@
 /** Organizations, integrations and API keys: the rows the admin API, the demo seed and tests create. */
-import { createHash, randomInt } from 'node:crypto';
+import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
 import type { Mode, Plan } from '../domain/plans';
+import { sealSourceConfig, type Keyring } from '../domain/secrets';
 import type { Tx } from './client';
 import { apiKeys, integrations, organizations } from './schema';
 
@@ -35,14 +36,24 @@ export interface NewIntegration {
   mode: Mode;
   plan: Plan;
   sourceType: 'sandbox' | 'entrata';
+  /** The source's settings with `api_key` in plaintext: it is stored encrypted. */
   sourceConfig: { base_url: string; api_key: string; size?: number; seed?: number };
   syncIntervalSeconds?: number | null;
 }
 
-export async function createIntegration(tx: Tx, input: NewIntegration): Promise<IntegrationRow> {
+/** Create an integration; its source `api_key` is stored sealed with the keyring (the row holds the ciphertext). */
+export async function createIntegration(tx: Tx, input: NewIntegration, secrets: Keyring): Promise<IntegrationRow> {
+  // The id is part of what the sealed key is bound to, so it is known before the insert.
+  const id = input.id ?? randomUUID();
   const [row] = await tx
     .insert(integrations)
-    .values({ ...input, name: input.name ?? null, syncIntervalSeconds: input.syncIntervalSeconds ?? null })
+    .values({
+      ...input,
+      id,
+      name: input.name ?? null,
+      sourceConfig: sealSourceConfig(secrets, id, input.sourceConfig),
+      syncIntervalSeconds: input.syncIntervalSeconds ?? null,
+    })
     .returning();
   return row!;
 }

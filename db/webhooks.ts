@@ -4,6 +4,7 @@
  */
 import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { PLAN_RULES, PLANS } from '../domain/plans';
+import { isPlaintext, sealSigningSecret, type Keyring } from '../domain/secrets';
 import { wantsEvent, type DeliveryStatus } from '../domain/webhooks';
 import type { Tx } from './client';
 import { newId } from './ids';
@@ -66,15 +67,49 @@ export async function getSubscription(tx: Tx, id: string): Promise<SubscriptionR
   return row;
 }
 
+/**
+ * Create a subscription with a new signing secret, stored sealed with the keyring. The returned `secret` is the
+ * only time the plaintext exists outside the delivery activity.
+ */
 export async function createSubscription(
   tx: Tx,
   input: { organizationId: string; integrationId: string; url: string; eventTypes: string[]; description: string | null },
-): Promise<SubscriptionRow> {
+  secrets: Keyring,
+): Promise<{ row: SubscriptionRow; secret: string }> {
+  const id = newId('webhookSubscription');
+  const secret = newSigningSecret();
   const [row] = await tx
     .insert(webhookSubscriptions)
-    .values({ id: newId('webhookSubscription'), status: 'active', secret: newSigningSecret(), ...input })
+    .values({ id, status: 'active', secret: sealSigningSecret(secrets, id, secret), ...input })
     .returning();
-  return row!;
+  return { row: row!, secret };
+}
+
+/**
+ * Give a subscription a new signing secret; the one it replaces stays valid until `previousExpiresAt`. The new one
+ * is sealed with the active key; the replaced one moves as it is stored (both columns share one place, so it still
+ * opens), and is never decrypted here. Returns the new secret in plaintext (shown once) and the updated row.
+ */
+export async function rotateSigningSecret(
+  tx: Tx,
+  sub: SubscriptionRow,
+  secrets: Keyring,
+  previousExpiresAt: Date,
+  now: Date,
+): Promise<{ row: SubscriptionRow; secret: string }> {
+  const secret = newSigningSecret();
+  const [row] = await tx
+    .update(webhookSubscriptions)
+    .set({
+      secret: sealSigningSecret(secrets, sub.id, secret),
+      // A plaintext from before encryption is sealed on the way.
+      previousSecret: isPlaintext(sub.secret) ? sealSigningSecret(secrets, sub.id, sub.secret) : sub.secret,
+      previousSecretExpiresAt: previousExpiresAt,
+      updatedAt: now,
+    })
+    .where(eq(webhookSubscriptions.id, sub.id))
+    .returning();
+  return { row: row!, secret };
 }
 
 export async function getDelivery(tx: Tx, id: string): Promise<DeliveryRow | undefined> {

@@ -8,6 +8,12 @@ export type Entity = (typeof ENTITIES)[number];
 
 /** Sync order: a record's references are synced before it. */
 export const SYNC_ORDER: readonly Entity[] = ['property', 'unit', 'resident', 'lease'];
+/**
+ * SYNC_ORDER in stages, as the sync workflow runs them: an entity after everything it references. Units and
+ * residents reference only properties, so they run side by side.
+ */
+export const SYNC_STAGES: readonly (readonly Entity[])[] = [['property'], ['unit', 'resident'], ['lease']];
+if (SYNC_STAGES.flat().join() !== SYNC_ORDER.join()) throw new Error('SYNC_STAGES must list SYNC_ORDER, in order');
 
 export interface Money {
   /** Integer minor units. */

@@ -64,3 +64,26 @@ export const SCHEDULE_ID_PREFIX = 'sync-schedule-';
 export const scheduleIdOf = (integrationId: string) => `${SCHEDULE_ID_PREFIX}${integrationId}`;
 /** Id of a sync workflow run for a job: one job, one workflow. */
 export const syncWorkflowIdOf = (syncJobId: string) => `sync-${syncJobId}`;
+
+/**
+ * How a sync run retries and bounds its steps: the worker's configuration (SYNC_* variables), fixed for a run by
+ * its first step (a local activity), so every attempt of the run follows the same policy.
+ */
+export interface SyncPolicy {
+  /** Retries of an entity's activity (source outages): first delay, growth, longest delay, attempts in all. */
+  retry: { initialIntervalMs: number; backoffCoefficient: number; maximumIntervalMs: number; maximumAttempts: number };
+  /** All attempts of one entity (or its deletion check) together; beyond it the run fails. */
+  entityTimeoutMs: number;
+  /** Silence after which an attempt counts as lost (a dead worker); activities heartbeat well within it. */
+  heartbeatTimeoutMs: number;
+  /** All attempts of a bookkeeping step (claim, finish, record a failure): a long database outage fails the run. */
+  bookkeepingTimeoutMs: number;
+}
+
+/** The policy of a worker with the default configuration. */
+export const DEFAULT_SYNC_POLICY: SyncPolicy = {
+  retry: { initialIntervalMs: 2_000, backoffCoefficient: 2, maximumIntervalMs: 120_000, maximumAttempts: 10 },
+  entityTimeoutMs: 6 * 3600_000,
+  heartbeatTimeoutMs: 20_000,
+  bookkeepingTimeoutMs: 10 * 60_000,
+};

@@ -47,6 +47,8 @@ export interface SyncCompleteData {
   records_new: number;
   records_updated: number;
   records_soft_deleted: number;
+  /** Records the source served that the run could not read and left as they were (listed on the sync job). */
+  records_skipped: number;
 }
 
 const UPDATED: Record<Exclude<Entity, 'lease'>, EventType> = {

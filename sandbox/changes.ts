@@ -8,6 +8,7 @@
  * - Deletes prefer records nothing references; when a referenced record goes, what references it goes too (a
  *   unit's leases, a resident's leases, a lease's renewals), and all of it is reported.
  * - Every updated record gets a new value in a mapped field and a new `updatedOn`.
+ * - Corrupted records get one value the mapping refuses (the sync quarantines them).
  * - Lease transitions: pending -> active | cancelled; active -> notice | terminated | evicted | renewed;
  *   notice -> ended | renewed. A renewal ends the lease and creates its successor (status active, isRenewal,
  *   previousLeaseId), reported under `created.lease` and in `renewals`.
@@ -89,7 +90,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     const next: NextIds = { ...company.next_ids };
     const now = Date.now();
     const today = Math.floor(now / DAY);
-    const result: ChangeResult = { updated: empty(), created: empty(), deleted: empty(), lease_transitions: [], renewals: [] };
+    const result: ChangeResult = { updated: empty(), created: empty(), deleted: empty(), corrupted: empty(), lease_transitions: [], renewals: [] };
 
     const rows = await tx<Skeleton[]>`
       select entity, id, property_id, unit_id, previous_id, customer_ids,
@@ -218,11 +219,11 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
             rng,
             id,
             ctx,
-            { unitId: lease.unitId, marketRentCents: decimalToMinor(lease.rent) },
+            { unitId: lease.unitId, marketRentCents: centsOf(lease.rent) },
             'active',
             { start, end, moveIn: null, moveOut: null, notice: null, signed: today, term },
             customers,
-            { leaseId: row.id, rentCents: decimalToMinor(lease.rent) },
+            { leaseId: row.id, rentCents: centsOf(lease.rent) },
             'Not Started',
             now,
             now,
@@ -233,6 +234,17 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
           result.created.lease.push(String(id));
           result.renewals.push({ x_id: String(id), previous_x_id: String(row.id) });
         }
+      }
+    }
+
+    // ---- corruption: one field no mapping can read
+    const bad = countsOf(req.corrupt, rng, WEIGHTS.update, sizes(alive));
+    for (const e of ENTITIES) {
+      const picked = rng.sample(alive(e), bad[e]).sort((a, b) => a.id - b.id);
+      for (const row of await getRecords(tx, companyId, e, picked.map((p) => p.id))) {
+        writes.push({ entity: e, id: row.id, data: { ...row.data, ...MALFORMED[e] } });
+        touched[e].add(row.id);
+        result.corrupted[e].push(String(row.id));
       }
     }
 
@@ -287,7 +299,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
         rng,
         id,
         ctx,
-        { unitId: unitRow.id, marketRentCents: decimalToMinor(String(unit.data.marketRent || '0')) },
+        { unitId: unitRow.id, marketRentCents: centsOf(unit.data.marketRent) },
         'pending',
         { start, end: addMonths(start, 12) - 1, moveIn: null, moveOut: null, notice: null, signed: rng.chance(0.5) ? today : null, term: 12 },
         [{ customerId, customerTypeId: 1 }],
@@ -306,6 +318,23 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     for (const e of ENTITIES) result.created[e].sort((a, b) => Number(a) - Number(b));
     return result;
   });
+}
+
+/** Per entity, a value the mapping refuses, as a PMS with bad data entry would serve it. */
+const MALFORMED: Record<Entity, Record<string, unknown>> = {
+  property: { updatedOn: '2025-13-45 25:61' },
+  unit: { marketRent: 'call for price' },
+  resident: { dateOfBirth: '02/30/1990' },
+  lease: { rent: 'TBD' },
+};
+
+/** An amount in cents; 0 for none, or for a value `corrupt` made unreadable. */
+function centsOf(value: unknown): number {
+  try {
+    return decimalToMinor(String(value || '0'));
+  } catch {
+    return 0;
+  }
 }
 
 function asArray<T>(v: T | T[]): T[] {
@@ -346,7 +375,7 @@ function transition(lease: NativeLease, to: LeaseStatus, today: number): NativeL
 function mutate(entity: Entity, row: RecordRow, rng: Rng, counter: number, today: number): Record<string, unknown> {
   const d = { ...row.data };
   const nudge = (amount: string, stepCents: number) => {
-    const cents = decimalToMinor(amount || '0');
+    const cents = centsOf(amount);
     const delta = rng.int(1, 8) * stepCents * (rng.chance(0.5) || cents < 8 * stepCents ? 1 : -1);
     return decimalOf(cents + delta);
   };

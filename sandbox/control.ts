@@ -14,12 +14,19 @@ export interface SandboxChangeRequest {
   delete?: number | PerEntity<number>;
   /** Leases whose status moves along a realistic transition (pending→active, active→notice→ended, ...). */
   lease_transitions?: number;
+  /**
+   * Records to make unreadable (a value no mapping accepts, as real systems sometimes hold): a total spread over
+   * entities, or counts per entity. A later `update` of such a record leaves it malformed.
+   */
+  corrupt?: number | PerEntity<number>;
 }
 
 export interface SandboxChangeResult {
   updated: Record<Entity, string[]>;
   created: Record<Entity, string[]>;
   deleted: Record<Entity, string[]>;
+  /** Records made malformed by `corrupt`. */
+  corrupted: Record<Entity, string[]>;
   lease_transitions: { x_id: string; from: string; to: string }[];
   /** Renewal leases created by transitions (also listed in `created.lease`), with the lease each renews. */
   renewals: { x_id: string; previous_x_id: string }[];

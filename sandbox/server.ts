@@ -9,7 +9,7 @@
  *   DELETE /control/companies/:id/faults     -> 204
  * Control errors are JSON `{error: {code, message}}` with a fitting status.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
@@ -52,7 +52,7 @@ const createSchema = z.object({
 const count = z.number().int().min(0).max(100_000);
 const perEntity = z.union([count, z.object({ property: count, unit: count, resident: count, lease: count }).partial().strict()]);
 const changesSchema = z
-  .object({ update: perEntity, create: perEntity, delete: perEntity, lease_transitions: count })
+  .object({ update: perEntity, create: perEntity, delete: perEntity, lease_transitions: count, corrupt: perEntity })
   .partial()
   .strict();
 const faultSchema = z
@@ -65,10 +65,14 @@ const faultSchema = z
 
 const problem = (c: Context, status: number, code: string, message: string) => c.json({ error: { code, message } }, status as 400);
 
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
 function controlRoutes(sql: Sql, token: string, logger?: Logger): Hono {
   const app = new Hono();
+  // Fixed-length digests compared in constant time: neither the token's content nor its length leaks by timing.
+  const expected = digest(`Bearer ${token}`);
   app.use('*', async (c, next) => {
-    if (c.req.header('authorization') !== `Bearer ${token}`) return problem(c, 401, 'unauthorized', 'missing or wrong control token');
+    if (!timingSafeEqual(digest(c.req.header('authorization') ?? ''), expected)) return problem(c, 401, 'unauthorized', 'missing or wrong control token');
     return next();
   });
 

@@ -1,7 +1,7 @@
 /**
  * `npm start`: the whole system on one machine, with prefixed logs.
  *  - a Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS names an existing one), state in .data/
- *  - migrations
+ *  - migrations, and the re-encryption of stored secrets that are in plaintext or under an older key
  *  - the sandbox PMS, the worker and the API as child processes
  *  - on an empty database: a demo organization, a test-mode sandbox integration and a test key, printed with a curl line
  * Ctrl-C stops everything; if any process dies, the rest are stopped too.
@@ -14,13 +14,19 @@ import { fileURLToPath } from 'node:url';
 import { loadConfigOrExit } from '../config';
 import { closeDb, createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
+import { describeReseal } from '../db/secrets';
 import { organizations } from '../db/schema';
 import { SEARCH_ATTRIBUTES } from '../domain/contract';
+import { createKeyring } from '../domain/secrets';
 import { workerProcessEnv } from '../worker/process-env';
 import { TEMPORAL_CLI } from './tools';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cfg = loadConfigOrExit();
+// A development system serves test-mode keys only, unless told otherwise; serving live then needs secrets of its
+// own (the API and worker refuse the development ones, and so does this script, before starting anything).
+const liveAsked = Boolean(process.env.SERVED_MODES);
+process.env.SERVED_MODES ||= 'test';
+const cfg = loadConfigOrExit({ serving: true });
 const children: { name: string; proc: ChildProcess }[] = [];
 let stopping = false;
 
@@ -110,8 +116,12 @@ async function main() {
     }
   }
 
-  await migrateDatabase(cfg.DATABASE_URL);
+  const resealed = await migrateDatabase(cfg.DATABASE_URL, { secrets: createKeyring(cfg.ENCRYPTION_KEYS) });
   say('start', 'database migrated');
+  say('start', describeReseal(resealed!));
+  if (!liveAsked) {
+    say('start', 'serving test-mode keys only; to serve live keys too, set SERVED_MODES=test,live with ADMIN_TOKEN, SANDBOX_CONTROL_TOKEN and ENCRYPTION_KEYS of your own');
+  }
 
   const env = { TEMPORAL_ADDRESS: temporalAddress, LOG_PRETTY: process.env.LOG_PRETTY ?? 'true' };
   const tsx = ['--import', 'tsx'];

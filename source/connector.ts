@@ -7,10 +7,26 @@ import type { Address, Entity, InputOf, Money, Phone } from '../domain/cdm';
 
 export interface SourcePage<E extends Entity> {
   records: InputOf[E][];
+  /** Records of the page the mapping could not read: left out of `records`, never fatal to the page. */
+  skipped: SkippedRecord[];
   /** 1-based page number of this page. */
   page: number;
   /** Whether another page follows. */
   hasMore: boolean;
+}
+
+/** A record the source served that the mapping could not read (quarantined by the sync, not applied). */
+export interface SkippedRecord {
+  /** The record's native id, when even that could not be read: null. */
+  x_id: string | null;
+  /** What is wrong with it, for the operator (the field's value, not the whole record). */
+  reason: string;
+}
+
+/** Records looked up by id: what the source still has (readable or not); an id in neither list is gone. */
+export interface RecordsById<E extends Entity> {
+  records: InputOf[E][];
+  skipped: SkippedRecord[];
 }
 
 /** A failure the source will not get over by retrying (bad credentials, a rejected write, a malformed reply). */
@@ -40,6 +56,11 @@ export class SourceTransientError extends Error {
 export interface SourceConnector {
   /** Read one page (1-based) of an entity. */
   readPage<E extends Entity>(entity: E, page: number, perPage: number): Promise<SourcePage<E>>;
+  /**
+   * Look records up by x_id, in as few requests as the source allows (id lists). Used to confirm that records a
+   * run did not page over are really gone before they are soft-deleted.
+   */
+  readByIds<E extends Entity>(entity: E, xIds: string[]): Promise<RecordsById<E>>;
   /** Read one record by its x_id (the read-back after a write); null when the source has no such record. */
   readOne<E extends Entity>(entity: E, xId: string): Promise<InputOf[E] | null>;
   /** Create a record in the source. A rejection (bad reference, missing field) is a SourcePermanentError. */

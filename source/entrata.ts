@@ -16,6 +16,7 @@ import {
   SourceTransientError,
   type CreateInputOf,
   type SourceConnector,
+  type RecordsById,
   type SourcePage,
   type SourceSettings,
   type UpdateInputOf,
@@ -95,19 +96,48 @@ export class EntrataConnector implements SourceConnector {
     const svc = SERVICES[entity];
     const size = Math.max(1, Math.min(perPage, MAX_PER_PAGE));
     const result = await this.call(svc.service, svc.read, { page_no: page, per_page: size });
-    const records = this.mapList(entity, result);
+    const { records, skipped } = this.mapList(entity, result);
     const pagination = (result as { pagination?: { total_count?: unknown; per_page?: unknown } }).pagination;
     const total = Number(pagination?.total_count);
     const served = Number(pagination?.per_page) || size;
-    const hasMore = Number.isFinite(total) ? page * served < total : records.length >= size;
-    return { records, page, hasMore };
+    const hasMore = Number.isFinite(total) ? page * served < total : records.length + skipped.length >= size;
+    return { records, skipped, page, hasMore };
+  }
+
+  async readByIds<E extends Entity>(entity: E, xIds: string[]): Promise<RecordsById<E>> {
+    const svc = SERVICES[entity];
+    const out: RecordsById<E> = { records: [], skipped: [] };
+    // Native ids are integers: anything else cannot be in the source (and would make it refuse the whole list).
+    const ids = [...new Set(xIds)].filter((x) => /^\d{1,15}$/.test(x));
+    for (let i = 0; i < ids.length; i += MAX_PER_PAGE) {
+      const batch = ids.slice(i, i + MAX_PER_PAGE);
+      for (let page = 1; ; page++) {
+        const result = await this.call(svc.service, svc.read, { [svc.ids]: batch.join(','), page_no: page, per_page: batch.length });
+        const { records, skipped } = this.mapList(entity, result);
+        // A source that ignored the id list would make every record it did not return look deleted.
+        const asked = new Set(batch);
+        const stray = [...records.map((r) => r.x_id), ...skipped.map((r) => r.x_id)].find((x) => x === null || !asked.has(x));
+        if (stray !== undefined) {
+          throw new SourcePermanentError(`${svc.read} answered an id lookup with a record not asked for (${stray ?? 'without an id'}): the source does not filter by ${svc.ids}`);
+        }
+        out.records.push(...records);
+        out.skipped.push(...skipped);
+        const total = Number((result as { pagination?: { total_count?: unknown } }).pagination?.total_count);
+        const got = records.length + skipped.length;
+        if (got === 0 || !Number.isFinite(total) || page * batch.length >= total) break;
+      }
+    }
+    return out;
   }
 
   async readOne<E extends Entity>(entity: E, xId: string): Promise<InputOf[E] | null> {
     if (xId.includes(',') || xId.trim() === '') return null;
     const svc = SERVICES[entity];
     const result = await this.call(svc.service, svc.read, { [svc.ids]: xId, page_no: 1, per_page: 1 });
-    return this.mapList(entity, result).find((r) => r.x_id === xId) ?? null;
+    const { records, skipped } = this.mapList(entity, result);
+    const bad = skipped.find((r) => r.x_id === xId);
+    if (bad) throw new SourcePermanentError(`malformed ${entity} ${xId} from ${svc.read}: ${bad.reason}`);
+    return records.find((r) => r.x_id === xId) ?? null;
   }
 
   async create<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult> {
@@ -187,19 +217,25 @@ export class EntrataConnector implements SourceConnector {
     }
   }
 
-  private mapList<E extends Entity>(entity: E, result: unknown): InputOf[E][] {
+  /**
+   * A reply's list, mapped. A record the mapping cannot read is set aside with its native id and the reason, so
+   * one bad row in a customer's system never stops the rest; a reply that is not a list at all is a permanent error.
+   */
+  private mapList<E extends Entity>(entity: E, result: unknown): RecordsById<E> {
     const svc = SERVICES[entity];
     if (!result || typeof result !== 'object') throw new SourcePermanentError(`malformed ${svc.read} reply: no result`);
     const items = wrappedList((result as Record<string, unknown>)[svc.outer], svc.inner);
     const map = MAPPERS[entity] as (raw: unknown) => InputOf[E];
-    return items.map((raw, i) => {
+    const out: RecordsById<E> = { records: [], skipped: [] };
+    for (const raw of items) {
       try {
-        return map(raw);
+        out.records.push(map(raw));
       } catch (err) {
-        if (err instanceof MappingError) throw new SourcePermanentError(`malformed ${entity} record #${i + 1} from ${svc.read}: ${err.message}`);
-        throw err;
+        if (!(err instanceof MappingError)) throw err;
+        out.skipped.push({ x_id: rawIdOf(raw, svc.idField), reason: err.message.slice(0, 500) });
       }
-    });
+    }
+    return out;
   }
 
   private idIn(result: unknown, key: string, field: string): string {
@@ -277,6 +313,14 @@ export class EntrataConnector implements SourceConnector {
     }
     throw last ?? new SourceTransientError(`${method}: no attempt made`);
   }
+}
+
+/** The native id of a raw record, if it has a usable one. */
+function rawIdOf(raw: unknown, idField: string): string | null {
+  const v = raw && typeof raw === 'object' ? (raw as Record<string, unknown>)[idField] : undefined;
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
+  if (typeof v === 'string' && v.trim() !== '') return v.trim();
+  return null;
 }
 
 function unitParams(u: Partial<CreateInputOf['unit']>): Record<string, unknown> {

@@ -16,12 +16,20 @@ import type { PageReader } from '../activities/page-reader';
 import { createActivities } from '../activities/sync';
 import { createOrderGate, createWebhookActivities, type GateWait, type OrderGate } from '../activities/webhooks';
 import { createSender, type Resolver, type Sender } from '../activities/webhook-http';
-import { ensureSyncSchedule, removeSyncSchedule, runIsOpenVia } from '../control/sync';
+import { ensureSyncSchedule, removeSyncSchedule, runStateVia } from '../control/sync';
 import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Db } from '../db/client';
 import { integrations } from '../db/schema';
-import { SCHEDULE_ID_PREFIX, SEARCH_ATTRIBUTES, scheduleIdOf, webhookTaskQueueOf } from '../domain/contract';
+import {
+  DEFAULT_SYNC_POLICY,
+  SCHEDULE_ID_PREFIX,
+  SEARCH_ATTRIBUTES,
+  scheduleIdOf,
+  webhookTaskQueueOf,
+  type SyncPolicy,
+} from '../domain/contract';
+import { createKeyring } from '../domain/secrets';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const BUNDLE_SCRIPT = fileURLToPath(new URL('./bundle.ts', import.meta.url));
@@ -59,8 +67,11 @@ export async function createWorker(deps: WorkerDeps, bundle?: { codePath: string
   const activities = createActivities({
     db: deps.db,
     pages: deps.pages,
-    runIsOpen: runIsOpenVia(client),
+    secrets: createKeyring(config.ENCRYPTION_KEYS),
+    runState: runStateVia(client),
     pageSize: config.SYNC_PAGE_SIZE,
+    stallMs: config.SYNC_STALL_MS,
+    policy: syncPolicyOf(config),
   });
   const create = (codePath: string) =>
     Worker.create({
@@ -77,6 +88,21 @@ export async function createWorker(deps: WorkerDeps, bundle?: { codePath: string
     });
   // Worker.create reads the bundle once; the file is removed after.
   return bundle ? create(bundle.codePath) : bundleWorkflows(create);
+}
+
+/** The sync workflow's retry and time-out policy, from configuration. */
+export function syncPolicyOf(config: Config): SyncPolicy {
+  return {
+    retry: {
+      initialIntervalMs: config.SYNC_RETRY_INITIAL_MS,
+      backoffCoefficient: 2,
+      maximumIntervalMs: config.SYNC_RETRY_MAX_INTERVAL_MS,
+      maximumAttempts: config.SYNC_RETRY_MAX_ATTEMPTS,
+    },
+    entityTimeoutMs: config.SYNC_ENTITY_TIMEOUT_MS,
+    heartbeatTimeoutMs: DEFAULT_SYNC_POLICY.heartbeatTimeoutMs,
+    bookkeepingTimeoutMs: config.SYNC_BOOKKEEPING_TIMEOUT_MS,
+  };
 }
 
 export interface WebhookWorkerDeps {
@@ -106,6 +132,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
     db: deps.db,
     sender,
     gate,
+    secrets: createKeyring(config.ENCRYPTION_KEYS),
     orderWait: { parkLimit: Math.max(1, Math.floor(config.WEBHOOK_MAX_ACTIVITIES / 2)), ...deps.orderWait },
     log: logger ? (fields, msg) => logger.debug(fields, msg) : undefined,
   });

@@ -16,7 +16,7 @@ import { webhookTaskQueueOf } from '../domain/contract';
 import { bundleWorkflows, createWebhookWorker, createWorker, reconcileSchedules, registerSearchAttributes } from './index';
 import { startRelay, type Relay } from './relay';
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit({ serving: true });
 const logger = createLogger('worker', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
@@ -47,7 +47,7 @@ async function connect(address: string): Promise<NativeConnection> {
 
 async function main() {
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
-  const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationName: 'propsync-worker' });
+  const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationName: 'propsync-worker', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS });
   const connection = await connect(address);
   const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
   try {

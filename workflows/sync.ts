@@ -1,6 +1,7 @@
 /**
  * Sync of one integration: claim the run, sync every entity in reference order (activities do the work page by
- * page, so no record data enters history), then finish (soft-deletes, SYNC_COMPLETE) in one step.
+ * page, so no record data enters history), confirm with the source that what the pages lacked is gone, then finish
+ * (soft-deletes, SYNC_COMPLETE) in one step.
  * Failure behaviour: any failure marks the job failed, sets PropsyncStatus=failed, and fails the workflow.
  */
 import {
@@ -8,44 +9,59 @@ import {
   CancellationScope,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SyncActivities } from '../activities/sync';
-import { SYNC_ORDER, type Entity } from '../domain/cdm';
+import { SYNC_STAGES } from '../domain/cdm';
 import {
   SA_INTEGRATION_ID,
   SA_ORGANIZATION_ID,
   SA_STATUS,
   SA_SYNC_JOB_ID,
+  type SyncPolicy,
   type SyncRunStatus,
   type SyncWorkflowInput,
   type SyncWorkflowResult,
 } from '../domain/contract';
 
-/** Short bookkeeping steps on the database: retried until the database answers. */
-const { startSyncJob, finishSyncJob, failSyncJob } = proxyActivities<SyncActivities>({
-  startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+/** The worker's policy for this run: configuration read once, recorded in history, so replays follow it. */
+const { syncPolicy } = proxyLocalActivities<SyncActivities>({ startToCloseTimeout: '10 seconds' });
 
 /**
- * One entity, all its pages. The heartbeat timeout is what notices a dead worker, so it stays short; the activity
- * heartbeats every few seconds while it works. Source outages are retried with backoff for about ten minutes,
- * then the run fails and the next scheduled run starts over.
+ * The run's activities under a policy. Bookkeeping steps (claim, finish, record a failure) are retried until the
+ * database answers, but only for bookkeepingTimeoutMs: a long outage fails the run rather than holding it open
+ * (and skipping every scheduled run meanwhile). Entity steps heartbeat (a short heartbeat time-out notices a dead
+ * worker), retry source outages with backoff up to maximumAttempts, honour a source's Retry-After (the activity's
+ * nextRetryDelay), and end within entityTimeoutMs whatever happens.
  */
-const { syncEntity } = proxyActivities<SyncActivities>({
-  startToCloseTimeout: '6 hours',
-  heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 10 },
-});
+function activitiesUnder(policy: SyncPolicy) {
+  const bookkeeping = proxyActivities<SyncActivities>({
+    startToCloseTimeout: Math.min(policy.bookkeepingTimeoutMs, 5 * 60_000),
+    scheduleToCloseTimeout: policy.bookkeepingTimeoutMs,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  });
+  const entity = proxyActivities<SyncActivities>({
+    startToCloseTimeout: policy.entityTimeoutMs,
+    scheduleToCloseTimeout: policy.entityTimeoutMs,
+    heartbeatTimeout: policy.heartbeatTimeoutMs,
+    retry: {
+      initialInterval: policy.retry.initialIntervalMs,
+      backoffCoefficient: policy.retry.backoffCoefficient,
+      maximumInterval: policy.retry.maximumIntervalMs,
+      maximumAttempts: policy.retry.maximumAttempts,
+    },
+  });
+  return {
+    startSyncJob: bookkeeping.startSyncJob,
+    finishSyncJob: bookkeeping.finishSyncJob,
+    failSyncJob: bookkeeping.failSyncJob,
+    syncEntity: entity.syncEntity,
+    confirmDeletions: entity.confirmDeletions,
+  };
+}
 
-/**
- * SYNC_ORDER in stages: an entity is synced after everything it references. Units and residents reference only
- * properties, so they run side by side.
- */
-const SYNC_STAGES: readonly (readonly Entity[])[] = [['property'], ['unit', 'resident'], ['lease']];
-if (SYNC_STAGES.flat().join() !== SYNC_ORDER.join()) throw new Error('SYNC_STAGES must list SYNC_ORDER, in order');
 
 function setStatus(status: SyncRunStatus, syncJobId?: string | null) {
   upsertSearchAttributes([
@@ -59,6 +75,7 @@ export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWor
   const known = workflowInfo().typedSearchAttributes;
   if (known.get(SA_INTEGRATION_ID) === undefined) upsertSearchAttributes([{ key: SA_INTEGRATION_ID, value: input.integrationId }]);
 
+  const { startSyncJob, finishSyncJob, failSyncJob, syncEntity, confirmDeletions } = activitiesUnder(await syncPolicy());
   let syncJobId = input.syncJobId ?? null;
   try {
     const started = await startSyncJob({ integrationId: input.integrationId, trigger: input.trigger, syncJobId: input.syncJobId });
@@ -72,6 +89,8 @@ export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWor
     setStatus('running', jobId);
 
     for (const stage of SYNC_STAGES) await Promise.all(stage.map((entity) => syncEntity({ syncJobId: jobId, entity })));
+    // What the pages did not contain is soft-deleted only once the source confirms it gone.
+    for (const stage of SYNC_STAGES) await Promise.all(stage.map((entity) => confirmDeletions({ syncJobId: jobId, entity })));
     await finishSyncJob({ syncJobId: jobId });
     setStatus('succeeded');
     return { syncJobId: jobId, status: 'succeeded' };
@@ -79,7 +98,9 @@ export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWor
     const jobId = syncJobId;
     if (jobId) {
       // Recording the failure must happen even when the run itself was cancelled.
-      await CancellationScope.nonCancellable(() => failSyncJob({ syncJobId: jobId, error: describe(err) }));
+      // If even that cannot reach the database within its bound, the run still ends: the job row is failed later by
+      // the next run of the integration, which finds no open workflow behind it.
+      await CancellationScope.nonCancellable(() => failSyncJob({ syncJobId: jobId, error: describe(err) })).catch(() => undefined);
     }
     setStatus('failed', jobId);
     if (isCancellation(err)) throw err;
@@ -94,6 +115,7 @@ export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWor
 
 /** The innermost message of an activity or application failure: what an operator needs in sync_jobs.error. */
 function describe(err: unknown): string {
+  if (isCancellation(err)) return 'The run was cancelled.';
   let e: unknown = err;
   while (e instanceof Error && e.cause instanceof Error) e = e.cause;
   return e instanceof Error ? e.message : String(err);

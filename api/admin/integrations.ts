@@ -44,12 +44,30 @@ export function integrationView(row: IntegrationRow) {
   };
 }
 
+/** A 422 naming one field of the request. */
+function invalid(pointer: string, detail: string): ApiError {
+  return new ApiError('validation_error', `${pointer}: ${detail}`, { errors: [{ pointer, detail }] });
+}
+
+/**
+ * What the request's source may be in its mode: a sandbox is for test mode only, and a live integration talks to
+ * its source over HTTPS only (its api key travels in every request); test mode may use http://, as the sandbox does.
+ */
+function checkSource(mode: 'test' | 'live', source: { type: 'sandbox' } | { type: 'entrata'; base_url: string }): void {
+  if (source.type === 'sandbox' && mode === 'live') {
+    throw invalid('/source/type', 'A sandbox source is only for test-mode integrations; a live integration connects to a real system (type entrata).');
+  }
+  if (source.type === 'entrata' && mode === 'live' && new URL(source.base_url).protocol !== 'https:') {
+    throw invalid('/source/base_url', 'A live integration connects to its source over https:// only (its API key travels with every request); http:// is for test mode.');
+  }
+}
+
 /** An override faster than the plan allows is refused, whichever of plan or interval the request changed. */
 function checkCadence(plan: Plan, override: number | null): void {
   const fastest = PLAN_RULES[plan].fastestSyncIntervalSeconds;
   if (override !== null && override < fastest) {
     const detail = `${override} s is faster than the ${plan} plan allows; its fastest cadence is ${fastest} s (null = the plan default, ${PLAN_RULES[plan].defaultSyncIntervalSeconds} s).`;
-    throw new ApiError('validation_error', `sync_interval_seconds: ${detail}`, { errors: [{ pointer: 'sync_interval_seconds', detail }] });
+    throw invalid('sync_interval_seconds', detail);
   }
 }
 
@@ -65,17 +83,14 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Connect a source',
       description:
-        'A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only). The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts.',
+        'A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only). A live integration\'s `base_url` must be https://. The source `api_key` is stored encrypted and never shown again. The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts.',
       request: { params: OrgId, ...body(IntegrationCreate) },
       responses: { 201: json(Integration, 'The integration.'), ...errorResponses, ...unavailableResponse },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
       const input = c.req.valid('json');
-      if (input.source.type === 'sandbox' && input.mode === 'live') {
-        const detail = 'A sandbox source is only for test-mode integrations; a live integration connects to a real system (type entrata).';
-        throw new ApiError('validation_error', `/source/type: ${detail}`, { errors: [{ pointer: '/source/type', detail }] });
-      }
+      checkSource(input.mode, input.source);
       const override = input.sync_interval_seconds ?? null;
       checkCadence(input.plan, override);
       // Fail before provisioning anything when Temporal is down.
@@ -100,7 +115,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         sourceType: input.source.type,
         sourceConfig,
         syncIntervalSeconds: override,
-      });
+      }, deps.secrets);
       await withTemporal(
         deps,
         'schedule the integration',

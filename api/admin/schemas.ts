@@ -81,8 +81,8 @@ export const SandboxSource = z
 export const EntrataSource = z
   .strictObject({
     type: z.literal('entrata'),
-    base_url: z.url({ protocol: /^https?$/ }),
-    api_key: z.string().min(1).max(500),
+    base_url: z.url({ protocol: /^https?$/ }).openapi({ description: 'https:// for a live integration; a test-mode one may use http://.' }),
+    api_key: z.string().min(1).max(500).openapi({ description: 'Stored encrypted; never shown again.' }),
   })
   .openapi('EntrataSource');
 export const IntegrationCreate = z
@@ -149,6 +149,9 @@ export const SyncJob = z
     records_new: z.number().int(),
     records_updated: z.number().int(),
     records_soft_deleted: z.number().int(),
+    records_skipped: z.number().int().openapi({
+      description: 'Records the source served that the mapping could not read: left as they were in the cache (never soft-deleted) and listed under /sync_jobs/{id}/skipped_records. The run still succeeds.',
+    }),
     error: z.string().nullable(),
     progress: z
       .record(z.enum(ENTITIES), z.object({ pages: z.number().int(), done: z.boolean() }))
@@ -156,13 +159,28 @@ export const SyncJob = z
   })
   .openapi('SyncJob');
 
+export const SkippedRecord = z
+  .object({
+    entity: z.enum(ENTITIES),
+    x_id: z.string().nullable().openapi({ description: "The record's id in the source; null when even that was unreadable." }),
+    reason: z.string().openapi({ example: 'not a decimal amount: "TBD"' }),
+    seen_at: DateTime,
+  })
+  .openapi('SkippedRecord');
+
 // Sandbox controls
 
 const Count = z.number().int().min(0).max(100_000);
 const PerEntityCount = z.strictObject(Object.fromEntries(ENTITIES.map((e) => [e, Count.optional()])) as Record<(typeof ENTITIES)[number], z.ZodOptional<typeof Count>>);
 const Counts = z.union([Count, PerEntityCount]).optional().openapi({ description: 'A total spread over entities, or counts per entity.' });
 export const SandboxChanges = z
-  .strictObject({ update: Counts, create: Counts, delete: Counts, lease_transitions: Count.optional() })
+  .strictObject({
+    update: Counts,
+    create: Counts,
+    delete: Counts,
+    lease_transitions: Count.optional(),
+    corrupt: Counts.openapi({ description: 'Records to make unreadable by the mapping (a bad date, amount or time), to see the sync quarantine them.' }),
+  })
   .openapi('SandboxChanges');
 const XIdsPerEntity = z.object(Object.fromEntries(ENTITIES.map((e) => [e, z.array(z.string())])) as Record<(typeof ENTITIES)[number], z.ZodArray<z.ZodString>>);
 export const SandboxChangeResult = z
@@ -170,6 +188,7 @@ export const SandboxChangeResult = z
     updated: XIdsPerEntity,
     created: XIdsPerEntity,
     deleted: XIdsPerEntity,
+    corrupted: XIdsPerEntity,
     lease_transitions: z.array(z.object({ x_id: z.string(), from: z.string(), to: z.string() })),
     renewals: z
       .array(z.object({ x_id: z.string(), previous_x_id: z.string() }))

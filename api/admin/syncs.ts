@@ -7,8 +7,8 @@ import { SYNC_ORDER, type Entity } from '../../domain/cdm';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { syncJobView } from '../../db/sync-jobs';
-import { errorResponses, IdParam, json, listOf, ListQuery, SyncJob, unavailableResponse } from './schemas';
+import { skippedRecordsOf, skippedRecordView, syncJobView } from '../../db/sync-jobs';
+import { errorResponses, IdParam, json, listOf, ListQuery, SkippedRecord, SyncJob, unavailableResponse } from './schemas';
 import { loadIntegration, withTemporal } from './support';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
@@ -23,9 +23,16 @@ export function adminSyncJobView(row: SyncJobRow) {
 }
 
 const tags = ['Sync jobs'];
+const SyncJobId = IdParam('syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Sync job id (`syj_` + ULID).');
 const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 
 export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
+  const loadJob = async (id: string): Promise<SyncJobRow> => {
+    const [row] = isId('syncJob', id) ? await deps.db.select().from(syncJobs).where(eq(syncJobs.id, id)) : [];
+    if (!row) throw new ApiError('not_found', `No sync job ${id}.`);
+    return row;
+  };
+
   app.openapi(
     createRoute({
       method: 'post',
@@ -69,18 +76,32 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
     createRoute({
       method: 'get',
+      path: '/sync_jobs/{id}/skipped_records',
+      tags,
+      summary: "List a sync job's quarantined records",
+      description:
+        'Records the source served that the mapping could not read, with the reason. The run skipped them and left their cached version as it was; fix them in the source and the next run picks them up.',
+      request: { params: SyncJobId, query: ListQuery },
+      responses: { 200: json(listOf(SkippedRecord, 'SkippedRecordList'), 'In entity and x_id order.'), ...errorResponses },
+    }),
+    async (c) => {
+      const row = await loadJob(c.req.valid('param').id);
+      const { limit, offset } = c.req.valid('query');
+      const rows = await skippedRecordsOf(deps.db, row.id, { limit: limit + 1, offset });
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(skippedRecordView) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
       path: '/sync_jobs/{id}',
       tags,
       summary: 'Retrieve a sync job',
       description: 'Counts move while the job runs.',
-      request: { params: IdParam('syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Sync job id (`syj_` + ULID).') },
+      request: { params: SyncJobId },
       responses: { 200: json(SyncJob, 'The job.'), ...errorResponses },
     }),
-    async (c) => {
-      const id = c.req.valid('param').id;
-      const [row] = isId('syncJob', id) ? await deps.db.select().from(syncJobs).where(eq(syncJobs.id, id)) : [];
-      if (!row) throw new ApiError('not_found', `No sync job ${id}.`);
-      return c.json(adminSyncJobView(row), 200);
-    },
+    async (c) => c.json(adminSyncJobView(await loadJob(c.req.valid('param').id)), 200),
   );
 }

@@ -1,6 +1,7 @@
 /**
  * Webhook subscriptions of an integration (scale and enterprise plans), their signing secrets and rotation, and the
- * deliveries an operator inspects and replays. The secret is shown once, at creation (and at each rotation).
+ * deliveries an operator inspects and replays. The secret is shown once, at creation (and at each rotation), and
+ * stored encrypted; only the delivery activity opens it, to sign.
  */
 import { isIP } from 'node:net';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
@@ -17,7 +18,7 @@ import {
   getDelivery,
   getSubscription,
   listDeliveries,
-  newSigningSecret,
+  rotateSigningSecret,
   type AttemptRow,
   type DeliveryRow,
   type SubscriptionRow,
@@ -192,14 +193,18 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
       requireWebhookPlan(integration);
       const input = c.req.valid('json');
-      const row = await createSubscription(deps.db, {
-        organizationId: integration.organizationId,
-        integrationId: integration.id,
-        url: checkUrl(input.url, integration),
-        eventTypes: normalizeTypes(input.event_types),
-        description: input.description ?? null,
-      });
-      return c.json({ ...subscriptionView(row), secret: row.secret }, 201);
+      const { row, secret } = await createSubscription(
+        deps.db,
+        {
+          organizationId: integration.organizationId,
+          integrationId: integration.id,
+          url: checkUrl(input.url, integration),
+          eventTypes: normalizeTypes(input.event_types),
+          description: input.description ?? null,
+        },
+        deps.secrets,
+      );
+      return c.json({ ...subscriptionView(row), secret }, 201);
     },
   );
 
@@ -301,11 +306,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const grace = c.req.valid('json').grace_period_seconds ?? DEFAULT_ROTATION_GRACE_SECONDS;
       const now = new Date();
       const expires = new Date(now.getTime() + grace * 1000);
-      const secret = newSigningSecret();
-      await deps.db
-        .update(webhookSubscriptions)
-        .set({ secret, previousSecret: sub.secret, previousSecretExpiresAt: expires, updatedAt: now })
-        .where(eq(webhookSubscriptions.id, sub.id));
+      const { secret } = await rotateSigningSecret(deps.db, sub, deps.secrets, expires, now);
       return c.json({ secret, previous_secret_expires_at: expires.toISOString() }, 200);
     },
   );

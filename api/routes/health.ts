@@ -1,26 +1,73 @@
-/** Liveness and readiness, unauthenticated: /healthz says the process is up, /readyz that its dependencies answer. */
+/**
+ * Liveness and readiness, unauthenticated: /healthz says the process is up, /readyz that its dependencies answer.
+ * /readyz reports each dependency as up or down with a short, stable reason (`timeout`, `unreachable`, `error`)
+ * and is a 503 when any is down. Its body never carries the underlying error (messages name hosts, users,
+ * databases): that goes to the log, for operators.
+ */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { sql } from 'drizzle-orm';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
-import { problemResponses, requestIdHeader } from '../openapi';
+import { requestIdHeader } from '../openapi';
 import { ApiError } from '../problem';
-import { Health } from '../schemas';
+import { Health, NotReady, Readiness, type DependencyCheck } from '../schemas';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
-function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
+type Reason = 'timeout' | 'unreachable' | 'error';
+
+class CheckTimeout extends Error {}
+/** The dependency could not be connected to at all. */
+class Unreachable extends Error {}
+
+function withTimeout<T>(p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+    timer = setTimeout(() => reject(new CheckTimeout()), CHECK_TIMEOUT_MS);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Drizzle wraps driver errors ("Failed query: …"); the driver's own message says what is down. */
-function reasonOf(err: unknown): string {
-  const e = err as { message?: string; cause?: { message?: string } };
-  return e.cause?.message ?? e.message ?? String(err);
+/** Socket and driver codes of a connection that could not be made or was lost (postgres.js, Node). */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+]);
+const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'CONNECT_TIMEOUT']);
+/** gRPC status codes (Temporal): UNAVAILABLE, DEADLINE_EXCEEDED. */
+const GRPC_UNAVAILABLE = 14;
+const GRPC_DEADLINE_EXCEEDED = 4;
+
+/** The stable reason of a failed check, looking through wrappers (Drizzle's "Failed query", the SDK's ServiceError). */
+function reasonOf(err: unknown): Reason {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e instanceof CheckTimeout) return 'timeout';
+    if (e instanceof Unreachable) return 'unreachable';
+    if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) return 'unreachable';
+    if (typeof e.code === 'string' && TIMEOUT_CODES.has(e.code)) return 'timeout';
+    if (e.code === GRPC_UNAVAILABLE) return 'unreachable';
+    if (e.code === GRPC_DEADLINE_EXCEEDED) return 'timeout';
+  }
+  return 'error';
+}
+
+async function check(deps: ApiDeps, name: string, probe: () => Promise<unknown>): Promise<DependencyCheck> {
+  try {
+    await withTimeout(probe());
+    return { status: 'up' };
+  } catch (err) {
+    const reason = reasonOf(err);
+    deps.logger.warn({ err, dependency: name, reason }, 'readiness check failed');
+    return { status: 'down', reason };
+  }
 }
 
 const ok = { 200: { description: 'Up.', headers: requestIdHeader, content: { 'application/json': { schema: Health } } } };
@@ -37,26 +84,29 @@ export function registerHealth(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
       tags: ['Health'],
       summary: 'The database and Temporal answer',
       security: [],
-      responses: { ...ok, ...problemResponses(503) },
+      responses: {
+        200: { description: 'Every dependency is up.', headers: requestIdHeader, content: { 'application/json': { schema: Readiness } } },
+        503: {
+          description: 'A dependency is down; `checks` says which and why, in a word.',
+          headers: requestIdHeader,
+          content: { 'application/problem+json': { schema: NotReady } },
+        },
+      },
     }),
     async (c) => {
-      const [database, temporal] = await Promise.allSettled([
-        withTimeout(deps.db.execute(sql`select 1`), 'the database'),
-        withTimeout(
-          deps.temporal().then((client) => client.connection.workflowService.getSystemInfo({})),
-          'Temporal',
-        ),
+      const [database, temporal] = await Promise.all([
+        check(deps, 'database', () => deps.db.execute(sql`select 1`)),
+        check(deps, 'temporal', async () => {
+          const client = await deps.temporal().catch((err: unknown) => {
+            throw reasonOf(err) === 'timeout' ? err : new Unreachable('could not connect', { cause: err });
+          });
+          return client.connection.workflowService.getSystemInfo({});
+        }),
       ]);
-      const down = [
-        ...(database.status === 'rejected' ? [`database (${reasonOf(database.reason)})`] : []),
-        ...(temporal.status === 'rejected' ? [`temporal (${reasonOf(temporal.reason)})`] : []),
-      ];
-      if (down.length > 0) {
-        throw new ApiError('service_unavailable', `Not ready: ${down.join('; ')}.`, {
-          extra: { checks: { database: database.status === 'fulfilled' ? 'ok' : 'down', temporal: temporal.status === 'fulfilled' ? 'ok' : 'down' } },
-        });
-      }
-      return c.json({ status: 'ok' as const }, 200);
+      const checks = { database, temporal };
+      const down = Object.entries(checks).flatMap(([name, r]) => (r.status === 'down' ? [`${name} is down (${r.reason})`] : []));
+      if (down.length > 0) throw new ApiError('service_unavailable', `Not ready: ${down.join('; ')}.`, { extra: { checks } });
+      return c.json({ status: 'ok' as const, checks: checks as { database: { status: 'up' }; temporal: { status: 'up' } } }, 200);
     },
   );
 }

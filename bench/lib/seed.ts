@@ -1,19 +1,28 @@
 /**
  * The read benchmark's data: one organization with 250 properties, 50k units, 100k residents and 100k leases in a
  * dedicated database, written through db/records.ts applyRecords (the sync's own path) in big batches. Reused
- * across runs when complete; rebuilt from scratch otherwise.
+ * across runs when complete; rebuilt from scratch otherwise. Its integration is on the enterprise plan and it has no
+ * rate-limit override, so the API limits it as it would a customer on that plan.
  */
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, isNotNull, or, sql } from 'drizzle-orm';
 import postgres from 'postgres';
+import { config } from '../../config';
 import { closeDb, createDb, type Db } from '../../db/client';
 import { migrateDatabase } from '../../db/migrate';
 import { applyRecords, type ApplyContext } from '../../db/records';
 import { integrations, leases, organizations } from '../../db/schema';
 import { createApiKey, createIntegration, createOrganization } from '../../db/tenants';
 import type { InputOf, LeaseStatus } from '../../domain/cdm';
+import { createKeyring } from '../../domain/secrets';
 
-export const SIZE = { properties: 250, units: 50_000, residents: 100_000, leases: 100_000 };
-const ORG_NAME = 'bench-read-100k';
+/** The data for `leases` leases (a multiple of 400): 400 leases, 200 units and 400 residents per property. */
+export function sizeOf(leases: number) {
+  if (!Number.isInteger(leases) || leases < 400 || leases % 400 !== 0) throw new Error(`the read bench's size must be a multiple of 400 leases, not ${leases}`);
+  return { properties: leases / 400, units: leases / 2, residents: leases, leases };
+}
+/** The full size (100k leases) is what the README's figures are measured on; smaller sizes are for trying the bench. */
+export const DEFAULT_LEASES = 100_000;
+const orgNameOf = (leases: number) => (leases === DEFAULT_LEASES ? 'bench-read-100k' : `bench-read-${leases}`);
 const BATCH = 5_000;
 /** Each batch of records is written an hour after the previous one, so created_at and updated_at spread out. */
 const BASE = Date.parse('2024-01-01T00:00:00.000Z');
@@ -24,17 +33,18 @@ export interface BenchData {
   organizationId: string;
   integrationId: string;
   mode: 'test';
-  key: string;
+  /** Read keys of the organization, made for this run. */
+  keys: string[];
   /** A sample of lease ids to retrieve. */
   leaseIds: string[];
   /** An updated_after bound that keeps about half the leases. */
   updatedAfter: string;
 }
 
-/** The bench database sits next to the service's, under its own name. */
-export function benchDatabaseUrl(serviceUrl: string): string {
+/** The bench database sits next to the service's, under its own name (one per size, so a small try never touches the full data). */
+export function benchDatabaseUrl(serviceUrl: string, leases = DEFAULT_LEASES): string {
   const u = new URL(serviceUrl);
-  u.pathname = '/propsync_bench_read';
+  u.pathname = leases === DEFAULT_LEASES ? '/propsync_bench_read' : `/propsync_bench_read_${leases}`;
   return u.toString();
 }
 
@@ -150,17 +160,14 @@ function lease(k: number): InputOf['lease'] {
   };
 }
 
-async function seed(db: Db, log: (msg: string) => void): Promise<{ organizationId: string; integrationId: string }> {
-  const org = await createOrganization(db, { name: ORG_NAME });
-  // The benchmark measures throughput, not the limiter's refusals.
-  await db.update(organizations).set({ rateLimitPerMinute: 1_000_000_000, rateLimitBurst: 100_000_000 }).where(eq(organizations.id, org.id));
-  const integration = await createIntegration(db, {
-    organizationId: org.id,
-    mode: 'test',
-    plan: 'enterprise',
-    sourceType: 'sandbox',
-    sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-  });
+async function seed(db: Db, SIZE: ReturnType<typeof sizeOf>, log: (msg: string) => void): Promise<{ organizationId: string; integrationId: string }> {
+  const org = await createOrganization(db, { name: orgNameOf(SIZE.leases) });
+  // An enterprise integration and no override: the organization's rate limit is the enterprise plan's, as in production.
+  const integration = await createIntegration(
+    db,
+    { organizationId: org.id, mode: 'test', plan: 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
+    createKeyring(config().ENCRYPTION_KEYS),
+  );
   let hour = 0;
   const write = async <E extends keyof InputOf>(entity: E, count: number, make: (i: number) => InputOf[E]) => {
     const started = Date.now();
@@ -183,9 +190,14 @@ async function seed(db: Db, log: (msg: string) => void): Promise<{ organizationI
   return { organizationId: org.id, integrationId: integration.id };
 }
 
-/** The bench organization, seeding it first when the bench database lacks a complete one. */
-export async function ensureBenchData(serviceUrl: string, log: (msg: string) => void): Promise<BenchData> {
-  const databaseUrl = benchDatabaseUrl(serviceUrl);
+/**
+ * The bench organization, seeding it first when the bench database lacks a complete one, with `keyCount` new read
+ * keys. Its rate limit is its plan's: an override left by an older version of this bench is removed.
+ */
+export async function ensureBenchData(serviceUrl: string, log: (msg: string) => void, opts: { keys?: number; leases?: number } = {}): Promise<BenchData> {
+  const keyCount = opts.keys ?? 1;
+  const SIZE = sizeOf(opts.leases ?? DEFAULT_LEASES);
+  const databaseUrl = benchDatabaseUrl(serviceUrl, SIZE.leases);
   await migrateDatabase(databaseUrl);
   let db = createDb(databaseUrl, { max: 4, applicationName: 'propsync-bench-seed' });
   try {
@@ -193,7 +205,7 @@ export async function ensureBenchData(serviceUrl: string, log: (msg: string) => 
       .select({ organizationId: integrations.organizationId, integrationId: integrations.id })
       .from(integrations)
       .innerJoin(organizations, eq(organizations.id, integrations.organizationId))
-      .where(eq(organizations.name, ORG_NAME));
+      .where(eq(organizations.name, orgNameOf(SIZE.leases)));
     const count = existing
       ? Number((await db.select({ n: sql<string>`count(*)` }).from(leases).where(eq(leases.integrationId, existing.integrationId)))[0]!.n)
       : 0;
@@ -210,11 +222,18 @@ export async function ensureBenchData(serviceUrl: string, log: (msg: string) => 
         db = createDb(databaseUrl, { max: 4, applicationName: 'propsync-bench-seed' });
       }
       log(`seeding ${SIZE.leases} leases, ${SIZE.residents} residents, ${SIZE.units} units, ${SIZE.properties} properties through applyRecords`);
-      existing = await seed(db, log);
+      existing = await seed(db, SIZE, log);
     } else {
       log(`reusing the seeded bench organization (${count} leases)`);
     }
-    const { key } = await createApiKey(db, { organizationId: existing.organizationId, mode: 'test', scopes: ['read'] });
+    const override = await db
+      .update(organizations)
+      .set({ rateLimitPerMinute: null, rateLimitBurst: null })
+      .where(and(eq(organizations.id, existing.organizationId), or(isNotNull(organizations.rateLimitPerMinute), isNotNull(organizations.rateLimitBurst))))
+      .returning({ id: organizations.id });
+    if (override.length > 0) log("removed a rate-limit override from the bench organization: it runs on its plan's limit");
+    const keys: string[] = [];
+    for (let i = 0; i < keyCount; i++) keys.push((await createApiKey(db, { organizationId: existing.organizationId, mode: 'test', scopes: ['read'] })).key);
     const sample = await db.execute<{ id: string }>(
       sql`select id from leases where integration_id = ${existing.integrationId} and deleted_at is null order by md5(id) limit 2000`,
     );
@@ -226,7 +245,7 @@ export async function ensureBenchData(serviceUrl: string, log: (msg: string) => 
       organizationId: existing.organizationId,
       integrationId: existing.integrationId,
       mode: 'test',
-      key,
+      keys,
       leaseIds: sample.map((r) => r.id),
       updatedAfter: new Date(median!.updated_at).toISOString(),
     };

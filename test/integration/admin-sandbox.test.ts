@@ -8,8 +8,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { integrations } from '../../db/schema';
+import { openSourceConfig } from '../../domain/secrets';
 import { createConnector, SourceTransientError } from '../../source';
 import { startApi, type TestServer } from '../support/api-server';
+import { testKeyring } from '../support/context';
 import { sandbox, startStack, until, type Stack } from '../support/sync';
 
 let db: Db;
@@ -63,8 +65,11 @@ describe('sandbox integrations', () => {
   it('are provisioned in the sandbox PMS, synced at once and readable with a key from the admin API', async () => {
     expect(integration).toMatchObject({ mode: 'test', source: { type: 'sandbox' }, sync_interval_seconds: 900 });
     const [row] = await db.select().from(integrations).where(eq(integrations.id, integration.id));
-    expect(row!.sourceConfig).toEqual({ base_url: inject('sandboxUrl'), api_key: expect.any(String), size: 12, seed: 42 });
-    expect(JSON.stringify(integration)).not.toContain(row!.sourceConfig.api_key);
+    // The source key is stored encrypted, and shown nowhere.
+    expect(row!.sourceConfig).toEqual({ base_url: inject('sandboxUrl'), api_key: expect.stringMatching(/^enc:v1:dev:/), size: 12, seed: 42 });
+    const apiKey = openSourceConfig(testKeyring(), row!).api_key;
+    expect(apiKey).toMatch(/^sbx_/);
+    expect(JSON.stringify(integration)).not.toContain(apiKey);
     expect(await sandbox().getCompany(integration.id)).toBeDefined();
 
     const jobs = (await admin('GET', `/integrations/${integration.id}/sync_jobs`)).body.results;
@@ -105,7 +110,7 @@ describe('sandbox integrations', () => {
 
   it('take faults that the source shows until cleared', async () => {
     const [row] = await db.select().from(integrations).where(eq(integrations.id, integration.id));
-    const connector = createConnector(row!.sourceConfig, { maxAttempts: 1 });
+    const connector = createConnector(openSourceConfig(testKeyring(), row!), { maxAttempts: 1 });
     const set = await admin('POST', `/integrations/${integration.id}/sandbox/faults`, { kind: 'unavailable' });
     expect(set).toEqual({ status: 200, body: { integration_id: integration.id, kind: 'unavailable', count: null } });
     await expect(connector.readPage('property', 1, 10)).rejects.toBeInstanceOf(SourceTransientError);

@@ -249,6 +249,27 @@ describe('integrations', () => {
     expectProblem(await admin('GET', '/organizations/nope/integrations'), 404, 'not_found');
   });
 
+  it('refuses a plain-http base_url for a live integration (test mode may use it) and stores the api key encrypted', async () => {
+    const orgId = await newOrg();
+    const http = { ...entrata, base_url: 'http://pms.example.com/api' };
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: http, initial_sync: false });
+    expectProblem(r, 422, 'validation_error');
+    expect(r.body.errors).toEqual([{ pointer: '/source/base_url', detail: expect.stringContaining('https://') }]);
+    expect(JSON.stringify(r.body)).not.toContain('super-secret');
+    // Nothing was made.
+    expect((await admin('GET', `/organizations/${orgId}/integrations`)).body.results).toEqual([]);
+    expect(await db.select().from(integrations).where(eq(integrations.organizationId, orgId))).toEqual([]);
+
+    const test = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'test', plan: 'scale', source: http, initial_sync: false });
+    expect(test.status, JSON.stringify(test.body)).toBe(201);
+    const live = await newIntegration(orgId);
+    for (const id of [test.body.id, live.id]) {
+      const [row] = await db.select().from(integrations).where(eq(integrations.id, id));
+      expect(row!.sourceConfig.api_key).toMatch(/^enc:v1:dev:/);
+      expect(JSON.stringify(row!.sourceConfig)).not.toContain('super-secret');
+    }
+  });
+
   it('moves the schedule when the plan or the override changes, and refuses cadences faster than the plan', async () => {
     const orgId = await newOrg();
     const i = await newIntegration(orgId, { plan: 'enterprise' });
@@ -403,6 +424,7 @@ describe('sync jobs', () => {
       records_new: 0,
       records_updated: 0,
       records_soft_deleted: 0,
+      records_skipped: 0,
       error: null,
       progress: {
         property: { pages: 0, done: false },
@@ -470,6 +492,7 @@ describe('openapi document', () => {
         '/organizations/{id}/api_keys',
         '/organizations/{id}/integrations',
         '/sync_jobs/{id}',
+        '/sync_jobs/{id}/skipped_records',
         '/integrations/{id}/webhook_subscriptions',
         '/webhook_subscriptions/{id}',
         '/webhook_subscriptions/{id}/rotate_secret',

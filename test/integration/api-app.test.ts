@@ -3,6 +3,7 @@
  * framework and unexpected failures (also inside mounted sub-apps, as the admin API is), health and readiness
  * against the real database and Temporal dev server, and the public docs.
  */
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
@@ -12,6 +13,7 @@ import { ApiError, problemType, STATUS, TITLES, type ProblemSlug } from '../../a
 import type { Config } from '../../config';
 import { closeDb, createDb, type Db } from '../../db/client';
 import { startApi, type TestServer } from '../support/api-server';
+import { freePort } from '../support/faults';
 import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
 
 let db: Db;
@@ -150,33 +152,93 @@ describe('health', () => {
     expect(await res.json()).toEqual({ status: 'ok' });
   });
 
-  it('GET /readyz is 200 when the database and Temporal answer', async () => {
+  it('GET /readyz is 200 when the database and Temporal answer, saying so for each', async () => {
     const res = await api.get('/readyz');
     expect(res.status, await res.clone().text()).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok' });
+    expect(await res.json()).toEqual({ status: 'ok', checks: { database: { status: 'up' }, temporal: { status: 'up' } } });
   });
 
-  it('GET /readyz is 503 naming Temporal when it is unreachable', async () => {
-    const down = await startApi(db, testConfig({ TEMPORAL_ADDRESS: '127.0.0.1:1' }));
+  /** Nothing of the underlying error reaches the body: no driver message, host, port, user or database name. */
+  function expectNoInternals(body: Record<string, unknown>, ...internals: string[]) {
+    // `type` is the configured docs address; everything else is what the check said.
+    const { type: _type, ...rest } = body;
+    const text = JSON.stringify(rest);
+    for (const s of ['ECONNREFUSED', 'Error', 'error:', 'at ', 'connect', 'postgres', '127.0.0.1', ...internals]) expect(text).not.toContain(s);
+  }
+
+  it('GET /readyz is 503 naming Temporal when nothing listens at its address, without the error text', async () => {
+    const port = await freePort();
+    const down = await startApi(db, testConfig({ TEMPORAL_ADDRESS: `127.0.0.1:${port}` }));
     try {
       const body = await problemOf(await down.get('/readyz'), 503, 'service_unavailable');
-      expect(body.detail).toMatch(/temporal/i);
-      expect(body.detail).not.toMatch(/database/);
-      expect(body.checks).toEqual({ database: 'ok', temporal: 'down' });
+      expect(body.detail).toBe('Not ready: temporal is down (unreachable).');
+      expect(body.checks).toEqual({ database: { status: 'up' }, temporal: { status: 'down', reason: 'unreachable' } });
+      expectNoInternals(body, String(port));
     } finally {
       await down.close();
     }
   });
 
-  it('GET /readyz is 503 naming the database when it is unreachable', async () => {
+  it('GET /readyz is 503 naming the database when its port is closed, without the error text', async () => {
+    const url = new URL(config.DATABASE_URL);
+    const port = await freePort();
+    url.port = String(port);
+    const badDb = createDb(url.toString(), { max: 1 });
+    const down = await startApi(badDb, config);
+    try {
+      const body = await problemOf(await down.get('/readyz'), 503, 'service_unavailable');
+      expect(body.detail).toBe('Not ready: database is down (unreachable).');
+      expect(body.checks).toEqual({ database: { status: 'down', reason: 'unreachable' }, temporal: { status: 'up' } });
+      expectNoInternals(body, String(port), url.pathname.slice(1));
+    } finally {
+      await down.close();
+      await closeDb(badDb);
+    }
+  });
+
+  it('GET /readyz is 503 when the database answers with an error (no such database), without its message', async () => {
     const url = new URL(config.DATABASE_URL);
     url.pathname = '/propsync_no_such_database';
     const badDb = createDb(url.toString(), { max: 1 });
     const down = await startApi(badDb, config);
     try {
       const body = await problemOf(await down.get('/readyz'), 503, 'service_unavailable');
-      expect(body.detail).toMatch(/database/);
-      expect(body.checks).toEqual({ database: 'down', temporal: 'ok' });
+      expect(body.checks).toEqual({ database: { status: 'down', reason: 'error' }, temporal: { status: 'up' } });
+      expectNoInternals(body, 'propsync_no_such_database', 'does not exist');
+    } finally {
+      await down.close();
+      await closeDb(badDb);
+    }
+  });
+
+  it('GET /readyz says timeout for a database that accepts connections and never answers', async () => {
+    const held = new Set<Socket>();
+    const silent = createServer((socket) => void held.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const url = new URL(config.DATABASE_URL);
+    url.port = String((silent.address() as AddressInfo).port);
+    const badDb = createDb(url.toString(), { max: 1 });
+    const down = await startApi(badDb, config);
+    try {
+      const body = await problemOf(await down.get('/readyz'), 503, 'service_unavailable');
+      expect(body.checks).toEqual({ database: { status: 'down', reason: 'timeout' }, temporal: { status: 'up' } });
+    } finally {
+      for (const socket of held) socket.destroy();
+      silent.close();
+      await down.close();
+      await closeDb(badDb).catch(() => {});
+    }
+  });
+
+  it('GET /readyz reports both when both are down', async () => {
+    const url = new URL(config.DATABASE_URL);
+    url.port = String(await freePort());
+    const badDb = createDb(url.toString(), { max: 1 });
+    const down = await startApi(badDb, testConfig({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` }));
+    try {
+      const body = await problemOf(await down.get('/readyz'), 503, 'service_unavailable');
+      expect(body.detail).toBe('Not ready: database is down (unreachable); temporal is down (unreachable).');
+      expect(Object.keys(body.checks as object)).toEqual(['database', 'temporal']);
     } finally {
       await down.close();
       await closeDb(badDb);

@@ -11,7 +11,7 @@ import { closeDb, type Db } from '../../db/client';
 import { apiKeys, organizations } from '../../db/schema';
 import { createApiKey, hashApiKey } from '../../db/tenants';
 import { startApi, type TestServer } from '../support/api-server';
-import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
+import { makeTenant, SERVE_LIVE, testConfig, testDb, type Tenant } from '../support/context';
 
 let db: Db;
 let db2: Db;
@@ -29,7 +29,7 @@ beforeAll(async () => {
   db = testDb(3);
   db2 = testDb(3);
   // Keys stay cached far longer than any test: only the revocation feed can make a revoked key fail quickly.
-  config = testConfig({ AUTH_CACHE_MS: '600000' });
+  config = testConfig({ AUTH_CACHE_MS: '600000', ...SERVE_LIVE });
   one = await startApi(db, config, withScopeCheck);
   two = await startApi(db2, config, withScopeCheck);
   t = await makeTenant(db);
@@ -81,7 +81,7 @@ describe('401', () => {
   });
 
   it('a key of a mode this deployment does not serve', async () => {
-    const liveOnly = await startApi(db, testConfig({ SERVED_MODES: 'live' }));
+    const liveOnly = await startApi(db, testConfig({ ...SERVE_LIVE, SERVED_MODES: 'live' }));
     try {
       await expect401(await liveOnly.get('/v1/leases', { key: t.key }), /does not serve test-mode keys/);
       const { key } = await createApiKey(db, { organizationId: t.organizationId, mode: 'live' });

@@ -10,7 +10,7 @@ import { closeDb, type Db } from '../../db/client';
 import { organizations } from '../../db/schema';
 import { createIntegration } from '../../db/tenants';
 import { startApi, type TestServer } from '../support/api-server';
-import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
+import { makeTenant, testConfig, testDb, testKeyring, type Tenant } from '../support/context';
 
 let db: Db;
 let db2: Db;
@@ -90,13 +90,11 @@ describe('org-wide rate limit', () => {
     const t = await makeTenant(db, { plan: 'starter' });
     const first = await one.get('/v1/leases', { key: t.key });
     expect(headersOf(first)).toMatchObject({ limit: 120, remaining: 11 });
-    await createIntegration(db, {
-      organizationId: t.organizationId,
-      mode: 'live',
-      plan: 'scale',
-      sourceType: 'entrata',
-      sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-    });
+    await createIntegration(
+      db,
+      { organizationId: t.organizationId, mode: 'live', plan: 'scale', sourceType: 'entrata', sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' } },
+      testKeyring(),
+    );
     // The limit is read with each reservation; a starter bucket reserves one token at a time.
     const next = await one.get('/v1/leases', { key: t.key });
     expect(headersOf(next).limit).toBe(600);

@@ -12,7 +12,7 @@ import { organizations } from '../../db/schema';
 import { createApiKey, createIntegration } from '../../db/tenants';
 import type { Entity, InputOf } from '../../domain/cdm';
 import { startApi, type TestServer } from '../support/api-server';
-import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
+import { makeTenant, SERVE_LIVE, testConfig, testDb, testKeyring, type Tenant } from '../support/context';
 import { leaseInput, propertyInput, residentInput, unitInput } from '../support/fixtures';
 
 let db: Db;
@@ -40,28 +40,16 @@ const ref = (t: Tenant) => ({ id: t.integrationId, organizationId: t.organizatio
 
 beforeAll(async () => {
   db = testDb(4);
-  config = testConfig();
+  // Live-mode keys are read here too.
+  config = testConfig(SERVE_LIVE);
   api = await startApi(db, config);
   a = await makeTenant(db);
   b = await makeTenant(db);
   // This file is about reads; api-rate-limit.test.ts is about the limit.
   await db.update(organizations).set({ rateLimitPerMinute: 1_000_000, rateLimitBurst: 100_000 }).where(inArray(organizations.id, [a.organizationId, b.organizationId]));
-  a2 = (
-    await createIntegration(db, {
-      organizationId: a.organizationId,
-      mode: 'test',
-      plan: 'scale',
-      sourceType: 'sandbox',
-      sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-    })
-  ).id;
-  const live = await createIntegration(db, {
-    organizationId: a.organizationId,
-    mode: 'live',
-    plan: 'scale',
-    sourceType: 'entrata',
-    sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-  });
+  const source = { base_url: 'http://127.0.0.1:1', api_key: 'unused' };
+  a2 = (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: source }, testKeyring())).id;
+  const live = await createIntegration(db, { organizationId: a.organizationId, mode: 'live', plan: 'scale', sourceType: 'entrata', sourceConfig: source }, testKeyring());
   aLive = { integrationId: live.id, key: (await createApiKey(db, { organizationId: a.organizationId, mode: 'live' })).key };
 
   const A = ref(a);

@@ -12,7 +12,7 @@ import { createIntegration, createOrganization } from '../../db/tenants';
 import type { Plan } from '../../domain/plans';
 import { startApi, type TestServer } from '../support/api-server';
 import { runCli, type CliRun } from '../support/cli';
-import { testConfig, testDb } from '../support/context';
+import { testConfig, testDb, testKeyring } from '../support/context';
 
 let db: Db;
 let config: Config;
@@ -38,13 +38,11 @@ const fails = (r: CliRun) => {
 /** A test-mode integration row of its own organization (no sandbox company behind it: nothing here syncs). */
 async function integration(plan: Plan): Promise<string> {
   const org = await createOrganization(db, { name: `cli-webhooks-${randomUUID().slice(0, 8)}` });
-  const row = await createIntegration(db, {
-    organizationId: org.id,
-    mode: 'test',
-    plan,
-    sourceType: 'sandbox',
-    sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-  });
+  const row = await createIntegration(
+    db,
+    { organizationId: org.id, mode: 'test', plan, sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
+    testKeyring(),
+  );
   return row.id;
 }
 

@@ -202,9 +202,7 @@ describe('faults and failures', () => {
     it.each([
       ['a body that is not JSON', 200, '<html>oops</html>', /not JSON/],
       ['a reply without "response"', 200, '{"ok":true}', /malformed reply/],
-      ['a record without its id', 200, '{"response":{"code":200,"result":{"leases":{"lease":{"rent":"1.00"}}}}}', /malformed lease record #1/],
-      ['a record with a bad amount', 200, '{"response":{"code":200,"result":{"leases":{"lease":{"leaseId":1,"rent":"1,00"}}}}}', /not a decimal amount/],
-      ['an unknown status id', 200, '{"response":{"code":200,"result":{"leases":{"lease":{"leaseId":1,"leaseStatusTypeId":42}}}}}', /leaseStatusTypeId/],
+      ['a reply without a result', 200, '{"response":{"code":200}}', /no result/],
       ['a 403', 403, '{"response":{"code":403,"error":{"code":"FORBIDDEN","message":"no access"}}}', /no access/],
     ])('%s is a permanent failure', async (_name, status, body, message) => {
       reply = { status, body };
@@ -212,6 +210,50 @@ describe('faults and failures', () => {
       expect(err).toBeInstanceOf(SourcePermanentError);
       expect((err as Error).message).toMatch(message);
     });
+
+    it.each([
+      ['a record without its id', '{"rent":"1.00"}', null, /record without leaseId/],
+      ['a record with a bad amount', '{"leaseId":1,"rent":"1,00"}', '1', /not a decimal amount/],
+      ['an unknown status id', '{"leaseId":"2","leaseStatusTypeId":42}', '2', /leaseStatusTypeId/],
+    ])('%s is set aside with its id and reason; the rest of the page is read', async (_name, bad, xId, reason) => {
+      reply = { status: 200, body: `{"response":{"code":200,"result":{"leases":{"lease":[${bad},{"leaseId":3,"rent":"10.00"}]}}}}` };
+      const page = await createConnector({ base_url: base, api_key: 'k' }).readPage('lease', 1, 10);
+      expect(page.records.map((r) => r.x_id)).toEqual(['3']);
+      expect(page.skipped).toEqual([{ x_id: xId, reason: expect.stringMatching(reason) }]);
+    });
+
+    it('a source that ignores the id list of a lookup is a permanent failure, never "everything else is gone"', async () => {
+      reply = { status: 200, body: '{"response":{"code":200,"result":{"leases":{"lease":[{"leaseId":1,"rent":"1.00"},{"leaseId":2,"rent":"1.00"}]},"pagination":{"total_count":2}}}}' };
+      const err = await createConnector({ base_url: base, api_key: 'k' }).readByIds('lease', ['2', '7']).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SourcePermanentError);
+      expect((err as Error).message).toMatch(/record not asked for \(1\): the source does not filter by leaseIds/);
+    });
+  });
+});
+
+describe('lookups by id', () => {
+  it('returns the records the source has, in batches of the largest page, and nothing for ids it lacks', async () => {
+    const c = await company(30, 5);
+    const conn = connector(c.key);
+    const all = await readAll(conn, 'resident', 100);
+    const some = all.filter((_, i) => i % 3 === 0).map((r) => r.x_id);
+    const got = await conn.readByIds('resident', [...some, '999999999', 'not-a-native-id', some[0]!]);
+    expect(got.records.map((r) => r.x_id).sort()).toEqual([...some].sort());
+    expect(got.records).toEqual(all.filter((r) => some.includes(r.x_id)));
+    expect(got.skipped).toEqual([]);
+    expect(await conn.readByIds('resident', [])).toEqual({ records: [], skipped: [] });
+    // More ids than a page holds: several requests, every record once.
+    const many = await conn.readByIds('lease', (await readAll(conn, 'lease', 100)).map((r) => r.x_id).concat(Array.from({ length: 1200 }, (_, i) => String(800000 + i))));
+    expect(many.records).toHaveLength(30);
+  });
+
+  it('lists an unreadable record of a lookup as skipped, with its id and reason', async () => {
+    const c = await company(10, 6);
+    const changed = await ctl.applyChanges(c.id, { corrupt: { unit: 1 } });
+    const x = changed.corrupted.unit[0]!;
+    const got = await connector(c.key).readByIds('unit', [x]);
+    expect(got).toEqual({ records: [], skipped: [{ x_id: x, reason: expect.stringMatching(/not a decimal amount: "call for price"/) }] });
+    await expect(connector(c.key).readOne('unit', x)).rejects.toThrow(/malformed unit .*call for price/);
   });
 });
 

@@ -44,6 +44,8 @@ function spawnWorker(): ChildProcess {
       TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
       // This database is shared with other test files whose schedules point at their own task queues.
       WORKER_RECONCILE_SCHEDULES: 'false',
+      // Test keys only: serving live would need secrets of its own.
+      SERVED_MODES: 'test',
       SYNC_PAGE_SIZE: '25',
       DB_POOL_MAX: '3',
       LOG_LEVEL: 'warn',

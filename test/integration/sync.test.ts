@@ -80,6 +80,7 @@ async function syncAndCheckEvents(s: SandboxIntegration) {
     records_new: want.created,
     records_updated: want.updated,
     records_soft_deleted: want.deleted,
+    records_skipped: 0,
   });
   expect(job).toMatchObject({ recordsNew: want.created, recordsUpdated: want.updated, recordsSoftDeleted: want.deleted });
   return { job, want, got, after };
@@ -121,6 +122,7 @@ describe('sync of a sandbox integration', () => {
       records_new: total,
       records_updated: 0,
       records_soft_deleted: 0,
+      records_skipped: 0,
     });
     expect((await reload(db, s.row)).firstSyncCompletedAt).toEqual(job.finishedAt);
     // What the run saw is forgotten once it ends.

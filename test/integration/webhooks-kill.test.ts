@@ -10,7 +10,7 @@ import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { webhookAttempts, webhookDeliveries } from '../../db/schema';
 import { createSubscription } from '../../db/webhooks';
-import { testConfig, testDb } from '../support/context';
+import { testConfig, testDb, testKeyring } from '../support/context';
 import { Processes } from '../support/faults';
 import { recordEvents, residentUpdates, startReceiver, webhookIntegration, type Receiver } from '../support/webhooks';
 
@@ -43,7 +43,7 @@ function spawnChild(orgId: string): ChildProcess {
 
 it('loses nothing and sends nothing twice beyond at-least-once when the worker and its relay are killed mid-stream', async () => {
   const integ = await webhookIntegration(db, null);
-  await createSubscription(db, { organizationId: integ.organizationId, integrationId: integ.id, url: receiver.url, eventTypes: ['*'], description: null });
+  await createSubscription(db, { organizationId: integ.organizationId, integrationId: integ.id, url: receiver.url, eventTypes: ['*'], description: null }, testKeyring());
   const first = spawnChild(integ.organizationId);
   const ids: string[] = [];
   for (let i = 0; i < 6; i++) ids.push(...(await recordEvents(db, integ, residentUpdates(40, `k${i}`))));

@@ -7,7 +7,7 @@ import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { createSubscription } from '../../db/webhooks';
 import { verifyWebhookSignature } from '../../domain/signature';
-import { testConfig, testDb } from '../support/context';
+import { testConfig, testDb, testKeyring } from '../support/context';
 import { runSync, sandbox, sandboxIntegration, startTestWorker, type TestWorker } from '../support/sync';
 import { startReceiver, startWebhookStack, type Receiver, type WebhookStack } from '../support/webhooks';
 
@@ -34,7 +34,7 @@ afterAll(async () => {
 it('delivers what each sync run records, SYNC_COMPLETE after the run’s changes', async () => {
   const s = await sandboxIntegration(db, { size: 40, plan: 'scale' });
   stack.orgs.add(s.row.organizationId);
-  const sub = await createSubscription(db, { organizationId: s.row.organizationId, integrationId: s.row.id, url: receiver.url, eventTypes: ['*'], description: null });
+  const sub = await createSubscription(db, { organizationId: s.row.organizationId, integrationId: s.row.id, url: receiver.url, eventTypes: ['*'], description: null }, testKeyring());
 
   const first = await runSync(worker, db, s.row);
   await receiver.waitFor((r) => r.length >= 1);

@@ -3,23 +3,24 @@
  * events recorded in the outbox, the relay and the delivery worker on a real Temporal server, and a real local
  * receiver that records every byte. The retry schedule is shrunk (schedule is data); the 10 s limit is the real one.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns';
 import { Client } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
-import { events, integrations, webhookAttempts, webhookDeliveries } from '../../db/schema';
+import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../../db/schema';
 import { applyRecords } from '../../db/records';
 import { createSubscription, purgeBefore } from '../../db/webhooks';
 import { ensurePurgeSchedule } from '../../control/webhooks';
 import { PURGE_SCHEDULE_ID, webhookTaskQueueOf } from '../../domain/contract';
 import { RETENTION_MS } from '../../domain/webhooks';
+import { createKeyring, openSigningSecret } from '../../domain/secrets';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
 import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb } from '../support/context';
+import { testConfig, testDb, testKeyring } from '../support/context';
 import { propertyInput } from '../support/fixtures';
 import {
   recordEvents,
@@ -436,17 +437,49 @@ describe('delivery', () => {
     expect(d.attempts[1]).toMatchObject({ number: 2, response_status: 200 });
   }, 60_000);
 
+  it('stores signing secrets encrypted; a rotation keeps both encrypted and neither is shown again', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/sealed'));
+    const rotated = await admin('POST', `/webhook_subscriptions/${sub.id}/rotate_secret`, {});
+    const [row] = await db.select().from(webhookSubscriptions).where(eq(webhookSubscriptions.id, sub.id));
+    expect(row!.secret).toMatch(/^enc:v1:dev:/);
+    expect(row!.previousSecret).toMatch(/^enc:v1:dev:/);
+    expect(openSigningSecret(testKeyring(), sub.id, row!.secret)).toBe(rotated.body.secret);
+    expect(openSigningSecret(testKeyring(), sub.id, row!.previousSecret!)).toBe(sub.secret);
+    const view = JSON.stringify((await admin('GET', `/webhook_subscriptions/${sub.id}`)).body);
+    for (const s of ['enc:v1', sub.secret, rotated.body.secret]) expect(view).not.toContain(s);
+  });
+
+  it('sends nothing when the signing secret does not decrypt (its key is not configured), recording why on each attempt', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const lost = createKeyring([{ kid: 'lost', key: randomBytes(32) }]);
+    const { row: sub } = await createSubscription(
+      db,
+      { organizationId: integ.organizationId, integrationId: integ.id, url: hookUrl('/undecryptable'), eventTypes: ['*'], description: null },
+      lost,
+    );
+    await recordEvents(db, integ, residentUpdates(1, 'lost'));
+    const [d] = await until(
+      () => deliveriesOf(sub.id),
+      (ds) => ds[0]?.status === 'dead_lettered',
+    );
+    expect(d.attempts).toHaveLength(7);
+    for (const a of d.attempts) {
+      expect(a.error).toMatch(/^not sent: the signing secret could not be decrypted \(a stored secret was sealed with key lost, which ENCRYPTION_KEYS does not hold/);
+      expect(a.response_status).toBeNull();
+    }
+    expect(at('/undecryptable')).toEqual([]);
+  });
+
   it('live integrations: a name that resolves to loopback and a private address literal are refused at delivery, and recorded as failed attempts', async () => {
     const live = await webhookIntegration(db, stack, { mode: 'live' });
     const rebind = await subscribe(live.id, `https://rebind.example.test:${receiver.port}/ssrf`);
     // Written directly: the admin API already refuses this URL for a live integration.
-    const metadata = await createSubscription(db, {
-      organizationId: live.organizationId,
-      integrationId: live.id,
-      url: 'https://169.254.169.254/latest/meta-data',
-      eventTypes: ['*'],
-      description: null,
-    });
+    const { row: metadata } = await createSubscription(
+      db,
+      { organizationId: live.organizationId, integrationId: live.id, url: 'https://169.254.169.254/latest/meta-data', eventTypes: ['*'], description: null },
+      testKeyring(),
+    );
     await recordEvents(db, live, residentUpdates(1, 'ssrf'));
     const [d] = await until(
       () => deliveriesOf(rebind.id),
@@ -493,7 +526,11 @@ describe('delivery', () => {
 describe('retention', () => {
   it('removes events, deliveries and attempts older than 30 days and keeps the rest', async () => {
     const integ = await webhookIntegration(db, null);
-    const sub = await createSubscription(db, { organizationId: integ.organizationId, integrationId: integ.id, url: 'http://127.0.0.1:9/', eventTypes: ['*'], description: null });
+    const { row: sub } = await createSubscription(
+      db,
+      { organizationId: integ.organizationId, integrationId: integ.id, url: 'http://127.0.0.1:9/', eventTypes: ['*'], description: null },
+      testKeyring(),
+    );
     const [oldEvent, newEvent] = await recordEvents(db, integ, residentUpdates(2, 'purge'));
     const old = new Date(Date.now() - RETENTION_MS - 60_000);
     await db.update(events).set({ createdAt: old, dispatchedAt: old }).where(eq(events.id, oldEvent!));

@@ -6,6 +6,7 @@ import { lazyTemporalClient } from '../../api/temporal';
 import type { Config } from '../../config';
 import { createLogger, type Logger } from '../../config/logger';
 import type { Db } from '../../db/client';
+import { createKeyring } from '../../domain/secrets';
 
 export interface TestServer {
   url: string;
@@ -18,7 +19,13 @@ export interface TestServer {
 /** `configure` may add routes before the server starts (Hono freezes its router on the first request). */
 export async function startApi(db: Db, config: Config, configure?: (app: App) => void, opts: { logger?: Logger } = {}): Promise<TestServer> {
   const temporal = lazyTemporalClient(config, { connectTimeoutMs: 1_000 });
-  const app = createApp({ config, db, temporal, logger: opts.logger ?? createLogger('api-test', { level: 'silent' }) });
+  const app = createApp({
+    config,
+    db,
+    temporal,
+    logger: opts.logger ?? createLogger('api-test', { level: 'silent' }),
+    secrets: createKeyring(config.ENCRYPTION_KEYS),
+  });
   configure?.(app);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));

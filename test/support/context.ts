@@ -5,6 +5,7 @@ import { parseConfig, type Config } from '../../config';
 import { createDb, type Db } from '../../db/client';
 import { createApiKey, createIntegration, createOrganization, type Scope } from '../../db/tenants';
 import type { Mode, Plan } from '../../domain/plans';
+import { createKeyring, type Keyring } from '../../domain/secrets';
 
 export function testDb(max = 5): Db {
   return createDb(inject('databaseUrl'), { max, applicationName: 'propsync-test' });
@@ -23,6 +24,24 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   });
 }
 
+/**
+ * What a test configuration adds to serve live-mode keys: a deployment that serves live mode refuses the development
+ * tokens and encryption key (the development key stays second, so rows sealed by testKeyring() still open).
+ */
+export const SERVE_LIVE: Record<string, string> = {
+  SERVED_MODES: 'test,live',
+  SANDBOX_CONTROL_TOKEN: 'test-live-sandbox-control-token',
+  ENCRYPTION_KEYS: `live-test:${Buffer.alloc(32, 7).toString('base64')},dev:${Buffer.from(parseConfig({}).ENCRYPTION_KEYS[0]!.key).toString('base64')}`,
+};
+
+/**
+ * The keyring of a test configuration (the built-in development key, as testConfig() leaves ENCRYPTION_KEYS
+ * unset): what rows written straight to the database are sealed with, so that workers and APIs open them.
+ */
+export function testKeyring(): Keyring {
+  return createKeyring(parseConfig({}).ENCRYPTION_KEYS);
+}
+
 export interface Tenant {
   organizationId: string;
   integrationId: string;
@@ -37,13 +56,11 @@ export async function makeTenant(
 ): Promise<Tenant> {
   const mode = opts.mode ?? 'test';
   const org = await createOrganization(db, { name: opts.name ?? `org-${randomUUID().slice(0, 8)}` });
-  const integration = await createIntegration(db, {
-    organizationId: org.id,
-    mode,
-    plan: opts.plan ?? 'enterprise',
-    sourceType: 'sandbox',
-    sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-  });
+  const integration = await createIntegration(
+    db,
+    { organizationId: org.id, mode, plan: opts.plan ?? 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
+    testKeyring(),
+  );
   const { key } = await createApiKey(db, { organizationId: org.id, mode, scopes: opts.scopes });
   return { organizationId: org.id, integrationId: integration.id, mode, key };
 }

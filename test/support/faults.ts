@@ -26,6 +26,17 @@ export class Processes {
     return child;
   }
 
+  /** Like spawn, but keeps everything the child writes to stdout and stderr (its logs), in order, for the test to read. */
+  spawnLogged(command: string, args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string } {
+    const chunks: Buffer[] = [];
+    const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (d: Buffer) => chunks.push(d));
+    this.stderr.set(child, '');
+    this.running.add(child);
+    child.on('exit', () => this.running.delete(child));
+    return { child, output: () => Buffer.concat(chunks).toString('utf8') };
+  }
+
   async kill(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -83,6 +94,8 @@ export function spawnWorker(procs: Processes, env: { DATABASE_URL: string; TEMPO
     WORKER_RECONCILE_SCHEDULES: 'false',
     // An unscoped relay would dispatch other files' events onto this worker's webhook queue.
     WEBHOOK_RELAY: 'false',
+    // Test keys only: serving live would need secrets of its own.
+    SERVED_MODES: 'test',
     SYNC_PAGE_SIZE: '25',
     DB_POOL_MAX: '3',
     LOG_LEVEL: 'warn',

@@ -17,12 +17,13 @@ import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
 import { createIntegration, createOrganization, getIntegration, type IntegrationRow } from '../../db/tenants';
 import { ENTITIES, type Entity, type InputOf, type RecordOf } from '../../domain/cdm';
 import { syncWorkflowIdOf } from '../../domain/contract';
+import { openSourceConfig } from '../../domain/secrets';
 import type { Plan } from '../../domain/plans';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import { createConnector } from '../../source';
 import { createWorker } from '../../worker';
 import { startApi, type TestServer } from './api-server';
-import { testConfig, testDb } from './context';
+import { testConfig, testDb, testKeyring } from './context';
 
 export interface TestWorker {
   connection: NativeConnection;
@@ -68,13 +69,11 @@ export async function sandboxIntegration(db: Db, opts: { size: number; seed?: nu
   const companyId = randomUUID();
   const seed = opts.seed ?? 7;
   const { api_key } = await sandbox().createCompany({ companyId, size: opts.size, seed });
-  const row = await createIntegration(db, {
-    organizationId: org.id,
-    mode: 'test',
-    plan: opts.plan ?? 'enterprise',
-    sourceType: 'sandbox',
-    sourceConfig: { base_url: inject('sandboxUrl'), api_key, size: opts.size, seed },
-  });
+  const row = await createIntegration(
+    db,
+    { organizationId: org.id, mode: 'test', plan: opts.plan ?? 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: inject('sandboxUrl'), api_key, size: opts.size, seed } },
+    testKeyring(),
+  );
   return { row, companyId };
 }
 
@@ -96,7 +95,7 @@ export async function runSync(t: TestWorker, db: Db, integration: IntegrationRow
 
 /** Every record of every entity as the source serves it now, read through the real connector. */
 export async function readSource(integration: IntegrationRow, perPage = 500): Promise<{ [E in Entity]: InputOf[E][] }> {
-  const connector = createConnector(integration.sourceConfig);
+  const connector = createConnector(openSourceConfig(testKeyring(), integration));
   const out = { property: [], unit: [], resident: [], lease: [] } as { [E in Entity]: InputOf[E][] };
   for (const entity of ENTITIES) {
     for (let page = 1; ; page++) {

@@ -1,5 +1,28 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../config';
+import { ConfigError, liveModeRefusal, parseConfig } from '../../config';
+
+const key = () => randomBytes(32).toString('base64');
+
+/** The ConfigError message of a configuration that must be refused. */
+function refusal(env: Record<string, string>): string {
+  let err: unknown;
+  try {
+    parseConfig(env);
+  } catch (e) {
+    err = e;
+  }
+  expect(err).toBeInstanceOf(ConfigError);
+  return (err as Error).message;
+}
+
+/** What a live deployment sets: tokens and a key of its own. */
+const LIVE_READY = {
+  SERVED_MODES: 'test,live',
+  ADMIN_TOKEN: 'a-long-random-admin-token-of-ours',
+  SANDBOX_CONTROL_TOKEN: 'a-long-random-control-token-of-ours',
+  ENCRYPTION_KEYS: `k1:${key()}`,
+};
 
 describe('configuration', () => {
   it('has working defaults and derives the addresses that depend on others', () => {
@@ -9,10 +32,13 @@ describe('configuration', () => {
     expect(c.SANDBOX_URL).toBe('http://127.0.0.1:4010');
     expect(c.DOCS_BASE_URL).toBe('http://127.0.0.1:3000/docs');
     expect(c.PROBLEM_BASE_URL).toBe('http://127.0.0.1:3000/problems');
+    // Unset: the built-in development key, so that npm start and the tests need no setup.
+    expect(c.ENCRYPTION_KEYS.map((k) => [k.kid, k.key.length])).toEqual([['dev', 32]]);
   });
 
   it('takes every port and address from the environment; an empty value means unset', () => {
     const c = parseConfig({
+      ...LIVE_READY,
       PORT: '8080',
       SANDBOX_PORT: '5000',
       PUBLIC_BASE_URL: 'https://api.example.com/',
@@ -25,14 +51,88 @@ describe('configuration', () => {
   });
 
   it('refuses bad values with a message that names each variable', () => {
-    let err: unknown;
-    try {
-      parseConfig({ PORT: 'abc', SANDBOX_PORT: '99999', ADMIN_TOKEN: 'short', SERVED_MODES: 'prod' });
-    } catch (e) {
-      err = e;
+    const message = refusal({ PORT: 'abc', SANDBOX_PORT: '99999', ADMIN_TOKEN: 'short', SERVED_MODES: 'prod', ENCRYPTION_KEYS: 'nonsense' });
+    for (const name of ['PORT', 'SANDBOX_PORT', 'ADMIN_TOKEN', 'SERVED_MODES', 'ENCRYPTION_KEYS']) expect(message).toMatch(new RegExp(`^  ${name}: `, 'm'));
+  });
+});
+
+describe('ENCRYPTION_KEYS', () => {
+  it('parses kid:base64 entries in order; the first is the active key', () => {
+    const [a, b] = [randomBytes(32), randomBytes(32)];
+    const c = parseConfig({ ENCRYPTION_KEYS: ` k2:${a.toString('base64')} , k1:${b.toString('base64')},` });
+    expect(c.ENCRYPTION_KEYS.map((k) => k.kid)).toEqual(['k2', 'k1']);
+    expect(c.ENCRYPTION_KEYS[0]!.key.equals(a)).toBe(true);
+    expect(c.ENCRYPTION_KEYS[1]!.key.equals(b)).toBe(true);
+  });
+
+  it.each([
+    ['a key of the wrong length', `k1:${randomBytes(16).toString('base64')}`, /entry 1 \(k1\): the key must be 32 random bytes in base64/],
+    ['a key that is not base64', `k1:${'!'.repeat(44)}`, /entry 1 \(k1\): the key must be 32 random bytes/],
+    ['an entry without a key id', key(), /entry 1: expected kid:base64/],
+    ['a key id with a colon-unsafe character', `k 1:${key()}`, /entry 1: the key id must be/],
+    ['a key id that appears twice', `k1:${key()},k2:${key()},k1:${key()}`, /entry 3 \(k1\): the key id k1 appears more than once/],
+    ['no entry at all', ' , ', /no key/],
+  ])('refuses %s, naming ENCRYPTION_KEYS and never the key', (_what, value, detail) => {
+    const message = refusal({ ENCRYPTION_KEYS: value });
+    expect(message).toMatch(/^ {2}ENCRYPTION_KEYS: /m);
+    expect(message).toMatch(detail);
+    for (const part of value.split(/[,:]/).filter((p) => p.trim().length >= 16)) expect(message).not.toContain(part.trim());
+  });
+});
+
+describe('serving live mode', () => {
+  /** What an API or worker process says when it refuses to start (loadConfigOrExit({serving: true})). */
+  const liveRefusal = (env: Record<string, string>) => liveModeRefusal(parseConfig(env));
+
+  it('is served by default (both modes), and a deployment with tokens and a key of its own may serve it', () => {
+    expect(parseConfig({}).SERVED_MODES).toEqual(['test', 'live']);
+    expect(liveRefusal(LIVE_READY)).toBeUndefined();
+  });
+
+  it.each([
+    ['ADMIN_TOKEN', { ADMIN_TOKEN: '' }, /^ {2}ADMIN_TOKEN: is the development default/m],
+    ['SANDBOX_CONTROL_TOKEN', { SANDBOX_CONTROL_TOKEN: '' }, /^ {2}SANDBOX_CONTROL_TOKEN: is the development default/m],
+    ['ENCRYPTION_KEYS', { ENCRYPTION_KEYS: '' }, /^ {2}ENCRYPTION_KEYS: unset/m],
+  ])('refuses the default %s, saying which', (name, unset, line) => {
+    const message = liveRefusal({ ...LIVE_READY, ...unset })!;
+    expect(message).toMatch(/^Refusing to serve live mode/);
+    expect(message).toMatch(line);
+    // One line per problem: only this one.
+    expect(message.split('\n')).toHaveLength(2);
+    expect(message).toContain(name);
+  });
+
+  it('names every problem at once, one line each: the defaults, and SERVED_MODES=live alone', () => {
+    for (const env of [{}, { SERVED_MODES: 'live' }] as Record<string, string>[]) {
+      const lines = liveRefusal(env)!.split('\n').slice(1);
+      expect(lines.map((l) => /^ {2}([A-Z_]+): /.exec(l)?.[1])).toEqual(['ADMIN_TOKEN', 'SANDBOX_CONTROL_TOKEN', 'ENCRYPTION_KEYS']);
     }
-    expect(err).toBeInstanceOf(ConfigError);
-    const message = (err as Error).message;
-    for (const name of ['PORT', 'SANDBOX_PORT', 'ADMIN_TOKEN', 'SERVED_MODES']) expect(message).toMatch(new RegExp(`^  ${name}: `, 'm'));
+  });
+
+  it('refuses the public development key as the active key, but keeps it as an older one for re-encryption', () => {
+    const dev = parseConfig({}).ENCRYPTION_KEYS[0]!.key.toString('base64');
+    expect(liveRefusal({ ...LIVE_READY, ENCRYPTION_KEYS: `mine:${dev}` })).toMatch(/^ {2}ENCRYPTION_KEYS: unset, or its first \(active\) key is the public development key/m);
+    const env = { ...LIVE_READY, ENCRYPTION_KEYS: `k1:${key()},dev:${dev}` };
+    expect(parseConfig(env).ENCRYPTION_KEYS.map((k) => k.kid)).toEqual(['k1', 'dev']);
+    expect(liveRefusal(env)).toBeUndefined();
+  });
+
+  it('test mode alone serves with every development default', () => {
+    expect(liveRefusal({ SERVED_MODES: 'test' })).toBeUndefined();
+  });
+
+  it('an API process that would serve live mode on the defaults exits at once, saying which', async () => {
+    const { execFile } = await import('node:child_process');
+    const run = (env: Record<string, string>) =>
+      new Promise<{ code: number | null; stderr: string }>((done) => {
+        const child = execFile(process.execPath, ['--import', 'tsx', 'api/main.ts'], { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 }, (err, _out, stderr) =>
+          done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+        );
+        child.stdin?.end();
+      });
+    const refused = await run({ SERVED_MODES: 'test,live' });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^Refusing to serve live mode/m);
+    expect(refused.stderr).toMatch(/^ {2}ADMIN_TOKEN: /m);
   });
 });
