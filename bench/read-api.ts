@@ -1,173 +1,229 @@
 /**
- * `npm run bench:read`: the public read API against a bare node:http baseline, measured in one run.
+ * `npm run bench:read`: the public read API against a bare node:http baseline, measured in one run, with auth and
+ * the rate limiter as in production.
  *
- * Seeds (or reuses) a 100k-lease organization in a dedicated bench database through applyRecords, starts the real
- * API (api/main.ts) and the baseline (bench/lib/baseline.ts) as child processes, checks that both answer the same
- * JSON, then with autocannon alternates rounds of
+ * Seeds (or reuses) a 100k-lease organization in a dedicated bench database through applyRecords; the organization
+ * has an enterprise integration and no override, so its limit is the enterprise plan's (1,200 requests a minute,
+ * shared by every key and process), and `--keys` read keys of its own. The real API (api/main.ts), the baseline
+ * (bench/lib/baseline.ts) and the load generator (bench/lib/load.ts, autocannon) each run as a process of their own.
+ * It checks that both answer the same JSON and that the API reports the enterprise limit, then alternates rounds of
  *   (a) GET /v1/leases?limit=100&status=active&updated_after=…   and   (b) GET /v1/leases/{id}
- * against each. Prints requests/s, p50 and p99 of each, the ratio service/baseline and the API process's RSS under
- * load. A benchmark, not a test: it prints figures and asserts nothing.
- * Usage: npm run bench:read [-- --rounds 3 --seconds 5 --connections 10]
+ * against each target at one fixed rate (`--rate` requests/s over all connections), which must stay within the
+ * limit: the requests of the API rounds rotate over the keys. Since one organization cannot be driven past its
+ * limit, the figures are latency at that rate and CPU per request (the target process plus its Postgres backends,
+ * from /proc), whose baseline/service ratio estimates the throughput ratio a saturating load would show.
+ *
+ * Any non-2xx answer, connection error or timeout, or a load generator that fell short of the rate, fails the run
+ * (exit 1, no figures). Timings are printed against their targets, never asserted.
+ * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4]   (`--leases 2000`: a small data set, to try it)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
+import postgres from 'postgres';
 import { loadConfigOrExit } from '../config';
-import { ensureBenchData } from './lib/seed';
+import { PLAN_RULES } from '../domain/plans';
+import type { LoadSpec } from './lib/load';
+import { cpuMeter, freePort, loadAverage, rssSampler, startChild, waitHealthy } from './lib/processes';
+import { DEFAULT_LEASES, ensureBenchData } from './lib/seed';
 
 const { values: args } = parseArgs({
-  allowPositionals: true,
   options: {
     rounds: { type: 'string', default: '3' },
-    seconds: { type: 'string', default: '5' },
-    connections: { type: 'string', default: '10' },
+    seconds: { type: 'string', default: '20' },
+    rate: { type: 'string', default: '15' },
+    connections: { type: 'string', default: '4' },
+    keys: { type: 'string', default: '4' },
+    warmup: { type: 'string', default: '5' },
+    leases: { type: 'string', default: String(DEFAULT_LEASES) },
   },
 });
 const ROUNDS = Number(args.rounds);
 const SECONDS = Number(args.seconds);
+const RATE = Number(args.rate);
 const CONNECTIONS = Number(args.connections);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const log = (msg: string) => console.log(`[bench:read] ${msg}`);
+const KEYS = Number(args.keys);
+const WARMUP = Number(args.warmup);
+const LEASES = Number(args.leases);
+const LIMIT_PER_MINUTE = PLAN_RULES.enterprise.rateLimitPerMinute;
+/** A load generator that sent fewer than this share of rate × seconds did not offer the load it was asked to. */
+const MIN_SENT_SHARE = 0.9;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+const say = (msg: string) => console.log(`[bench:read] ${msg}`);
 
-const children: ChildProcess[] = [];
-function start(script: string, argv: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...argv], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  children.push(child);
-  return child;
-}
-function stopAll() {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-}
-process.on('exit', stopAll);
-process.on('SIGINT', () => {
-  stopAll();
-  process.exit(130);
-});
-
-async function waitHealthy(url: string) {
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not come up`);
+class CheckFailed extends Error {
+  override name = 'CheckFailed';
 }
 
-/** Resident set size of a process, from /proc (Linux). */
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+
+type Target = 'service' | 'baseline';
 
 interface Figures {
-  rps: number[];
   p50: number[];
+  p90: number[];
   p99: number[];
-  errors: number;
+  max: number[];
+  requests: number;
+  /** CPU seconds of the target process and of its Postgres backends over the measured windows. */
+  cpuProcess: number;
+  cpuPostgres: number;
 }
 
-async function load(url: string, paths: () => string, headers: Record<string, string>, seconds: number): Promise<autocannon.Result> {
-  return autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    headers,
-    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: paths() }) }],
-  });
-}
+async function main() {
+  const began = Date.now();
+  if (!(RATE > 0 && SECONDS > 0 && ROUNDS >= 1 && KEYS >= 1 && CONNECTIONS >= 1)) throw new Error('--rate, --seconds, --rounds, --keys and --connections must be positive');
+  // The limit's bucket holds 10 % of a minute and refills at the limit's rate: a steady rate below it never runs dry.
+  if (RATE >= LIMIT_PER_MINUTE / 60) {
+    throw new CheckFailed(`--rate ${RATE}/s is not within the enterprise limit of ${LIMIT_PER_MINUTE}/min (${LIMIT_PER_MINUTE / 60}/s): the API would answer 429`);
+  }
+  say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
+  const config = loadConfigOrExit();
+  const data = await ensureBenchData(config.DATABASE_URL, say, { keys: KEYS, leases: LEASES });
+  const [apiPort, basePort] = [await freePort(), await freePort()];
+  const api = startChild(
+    'api/main.ts',
+    [],
+    // The bench's keys are test keys: serving live would need secrets of its own.
+    { DATABASE_URL: data.databaseUrl, HOST: '127.0.0.1', PORT: String(apiPort), SERVED_MODES: 'test', LOG_LEVEL: 'warn', LOG_PRETTY: 'false' },
+    '[api]',
+  );
+  const baseline = startChild('bench/lib/baseline.ts', [data.databaseUrl, String(basePort), data.organizationId, data.mode], {}, '[baseline]');
+  const pg = postgres(data.databaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    const targets: Record<Target, string> = { service: `http://127.0.0.1:${apiPort}`, baseline: `http://127.0.0.1:${basePort}` };
+    await Promise.all(Object.values(targets).map((u) => waitHealthy(u)));
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const listPath = `/v1/leases?limit=100&status=active&updated_after=${encodeURIComponent(data.updatedAfter)}`;
+    const scenarios: Record<string, string[]> = {
+      '(a) list leases': [listPath],
+      '(b) retrieve lease': data.leaseIds.map((id) => `/v1/leases/${id}`),
+    };
 
-const config = loadConfigOrExit();
-const data = await ensureBenchData(config.DATABASE_URL, log);
-const [apiPort, basePort] = [await freePort(), await freePort()];
-const api = start('api/main.ts', [], {
-  DATABASE_URL: data.databaseUrl,
-  HOST: '127.0.0.1',
-  PORT: String(apiPort),
-  LOG_LEVEL: 'warn',
-  LOG_PRETTY: 'false',
-});
-start('bench/lib/baseline.ts', [data.databaseUrl, String(basePort), data.organizationId, data.mode], {});
-const targets = { service: `http://127.0.0.1:${apiPort}`, baseline: `http://127.0.0.1:${basePort}` };
-await Promise.all(Object.values(targets).map(waitHealthy));
-
-const listPath = `/v1/leases?limit=100&status=active&updated_after=${encodeURIComponent(data.updatedAfter)}`;
-let next = 0;
-const scenarios = {
-  '(a) list leases': () => listPath,
-  '(b) retrieve lease': () => `/v1/leases/${data.leaseIds[next++ % data.leaseIds.length]}`,
-};
-const auth = { authorization: `Bearer ${data.key}` };
-
-// Both must answer the same thing, or the comparison means nothing.
-for (const path of [listPath, `/v1/leases/${data.leaseIds[0]}`]) {
-  const [s, b] = await Promise.all([fetch(targets.service + path, { headers: auth }), fetch(targets.baseline + path)]);
-  const [sj, bj] = [await s.text(), await b.text()];
-  if (s.status !== 200 || sj !== bj) throw new Error(`service and baseline disagree on ${path}: ${s.status} ${sj.slice(0, 200)} vs ${bj.slice(0, 200)}`);
-}
-const sampleList = (await (await fetch(targets.service + listPath, { headers: auth })).json()) as { results: unknown[]; meta: unknown };
-log(`list page: ${sampleList.results.length} leases, meta ${JSON.stringify(sampleList.meta)}; service and baseline bodies are byte-identical`);
-
-log(`warming up (${CONNECTIONS} connections)`);
-for (const [name, paths] of Object.entries(scenarios)) {
-  await load(targets.service, paths, auth, 2);
-  await load(targets.baseline, paths, {}, 2);
-  void name;
-}
-
-const results: Record<string, Record<'service' | 'baseline', Figures>> = {};
-const rss: number[] = [];
-for (let round = 1; round <= ROUNDS; round++) {
-  for (const [name, paths] of Object.entries(scenarios)) {
-    results[name] ??= { service: { rps: [], p50: [], p99: [], errors: 0 }, baseline: { rps: [], p50: [], p99: [], errors: 0 } };
-    for (const target of ['service', 'baseline'] as const) {
-      const sampler = target === 'service' ? setInterval(() => rss.push(rssMb(api.pid!)), 250) : undefined;
-      const r = await load(targets[target], paths, target === 'service' ? auth : {}, SECONDS);
-      clearInterval(sampler);
-      const f = results[name]![target];
-      f.rps.push(r.requests.average);
-      f.p50.push(r.latency.p50);
-      f.p99.push(r.latency.p99);
-      f.errors += r.errors + r.non2xx;
+    // Both must answer the same thing, or the comparison means nothing; the API must run on the enterprise limit.
+    for (const [i, path] of [listPath, `/v1/leases/${data.leaseIds[0]}`].entries()) {
+      const key = data.keys[i % data.keys.length]!;
+      const [s, b] = await Promise.all([fetch(targets.service + path, { headers: { authorization: `Bearer ${key}` } }), fetch(targets.baseline + path)]);
+      const [sj, bj] = [await s.text(), await b.text()];
+      if (s.status !== 200 || sj !== bj) throw new CheckFailed(`service and baseline disagree on ${path}: ${s.status} ${sj.slice(0, 200)} vs ${bj.slice(0, 200)}`);
+      const limit = s.headers.get('ratelimit-limit');
+      if (limit !== String(LIMIT_PER_MINUTE)) throw new CheckFailed(`the API reports RateLimit-Limit ${limit}, not the enterprise plan's ${LIMIT_PER_MINUTE}`);
     }
+    const sampleList = (await (await fetch(targets.service + listPath, { headers: { authorization: `Bearer ${data.keys[0]}` } })).json()) as { results: unknown[]; meta: unknown };
+    say(`list page: ${sampleList.results.length} leases, meta ${JSON.stringify(sampleList.meta)}; service and baseline bodies are byte-identical`);
+    say(`the API answers with RateLimit-Limit ${LIMIT_PER_MINUTE} (enterprise plan, no override); ${data.keys.length} keys; offered rate ${RATE}/s, ${CONNECTIONS} connections`);
+
+    /** Postgres backends serving one target: the API's pools (queries, the key cache's LISTEN) or the baseline's. */
+    const backends = (appPrefix: string) => async () =>
+      (await pg<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and application_name like ${`${appPrefix}%`}`).map((r) => r.pid);
+    const groups = {
+      service: { process: () => [api.pid], postgres: backends('propsync-api') },
+      baseline: { process: () => [baseline.pid], postgres: backends('propsync-bench-baseline') },
+    };
+
+    /** One measured window: the load generator in its own process; any non-2xx or error fails the run. */
+    async function load(target: Target, paths: string[], seconds: number, label: string): Promise<{ result: autocannon.Result; cpu: Record<string, number> }> {
+      const spec: LoadSpec = {
+        url: targets[target],
+        paths,
+        keys: target === 'service' ? data.keys : undefined,
+        connections: CONNECTIONS,
+        duration: seconds,
+        rate: RATE,
+      };
+      const gen = startChild('bench/lib/load.ts', [], {}, '[load]', { stdin: true, echo: () => false });
+      gen.process.stdin!.end(JSON.stringify(spec));
+      await gen.line(/^load-start$/, 60_000);
+      const stop = await cpuMeter(groups[target]).start();
+      const [, json] = await gen.line(/^load-result (.*)$/, (seconds + 60) * 1000);
+      const cpu = await stop();
+      await gen.stop();
+      const result = JSON.parse(json!) as autocannon.Result;
+      const codes = Object.entries(result.statusCodeStats ?? {})
+        .filter(([code]) => !code.startsWith('2'))
+        .map(([code, s]) => `${s.count ?? 0} × ${code}`);
+      if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0 || codes.length > 0) {
+        throw new CheckFailed(
+          `${label} against the ${target}: ${result.non2xx} non-2xx (${codes.join(', ') || 'none'}), ${result.errors} errors, ${result.timeouts} timeouts ` +
+            `at ${RATE}/s${codes.some((c) => c.endsWith('429')) ? ' (429: the rate limit refused requests)' : ''}`,
+        );
+      }
+      const want = RATE * seconds * MIN_SENT_SHARE;
+      if (result.requests.total < want) {
+        throw new CheckFailed(`${label} against the ${target}: ${result.requests.total} requests answered in ${seconds} s, fewer than ${Math.ceil(want)} (${RATE}/s offered)`);
+      }
+      return { result, cpu };
+    }
+
+    say(`warming up: ${WARMUP} s of each scenario against each target`);
+    for (const [name, paths] of Object.entries(scenarios)) for (const target of ['service', 'baseline'] as const) await load(target, paths, WARMUP, `warm-up ${name}`);
+
+    const results: Record<string, Record<Target, Figures>> = {};
+    const empty = (): Figures => ({ p50: [], p90: [], p99: [], max: [], requests: 0, cpuProcess: 0, cpuPostgres: 0 });
+    const rss: number[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const [name, paths] of Object.entries(scenarios)) {
+        results[name] ??= { service: empty(), baseline: empty() };
+        for (const target of ['service', 'baseline'] as const) {
+          const sampler = target === 'service' ? rssSampler(api.pid) : undefined;
+          const { result: r, cpu } = await load(target, paths, SECONDS, `round ${round} ${name}`);
+          if (sampler) {
+            rss.push(sampler.peakMb());
+            sampler.stop();
+          }
+          const f = results[name]![target];
+          f.p50.push(r.latency.p50);
+          f.p90.push(r.latency.p90);
+          f.p99.push(r.latency.p99);
+          f.max.push(r.latency.max);
+          f.requests += r.requests.total;
+          f.cpuProcess += cpu.process ?? 0;
+          f.cpuPostgres += cpu.postgres ?? 0;
+        }
+      }
+      say(`round ${round}/${ROUNDS} done`);
+    }
+
+    console.log(
+      `\nRead API vs bare node:http baseline: ${ROUNDS} alternating rounds x ${SECONDS} s at ${RATE} requests/s, ${CONNECTIONS} connections, ` +
+        `${LEASES.toLocaleString('en-US')} leases, enterprise limit ${LIMIT_PER_MINUTE}/min, ${data.keys.length} keys; median over rounds\n`,
+    );
+    console.log('scenario              target     requests  p50 ms  p90 ms  p99 ms  max ms   CPU ms/req (process + postgres)');
+    for (const [name, r] of Object.entries(results)) {
+      const perReq = (f: Figures) => ((f.cpuProcess + f.cpuPostgres) * 1000) / f.requests;
+      for (const target of ['service', 'baseline'] as const) {
+        const f = r[target];
+        console.log(
+          `${name.padEnd(21)} ${target.padEnd(9)} ${String(f.requests).padStart(9)} ${median(f.p50).toFixed(1).padStart(7)} ${median(f.p90).toFixed(1).padStart(7)} ` +
+            `${median(f.p99).toFixed(1).padStart(7)} ${median(f.max).toFixed(0).padStart(7)}   ${perReq(f).toFixed(2)} (${((f.cpuProcess * 1000) / f.requests).toFixed(2)} + ${((f.cpuPostgres * 1000) / f.requests).toFixed(2)})`,
+        );
+      }
+      const capacity = perReq(r.baseline) / perReq(r.service);
+      console.log(
+        `${name.padEnd(21)} p50 service/baseline ${(median(r.service.p50) / median(r.baseline.p50)).toFixed(2)}, p99 ${(median(r.service.p99) / median(r.baseline.p99)).toFixed(2)}; ` +
+          `CPU per request baseline/service ${capacity.toFixed(2)} (estimated throughput ratio, target >= 0.70: ${capacity >= 0.7 ? 'meets target' : 'BELOW TARGET'})\n`,
+      );
+    }
+    console.log(`API process RSS under load: max ${Math.max(...rss)} MB, median ${median(rss)} MB (target <= 200 MB)`);
+    console.log(
+      `checks passed: every request of every round answered 2xx (no 429, no error, no timeout) at the offered rate; service and baseline bodies identical; ` +
+        `load average ${loadAverage()} at the end; the whole bench took ${((Date.now() - began) / 1000).toFixed(1)} s`,
+    );
+  } finally {
+    await pg.end({ timeout: 2 });
+    await api.stop();
+    await baseline.stop();
   }
-  log(`round ${round}/${ROUNDS} done`);
 }
 
-console.log(`\nRead API vs bare node:http baseline (${ROUNDS} alternating rounds x ${SECONDS} s, ${CONNECTIONS} connections, 100k leases)\n`);
-console.log('scenario              target      req/s     p50 ms   p99 ms   errors');
-for (const [name, r] of Object.entries(results)) {
-  for (const target of ['service', 'baseline'] as const) {
-    const f = r[target];
-    console.log(
-      `${name.padEnd(21)} ${target.padEnd(9)} ${median(f.rps).toFixed(0).padStart(8)} ${median(f.p50).toFixed(1).padStart(9)} ${median(f.p99).toFixed(1).padStart(8)} ${String(f.errors).padStart(8)}`,
-    );
-  }
-  const ratio = median(r.service.rps) / median(r.baseline.rps);
-  console.log(`${name.padEnd(21)} ratio service/baseline: ${ratio.toFixed(2)} (target >= 0.70)\n`);
-}
-console.log(`API process RSS under load: max ${Math.max(...rss).toFixed(0)} MB, median ${median(rss).toFixed(0)} MB (target <= 200 MB)`);
-stopAll();
-process.exit(0);
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err instanceof CheckFailed ? `\n[bench:read] FAILED: ${err.message}` : err);
+    process.exit(1);
+  },
+);

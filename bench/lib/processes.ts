@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -43,8 +44,17 @@ export interface Child {
   pid: number;
   /** Resolves with the first stdout line matching `pattern` (rejects if the process exits first or `timeoutMs` passes). */
   line(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  /** Writes one line to the child's stdin (only when started with `stdin: true`). */
+  send(line: string): void;
   /** SIGTERM, and wait for the exit. */
   stop(): Promise<void>;
+}
+
+export interface ChildOptions {
+  /** Give the child a stdin pipe (for `send`); otherwise its stdin is /dev/null. */
+  stdin?: boolean;
+  /** Which stdout lines are echoed with the prefix; all of them by default. */
+  echo?: (line: string) => boolean;
 }
 
 const running = new Set<ChildProcess>();
@@ -69,11 +79,11 @@ export function atInterrupt(fn: () => Promise<unknown>): void {
  * `node --import tsx <script> ...argv` from the project root, with `env` over this process's environment. Its stdout
  * is echoed with `prefix` (and searched by `line`); its stderr is passed through.
  */
-export function startChild(script: string, argv: string[], env: Record<string, string>, prefix: string): Child {
+export function startChild(script: string, argv: string[], env: Record<string, string>, prefix: string, opts: ChildOptions = {}): Child {
   const child = spawn(process.execPath, ['--import', 'tsx', script, ...argv], {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'inherit'],
   });
   running.add(child);
   const exited = new Promise<number | null>((resolve) =>
@@ -92,7 +102,7 @@ export function startChild(script: string, argv: string[], env: Record<string, s
       const line = buffered.slice(0, nl);
       buffered = buffered.slice(nl + 1);
       lines.push(line);
-      console.log(`${prefix} ${line}`);
+      if (!opts.echo || opts.echo(line)) console.log(`${prefix} ${line}`);
       for (const l of listeners) l(line);
     }
   });
@@ -118,12 +128,45 @@ export function startChild(script: string, argv: string[], env: Record<string, s
         });
       });
     },
+    send(line) {
+      if (!child.stdin) throw new Error(`${script} was started without a stdin pipe`);
+      child.stdin.write(`${line}\n`);
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
     },
   };
 }
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `<url>/healthz` until it answers 2xx. */
+export async function waitHealthy(url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not come up in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The 1-minute load average: other work on the machine skews every figure of a CPU-bound run. */
+export const loadAverage = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ')[0]!;
 
 /** Peak resident set size of a live process (VmHWM: the kernel's high-water mark since it started), in MB. */
 export function peakRssMb(pid: number): number {
@@ -151,15 +194,18 @@ export function rssSampler(pid: number) {
   };
 }
 
-/** Waits until a task queue has both workflow and activity pollers (its worker is running). */
-export async function waitForPollers(client: Client, taskQueue: string, timeoutMs = 120_000): Promise<void> {
+/**
+ * Waits until a task queue has both workflow and activity pollers (its worker is running); with `pid`, pollers of
+ * that process (the SDK's default identity is `<pid>@<host>`): the server lists a stopped worker's pollers for minutes.
+ */
+export async function waitForPollers(client: Client, taskQueue: string, timeoutMs = 120_000, pid?: number): Promise<void> {
   const { TASK_QUEUE_TYPE_WORKFLOW, TASK_QUEUE_TYPE_ACTIVITY } = proto.temporal.api.enums.v1.TaskQueueType;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const counts = await Promise.all(
       [TASK_QUEUE_TYPE_WORKFLOW, TASK_QUEUE_TYPE_ACTIVITY].map(async (taskQueueType) => {
         const r = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue }, taskQueueType });
-        return r.pollers?.length ?? 0;
+        return (r.pollers ?? []).filter((p) => pid === undefined || (p.identity ?? '').startsWith(`${pid}@`)).length;
       }),
     );
     if (counts.every((n) => n > 0)) return;

@@ -1,0 +1,210 @@
+/**
+ * The floors of bench:sync, run as a process of their own for the whole bench, as the worker is:
+ * `node --import tsx bench/lib/sync-floor.ts` with DATABASE_URL (the bench's cache database), SYNC_PAGE_SIZE,
+ * WORKER_READ_THREADS and DB_POOL_MAX as the worker gets them.
+ *
+ * It reads every page of the source the way a sync does and nothing more: through the worker's own page reader
+ * (activities/page-reader.ts, the same threads), one page in flight per entity with the next one read while the
+ * current one is handled, the entities in the workflow's stages (property; unit and resident side by side; lease).
+ *   - `initial`: each page's records mapped to the same rows the sync writes (db/records.ts rowValuesOf, the reader's
+ *     content hash, the same lease_residents) and written with COPY ... FROM STDIN (CSV), one COPY per table and
+ *     page, each committed on its own as a sync commits each page (what its resume point needs). References are
+ *     resolved from memory, with no lookup of what is cached: the cache starts empty.
+ *   - `incremental`: the read-only pass (read, map, hash every page; nothing written).
+ *
+ * Commands arrive as JSON lines on stdin: {id, kind, settings: {base_url, api_key}, integration: {id,
+ * organizationId, mode}}; each is answered by one stdout line `floor-result <id> <json>` (FloorResult) or
+ * `floor-error <id> <message>`. Prints `floor ready` once its page reader and pool exist.
+ */
+import { createInterface } from 'node:readline';
+import { getTableColumns, getTableName } from 'drizzle-orm';
+import type { PgTable } from 'drizzle-orm/pg-core';
+import { stringify } from 'csv-stringify/sync';
+import postgres from 'postgres';
+import { createPageReader, type HashedPage } from '../../activities/page-reader';
+import { loadConfigOrExit } from '../../config';
+import { newId } from '../../db/ids';
+import { rowValuesOf, TABLES, type Refs } from '../../db/records';
+import { leaseResidents } from '../../db/schema';
+import type { Entity, InputOf, LeaseInput } from '../../domain/cdm';
+import type { Mode } from '../../domain/plans';
+import type { SourceSettings } from '../../source';
+import { SYNC_STAGES } from '../../domain/cdm';
+
+export interface FloorCommand {
+  id: string;
+  kind: 'initial' | 'incremental';
+  settings: SourceSettings;
+  integration: { id: string; organizationId: string; mode: Mode };
+}
+
+export interface FloorResult {
+  ms: number;
+  /** Records the source served, per entity (mapped ones plus any the mapping could not read). */
+  served: Record<Entity, number>;
+  /** Records the mapping could not read (a page reader that reports them). */
+  skipped: number;
+  /** Rows written (initial only), per table. */
+  written: Record<string, number>;
+  pages: number;
+  /** Where the time went, summed over the entities of a stage (which overlap): waiting for pages, mapping, COPY. */
+  waitMs: number;
+  mapMs: number;
+  copyMs: number;
+}
+
+const config = loadConfigOrExit();
+const PAGE = config.SYNC_PAGE_SIZE;
+const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
+const sql = postgres(config.DATABASE_URL, { max: config.DB_POOL_MAX, onnotice: () => {}, connection: { application_name: 'propsync-bench-floor' } });
+
+/** Column order and COPY statement head of a table. */
+function copyShape(table: PgTable) {
+  const columns = Object.entries(getTableColumns(table)).map(([key, col]) => ({ key, name: col.name, json: col.columnType === 'PgJsonb' }));
+  return { name: getTableName(table), columns };
+}
+const SHAPES = {
+  property: copyShape(TABLES.property as unknown as PgTable),
+  unit: copyShape(TABLES.unit as unknown as PgTable),
+  resident: copyShape(TABLES.resident as unknown as PgTable),
+  lease: copyShape(TABLES.lease as unknown as PgTable),
+  lease_residents: copyShape(leaseResidents as unknown as PgTable),
+};
+
+/**
+ * CSV as COPY reads it: strings always quoted (so '' stays an empty string), null and undefined unquoted and empty
+ * (NULL), jsonb as JSON text, timestamps as ISO 8601, booleans as t/f.
+ */
+const CSV_OPTIONS = {
+  quoted_string: true,
+  cast: {
+    boolean: (v: boolean) => (v ? 't' : 'f'),
+    date: (v: Date) => v.toISOString(),
+    object: (v: object) => JSON.stringify(v),
+  },
+};
+
+/** Rows (keyed by the table's property names) as CSV in the table's column order. */
+function toCsv(shape: ReturnType<typeof copyShape>, rows: Record<string, unknown>[]): string {
+  return stringify(
+    rows.map((r) => shape.columns.map((c) => (c.json && r[c.key] != null ? JSON.stringify(r[c.key]) : r[c.key]))),
+    CSV_OPTIONS,
+  );
+}
+
+/** One COPY ... FROM STDIN of CSV text (committed on its own). */
+async function copyCsv(shape: ReturnType<typeof copyShape>, csv: string): Promise<void> {
+  if (csv.length === 0) return;
+  const writable = await sql`copy ${sql(shape.name)} (${sql(shape.columns.map((c) => c.name))}) from stdin with (format csv)`.writable();
+  await new Promise<void>((resolve, reject) => {
+    writable.once('error', reject);
+    writable.once('finish', resolve);
+    writable.end(csv);
+  });
+}
+
+async function run(cmd: FloorCommand): Promise<FloorResult> {
+  const served: Record<Entity, number> = { property: 0, unit: 0, resident: 0, lease: 0 };
+  const written: Record<string, number> = {};
+  let skipped = 0;
+  let pageCount = 0;
+  let waitMs = 0;
+  let mapMs = 0;
+  let copyMs = 0;
+  const refs: Refs = { property: new Map(), unit: new Map(), resident: new Map(), lease: new Map() };
+  const now = new Date();
+
+  /** The rows a sync writes for a page of a first sync, written with COPY. */
+  async function write<E extends Entity>(entity: E, page: HashedPage<E>): Promise<void> {
+    const m0 = performance.now();
+    // The last occurrence of an x_id in a page wins, as in applyHashedRecords.
+    const byXId = new Map<string, { input: InputOf[E]; hash: string; id: string }>();
+    for (const r of page.records) byXId.set(r.x_id, { input: JSON.parse(r.json) as InputOf[E], hash: r.hash, id: newId(entity) });
+    // Ids first: a renewal may name a lease of the same page.
+    for (const r of byXId.values()) refs[entity].set(r.input.x_id, r.id);
+    const rows: Record<string, unknown>[] = [];
+    const people: Record<string, unknown>[] = [];
+    for (const { input, hash, id } of byXId.values()) {
+      const row = rowValuesOf(entity, input, refs);
+      row.id = id;
+      row.organizationId = cmd.integration.organizationId;
+      row.integrationId = cmd.integration.id;
+      row.mode = cmd.integration.mode;
+      row.xId = input.x_id;
+      row.customData = input.custom_data;
+      row.contentHash = hash;
+      row.createdAt = now;
+      row.updatedAt = now;
+      row.deletedAt = null;
+      row.psSyncedAt = now;
+      rows.push(row);
+      if (entity === 'lease') {
+        const seen = new Set<string>();
+        for (const p of (input as LeaseInput).residents) {
+          const residentId = refs.resident.get(p.x_id);
+          if (!residentId || seen.has(residentId)) continue;
+          seen.add(residentId);
+          people.push({ leaseId: id, residentId, xId: p.x_id, role: p.role, position: seen.size - 1 });
+        }
+      }
+    }
+    const csv = toCsv(SHAPES[entity], rows);
+    const peopleCsv = entity === 'lease' ? toCsv(SHAPES.lease_residents, people) : '';
+    const c0 = performance.now();
+    mapMs += c0 - m0;
+    await copyCsv(SHAPES[entity], csv);
+    written[entity] = (written[entity] ?? 0) + rows.length;
+    if (entity === 'lease') {
+      await copyCsv(SHAPES.lease_residents, peopleCsv);
+      written.lease_residents = (written.lease_residents ?? 0) + people.length;
+    }
+    copyMs += performance.now() - c0;
+  }
+
+  /** Every page of one entity, one read in flight, the next read while the current page is handled. */
+  async function entityPass<E extends Entity>(entity: E): Promise<void> {
+    const read = (n: number) => pages.read(cmd.settings, entity, n, PAGE);
+    let next = read(1);
+    for (;;) {
+      const w0 = performance.now();
+      const page = await next;
+      waitMs += performance.now() - w0;
+      if (page.hasMore) next = read(page.page + 1);
+      pageCount++;
+      const unreadable = (page as { skipped?: unknown[] }).skipped?.length ?? 0;
+      served[entity] += page.records.length + unreadable;
+      skipped += unreadable;
+      if (cmd.kind === 'initial') await write(entity, page);
+      if (!page.hasMore) return;
+    }
+  }
+
+  const t0 = performance.now();
+  for (const stage of SYNC_STAGES) await Promise.all(stage.map((entity) => entityPass(entity)));
+  return { ms: performance.now() - t0, served, skipped, written, pages: pageCount, waitMs, mapMs, copyMs };
+}
+
+const lines = createInterface({ input: process.stdin });
+let queue = Promise.resolve();
+lines.on('line', (line) => {
+  if (!line.trim()) return;
+  // One command at a time, in order.
+  queue = queue.then(async () => {
+    let cmd: FloorCommand | undefined;
+    try {
+      cmd = JSON.parse(line) as FloorCommand;
+      const result = await run(cmd);
+      console.log(`floor-result ${cmd.id} ${JSON.stringify(result)}`);
+    } catch (err) {
+      console.log(`floor-error ${cmd?.id ?? '?'} ${err instanceof Error ? (err.stack ?? err.message).replace(/\n/g, ' | ') : String(err)}`);
+    }
+  });
+});
+lines.once('close', () => void queue.then(shutdown));
+async function shutdown() {
+  await pages.close();
+  await sql.end({ timeout: 5 });
+  process.exit(0);
+}
+process.once('SIGTERM', () => void shutdown());
+console.log(`floor ready (page size ${PAGE}, ${config.WORKER_READ_THREADS} page-reading thread(s), pool of ${config.DB_POOL_MAX})`);
