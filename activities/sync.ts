@@ -418,49 +418,34 @@ export function createActivities(deps: SyncActivityDeps) {
 
 export type SyncActivities = ReturnType<typeof createActivities>;
 
+/** A run's counters, moved by the placeholders `seen`, `created`, `updated` and `skipped`. */
+const COUNTERS = {
+  recordsSeen: sql`${syncJobs.recordsSeen} + ${sql.placeholder('seen')}::int`,
+  recordsNew: sql`${syncJobs.recordsNew} + ${sql.placeholder('created')}::int`,
+  recordsUpdated: sql`${syncJobs.recordsUpdated} + ${sql.placeholder('updated')}::int`,
+  recordsSkipped: sql`${syncJobs.recordsSkipped} + ${sql.placeholder('skipped')}::int`,
+};
+
+/** The job (placeholder `id`) still runs, and a run of an integration deleted meanwhile must not bring its records back. */
+const STILL_RUNNING = and(
+  eq(syncJobs.id, sql.placeholder('id')),
+  eq(syncJobs.status, 'running'),
+  sql`not exists (select 1 from ${integrations} i where i.id = ${syncJobs.integrationId} and i.deleted_at is not null)`,
+);
+
 /** One page's bookkeeping in one prepared statement: the resume point (compare-and-set) and the counters. */
 function advanceProgress(tx: Tx) {
   return tx
     .update(syncJobs)
-    .set({
-      progress: sql`${syncJobs.progress} || ${sql.placeholder('target')}::jsonb`,
-      recordsSeen: sql`${syncJobs.recordsSeen} + ${sql.placeholder('seen')}::int`,
-      recordsNew: sql`${syncJobs.recordsNew} + ${sql.placeholder('created')}::int`,
-      recordsUpdated: sql`${syncJobs.recordsUpdated} + ${sql.placeholder('updated')}::int`,
-      recordsSkipped: sql`${syncJobs.recordsSkipped} + ${sql.placeholder('skipped')}::int`,
-    })
-    .where(
-      and(
-        eq(syncJobs.id, sql.placeholder('id')),
-        eq(syncJobs.status, 'running'),
-        sql`coalesce((${syncJobs.progress} -> ${sql.placeholder('entity')}::text ->> 'page')::int, 0) = ${sql.placeholder('from')}::int`,
-        // A run of an integration deleted meanwhile must not bring its records back.
-        sql`not exists (select 1 from ${integrations} i where i.id = ${syncJobs.integrationId} and i.deleted_at is not null)`,
-      ),
-    )
+    .set({ progress: sql`${syncJobs.progress} || ${sql.placeholder('target')}::jsonb`, ...COUNTERS })
+    .where(and(STILL_RUNNING, sql`coalesce((${syncJobs.progress} -> ${sql.placeholder('entity')}::text ->> 'page')::int, 0) = ${sql.placeholder('from')}::int`))
     .returning({ id: syncJobs.id })
     .prepare('sync_job_advance');
 }
 
 /** The counters of records a deletion check applied, while the job runs and its integration exists. */
 function countAlong(tx: Tx) {
-  return tx
-    .update(syncJobs)
-    .set({
-      recordsSeen: sql`${syncJobs.recordsSeen} + ${sql.placeholder('seen')}::int`,
-      recordsNew: sql`${syncJobs.recordsNew} + ${sql.placeholder('created')}::int`,
-      recordsUpdated: sql`${syncJobs.recordsUpdated} + ${sql.placeholder('updated')}::int`,
-      recordsSkipped: sql`${syncJobs.recordsSkipped} + ${sql.placeholder('skipped')}::int`,
-    })
-    .where(
-      and(
-        eq(syncJobs.id, sql.placeholder('id')),
-        eq(syncJobs.status, 'running'),
-        sql`not exists (select 1 from ${integrations} i where i.id = ${syncJobs.integrationId} and i.deleted_at is not null)`,
-      ),
-    )
-    .returning({ id: syncJobs.id })
-    .prepare('sync_job_count_along');
+  return tx.update(syncJobs).set(COUNTERS).where(STILL_RUNNING).returning({ id: syncJobs.id }).prepare('sync_job_count_along');
 }
 
 /**
@@ -480,17 +465,18 @@ async function setAside(tx: Tx, syncJobId: string, entity: Entity, skipped: Skip
  */
 function watchProgress(ctx: Context, opts: { stallMs: number; heartbeatEveryMs: number; details: () => unknown }) {
   let movedAt = Date.now();
-  let stall: (err: Error) => void = () => {};
-  const stalled = new Promise<never>((_, reject) => {
-    stall = reject;
-  });
-  stalled.catch(() => {});
+  let stalled: Error | undefined;
+  // The rejecters of the guarded work still pending. Not a race against one long-lived promise: every race would
+  // leave a reaction on it holding its result, so a run would keep every page it ever read.
+  const waiting = new Set<(err: Error) => void>();
   const timer = setInterval(
     () => {
       if (Date.now() - movedAt >= opts.stallMs) {
         clearInterval(timer);
         const details = JSON.stringify(opts.details());
-        stall(ApplicationFailure.retryable(`no progress for ${Math.round(opts.stallMs / 1000)} s (at ${details})`, SYNC_RETRYABLE.stalled));
+        stalled = ApplicationFailure.retryable(`no progress for ${Math.round(opts.stallMs / 1000)} s (at ${details})`, SYNC_RETRYABLE.stalled);
+        for (const reject of waiting) reject(stalled);
+        waiting.clear();
         return;
       }
       ctx.heartbeat(opts.details());
@@ -501,7 +487,21 @@ function watchProgress(ctx: Context, opts: { stallMs: number; heartbeatEveryMs: 
     moved: () => {
       movedAt = Date.now();
     },
-    guard: <T>(work: Promise<T>): Promise<T> => Promise.race([work, stalled]),
+    guard: <T>(work: Promise<T>): Promise<T> =>
+      new Promise<T>((resolve, reject) => {
+        if (stalled) return reject(stalled);
+        waiting.add(reject);
+        work.then(
+          (value) => {
+            waiting.delete(reject);
+            resolve(value);
+          },
+          (err: unknown) => {
+            waiting.delete(reject);
+            reject(err);
+          },
+        );
+      }),
     stop: () => clearInterval(timer),
   };
 }

@@ -3,20 +3,17 @@
  * attempt by attempt, the give-up, a source's Retry-After, a database outage that must fail the run instead of
  * holding it open, and cancellation, against mock activities that record every call with the server's clock.
  */
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-// A CommonJS module: a default import works under both Node's ESM loader and bundlers.
-import proto from '@temporalio/proto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
 import type { ConfirmResult, StartSyncJobResult, SyncActivities } from '../../activities/sync';
 import type { Entity } from '../../domain/cdm';
-import { SEARCH_ATTRIBUTES, type SyncPolicy } from '../../domain/contract';
+import type { SyncPolicy } from '../../domain/contract';
 import type { SyncCompleteData } from '../../domain/events';
-import { TEMPORAL_TEST_SERVER } from '../../scripts/tools';
+import { startTimeSkipping } from '../support/time-skipping';
 import { syncIntegration } from '../../workflows/sync';
 
 const SECOND = 1_000;
@@ -36,20 +33,7 @@ let env: TestWorkflowEnvironment;
 let workflowCode: string;
 
 beforeAll(async () => {
-  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
-  const [testEnv, bundle] = await Promise.all([
-    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEMPORAL_TEST_SERVER } } }),
-    bundleWorkflowCode({
-      workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
-    }),
-  ]);
-  env = testEnv;
-  workflowCode = bundle.code;
-  await env.connection.operatorService.addSearchAttributes({
-    namespace: env.namespace ?? 'default',
-    searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((sa) => [sa.name, proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
-  });
+  ({ env, workflowCode } = await startTimeSkipping());
 });
 
 afterAll(async () => {

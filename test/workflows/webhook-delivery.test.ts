@@ -3,19 +3,16 @@
  * expiry and cancellation, against mock activities that record every call with the server's (skipped) clock.
  */
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-// A CommonJS module: a default import works under both Node's ESM loader and bundlers.
-import proto from '@temporalio/proto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
 import type { AttemptInput, AttemptOutcome, PreparedDelivery, WebhookActivities } from '../../activities/webhooks';
-import { SA_DELIVERY_STATUS, SEARCH_ATTRIBUTES } from '../../domain/contract';
+import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { DELIVERY_SCHEDULE_MS, RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../../domain/webhooks';
-import { TEMPORAL_TEST_SERVER } from '../../scripts/tools';
+import { startTimeSkipping } from '../support/time-skipping';
 import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } from '../../workflows/webhook';
 
 /**
@@ -37,25 +34,7 @@ let env: TestWorkflowEnvironment;
 let workflowCode: string;
 
 beforeAll(async () => {
-  // Worker state changes are logged at INFO for every test's worker: keep warnings and errors only, and leave out
-  // the core's warning, once per worker, that the test server does not advertise a capability of Temporal 1.16+.
-  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
-  const [testEnv, bundle] = await Promise.all([
-    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEMPORAL_TEST_SERVER } } }),
-    // One bundle for the file; each test's worker loads it (bundling per worker would cost seconds each).
-    bundleWorkflowCode({
-      workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
-    }),
-  ]);
-  env = testEnv;
-  workflowCode = bundle.code;
-  // As the worker does at start-up (worker/index.ts registerSearchAttributes, whose listing step the test server does
-  // not implement). Without it the workflow's first upsert of DeliveryStatus fails its workflow task, over and over.
-  await env.connection.operatorService.addSearchAttributes({
-    namespace: env.namespace ?? 'default',
-    searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((sa) => [sa.name, proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
-  });
+  ({ env, workflowCode } = await startTimeSkipping());
 });
 
 afterAll(async () => {

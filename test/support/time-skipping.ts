@@ -1,0 +1,37 @@
+/**
+ * What the workflow tests on the time-skipping test server share: the server (from .tools), the workflow bundle
+ * built once per file, and the search attributes the workflows upsert.
+ */
+import { fileURLToPath } from 'node:url';
+// A CommonJS module: a default import works under both Node's ESM loader and bundlers.
+import proto from '@temporalio/proto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { SEARCH_ATTRIBUTES } from '../../domain/contract';
+import { TEMPORAL_TEST_SERVER } from '../../scripts/tools';
+
+export interface TimeSkipping {
+  env: TestWorkflowEnvironment;
+  /** The workflows' bundle: each test's worker loads it (bundling per worker would cost seconds each). */
+  workflowCode: string;
+}
+
+export async function startTimeSkipping(): Promise<TimeSkipping> {
+  // Worker state changes are logged at INFO for every test's worker: keep warnings and errors only, and leave out
+  // the core's warning, once per worker, that the test server does not advertise a capability of Temporal 1.16+.
+  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  const [env, bundle] = await Promise.all([
+    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEMPORAL_TEST_SERVER } } }),
+    bundleWorkflowCode({
+      workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+      logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
+    }),
+  ]);
+  // As the worker does at start-up (worker/index.ts registerSearchAttributes, whose listing step the test server does
+  // not implement). Without it a workflow's first upsert of a search attribute fails its workflow task, over and over.
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((sa) => [sa.name, proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+  });
+  return { env, workflowCode: bundle.code };
+}
