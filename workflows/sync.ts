@@ -9,6 +9,7 @@ import {
   CancellationScope,
   isCancellation,
   proxyActivities,
+  patched,
   proxyLocalActivities,
   upsertSearchAttributes,
   workflowInfo,
@@ -20,6 +21,7 @@ import {
   SA_ORGANIZATION_ID,
   SA_STATUS,
   SA_SYNC_JOB_ID,
+  DEFAULT_SYNC_POLICY,
   type SyncPolicy,
   type SyncRunStatus,
   type SyncWorkflowInput,
@@ -36,6 +38,10 @@ const { syncPolicy } = proxyLocalActivities<SyncActivities>({ startToCloseTimeou
  * worker), retry source outages with backoff up to maximumAttempts, honour a source's Retry-After (the activity's
  * nextRetryDelay), and end within entityTimeoutMs whatever happens.
  */
+/** Steps added after runs were already in flight (see `patched`): remove once no run of the earlier version is open. */
+const PATCH_POLICY = 'sync-policy-from-configuration';
+const PATCH_CONFIRM = 'confirm-deletions-with-source';
+
 function activitiesUnder(policy: SyncPolicy) {
   const bookkeeping = proxyActivities<SyncActivities>({
     startToCloseTimeout: Math.min(policy.bookkeepingTimeoutMs, 5 * 60_000),
@@ -75,7 +81,10 @@ export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWor
   const known = workflowInfo().typedSearchAttributes;
   if (known.get(SA_INTEGRATION_ID) === undefined) upsertSearchAttributes([{ key: SA_INTEGRATION_ID, value: input.integrationId }]);
 
-  const { startSyncJob, finishSyncJob, failSyncJob, syncEntity, confirmDeletions } = activitiesUnder(await syncPolicy());
+  // Runs started before a step existed replay without it (patched); such a run ends at finishSyncJob, which refuses
+  // to soft-delete unconfirmed entities, and the next run starts over. Nothing is stuck on a replay error.
+  const policy = patched(PATCH_POLICY) ? await syncPolicy() : DEFAULT_SYNC_POLICY;
+  const { startSyncJob, finishSyncJob, failSyncJob, syncEntity, confirmDeletions } = activitiesUnder(policy);
   let syncJobId = input.syncJobId ?? null;
   try {
     const started = await startSyncJob({ integrationId: input.integrationId, trigger: input.trigger, syncJobId: input.syncJobId });
@@ -90,7 +99,9 @@ export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWor
 
     for (const stage of SYNC_STAGES) await Promise.all(stage.map((entity) => syncEntity({ syncJobId: jobId, entity })));
     // What the pages did not contain is soft-deleted only once the source confirms it gone.
-    for (const stage of SYNC_STAGES) await Promise.all(stage.map((entity) => confirmDeletions({ syncJobId: jobId, entity })));
+    if (patched(PATCH_CONFIRM)) {
+      for (const stage of SYNC_STAGES) await Promise.all(stage.map((entity) => confirmDeletions({ syncJobId: jobId, entity })));
+    }
     await finishSyncJob({ syncJobId: jobId });
     setStatus('succeeded');
     return { syncJobId: jobId, status: 'succeeded' };

@@ -3,10 +3,14 @@
  * attempt by attempt, the give-up, a source's Retry-After, a database outage that must fail the run instead of
  * holding it open, and cancellation, against mock activities that record every call with the server's clock.
  */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+// A CommonJS module: a default import works under both Node's ESM loader and bundlers.
+import proto from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { ConfirmResult, StartSyncJobResult, SyncActivities } from '../../activities/sync';
@@ -214,4 +218,15 @@ describe('sync retry policy (time-skipping)', () => {
     expect(r.calls.fail).toHaveLength(1);
     expect(r.calls.fail[0]!.error).toMatch(/cancel/i);
   });
+
+  it('a run recorded by the version before these steps existed replays on this one (patched), with the old policy', async () => {
+    // A whole run of the previous release's workflow (ab1e8e3: no syncPolicy, no confirmDeletions), recorded on the
+    // test server. Without the patches its replay fails on the first new command and the run would hang open.
+    const history = proto.temporal.api.history.v1.History.decode(
+      Buffer.from(readFileSync(fileURLToPath(new URL('./fixtures/sync-history-v1.b64', import.meta.url)), 'utf8'), 'base64'),
+    );
+    expect(history.events?.length).toBeGreaterThan(10);
+    await Worker.runReplayHistory({ workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)) }, history, 'sync-syj_V1');
+  });
 });
+
