@@ -44,6 +44,9 @@ function spawnWorker(): ChildProcess {
       TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
       // This database is shared with other test files whose schedules point at their own task queues.
       WORKER_RECONCILE_SCHEDULES: 'false',
+      // An unscoped relay would take other files' events (this database is shared) and deliver them from this
+      // worker's webhook queue, out of their order and on the default retry schedule.
+      WEBHOOK_RELAY: 'false',
       // Test keys only: serving live would need secrets of its own.
       SERVED_MODES: 'test',
       SYNC_PAGE_SIZE: '25',
