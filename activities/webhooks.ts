@@ -14,6 +14,7 @@ import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Db, Tx } from '../db/client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../db/schema';
+import { purgeSkippedBefore } from '../db/sync-jobs';
 import { eventBody, purgeBefore } from '../db/webhooks';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, PREVIOUS_SIGNATURE_HEADER, SIGNATURE_HEADER, signPayload } from '../domain/signature';
@@ -326,10 +327,14 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       await moveTo(db, input.deliveryId, input.status, { nextAttemptAt: null });
     },
 
-    /** Retention: remove events and deliveries older than 30 days (or `retentionMs`). */
-    async purgeExpired(input: { retentionMs?: number }): Promise<{ events: number; deliveries: number }> {
+    /**
+     * Retention: remove events and deliveries older than 30 days (or `retentionMs`), and the quarantined-record
+     * lists of sync runs as old.
+     */
+    async purgeExpired(input: { retentionMs?: number }): Promise<{ events: number; deliveries: number; skippedRecords: number }> {
       const before = new Date(clock().getTime() - (input.retentionMs ?? RETENTION_MS));
-      return purgeBefore(db, before);
+      const purged = await purgeBefore(db, before);
+      return { ...purged, skippedRecords: await purgeSkippedBefore(db, before) };
     },
   };
 }

@@ -124,6 +124,22 @@ export async function skippedRecordsOf(tx: Tx, syncJobId: string, page: { limit:
     .offset(page.offset);
 }
 
+/**
+ * Retention: forget the quarantined records listed by runs older than `before` (a record that stays unreadable is
+ * listed again by every run, so the list would otherwise grow with every run). Batched; returns how many went.
+ */
+export async function purgeSkippedBefore(tx: Tx, before: Date, batch = 5_000): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const gone = await tx.execute<{ one: number }>(sql`
+      delete from ${syncSkippedRecords} where ctid in (
+        select ctid from ${syncSkippedRecords} where ${syncSkippedRecords.createdAt} < ${before.toISOString()} limit ${batch}
+      ) returning 1 as one`);
+    removed += gone.length;
+    if (gone.length < batch) return removed;
+  }
+}
+
 /** The admin API's view of a quarantined record. */
 export function skippedRecordView(row: SkippedRecordRow) {
   return { entity: row.entity, x_id: row.xId, reason: row.reason, seen_at: row.createdAt.toISOString() };

@@ -136,6 +136,6 @@ const { purgeExpired } = proxyActivities<WebhookActivities>({
   retry: { initialInterval: '10 seconds', maximumInterval: '5 minutes', maximumAttempts: 10 },
 });
 
-export async function purgeRetention(input: { retentionMs?: number } = {}): Promise<{ events: number; deliveries: number }> {
+export async function purgeRetention(input: { retentionMs?: number } = {}): Promise<{ events: number; deliveries: number; skippedRecords: number }> {
   return purgeExpired({ retentionMs: input.retentionMs });
 }

@@ -6,14 +6,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
-import { sql } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import type { PageReader } from '../../activities/page-reader';
 import { createActivities, type ConfirmResult } from '../../activities/sync';
 import { triggerSync } from '../../control/sync';
 import { closeDb, createDb, type Db } from '../../db/client';
 import { newId } from '../../db/ids';
-import { syncJobs } from '../../db/schema';
-import { getSyncJob } from '../../db/sync-jobs';
+import { syncJobs, syncSkippedRecords } from '../../db/schema';
+import { getSyncJob, purgeSkippedBefore } from '../../db/sync-jobs';
 import { ENTITIES, type Entity } from '../../domain/cdm';
 import { syncWorkflowIdOf } from '../../domain/contract';
 import { SourceTransientError } from '../../source';
@@ -205,6 +205,21 @@ describe('quarantine', () => {
     const evs = await eventsOf(db, s.row.id, job.id);
     expect(evs.map((e) => e.type)).toEqual(['FIRST_SYNC_COMPLETE']);
     expect(evs[0]!.data).toMatchObject({ records_skipped: 2 });
+  });
+
+  it('the retention purge forgets the lists of runs older than 30 days, and keeps the recent ones', async () => {
+    const { db } = stack;
+    const old = newId('syncJob');
+    const recent = newId('syncJob');
+    const day = 24 * 3600_000;
+    await db.insert(syncSkippedRecords).values([
+      { syncJobId: old, entity: 'lease', xId: '1', reason: 'not a decimal amount: "TBD"', createdAt: new Date(Date.now() - 31 * day) },
+      { syncJobId: old, entity: 'lease', xId: '2', reason: 'not a decimal amount: "TBD"', createdAt: new Date(Date.now() - 31 * day) },
+      { syncJobId: recent, entity: 'lease', xId: '1', reason: 'not a decimal amount: "TBD"', createdAt: new Date(Date.now() - 29 * day) },
+    ]);
+    expect(await purgeSkippedBefore(db, new Date(Date.now() - 30 * day), 1)).toBe(2);
+    const left = await db.select().from(syncSkippedRecords).where(inArray(syncSkippedRecords.syncJobId, [old, recent]));
+    expect(left.map((r) => r.syncJobId)).toEqual([recent]);
   });
 
   it('an unknown sync job has no skipped records (404), and the list pages', async () => {

@@ -100,7 +100,7 @@ function mockActivities(opts: MockOptions = {}) {
       }),
     recordLostAttempt: (input) => recorded(calls.lost, input, async () => (input.nextDelayMs === null ? 'dead_lettered' : 'retrying')),
     markDelivery: (input) => recorded(calls.mark, input, async () => {}),
-    purgeExpired: (input) => recorded(calls.purge, input, async () => ({ events: 3, deliveries: 5 })),
+    purgeExpired: (input) => recorded(calls.purge, input, async () => ({ events: 3, deliveries: 5, skippedRecords: 2 })),
   } satisfies WebhookActivities;
   return { activities, calls };
 }
@@ -434,8 +434,8 @@ describe('purgeRetention', () => {
     const mock = mockActivities();
     await withWorker(mock, async ({ taskQueue }) => {
       const run = (args: Parameters<typeof purgeRetention>) => env.client.workflow.execute(purgeRetention, { taskQueue, workflowId: `purge-${randomUUID()}`, args });
-      expect(await run([{ retentionMs: 7 * DAY }])).toEqual({ events: 3, deliveries: 5 });
-      expect(await run([])).toEqual({ events: 3, deliveries: 5 });
+      expect(await run([{ retentionMs: 7 * DAY }])).toEqual({ events: 3, deliveries: 5, skippedRecords: 2 });
+      expect(await run([])).toEqual({ events: 3, deliveries: 5, skippedRecords: 2 });
     });
     expect(mock.calls.purge.map((c) => c.input)).toEqual([{ retentionMs: 7 * DAY }, { retentionMs: undefined }]);
   });
