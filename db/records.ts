@@ -713,6 +713,11 @@ function serializeOne<E extends Entity>(entity: E, row: RowOf[E]): RecordOf[E] {
   }
 }
 
+/** A row of `table` whose x_id the run has not recorded as seen (an anti join over sync_seen_pages). */
+function unseenBy(table: ReturnType<typeof tableOf>, syncJobId: string, entity: Entity): SQL {
+  return sql`not exists (select 1 from (select unnest(s.x_ids) as x_id from ${syncSeen} s where s.sync_job_id = ${syncJobId} and s.entity = ${entity}) seen where seen.x_id = ${table.xId})`;
+}
+
 /**
  * Soft-delete the records of an integration that a complete sync run did not see, recording `*_UPDATED` events
  * with `deleted_at`. Only called after every page of the run was applied; a failed run never soft-deletes.
@@ -737,7 +742,7 @@ export async function softDeleteUnseen(
       and(
         eq(table.integrationId, ctx.integration.id),
         isNull(table.deletedAt),
-        sql`not exists (select 1 from (select unnest(s.x_ids) as x_id from ${syncSeen} s where s.sync_job_id = ${ctx.syncJobId} and s.entity = ${entity}) seen where seen.x_id = ${table.xId})`,
+        unseenBy(table, ctx.syncJobId, entity),
       ),
     )
     .returning({ id: table.id, xId: table.xId });
@@ -786,7 +791,7 @@ export async function unseenXIds(
           eq(table.integrationId, q.integrationId),
           isNull(table.deletedAt),
           q.after === null ? undefined : sql`${table.xId} > ${q.after}`,
-          sql`not exists (select 1 from (select unnest(s.x_ids) as x_id from ${syncSeen} s where s.sync_job_id = ${q.syncJobId} and s.entity = ${q.entity}) seen where seen.x_id = ${table.xId})`,
+          unseenBy(table, q.syncJobId, q.entity),
         ),
       )
       .orderBy(asc(table.xId))
