@@ -33,6 +33,21 @@ export interface SandboxChangeResult {
 }
 
 export type SandboxFaultKind = 'unavailable' | 'rate_limited' | 'slow' | 'reject_writes';
+/** Which requests a fault affects: every request, the read methods only, or the write methods only. */
+export type SandboxFaultScope = 'all' | 'reads' | 'writes';
+
+export interface SandboxFault {
+  kind: SandboxFaultKind;
+  /** How many requests the fault affects (only requests in its scope count); omitted = until cleared. */
+  count?: number;
+  /**
+   * Reply delay of a `slow` fault (default: the sandbox's SANDBOX_SLOW_MS); ignored by other kinds. A slow read
+   * waits before it is served; a slow write is applied first and answered after the delay.
+   */
+  delay_ms?: number;
+  /** Default `all`. `reject_writes` affects writes only, whatever its scope (`reads` is refused). */
+  methods?: SandboxFaultScope;
+}
 
 export interface SandboxCompanyInfo {
   company_id: string;
@@ -47,11 +62,8 @@ export interface SandboxControl {
   createCompany(input: { companyId: string; size: number; seed: number }): Promise<{ api_key: string }>;
   deleteCompany(companyId: string): Promise<void>;
   applyChanges(companyId: string, req: SandboxChangeRequest): Promise<SandboxChangeResult>;
-  /**
-   * `count`: how many requests the fault affects; omitted = until cleared. `delay_ms`: reply delay of a `slow`
-   * fault (default: the sandbox's SANDBOX_SLOW_MS).
-   */
-  setFault(companyId: string, fault: { kind: SandboxFaultKind; count?: number; delay_ms?: number }): Promise<void>;
+  /** Set a fault (see SandboxFault); a fault of the same kind is replaced, scope and count included. */
+  setFault(companyId: string, fault: SandboxFault): Promise<void>;
   clearFaults(companyId: string): Promise<void>;
   /** Size, seed, change counter and record counts of a company; undefined when it does not exist. */
   getCompany(companyId: string): Promise<SandboxCompanyInfo | undefined>;

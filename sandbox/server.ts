@@ -5,7 +5,7 @@
  *   GET    /control/companies/:id            -> {company_id, size, seed, change_counter, counts}
  *   DELETE /control/companies/:id            -> 204
  *   POST   /control/companies/:id/changes    SandboxChangeRequest -> 200 SandboxChangeResult
- *   POST   /control/companies/:id/faults     {kind, count?, delay_ms?} -> 204
+ *   POST   /control/companies/:id/faults     {kind, count?, delay_ms?, methods?} -> 204 (one fault per kind: replaced)
  *   DELETE /control/companies/:id/faults     -> 204
  * Control errors are JSON `{error: {code, message}}` with a fitting status.
  */
@@ -20,7 +20,7 @@ import type { Logger } from '../config/logger';
 import { applyChanges, ChangeError } from './changes';
 import { insertGenerated } from './generator';
 import { rpcRoutes } from './rpc';
-import { clearFaults, ensureSchema, FAULT_KINDS, setFault, type Sql } from './store';
+import { clearFaults, ensureSchema, FAULT_KINDS, FAULT_SCOPES, setFault, type FaultKind, type FaultScope, type Sql } from './store';
 
 export interface SandboxOptions {
   databaseUrl: string;
@@ -57,11 +57,15 @@ const changesSchema = z
   .strict();
 const faultSchema = z
   .object({
-    kind: z.enum(FAULT_KINDS as [string, ...string[]]),
+    kind: z.enum(FAULT_KINDS as [FaultKind, ...FaultKind[]]),
     count: z.number().int().min(1).max(1_000_000).optional(),
+    /** Delay of a `slow` fault; ignored by the other kinds. */
     delay_ms: z.number().int().min(0).max(600_000).optional(),
+    /** Which requests the fault affects (default all). */
+    methods: z.enum(FAULT_SCOPES as [FaultScope, ...FaultScope[]]).optional(),
   })
-  .strict();
+  .strict()
+  .refine((f) => !(f.kind === 'reject_writes' && f.methods === 'reads'), { path: ['methods'], message: 'reject_writes affects writes only' });
 
 const problem = (c: Context, status: number, code: string, message: string) => c.json({ error: { code, message } }, status as 400);
 
@@ -158,7 +162,7 @@ function controlRoutes(sql: Sql, token: string, logger?: Logger): Hono {
     if (!id || !(await exists(id))) return problem(c, 404, 'not_found', 'no such company');
     const input = await body(c, faultSchema);
     if (input instanceof Response) return input;
-    await setFault(sql, id, { kind: input.kind as (typeof FAULT_KINDS)[number], remaining: input.count ?? null, delay_ms: input.delay_ms ?? null });
+    await setFault(sql, id, { kind: input.kind, remaining: input.count ?? null, delay_ms: input.delay_ms ?? null, methods: input.methods ?? 'all' });
     return c.body(null, 204);
   });
 

@@ -42,6 +42,8 @@ create table if not exists sandbox.faults (
   created_at timestamptz not null default now(),
   primary key (company_id, kind)
 );
+-- Which requests a fault affects: all, reads only or writes only (one fault per kind, its scope replaced with it).
+alter table sandbox.faults add column if not exists methods text not null default 'all';
 `;
 
 /** Create the schema and tables when missing. Safe when several sandboxes start against one database at once. */
@@ -55,10 +57,15 @@ export async function ensureSchema(sql: Sql): Promise<void> {
 export type FaultKind = 'unavailable' | 'rate_limited' | 'slow' | 'reject_writes';
 export const FAULT_KINDS: readonly FaultKind[] = ['unavailable', 'rate_limited', 'slow', 'reject_writes'];
 
+/** Which requests a fault affects: every request, the read methods only, or the write methods only. */
+export type FaultScope = 'all' | 'reads' | 'writes';
+export const FAULT_SCOPES: readonly FaultScope[] = ['all', 'reads', 'writes'];
+
 export interface Fault {
   kind: FaultKind;
   remaining: number | null;
   delay_ms: number | null;
+  methods: FaultScope;
 }
 
 export interface Company {
@@ -77,7 +84,7 @@ export type NextIds = Record<NativeEntity, number>;
 export async function companyByKey(sql: Sql, apiKey: string): Promise<Company | undefined> {
   const [row] = await sql<{ id: string; seed: string; size: number; version: string; created_at: Date; faults: Fault[] | null }[]>`
     select c.id, c.seed, c.size, c.version, c.created_at,
-      (select json_agg(json_build_object('kind', f.kind, 'remaining', f.remaining, 'delay_ms', f.delay_ms))
+      (select json_agg(json_build_object('kind', f.kind, 'remaining', f.remaining, 'delay_ms', f.delay_ms, 'methods', f.methods))
          from sandbox.faults f where f.company_id = c.id and (f.remaining is null or f.remaining > 0)) as faults
     from sandbox.companies c where c.api_key = ${apiKey}`;
   return row
@@ -100,9 +107,10 @@ export async function consumeFault(sql: Sql, companyId: string, fault: Fault): P
 
 export async function setFault(sql: Sql, companyId: string, fault: Fault): Promise<void> {
   await sql`
-    insert into sandbox.faults (company_id, kind, remaining, delay_ms)
-    values (${companyId}, ${fault.kind}, ${fault.remaining}, ${fault.delay_ms})
-    on conflict (company_id, kind) do update set remaining = excluded.remaining, delay_ms = excluded.delay_ms, created_at = now()`;
+    insert into sandbox.faults (company_id, kind, remaining, delay_ms, methods)
+    values (${companyId}, ${fault.kind}, ${fault.remaining}, ${fault.delay_ms}, ${fault.methods})
+    on conflict (company_id, kind) do update set
+      remaining = excluded.remaining, delay_ms = excluded.delay_ms, methods = excluded.methods, created_at = now()`;
 }
 
 export async function clearFaults(sql: Sql, companyId: string): Promise<void> {
@@ -131,16 +139,22 @@ export class PageCursors {
   }
 }
 
-/** One page of an entity's records (wire JSON text), in native id order, and the entity's total count. */
+/**
+ * One page of an entity's records (wire JSON text), in native id order, and the entity's total count: of the ids
+ * asked for, if any, and of one property, if `propertyId` is given (a property itself: the one with that id).
+ */
 export async function readPage(
   sql: Sql,
-  q: { company: Company; entity: NativeEntity; page: number; perPage: number; ids?: number[] },
+  q: { company: Company; entity: NativeEntity; page: number; perPage: number; ids?: number[]; propertyId?: number },
   cursors?: PageCursors,
 ): Promise<{ items: string[]; total: number }> {
-  const { company, entity, page, perPage, ids } = q;
-  const filter = ids ? sql`and id = any(${ids}::int[])` : sql``;
+  const { company, entity, page, perPage, ids, propertyId } = q;
+  const byIds = ids ? sql`and id = any(${ids}::int[])` : sql``;
+  const byProperty = propertyId === undefined ? sql`` : entity === 'property' ? sql`and id = ${propertyId}` : sql`and property_id = ${propertyId}`;
+  const filter = sql`${byIds} ${byProperty}`;
   // A company deleted and created again under its id starts over at version 0: its creation time tells them apart.
-  const key = `${company.id}|${company.createdAt}|${entity}|${perPage}|${ids?.join(',') ?? ''}`;
+  // The filters are part of the key: a filtered listing's cursors never continue an unfiltered one, or the reverse.
+  const key = `${company.id}|${company.createdAt}|${entity}|${perPage}|${ids?.join(',') ?? ''}|${propertyId ?? ''}`;
   const known = cursors?.lookup(key, company.version);
   const after = known?.lastIds.get(page - 1);
   // Without a cursor, page over ids alone first, so rows skipped by the offset are never read.

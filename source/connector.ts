@@ -41,13 +41,19 @@ export class SourcePermanentError extends Error {
   }
 }
 
-/** A failure worth retrying (network error, timeout, 5xx, 429). `retryAfterMs` when the source said so. */
+/**
+ * A failure worth retrying (network error, timeout, 5xx, 429). `retryAfterMs` when the source said so.
+ * `maybeApplied`: the request may have reached the source and been applied (a timeout, a connection lost after the
+ * request was sent, a 5xx), so a write must not simply be sent again: look for what it made first (findCreated).
+ * False when the source cannot have acted on it (429, a refused connection, a failed DNS lookup) and for reads.
+ */
 export class SourceTransientError extends Error {
   override name = 'SourceTransientError';
   constructor(
     message: string,
     readonly status?: number,
     readonly retryAfterMs?: number,
+    readonly maybeApplied: boolean = false,
   ) {
     super(message);
   }
@@ -63,10 +69,19 @@ export interface SourceConnector {
   readByIds<E extends Entity>(entity: E, xIds: string[]): Promise<RecordsById<E>>;
   /** Read one record by its x_id (the read-back after a write); null when the source has no such record. */
   readOne<E extends Entity>(entity: E, xId: string): Promise<InputOf[E] | null>;
-  /** Create a record in the source. A rejection (bad reference, missing field) is a SourcePermanentError. */
+  /**
+   * Create a record in the source, in exactly one request (a retry is the caller's decision). A rejection (bad
+   * reference, missing field) is a SourcePermanentError; a failure worth retrying is a SourceTransientError, whose
+   * `maybeApplied` says whether the record may exist anyway (then ask findCreated before creating again).
+   */
   create<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult>;
-  /** Change a record in the source; only the fields given change. */
+  /** Change a record in the source; only the fields given change. One request, classified like create's. */
   update<E extends WritableEntity>(entity: E, xId: string, patch: UpdateInputOf[E]): Promise<WriteResult>;
+  /**
+   * After a create whose outcome is unknown (a timeout, a lost connection), look the record up in the source by what
+   * identifies it; a match means the create was applied. Null when the source holds no such record.
+   */
+  findCreated<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult | null>;
 }
 
 export type WritableEntity = Exclude<Entity, 'property'>;

@@ -1,13 +1,24 @@
 /**
  * The Entrata-style HTTP client: the SourceConnector of the sandbox PMS and of live systems alike.
  *
- * Failure handling, per request:
+ * Reads (readPage, readByIds, readOne and the lookups of findCreated) handle failures per request:
  * - network errors, timeouts (AbortSignal), 408 and 5xx are retried with exponential backoff and jitter, up to
  *   `maxAttempts` in all, then thrown as SourceTransientError;
  * - 429 waits for `Retry-After` (seconds or an HTTP date) and retries within the same attempt budget; a wait longer
  *   than `maxRetryAfterMs` is not slept through but thrown as SourceTransientError carrying `retryAfterMs`;
  * - 401, 403 and other 4xx, a business error in a 200 reply (`response.code` other than 200) and a malformed reply
  *   or record are SourcePermanentError, with the HTTP status and the source's error code.
+ *
+ * Writes (create, update) make exactly one request: resending a write is decided by the caller (a workflow with
+ * durable timers), which alone knows whether a create may already have been applied. The outcome is classified:
+ * - rejected: SourcePermanentError (4xx other than 408 and 429, a business error in a 200 reply, a malformed reply),
+ *   its message carrying the source's own ("sendLeases: source rejected the request: unit space 12 does not belong
+ *   to property 3") and `code` the source's error code;
+ * - transient: SourceTransientError (network error, timeout, 408, 429 with `retryAfterMs` and no sleep, 5xx, a
+ *   `response.code` of 429 or 5xx). `maybeApplied` is true when the request may have reached the source and been
+ *   applied (a timeout, a connection lost after sending, 408, 5xx): a create is then looked for with findCreated
+ *   before it is sent again. It is false for 429 and for failures before anything was sent (connection refused,
+ *   DNS lookup failed, host unreachable).
  */
 import type { Entity, InputOf, Money } from '../domain/cdm';
 import { PHONE_NUMBER_TYPES } from './codes';
@@ -75,6 +86,28 @@ function phoneTypeId(type: string): number {
   throw new SourcePermanentError(`phone type "${type}" is not supported by the source (home, office, mobile, fax)`, undefined, 'VALIDATION_FAILED');
 }
 
+/** Error codes of a network failure that happened before any byte of the request was sent. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** The `code`s along a fetch failure's cause chain (and inside an AggregateError of several connect attempts). */
+function errorCodes(err: unknown, depth = 0): string[] {
+  if (!err || typeof err !== 'object' || depth > 5) return [];
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown };
+  const own = typeof e.code === 'string' ? [e.code] : [];
+  const nested = Array.isArray(e.errors) ? e.errors.flatMap((x) => errorCodes(x, depth + 1)) : [];
+  return [...own, ...nested, ...errorCodes(e.cause, depth + 1)];
+}
+
+/** Text compared the way people write it: trimmed, case-insensitive. */
+const fold = (s: string | null | undefined): string => (s ?? '').trim().toLowerCase();
+const digits = (s: string): string => s.replace(/\D/g, '');
+
+/** The record with the highest numeric x_id (the newest), if any. */
+function newest<T extends { x_id: string }>(records: T[]): T | undefined {
+  const rank = (x: string) => (/^\d{1,15}$/.test(x) ? Number(x) : -1);
+  return records.reduce<T | undefined>((best, r) => (best === undefined || rank(r.x_id) > rank(best.x_id) ? r : best), undefined);
+}
+
 export class EntrataConnector implements SourceConnector {
   private readonly base: string;
   private readonly opts: typeof DEFAULTS;
@@ -93,9 +126,14 @@ export class EntrataConnector implements SourceConnector {
   }
 
   async readPage<E extends Entity>(entity: E, page: number, perPage: number): Promise<SourcePage<E>> {
+    return this.page(entity, page, perPage, {});
+  }
+
+  /** One page of an entity, with extra filter params of the read method (`propertyId`). */
+  private async page<E extends Entity>(entity: E, page: number, perPage: number, filter: Record<string, unknown>): Promise<SourcePage<E>> {
     const svc = SERVICES[entity];
     const size = Math.max(1, Math.min(perPage, MAX_PER_PAGE));
-    const result = await this.call(svc.service, svc.read, { page_no: page, per_page: size });
+    const result = await this.call(svc.service, svc.read, { ...filter, page_no: page, per_page: size });
     const { records, skipped } = this.mapList(entity, result);
     const pagination = (result as { pagination?: { total_count?: unknown; per_page?: unknown } }).pagination;
     const total = Number(pagination?.total_count);
@@ -146,17 +184,17 @@ export class EntrataConnector implements SourceConnector {
     switch (entity) {
       case 'unit': {
         const u = input as CreateInputOf['unit'];
-        const r = await this.call(service, method, { propertyId: nativeId(u.property_x_id), unit: unitParams(u) });
+        const r = await this.send(service, method, { propertyId: nativeId(u.property_x_id), unit: unitParams(u) });
         return { x_id: this.idIn(r, 'unit', 'unitId'), related: [] };
       }
       case 'resident': {
         const c = input as CreateInputOf['resident'];
-        const r = await this.call(service, method, { propertyId: nativeId(c.property_x_id), customer: customerParams(c) });
+        const r = await this.send(service, method, { propertyId: nativeId(c.property_x_id), customer: customerParams(c) });
         return { x_id: this.idIn(r, 'customer', 'customerId'), related: [] };
       }
       default: {
         const l = input as CreateInputOf['lease'];
-        const r = await this.call(service, method, {
+        const r = await this.send(service, method, {
           propertyId: nativeId(l.property_x_id),
           lease: {
             leaseStartDate: toUsDate(l.lease_start_date),
@@ -195,16 +233,16 @@ export class EntrataConnector implements SourceConnector {
     const service = SERVICES[entity].service;
     switch (entity) {
       case 'unit': {
-        const r = await this.call(service, method, { unitId: nativeId(xId), unit: unitParams(patch as UpdateInputOf['unit']) });
+        const r = await this.send(service, method, { unitId: nativeId(xId), unit: unitParams(patch as UpdateInputOf['unit']) });
         return { x_id: this.idIn(r, 'unit', 'unitId'), related: [] };
       }
       case 'resident': {
-        const r = await this.call(service, method, { customerId: nativeId(xId), customer: customerParams(patch as UpdateInputOf['resident']) });
+        const r = await this.send(service, method, { customerId: nativeId(xId), customer: customerParams(patch as UpdateInputOf['resident']) });
         return { x_id: this.idIn(r, 'customer', 'customerId'), related: [] };
       }
       default: {
         const p = patch as UpdateInputOf['lease'];
-        const r = await this.call(service, method, {
+        const r = await this.send(service, method, {
           leaseId: nativeId(xId),
           lease: defined({
             moveInDate: p.move_in_date === undefined ? undefined : toUsDate(p.move_in_date),
@@ -214,6 +252,67 @@ export class EntrataConnector implements SourceConnector {
         });
         return { x_id: this.idIn(r, 'lease', 'leaseId'), related: [] };
       }
+    }
+  }
+
+  async findCreated<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult | null> {
+    switch (entity) {
+      case 'unit': {
+        const u = input as CreateInputOf['unit'];
+        const hit = newest(await this.atProperty('unit', u.property_x_id, (r) => fold(r.unit_number) === fold(u.unit_number)));
+        return hit ? { x_id: hit.x_id, related: [] } : null;
+      }
+      case 'resident': {
+        const c = input as CreateInputOf['resident'];
+        const email = fold(c.email);
+        const phones = new Set((c.phones ?? []).map((p) => digits(p.number)).filter(Boolean));
+        const hit = newest(
+          await this.atProperty('resident', c.property_x_id, (r) => {
+            if (fold(r.first_name) !== fold(c.first_name) || fold(r.last_name) !== fold(c.last_name)) return false;
+            if (email) return fold(r.email) === email;
+            if (phones.size > 0) return (r.phones ?? []).some((p) => phones.has(digits(p.number)));
+            return true;
+          }),
+        );
+        return hit ? { x_id: hit.x_id, related: [] } : null;
+      }
+      default: {
+        const l = input as CreateInputOf['lease'];
+        const leases = await this.atProperty(
+          'lease',
+          l.property_x_id,
+          (r) => r.unit_x_id === l.unit_space_id && r.start_date === l.lease_start_date && r.end_date === l.lease_end_date,
+        );
+        if (leases.length === 0) return null;
+        // The applicant is a resident of the lease: a lease of that unit and term for someone else is not ours.
+        const people = await this.readByIds('resident', [...new Set(leases.flatMap((r) => r.residents.map((p) => p.x_id)))]);
+        const named = new Set(
+          people.records.filter((r) => fold(r.first_name) === fold(l.first_name) && fold(r.last_name) === fold(l.last_name)).map((r) => r.x_id),
+        );
+        const matches = leases.flatMap((lease) => {
+          const ours = lease.residents.filter((p) => named.has(p.x_id));
+          const applicant = ours.find((p) => p.role === 'primary') ?? newest(ours);
+          return applicant ? [{ x_id: lease.x_id, applicant: applicant.x_id }] : [];
+        });
+        const hit = newest(matches);
+        return hit ? { x_id: hit.x_id, related: [{ entity: 'resident', x_id: hit.applicant }] } : null;
+      }
+    }
+  }
+
+  /**
+   * The readable records of an entity at one property that pass `keep`, paged with the read method's `propertyId`
+   * filter so a lookup never reads the whole company. A property id that is not native (not an integer) has none.
+   */
+  private async atProperty<E extends WritableEntity>(entity: E, propertyXId: string, keep: (r: InputOf[E]) => boolean): Promise<InputOf[E][]> {
+    const property = propertyXId.trim();
+    if (!/^\d{1,15}$/.test(property)) return [];
+    const out: InputOf[E][] = [];
+    for (let n = 1; ; n++) {
+      const page = await this.page(entity, n, MAX_PER_PAGE, { propertyId: Number(property) });
+      // The property is checked again: a source that ignored the filter must not make another property's record ours.
+      out.push(...page.records.filter((r) => r.property_x_id === property && keep(r)));
+      if (!page.hasMore || page.records.length + page.skipped.length === 0) return out;
     }
   }
 
@@ -244,74 +343,102 @@ export class EntrataConnector implements SourceConnector {
     return String(id);
   }
 
-  /** One RPC call with the retry policy above; returns `response.result`. */
+  /** A read: one RPC call with the retry policy above; returns `response.result`. */
   private async call(service: string, method: string, params: Record<string, unknown>): Promise<unknown> {
-    const url = `${this.base}/${service}`;
     let last: SourceTransientError | undefined;
     for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
       if (last) {
         const wait = last.retryAfterMs ?? this.opts.backoffMs * 2 ** (attempt - 2) * (0.75 + Math.random() * 0.5);
         await this.sleep(wait);
       }
-      const requestId = `${Date.now().toString(36)}-${++this.seq}`;
-      let status: number;
-      let retryAfter: string | null;
-      let text: string;
-      try {
-        const res = await this.fetchFn(url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': this.settings.api_key },
-          body: JSON.stringify({ auth: { type: 'apikey' }, requestId, method: { name: method, version: 'r1', params } }),
-          signal: AbortSignal.timeout(this.opts.timeoutMs),
-        });
-        status = res.status;
-        retryAfter = res.headers.get('retry-after');
-        text = await res.text();
-      } catch (err) {
-        const e = err as Error;
-        const timedOut = e.name === 'TimeoutError' || e.name === 'AbortError';
-        last = new SourceTransientError(
-          timedOut ? `${method}: no reply within ${this.opts.timeoutMs} ms` : `${method}: network error: ${(e.cause as Error | undefined)?.message ?? e.message}`,
-        );
-        continue;
-      }
-
-      if (status === 429) {
-        const wait = parseRetryAfter(retryAfter) ?? this.opts.backoffMs;
-        last = new SourceTransientError(`${method}: rate limited by the source (429)`, 429, wait);
-        if (wait > this.opts.maxRetryAfterMs) throw last;
-        continue;
-      }
-      if (status >= 500 || status === 408) {
-        last = new SourceTransientError(`${method}: source answered HTTP ${status}`, status);
-        continue;
-      }
-
-      let body: { response?: { code?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } } };
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new SourcePermanentError(`${method}: source answered HTTP ${status} with a body that is not JSON`, status);
-      }
-      const response = body?.response;
-      const error = response?.error;
-      const errorCode = error?.code === undefined ? undefined : String(error.code);
-      const errorMessage = typeof error?.message === 'string' ? error.message : undefined;
-      if (status < 200 || status >= 300) {
-        throw new SourcePermanentError(`${method}: source refused the request (HTTP ${status}${errorMessage ? `: ${errorMessage}` : ''})`, status, errorCode);
-      }
-      if (!response || typeof response !== 'object') throw new SourcePermanentError(`${method}: malformed reply without "response"`, status);
-      const code = Number(response.code);
-      if (code === 429 || code >= 500) {
-        last = new SourceTransientError(`${method}: source reported ${code}${errorMessage ? `: ${errorMessage}` : ''}`, code);
-        continue;
-      }
-      if (code !== 200) {
-        throw new SourcePermanentError(`${method}: source rejected the request${errorMessage ? `: ${errorMessage}` : ''}`, code || status, errorCode);
-      }
-      return response.result;
+      const outcome = await this.request(service, method, params, false);
+      if (!(outcome instanceof SourceTransientError)) return outcome.result;
+      last = outcome;
+      if (outcome.retryAfterMs !== undefined && outcome.retryAfterMs > this.opts.maxRetryAfterMs) throw outcome;
     }
     throw last ?? new SourceTransientError(`${method}: no attempt made`);
+  }
+
+  /** A write: exactly one RPC call, never retried here; returns `response.result`. */
+  private async send(service: string, method: string, params: Record<string, unknown>): Promise<unknown> {
+    const outcome = await this.request(service, method, params, true);
+    if (outcome instanceof SourceTransientError) throw outcome;
+    return outcome.result;
+  }
+
+  /**
+   * One HTTP request. A failure worth retrying is returned (the caller decides), a permanent one thrown. `write`
+   * decides `maybeApplied`: a read that failed applied nothing.
+   */
+  private async request(
+    service: string,
+    method: string,
+    params: Record<string, unknown>,
+    write: boolean,
+  ): Promise<{ result: unknown } | SourceTransientError> {
+    const url = `${this.base}/${service}`;
+    const requestId = `${Date.now().toString(36)}-${++this.seq}`;
+    const mayHave = write ? '; the write may have been applied' : '';
+    let status: number;
+    let retryAfter: string | null;
+    let text: string;
+    try {
+      const res = await this.fetchFn(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': this.settings.api_key },
+        body: JSON.stringify({ auth: { type: 'apikey' }, requestId, method: { name: method, version: 'r1', params } }),
+        signal: AbortSignal.timeout(this.opts.timeoutMs),
+      });
+      status = res.status;
+      retryAfter = res.headers.get('retry-after');
+      text = await res.text();
+    } catch (err) {
+      const e = err as Error;
+      if (e.name === 'TimeoutError' || e.name === 'AbortError') {
+        return new SourceTransientError(`${method}: no reply within ${this.opts.timeoutMs} ms${mayHave}`, undefined, undefined, write);
+      }
+      // A connection never made carried nothing; one lost later may have carried the whole request.
+      const sent = !errorCodes(e).some((code) => NOT_SENT.has(code));
+      return new SourceTransientError(
+        `${method}: network error: ${(e.cause as Error | undefined)?.message ?? e.message}${sent ? mayHave : ''}`,
+        undefined,
+        undefined,
+        write && sent,
+      );
+    }
+
+    if (status === 429) {
+      const wait = parseRetryAfter(retryAfter) ?? this.opts.backoffMs;
+      return new SourceTransientError(`${method}: rate limited by the source (429)`, 429, wait);
+    }
+    if (status >= 500 || status === 408) {
+      return new SourceTransientError(`${method}: source answered HTTP ${status}${mayHave}`, status, undefined, write);
+    }
+
+    let body: { response?: { code?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } } };
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new SourcePermanentError(`${method}: source answered HTTP ${status} with a body that is not JSON`, status);
+    }
+    const response = body?.response;
+    const error = response?.error;
+    const errorCode = error?.code === undefined ? undefined : String(error.code);
+    const errorMessage = typeof error?.message === 'string' ? error.message : undefined;
+    if (status < 200 || status >= 300) {
+      throw new SourcePermanentError(`${method}: source refused the request (HTTP ${status}${errorMessage ? `: ${errorMessage}` : ''})`, status, errorCode);
+    }
+    if (!response || typeof response !== 'object') throw new SourcePermanentError(`${method}: malformed reply without "response"`, status);
+    const code = Number(response.code);
+    if (code === 429) return new SourceTransientError(`${method}: source reported 429${errorMessage ? `: ${errorMessage}` : ''}`, code);
+    if (code >= 500) {
+      return new SourceTransientError(`${method}: source reported ${code}${errorMessage ? `: ${errorMessage}` : ''}${mayHave}`, code, undefined, write);
+    }
+    if (code !== 200) {
+      const why = errorMessage ? `: ${errorMessage}` : errorCode ? ` (${errorCode})` : ` (code ${String(response.code)})`;
+      throw new SourcePermanentError(`${method}: source rejected the request${why}`, code || status, errorCode);
+    }
+    return { result: response.result };
   }
 }
 

@@ -49,7 +49,8 @@ export function registerSandbox(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/integrations/{id}/sandbox/faults',
       tags,
       summary: 'Inject a fault into the sandbox PMS',
-      description: '`unavailable` (503s), `rate_limited` (429 with Retry-After), `slow` replies or `reject_writes`, for `count` requests or until cleared.',
+      description:
+        '`unavailable` (503s), `rate_limited` (429 with Retry-After), `slow` replies (after `delay_ms`) or `reject_writes`, for `count` requests or until cleared, on every request or only reads or writes (`methods`). One fault per kind: setting a kind again replaces it.',
       request: { params: IntegrationId, ...body(SandboxFault) },
       responses: { 200: json(SandboxFaultSet, 'The fault now in force.'), ...responses },
     }),
@@ -57,7 +58,7 @@ export function registerSandbox(app: OpenAPIHono, deps: ApiDeps): void {
       const row = await sandboxIntegration(c.req.valid('param').id);
       const fault = c.req.valid('json');
       await viaSandbox(deps, 'set the sandbox fault', (s) => s.setFault(row.id, fault));
-      return c.json({ integration_id: row.id, kind: fault.kind, count: fault.count ?? null }, 200);
+      return c.json({ integration_id: row.id, kind: fault.kind, count: fault.count ?? null, delay_ms: fault.delay_ms ?? null, methods: fault.methods ?? 'all' }, 200);
     },
   );
 

@@ -195,14 +195,36 @@ export const SandboxChangeResult = z
       .openapi({ description: 'Leases created as renewals of a lease that moved on (they are also in `created.lease`).' }),
   })
   .openapi('SandboxChangeResult');
+const FaultKind = z.enum(['unavailable', 'rate_limited', 'slow', 'reject_writes']).openapi({
+  description:
+    '`unavailable`: 503 with an HTML page; `rate_limited`: 429 with Retry-After; `slow`: replies after `delay_ms` (a slow write is applied first, so a client that gives up sooner sees a timeout for a write that was made); `reject_writes`: writes answered with a business error.',
+});
+const FaultScope = z.enum(['all', 'reads', 'writes']).openapi({
+  description: 'Which requests the fault affects, and is counted against: every request (the default), reads only or writes only. `reject_writes` affects writes only (`reads` is refused).',
+});
 export const SandboxFault = z
   .strictObject({
-    kind: z.enum(['unavailable', 'rate_limited', 'slow', 'reject_writes']),
-    count: z.number().int().min(1).max(1_000_000).optional().openapi({ description: 'Requests affected; omitted = until cleared.' }),
+    kind: FaultKind,
+    count: z.number().int().min(1).max(1_000_000).optional().openapi({ description: 'Requests affected (within `methods`); omitted = until cleared.' }),
+    delay_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(600_000)
+      .optional()
+      .openapi({ description: 'Milliseconds a `slow` fault delays each reply (default: the sandbox’s SANDBOX_SLOW_MS). Ignored by the other kinds.' }),
+    methods: FaultScope.optional(),
   })
+  .refine((f) => !(f.kind === 'reject_writes' && f.methods === 'reads'), { path: ['methods'], message: 'reject_writes affects writes only' })
   .openapi('SandboxFault');
 export const SandboxFaultSet = z
-  .object({ integration_id: Uuid, kind: SandboxFault.shape.kind, count: z.number().int().nullable() })
+  .object({
+    integration_id: Uuid,
+    kind: FaultKind,
+    count: z.number().int().nullable().openapi({ description: 'Requests affected; null = until cleared.' }),
+    delay_ms: z.number().int().nullable().openapi({ description: 'The delay given for a `slow` fault; null = the sandbox’s default.' }),
+    methods: FaultScope,
+  })
   .openapi('SandboxFaultSet');
 
 // Webhook subscriptions and deliveries

@@ -1,7 +1,7 @@
 /**
  * The admin API with the sandbox PMS and a real worker behind it: a sandbox integration is provisioned, synced at
- * once and readable with a key made by the admin API; sandbox changes and faults reach the source; deletion removes
- * the company; an unreachable sandbox leaves nothing behind.
+ * once and readable with a key made by the admin API; sandbox changes and faults (with their delay and scope) reach
+ * the source; deletion removes the company; an unreachable sandbox leaves nothing behind.
  */
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -112,12 +112,41 @@ describe('sandbox integrations', () => {
     const [row] = await db.select().from(integrations).where(eq(integrations.id, integration.id));
     const connector = createConnector(openSourceConfig(testKeyring(), row!), { maxAttempts: 1 });
     const set = await admin('POST', `/integrations/${integration.id}/sandbox/faults`, { kind: 'unavailable' });
-    expect(set).toEqual({ status: 200, body: { integration_id: integration.id, kind: 'unavailable', count: null } });
+    expect(set).toEqual({ status: 200, body: { integration_id: integration.id, kind: 'unavailable', count: null, delay_ms: null, methods: 'all' } });
     await expect(connector.readPage('property', 1, 10)).rejects.toBeInstanceOf(SourceTransientError);
     expect((await admin('DELETE', `/integrations/${integration.id}/sandbox/faults`)).status).toBe(204);
     expect((await connector.readPage('property', 1, 10)).records.length).toBeGreaterThan(0);
     expect((await admin('POST', `/integrations/${integration.id}/sandbox/faults`, { kind: 'rate_limited', count: 2 })).body.count).toBe(2);
     expect((await admin('DELETE', `/integrations/${integration.id}/sandbox/faults`)).status).toBe(204);
+  });
+
+  it('take a slow fault’s delay and a fault’s scope, and document both', async () => {
+    const [row] = await db.select().from(integrations).where(eq(integrations.id, integration.id));
+    const connector = createConnector(openSourceConfig(testKeyring(), row!), { maxAttempts: 1, timeoutMs: 200 });
+    const set = await admin('POST', `/integrations/${integration.id}/sandbox/faults`, { kind: 'slow', count: 1, delay_ms: 1000, methods: 'writes' });
+    expect(set).toEqual({ status: 200, body: { integration_id: integration.id, kind: 'slow', count: 1, delay_ms: 1000, methods: 'writes' } });
+    // Scoped to writes: a read is served at once, and does not use the fault up.
+    const [unit] = (await connector.readPage('unit', 1, 1)).records;
+    const slow = await connector.update('unit', unit!.x_id, { note: 'slow write' }).catch((e: unknown) => e);
+    expect(slow).toBeInstanceOf(SourceTransientError);
+    expect(slow).toMatchObject({ maybeApplied: true });
+    expect((await connector.readOne('unit', unit!.x_id))?.note).toBe('slow write');
+
+    expect((await admin('POST', `/integrations/${integration.id}/sandbox/faults`, { kind: 'unavailable', methods: 'reads' })).body.methods).toBe('reads');
+    await expect(connector.readPage('unit', 1, 1)).rejects.toBeInstanceOf(SourceTransientError);
+    await expect(connector.update('unit', unit!.x_id, { note: null })).resolves.toEqual({ x_id: unit!.x_id, related: [] });
+    expect((await admin('DELETE', `/integrations/${integration.id}/sandbox/faults`)).status).toBe(204);
+
+    for (const bad of [{ kind: 'slow', delay_ms: 600_001 }, { kind: 'slow', delay_ms: 1.5 }, { kind: 'slow', methods: 'some' }, { kind: 'reject_writes', methods: 'reads' }]) {
+      const r = await admin('POST', `/integrations/${integration.id}/sandbox/faults`, bad);
+      expect(r.status, JSON.stringify(bad)).toBe(422);
+    }
+
+    const doc = (await (await fetch(`${api.url}/admin/v1/openapi.json`)).json()) as any;
+    const { properties } = doc.components.schemas.SandboxFault;
+    expect(properties.delay_ms).toMatchObject({ type: 'integer', minimum: 0, maximum: 600000, description: expect.stringContaining('slow') });
+    expect(properties.methods).toMatchObject({ enum: ['all', 'reads', 'writes'], description: expect.stringContaining('reads only or writes only') });
+    expect(Object.keys(doc.components.schemas.SandboxFaultSet.properties).sort()).toEqual(['count', 'delay_ms', 'integration_id', 'kind', 'methods']);
   });
 
   it('are removed from the sandbox PMS when deleted', async () => {

@@ -1,6 +1,7 @@
 /**
  * The Entrata-style connector against the running sandbox PMS over HTTP: full reads with mapping, writes with
- * read-back, the retry policy under faults, and the classification of permanent failures.
+ * read-back, the retry policy of reads under faults, the single attempt of writes and how its failures are
+ * classified, and findCreated after a create whose outcome is unknown.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -8,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Entity, InputOf } from '../../domain/cdm';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
-import { createConnector, SourcePermanentError, SourceTransientError, type SourceConnector } from '../../source';
+import { createConnector, SourcePermanentError, SourceTransientError, type LeaseCreateInput, type SourceConnector } from '../../source';
 import { toUtcIso } from '../../source/mapping';
 import { SERVICES } from '../../source/native';
 
@@ -349,5 +350,177 @@ describe('writes', () => {
     expect((await conn.readPage('unit', 1, 5)).records).toHaveLength(5);
     await ctl.clearFaults(c.id);
     await expect(conn.update('unit', unit.x_id, { note: 'x' })).resolves.toMatchObject({ x_id: unit.x_id });
+  });
+});
+
+describe('writes: one attempt, classified', () => {
+  let c: { id: string; key: string };
+  let units: InputOf['unit'][];
+  let requests = 0;
+  const counting: typeof fetch = (input, init) => {
+    requests++;
+    return fetch(input, init);
+  };
+  /** A connector that counts its requests, with retries that would show (five attempts, no real backoff). */
+  const conn = (opts = {}) => connector(c.key, { fetch: counting, maxAttempts: 5, backoffMs: 1, ...opts });
+  beforeAll(async () => {
+    c = await company(800, 17);
+    units = await readAll(connector(c.key), 'unit', 1000);
+  });
+
+  it('sends a create once against a 503 and a 429, and says whether it may have been applied', async () => {
+    const property = units[0]!.property_x_id!;
+    await ctl.setFault(c.id, { kind: 'unavailable', count: 3 });
+    requests = 0;
+    const down = await conn().create('unit', { property_x_id: property, unit_number: 'ONE-503' }).catch((e: unknown) => e);
+    expect(down).toBeInstanceOf(SourceTransientError);
+    expect(down).toMatchObject({ status: 503, maybeApplied: true });
+    expect(requests).toBe(1);
+    // Reads keep retrying: through the two 503s the create left.
+    requests = 0;
+    expect((await conn().readPage('unit', 1, 5)).records).toHaveLength(5);
+    expect(requests).toBe(3);
+    expect(await conn().findCreated('unit', { property_x_id: property, unit_number: 'ONE-503' })).toBeNull();
+
+    await ctl.setFault(c.id, { kind: 'rate_limited', count: 3 });
+    requests = 0;
+    const started = Date.now();
+    const limited = await conn().update('unit', units[0]!.x_id, { note: 'x' }).catch((e: unknown) => e);
+    await ctl.clearFaults(c.id);
+    expect(limited).toBeInstanceOf(SourceTransientError);
+    expect(limited).toMatchObject({ status: 429, retryAfterMs: 1000, maybeApplied: false });
+    expect(requests).toBe(1);
+    expect(Date.now() - started).toBeLessThan(900); // Retry-After is the caller's to honour
+  });
+
+  it('turns a business error into a permanent error carrying the source’s message and code', async () => {
+    const [a, b] = [units[0]!, units.find((u) => u.property_x_id !== units[0]!.property_x_id)!];
+    requests = 0;
+    const err = await conn()
+      .create('lease', leaseInput(b, String((await conn().readOne('unit', a.x_id))!.custom_data.floorplanId), { unit_space_id: a.x_id }))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SourcePermanentError);
+    expect((err as Error).message).toBe(`sendLeases: source rejected the request: unit space ${a.x_id} does not belong to property ${b.property_x_id}`);
+    expect(err).toMatchObject({ code: 'NOT_FOUND', status: 422 });
+    expect(requests).toBe(2); // the readOne, then the one create
+  });
+
+  it('times out a slow write that the source applied anyway: transient, maybe applied, and findCreated finds it', async () => {
+    const input = { property_x_id: units[1]!.property_x_id!, unit_number: 'Slow-7' };
+    await ctl.setFault(c.id, { kind: 'slow', count: 1, delay_ms: 1500, methods: 'writes' });
+    requests = 0;
+    const err = await conn({ timeoutMs: 300 }).create('unit', input).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SourceTransientError);
+    expect(err).toMatchObject({ maybeApplied: true });
+    expect((err as Error).message).toMatch(/^sendPropertyUnits: no reply within 300 ms; the write may have been applied$/);
+    expect(requests).toBe(1);
+
+    const found = await conn().findCreated('unit', { ...input, unit_number: ' slow-7 ' });
+    expect(found).toEqual({ x_id: expect.stringMatching(/^\d+$/), related: [] });
+    expect(await conn().readOne('unit', found!.x_id)).toMatchObject({ unit_number: 'Slow-7', property_x_id: input.property_x_id });
+    // Sending it again is what findCreated prevents: the source refuses a second unit of that number.
+    await expect(conn().create('unit', input)).rejects.toMatchObject({ code: 'DUPLICATE' });
+  });
+
+  it('knows that a refused connection carried nothing', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    requests = 0;
+    const err = await createConnector({ base_url: `http://127.0.0.1:${port}`, api_key: 'x' }, { fetch: counting, maxAttempts: 5, backoffMs: 1 })
+      .create('unit', { property_x_id: '1', unit_number: 'X' })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SourceTransientError);
+    expect(err).toMatchObject({ maybeApplied: false });
+    expect((err as Error).message).toMatch(/network error: .*ECONNREFUSED/);
+    expect(requests).toBe(1);
+  });
+});
+
+/** A lease create for a unit, with a fresh applicant unless told otherwise. */
+function leaseInput(unit: InputOf['unit'], floorplanId: string, over: Partial<LeaseCreateInput> = {}): LeaseCreateInput {
+  return {
+    property_x_id: unit.property_x_id!,
+    lease_start_date: '2026-03-01',
+    lease_end_date: '2027-02-28',
+    move_in_date: '2026-03-01',
+    lease_term_id: '2',
+    floorplan_id: floorplanId,
+    unit_space_id: unit.x_id,
+    first_name: 'Katherine',
+    last_name: 'Johnson',
+    customer_relationship_type_id: '1',
+    phone_number: '757-555-0142',
+    phone_number_type_id: '3',
+    address_type_id: '1',
+    street_line_1: '1 Langley Blvd',
+    city: 'Hampton',
+    state: 'Virginia',
+    state_code: 'VA',
+    postal_code: '23681',
+    ...over,
+  };
+}
+
+describe('findCreated', () => {
+  let c: { id: string; key: string };
+  let conn: SourceConnector;
+  let units: InputOf['unit'][];
+  beforeAll(async () => {
+    c = await company(800, 23);
+    conn = connector(c.key);
+    units = await readAll(conn, 'unit', 1000);
+  });
+
+  it('finds a created unit by property and unit number, and nothing for another number or property', async () => {
+    const [here, there] = [units[0]!, units.find((u) => u.property_x_id !== units[0]!.property_x_id)!];
+    const made = await conn.create('unit', { property_x_id: here.property_x_id!, unit_number: 'FC-101', bedrooms: 1 });
+    expect(await conn.findCreated('unit', { property_x_id: here.property_x_id!, unit_number: 'fc-101 ' })).toEqual(made);
+    expect(await conn.findCreated('unit', { property_x_id: here.property_x_id!, unit_number: 'FC-102' })).toBeNull();
+    expect(await conn.findCreated('unit', { property_x_id: there.property_x_id!, unit_number: 'FC-101' })).toBeNull();
+    expect(await conn.findCreated('unit', { property_x_id: 'not-native', unit_number: 'FC-101' })).toBeNull();
+  });
+
+  it('finds a created resident by name and email, else phone, else name alone; the newest of several', async () => {
+    const property = units[0]!.property_x_id!;
+    const other = units.find((u) => u.property_x_id !== property)!.property_x_id!;
+    const withEmail = await conn.create('resident', { property_x_id: property, first_name: 'Mary', last_name: 'Jackson', email: 'Mary.Jackson@example.com' });
+    expect(await conn.findCreated('resident', { property_x_id: property, first_name: ' mary', last_name: 'JACKSON', email: 'mary.jackson@EXAMPLE.com' })).toEqual(withEmail);
+    expect(await conn.findCreated('resident', { property_x_id: property, first_name: 'Mary', last_name: 'Jackson', email: 'someone.else@example.com' })).toBeNull();
+    expect(await conn.findCreated('resident', { property_x_id: other, first_name: 'Mary', last_name: 'Jackson', email: 'mary.jackson@example.com' })).toBeNull();
+
+    const withPhone = await conn.create('resident', { property_x_id: property, first_name: 'Dorothy', last_name: 'Vaughan', phones: [{ type: 'mobile', number: '512-555-0177', primary: true }] });
+    const byPhone = { property_x_id: property, first_name: 'Dorothy', last_name: 'Vaughan', phones: [{ type: 'home', number: '(512) 555 0177', primary: true }] };
+    expect(await conn.findCreated('resident', byPhone)).toEqual(withPhone);
+    expect(await conn.findCreated('resident', { ...byPhone, phones: [{ type: 'home', number: '512-555-0178', primary: true }] })).toBeNull();
+
+    const nameOnly = { property_x_id: property, first_name: 'Christine', last_name: 'Darden' };
+    expect(await conn.findCreated('resident', nameOnly)).toBeNull();
+    const first = await conn.create('resident', nameOnly);
+    const second = await conn.create('resident', nameOnly);
+    expect(Number(second.x_id)).toBeGreaterThan(Number(first.x_id));
+    expect(await conn.findCreated('resident', nameOnly)).toEqual(second);
+  });
+
+  it('finds a created lease by unit, dates and applicant, with the applicant as related; nothing for other dates, unit or name', async () => {
+    const [unit, neighbour] = units.filter((u) => u.property_x_id === units[0]!.property_x_id);
+    const floorplan = async (u: InputOf['unit']) => String((await conn.readOne('unit', u.x_id))!.custom_data.floorplanId);
+    const input = leaseInput(unit!, await floorplan(unit!));
+    expect(await conn.findCreated('lease', input)).toBeNull();
+    const made = await conn.create('lease', input);
+    expect(made.related).toHaveLength(1);
+    expect(await conn.findCreated('lease', { ...input, first_name: 'KATHERINE ', last_name: ' johnson' })).toEqual(made);
+
+    expect(await conn.findCreated('lease', { ...input, lease_start_date: '2026-03-02' })).toBeNull();
+    expect(await conn.findCreated('lease', { ...input, lease_end_date: '2027-03-31' })).toBeNull();
+    expect(await conn.findCreated('lease', { ...input, first_name: 'Annie', last_name: 'Easley' })).toBeNull();
+    expect(await conn.findCreated('lease', { ...input, unit_space_id: neighbour!.x_id, floorplan_id: await floorplan(neighbour!) })).toBeNull();
+
+    // Another applicant's lease of the same unit and term is not ours; a second of ours is the newest.
+    await conn.create('lease', { ...input, first_name: 'Annie', last_name: 'Easley' });
+    expect(await conn.findCreated('lease', input)).toEqual(made);
+    const again = await conn.create('lease', input);
+    expect(await conn.findCreated('lease', input)).toEqual(again);
   });
 });

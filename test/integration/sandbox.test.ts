@@ -199,6 +199,40 @@ describe('RPC API', () => {
     expect(await page(2)).toEqual((await all(d.key, 'lease')).slice(10).map((l) => l.leaseId));
   });
 
+  it('filters every read method by propertyId, pages the filtered list on its own, and refuses a bad one', async () => {
+    const d = await company(800, 14);
+    const properties = await all(d.key, 'property');
+    expect(properties.length).toBeGreaterThan(1);
+    const propertyId = properties[1]!.propertyId as number;
+    for (const e of ENTITIES) {
+      const svc = SERVICES[e];
+      const everything = await all(d.key, e);
+      // A property's own id and every other record's reference are both `propertyId`.
+      const expected = everything.filter((r) => r.propertyId === propertyId).map((r) => idOf(e, r));
+      expect(expected.length, e).toBeGreaterThan(0);
+      expect(expected.length, e).toBeLessThan(everything.length);
+      const ids = (r: RpcReply) => list((r.body.response.result![svc.outer] as Record<string, unknown>)[svc.inner]).map((x) => idOf(e, x));
+      // Page 1 of the whole list first: page 2 of the filtered list must not continue after it.
+      await rpc(d.key, svc.service, svc.read, { page_no: 1, per_page: 7 });
+      expect(ids(await rpc(d.key, svc.service, svc.read, { page_no: 2, per_page: 7, propertyId })), e).toEqual(expected.slice(7, 14));
+      const got: string[] = [];
+      for (let page = 1; ; page++) {
+        const r = await rpc(d.key, svc.service, svc.read, { page_no: page, per_page: 7, propertyId: page % 2 ? propertyId : String(propertyId) });
+        got.push(...ids(r));
+        expect((r.body.response.result!.pagination as { total_count: number }).total_count, e).toBe(expected.length);
+        if (page * 7 >= expected.length) break;
+      }
+      expect(got, e).toEqual(expected);
+    }
+    const none = await rpc(d.key, 'leases', 'getLeases', { propertyId: 999999 });
+    expect(none.body.response.result).toMatchObject({ leases: {}, pagination: { total_count: 0 } });
+    for (const bad of ['3a', 0, -1, 1.5]) {
+      const r = await rpc(d.key, 'leases', 'getLeases', { propertyId: bad });
+      expect(r.status, String(bad)).toBe(400);
+      expect(r.body.response.error!.code).toBe('INVALID_PARAMS');
+    }
+  });
+
   it('answers protocol errors with fitting statuses and the error envelope', async () => {
     const noKey = await rpc(undefined, 'leases', 'getLeases');
     expect(noKey.status).toBe(401);
@@ -268,8 +302,51 @@ describe('faults', () => {
     expect(rejected.body.response).toMatchObject({ code: 422, error: { code: 'WRITES_REJECTED' } });
   });
 
-  it('refuses unknown kinds and unknown companies', async () => {
+  it('scoped to writes, affect and are counted against writes only; scoped to reads, reads only', async () => {
+    const lease = (await all(c.key, 'lease')).find((l) => ['pending', 'active', 'notice'].includes(statusName(l.leaseStatusTypeId)!));
+    const write = () => rpc(c.key, 'leases', 'updateLease', { leaseId: lease!.leaseId, lease: { rent: '1000.00' } });
+    const read = () => rpc(c.key, 'leases', 'getLeases');
+    for (const kind of ['unavailable', 'rate_limited'] as const) {
+      const status = kind === 'unavailable' ? 503 : 429;
+      await ctl.setFault(c.id, { kind, count: 2, methods: 'writes' });
+      expect((await read()).status, kind).toBe(200);
+      expect((await write()).status, kind).toBe(status);
+      expect((await read()).status, kind).toBe(200);
+      expect((await write()).status, kind).toBe(status);
+      expect((await write()).body.response.code, kind).toBe(200);
+
+      await ctl.setFault(c.id, { kind, count: 1, methods: 'reads' });
+      expect((await write()).body.response.code, kind).toBe(200);
+      expect((await read()).status, kind).toBe(status);
+      expect((await read()).status, kind).toBe(200);
+    }
+
+    // A slow read waits before it is served; a slow write is made at once and answered late.
+    await ctl.setFault(c.id, { kind: 'slow', count: 1, delay_ms: 600, methods: 'writes' });
+    let t = Date.now();
+    expect((await read()).status).toBe(200);
+    expect(Date.now() - t).toBeLessThan(600);
+    const pending = rpc(c.key, 'leases', 'updateLease', { leaseId: lease!.leaseId, lease: { rent: '1111.00' } });
+    await new Promise((r) => setTimeout(r, 300));
+    const [during] = list(((await read()).body.response.result!.leases as { lease: unknown }).lease).filter((l) => l.leaseId === lease!.leaseId);
+    expect(during!.rent).toBe('1111.00');
+    t = Date.now();
+    expect((await pending).body.response.code).toBe(200);
+    expect(Date.now() - t).toBeGreaterThan(100);
+
+    await ctl.setFault(c.id, { kind: 'slow', count: 1, delay_ms: 400, methods: 'reads' });
+    t = Date.now();
+    expect((await write()).body.response.code).toBe(200);
+    expect(Date.now() - t).toBeLessThan(400);
+    t = Date.now();
+    expect((await read()).status).toBe(200);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(400);
+  });
+
+  it('refuses unknown kinds and scopes, a read-scoped reject_writes, and unknown companies', async () => {
     await expect(ctl.setFault(c.id, { kind: 'explode' as never })).rejects.toMatchObject({ status: 422 });
+    await expect(ctl.setFault(c.id, { kind: 'slow', methods: 'some' as never })).rejects.toMatchObject({ status: 422 });
+    await expect(ctl.setFault(c.id, { kind: 'reject_writes', methods: 'reads' })).rejects.toMatchObject({ status: 422 });
     await expect(ctl.setFault('no-such-company', { kind: 'slow' })).rejects.toMatchObject({ status: 404 });
   });
 });
