@@ -5,6 +5,7 @@
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { createAdminRoutes } from './admin';
 import type { ApiDeps } from './deps';
 import type { AppEnv } from './middleware/env';
@@ -13,10 +14,12 @@ import { errorHandler, notFoundHandler } from './middleware/errors';
 import { createRateLimiter } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { validationHook } from './middleware/validation';
+import { ApiError } from './problem';
 import { registerDocs } from './openapi';
 import { registerErrorDocs } from './routes/errors';
 import { registerHealth } from './routes/health';
 import { registerLeases } from './routes/leases';
+import { registerOperations } from './routes/operations';
 import { registerProperties } from './routes/properties';
 import { registerResidents } from './routes/residents';
 import { registerUnits } from './routes/units';
@@ -27,6 +30,15 @@ export type App = OpenAPIHono<AppEnv> & {
   /** Stops what the app holds besides the injected dependencies (the key-revocation LISTEN connection). */
   close(): Promise<void>;
 };
+
+/** Largest /v1 request body: a write is a few hundred bytes; a huge one is refused (413) before it is read. */
+const MAX_BODY_BYTES = 256 * 1024;
+const writeBodyLimit = bodyLimit({
+  maxSize: MAX_BODY_BYTES,
+  onError: () => {
+    throw new ApiError('payload_too_large', `The request body exceeds ${MAX_BODY_BYTES / 1024} KiB.`);
+  },
+});
 
 export function createApp(deps: ApiDeps): App {
   const auth = createApiKeyAuth(deps);
@@ -42,11 +54,12 @@ export function createApp(deps: ApiDeps): App {
   registerDocs(app, deps.config);
   registerErrorDocs(app);
 
-  app.use('/v1/*', auth.middleware, rateLimit.middleware);
+  app.use('/v1/*', auth.middleware, rateLimit.middleware, writeBodyLimit);
   registerProperties(app, deps);
   registerUnits(app, deps);
   registerResidents(app, deps);
   registerLeases(app, deps);
+  registerOperations(app, deps);
 
   app.route('/admin/v1', createAdminRoutes(deps));
   return app;

@@ -9,14 +9,18 @@ import type { AppEnv } from './middleware/env';
 import { Problem } from './schemas';
 
 const DESCRIPTIONS: Record<number, string> = {
-  400: 'Malformed request: a parameter that cannot be parsed (non-numeric `limit`, invalid datetime or boolean, non-UUID `integration_id`).',
+  400: 'Malformed request: a parameter that cannot be parsed (non-numeric `limit`, invalid datetime or boolean, non-UUID `integration_id`), bad JSON, or a missing `Idempotency-Key` on a write.',
   401: 'Missing, malformed, unknown, revoked or wrong-environment API key.',
-  403: 'Valid key without the permission this endpoint needs.',
+  403: 'Insufficient permissions: a valid key without the scope this endpoint needs (`write` for writes).',
   404: 'No such record for this key: it never existed, is soft-deleted (retry with `include_deleted=true`) or belongs to another organization or mode.',
   405: 'Method not allowed on this path.',
-  422: 'A parameter that parses but breaks a rule (for example `limit` above 100 or an unknown `order-by` field); `errors[]` names it.',
+  409: 'The `Idempotency-Key` was used before with a different request (type `{problem_base}/idempotency-key-conflict`).',
+  413: 'The request body exceeds 256 KiB.',
+  415: 'The request body must be JSON (`Content-Type: application/json`).',
+  422: 'A parameter that parses but breaks a rule (for example `limit` above 100 or an unknown `order-by` field), or a write body with an invalid, unknown or non-writable field; `errors[]` names each by its pointer.',
   429: 'Organization-wide rate limit exceeded; retry after `Retry-After` seconds.',
   500: 'Server fault; safe to retry with exponential backoff.',
+  502: 'The write was stored as an Operation but could not be queued (`enqueue_failed`); `detail` names the Operation. Poll it, and if it stays `queued`, resend the same request with the same `Idempotency-Key`.',
   503: 'A dependency is down.',
 };
 

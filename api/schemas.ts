@@ -366,3 +366,168 @@ export type DependencyCheck = { status: 'up' } | { status: 'down'; reason: 'time
 const Checks = z.object({ database: Check, temporal: Check });
 export const Readiness = z.object({ status: z.literal('ok'), checks: Checks }).openapi('Readiness');
 export const NotReady = Problem.extend({ checks: Checks }).openapi('NotReady');
+
+// ---- Writes (SPEC.md Leases and Units; DECISIONS.md Writes) ----
+
+const text = (max = 200) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+const id = (description: string) => text(64).openapi({ description });
+const writeDate = (description: string) => z.iso.date({ error: 'must be a date, YYYY-MM-DD' }).openapi({ description, example: '2026-02-01' });
+const count = (max: number) => z.number().int('must be an integer').min(0, 'must not be negative').max(max, `must be at most ${max}`);
+
+export const MoneyInput = z
+  .strictObject({
+    amount: z.number().int('must be an integer number of minor units').min(0, 'must not be negative').openapi({ description: 'Integer minor units.', example: 185000 }),
+    currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD').openapi({ example: 'USD' }),
+  })
+  .openapi('MoneyInput');
+const PhoneInput = z
+  .strictObject({
+    type: z.enum(['home', 'office', 'mobile', 'fax']),
+    number: z.string().trim().regex(/^[+\d][\d\s().-]{5,39}$/, 'must be a phone number'),
+    primary: z.boolean().optional(),
+  })
+  .openapi('PhoneInput');
+const AddressInput = z
+  .strictObject({
+    line_1: text(),
+    line_2: text().nullable().optional(),
+    city: text(),
+    state: text(),
+    postal_code: text(20),
+    country: text(2).nullable().optional(),
+  })
+  .openapi('AddressInput');
+const integrationChoice = z
+  .uuid('must be a UUID')
+  .optional()
+  .openapi({ description: 'Which of your integrations to write to, when the target is known to several (or to none yet).' });
+
+/** At least one field of a PATCH body. */
+const notEmpty = <T extends z.ZodObject>(schema: T) =>
+  schema.refine((b) => Object.values(b).some((v) => v !== undefined), { message: `nothing to update: send at least one of ${Object.keys(schema.shape).join(', ')}` });
+
+export const LeaseCreateBody = z
+  .strictObject({
+    property_x_id: id('The source id of the property (its `x_id`).'),
+    lease_start_date: writeDate('First day of the lease.'),
+    lease_end_date: writeDate('Last day of the lease.'),
+    move_in_date: writeDate('Move-in day.'),
+    lease_term_id: id('The source id of the lease term.'),
+    floorplan_id: id('The source id of the floorplan (that of the unit).'),
+    unit_space_id: id('The source id of the unit (its `x_id`).'),
+    first_name: text(100),
+    last_name: text(100),
+    customer_relationship_type_id: id('The source id of the applicant\'s relationship (primary, responsible…).'),
+    phone_number: text(40),
+    phone_number_type_id: id('The source id of the phone type.'),
+    address_type_id: id('The source id of the address type.'),
+    street_line_1: text(),
+    city: text(),
+    state: text(),
+    state_code: text(3),
+    postal_code: text(10),
+    integration_id: integrationChoice,
+  })
+  .openapi('LeaseCreate', { description: 'Source-native names, as SPEC.md lists them. Every field but `integration_id` is required.' });
+
+export const LeaseUpdateBody = notEmpty(
+  z.strictObject({
+    move_in_date: writeDate('Move-in day.').optional(),
+    occupants: z.number().int('must be an integer').min(1, 'must be at least 1').max(20, 'must be at most 20').optional(),
+    rent_amount: MoneyInput.optional(),
+  }),
+).openapi('LeaseUpdate');
+
+const unitFields = {
+  unit_number: text(20),
+  bedrooms: count(20),
+  bathrooms: count(20),
+  square_feet: z.number().int('must be an integer').min(1, 'must be at least 1').max(100_000, 'must be at most 100000'),
+  max_occupants: z.number().int('must be an integer').min(1, 'must be at least 1').max(50, 'must be at most 50'),
+  note: z.string().max(2000, 'must be at most 2000 characters').nullable(),
+  market_rent: MoneyInput,
+};
+export const UnitCreateBody = z
+  .strictObject({
+    property_id: z.string().openapi({ description: 'The CDM id of the property (`prp_…`).', example: 'prp_01JH0000000000000000000000' }),
+    unit_number: unitFields.unit_number,
+    bedrooms: unitFields.bedrooms.optional(),
+    bathrooms: unitFields.bathrooms.optional(),
+    square_feet: unitFields.square_feet.optional(),
+    max_occupants: unitFields.max_occupants.optional(),
+    note: unitFields.note.optional(),
+    market_rent: unitFields.market_rent.optional(),
+    integration_id: integrationChoice,
+  })
+  .openapi('UnitCreate', { description: '`property_id` and `unit_number` are required; the rest optional.' });
+export const UnitUpdateBody = notEmpty(
+  z.strictObject({
+    unit_number: unitFields.unit_number.optional(),
+    bedrooms: unitFields.bedrooms.optional(),
+    bathrooms: unitFields.bathrooms.optional(),
+    square_feet: unitFields.square_feet.optional(),
+    max_occupants: unitFields.max_occupants.optional(),
+    note: unitFields.note.optional(),
+    market_rent: unitFields.market_rent.optional(),
+  }),
+).openapi('UnitUpdate');
+
+const residentFields = {
+  first_name: text(100),
+  last_name: text(100),
+  middle_name: z.string().max(100, 'must be at most 100 characters').nullable(),
+  email: z.email('must be an email address').max(254).nullable(),
+  phones: z.array(PhoneInput).max(10, 'at most 10 phones').nullable(),
+  date_of_birth: z.iso.date({ error: 'must be a date, YYYY-MM-DD' }).nullable(),
+  address: AddressInput.nullable(),
+};
+export const ResidentCreateBody = z
+  .strictObject({
+    property_id: z.string().openapi({ description: 'The CDM id of the property (`prp_…`).', example: 'prp_01JH0000000000000000000000' }),
+    first_name: residentFields.first_name,
+    last_name: residentFields.last_name,
+    middle_name: residentFields.middle_name.optional(),
+    email: residentFields.email.optional(),
+    phones: residentFields.phones.optional(),
+    date_of_birth: residentFields.date_of_birth.optional(),
+    address: residentFields.address.optional(),
+    integration_id: integrationChoice,
+  })
+  .openapi('ResidentCreate', { description: '`property_id`, `first_name` and `last_name` are required; the rest optional.' });
+export const ResidentUpdateBody = notEmpty(
+  z.strictObject({
+    first_name: residentFields.first_name.optional(),
+    last_name: residentFields.last_name.optional(),
+    middle_name: residentFields.middle_name.optional(),
+    email: residentFields.email.optional(),
+    phones: residentFields.phones.optional(),
+    date_of_birth: residentFields.date_of_birth.optional(),
+    address: residentFields.address.optional(),
+  }),
+).openapi('ResidentUpdate');
+
+export const Operation = z
+  .object({
+    id: z.string().openapi({ example: 'opr_01JH0000000000000000000000' }),
+    object: z.literal('operation'),
+    type: z.enum(['lease.create', 'lease.update', 'unit.create', 'unit.update', 'resident.create', 'resident.update']),
+    status: z.enum(['queued', 'running', 'succeeded', 'failed']).openapi({
+      description: '`queued`: accepted, no attempt finished yet; `running`: an attempt failed transiently and another is scheduled; `succeeded` and `failed` are terminal.',
+    }),
+    source: z.object({ state: z.enum(['applied', 'rejected']).nullable(), applied_at: tsOrNull }),
+    reconcile: z.object({
+      state: z.enum(['pending', 'reconciled', 'failed']),
+      attempts: z.number().int(),
+      next_attempt_at: tsOrNull,
+      last_error: z.string().nullable().openapi({ description: 'Why the last attempt failed; on `failed`, why the Operation failed.' }),
+    }),
+    resource: z.object({
+      type: z.enum(['lease', 'unit', 'resident']),
+      id: z.string().nullable(),
+      x_id: z.string().nullable(),
+    }),
+    result: z.object({ id: z.string() }).nullable().openapi({ description: 'On success: the CDM id of the record created or updated.' }),
+    idempotency_key: z.string().nullable(),
+    created_at: ts,
+  })
+  .openapi('Operation');

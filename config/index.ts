@@ -141,6 +141,12 @@ export const configSchema = z.object({
     .pipe(z.array(z.number().int().min(0).max(30 * 24 * 3600 * 1000)).min(1)),
   /** Whether this worker runs the outbox relay that starts delivery workflows (one relay is active at a time; others stand by). */
   WEBHOOK_RELAY: bool.default(true),
+  /** Write-back attempts (one source write, its read-back and the cache update each) a worker runs at once. */
+  WRITE_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
+  /** How long one write to the source may take before its outcome counts as unknown (a later attempt looks it up first). */
+  WRITE_SOURCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /** How long the API waits for Temporal to accept a write's workflow before answering 502 enqueue_failed. */
+  WRITE_ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Pretty, coloured logs (development) instead of JSON lines. */

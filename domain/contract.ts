@@ -15,6 +15,8 @@ export const SA_STATUS = defineSearchAttributeKey('PropsyncStatus', SearchAttrib
 export const SA_SUBSCRIPTION_ID = defineSearchAttributeKey('WebhookSubscriptionId', SearchAttributeType.KEYWORD);
 export const SA_EVENT_TYPE = defineSearchAttributeKey('WebhookEventType', SearchAttributeType.KEYWORD);
 export const SA_DELIVERY_STATUS = defineSearchAttributeKey('DeliveryStatus', SearchAttributeType.KEYWORD);
+/** Write Operations: their type (`lease.create` …); their status is PropsyncStatus, their tenant the two above. */
+export const SA_OPERATION_TYPE = defineSearchAttributeKey('OperationType', SearchAttributeType.KEYWORD);
 export const SEARCH_ATTRIBUTES = [
   SA_ORGANIZATION_ID,
   SA_INTEGRATION_ID,
@@ -23,6 +25,7 @@ export const SEARCH_ATTRIBUTES = [
   SA_SUBSCRIPTION_ID,
   SA_EVENT_TYPE,
   SA_DELIVERY_STATUS,
+  SA_OPERATION_TYPE,
 ] as const;
 
 /**
@@ -30,6 +33,15 @@ export const SEARCH_ATTRIBUTES = [
  * with this suffix.
  */
 export const webhookTaskQueueOf = (syncTaskQueue: string) => `${syncTaskQueue}-webhooks`;
+/**
+ * Writes run on their own task queue (and their own worker slots), so a long sync activity never delays a write:
+ * the sync queue's name with this suffix.
+ */
+export const writeTaskQueueOf = (syncTaskQueue: string) => `${syncTaskQueue}-writes`;
+/** A write's workflow id is its Operation id (`opr_…`). */
+export const writeWorkflowIdOf = (operationId: string) => operationId;
+/** The schedule of the sweeper that starts the workflow of any accepted write left without one. */
+export const OPERATION_SWEEP_SCHEDULE_ID = 'operation-sweeper';
 /** The delivery workflow's id is the delivery id (`whd_…`). */
 export const deliveryWorkflowIdOf = (deliveryId: string) => deliveryId;
 /** Signal that asks a delivery workflow for one more attempt now (an operator's replay). */

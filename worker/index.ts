@@ -14,6 +14,8 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import proto from '@temporalio/proto';
 import type { PageReader } from '../activities/page-reader';
 import { createActivities } from '../activities/sync';
+import { createWriteActivities } from '../activities/operations';
+import { startWriteWorkflow } from '../control/operations';
 import { createOrderGate, createWebhookActivities, type GateWait, type OrderGate } from '../activities/webhooks';
 import { createSender, type Resolver, type Sender } from '../activities/webhook-http';
 import { ensureSyncSchedule, removeSyncSchedule, runStateVia } from '../control/sync';
@@ -27,6 +29,7 @@ import {
   SEARCH_ATTRIBUTES,
   scheduleIdOf,
   webhookTaskQueueOf,
+  writeTaskQueueOf,
   type SyncPolicy,
 } from '../domain/contract';
 import { createKeyring } from '../domain/secrets';
@@ -157,6 +160,44 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
       await gate.close();
     },
   };
+}
+
+export interface WriteWorkerDeps {
+  config: Config;
+  db: Db;
+  connection: NativeConnection;
+  /** Test override of the retry schedule of write workflows the sweeper starts. */
+  schedule?: import('../domain/operations').WriteRetrySchedule;
+}
+
+/**
+ * The worker of writes (Operations) and of their sweeper, on their own task queue and with their own activity
+ * slots, so a long sync activity never delays a write.
+ */
+export async function createWriteWorker(deps: WriteWorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
+  const { config } = deps;
+  const client = new Client({ connection: deps.connection, namespace: config.TEMPORAL_NAMESPACE });
+  const taskQueue = writeTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
+  const activities = createWriteActivities({
+    db: deps.db,
+    secrets: createKeyring(config.ENCRYPTION_KEYS),
+    sourceTimeoutMs: config.WRITE_SOURCE_TIMEOUT_MS,
+    startWorkflow: async (op) => {
+      await startWriteWorkflow({ client, taskQueue, schedule: deps.schedule }, op);
+    },
+  });
+  const create = (codePath: string) =>
+    Worker.create({
+      connection: deps.connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue,
+      workflowBundle: { codePath },
+      activities,
+      maxConcurrentActivityTaskExecutions: config.WRITE_MAX_ACTIVITIES,
+      maxCachedWorkflows: 1000,
+      shutdownGraceTime: '10 seconds',
+    });
+  return bundle ? create(bundle.codePath) : bundleWorkflows(create);
 }
 
 /** Register the search attributes the sync workflows set, where the namespace lacks them. */

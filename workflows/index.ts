@@ -1,3 +1,4 @@
 /** The worker's workflowsPath: every workflow, re-exported. */
 export { syncIntegration } from './sync';
 export { deliverWebhook, purgeRetention } from './webhook';
+export { sweepWrites, writeOperation } from './operation';

@@ -1,8 +1,12 @@
-/** GET /v1/leases and GET /v1/leases/{id}; each lease carries `resident_ids` and the nested `residents`. */
+/**
+ * GET /v1/leases and GET /v1/leases/{id} (each lease carries `resident_ids` and the nested `residents`), and the
+ * writes POST /v1/leases and PATCH /v1/leases/{id}, which answer 202 with an Operation.
+ */
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
-import { Lease, LeaseListQuery } from '../schemas';
+import { Lease, LeaseCreateBody, LeaseListQuery, LeaseUpdateBody } from '../schemas';
+import { integrationForPropertyXId, registerWrite, visibleRecord } from '../writes';
 import { registerResource } from './resource';
 
 export function registerLeases(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
@@ -15,5 +19,36 @@ export function registerLeases(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
     item: Lease,
     record: Lease,
     listName: 'LeaseList',
+  });
+  registerWrite(app, deps, {
+    method: 'post',
+    path: 'leases',
+    tag: 'Leases',
+    entity: 'lease',
+    body: LeaseCreateBody,
+    record: Lease,
+    summary: 'Create a lease',
+    description:
+      'Creates a lease, with its applicant as a new resident, in the source of the integration holding `property_x_id`. ' +
+      'A property the cache does not know yet is not refused here: the source decides, and its rejection fails the Operation.',
+    build: async (c, body) => {
+      const { integration_id, ...request } = body;
+      const integrationId = await integrationForPropertyXId(deps, c.get('principal'), body.property_x_id, integration_id);
+      return { integrationId, request, targetLabel: `property x_id ${body.property_x_id}` };
+    },
+  });
+  registerWrite(app, deps, {
+    method: 'patch',
+    path: 'leases',
+    tag: 'Leases',
+    entity: 'lease',
+    body: LeaseUpdateBody,
+    record: Lease,
+    summary: 'Update a lease',
+    description: 'Changes `move_in_date`, `occupants` or `rent_amount` of a lease in its source; the fields not sent stay as they are.',
+    build: async (c, body, id) => {
+      const target = await visibleRecord(deps, c.get('principal'), 'lease', id!);
+      return { integrationId: target.integrationId, request: body, target };
+    },
   });
 }

@@ -1,8 +1,9 @@
-/** GET /v1/residents and GET /v1/residents/{id}. */
+/** GET /v1/residents and GET /v1/residents/{id}, and the writes POST /v1/residents and PATCH /v1/residents/{id} (202 Operation). */
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
-import { Resident, ResidentListQuery } from '../schemas';
+import { Resident, ResidentCreateBody, ResidentListQuery, ResidentUpdateBody } from '../schemas';
+import { registerWrite, sameIntegration, visibleRecord } from '../writes';
 import { registerResource } from './resource';
 
 export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
@@ -15,5 +16,35 @@ export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void
     item: Resident,
     record: Resident,
     listName: 'ResidentList',
+  });
+  registerWrite(app, deps, {
+    method: 'post',
+    path: 'residents',
+    tag: 'Residents',
+    entity: 'resident',
+    body: ResidentCreateBody,
+    record: Resident,
+    summary: 'Create a resident',
+    description: 'Creates a resident at a property, in the source of the property\'s integration.',
+    build: async (c, body) => {
+      const { property_id, integration_id, ...fields } = body;
+      const property = await visibleRecord(deps, c.get('principal'), 'property', property_id, 'property_id');
+      sameIntegration(property.integrationId, integration_id);
+      return { integrationId: property.integrationId, request: { property_x_id: property.xId, ...fields }, targetLabel: property.id };
+    },
+  });
+  registerWrite(app, deps, {
+    method: 'patch',
+    path: 'residents',
+    tag: 'Residents',
+    entity: 'resident',
+    body: ResidentUpdateBody,
+    record: Resident,
+    summary: 'Update a resident',
+    description: 'Changes the fields sent of a resident in its source; the others stay as they are. `null` clears a field that may be empty.',
+    build: async (c, body, id) => {
+      const target = await visibleRecord(deps, c.get('principal'), 'resident', id!);
+      return { integrationId: target.integrationId, request: body, target };
+    },
   });
 }

@@ -1,8 +1,9 @@
-/** GET /v1/units and GET /v1/units/{id}. */
+/** GET /v1/units and GET /v1/units/{id}, and the writes POST /v1/units and PATCH /v1/units/{id} (202 Operation). */
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
-import { Unit, UnitListQuery } from '../schemas';
+import { Unit, UnitCreateBody, UnitListQuery, UnitUpdateBody } from '../schemas';
+import { registerWrite, sameIntegration, visibleRecord } from '../writes';
 import { registerResource } from './resource';
 
 export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
@@ -15,5 +16,35 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
     item: Unit,
     record: Unit,
     listName: 'UnitList',
+  });
+  registerWrite(app, deps, {
+    method: 'post',
+    path: 'units',
+    tag: 'Units',
+    entity: 'unit',
+    body: UnitCreateBody,
+    record: Unit,
+    summary: 'Create a unit',
+    description: 'Creates a unit at a property, in the source of the property\'s integration.',
+    build: async (c, body) => {
+      const { property_id, integration_id, ...fields } = body;
+      const property = await visibleRecord(deps, c.get('principal'), 'property', property_id, 'property_id');
+      sameIntegration(property.integrationId, integration_id);
+      return { integrationId: property.integrationId, request: { property_x_id: property.xId, ...fields }, targetLabel: property.id };
+    },
+  });
+  registerWrite(app, deps, {
+    method: 'patch',
+    path: 'units',
+    tag: 'Units',
+    entity: 'unit',
+    body: UnitUpdateBody,
+    record: Unit,
+    summary: 'Update a unit',
+    description: 'Changes the fields sent of a unit in its source; the others stay as they are.',
+    build: async (c, body, id) => {
+      const target = await visibleRecord(deps, c.get('principal'), 'unit', id!);
+      return { integrationId: target.integrationId, request: body, target };
+    },
   });
 }

@@ -1,0 +1,286 @@
+/**
+ * Write-back activities: the side effects of a write's workflow. `attemptWrite` makes ONE attempt at the source (a
+ * write is not idempotent; the workflow owns the retries as durable timers) and classifies its outcome; after an
+ * attempt whose outcome is unknown, a create is first looked up in the source by what identifies it, so that a
+ * write the source applied is never sent again. An applied write is read back from the source and stored through
+ * the sync's own write path (db/records.ts), with the change events a sync would record, before the Operation
+ * turns `succeeded`. No source call runs inside a database transaction.
+ */
+import { Context } from '@temporalio/activity';
+import type { Db } from '../db/client';
+import { applyRecords, type ApplyContext } from '../db/records';
+import { getOperation, markWorkflowStarted, moveOperation, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
+import { getIntegration, type IntegrationRow } from '../db/tenants';
+import { SYNC_ORDER, type Entity, type InputOf } from '../domain/cdm';
+import { isTerminal, parseOperationType, type OperationStatus, type OperationType } from '../domain/operations';
+import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
+import {
+  createConnector,
+  SourcePermanentError,
+  SourceTransientError,
+  type CreateInputOf,
+  type SourceConnector,
+  type SourceSettings,
+  type UpdateInputOf,
+  type WriteResult,
+} from '../source';
+
+export interface WriteActivityDeps {
+  db: Db;
+  /** Opens the integration's stored source api key. */
+  secrets: Keyring;
+  /** How long one write to the source may take (WRITE_SOURCE_TIMEOUT_MS). */
+  sourceTimeoutMs?: number;
+  /** The connector of an integration's settings (tests hand in a fake). */
+  connectorOf?: (settings: SourceSettings, opts: { timeoutMs: number }) => SourceConnector;
+  /** Starts the workflow of an accepted write (the sweeper's use; control/operations.ts). */
+  startWorkflow?: (op: Pick<OperationRow, 'id' | 'organizationId' | 'integrationId' | 'type' | 'createdAt'>) => Promise<void>;
+  clock?: () => Date;
+  /** Heartbeat interval of an attempt (the workflow's heartbeat timeout must be well above it). */
+  heartbeatEveryMs?: number;
+}
+
+export interface AttemptInput {
+  operationId: string;
+  /** 1-based number of this attempt. */
+  attempt: number;
+  /** Look for the record a previous attempt may have created before sending the create again. */
+  probe: boolean;
+}
+
+export type AttemptResult =
+  /** Applied at the source, read back and stored: the Operation is `succeeded`. */
+  | { outcome: 'succeeded'; resourceId: string; xId: string }
+  /** Applied at the source, but reading it back or storing it failed: `storeApplied` carries on. */
+  | { outcome: 'applied'; xId: string; related: WriteResult['related']; appliedAtMs: number; error: string }
+  /** The source refused the change: the caller must fix it. */
+  | { outcome: 'rejected'; error: string }
+  /** Worth another attempt (network, timeout, 5xx, 429); `maybeApplied`: the request may have reached the source. */
+  | { outcome: 'transient'; error: string; maybeApplied: boolean }
+  /** A service-side problem no retry fixes (credentials that cannot be opened, integration deleted). */
+  | { outcome: 'failed'; error: string }
+  /** The Operation was already terminal (a repeated attempt). */
+  | { outcome: 'finished'; status: OperationStatus };
+
+export interface StoreInput {
+  operationId: string;
+  attempts: number;
+  xId: string;
+  related: WriteResult['related'];
+  appliedAtMs: number;
+}
+
+export interface RetryInput {
+  operationId: string;
+  attempts: number;
+  nextAttemptAtMs: number;
+  error: string;
+}
+
+export interface FailInput {
+  operationId: string;
+  attempts: number;
+  error: string;
+  /** `rejected` when the source refused it; `applied` when it took the change but it could not be stored. */
+  sourceState: 'rejected' | 'applied' | null;
+}
+
+/** Longest last_error kept: enough for a source's message, never a whole HTML error page. */
+const MAX_ERROR = 2_000;
+const clip = (s: string) => (s.length > MAX_ERROR ? `${s.slice(0, MAX_ERROR - 1)}…` : s);
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** Heartbeats while `fn` runs, when called as an activity (a dead worker's attempt is then noticed in seconds). */
+async function heartbeating<T>(everyMs: number, fn: () => Promise<T>): Promise<T> {
+  let ctx: Context | undefined;
+  try {
+    ctx = Context.current();
+  } catch {
+    return fn();
+  }
+  const timer = setInterval(() => ctx.heartbeat(), everyMs);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+export function createWriteActivities(deps: WriteActivityDeps) {
+  const { db } = deps;
+  const clock = deps.clock ?? (() => new Date());
+  const timeoutMs = deps.sourceTimeoutMs ?? 30_000;
+  const connectorOf = deps.connectorOf ?? ((settings, opts) => createConnector(settings, opts));
+  const heartbeatEveryMs = deps.heartbeatEveryMs ?? 3_000;
+
+  async function load(operationId: string): Promise<{ op: OperationRow; integration: IntegrationRow } | { done: OperationStatus } | { error: string }> {
+    const op = await getOperation(db, operationId);
+    if (!op) return { error: `operation ${operationId} does not exist` };
+    if (isTerminal(op.status)) return { done: op.status };
+    const integration = await getIntegration(db, op.integrationId);
+    if (!integration || integration.deletedAt) return { error: 'the integration was deleted before the change reached the source' };
+    return { op, integration };
+  }
+
+  function connectorFor(integration: IntegrationRow): SourceConnector {
+    return connectorOf(openSourceConfig(deps.secrets, integration), { timeoutMs });
+  }
+
+  /**
+   * Read the written record (and what the source changed alongside it) back from the source, then store it through
+   * the sync's write path and mark the Operation succeeded, in one transaction.
+   */
+  async function store(op: OperationRow, integration: IntegrationRow, connector: SourceConnector, s: Omit<StoreInput, 'operationId'>): Promise<string> {
+    const { entity } = parseOperationType(op.type);
+    const wanted: { entity: Entity; x_id: string }[] = [...s.related, { entity, x_id: s.xId }];
+    const read = new Map<Entity, InputOf[Entity][]>();
+    for (const w of wanted) {
+      const record = await connector.readOne(w.entity, w.x_id);
+      if (!record) {
+        if (w.entity === entity) throw new Error(`the source applied the write but has no ${entity} ${s.xId} to read back`);
+        continue;
+      }
+      read.set(w.entity, [...(read.get(w.entity) ?? []), record]);
+    }
+    return db.transaction(async (tx) => {
+      const now = clock();
+      const ctx: ApplyContext = {
+        integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
+        // During the integration's first sync no record events are recorded, as for the sync itself.
+        emitEvents: integration.firstSyncCompletedAt !== null,
+        operationId: op.id,
+        now,
+      };
+      let resourceId: string | undefined;
+      // Referenced records first (a new lease's applicant before the lease), as a sync applies them.
+      for (const e of SYNC_ORDER) {
+        const records = read.get(e);
+        if (!records) continue;
+        const r = await applyRecords(tx, ctx, e, records);
+        if (e === entity) resourceId = r.ids.get(s.xId);
+      }
+      if (!resourceId) throw new Error(`${entity} ${s.xId} was read back but not stored`);
+      await moveOperation(
+        tx,
+        op.id,
+        'succeeded',
+        {
+          attempts: s.attempts,
+          sourceState: 'applied',
+          appliedAt: new Date(s.appliedAtMs),
+          reconcileState: 'reconciled',
+          nextAttemptAt: null,
+          lastError: null,
+          resourceId,
+          resourceXId: s.xId,
+        },
+        now,
+      );
+      return resourceId;
+    });
+  }
+
+  async function send(op: OperationRow, connector: SourceConnector, probe: boolean): Promise<WriteResult> {
+    const { entity, action } = parseOperationType(op.type);
+    if (action === 'create') {
+      if (probe) {
+        const found = await connector.findCreated(entity, op.request as unknown as CreateInputOf[typeof entity]);
+        if (found) return found;
+      }
+      return connector.create(entity, op.request as unknown as CreateInputOf[typeof entity]);
+    }
+    // Sending an update again sets the same values again: no look-up needed.
+    if (!op.targetXId) throw new SourcePermanentError(`operation ${op.id} has no record to update`);
+    return connector.update(entity, op.targetXId, op.request as unknown as UpdateInputOf[typeof entity]);
+  }
+
+  return {
+    /** One attempt at the source (never retried by Temporal), classified; an applied write is stored at once. */
+    async attemptWrite(input: AttemptInput): Promise<AttemptResult> {
+      const loaded = await load(input.operationId);
+      if ('done' in loaded) return { outcome: 'finished', status: loaded.done };
+      if ('error' in loaded) return { outcome: 'failed', error: loaded.error };
+      const { op, integration } = loaded;
+      let connector: SourceConnector;
+      try {
+        connector = connectorFor(integration);
+      } catch (err) {
+        if (err instanceof SecretError) return { outcome: 'failed', error: `the source credentials cannot be read: ${err.message}` };
+        throw err;
+      }
+      return heartbeating(heartbeatEveryMs, async () => {
+        let written: WriteResult;
+        try {
+          written = await send(op, connector, input.probe);
+        } catch (err) {
+          if (err instanceof SourcePermanentError) return { outcome: 'rejected', error: clip(err.message) };
+          if (err instanceof SourceTransientError) return { outcome: 'transient', error: clip(err.message), maybeApplied: err.maybeApplied };
+          return { outcome: 'transient', error: clip(messageOf(err)), maybeApplied: true };
+        }
+        const appliedAtMs = clock().getTime();
+        try {
+          const resourceId = await store(op, integration, connector, { attempts: input.attempt, xId: written.x_id, related: written.related, appliedAtMs });
+          return { outcome: 'succeeded', resourceId, xId: written.x_id };
+        } catch (err) {
+          return { outcome: 'applied', xId: written.x_id, related: written.related, appliedAtMs, error: clip(messageOf(err)) };
+        }
+      });
+    },
+
+    /** Read back and store a write the source applied (retried by Temporal until it works or its time is up). */
+    async storeApplied(input: StoreInput): Promise<{ resourceId: string | null }> {
+      const loaded = await load(input.operationId);
+      if ('done' in loaded) return { resourceId: null };
+      if ('error' in loaded) throw new Error(loaded.error);
+      const resourceId = await store(loaded.op, loaded.integration, connectorFor(loaded.integration), input);
+      return { resourceId };
+    },
+
+    /** An attempt failed transiently: the Operation is `running` until the next one. */
+    async recordRetry(input: RetryInput): Promise<void> {
+      await moveOperation(db, input.operationId, 'running', {
+        attempts: input.attempts,
+        nextAttemptAt: new Date(input.nextAttemptAtMs),
+        lastError: clip(input.error),
+      }, clock());
+    },
+
+    /** The Operation failed: rejected by the source, given up after 24 hours, or cancelled by an operator. */
+    async failOperation(input: FailInput): Promise<void> {
+      await moveOperation(db, input.operationId, 'failed', {
+        attempts: input.attempts,
+        sourceState: input.sourceState,
+        reconcileState: 'failed',
+        nextAttemptAt: null,
+        lastError: clip(input.error),
+        resourceId: null,
+        resourceXId: null,
+      }, clock());
+    },
+
+    /**
+     * The sweeper: start the workflow of every write accepted more than `olderThanMs` ago that no one is known to
+     * have started (Temporal was unreachable when it was accepted), and forget idempotency keys older than a day.
+     */
+    async sweepOperations(input: { olderThanMs?: number; limit?: number } = {}): Promise<{ started: number; keysPurged: number }> {
+      if (!deps.startWorkflow) throw new Error('the sweeper has no way to start workflows');
+      const before = new Date(clock().getTime() - (input.olderThanMs ?? 30_000));
+      const rows = await unstartedOperations(db, before, input.limit ?? 500);
+      const started: string[] = [];
+      for (const row of rows) {
+        if (isTerminal(row.status)) {
+          started.push(row.id);
+          continue;
+        }
+        await deps.startWorkflow(row);
+        started.push(row.id);
+      }
+      await markWorkflowStarted(db, started, clock());
+      const keysPurged = await purgeIdempotencyKeys(db, clock());
+      return { started: started.length, keysPurged };
+    },
+  };
+}
+
+export type WriteActivities = ReturnType<typeof createWriteActivities>;
+export type { OperationType };

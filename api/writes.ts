@@ -1,0 +1,276 @@
+/**
+ * What every write endpoint shares (SPEC.md Operations rules, DECISIONS.md Writes): the `write` scope and the
+ * `Idempotency-Key` header, checked before the body; 422s that name each unknown or non-writable field; finding the
+ * target integration; and accepting the write as an Operation, committed first and only then handed to Temporal.
+ * Temporal unreachable is a 502 `enqueue_failed` that names the Operation, which stays queued: a retry with the
+ * same key, or the sweeper, starts its workflow.
+ */
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
+import type { Context, MiddlewareHandler } from 'hono';
+import { and, eq, isNull } from 'drizzle-orm';
+import { acceptOperation, markWorkflowStarted, operationJson, requestHashOf, type OperationRow } from '../db/operations';
+import { TABLES } from '../db/records';
+import { integrations, properties } from '../db/schema';
+import { writeTaskQueueOf } from '../domain/contract';
+import { isId } from '../domain/ids';
+import { operationTypeOf, type WritableEntity, type WriteAction } from '../domain/operations';
+import type { ApiDeps } from './deps';
+import type { AppEnv, Principal } from './middleware/env';
+import { rejectNul, validationError } from './middleware/validation';
+import { okHeaders, problemResponses } from './openapi';
+import { ApiError } from './problem';
+import { Operation } from './schemas';
+
+/** Longest Idempotency-Key accepted. */
+const MAX_KEY_LENGTH = 255;
+const KEY_CHARS = /^[\x21-\x7e]+$/;
+
+export const IdempotencyHeader = z.object({
+  'idempotency-key': z.string().openapi({
+    description: 'A caller-generated key, one per logical write (a UUID is a good choice; at most 255 visible ASCII characters). The same key with the same request returns the same Operation; with a different request, 409. Remembered 24 hours.',
+    example: '5f0c2a8e-3b1d-4c55-9a43-0d6f1f7a9e21',
+  }),
+});
+
+/** The `write` scope, then the Idempotency-Key header: both before the body is read. */
+export const writeGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const principal = c.get('principal');
+  if (!principal.scopes.includes('write')) {
+    throw new ApiError('forbidden', 'Insufficient permissions: this API key has no `write` scope.');
+  }
+  const key = c.req.header('idempotency-key');
+  if (key === undefined || key.trim() === '') {
+    throw new ApiError('bad_request', 'Missing `Idempotency-Key` header: every write needs a caller-generated key, one per logical write (for example a UUID).');
+  }
+  if (key.length > MAX_KEY_LENGTH || !KEY_CHARS.test(key)) {
+    throw new ApiError('bad_request', `Malformed \`Idempotency-Key\` header: at most ${MAX_KEY_LENGTH} visible ASCII characters, no spaces.`);
+  }
+  await next();
+};
+
+/**
+ * The validation hook of a write route: every unknown field under its own pointer, and a field of the record that
+ * cannot be written said to be so (a write never silently drops what the caller sent).
+ */
+export function writeHook(notWritable: ReadonlySet<string>) {
+  return (result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void => {
+    if (result.success) return rejectNul(result.data, result.target as Parameters<typeof rejectNul>[1]);
+    if (!result.error) return;
+    const issues = result.error.issues.flatMap((i): z.core.$ZodIssue[] =>
+      i.code === 'unrecognized_keys'
+        ? i.keys.map((key) => ({
+            ...i,
+            keys: [key],
+            path: [...i.path, key],
+            message: i.path.length === 0 && notWritable.has(key) ? `${key} is not writable` : 'Unknown field.',
+          }))
+        : [i],
+    );
+    throw validationError(new z.ZodError(issues), result.target as Parameters<typeof validationError>[1]);
+  };
+}
+
+/** The fields of a record schema that a body of `writable` fields may not set. */
+export function notWritableOf(record: z.ZodObject, writable: z.ZodType): ReadonlySet<string> {
+  const shapeOf = (s: z.ZodType): Record<string, unknown> => {
+    const def = (s as unknown as { def?: { shape?: Record<string, unknown>; in?: z.ZodType } }).def;
+    return def?.shape ?? (def?.in ? shapeOf(def.in) : {});
+  };
+  const allowed = new Set(Object.keys(shapeOf(writable)));
+  return new Set(Object.keys(record.shape).filter((k) => !allowed.has(k)));
+}
+
+/** The integrations of the key's organization and mode that are not deleted. */
+async function integrationsOf(deps: ApiDeps, p: Principal): Promise<string[]> {
+  const rows = await deps.db
+    .select({ id: integrations.id })
+    .from(integrations)
+    .where(and(eq(integrations.organizationId, p.organizationId), eq(integrations.mode, p.mode), isNull(integrations.deletedAt)));
+  return rows.map((r) => r.id);
+}
+
+const choiceError = (detail: string) => new ApiError('validation_error', `Invalid field \`integration_id\`: ${detail}`, { errors: [{ pointer: 'integration_id', detail }] });
+
+/**
+ * The integration of a lease create: the one holding `property_x_id`. The cache may lag the source, so a property
+ * it does not know is left for the source to judge, in the only integration there is or the one the body names.
+ */
+export async function integrationForPropertyXId(deps: ApiDeps, p: Principal, propertyXId: string, chosen?: string): Promise<string> {
+  const own = await integrationsOf(deps, p);
+  if (chosen !== undefined) {
+    const id = chosen.toLowerCase();
+    if (!own.includes(id)) throw choiceError(`no integration ${chosen} for this API key.`);
+    return id;
+  }
+  const holders = await deps.db
+    .selectDistinct({ id: properties.integrationId })
+    .from(properties)
+    .where(and(eq(properties.organizationId, p.organizationId), eq(properties.mode, p.mode), eq(properties.xId, propertyXId), isNull(properties.deletedAt)));
+  const candidates = holders.map((h) => h.id).filter((id) => own.includes(id));
+  if (candidates.length === 1) return candidates[0]!;
+  if (candidates.length > 1) throw choiceError(`property_x_id ${propertyXId} is held by several of your integrations (${candidates.join(', ')}); say which.`);
+  if (own.length === 1) return own[0]!;
+  if (own.length === 0) throw new ApiError('not_found', `No integration of this ${p.mode}-mode key holds a property ${propertyXId}.`);
+  throw choiceError(`property_x_id ${propertyXId} is not in the cache yet and you have ${own.length} integrations; say which.`);
+}
+
+export interface TargetRecord {
+  id: string;
+  xId: string;
+  integrationId: string;
+}
+
+/** A live record of the key's organization and mode, by CDM id; anything else is a 404, as on a read. */
+export async function visibleRecord(deps: ApiDeps, p: Principal, entity: WritableEntity | 'property', id: string, field?: string): Promise<TargetRecord> {
+  const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
+  const [row] = isId(entity, id)
+    ? await deps.db
+        .select({ id: t.id, xId: t.xId, integrationId: t.integrationId })
+        .from(t)
+        .innerJoin(integrations, and(eq(integrations.id, t.integrationId), isNull(integrations.deletedAt)))
+        .where(and(eq(t.id, id), eq(t.organizationId, p.organizationId), eq(t.mode, p.mode), isNull(t.deletedAt)))
+    : [];
+  if (!row) throw new ApiError('not_found', `No ${entity} with id ${id}${field ? ` (\`${field}\`)` : ''}.`);
+  return row;
+}
+
+export interface WriteRequest {
+  entity: WritableEntity;
+  action: WriteAction;
+  integrationId: string;
+  /** What to send, in the connector's terms (source/connector.ts CreateInputOf / UpdateInputOf). */
+  request: Record<string, unknown>;
+  /** The record an update changes. */
+  target?: TargetRecord;
+  /** What the Temporal UI shows as the target (ids only). */
+  targetLabel?: string;
+}
+
+/** Start an Operation's workflow within the enqueue time-out; false when Temporal could not be reached. */
+async function enqueue(deps: ApiDeps, op: OperationRow, label: string | null): Promise<boolean> {
+  const timeoutMs = deps.config.WRITE_ENQUEUE_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Temporal did not answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    const start = async () => {
+      const [{ startWriteWorkflow }, client] = await Promise.all([import('../control/operations'), deps.temporal()]);
+      await startWriteWorkflow(
+        { client, taskQueue: writeTaskQueueOf(deps.config.TEMPORAL_TASK_QUEUE), timeoutMs },
+        { ...op, targetId: label },
+      );
+    };
+    await Promise.race([start(), timeout]);
+  } catch (err) {
+    deps.logger.warn({ err, operation_id: op.id }, 'could not start the workflow of an operation');
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+  await markWorkflowStarted(deps.db, [op.id]).catch((err: unknown) => deps.logger.warn({ err, operation_id: op.id }, 'could not mark an operation started'));
+  return true;
+}
+
+/**
+ * Accept a write: the Operation under the caller's idempotency key (created, or the one the key already made), its
+ * workflow started, and the 202. The key binds the method, the path and the canonical body.
+ */
+export async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest, body: unknown): Promise<Response> {
+  const principal = c.get('principal');
+  const key = c.req.header('idempotency-key')!;
+  const accepted = await acceptOperation(deps.db, {
+    organizationId: principal.organizationId,
+    integrationId: w.integrationId,
+    mode: principal.mode,
+    type: operationTypeOf(w.entity, w.action),
+    request: w.request,
+    targetId: w.target?.id,
+    targetXId: w.target?.xId,
+    idempotencyKey: key,
+    requestHash: requestHashOf(c.req.method, c.req.path, body),
+  });
+  if (accepted.outcome === 'conflict') {
+    throw new ApiError(
+      'idempotency-key-conflict',
+      `Idempotency-Key ${JSON.stringify(key)} was used for a different request (Operation ${accepted.operationId}). Use a new key for a new write; resend the original request unchanged to get its Operation.`,
+    );
+  }
+  const op = accepted.operation;
+  if (op.status === 'queued' && op.workflowStartedAt === null) {
+    const started = await enqueue(deps, op, w.targetLabel ?? w.target?.id ?? null);
+    if (!started) {
+      throw new ApiError(
+        'enqueue_failed',
+        `The write was stored as Operation ${op.id} but could not be queued. Poll GET /v1/operations/${op.id}; if it stays queued, resend the same request with the same Idempotency-Key.`,
+        { extra: { operation_id: op.id } },
+      );
+    }
+  }
+  c.header('Location', `/v1/operations/${op.id}`);
+  if (accepted.outcome === 'replayed') c.header('Idempotent-Replayed', 'true');
+  return c.json(operationJson(op), 202);
+}
+
+export interface WriteRouteSpec<B extends z.ZodType> {
+  method: 'post' | 'patch';
+  /** `leases`, `units`, `residents`. */
+  path: string;
+  tag: string;
+  entity: WritableEntity;
+  body: B;
+  /** The record schema: its fields that `body` lacks are "not writable". */
+  record: z.ZodObject;
+  summary: string;
+  description: string;
+  /** The write to make, from the validated body (and the path id of a PATCH). */
+  build: (c: Context<AppEnv>, body: z.infer<B>, id: string | undefined) => Promise<Omit<WriteRequest, 'entity' | 'action'>>;
+}
+
+export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, deps: ApiDeps, spec: WriteRouteSpec<B>): void {
+  const action: WriteAction = spec.method === 'post' ? 'create' : 'update';
+  const path = action === 'create' ? `/v1/${spec.path}` : `/v1/${spec.path}/{id}`;
+  const params = action === 'update' ? { params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: `${spec.entity.slice(0, 3)}_01JH0000000000000000000000` }) }) } : {};
+  app.openapi(
+    createRoute({
+      method: spec.method,
+      path,
+      tags: [spec.tag],
+      operationId: `${action}_${spec.entity}`,
+      summary: spec.summary,
+      description: spec.description,
+      middleware: [writeGuard] as const,
+      request: {
+        ...params,
+        headers: IdempotencyHeader,
+        body: { content: { 'application/json': { schema: spec.body } }, required: true },
+      },
+      responses: {
+        202: {
+          description: `Accepted: the Operation (\`${operationTypeOf(spec.entity, action)}\`). Poll \`Location\` until \`status\` is \`succeeded\` or \`failed\`.`,
+          headers: {
+            ...okHeaders,
+            Location: { description: 'The Operation to poll.', schema: { type: 'string' as const } },
+            'Idempotent-Replayed': { description: '`true` when the key had made this Operation already.', schema: { type: 'string' as const } },
+          },
+          content: { 'application/json': { schema: Operation } },
+        },
+        ...problemResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502),
+      },
+    }),
+    async (c) => {
+      const body = c.req.valid('json' as never) as z.infer<B>;
+      const id = action === 'update' ? c.req.param('id') : undefined;
+      const w = await spec.build(c as unknown as Context<AppEnv>, body, id);
+      return acceptWrite(c as unknown as Context<AppEnv>, deps, { ...w, entity: spec.entity, action }, body) as never;
+    },
+    writeHook(notWritableOf(spec.record, spec.body)) as never,
+  );
+}
+
+/** `integration_id` in a body whose target already decides the integration must agree with it. */
+export function sameIntegration(actual: string, chosen: string | undefined): void {
+  if (chosen !== undefined && chosen.toLowerCase() !== actual) {
+    throw choiceError(`the property belongs to integration ${actual}, not ${chosen}.`);
+  }
+}

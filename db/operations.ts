@@ -1,0 +1,211 @@
+/**
+ * Operation rows (writes): accepting one under its idempotency key, the API's view of it, and the state changes the
+ * write workflow makes. Every status write is guarded by the transitions of domain/operations.ts, so a late or
+ * repeated activity never moves a terminal Operation.
+ */
+import { createHash } from 'node:crypto';
+import { and, asc, eq, inArray, isNull, lt, sql } from 'drizzle-orm';
+import type { Mode } from '../domain/plans';
+import {
+  operationStatesBefore,
+  parseOperationType,
+  type OperationStatus,
+  type OperationType,
+} from '../domain/operations';
+import type { Db, Tx } from './client';
+import { newId } from './ids';
+import { idempotencyKeys, operations } from './schema';
+
+export type OperationRow = typeof operations.$inferSelect;
+
+/** How long an idempotency key is remembered, per organization and mode. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+
+/** The Operation as the API shows it (SPEC.md Operation; DECISIONS.md names "the service" `resource`). */
+export interface OperationJson {
+  id: string;
+  object: 'operation';
+  type: OperationType;
+  status: OperationStatus;
+  source: { state: 'applied' | 'rejected' | null; applied_at: string | null };
+  reconcile: { state: 'pending' | 'reconciled' | 'failed'; attempts: number; next_attempt_at: string | null; last_error: string | null };
+  resource: { type: string; id: string | null; x_id: string | null };
+  result: { id: string } | null;
+  idempotency_key: string | null;
+  created_at: string;
+}
+
+export function operationJson(row: OperationRow): OperationJson {
+  const { entity } = parseOperationType(row.type);
+  return {
+    id: row.id,
+    object: 'operation',
+    type: row.type,
+    status: row.status,
+    source: { state: row.sourceState, applied_at: row.appliedAt?.toISOString() ?? null },
+    reconcile: {
+      state: row.reconcileState,
+      attempts: row.attempts,
+      next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
+      last_error: row.lastError,
+    },
+    resource: { type: entity, id: row.resourceId, x_id: row.resourceXId },
+    result: row.status === 'succeeded' && row.resourceId ? { id: row.resourceId } : null,
+    idempotency_key: row.idempotencyKey,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+/** JSON with object keys sorted at every depth: two bodies that mean the same hash the same. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** What an idempotency key is bound to: the method, the path and the canonical body. */
+export function requestHashOf(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`).digest('hex');
+}
+
+export interface NewOperation {
+  organizationId: string;
+  integrationId: string;
+  mode: Mode;
+  type: OperationType;
+  request: Record<string, unknown>;
+  targetId?: string;
+  targetXId?: string;
+  idempotencyKey: string;
+  requestHash: string;
+}
+
+export type AcceptResult =
+  | { outcome: 'created'; operation: OperationRow }
+  /** The key was used before with the same request: its Operation. */
+  | { outcome: 'replayed'; operation: OperationRow }
+  /** The key was used before with a different request. */
+  | { outcome: 'conflict'; operationId: string };
+
+/**
+ * Store a write as a queued Operation under its idempotency key, in one transaction. The key is claimed first: a
+ * concurrent request with the same key waits on the claim, then finds it and collapses onto the same Operation.
+ * A key older than 24 hours is free again.
+ */
+export async function acceptOperation(db: Db, input: NewOperation, now = new Date()): Promise<AcceptResult> {
+  return db.transaction(async (tx) => {
+    const id = newId('operation');
+    const expired = new Date(now.getTime() - IDEMPOTENCY_TTL_MS);
+    const [claimed] = await tx
+      .insert(idempotencyKeys)
+      .values({ organizationId: input.organizationId, mode: input.mode, key: input.idempotencyKey, requestHash: input.requestHash, operationId: id, createdAt: now })
+      .onConflictDoUpdate({
+        target: [idempotencyKeys.organizationId, idempotencyKeys.mode, idempotencyKeys.key],
+        set: { requestHash: input.requestHash, operationId: id, createdAt: now },
+        setWhere: lt(idempotencyKeys.createdAt, expired),
+      })
+      .returning({ operationId: idempotencyKeys.operationId });
+    if (!claimed) {
+      const [known] = await tx
+        .select()
+        .from(idempotencyKeys)
+        .where(and(eq(idempotencyKeys.organizationId, input.organizationId), eq(idempotencyKeys.mode, input.mode), eq(idempotencyKeys.key, input.idempotencyKey)));
+      if (!known) throw new Error('idempotency key vanished while being read');
+      if (known.requestHash !== input.requestHash) return { outcome: 'conflict', operationId: known.operationId };
+      const [operation] = await tx.select().from(operations).where(eq(operations.id, known.operationId));
+      if (!operation) throw new Error(`operation ${known.operationId} of an idempotency key does not exist`);
+      return { outcome: 'replayed', operation };
+    }
+    const [operation] = await tx
+      .insert(operations)
+      .values({
+        id,
+        organizationId: input.organizationId,
+        integrationId: input.integrationId,
+        mode: input.mode,
+        type: input.type,
+        status: 'queued',
+        request: input.request,
+        targetId: input.targetId ?? null,
+        targetXId: input.targetXId ?? null,
+        reconcileState: 'pending',
+        attempts: 0,
+        nextAttemptAt: now,
+        idempotencyKey: input.idempotencyKey,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning();
+    return { outcome: 'created', operation: operation! };
+  });
+}
+
+export async function getOperation(db: Db | Tx, id: string): Promise<OperationRow | undefined> {
+  const [row] = await db.select().from(operations).where(eq(operations.id, id));
+  return row;
+}
+
+/** An Operation as a key sees it: its organization and mode only. */
+export async function getVisibleOperation(db: Db, id: string, organizationId: string, mode: Mode): Promise<OperationRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(operations)
+    .where(and(eq(operations.id, id), eq(operations.organizationId, organizationId), eq(operations.mode, mode)));
+  return row;
+}
+
+export async function markWorkflowStarted(db: Db, ids: string[], now = new Date()): Promise<void> {
+  if (ids.length === 0) return;
+  await db.update(operations).set({ workflowStartedAt: now }).where(and(inArray(operations.id, ids), isNull(operations.workflowStartedAt)));
+}
+
+/** Queued Operations accepted before `before` whose workflow no one is known to have started (the sweeper's work). */
+export type UnstartedOperation = Pick<OperationRow, 'id' | 'organizationId' | 'integrationId' | 'type' | 'status' | 'createdAt'>;
+export async function unstartedOperations(db: Db, before: Date, limit: number): Promise<UnstartedOperation[]> {
+  return db
+    .select({
+      id: operations.id,
+      organizationId: operations.organizationId,
+      integrationId: operations.integrationId,
+      type: operations.type,
+      status: operations.status,
+      createdAt: operations.createdAt,
+    })
+    .from(operations)
+    .where(and(isNull(operations.workflowStartedAt), lt(operations.createdAt, before)))
+    .orderBy(asc(operations.createdAt))
+    .limit(limit);
+}
+
+/** Forget idempotency keys older than 24 hours. */
+export async function purgeIdempotencyKeys(db: Db, now = new Date()): Promise<number> {
+  const rows = await db
+    .delete(idempotencyKeys)
+    .where(lt(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)))
+    .returning({ key: idempotencyKeys.key });
+  return rows.length;
+}
+
+/**
+ * Move an Operation to `status`, with the given fields, if the transition is allowed. Returns the row as it is
+ * now, or undefined when it was not moved (already terminal).
+ */
+export async function moveOperation(
+  db: Db | Tx,
+  id: string,
+  status: OperationStatus,
+  fields: Partial<Pick<OperationRow, 'sourceState' | 'appliedAt' | 'reconcileState' | 'attempts' | 'nextAttemptAt' | 'lastError' | 'resourceId' | 'resourceXId'>>,
+  now = new Date(),
+): Promise<OperationRow | undefined> {
+  const [row] = await db
+    .update(operations)
+    .set({ ...fields, status, updatedAt: now, workflowStartedAt: sql`coalesce(${operations.workflowStartedAt}, ${now.toISOString()}::timestamptz)` })
+    .where(and(eq(operations.id, id), inArray(operations.status, operationStatesBefore(status))))
+    .returning();
+  return row;
+}

@@ -1,0 +1,106 @@
+/**
+ * Write-back rules (SPEC.md Operation and Operations rules, DECISIONS.md Writes): the Operation's types and states,
+ * their transitions, and the reconcile retry schedule. Pure: workflows import it.
+ */
+
+export const WRITABLE_ENTITIES = ['unit', 'resident', 'lease'] as const;
+export type WritableEntity = (typeof WRITABLE_ENTITIES)[number];
+export type WriteAction = 'create' | 'update';
+
+export const OPERATION_TYPES = ['lease.create', 'lease.update', 'unit.create', 'unit.update', 'resident.create', 'resident.update'] as const;
+export type OperationType = (typeof OPERATION_TYPES)[number];
+
+export const operationTypeOf = (entity: WritableEntity, action: WriteAction): OperationType => `${entity}.${action}`;
+export function parseOperationType(type: OperationType): { entity: WritableEntity; action: WriteAction } {
+  const [entity, action] = type.split('.') as [WritableEntity, WriteAction];
+  return { entity, action };
+}
+
+/**
+ * - `queued`: accepted, no attempt finished yet
+ * - `running`: at least one attempt failed transiently and another is scheduled (`next_attempt_at`)
+ * - `succeeded`: the source applied the change and the cache holds it (terminal)
+ * - `failed`: the source rejected it, or it could not be applied within the retry window (terminal)
+ */
+export const OPERATION_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
+export type OperationStatus = (typeof OPERATION_STATUSES)[number];
+
+export const OPERATION_TRANSITIONS: Record<OperationStatus, readonly OperationStatus[]> = {
+  queued: ['running', 'succeeded', 'failed'],
+  running: ['running', 'succeeded', 'failed'],
+  succeeded: [],
+  failed: [],
+};
+
+/** The states an Operation may move to `to` from: the guard on every status write. */
+export function operationStatesBefore(to: OperationStatus): OperationStatus[] {
+  return OPERATION_STATUSES.filter((from) => OPERATION_TRANSITIONS[from].includes(to));
+}
+
+export const isTerminal = (s: OperationStatus): boolean => s === 'succeeded' || s === 'failed';
+
+export type SourceState = 'applied' | 'rejected';
+export type ReconcileState = 'pending' | 'reconciled' | 'failed';
+
+/**
+ * The reconcile retry schedule: after a transient failure the next attempt waits 5 s, 15 s, 1 min, 5 min, 15 min,
+ * then every 30 min; no attempt starts later than 24 h after the Operation was accepted, and the failure of the
+ * last one fails the Operation with its error.
+ */
+export interface WriteRetrySchedule {
+  /** Delays after the 1st, 2nd, … failed attempt. */
+  delaysMs: readonly number[];
+  /** Delay after every later failure. */
+  thenEveryMs: number;
+  /** No attempt starts later than this after the Operation was accepted. */
+  giveUpAfterMs: number;
+}
+
+export const WRITE_RETRY_SCHEDULE: WriteRetrySchedule = {
+  delaysMs: [5_000, 15_000, 60_000, 300_000, 900_000],
+  thenEveryMs: 1_800_000,
+  giveUpAfterMs: 24 * 3600_000,
+};
+
+/** Delay before the next attempt after `failures` failed attempts (1-based). */
+export function retryDelayMs(schedule: WriteRetrySchedule, failures: number): number {
+  return schedule.delaysMs[failures - 1] ?? schedule.thenEveryMs;
+}
+
+/**
+ * When the next attempt would start after `failures` failed attempts, the last ending at `nowMs`; null when it
+ * would start after the give-up time (the Operation fails instead).
+ */
+export function nextAttemptAtMs(schedule: WriteRetrySchedule, failures: number, nowMs: number, acceptedAtMs: number): number | null {
+  const at = nowMs + retryDelayMs(schedule, failures);
+  return at - acceptedAtMs > schedule.giveUpAfterMs ? null : at;
+}
+
+/** Input of the write workflow: ids only (the body, with residents' names and phones, stays in the database). */
+export interface WriteWorkflowInput {
+  operationId: string;
+  type: OperationType;
+  /** When the Operation was accepted: no attempt starts more than the schedule's give-up time after it. */
+  acceptedAtMs: number;
+  /** What the operator sees as the target (the updated record's CDM id, or the property of a create). */
+  target?: string | null;
+  /** Test override of the retry schedule. */
+  schedule?: WriteRetrySchedule;
+}
+
+export interface WriteWorkflowResult {
+  operationId: string;
+  status: 'succeeded' | 'failed';
+  attempts: number;
+}
+
+/** What the workflow's `state` query and memo show an operator (no personal data). */
+export interface OperationView {
+  type: OperationType;
+  status: OperationStatus;
+  /** The record written: its CDM id for an update, its property's for a create. */
+  target: string | null;
+  attempts: number;
+  nextAttemptAt: string | null;
+  lastError: string | null;
+}

@@ -1,0 +1,88 @@
+/**
+ * What the write-back tests share: a write worker on the file's own task queue, an API key of a sandbox
+ * integration's organization, and writing over HTTP: POST/PATCH with an Idempotency-Key, polling the Operation.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { expect } from 'vitest';
+import type { Config } from '../../config';
+import type { Db } from '../../db/client';
+import { createApiKey, type Scope } from '../../db/tenants';
+import type { WriteRetrySchedule } from '../../domain/operations';
+import { createWriteWorker } from '../../worker';
+
+export interface WriteWorker {
+  client: Client;
+  worker: Worker;
+  stop(): Promise<void>;
+}
+
+/** The write worker of this file's task queue, in this process until stop(). */
+export async function startWriteWorker(config: Config, db: Db, opts: { schedule?: WriteRetrySchedule } = {}): Promise<WriteWorker> {
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const worker = await createWriteWorker({ config, db, connection, schedule: opts.schedule });
+  const running = worker.run();
+  return {
+    client,
+    worker,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+export async function keyFor(db: Db, organizationId: string, scopes?: Scope[]): Promise<string> {
+  return (await createApiKey(db, { organizationId, mode: 'test', scopes })).key;
+}
+
+export interface Reply {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+
+/** A write over HTTP: JSON body, bearer key, and an Idempotency-Key (a fresh one unless given; null: none). */
+export async function write(
+  url: string,
+  method: 'POST' | 'PATCH',
+  path: string,
+  body: unknown,
+  opts: { key: string; idempotencyKey?: string | null; headers?: Record<string, string>; raw?: string },
+): Promise<Reply> {
+  const idem = opts.idempotencyKey === undefined ? randomUUID() : opts.idempotencyKey;
+  const res = await fetch(url + path, {
+    method,
+    headers: {
+      authorization: `Bearer ${opts.key}`,
+      'content-type': 'application/json',
+      ...(idem === null ? {} : { 'idempotency-key': idem }),
+      ...opts.headers,
+    },
+    body: opts.raw ?? JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+}
+
+export async function getJson(url: string, path: string, key: string): Promise<Reply> {
+  const res = await fetch(url + path, { headers: { authorization: `Bearer ${key}` } });
+  return { status: res.status, body: await res.json(), headers: res.headers };
+}
+
+/** Poll an Operation as SPEC.md rule 5 recommends (short waits here) until it is terminal. */
+export async function pollOperation(url: string, key: string, id: string, timeoutMs = 60_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  let wait = 50;
+  for (;;) {
+    const r = await getJson(url, `/v1/operations/${id}`, key);
+    expect(r.status).toBe(200);
+    if (r.body.status === 'succeeded' || r.body.status === 'failed') return r.body;
+    if (Date.now() > deadline) throw new Error(`operation ${id} still ${r.body.status} after ${timeoutMs} ms: ${JSON.stringify(r.body)}`);
+    await new Promise((res) => setTimeout(res, wait));
+    wait = Math.min(wait * 2, 1_000);
+  }
+}

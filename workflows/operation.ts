@@ -1,0 +1,145 @@
+/**
+ * One write (an Operation; the workflow id is its id). Each attempt is one activity call that writes to the source
+ * once; the workflow owns the retries, on the schedule of domain/operations.ts, as durable timers, and keeps the
+ * Operation row current at each step (status, attempts, next_attempt_at, last_error). A rejection fails it at once;
+ * the last transient failure inside the 24-hour window fails it with that error; an operator's cancellation fails
+ * it too. It ends Completed only when the Operation succeeded, and Failed (with a type) otherwise.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  defineQuery,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { AttemptResult, WriteActivities } from '../activities/operations';
+import { SA_STATUS } from '../domain/contract';
+import {
+  nextAttemptAtMs,
+  parseOperationType,
+  WRITE_RETRY_SCHEDULE,
+  type OperationStatus,
+  type OperationView,
+  type WriteWorkflowInput,
+  type WriteWorkflowResult,
+} from '../domain/operations';
+
+export const operationStateQuery = defineQuery<OperationView>('state');
+
+/** Types of the failures the workflow ends with (also the Temporal UI's failure type). */
+export const WRITE_FAILURE = {
+  rejected: 'WriteRejected',
+  gaveUp: 'WriteGaveUp',
+  failed: 'WriteFailed',
+  cancelled: 'WriteCancelled',
+} as const;
+
+/** Bookkeeping on the database: idempotent, retried until it answers. */
+const { recordRetry, failOperation } = proxyActivities<WriteActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/**
+ * One attempt, never retried by Temporal: a source write is not idempotent, so every attempt is one the workflow
+ * chose to make. Heartbeats show a dead worker within seconds; the attempt then counts as failed with an unknown
+ * outcome, and the next attempt of a create looks for the record before sending it again.
+ */
+const { attemptWrite } = proxyActivities<WriteActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '15 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
+/** Reading an applied write back and storing it: source reads are safe to repeat, so Temporal retries them. */
+const { storeApplied } = proxyActivities<WriteActivities>({
+  startToCloseTimeout: '2 minutes',
+  scheduleToCloseTimeout: '6 hours',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWorkflowResult> {
+  const { operationId } = input;
+  const schedule = input.schedule ?? WRITE_RETRY_SCHEDULE;
+  const { action } = parseOperationType(input.type);
+  const view: OperationView = { type: input.type, status: 'queued', target: input.target ?? null, attempts: 0, nextAttemptAt: null, lastError: null };
+  setHandler(operationStateQuery, () => view);
+  const setStatus = (s: OperationStatus) => {
+    view.status = s;
+    upsertSearchAttributes([{ key: SA_STATUS, value: s }]);
+  };
+  const fail = async (error: string, sourceState: 'rejected' | 'applied' | null, type: string): Promise<never> => {
+    view.lastError = error;
+    view.nextAttemptAt = null;
+    await CancellationScope.nonCancellable(() => failOperation({ operationId, attempts: view.attempts, error, sourceState }));
+    setStatus('failed');
+    throw ApplicationFailure.nonRetryable(error, type);
+  };
+
+  try {
+    for (;;) {
+      const attempt = view.attempts + 1;
+      let result: AttemptResult;
+      try {
+        // After a failed attempt, a create may have been applied all the same: look for it before sending again.
+        result = await attemptWrite({ operationId, attempt, probe: action === 'create' && attempt > 1 });
+      } catch (err) {
+        if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+        result = { outcome: 'transient', error: `attempt lost (worker stopped or timed out): ${err.cause?.message || err.message}`, maybeApplied: true };
+      }
+      view.attempts = attempt;
+      switch (result.outcome) {
+        case 'finished':
+          view.status = result.status;
+          return { operationId, status: result.status === 'succeeded' ? 'succeeded' : 'failed', attempts: attempt };
+        case 'succeeded':
+          setStatus('succeeded');
+          return { operationId, status: 'succeeded', attempts: attempt };
+        case 'applied': {
+          view.lastError = result.error;
+          try {
+            await storeApplied({ operationId, attempts: attempt, xId: result.xId, related: result.related, appliedAtMs: result.appliedAtMs });
+          } catch (err) {
+            if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+            return fail(`the source applied the change (${view.type} x_id ${result.xId}) but it could not be read back: ${err.cause?.message || err.message}`, 'applied', WRITE_FAILURE.failed);
+          }
+          setStatus('succeeded');
+          return { operationId, status: 'succeeded', attempts: attempt };
+        }
+        case 'rejected':
+          return fail(result.error, 'rejected', WRITE_FAILURE.rejected);
+        case 'failed':
+          return fail(result.error, null, WRITE_FAILURE.failed);
+        case 'transient': {
+          // Date.now() in a workflow is Temporal's deterministic clock.
+          const next = nextAttemptAtMs(schedule, attempt, Date.now(), input.acceptedAtMs);
+          if (next === null) return fail(`gave up after ${attempt} attempts over 24 hours; last error: ${result.error}`, null, WRITE_FAILURE.gaveUp);
+          view.lastError = result.error;
+          view.nextAttemptAt = new Date(next).toISOString();
+          await recordRetry({ operationId, attempts: attempt, nextAttemptAtMs: next, error: result.error });
+          setStatus('running');
+          await sleep(next - Date.now());
+        }
+      }
+    }
+  } catch (err) {
+    if (isCancellation(err)) {
+      await fail('cancelled by an operator before it was known to be applied; the source may or may not hold the change', null, WRITE_FAILURE.cancelled).catch(() => {});
+    }
+    throw err;
+  }
+}
+
+/** The sweeper, run every minute by a schedule: starts the workflow of any accepted write left without one. */
+const { sweepOperations } = proxyActivities<WriteActivities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '5 seconds', maximumInterval: '1 minute', maximumAttempts: 5 },
+});
+
+export async function sweepWrites(input: { olderThanMs?: number } = {}): Promise<{ started: number; keysPurged: number }> {
+  return sweepOperations(input);
+}
