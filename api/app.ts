@@ -36,7 +36,8 @@ const MAX_BODY_BYTES = 256 * 1024;
 const writeBodyLimit = bodyLimit({
   maxSize: MAX_BODY_BYTES,
   onError: () => {
-    throw new ApiError('payload_too_large', `The request body exceeds ${MAX_BODY_BYTES / 1024} KiB.`);
+    // The rest of the body is never read: the connection cannot carry another request.
+    throw new ApiError('payload_too_large', `The request body exceeds ${MAX_BODY_BYTES / 1024} KiB.`, { headers: { connection: 'close' } });
   },
 });
 

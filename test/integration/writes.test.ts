@@ -7,10 +7,11 @@ import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
-import { events } from '../../db/schema';
+import { events, operations } from '../../db/schema';
+import { createApiKey } from '../../db/tenants';
 import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb } from '../support/context';
-import { readSource, runSync, sandboxIntegration, startTestWorker, type SandboxIntegration, type TestWorker } from '../support/sync';
+import { makeTenant, testConfig, testDb } from '../support/context';
+import { readSource, runSync, sandbox, sandboxIntegration, startTestWorker, until, type SandboxIntegration, type TestWorker } from '../support/sync';
 import { getJson, keyFor, pollOperation, startWriteWorker, write, type WriteWorker } from '../support/writes';
 
 let db: Db;
@@ -122,6 +123,169 @@ describe('a write, start to finish', () => {
       result: null,
     });
     expect(done.reconcile.last_error).toMatch(/floorplanId 999999 does not match/);
+  });
+});
+
+describe('bad requests change nothing', () => {
+  async function operationCount(): Promise<number> {
+    return (await db.select({ id: operations.id }).from(operations).where(eq(operations.organizationId, s.row.organizationId))).length;
+  }
+  const problem = (r: { status: number; body: any; headers: Headers }, status: number, slug: string) => {
+    expect(r.status, JSON.stringify(r.body)).toBe(status);
+    expect(r.headers.get('content-type')).toContain('application/problem+json');
+    expect(r.body.type).toMatch(new RegExp(`/${slug}$`));
+    expect(r.body.request_id).toBe(r.headers.get('x-request-id'));
+  };
+
+  it('400 without an Idempotency-Key, 400 for bad JSON, 415 for a body that is not JSON, 413 over 256 KiB', async () => {
+    const lease = await first('/v1/leases');
+    const before = await operationCount();
+    let r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 2 }, { key, idempotencyKey: null });
+    problem(r, 400, 'bad_request');
+    expect(r.body.detail).toContain('Idempotency-Key');
+    r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, null, { key, raw: '{"occupants": 2,' });
+    problem(r, 400, 'bad_request');
+    r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, null, { key, raw: 'occupants=2', headers: { 'content-type': 'text/plain' } });
+    problem(r, 415, 'unsupported_media_type');
+    r = await write(api.url, 'POST', '/v1/units', { property_id: 'prp_x', unit_number: '1', note: 'x'.repeat(300 * 1024) }, { key });
+    problem(r, 413, 'payload_too_large');
+    expect(await operationCount()).toBe(before);
+  });
+
+  it('422 names every unknown and every non-writable field by its pointer', async () => {
+    const lease = await first('/v1/leases');
+    const before = await operationCount();
+    let r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 2, status: 'ended', x_id: '9', nonsense: 1 }, { key });
+    problem(r, 422, 'validation_error');
+    expect(r.body.title).toBe('Unprocessable Entity');
+    expect(r.body.errors).toEqual(
+      expect.arrayContaining([
+        { pointer: 'status', detail: 'status is not writable' },
+        { pointer: 'x_id', detail: 'x_id is not writable' },
+        { pointer: 'nonsense', detail: 'Unknown field.' },
+      ]),
+    );
+    expect(r.body.errors).toHaveLength(3);
+    r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { rent_amount: { amount: 10.5, currency: 'USD', cents: 1 } }, { key });
+    problem(r, 422, 'validation_error');
+    expect(r.body.errors.map((e: any) => e.pointer).sort()).toEqual(['/rent_amount/amount', '/rent_amount/cents']);
+    r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, {}, { key });
+    problem(r, 422, 'validation_error');
+    expect(r.body.errors[0].detail).toContain('nothing to update');
+    r = await write(api.url, 'POST', '/v1/leases', { property_x_id: '1' }, { key });
+    problem(r, 422, 'validation_error');
+    expect(r.body.errors.map((e: any) => e.pointer)).toEqual(expect.arrayContaining(['lease_start_date', 'unit_space_id', 'postal_code']));
+    r = await write(api.url, 'POST', '/v1/units', { unit_number: '12' }, { key });
+    expect(r.body.errors.map((e: any) => e.pointer)).toEqual(['property_id']);
+    expect(await operationCount()).toBe(before);
+  });
+
+  it('403 Insufficient permissions for a key without write; reads still work with it', async () => {
+    const readOnly = await keyFor(db, s.row.organizationId, ['read']);
+    const lease = await first('/v1/leases');
+    const r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 2 }, { key: readOnly });
+    problem(r, 403, 'forbidden');
+    expect(r.body.detail).toContain('Insufficient permissions');
+    expect((await getJson(api.url, `/v1/leases/${lease.id}`, readOnly)).status).toBe(200);
+  });
+
+  it('404 for a record, a property or an Operation of another organization or mode', async () => {
+    const lease = await first('/v1/leases');
+    const property = await first('/v1/properties');
+    const done = await pollOperation(api.url, key, (await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 2 }, { key })).body.id);
+    const other = await makeTenant(db, { mode: 'test' });
+    const sameOrgLive = (await createApiKey(db, { organizationId: s.row.organizationId, mode: 'live' })).key;
+    const before = await operationCount();
+    for (const k of [other.key, sameOrgLive]) {
+      problem(await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 2 }, { key: k }), 404, 'not_found');
+      problem(await write(api.url, 'POST', '/v1/units', { property_id: property.id, unit_number: 'Z1' }, { key: k }), 404, 'not_found');
+      problem(await getJson(api.url, `/v1/operations/${done.id}`, k), 404, 'not_found');
+    }
+    problem(await getJson(api.url, '/v1/operations/opr_01JH0000000000000000000000', key), 404, 'not_found');
+    problem(await getJson(api.url, '/v1/operations/not-an-id', key), 404, 'not_found');
+    problem(await write(api.url, 'PATCH', '/v1/units/unt_01JH0000000000000000000000', { bedrooms: 2 }, { key }), 404, 'not_found');
+    expect(await operationCount()).toBe(before);
+  });
+});
+
+describe('idempotency', () => {
+  it('the same key and request: the same Operation, 202 again; a different request: 409', async () => {
+    const lease = (await getJson(api.url, '/v1/leases?status=active&limit=1&offset=1', key)).body.results[0];
+    const idem = randomUUID();
+    const body = { occupants: 4, move_in_date: '2026-03-01' };
+    const a = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, body, { key, idempotencyKey: idem });
+    expect(a.status).toBe(202);
+    await pollOperation(api.url, key, a.body.id);
+    // The same request with its fields in another order is the same request.
+    const b = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { move_in_date: '2026-03-01', occupants: 4 }, { key, idempotencyKey: idem });
+    expect(b.status).toBe(202);
+    expect(b.body.id).toBe(a.body.id);
+    expect(b.body.status).toBe('succeeded');
+    expect(b.headers.get('idempotent-replayed')).toBe('true');
+    const c = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 5 }, { key, idempotencyKey: idem });
+    expect(c.status).toBe(409);
+    expect(c.headers.get('content-type')).toContain('application/problem+json');
+    expect(c.body.type).toBe(`${config.PROBLEM_BASE_URL}/idempotency-key-conflict`);
+    expect(c.body.title).toBe('Idempotency-Key conflict');
+    expect(c.body.detail).toContain(a.body.id);
+    // The same key on another path is a different request too.
+    const other = await first('/v1/units');
+    expect((await write(api.url, 'PATCH', `/v1/units/${other.id}`, { occupants: 4 }, { key, idempotencyKey: idem })).status).toBe(422);
+    expect((await write(api.url, 'PATCH', `/v1/units/${other.id}`, { bedrooms: 3 }, { key, idempotencyKey: idem })).status).toBe(409);
+    // Another organization has keys of its own.
+    const t = await sandboxIntegration(db, { size: 3 });
+    await runSync(syncs, db, t.row);
+    const tKey = await keyFor(db, t.row.organizationId);
+    const tLease = (await getJson(api.url, '/v1/leases?limit=1', tKey)).body.results[0];
+    const d = await write(api.url, 'PATCH', `/v1/leases/${tLease.id}`, { occupants: 5 }, { key: tKey, idempotencyKey: idem });
+    expect(d.status).toBe(202);
+    expect(d.body.id).not.toBe(a.body.id);
+  });
+
+  it('identical requests racing: one Operation, one workflow, one record at the source', async () => {
+    const property = await first('/v1/properties');
+    const idem = randomUUID();
+    const number = `R-${Date.now() % 100000}`;
+    const body = { property_id: property.id, unit_number: number, bedrooms: 1 };
+    const replies = await Promise.all(Array.from({ length: 8 }, () => write(api.url, 'POST', '/v1/units', body, { key, idempotencyKey: idem })));
+    expect(replies.map((r) => r.status)).toEqual(Array(8).fill(202));
+    const ids = new Set(replies.map((r) => r.body.id));
+    expect(ids.size).toBe(1);
+    const [id] = [...ids] as [string];
+    const done = await pollOperation(api.url, key, id);
+    expect(done.status).toBe('succeeded');
+    expect((await db.select().from(operations).where(eq(operations.idempotencyKey, idem))).length).toBe(1);
+    const runs = [];
+    for await (const w of writes.client.workflow.list({ query: `WorkflowId = '${id}'` })) runs.push(w);
+    expect(runs).toHaveLength(1);
+    const units = (await readSource(s.row)).unit.filter((u) => u.unit_number === number);
+    expect(units).toHaveLength(1);
+  });
+});
+
+describe('a slow source', () => {
+  it('a create the source applies after the client gave up is looked up, not sent again: succeeded, one record', async () => {
+    const property = await first('/v1/properties');
+    const unit = (await getJson(api.url, `/v1/units?property_id=${property.id}&limit=1&offset=1`, key)).body.results[0];
+    // The worker waits 2 s (WRITE_SOURCE_TIMEOUT_MS); the sandbox applies the write and answers 4 s later.
+    await sandbox().setFault(s.companyId, { kind: 'slow', delay_ms: 4_000, count: 1, methods: 'writes' });
+    const body = { ...leaseBody(property.x_id, unit), first_name: 'Slow', last_name: `Source${Date.now() % 10000}` };
+    const r = await write(api.url, 'POST', '/v1/leases', body, { key });
+    const running = await until('the first attempt to fail', async () => {
+      const o = (await getJson(api.url, `/v1/operations/${r.body.id}`, key)).body;
+      return o.status === 'running' ? o : undefined;
+    });
+    expect(running.reconcile).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(running.reconcile.last_error).toMatch(/no reply within 2000 ms/);
+    expect(Date.parse(running.reconcile.next_attempt_at)).toBeGreaterThan(Date.now() - 5_000);
+    const done = await pollOperation(api.url, key, r.body.id);
+    expect(done).toMatchObject({ status: 'succeeded', reconcile: { attempts: 2, last_error: null } });
+    const source = await readSource(s.row);
+    const residents = source.resident.filter((x) => x.last_name === body.last_name);
+    expect(residents).toHaveLength(1);
+    expect(source.lease.filter((l) => l.residents.some((p) => p.x_id === residents[0]!.x_id))).toHaveLength(1);
+    expect(done.resource.x_id).toBe(source.lease.find((l) => l.residents.some((p) => p.x_id === residents[0]!.x_id))!.x_id);
+    await sandbox().clearFaults(s.companyId);
   });
 });
 

@@ -86,7 +86,10 @@ export async function temporalReady(address: string, child: ChildProcess, procs:
 }
 
 /** `npm run worker` as a child process. */
-export function spawnWorker(procs: Processes, env: { DATABASE_URL: string; TEMPORAL_ADDRESS: string; TEMPORAL_TASK_QUEUE: string }): ChildProcess {
+export function spawnWorker(
+  procs: Processes,
+  env: { DATABASE_URL: string; TEMPORAL_ADDRESS: string; TEMPORAL_TASK_QUEUE: string } & Record<string, string>,
+): ChildProcess {
   return procs.spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
     ...process.env,
     ...env,
@@ -100,6 +103,7 @@ export function spawnWorker(procs: Processes, env: { DATABASE_URL: string; TEMPO
     DB_POOL_MAX: '3',
     LOG_LEVEL: 'warn',
     LOG_PRETTY: 'false',
+    ...env,
   });
 }
 
