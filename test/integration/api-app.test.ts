@@ -107,16 +107,18 @@ describe('problem+json for everything that goes wrong', () => {
   });
 
   it('405 with Allow for a known path asked with another method', async () => {
-    for (const [method, path, key] of [
-      ['POST', '/healthz', undefined],
-      ['DELETE', '/v1/leases', t.key],
-      ['PUT', '/v1/properties/prp_01JH0000000000000000000000', t.key],
-      ['POST', '/v1/properties', t.key],
+    for (const [method, path, key, allow] of [
+      ['POST', '/healthz', undefined, 'GET, HEAD'],
+      ['DELETE', '/v1/leases', t.key, 'GET, HEAD, POST'],
+      ['PUT', '/v1/properties/prp_01JH0000000000000000000000', t.key, 'GET, HEAD'],
+      ['POST', '/v1/properties', t.key, 'GET, HEAD'],
+      ['PUT', '/v1/leases/lse_01JH0000000000000000000000', t.key, 'GET, HEAD, PATCH'],
+      ['DELETE', '/v1/operations/opr_01JH0000000000000000000000', t.key, 'GET, HEAD'],
     ] as const) {
       const res = await fetch(api.url + path, { method, headers: key ? { authorization: `Bearer ${key}` } : {} });
       const body = await problemOf(res, 405, 'method_not_allowed');
       expect(body.title).toBe('Method Not Allowed');
-      expect(res.headers.get('allow')).toBe('GET, HEAD');
+      expect(res.headers.get('allow')).toBe(allow);
     }
   });
 

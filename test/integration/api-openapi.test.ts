@@ -161,3 +161,50 @@ describe('real responses match it', () => {
     await conforms(res, '/v1/units');
   });
 });
+
+describe('writes', () => {
+  const send = (method: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(api.url + path, {
+      method,
+      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID(), ...headers },
+      body: JSON.stringify(body),
+    });
+
+  it('documents every write with the Idempotency-Key header, its body schema, the 202 Operation and its errors', () => {
+    const writes = [
+      ['/v1/leases', 'post', 'LeaseCreate'],
+      ['/v1/leases/{id}', 'patch', 'LeaseUpdate'],
+      ['/v1/units', 'post', 'UnitCreate'],
+      ['/v1/units/{id}', 'patch', 'UnitUpdate'],
+      ['/v1/residents', 'post', 'ResidentCreate'],
+      ['/v1/residents/{id}', 'patch', 'ResidentUpdate'],
+    ] as const;
+    for (const [path, method, schema] of writes) {
+      const op = doc.paths[path][method];
+      expect(op, `${method} ${path}`).toBeDefined();
+      const header = op.parameters.find((p: Json) => p.name === 'idempotency-key');
+      expect(header).toMatchObject({ in: 'header', required: true });
+      expect(op.requestBody.content['application/json'].schema.$ref).toBe(`#/components/schemas/${schema}`);
+      expect(op.responses['202'].content['application/json'].schema.$ref).toBe('#/components/schemas/Operation');
+      for (const s of ['400', '401', '403', '404', '409', '413', '422', '429', '502']) expect(op.responses[s], `${method} ${path} ${s}`).toBeDefined();
+    }
+    const lease = resolve(doc.components.schemas.LeaseCreate);
+    expect([...lease.required].sort()).toEqual(Object.keys(lease.properties).filter((k) => k !== 'integration_id').sort());
+    expect(lease.additionalProperties).toBe(false);
+    expect(doc.paths['/v1/operations/{id}'].get.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/Operation');
+  });
+
+  it('a 202, the Operation polled, and the write problems match it', async () => {
+    const accepted = await conforms(await send('PATCH', `/v1/leases/${ids.lease}`, { occupants: 2 }), '/v1/leases/{id}', 'patch');
+    sameFields(accepted, 'Operation');
+    const polled = await conforms(await api.get(`/v1/operations/${accepted.id}`, { key: t.key }), '/v1/operations/{id}');
+    expect(polled.id).toBe(accepted.id);
+    await conforms(await api.get('/v1/operations/opr_01JH0000000000000000000000', { key: t.key }), '/v1/operations/{id}');
+    await conforms(await send('PATCH', `/v1/leases/${ids.lease}`, { status: 'ended' }), '/v1/leases/{id}', 'patch');
+    await conforms(await send('POST', '/v1/units', { unit_number: '1' }, { 'idempotency-key': '' }), '/v1/units', 'post');
+    const key = crypto.randomUUID();
+    await send('POST', '/v1/residents', { property_id: ids.property, first_name: 'A', last_name: 'B' }, { 'idempotency-key': key });
+    const conflict = await conforms(await send('POST', '/v1/residents', { property_id: ids.property, first_name: 'A', last_name: 'C' }, { 'idempotency-key': key }), '/v1/residents', 'post');
+    expect(conflict.status).toBe(409);
+  });
+});
