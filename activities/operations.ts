@@ -134,6 +134,8 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     const { entity } = parseOperationType(op.type);
     const wanted: { entity: Entity; x_id: string }[] = [...s.related, { entity, x_id: s.xId }];
     const read = new Map<Entity, InputOf[Entity][]>();
+    // A sync page read after this read-back and stored before it is the newer word: readAt keeps it.
+    const readAt = clock();
     for (const w of wanted) {
       const record = await connector.readOne(w.entity, w.x_id);
       if (!record) {
@@ -150,6 +152,7 @@ export function createWriteActivities(deps: WriteActivityDeps) {
         emitEvents: integration.firstSyncCompletedAt !== null,
         operationId: op.id,
         now,
+        readAt,
       };
       let resourceId: string | undefined;
       // Referenced records first (a new lease's applicant before the lease), as a sync applies them.

@@ -216,11 +216,12 @@ export function createActivities(deps: SyncActivityDeps) {
       const settings = sourceSettingsOf(integration);
       let records = 0;
 
-      const read = (page: number): Promise<HashedPage<Entity>> => {
+      /** A page being read, and when its reading began: what the cache got from the source later is newer. */
+      const read = (page: number): { page: Promise<HashedPage<Entity>>; at: Date } => {
         const p = deps.pages.read(settings, entity, page, pageSize).catch(sourceFailure(`${entity} page ${page}`));
         // Attach a handler at once: a prefetched page may be discarded and must not become an unhandled rejection.
         p.catch(() => {});
-        return p;
+        return { page: p, at: clock() };
       };
 
       const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => point });
@@ -228,13 +229,14 @@ export function createActivities(deps: SyncActivityDeps) {
         let next = read(point.page + 1);
         for (let n = 0; ; n++) {
           if (n % STATS_CHECK_EVERY_PAGES === 0) await watch.guard(refreshStatsIfStale(db, entity));
-          const page = await watch.guard(next);
+          const readAt = next.at;
+          const page = await watch.guard(next.page);
           const target: EntityProgress = { page: point.page + 1, done: !page.hasMore, tracked: point.tracked };
           if (page.hasMore) next = read(target.page + 1);
           try {
             const result = await watch.guard(db.transaction(async (tx) => {
               const tracked = point.tracked !== false;
-              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: tracked }, entity, page.records);
+              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: tracked, readAt }, entity, page.records);
               const skipped = await setAside(tx, syncJobId, entity, page.skipped, tracked);
               // The resume point moves only from where this attempt found it, and only while the job runs;
               // otherwise the page's writes roll back.
@@ -295,6 +297,7 @@ export function createActivities(deps: SyncActivityDeps) {
           const unseen: string[] = await watch.guard(unseenXIds(db, { integrationId: integration.id, syncJobId, entity, after, limit: lookupBatch }));
           if (unseen.length === 0) break;
           const asked = new Set(unseen);
+          const readAt = clock();
           const found = await watch.guard(
             deps.pages.lookup(settings, entity, unseen).catch(sourceFailure(`looking up ${unseen.length} ${entity} records`)),
           );
@@ -302,7 +305,7 @@ export function createActivities(deps: SyncActivityDeps) {
           const unreadable = found.skipped.filter((r) => r.x_id !== null && asked.has(r.x_id));
           await watch.guard(
             db.transaction(async (tx) => {
-              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: true }, entity, records);
+              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: true, readAt }, entity, records);
               const skipped = await setAside(tx, syncJobId, entity, unreadable, true);
               const [counted] = await countAlong(tx).execute({
                 id: syncJobId,

@@ -411,7 +411,7 @@ function lookupMarkingSeen(tx: Tx, entity: Entity) {
 /** What a lookup needs of a stored row: whether the record is live is all it needs of deleted_at. */
 function storedColumns(entity: Entity) {
   const t = tableOf(entity);
-  return { id: t.id, xId: t.xId, contentHash: t.contentHash, live: sql<boolean>`${t.deletedAt} is null` };
+  return { id: t.id, xId: t.xId, contentHash: t.contentHash, live: sql<boolean>`${t.deletedAt} is null`, syncedAt: t.psSyncedAt };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -434,6 +434,12 @@ export interface ApplyContext {
   trackSeen?: boolean;
   operationId?: string;
   now?: Date;
+  /**
+   * When the source was read for these records (a sync page). A record the cache got from the source after that
+   * (a write-back's read-back while the page was in flight) is newer than the page's version and is left as it is,
+   * so a sync never reverts a write it read too early (nor announces the old value as a change).
+   */
+  readAt?: Date;
 }
 
 export interface ApplyResult {
@@ -522,7 +528,7 @@ export async function applyHashedRecords<E extends Entity>(
   const changed: { input: InputOf[E]; hash: string; id: string; existed: boolean }[] = [];
   for (const r of byXId.values()) {
     const cur = stored.get(r.x_id);
-    if (cur && cur.contentHash === r.hash && cur.live) {
+    if (cur && cur.live && (cur.contentHash === r.hash || (ctx.readAt && cur.syncedAt && cur.syncedAt > ctx.readAt))) {
       result.unchanged++;
       result.ids.set(r.x_id, cur.id);
       continue;

@@ -126,3 +126,34 @@ describe('applyRecords', () => {
     expect(ev!.data).toMatchObject({ x_id: 'R2', changed: ['deleted_at'], deleted_at: expect.any(String) });
   });
 });
+
+describe('a sync page read before a write-back', () => {
+  it('leaves the record the write-back stored after the page was read, and announces nothing; a later read applies', async () => {
+    const tenant = await makeTenant(db);
+    const c = (at: Date, readAt?: Date) => ({
+      integration: { id: tenant.integrationId, organizationId: tenant.organizationId, mode: tenant.mode },
+      emitEvents: true,
+      now: at,
+      readAt,
+    });
+    const t0 = new Date('2026-01-01T00:00:00.000Z');
+    await db.transaction(async (tx) => {
+      await applyRecords(tx, c(t0), 'property', [propertyInput('SP1')]);
+      await applyRecords(tx, c(t0), 'unit', [unitInput('SU1', 'SP1', { bedrooms: 1 })]);
+    });
+    // The sync reads its page at t1; the write-back stores bedrooms 3 at t2; the page (bedrooms 1... then 2 at the
+    // source before the write) is applied after.
+    const t1 = new Date(t0.getTime() + 1_000);
+    const t2 = new Date(t0.getTime() + 2_000);
+    await db.transaction((tx) => applyRecords(tx, { ...c(t2), operationId: 'opr_01JH0000000000000000000000' }, 'unit', [unitInput('SU1', 'SP1', { bedrooms: 3 })]));
+    const stale = await db.transaction((tx) => applyRecords(tx, c(new Date(t0.getTime() + 3_000), t1), 'unit', [unitInput('SU1', 'SP1', { bedrooms: 2 })]));
+    expect(stale).toMatchObject({ created: 0, updated: 0, unchanged: 1 });
+    const unitEvents = async () =>
+      (await db.select().from(events).where(eq(events.integrationId, tenant.integrationId))).filter((e) => e.type === 'UNIT_UPDATED');
+    expect((await unitEvents()).map((e) => (e.data as { bedrooms: number }).bedrooms)).toEqual([3]);
+    // A page read after the write-back is the source's newer word.
+    const fresh = await db.transaction((tx) => applyRecords(tx, c(new Date(t0.getTime() + 5_000), new Date(t0.getTime() + 4_000)), 'unit', [unitInput('SU1', 'SP1', { bedrooms: 4 })]));
+    expect(fresh).toMatchObject({ updated: 1 });
+    expect((await unitEvents()).map((e) => (e.data as { bedrooms: number }).bedrooms)).toEqual([3, 4]);
+  });
+});
