@@ -172,6 +172,9 @@ async function seedDemo(base: string) {
     '',
     'Try:',
     `  curl -s -H "Authorization: Bearer ${key.key}" "${base}/v1/leases?limit=2"`,
+    'and a write (202 with an Operation; poll GET /v1/operations/<id>, or: npm run -s cli -- operations get <id> --wait):',
+    `  curl -s -X PATCH -H "Authorization: Bearer ${key.key}" -H "Idempotency-Key: $(date +%s%N)" -H "Content-Type: application/json" \\`,
+    `    -d '{"occupants": 2}' "${base}/v1/leases/<a lease id from the list>"`,
     '',
     `API docs: ${base}/docs   Admin CLI: npm run -s cli -- --help`,
   ];

@@ -81,6 +81,11 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
   };
 
   try {
+    // A write that could not even be started within the window (Temporal unreachable for a day, then the sweeper)
+    // is not sent a day late: it fails, as a write whose attempts all failed would have.
+    if (Date.now() - input.acceptedAtMs > schedule.giveUpAfterMs) {
+      return await fail('not attempted within 24 hours of being accepted (the write could not be queued); nothing was sent to the source', null, WRITE_FAILURE.gaveUp);
+    }
     for (;;) {
       const attempt = view.attempts + 1;
       let result: AttemptResult;
@@ -94,8 +99,11 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
       view.attempts = attempt;
       switch (result.outcome) {
         case 'finished':
-          view.status = result.status;
-          return { operationId, status: result.status === 'succeeded' ? 'succeeded' : 'failed', attempts: attempt };
+          // The row is terminal already (an earlier attempt, lost, had stored it): nothing to write, but the search
+          // attribute and the execution still end in the row's state.
+          setStatus(result.status);
+          if (result.status !== 'succeeded') throw ApplicationFailure.nonRetryable(`the operation had already ${result.status}`, WRITE_FAILURE.failed);
+          return { operationId, status: 'succeeded', attempts: attempt };
         case 'succeeded':
           setStatus('succeeded');
           return { operationId, status: 'succeeded', attempts: attempt };

@@ -19,7 +19,7 @@ export interface TimeSkipping {
 export async function startTimeSkipping(): Promise<TimeSkipping> {
   // Worker state changes are logged at INFO for every test's worker: keep warnings and errors only, and leave out
   // the core's warning, once per worker, that the test server does not advertise a capability of Temporal 1.16+.
-  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
   const [env, bundle] = await Promise.all([
     TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEMPORAL_TEST_SERVER } } }),
     bundleWorkflowCode({
