@@ -1,6 +1,7 @@
 /**
  * `sync run --wait`: polls the job and shows where it stands on stderr (a live bar on a terminal, one plain line per
- * change otherwise), then returns the final job.
+ * change otherwise), then returns the final job. `operations get --wait`: polls an Operation with the backoff the
+ * spec recommends until it is terminal or the time-out passes.
  */
 import { SingleBar } from 'cli-progress';
 import type { AdminClient } from './client';
@@ -95,4 +96,65 @@ export async function waitForJob(
     bar?.stop();
   }
   return job;
+}
+
+/** An Operation as the admin API shows it (`GET /admin/v1/operations/{id}`): what `operations get --wait` reads. */
+export interface Operation {
+  id: string;
+  status: 'queued' | 'running' | 'succeeded' | 'failed';
+  reconcile: { state: string; attempts: number; next_attempt_at: string | null; last_error: string | null };
+  [more: string]: unknown;
+}
+
+/** How `operations get --wait` backs off: `baseMs` × 2^attempts, never longer than `capMs`. */
+export interface OperationPolling {
+  baseMs: number;
+  capMs: number;
+}
+
+/** SPEC.md Operations rule 5: exponential in the attempts, capped at 30 s; 1 s while no attempt has failed. */
+export const OPERATION_POLLING: OperationPolling = { baseMs: 1_000, capMs: 30_000 };
+
+export function operationPollDelayMs(attempts: number, polling: OperationPolling = OPERATION_POLLING): number {
+  return Math.min(polling.capMs, polling.baseMs * 2 ** Math.max(0, attempts));
+}
+
+/** A stored error on one line: stderr gets exactly one line per failure. */
+export const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
+
+/**
+ * Polls the Operation until it is terminal or `timeoutMs` has passed (`timedOut`, with the last state seen). A
+ * line per change of state goes to `stream` when it is a terminal; a pipe or file gets nothing.
+ */
+export async function waitForOperation(
+  client: AdminClient,
+  first: Operation,
+  opts: { timeoutMs?: number; stream?: NodeJS.WriteStream; polling?: OperationPolling },
+): Promise<{ operation: Operation; timedOut: boolean }> {
+  const stream = opts.stream ?? process.stderr;
+  const live = stream.isTTY === true;
+  const startedAt = Date.now();
+  const deadline = opts.timeoutMs === undefined ? Infinity : startedAt + opts.timeoutMs;
+  let op = first;
+  let lastLine = '';
+  const report = () => {
+    if (!live) return;
+    const r = op.reconcile;
+    const line = [
+      `operation ${op.id} ${op.status}: ${r.attempts} failed attempt(s)`,
+      ...(r.next_attempt_at && !TERMINAL.has(op.status) ? [`next attempt at ${r.next_attempt_at}`] : []),
+      ...(r.last_error ? [`last error: ${oneLine(r.last_error)}`] : []),
+    ].join(', ');
+    if (line !== lastLine) stream.write(`${line} (${elapsed(Date.now() - startedAt)})\n`);
+    lastLine = line;
+  };
+  report();
+  while (!TERMINAL.has(op.status)) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return { operation: op, timedOut: true };
+    await new Promise((r) => setTimeout(r, Math.min(operationPollDelayMs(op.reconcile.attempts, opts.polling), remaining)));
+    op = await client.request<Operation>('GET', `/operations/${encodeURIComponent(op.id)}`);
+    report();
+  }
+  return { operation: op, timedOut: false };
 }

@@ -1,6 +1,6 @@
 /**
- * Admin API (/admin/v1): organizations, integrations, API keys, sync jobs and sandbox controls, for operators and
- * the CLI. Behind ADMIN_TOKEN; its OpenAPI document (/admin/v1/openapi.json) is public and separate from the
+ * Admin API (/admin/v1): organizations, integrations, API keys, sync jobs, write Operations and sandbox controls, for
+ * operators and the CLI. Behind ADMIN_TOKEN; its OpenAPI document (/admin/v1/openapi.json) is public and separate from the
  * public API's.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
@@ -11,6 +11,7 @@ import { ApiError } from '../problem';
 import { registerApiKeys } from './api-keys';
 import { adminAuth } from './auth';
 import { registerIntegrations } from './integrations';
+import { registerOperations } from './operations';
 import { registerOrganizations } from './organizations';
 import { registerSandbox } from './sandbox';
 import { registerSyncs } from './syncs';
@@ -32,7 +33,7 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
     info: {
       title: 'Property Data Sync admin API',
       version: '1.0.0',
-      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, sandbox controls, webhook subscriptions, deliveries and replays. Errors are problem+json.',
+      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, write Operations, sandbox controls, webhook subscriptions, deliveries and replays. Errors are problem+json.',
     },
     servers: [{ url: `${deps.config.PUBLIC_BASE_URL}/admin/v1` }],
     security: [{ [SECURITY]: [] }],
@@ -54,6 +55,7 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
   registerIntegrations(api, deps);
   registerApiKeys(api, deps);
   registerSyncs(api, deps);
+  registerOperations(api, deps);
   registerSandbox(api, deps);
   registerWebhooks(api, deps);
 

@@ -2,9 +2,11 @@
 import { z } from '@hono/zod-openapi';
 import { ENTITIES } from '../../domain/cdm';
 import { ALL_EVENT_TYPES } from '../../domain/events';
+import { OPERATION_STATUSES, OPERATION_TYPES } from '../../domain/operations';
 import { DELIVERY_STATUSES, SUBSCRIPTION_STATUSES } from '../../domain/webhooks';
 import { MODES, PLANS } from '../../domain/plans';
-import { Problem } from '../schemas';
+import { RULE } from '../middleware/validation';
+import { Operation as PublicOperation, Problem } from '../schemas';
 
 export const Mode = z.enum(MODES);
 export const Plan = z.enum(PLANS);
@@ -167,6 +169,48 @@ export const SkippedRecord = z
     seen_at: DateTime,
   })
   .openapi('SkippedRecord');
+
+// Operations (writes)
+
+export const AdminOperation = PublicOperation.extend({
+  organization_id: Uuid,
+  integration_id: Uuid,
+  mode: Mode,
+  updated_at: DateTime,
+  workflow_id: z.string().openapi({
+    description: 'The Temporal workflow that runs the write (its id is the Operation id): find its history in the Temporal UI.',
+    example: 'opr_01JH0000000000000000000000',
+  }),
+}).openapi('AdminOperation', {
+  description: 'The Operation as `GET /v1/operations/{id}` shows it, plus where it belongs and its workflow. The request body (personal data) is never shown.',
+});
+
+/**
+ * A comma-separated list of enum values, matching any. A value outside the enum parses but names nothing: 422 with
+ * the parameter as pointer, like an unknown sort field on /v1.
+ */
+const enumListParam = <T extends string>(values: readonly T[], description: string) =>
+  z
+    .string()
+    .transform((s, ctx) => {
+      const list = [...new Set(s.split(',').map((v) => v.trim()).filter(Boolean))];
+      const unknown = list.filter((v) => !values.includes(v as T));
+      if (list.length === 0 || unknown.length > 0) {
+        ctx.addIssue({ code: 'custom', message: `must be one or more of ${values.join(', ')} (comma-separated)`, params: RULE });
+        return z.NEVER;
+      }
+      return list as T[];
+    })
+    .optional()
+    .openapi({ type: 'string', description: `${description} One of ${values.map((v) => `\`${v}\``).join(', ')}, or a comma-separated list matching any.` } as never) as unknown as z.ZodType<
+    T[] | undefined,
+    string | undefined
+  >;
+
+export const OperationQuery = ListQuery.extend({
+  status: enumListParam(OPERATION_STATUSES, 'Only Operations in this status.'),
+  type: enumListParam(OPERATION_TYPES, 'Only Operations of this type.'),
+});
 
 // Sandbox controls
 

@@ -493,6 +493,8 @@ describe('openapi document', () => {
         '/organizations/{id}/integrations',
         '/sync_jobs/{id}',
         '/sync_jobs/{id}/skipped_records',
+        '/operations/{id}',
+        '/integrations/{id}/operations',
         '/integrations/{id}/webhook_subscriptions',
         '/webhook_subscriptions/{id}',
         '/webhook_subscriptions/{id}/rotate_secret',

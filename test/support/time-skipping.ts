@@ -17,7 +17,7 @@ export interface TimeSkipping {
 }
 
 export async function startTimeSkipping(): Promise<TimeSkipping> {
-  // Worker state changes are logged at INFO for every test's worker: keep warnings and errors only, and leave out
+  // Worker state changes (INFO) and the failures these tests provoke on purpose (WARN) would bury the output: keep errors, leave out
   // the core's warning, once per worker, that the test server does not advertise a capability of Temporal 1.16+.
   Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
   const [env, bundle] = await Promise.all([

@@ -1,0 +1,93 @@
+/**
+ * Writes as an operator follows them (the CLI's `operations get --wait` polls here): an Operation in its public
+ * shape plus where it belongs and its workflow, and an integration's Operations. The stored request body holds
+ * residents' personal data, so it is never even loaded here.
+ */
+import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
+import { and, desc, eq, getTableColumns, inArray, type SQL } from 'drizzle-orm';
+import { operationJson, type OperationRow } from '../../db/operations';
+import { operations } from '../../db/schema';
+import { writeWorkflowIdOf } from '../../domain/contract';
+import { isId } from '../../domain/ids';
+import { parseOperationType } from '../../domain/operations';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../problem';
+import { AdminOperation, errorResponses, IdParam, json, listOf, OperationQuery } from './schemas';
+import { loadIntegration } from './support';
+
+/** Every column but `request`. */
+const { request: _request, ...SUMMARY_COLUMNS } = getTableColumns(operations);
+type OperationSummary = Omit<OperationRow, 'request'>;
+
+export function adminOperationView(row: OperationSummary): z.infer<typeof AdminOperation> {
+  // operationJson reads no body; an empty one stands in for the column that was not loaded.
+  const json = operationJson({ ...row, request: {} });
+  return {
+    ...json,
+    // The same value as json.resource.type, typed as the entity it is.
+    resource: { ...json.resource, type: parseOperationType(row.type).entity },
+    organization_id: row.organizationId,
+    integration_id: row.integrationId,
+    mode: row.mode,
+    updated_at: row.updatedAt.toISOString(),
+    workflow_id: writeWorkflowIdOf(row.id),
+  };
+}
+
+const tags = ['Operations'];
+const OperationId = IdParam('opr_01JH0000000000000000000000', 'Operation id (`opr_` + ULID).');
+const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
+
+export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/operations/{id}',
+      tags,
+      summary: 'Retrieve an Operation',
+      description:
+        'Any organization and mode. Poll until `status` is `succeeded` or `failed`, backing off with `reconcile.attempts` (capped at 30 seconds); ' +
+        'on `failed`, `reconcile.last_error` says why.',
+      request: { params: OperationId },
+      responses: { 200: json(AdminOperation, 'The Operation.'), ...errorResponses },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const [row] = isId('operation', id) ? await deps.db.select(SUMMARY_COLUMNS).from(operations).where(eq(operations.id, id)) : [];
+      if (!row) throw new ApiError('not_found', `No operation ${id}.`);
+      return c.json(adminOperationView(row), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/integrations/{id}/operations',
+      tags,
+      summary: "List an integration's Operations",
+      description: 'Most recent first. Filter by `status` and `type` (each a comma-separated list matching any).',
+      request: { params: IntegrationId, query: OperationQuery },
+      responses: { 200: json(listOf(AdminOperation, 'AdminOperationList'), 'Most recent first.'), ...errorResponses },
+    }),
+    async (c) => {
+      const integration = await loadIntegration(deps, c.req.valid('param').id);
+      const { limit, offset, status, type } = c.req.valid('query');
+      // The integration's organization and mode lead, so the (organization, mode, created_at) index serves the page.
+      const where: SQL[] = [
+        eq(operations.organizationId, integration.organizationId),
+        eq(operations.mode, integration.mode),
+        eq(operations.integrationId, integration.id),
+      ];
+      if (status) where.push(inArray(operations.status, status));
+      if (type) where.push(inArray(operations.type, type));
+      const rows = await deps.db
+        .select(SUMMARY_COLUMNS)
+        .from(operations)
+        .where(and(...where))
+        .orderBy(desc(operations.createdAt), desc(operations.id))
+        .limit(limit + 1)
+        .offset(offset);
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(adminOperationView) }, 200);
+    },
+  );
+}
