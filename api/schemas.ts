@@ -447,31 +447,6 @@ const unitFields = {
   note: z.string().max(2000, 'must be at most 2000 characters').nullable(),
   market_rent: MoneyInput,
 };
-export const UnitCreateBody = z
-  .strictObject({
-    property_id: z.string().openapi({ description: 'The CDM id of the property (`prp_…`).', example: 'prp_01JH0000000000000000000000' }),
-    unit_number: unitFields.unit_number,
-    bedrooms: unitFields.bedrooms.optional(),
-    bathrooms: unitFields.bathrooms.optional(),
-    square_feet: unitFields.square_feet.optional(),
-    max_occupants: unitFields.max_occupants.optional(),
-    note: unitFields.note.optional(),
-    market_rent: unitFields.market_rent.optional(),
-    integration_id: integrationChoice,
-  })
-  .openapi('UnitCreate', { description: '`property_id` and `unit_number` are required; the rest optional.' });
-export const UnitUpdateBody = notEmpty(
-  z.strictObject({
-    unit_number: unitFields.unit_number.optional(),
-    bedrooms: unitFields.bedrooms.optional(),
-    bathrooms: unitFields.bathrooms.optional(),
-    square_feet: unitFields.square_feet.optional(),
-    max_occupants: unitFields.max_occupants.optional(),
-    note: unitFields.note.optional(),
-    market_rent: unitFields.market_rent.optional(),
-  }),
-).openapi('UnitUpdate');
-
 const residentFields = {
   first_name: text(100),
   last_name: text(100),
@@ -481,30 +456,23 @@ const residentFields = {
   date_of_birth: z.iso.date({ error: 'must be a date, YYYY-MM-DD' }).nullable(),
   address: AddressInput.nullable(),
 };
-export const ResidentCreateBody = z
-  .strictObject({
-    property_id: z.string().openapi({ description: 'The CDM id of the property (`prp_…`).', example: 'prp_01JH0000000000000000000000' }),
-    first_name: residentFields.first_name,
-    last_name: residentFields.last_name,
-    middle_name: residentFields.middle_name.optional(),
-    email: residentFields.email.optional(),
-    phones: residentFields.phones.optional(),
-    date_of_birth: residentFields.date_of_birth.optional(),
-    address: residentFields.address.optional(),
-    integration_id: integrationChoice,
-  })
-  .openapi('ResidentCreate', { description: '`property_id`, `first_name` and `last_name` are required; the rest optional.' });
-export const ResidentUpdateBody = notEmpty(
-  z.strictObject({
-    first_name: residentFields.first_name.optional(),
-    last_name: residentFields.last_name.optional(),
-    middle_name: residentFields.middle_name.optional(),
-    email: residentFields.email.optional(),
-    phones: residentFields.phones.optional(),
-    date_of_birth: residentFields.date_of_birth.optional(),
-    address: residentFields.address.optional(),
-  }),
-).openapi('ResidentUpdate');
+const propertyRef = z.string().openapi({ description: 'The CDM id of the property (`prp_…`).', example: 'prp_01JH0000000000000000000000' });
+
+/** A create body at a property: `property_id`, the `required` fields, the rest of `fields` optional. */
+function createAtProperty<F extends Record<string, z.ZodType>, R extends keyof F & string>(fields: F, required: readonly R[]) {
+  const optional = z.object(fields).partial().shape;
+  const must = Object.fromEntries(required.map((k) => [k, fields[k]])) as Pick<F, R>;
+  return z.strictObject({ property_id: propertyRef, ...optional, ...must, integration_id: integrationChoice });
+}
+
+export const UnitCreateBody = createAtProperty(unitFields, ['unit_number']).openapi('UnitCreate', {
+  description: '`property_id` and `unit_number` are required; the rest optional.',
+});
+export const UnitUpdateBody = notEmpty(z.strictObject(unitFields).partial()).openapi('UnitUpdate');
+export const ResidentCreateBody = createAtProperty(residentFields, ['first_name', 'last_name']).openapi('ResidentCreate', {
+  description: '`property_id`, `first_name` and `last_name` are required; the rest optional.',
+});
+export const ResidentUpdateBody = notEmpty(z.strictObject(residentFields).partial()).openapi('ResidentUpdate');
 
 export const Operation = z
   .object({

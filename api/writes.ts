@@ -274,3 +274,21 @@ export function sameIntegration(actual: string, chosen: string | undefined): voi
     throw choiceError(`the property belongs to integration ${actual}, not ${chosen}.`);
   }
 }
+
+/** The write of a unit or resident create: to the integration of the body's `property_id`, referenced by its x_id. */
+export function atProperty(deps: ApiDeps) {
+  return async (c: Context<AppEnv>, body: { property_id: string; integration_id?: string }): Promise<Omit<WriteRequest, 'entity' | 'action'>> => {
+    const { property_id, integration_id, ...fields } = body;
+    const property = await visibleRecord(deps, c.get('principal'), 'property', property_id, 'property_id');
+    sameIntegration(property.integrationId, integration_id);
+    return { integrationId: property.integrationId, request: { property_x_id: property.xId, ...fields }, targetLabel: property.id };
+  };
+}
+
+/** The write of a PATCH: to the record's integration, the body as it is. */
+export function ofRecord(deps: ApiDeps, entity: WritableEntity) {
+  return async (c: Context<AppEnv>, body: Record<string, unknown>, id: string | undefined): Promise<Omit<WriteRequest, 'entity' | 'action'>> => {
+    const target = await visibleRecord(deps, c.get('principal'), entity, id!);
+    return { integrationId: target.integrationId, request: body, target };
+  };
+}

@@ -6,7 +6,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
 import { Lease, LeaseCreateBody, LeaseListQuery, LeaseUpdateBody } from '../schemas';
-import { integrationForPropertyXId, registerWrite, visibleRecord } from '../writes';
+import { integrationForPropertyXId, ofRecord, registerWrite } from '../writes';
 import { registerResource } from './resource';
 
 export function registerLeases(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
@@ -46,9 +46,6 @@ export function registerLeases(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
     record: Lease,
     summary: 'Update a lease',
     description: 'Changes `move_in_date`, `occupants` or `rent_amount` of a lease in its source; the fields not sent stay as they are.',
-    build: async (c, body, id) => {
-      const target = await visibleRecord(deps, c.get('principal'), 'lease', id!);
-      return { integrationId: target.integrationId, request: body, target };
-    },
+    build: ofRecord(deps, 'lease'),
   });
 }

@@ -3,7 +3,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
 import { Unit, UnitCreateBody, UnitListQuery, UnitUpdateBody } from '../schemas';
-import { registerWrite, sameIntegration, visibleRecord } from '../writes';
+import { atProperty, ofRecord, registerWrite } from '../writes';
 import { registerResource } from './resource';
 
 export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
@@ -26,12 +26,7 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
     record: Unit,
     summary: 'Create a unit',
     description: 'Creates a unit at a property, in the source of the property\'s integration.',
-    build: async (c, body) => {
-      const { property_id, integration_id, ...fields } = body;
-      const property = await visibleRecord(deps, c.get('principal'), 'property', property_id, 'property_id');
-      sameIntegration(property.integrationId, integration_id);
-      return { integrationId: property.integrationId, request: { property_x_id: property.xId, ...fields }, targetLabel: property.id };
-    },
+    build: atProperty(deps),
   });
   registerWrite(app, deps, {
     method: 'patch',
@@ -42,9 +37,6 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
     record: Unit,
     summary: 'Update a unit',
     description: 'Changes the fields sent of a unit in its source; the others stay as they are.',
-    build: async (c, body, id) => {
-      const target = await visibleRecord(deps, c.get('principal'), 'unit', id!);
-      return { integrationId: target.integrationId, request: body, target };
-    },
+    build: ofRecord(deps, 'unit'),
   });
 }
