@@ -24,7 +24,7 @@ import postgres from 'postgres';
 import { loadConfigOrExit } from '../config';
 import { PLAN_RULES } from '../domain/plans';
 import type { LoadSpec } from './lib/load';
-import { cpuMeter, freePort, loadAverage, rssSampler, startChild, waitHealthy } from './lib/processes';
+import { cpuMeter, freePort, loadAverage, rssSampler, startApi, startChild, waitHealthy } from './lib/processes';
 import { DEFAULT_LEASES, ensureBenchData } from './lib/seed';
 
 const { values: args } = parseArgs({
@@ -84,18 +84,12 @@ async function main() {
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const config = loadConfigOrExit();
   const data = await ensureBenchData(config.DATABASE_URL, say, { keys: KEYS, leases: LEASES });
-  const [apiPort, basePort] = [await freePort(), await freePort()];
-  const api = startChild(
-    'api/main.ts',
-    [],
-    // The bench's keys are test keys: serving live would need secrets of its own.
-    { DATABASE_URL: data.databaseUrl, HOST: '127.0.0.1', PORT: String(apiPort), SERVED_MODES: 'test', LOG_LEVEL: 'warn', LOG_PRETTY: 'false' },
-    '[api]',
-  );
+  const api = await startApi(data.databaseUrl);
+  const basePort = await freePort();
   const baseline = startChild('bench/lib/baseline.ts', [data.databaseUrl, String(basePort), data.organizationId, data.mode], {}, '[baseline]');
   const pg = postgres(data.databaseUrl, { max: 1, onnotice: () => {} });
   try {
-    const targets: Record<Target, string> = { service: `http://127.0.0.1:${apiPort}`, baseline: `http://127.0.0.1:${basePort}` };
+    const targets: Record<Target, string> = { service: api.url, baseline: `http://127.0.0.1:${basePort}` };
     await Promise.all(Object.values(targets).map((u) => waitHealthy(u)));
 
     const listPath = `/v1/leases?limit=100&status=active&updated_after=${encodeURIComponent(data.updatedAfter)}`;

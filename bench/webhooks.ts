@@ -37,6 +37,7 @@ import { workerProcessEnv } from '../worker/process-env';
 import type { floorWorkflow } from './lib/floor-workflow';
 import { legsOfAll, sample, type Legs } from './lib/histories';
 import { atInterrupt, childPids, cpuMeter, freshDatabase, peakRssMb, rssSampler, startChild, startTemporal, waitForPollers, type Child } from './lib/processes';
+import { percentile } from './lib/stats';
 import type { ReceivedRecord } from './lib/webhook-receiver';
 
 const { values: args } = parseArgs({
@@ -72,13 +73,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)))
 
 class CheckFailed extends Error {
   override name = 'CheckFailed';
-}
-
-/** Nearest-rank percentile of unsorted values. */
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
- * The floor's worker process: `node --import tsx bench/lib/floor-worker.ts` with TEMPORAL_ADDRESS and
- * TEMPORAL_TASK_QUEUE set. One worker on that task queue running bench/lib/floor-workflow.ts and its no-op activity,
- * with the task-queue settings of the webhook delivery worker (worker/index.ts createWebhookWorker) and the SDK
- * logging of worker/main.ts, so the only difference from the delivery worker is the work itself.
+ * The floor's worker process: `node --import tsx bench/lib/floor-worker.ts [webhooks|writes]` with TEMPORAL_ADDRESS
+ * and TEMPORAL_TASK_QUEUE set. One worker on that task queue running bench/lib/floor-workflow.ts and its no-op
+ * activity, with the task-queue settings of the webhook delivery worker (worker/index.ts createWebhookWorker; the
+ * default) or of the write worker (createWriteWorker), and the SDK logging of worker/main.ts, so the only difference
+ * from the real worker is the work itself.
  */
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -15,13 +16,28 @@ if (!config.TEMPORAL_ADDRESS) {
   process.exit(2);
 }
 
-/** The delivery worker's task-queue settings (keep in step with createWebhookWorker). */
-const FLOOR_WORKER_OPTIONS = {
-  maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_ACTIVITIES,
-  maxConcurrentWorkflowTaskExecutions: 40,
-  maxCachedWorkflows: 2000,
-  shutdownGraceTime: '15 seconds',
+/** The task-queue settings of the worker the floor stands for (keep in step with worker/index.ts). */
+const SETTINGS = {
+  /** createWebhookWorker's. */
+  webhooks: {
+    maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_ACTIVITIES,
+    maxConcurrentWorkflowTaskExecutions: 40,
+    maxCachedWorkflows: 2000,
+    shutdownGraceTime: '15 seconds',
+  },
+  /** createWriteWorker's. */
+  writes: {
+    maxConcurrentActivityTaskExecutions: config.WRITE_MAX_ACTIVITIES,
+    maxCachedWorkflows: 1000,
+    shutdownGraceTime: '10 seconds',
+  },
 } as const;
+const like = process.argv[2] ?? 'webhooks';
+if (like !== 'webhooks' && like !== 'writes') {
+  console.error(`floor-worker: expected webhooks or writes, not ${like}`);
+  process.exit(2);
+}
+const FLOOR_WORKER_OPTIONS = SETTINGS[like];
 
 Runtime.install({ logger: new DefaultLogger('WARN', (entry) => console.error(`[floor-worker] ${entry.level} ${entry.message}`)) });
 
@@ -38,7 +54,7 @@ const worker = await Worker.create({
   activities,
   ...FLOOR_WORKER_OPTIONS,
 });
-console.log(`floor worker started on ${config.TEMPORAL_TASK_QUEUE} with ${JSON.stringify(FLOOR_WORKER_OPTIONS)}`);
+console.log(`floor worker started on ${config.TEMPORAL_TASK_QUEUE} with the ${like} worker's settings ${JSON.stringify(FLOOR_WORKER_OPTIONS)}`);
 // Worker.run() installs the SIGINT/SIGTERM handlers and returns once shutdown completes.
 await worker.run();
 await connection.close();

@@ -1,7 +1,7 @@
 /**
- * The webhook bench's floor: a bare workflow that calls one no-op activity and returns. What Temporal, this SDK and
- * a worker with the delivery worker's settings cost per workflow, with no database and no HTTP. Bundled by
- * bench/lib/floor-worker.ts only, never part of workflows/index.ts.
+ * The floor of bench:webhooks and bench:writes: a bare workflow that calls one no-op activity and returns. What
+ * Temporal, this SDK and a worker with the delivery (or write) worker's settings cost per workflow, with no database
+ * and no HTTP. Bundled by bench/lib/floor-worker.ts only, never part of workflows/index.ts.
  */
 import { proxyActivities } from '@temporalio/workflow';
 

@@ -32,10 +32,17 @@ export async function freshDatabase(serviceUrl: string, suffix: string): Promise
   return url.toString();
 }
 
-/** A Temporal dev server (the CLI from .tools) with the service's search attributes, as the tests and bench:sync run it. */
-export function startTemporal(): Promise<TestWorkflowEnvironment> {
+/**
+ * A Temporal dev server (the CLI from .tools) with the service's search attributes, as the tests and bench:sync run
+ * it; `dynamicConfig` values (`key=value`) on top of the server's defaults.
+ */
+export function startTemporal(dynamicConfig: string[] = []): Promise<TestWorkflowEnvironment> {
   return TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: TEMPORAL_CLI }, searchAttributes: [...SEARCH_ATTRIBUTES], extraArgs: ['--log-level', 'error'] },
+    server: {
+      executable: { type: 'existing-path', path: TEMPORAL_CLI },
+      searchAttributes: [...SEARCH_ATTRIBUTES],
+      extraArgs: ['--log-level', 'error', ...dynamicConfig.flatMap((v) => ['--dynamic-config-value', v])],
+    },
   });
 }
 
@@ -137,6 +144,21 @@ export function startChild(script: string, argv: string[], env: Record<string, s
       await exited;
     },
   };
+}
+
+/**
+ * The API (api/main.ts) as a process of its own on a free port of 127.0.0.1, serving test keys (serving live would
+ * need secrets of its own), logging warnings and above; `env` adds to or overrides that. Not yet healthy on return.
+ */
+export async function startApi(databaseUrl: string, env: Record<string, string> = {}, prefix = '[api]'): Promise<Child & { url: string }> {
+  const port = await freePort();
+  const child = startChild(
+    'api/main.ts',
+    [],
+    { DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: String(port), SERVED_MODES: 'test', LOG_LEVEL: 'warn', LOG_PRETTY: 'false', ...env },
+    prefix,
+  );
+  return Object.assign(child, { url: `http://127.0.0.1:${port}` });
 }
 
 /** A TCP port that was free a moment ago on 127.0.0.1. */

@@ -52,18 +52,23 @@ export interface SyncBench {
   client: Client;
   temporalAddress: string;
   sandboxUrl: string;
+  /** The sandbox PMS's process. */
+  sandboxPid: number;
   control: SandboxControl;
   organizationId: string;
   close(): Promise<void>;
 }
 
-/** Fresh cache database `<service db>_<suffix>`, a Temporal dev server, the sandbox process, one organization. */
-export async function startSyncBench(suffix: string, say: (msg: string) => void): Promise<SyncBench> {
+/**
+ * Fresh cache database `<service db>_<suffix>`, a Temporal dev server (with `temporalDynamicConfig`, see
+ * startTemporal), the sandbox process, one organization.
+ */
+export async function startSyncBench(suffix: string, say: (msg: string) => void, temporalDynamicConfig: string[] = []): Promise<SyncBench> {
   const cfg = loadConfigOrExit();
   const databaseUrl = await freshDatabase(cfg.DATABASE_URL, suffix);
   const sandboxDb = sandboxDatabaseUrl(cfg.DATABASE_URL);
   await ensureDatabase(sandboxDb);
-  const env = await startTemporal();
+  const env = await startTemporal(temporalDynamicConfig);
   atInterrupt(() => env.teardown());
   const port = await freePort();
   const sandbox = startChild(
@@ -85,6 +90,7 @@ export async function startSyncBench(suffix: string, say: (msg: string) => void)
     client: env.client,
     temporalAddress: env.connection.options.address,
     sandboxUrl,
+    sandboxPid: sandbox.pid,
     control: sandboxControlClient(sandboxUrl),
     organizationId: org.id,
     async close() {
@@ -159,8 +165,8 @@ export async function newIntegration(b: SyncBench, settings: { base_url: string;
   );
 }
 
-/** worker/main.ts as a child, as the service runs it, on its own task queue; resolves once it polls. */
-export async function startWorker(b: SyncBench, taskQueue: string): Promise<Child> {
+/** worker/main.ts as a child, as the service runs it, on its own task queue (`env` over the bench's settings); resolves once it polls. */
+export async function startWorker(b: SyncBench, taskQueue: string, env: Record<string, string> = {}): Promise<Child> {
   const worker = startChild(
     'worker/main.ts',
     [],
@@ -173,6 +179,7 @@ export async function startWorker(b: SyncBench, taskQueue: string): Promise<Chil
       SERVED_MODES: 'test',
       LOG_LEVEL: 'warn',
       LOG_PRETTY: 'false',
+      ...env,
     },
     '[worker]',
   );
