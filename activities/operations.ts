@@ -7,10 +7,12 @@
  * turns `succeeded`. No source call runs inside a database transaction.
  */
 import { Context } from '@temporalio/activity';
+import { eq } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { applyRecords, type ApplyContext } from '../db/records';
-import { getOperation, markWorkflowStarted, moveOperation, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
-import { getIntegration, type IntegrationRow } from '../db/tenants';
+import { markWorkflowStarted, moveOperation, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
+import { integrations, operations } from '../db/schema';
+import type { IntegrationRow } from '../db/tenants';
 import { SYNC_ORDER, type Entity, type InputOf } from '../domain/cdm';
 import { isTerminal, parseOperationType, type OperationStatus, type OperationType } from '../domain/operations';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
@@ -114,10 +116,15 @@ export function createWriteActivities(deps: WriteActivityDeps) {
   const heartbeatEveryMs = deps.heartbeatEveryMs ?? 3_000;
 
   async function load(operationId: string): Promise<{ op: OperationRow; integration: IntegrationRow } | { done: OperationStatus } | { error: string }> {
-    const op = await getOperation(db, operationId);
-    if (!op) return { error: `operation ${operationId} does not exist` };
+    // One round trip: it is on the path of every write.
+    const [row] = await db
+      .select({ op: operations, integration: integrations })
+      .from(operations)
+      .leftJoin(integrations, eq(integrations.id, operations.integrationId))
+      .where(eq(operations.id, operationId));
+    if (!row) return { error: `operation ${operationId} does not exist` };
+    const { op, integration } = row;
     if (isTerminal(op.status)) return { done: op.status };
-    const integration = await getIntegration(db, op.integrationId);
     if (!integration || integration.deletedAt) return { error: 'the integration was deleted before the change reached the source' };
     return { op, integration };
   }

@@ -1,0 +1,165 @@
+/**
+ * Automations (SPEC.md Events → AUTOMATION_*, DECISIONS.md Automations): scheduled CSV exports of one entity of an
+ * integration. Their schedule, destination, run states and retry schedule, and the workflow contract. Pure: workflows
+ * import it.
+ */
+import type { Entity } from './cdm';
+
+export const AUTOMATION_STATUSES = ['active', 'paused'] as const;
+export type AutomationStatus = (typeof AUTOMATION_STATUSES)[number];
+
+/**
+ * - `queued`: created, its first attempt not finished
+ * - `running`: an attempt failed transiently and another is scheduled (`next_attempt_at`)
+ * - `succeeded`: the file was delivered; AUTOMATION_COMPLETED recorded
+ * - `failed`: a permanent failure, or the last retry failed; AUTOMATION_FAILED recorded
+ */
+export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export const RUN_TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
+  queued: ['running', 'succeeded', 'failed'],
+  running: ['running', 'succeeded', 'failed'],
+  succeeded: [],
+  failed: [],
+};
+
+export function runStatesBefore(to: RunStatus): RunStatus[] {
+  return RUN_STATUSES.filter((from) => RUN_TRANSITIONS[from].includes(to));
+}
+
+/** `{every: seconds}` or `{cron, timezone?}` (IANA zone; default UTC). */
+export type AutomationSchedule = { every: number } | { cron: string; timezone?: string };
+
+export type AutomationDestination =
+  | { type: 'http'; url: string; method?: 'PUT' | 'POST'; headers?: Record<string, string> }
+  /** `path` is relative to the deployment's export root (EXPORT_ROOT); never outside it. */
+  | { type: 'directory'; path: string };
+
+/** The entity an automation exports, by its plural (list endpoint) name; the singular is accepted too. */
+export const EXPORT_ENTITIES: Record<string, Entity> = {
+  properties: 'property',
+  property: 'property',
+  units: 'unit',
+  unit: 'unit',
+  residents: 'resident',
+  resident: 'resident',
+  leases: 'lease',
+  lease: 'lease',
+};
+export const PLURAL: Record<Entity, string> = { property: 'properties', unit: 'units', resident: 'residents', lease: 'leases' };
+
+/**
+ * Delays before each attempt after the previous one: the first at once, then 3 retries after a transient failure
+ * (1 min, 5 min, 15 min). A permanent failure (a 4xx, a bad directory) ends the run at once.
+ */
+export const AUTOMATION_RETRY_SCHEDULE_MS: readonly number[] = [0, 60_000, 300_000, 900_000];
+
+/** Shortest interval of an `every` schedule. */
+export const MIN_EVERY_SECONDS = 60;
+
+/** File name of a run: `<automation name>-<run id>.csv`, the name made safe for file systems and URLs. */
+export function exportFileName(automationName: string, runId: string): string {
+  const safe = automationName
+    .normalize('NFKC')
+    .replace(/[/\\:*?"<>|\u0000-\u001f\u007f]+/g, '_')
+    .replace(/^\.+/, '_')
+    .trim()
+    .slice(0, 120);
+  return `${safe || 'export'}-${runId}.csv`;
+}
+
+export type RunTrigger = 'schedule' | 'manual';
+
+/** Input of the run workflow: ids only (the rows go straight from the cache to the destination). */
+export interface AutomationRunInput {
+  runId: string;
+  /** Test override of the retry schedule. */
+  scheduleMs?: readonly number[];
+}
+
+export interface AutomationRunResult {
+  runId: string;
+  status: 'succeeded' | 'failed';
+  attempts: number;
+  recordsExported: number | null;
+}
+
+/** Input of the workflow an automation's Temporal Schedule starts: it creates the run, then runs it as a child. */
+export interface AutomationTickInput {
+  automationId: string;
+  scheduleMs?: readonly number[];
+}
+
+/** What one export attempt reports to the workflow. */
+export type ExportOutcome =
+  | { outcome: 'succeeded'; recordsExported: number; fileName: string }
+  | { outcome: 'transient'; error: string }
+  | { outcome: 'permanent'; error: string }
+  /** The run is already terminal, or its automation was deleted. */
+  | { outcome: 'gone'; reason: string };
+
+const IDENTITY = ['id', 'x_id', 'organization_id', 'integration_id'] as const;
+const TIMES = ['custom_data', 'created_at', 'updated_at', 'deleted_at', 'ps_synced_at'] as const;
+
+/** The fields of each entity's record, in the API's order: what an export may name in `columns`. */
+export const RECORD_FIELDS: Record<Entity, readonly string[]> = {
+  property: [
+    ...IDENTITY,
+    'name', 'type', 'status', 'address', 'description', 'year_built', 'total_units', 'total_buildings', 'total_floors',
+    'website_url', 'email', 'phones', 'latitude', 'longitude', 'timezone_id', 'management_company_name', 'tax_id',
+    'pet_policy', 'smoking_policy', 'media',
+    ...TIMES,
+  ],
+  unit: [
+    ...IDENTITY,
+    'property_id', 'unit_number', 'floorplan_name', 'bedrooms', 'bathrooms', 'square_feet', 'max_occupants', 'market_rent',
+    'status', 'note', 'address',
+    ...TIMES,
+  ],
+  resident: [
+    ...IDENTITY,
+    'property_id', 'first_name', 'middle_name', 'last_name', 'email', 'phones', 'date_of_birth', 'address', 'status',
+    ...TIMES,
+  ],
+  lease: [
+    ...IDENTITY,
+    'property_id', 'unit_id', 'resident_ids', 'residents', 'status', 'type', 'start_date', 'end_date', 'move_in_date',
+    'move_out_date', 'notice_date', 'signed_date', 'rent_amount', 'security_deposit', 'balance', 'term_months',
+    'renewal_status', 'is_renewal', 'previous_lease_id', 'concessions', 'notes',
+    ...TIMES,
+  ],
+};
+
+/** Money fields: each becomes two columns, `<field>_amount` (integer minor units) and `<field>_currency`. */
+export const MONEY_FIELDS: Record<Entity, readonly string[]> = {
+  property: [],
+  unit: ['market_rent'],
+  resident: [],
+  lease: ['rent_amount', 'security_deposit', 'balance'],
+};
+
+/** The CSV header of an export of `fields` (all of the entity's by default). */
+export function csvColumns(entity: Entity, fields: readonly string[] = RECORD_FIELDS[entity]): string[] {
+  const money = new Set(MONEY_FIELDS[entity]);
+  return fields.flatMap((f) => (money.has(f) ? [`${f}_amount`, `${f}_currency`] : [f]));
+}
+
+/**
+ * One record as a CSV row of `fields`: Money as amount and currency, other objects and arrays as JSON text, null as
+ * an empty cell, everything else as its text.
+ */
+export function csvRow(entity: Entity, record: Record<string, unknown>, fields: readonly string[] = RECORD_FIELDS[entity]): (string | number | boolean | null)[] {
+  const money = new Set(MONEY_FIELDS[entity]);
+  const row: (string | number | boolean | null)[] = [];
+  for (const f of fields) {
+    const v = record[f];
+    if (money.has(f)) {
+      const m = v as { amount: number; currency: string } | null | undefined;
+      row.push(m ? m.amount : null, m ? m.currency : null);
+    } else if (v === null || v === undefined) row.push(null);
+    else if (typeof v === 'object') row.push(JSON.stringify(v));
+    else row.push(v as string | number | boolean);
+  }
+  return row;
+}
