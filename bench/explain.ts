@@ -8,10 +8,10 @@
  */
 import { createDb, closeDb } from '../db/client';
 import { loadConfigOrExit } from '../config';
-import { listQuery, sqlOf, type CommonListQuery, type FiltersOf } from '../api/queries';
+import { listQuery, sqlOf, type CommonListQuery, type FiltersOf } from '../db/queries';
 import type { Principal } from '../api/middleware/env';
 import type { Entity } from '../domain/cdm';
-import { ORDER_FIELDS } from '../api/schemas';
+import { ORDER_FIELDS } from '../domain/filters';
 import { ensureBenchData } from './lib/seed';
 
 const ENTITY_TABLES = new Set(['properties', 'units', 'residents', 'leases', 'lease_residents']);

@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import { ApiError, type FieldError } from '../problem';
 
 /** Marks a custom zod issue as a rule violation (422) rather than a parse failure (400). */
-export const RULE = { rule: true } as const;
+export { RULE } from '../../domain/filters';
 
 const RULE_CODES = new Set(['too_small', 'too_big', 'not_multiple_of', 'unrecognized_keys']);
 

@@ -6,7 +6,7 @@ import type { ApiDeps } from '../deps';
 import type { AppEnv, Principal } from '../middleware/env';
 import { okHeaders, problemResponses } from '../openapi';
 import { ApiError } from '../problem';
-import { listRecords, retrieveRecord, type CommonListQuery, type FiltersOf } from '../queries';
+import { listRecords, retrieveRecord, type CommonListQuery, type FiltersOf } from '../../db/queries';
 import { IdParam, listOf, RetrieveQuery } from '../schemas';
 
 export interface ResourceSpec<E extends Entity> {

@@ -1,5 +1,5 @@
 /**
- * Reads of the public API: list (filters, order, offset pages) and retrieve, always scoped to the key's organization
+ * Reads of the cache as the public API serves them (and automations export them): list (filters, order, offset pages) and retrieve, always scoped to the key's organization
  * AND mode, which lead every index of the entity tables. Rows are serialized by db/records.ts, the one serializer.
  *
  * The hot path: queries are written with Drizzle, but every value goes in as a placeholder (lists as one array, so a
@@ -9,11 +9,17 @@
  */
 import { and, asc, desc, eq, getTableColumns, gte, ilike, isNull, lte, Placeholder, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
-import type { Db } from '../db/client';
-import { leaseRecord, propertySummary, tableOf, TABLES, toRecords, type LeaseRow, type PropertyRow, type RowOf } from '../db/records';
 import type { Entity, LeaseResident, PropertySummary, RecordOf } from '../domain/cdm';
-import type { Principal } from './middleware/env';
-import type { OrderBy } from './schemas';
+import type { OrderBy } from '../domain/filters';
+import type { Mode } from '../domain/plans';
+import type { Db } from './client';
+import { leaseRecord, propertySummary, tableOf, TABLES, toRecords, type LeaseRow, type PropertyRow, type RowOf } from './records';
+
+/** Whose records a query may see: an API key's organization and mode (an export's: its integration's). */
+export interface Principal {
+  organizationId: string;
+  mode: Mode;
+}
 
 export interface CommonListQuery {
   limit: number;
