@@ -145,6 +145,21 @@ export const configSchema = z.object({
   WRITE_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
   /** How long one write to the source may take before its outcome counts as unknown (a later attempt looks it up first). */
   WRITE_SOURCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /** Directory under which automations with a directory destination write their files (a destination's path is relative to it). */
+  EXPORT_ROOT: z.string().min(1).default('.data/exports'),
+  /** Export attempts (each streams one file from the cache to its destination) a worker runs at once. */
+  AUTOMATION_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(100).default(4),
+  /** How long one export attempt may take in all (reading the cache and sending the file). */
+  EXPORT_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(3_600_000),
+  /**
+   * Delays before each export attempt after the previous one, in milliseconds: the first at once, then 3 retries of a
+   * transient failure (DECISIONS.md: 1 min, 5 min, 15 min). Tests shrink it.
+   */
+  AUTOMATION_RETRY_SCHEDULE_MS: z
+    .string()
+    .default('0,60000,300000,900000')
+    .transform((s) => s.split(',').map((v) => Number(v.trim())))
+    .pipe(z.array(z.number().int().min(0).max(24 * 3600 * 1000)).min(1)),
   /** How long the API waits for Temporal to accept a write's workflow before answering 502 enqueue_failed. */
   WRITE_ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   /** pino log level. */

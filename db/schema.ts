@@ -327,6 +327,8 @@ export const events = pgTable(
     /** The sync job or operation that produced the event, if any. */
     syncJobId: text('sync_job_id'),
     operationId: text('operation_id'),
+    /** The automation run an AUTOMATION_* event reports. */
+    automationRunId: text('automation_run_id'),
     /** The record the event is about (data_change events). */
     recordId: text('record_id'),
     /**
@@ -343,6 +345,8 @@ export const events = pgTable(
     index('events_undispatched_idx').on(t.createdAt).where(sql`${t.dispatchedAt} is null`),
     // A sync run's lifecycle event is recorded once, however often its activity is retried.
     uniqueIndex('events_sync_lifecycle_idx').on(t.syncJobId, t.type).where(sql`${t.category} = 'sync_lifecycle'`),
+    // An automation run reports its end once (completed or failed), however often its last activity is retried.
+    uniqueIndex('events_automation_run_idx').on(t.automationRunId).where(sql`${t.category} = 'automation'`),
   ],
 );
 
@@ -491,4 +495,55 @@ export const idempotencyKeys = pgTable(
     createdAt: ts('created_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.mode, t.key] }), index('idempotency_keys_created_idx').on(t.createdAt)],
+);
+
+/**
+ * Automations (DECISIONS.md Automations): a scheduled CSV export of one entity of an integration, with the filters
+ * of that entity's list endpoint, to an HTTP endpoint or a directory. Its Temporal Schedule is `automation-<id>`.
+ */
+export const automations = pgTable(
+  'automations',
+  {
+    id: text('id').primaryKey(),
+    organizationId: uuid('organization_id').notNull(),
+    integrationId: uuid('integration_id').notNull(),
+    name: text('name').notNull(),
+    entity: text('entity', { enum: ['property', 'unit', 'resident', 'lease'] }).notNull(),
+    /** The list endpoint's query parameters, as sent (validated by the same schemas when saved and when run). */
+    filters: jsonb('filters').$type<Record<string, string>>().notNull().default({}),
+    /** Fields to export, in order; null: every field of the entity. */
+    columns: text('columns').array(),
+    schedule: jsonb('schedule').$type<{ every: number } | { cron: string; timezone?: string }>().notNull(),
+    /** Where the file goes; an HTTP destination's headers are sealed apart (they may hold credentials). */
+    destination: jsonb('destination').$type<{ type: 'http'; url: string; method?: 'PUT' | 'POST' } | { type: 'directory'; path: string }>().notNull(),
+    destinationHeaders: text('destination_headers'),
+    status: text('status', { enum: ['active', 'paused'] }).notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+    deletedAt: ts('deleted_at'),
+  },
+  (t) => [index('automations_integration_idx').on(t.integrationId, t.createdAt)],
+);
+
+/** One run of an automation: its Temporal workflow's id is the run id. */
+export const automationRuns = pgTable(
+  'automation_runs',
+  {
+    id: text('id').primaryKey(),
+    automationId: text('automation_id').notNull(),
+    organizationId: uuid('organization_id').notNull(),
+    integrationId: uuid('integration_id').notNull(),
+    trigger: text('trigger', { enum: ['schedule', 'manual'] }).notNull(),
+    status: text('status', { enum: ['queued', 'running', 'succeeded', 'failed'] }).notNull(),
+    fileName: text('file_name').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: ts('next_attempt_at'),
+    recordsExported: integer('records_exported'),
+    error: text('error'),
+    startedAt: ts('started_at'),
+    finishedAt: ts('finished_at'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('automation_runs_automation_idx').on(t.automationId, t.createdAt)],
 );
