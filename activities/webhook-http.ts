@@ -4,12 +4,12 @@
  * after DNS, so a name that resolves (or rebinds) to a loopback, private or link-local address is refused.
  * Never throws: every outcome is a SendResult the caller records as an attempt.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import { isBlockedAddress } from '../domain/addresses';
 import { ATTEMPT_TIMEOUT_MS, RESPONSE_EXCERPT_BYTES } from '../domain/webhooks';
+import { defaultResolver, GuardRefusal, lookupThrough, refusalOf, type Resolver } from './address-guard';
+
+export { GuardRefusal, type Resolver };
 
 export interface SendRequest {
   url: string;
@@ -32,14 +32,6 @@ export interface SendResult {
   durationMs: number;
 }
 
-export type Resolver = (hostname: string, cb: (err: Error | null, addresses: LookupAddress[]) => void) => void;
-
-const defaultResolver: Resolver = (hostname, cb) => dnsLookup(hostname, { all: true, verbatim: true }, cb);
-
-export class GuardRefusal extends Error {
-  override name = 'GuardRefusal';
-}
-
 export interface Sender {
   send(req: SendRequest): Promise<SendResult>;
   close(): void;
@@ -49,26 +41,8 @@ export function createSender(opts: { resolver?: Resolver; timeoutMs?: number } =
   const resolver = opts.resolver ?? defaultResolver;
   const timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
 
-  /** Resolves through `resolver` and refuses the connection when any address is blocked. */
-  const guardedLookup: LookupFunction = (hostname, options, callback) => {
-    resolver(hostname, (err, addresses) => {
-      if (err) return callback(err, '', 0);
-      const blocked = addresses.find((a) => isBlockedAddress(a.address));
-      if (blocked || addresses.length === 0) {
-        const why = blocked ? `${hostname} resolves to ${blocked.address}, a private, loopback or link-local address` : `${hostname} did not resolve`;
-        return callback(new GuardRefusal(`refused: ${why}`), '', 0);
-      }
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      callback(null, addresses[0]!.address, addresses[0]!.family);
-    });
-  };
-  const plainLookup: LookupFunction = (hostname, options, callback) => {
-    resolver(hostname, (err, addresses) => {
-      if (err || addresses.length === 0) return callback(err ?? new Error(`${hostname} did not resolve`), '', 0);
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      callback(null, addresses[0]!.address, addresses[0]!.family);
-    });
-  };
+  const guardedLookup = lookupThrough(resolver, true);
+  const plainLookup = lookupThrough(resolver, false);
   // Separate pools, so a connection opened without the guard is never reused by a guarded delivery.
   const agent = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 30_000 };
   const agents = {
@@ -94,14 +68,9 @@ export function createSender(opts: { resolver?: Resolver; timeoutMs?: number } =
     } catch {
       return Promise.resolve(done({ ok: false, status: null, error: `invalid URL ${req.url}`, excerpt: null }));
     }
-    if (req.guard) {
-      if (url.protocol !== 'https:') return Promise.resolve(done({ ok: false, status: null, error: 'refused: live deliveries go to https:// URLs only', excerpt: null }));
-      const host = url.hostname.replace(/^\[|\]$/g, '');
-      // An IP literal is connected to without a lookup, so it is checked here.
-      if (isIP(host) && isBlockedAddress(host)) {
-        return Promise.resolve(done({ ok: false, status: null, error: `refused: ${host} is a private, loopback or link-local address`, excerpt: null }));
-      }
-    }
+    // An IP literal is connected to without a lookup, so it is checked here.
+    const refusal = refusalOf(url, req.guard);
+    if (refusal) return Promise.resolve(done({ ok: false, status: null, error: refusal, excerpt: null }));
     const pool = req.guard ? agents.guarded : agents.open;
     const isHttps = url.protocol === 'https:';
     const mod = isHttps ? https : http;

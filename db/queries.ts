@@ -1,6 +1,7 @@
 /**
- * Reads of the cache as the public API serves them (and automations export them): list (filters, order, offset pages) and retrieve, always scoped to the key's organization
- * AND mode, which lead every index of the entity tables. Rows are serialized by db/records.ts, the one serializer.
+ * Reads of the cache as the public API serves them (and automations export them): list (filters, order, offset pages),
+ * stream (an export's keyset batches) and retrieve, always scoped to the key's organization AND mode, which lead
+ * every index of the entity tables. Rows are serialized by db/records.ts, the one serializer.
  *
  * The hot path: queries are written with Drizzle, but every value goes in as a placeholder (lists as one array, so a
  * list's length does not change the SQL), which makes the SQL text depend only on the query's shape. The text is
@@ -147,11 +148,16 @@ const scope = (b: Bindings, entity: Entity, principal: Principal) => {
   return [eq(t.organizationId, b.bind('organization_id', principal.organizationId)), eq(t.mode, b.bind('mode', principal.mode))];
 };
 
-/** The list query with its values bound; bench/explain.ts EXPLAINs exactly this. */
-export function listQuery<E extends Entity>(db: Db, entity: E, principal: Principal, q: CommonListQuery & FiltersOf[E], b = new Bindings()) {
+/** The filters of a list, without its page: what an export streams. */
+export type ListFilters<E extends Entity> = Omit<CommonListQuery, 'limit' | 'offset'> & FiltersOf[E];
+
+const DEFAULT_ORDER: OrderBy = { field: 'created_at', dir: 'asc' };
+
+/** Which rows a list (or an export) sees: the principal's, live unless `include_deleted`, and its filters. */
+function listWhere<E extends Entity>(b: Bindings, entity: E, principal: Principal, q: ListFilters<E>): SQL | undefined {
   const t = tableOf(entity);
   const ts = (d: Date) => d.toISOString();
-  const where = and(
+  return and(
     ...scope(b, entity, principal),
     q.include_deleted ? undefined : isNull(t.deletedAt),
     q.updated_after ? gte(t.updatedAt, b.bind('updated_after', ts(q.updated_after))) : undefined,
@@ -161,7 +167,13 @@ export function listQuery<E extends Entity>(db: Db, entity: E, principal: Princi
     any(b, 'integration_id', t.integrationId, q.integration_id, 'uuid'),
     ...entityFilters(b, entity, q),
   );
-  const order = q['order-by'] ?? { field: 'created_at', dir: 'asc' };
+}
+
+/** The list query with its values bound; bench/explain.ts EXPLAINs exactly this. */
+export function listQuery<E extends Entity>(db: Db, entity: E, principal: Principal, q: CommonListQuery & FiltersOf[E], b = new Bindings()) {
+  const t = tableOf(entity);
+  const where = listWhere(b, entity, principal, q);
+  const order = q['order-by'] ?? DEFAULT_ORDER;
   const dir = order.dir === 'asc' ? asc : desc;
   // One row past the page tells whether there is a next one, without a count.
   const query = db
@@ -172,6 +184,52 @@ export function listQuery<E extends Entity>(db: Db, entity: E, principal: Princi
     .limit(b.bind('limit', q.limit + 1) as never)
     .offset(b.bind('offset', q.offset) as never);
   return { query, bindings: b, shape: `list:${entity}:${order.field}:${order.dir}:${q.include_deleted ? 'all' : 'live'}:${[...b.values.keys()].join(',')}` };
+}
+
+/**
+ * Where the next batch of a stream starts.
+ * - `after`: past the row with this order key (the order column as text; null for a NULL) and id.
+ * - `rest`: at the start of the second section of a nullable order column: the NULLs after the values ascending,
+ *   the values after the NULLs descending (Postgres sorts NULLs last ascending, first descending).
+ */
+type StreamCursor = { kind: 'after'; value: string | null; id: string } | { kind: 'rest' };
+
+/** The raw column that carries each row's order key, as text so that it goes back into the next query unchanged. */
+const ORDER_KEY = '_order_key';
+
+/**
+ * The rows strictly after `cursor` in the list order, as conditions an index on (…, column, id) answers: a row
+ * comparison within non-NULL values, `column is null` (and `id`) within NULLs. A row comparison with a NULL is NULL,
+ * so the value section never reaches into the NULL one: the stream moves there itself (`rest`).
+ */
+function keyset(b: Bindings, t: ReturnType<typeof tableOf>, col: PgColumn, dir: 'asc' | 'desc', cursor: StreamCursor): SQL {
+  if (cursor.kind === 'rest') return dir === 'asc' ? sql`${col} is null` : sql`${col} is not null`;
+  const id = b.bind('after_id', cursor.id);
+  if (cursor.value === null) return dir === 'asc' ? sql`(${col} is null and ${t.id} > ${id})` : sql`(${col} is null and ${t.id} < ${id})`;
+  const value = sql`${b.bind('after_value', cursor.value)}::${sql.raw(col.getSQLType())}`;
+  return dir === 'asc' ? sql`(${col}, ${t.id}) > (${value}, ${id})` : sql`(${col}, ${t.id}) < (${value}, ${id})`;
+}
+
+/** One batch of a stream: the list's rows after `cursor`, in the list's order, with their order keys. */
+function streamQuery<E extends Entity>(db: Db, entity: E, principal: Principal, q: ListFilters<E>, cursor: StreamCursor | undefined, batchSize: number, b = new Bindings()) {
+  const t = tableOf(entity);
+  const order = q['order-by'] ?? DEFAULT_ORDER;
+  const col = orderColumn(entity, order.field);
+  const dir = order.dir === 'asc' ? asc : desc;
+  const where = and(listWhere(b, entity, principal, q), cursor ? keyset(b, t, col, order.dir, cursor) : undefined);
+  const query = db
+    .select({ ...getTableColumns(t), [ORDER_KEY]: sql<string | null>`${col}::text`.as(ORDER_KEY) })
+    .from(t)
+    .where(where)
+    .orderBy(dir(col), dir(t.id))
+    .limit(b.bind('limit', batchSize) as never);
+  const at = !cursor ? 'first' : cursor.kind === 'rest' ? 'rest' : cursor.value === null ? 'null' : 'value';
+  return {
+    query,
+    bindings: b,
+    nullable: !col.notNull,
+    shape: `stream:${entity}:${order.field}:${order.dir}:${q.include_deleted ? 'all' : 'live'}:${at}:${[...b.values.keys()].join(',')}`,
+  };
 }
 
 function retrieveQuery(db: Db, entity: Entity, principal: Principal, id: string, includeDeleted: boolean, b = new Bindings()) {
@@ -234,8 +292,12 @@ function decoderOf(entity: Entity) {
   return d;
 }
 
+function runRaw(db: Db, statement: { text: string; params: unknown[] }): Promise<Record<string, unknown>[]> {
+  return db.$client.unsafe<Record<string, unknown>[]>(statement.text, statement.params as never[], { prepare: true });
+}
+
 async function run<E extends Entity>(db: Db, entity: E, statement: { text: string; params: unknown[] }): Promise<RowOf[E][]> {
-  const raw = await db.$client.unsafe<Record<string, unknown>[]>(statement.text, statement.params as never[], { prepare: true });
+  const raw = await runRaw(db, statement);
   const decode = decoderOf(entity);
   return raw.map((r) => decode(r) as RowOf[E]);
 }
@@ -273,6 +335,42 @@ export async function listRecords<E extends Entity>(
   const page = hasMore ? rows.slice(0, q.limit) : rows;
   const results = entity === 'property' ? (page as PropertyRow[]).map(propertySummary) : await serialize(db, entity, page);
   return { meta: { limit: q.limit, offset: q.offset, hasMore }, results: results as never };
+}
+
+/**
+ * Every record of a list (its filters and order, no page) as full API records, in batches of `batchSize`: what an
+ * export writes. Keyset pagination, each batch its own short statement, so nothing (no cursor, no transaction) stays
+ * open while the caller sends a batch on; a row whose order key changes meanwhile may be seen twice or not at all,
+ * as with any read that holds no snapshot, but a row that stays put is seen exactly once.
+ */
+export async function* streamRecords<E extends Entity>(
+  db: Db,
+  entity: E,
+  principal: Principal,
+  q: ListFilters<E>,
+  batchSize = 2000,
+): AsyncGenerator<RecordOf[E][], void, undefined> {
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, not ${batchSize}`);
+  const decode = decoderOf(entity);
+  let cursor: StreamCursor | undefined;
+  for (;;) {
+    const built = streamQuery(db, entity, principal, q, cursor, batchSize);
+    const raw = await runRaw(db, sqlOf(built));
+    if (raw.length > 0) yield await serialize(db, entity, raw.map((r) => decode(r) as RowOf[E]));
+    const last = raw[raw.length - 1];
+    if (raw.length === batchSize && last) {
+      cursor = { kind: 'after', value: last[ORDER_KEY] as string | null, id: last.id as string };
+      continue;
+    }
+    // A short batch ends its section. A first batch or a `rest` one saw everything up to the end; a keyset batch
+    // of values (ascending) or of NULLs (descending) leaves the other section of a nullable column to read.
+    const inFirstSection = cursor?.kind === 'after' && (q['order-by']?.dir === 'desc' ? cursor.value === null : cursor.value !== null);
+    if (built.nullable && inFirstSection) {
+      cursor = { kind: 'rest' };
+      continue;
+    }
+    return;
+  }
 }
 
 export async function retrieveRecord<E extends Entity>(

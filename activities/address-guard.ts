@@ -1,0 +1,49 @@
+/**
+ * The server-side request forgery guard of every request sent to a URL a customer chose (webhook deliveries,
+ * automation exports), for live integrations: https:// only, and never to a loopback, private or link-local address
+ * (domain/addresses.ts). Checked on the URL before connecting (an IP literal is connected to without a lookup) and on
+ * the addresses the name resolves to when connecting, so a name that resolves (or rebinds) to such an address is
+ * refused too.
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import { isBlockedAddress } from '../domain/addresses';
+
+/** How host names are resolved (tests inject one that maps names to loopback). */
+export type Resolver = (hostname: string, cb: (err: Error | null, addresses: LookupAddress[]) => void) => void;
+
+export const defaultResolver: Resolver = (hostname, cb) => dnsLookup(hostname, { all: true, verbatim: true }, cb);
+
+/** A connection the guard refused: the URL, not the network, is at fault. */
+export class GuardRefusal extends Error {
+  override name = 'GuardRefusal';
+}
+
+/** Why the guard refuses `url` before any connection, or null. */
+export function refusalOf(url: URL, guard: boolean): string | null {
+  if (!guard) return null;
+  if (url.protocol !== 'https:') return 'refused: live deliveries go to https:// URLs only';
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) && isBlockedAddress(host)) return `refused: ${host} is a private, loopback or link-local address`;
+  return null;
+}
+
+/**
+ * A `lookup` for http(s) agents and requests through `resolver`; guarded, it fails with GuardRefusal when any address
+ * the name resolves to is blocked.
+ */
+export function lookupThrough(resolver: Resolver, guard: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    resolver(hostname, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const blocked = guard ? addresses.find((a) => isBlockedAddress(a.address)) : undefined;
+      if (blocked) return callback(new GuardRefusal(`refused: ${hostname} resolves to ${blocked.address}, a private, loopback or link-local address`), '', 0);
+      if (addresses.length === 0) {
+        const message = `${hostname} did not resolve`;
+        return callback(guard ? new GuardRefusal(`refused: ${message}`) : new Error(message), '', 0);
+      }
+      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+}

@@ -1,0 +1,429 @@
+/**
+ * The export engine: one attempt of an automation run streams the automation's entity, exactly as its list endpoint
+ * would serve it with the automation's filters, from the cache into a CSV file delivered to the destination (the
+ * body of an HTTP PUT or POST, or a file in a directory under the export root). The file is never whole in memory:
+ * records are read in keyset batches, each its own short query (no cursor or transaction stays open while bytes go
+ * out), and written through streams that respect backpressure.
+ *
+ * Failure: an ExportError, permanent (the automation's settings or the destination are wrong: a 4xx, a refused
+ * address, a directory outside the root or missing; retrying cannot help) or transient (408, 429, 5xx, the network,
+ * the time-out, the database). A cancelled attempt rethrows its signal's reason. Nothing is left behind: no request
+ * left open, no temporary file.
+ */
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { constants as fsConstants, createWriteStream } from 'node:fs';
+import { access, mkdir, open, realpath, rename, rm, stat } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import { Readable, Transform, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { stringify, type Options as CsvOptions } from 'csv-stringify';
+import type { Db } from '../db/client';
+import { streamRecords, type ListFilters } from '../db/queries';
+import type { automations } from '../db/schema';
+import { csvColumns, csvRow, RECORD_FIELDS } from '../domain/automations';
+import type { Entity } from '../domain/cdm';
+import { LIST_QUERIES } from '../domain/filters';
+import { openAutomationHeaders, SecretError, type Keyring } from '../domain/secrets';
+import { defaultResolver, GuardRefusal, lookupThrough, refusalOf, type Resolver } from './address-guard';
+
+/** The default of EXPORT_TIMEOUT_MS: how long one attempt may take in all. */
+export const DEFAULT_EXPORT_TIMEOUT_MS = 3_600_000;
+
+export interface ExportDeps {
+  db: Db;
+  secrets: Keyring;
+  /** EXPORT_ROOT: directory destinations are relative to it and never leave it. */
+  exportRoot: string;
+  /** One limit for the whole attempt: reading the cache, connecting, sending, the response. */
+  timeoutMs?: number;
+  /** Name resolution for HTTP destinations (the SSRF guard checks what it returns); tests map names to loopback. */
+  resolver?: Resolver;
+  /** Records per query (streamRecords). */
+  batchSize?: number;
+}
+
+export class ExportError extends Error {
+  override name = 'ExportError';
+  constructor(
+    message: string,
+    /** Retrying cannot help: the run fails at once. */
+    readonly permanent: boolean,
+    /** The destination's HTTP status, when it answered. */
+    readonly status?: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+type AutomationRow = typeof automations.$inferSelect;
+/** What an export reads of an automation (a full row will do). */
+export type ExportedAutomation = Pick<AutomationRow, 'id' | 'entity' | 'organizationId' | 'integrationId' | 'filters' | 'columns' | 'destination' | 'destinationHeaders'>;
+
+export interface ExportInput {
+  automation: ExportedAutomation;
+  integration: { id: string; organizationId: string; mode: 'test' | 'live' };
+  /** `<automation name>-<run id>.csv` (exportFileName): the directory file's name, the HTTP body's filename. */
+  fileName: string;
+  /** Aborting stops reading and sending and cleans up; the attempt then rethrows the signal's reason. */
+  signal?: AbortSignal;
+  /** Records read so far, after each batch (for heartbeats). */
+  onProgress?: (records: number) => void;
+}
+
+/**
+ * The CSV dialect, for spreadsheets as much as for parsers: UTF-8 with a byte order mark (without it Excel reads the
+ * file in the machine's legacy code page and garbles non-ASCII), CRLF line endings (RFC 4180, what Excel writes),
+ * and every value that holds a comma, a double quote (doubled), CR or LF quoted, so any text survives. An empty
+ * string is written `""` and a null as nothing, so a careful reader tells them apart (a spreadsheet shows both
+ * empty). Booleans are `true`/`false`, as in the API (the library's default, `1`/empty, would turn false into null).
+ * Values are written as they are: no formula escaping, which would change them.
+ */
+const CSV_OPTIONS: CsvOptions = {
+  bom: true,
+  record_delimiter: 'windows',
+  quoted_match: /^$/,
+  cast: { boolean: (v) => (v ? 'true' : 'false') },
+};
+
+/** Stream the automation's export to its destination; never the whole file in memory. */
+export async function exportAutomation(deps: ExportDeps, input: ExportInput): Promise<{ records: number; bytes: number }> {
+  const { automation, integration } = input;
+  const entity = automation.entity;
+  const fields = fieldsOf(automation);
+  const filters = filtersOf(automation, integration);
+  const timeoutMs = deps.timeoutMs ?? DEFAULT_EXPORT_TIMEOUT_MS;
+
+  // One signal stops everything: the caller's cancellation or the attempt's time-out, whichever comes first.
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(new ExportError(`the export timed out after ${timeoutMs / 1000} s`, false)), timeoutMs);
+  const cancel = () => stop.abort(input.signal?.reason ?? new ExportError('the export was cancelled', false));
+  if (input.signal?.aborted) cancel();
+  else input.signal?.addEventListener('abort', cancel, { once: true });
+
+  let records = 0;
+  let bytes = 0;
+  async function* rows() {
+    yield csvColumns(entity, fields);
+    const principal = { organizationId: integration.organizationId, mode: integration.mode };
+    const batches = streamRecords(deps.db, entity, principal, filters, deps.batchSize);
+    for (;;) {
+      let next: IteratorResult<unknown[]>;
+      try {
+        next = await batches.next();
+      } catch (err) {
+        // The cache's side (the database): another attempt may do better.
+        throw new ExportError(`reading the cache failed: ${err instanceof Error ? err.message : String(err)}`, false, undefined, { cause: err });
+      }
+      if (next.done) return;
+      for (const record of next.value) yield csvRow(entity, record as Record<string, unknown>, fields);
+      records += next.value.length;
+      input.onProgress?.(records);
+    }
+  }
+  const count = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      bytes += chunk.length;
+      done(null, chunk);
+    },
+  });
+
+  let sink: Sink | undefined;
+  try {
+    stop.signal.throwIfAborted();
+    const destination = automation.destination;
+    sink =
+      destination.type === 'http'
+        ? openHttp(deps, destination, headersOf(deps, automation), integration.mode === 'live', input.fileName)
+        : await openDirectory(deps.exportRoot, destination.path, input.fileName);
+    await pipeline(Readable.from(rows()), stringify(CSV_OPTIONS), count, sink.writable, { signal: stop.signal });
+    await sink.commit(stop.signal);
+    return { records, bytes };
+  } catch (err) {
+    await sink?.discard();
+    throw classify(err, stop.signal, sink);
+  } finally {
+    clearTimeout(timer);
+    input.signal?.removeEventListener('abort', cancel);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What to export
+// ---------------------------------------------------------------------------------------------------------------
+
+function fieldsOf(automation: ExportedAutomation): readonly string[] {
+  const all = RECORD_FIELDS[automation.entity];
+  if (automation.columns === null) return all;
+  const unknown = automation.columns.filter((c) => !all.includes(c));
+  if (automation.columns.length === 0) throw new ExportError('the automation names no columns to export', true);
+  if (unknown.length > 0) throw new ExportError(`the automation names columns a ${automation.entity} does not have: ${unknown.join(', ')}`, true);
+  return automation.columns;
+}
+
+/**
+ * The automation's filters, parsed by its entity's list endpoint schema (so they mean what they mean there), without
+ * a page, and always within the automation's own integration whatever they say.
+ */
+function filtersOf(automation: ExportedAutomation, integration: ExportInput['integration']): ListFilters<Entity> {
+  if (automation.integrationId !== integration.id || automation.organizationId !== integration.organizationId) {
+    throw new ExportError(`automation ${automation.id} does not belong to integration ${integration.id}`, true);
+  }
+  const parsed = LIST_QUERIES[automation.entity].safeParse(automation.filters ?? {});
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || 'filters'}: ${i.message}`).join('; ');
+    throw new ExportError(`the automation's filters are invalid: ${issues}`, true);
+  }
+  const { limit: _limit, offset: _offset, ...filters } = parsed.data as Record<string, unknown>;
+  return { ...filters, integration_id: [integration.id] } as ListFilters<Entity>;
+}
+
+function headersOf(deps: ExportDeps, automation: ExportedAutomation): Record<string, string> {
+  try {
+    return openAutomationHeaders(deps.secrets, automation);
+  } catch (err) {
+    if (err instanceof SecretError) throw new ExportError(`the destination headers cannot be read: ${err.message}`, true);
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Destinations
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Where the bytes go: written through `writable`, then committed (delivered) or discarded (nothing left behind). */
+interface Sink {
+  writable: Writable;
+  commit(signal: AbortSignal): Promise<void>;
+  discard(): Promise<void>;
+  /** The destination's own verdict (an HTTP status), which explains any error the stream raised after it. */
+  readonly failure?: ExportError;
+  /** How a stream error of this destination is classified. */
+  classify(err: Error & { code?: string }): ExportError;
+}
+
+/** Headers a destination may not set: they describe the connection and the framing, which are ours. */
+const RESERVED_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer']);
+/** Response bytes kept for the error message of a refusal. */
+const EXCERPT_BYTES = 300;
+/** Node's errors for a URL or header it will not send: the automation's settings, not the network. */
+const INVALID_REQUEST = new Set(['ERR_INVALID_URL', 'ERR_INVALID_HTTP_TOKEN', 'ERR_INVALID_CHAR', 'ERR_UNESCAPED_CHARACTERS', 'ERR_INVALID_PROTOCOL']);
+
+/**
+ * The file as the body of one PUT (or POST), sent chunked as it is written. Live integrations go through the SSRF
+ * guard of webhooks: https only, and never to a loopback, private or link-local address, before or after DNS.
+ * No redirect is followed.
+ */
+function openHttp(
+  deps: ExportDeps,
+  destination: { url: string; method?: 'PUT' | 'POST' },
+  destinationHeaders: Record<string, string>,
+  guard: boolean,
+  fileName: string,
+): Sink {
+  let url: URL;
+  try {
+    url = new URL(destination.url);
+  } catch {
+    throw new ExportError('the destination URL is not a valid URL', true);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ExportError(`the destination URL must be http(s), not ${url.protocol}`, true);
+  const refusal = refusalOf(url, guard);
+  if (refusal) throw new ExportError(refusal, true);
+
+  const headers: Record<string, string> = { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': contentDisposition(fileName) };
+  // The destination's own headers come last, so they may name another content type (a presigned URL may require one).
+  for (const [name, value] of Object.entries(destinationHeaders)) {
+    if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
+  }
+
+  let request: http.ClientRequest;
+  try {
+    request = (url.protocol === 'https:' ? https : http).request(url, {
+      method: destination.method ?? 'PUT',
+      headers,
+      // A connection of its own (no pool), resolved through the guard: the address checked is the one connected to.
+      agent: false,
+      lookup: lookupThrough(deps.resolver ?? defaultResolver, guard),
+    });
+  } catch (err) {
+    // Header names and values the destination holds never appear in the message (they may be credentials).
+    const code = (err as { code?: string }).code;
+    throw new ExportError(`the request cannot be sent: ${code === 'ERR_INVALID_HTTP_TOKEN' || code === 'ERR_INVALID_CHAR' ? 'a destination header is invalid' : (err as Error).message}`, true);
+  }
+
+  let failure: ExportError | undefined;
+  let answer: { resolve: () => void; reject: (err: Error) => void };
+  const answered = new Promise<void>((resolve, reject) => (answer = { resolve, reject }));
+  answered.catch(() => {}); // awaited by commit() only if the body went out
+  request.on('error', (err) => answer.reject(err));
+  request.on('response', (res) => {
+    const status = res.statusCode ?? 0;
+    if (status >= 200 && status < 300) {
+      res.resume();
+      answer.resolve();
+      return;
+    }
+    // A refusal can come before the body is sent (401, 413): stop sending, and say why with the start of its body.
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const refuse = () => {
+      if (failure) return;
+      const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8').replace(/\s+/g, ' ').trim();
+      failure = new ExportError(`the destination answered HTTP ${status}${excerpt ? `: ${excerpt}` : ''}`, isPermanentStatus(status), status);
+      answer.reject(failure);
+      request.destroy(failure);
+    };
+    res.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= EXCERPT_BYTES) refuse();
+    });
+    res.once('end', refuse);
+    res.once('error', refuse);
+    res.once('aborted', refuse);
+    // A body that never ends does not turn the refusal into a time-out.
+    setTimeout(refuse, 1_000).unref();
+  });
+
+  return {
+    writable: request,
+    get failure() {
+      return failure;
+    },
+    commit: (signal) => untilAborted(answered, signal),
+    async discard() {
+      request.destroy();
+    },
+    classify(err) {
+      if (err instanceof GuardRefusal) return new ExportError(err.message, true, undefined, { cause: err });
+      if (err.code && INVALID_REQUEST.has(err.code)) return new ExportError(`the request cannot be sent: ${err.code}`, true, undefined, { cause: err });
+      return new ExportError(`the destination cannot be reached: ${err.code ? `${err.code}: ` : ''}${err.message}`, false, undefined, { cause: err });
+    },
+  };
+}
+
+/** 4xx but 408 (time-out) and 429 (rate limit) will not change on a retry, nor will a redirect (not followed). */
+function isPermanentStatus(status: number): boolean {
+  if (status === 408 || status === 429) return false;
+  return status < 500;
+}
+
+/** `attachment; filename="…"`, with an RFC 6266 `filename*` when the name is not plain ASCII (HTTP headers are not UTF-8). */
+function contentDisposition(fileName: string): string {
+  const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  if (ascii === fileName) return `attachment; filename="${fileName}"`;
+  const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+/** File system errors that another attempt will meet again: the directory (or its permissions) is wrong. */
+const PERMANENT_FS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP', 'EEXIST']);
+
+/**
+ * A file in a directory under the export root, written under a temporary name in that directory and renamed when
+ * complete, so a reader sees the whole file or none. The directory must exist, be writable and stay within the root,
+ * symbolic links followed: both paths are compared real.
+ */
+async function openDirectory(exportRoot: string, destinationPath: string, fileName: string): Promise<Sink> {
+  const shown = JSON.stringify(destinationPath);
+  const outside = () => new ExportError(`the destination directory ${shown} is outside the export root`, true);
+  const root = path.resolve(exportRoot);
+  const target = path.resolve(root, destinationPath);
+  if (!isWithin(root, target)) throw outside();
+  if (fileName !== path.basename(fileName) || fileName === '.' || fileName === '..' || fileName.includes('\0')) {
+    throw new ExportError(`the file name ${JSON.stringify(fileName)} is not a plain file name`, true);
+  }
+  // The root is the deployment's to have; a destination directory is the automation owner's to create.
+  await mkdir(root, { recursive: true });
+  const realRoot = await realpath(root);
+  let directory: string;
+  try {
+    directory = await realpath(target);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new ExportError(`the destination directory ${shown} does not exist`, true);
+    throw err;
+  }
+  if (!isWithin(realRoot, directory)) throw outside();
+  if (!(await stat(directory)).isDirectory()) throw new ExportError(`the destination ${shown} is not a directory`, true);
+  try {
+    await access(directory, fsConstants.W_OK | fsConstants.X_OK);
+  } catch {
+    throw new ExportError(`the destination directory ${shown} is not writable`, true);
+  }
+
+  const final = path.join(directory, fileName);
+  // Hidden, and short whatever the file name's length; `wx`: never through a file (or link) already there.
+  const temporary = path.join(directory, `.${randomUUID()}.csv.part`);
+  const writable = createWriteStream(temporary, { flags: 'wx' });
+  return {
+    writable,
+    async commit(signal) {
+      // On disk before it gets its name: a crash must not leave a complete-looking name over a short file.
+      const handle = await open(temporary, 'r');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      signal.throwIfAborted();
+      await rename(temporary, final);
+    },
+    async discard() {
+      // Closed first: a file still being opened would otherwise appear after its removal.
+      writable.destroy();
+      if (!writable.closed) await once(writable, 'close').catch(() => {});
+      await rm(temporary, { force: true }).catch(() => {});
+    },
+    classify(err) {
+      const permanent = err.code !== undefined && PERMANENT_FS.has(err.code);
+      return new ExportError(`the file cannot be written to ${shown}: ${err.code ?? err.message}`, permanent, undefined, { cause: err });
+    },
+  };
+}
+
+/** Whether `inner` is `outer` or below it (both absolute and normalized). */
+function isWithin(outer: string, inner: string): boolean {
+  const rel = path.relative(outer, inner);
+  return rel === '' || (!rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Failures
+// ---------------------------------------------------------------------------------------------------------------
+
+function classify(err: unknown, stop: AbortSignal, sink: Sink | undefined): Error {
+  // The destination's answer explains the stream error its refusal caused.
+  if (sink?.failure) return sink.failure;
+  // The time-out (an ExportError), or the caller's cancellation as its own reason.
+  if (stop.aborted) return stop.reason instanceof Error ? stop.reason : new ExportError('the export was cancelled', false);
+  if (err instanceof ExportError) return err;
+  if (err instanceof GuardRefusal) return new ExportError(err.message, true, undefined, { cause: err });
+  const e = err instanceof Error ? (err as Error & { code?: string }) : new Error(String(err));
+  // Failing to reach the destination's directory, or (a bug) before it was opened: worth another attempt.
+  if (!sink) return new ExportError(`the export failed: ${e.message}`, false, undefined, { cause: e });
+  return sink.classify(e);
+}
+
+/** `promise`, or the signal's reason as soon as it is aborted. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err as Error);
+      },
+    );
+  });
+}
