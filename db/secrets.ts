@@ -12,7 +12,7 @@
 import { and, asc, eq, gt, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
 import { isPlaintext, kidOf, places, type Keyring } from '../domain/secrets';
 import type { Db } from './client';
-import { integrations, webhookSubscriptions } from './schema';
+import { automations, integrations, webhookSubscriptions } from './schema';
 
 export interface ResealCounts {
   /** Plaintext values sealed. */
@@ -28,6 +28,8 @@ export interface ResealReport {
   activeKid: string;
   sourceApiKeys: ResealCounts;
   signingSecrets: ResealCounts;
+  /** Automations' HTTP destination headers. */
+  automationHeaders: ResealCounts;
   /** Key ids of the values that did not open. */
   unreadableKids: string[];
 }
@@ -57,6 +59,7 @@ export async function resealStoredSecrets(db: Db, secrets: Keyring, opts: { batc
   const unreadable = new Set<string>();
   const sourceApiKeys: ResealCounts = { encrypted: 0, reencrypted: 0, unreadable: 0 };
   const signingSecrets: ResealCounts = { encrypted: 0, reencrypted: 0, unreadable: 0 };
+  const automationHeaders: ResealCounts = { encrypted: 0, reencrypted: 0, unreadable: 0 };
 
   const apiKey = sql<string>`${integrations.sourceConfig}->>'api_key'`;
   for (let cursor: string | null = null; ; ) {
@@ -122,7 +125,36 @@ export async function resealStoredSecrets(db: Db, secrets: Keyring, opts: { batc
     cursor = rows[rows.length - 1]!.id;
   }
 
-  return { activeKid: secrets.activeKid, sourceApiKeys, signingSecrets, unreadableKids: [...unreadable].sort() };
+  for (let cursor: string | null = null; ; ) {
+    const rows = await db
+      .select({ id: automations.id, headers: automations.destinationHeaders })
+      .from(automations)
+      .where(
+        and(
+          cursor === null ? undefined : gt(automations.id, cursor),
+          isNotNull(automations.destinationHeaders),
+          sql`not starts_with(${automations.destinationHeaders}, ${prefix})`,
+        ),
+      )
+      .orderBy(asc(automations.id))
+      .limit(batch);
+    await db.transaction(async (tx) => {
+      for (const r of rows) {
+        const next = reseal(secrets, r.headers!, places.automationHeaders(r.id), automationHeaders, unreadable);
+        if (next === null) continue;
+        const done = await tx
+          .update(automations)
+          .set({ destinationHeaders: next.value })
+          .where(and(eq(automations.id, r.id), eq(automations.destinationHeaders, r.headers!)))
+          .returning({ id: automations.id });
+        if (done.length > 0) automationHeaders[next.was]++;
+      }
+    });
+    if (rows.length < batch) break;
+    cursor = rows[rows.length - 1]!.id;
+  }
+
+  return { activeKid: secrets.activeKid, sourceApiKeys, signingSecrets, automationHeaders, unreadableKids: [...unreadable].sort() };
 }
 
 /** One line for the migration job's output: counts and key ids only. */
@@ -132,5 +164,5 @@ export function describeReseal(r: ResealReport): string {
   const advice = r.unreadableKids.length
     ? `; the unreadable ones were sealed with key ${r.unreadableKids.join(', ')}, which ENCRYPTION_KEYS lacks: add it back and run the migration again`
     : '';
-  return `stored secrets now under key ${r.activeKid}: ${part('source api keys', r.sourceApiKeys)}; ${part('webhook signing secrets', r.signingSecrets)}${advice}`;
+  return `stored secrets now under key ${r.activeKid}: ${part('source api keys', r.sourceApiKeys)}; ${part('webhook signing secrets', r.signingSecrets)}; ${part('automation headers', r.automationHeaders)}${advice}`;
 }

@@ -17,6 +17,8 @@ export const SA_EVENT_TYPE = defineSearchAttributeKey('WebhookEventType', Search
 export const SA_DELIVERY_STATUS = defineSearchAttributeKey('DeliveryStatus', SearchAttributeType.KEYWORD);
 /** Write Operations: their type (`lease.create` …); their status is PropsyncStatus, their tenant the two above. */
 export const SA_OPERATION_TYPE = defineSearchAttributeKey('OperationType', SearchAttributeType.KEYWORD);
+/** Automation runs: which automation (their status is PropsyncStatus). */
+export const SA_AUTOMATION_ID = defineSearchAttributeKey('AutomationId', SearchAttributeType.KEYWORD);
 export const SEARCH_ATTRIBUTES = [
   SA_ORGANIZATION_ID,
   SA_INTEGRATION_ID,
@@ -26,6 +28,7 @@ export const SEARCH_ATTRIBUTES = [
   SA_EVENT_TYPE,
   SA_DELIVERY_STATUS,
   SA_OPERATION_TYPE,
+  SA_AUTOMATION_ID,
 ] as const;
 
 /**
@@ -42,6 +45,13 @@ export const writeTaskQueueOf = (syncTaskQueue: string) => `${syncTaskQueue}-wri
 export const writeWorkflowIdOf = (operationId: string) => operationId;
 /** The schedule of the sweeper that starts the workflow of any accepted write left without one. */
 export const OPERATION_SWEEP_SCHEDULE_ID = 'operation-sweeper';
+/** Automation runs (CSV exports) run on their own task queue and slots: a 100k-row export never delays a sync or a write. */
+export const automationTaskQueueOf = (syncTaskQueue: string) => `${syncTaskQueue}-automations`;
+/** An automation run's workflow id is its run id (`aru_…`). */
+export const automationRunWorkflowIdOf = (runId: string) => runId;
+/** The Temporal Schedule of an automation. */
+export const AUTOMATION_SCHEDULE_PREFIX = 'automation-schedule-';
+export const automationScheduleIdOf = (automationId: string) => `${AUTOMATION_SCHEDULE_PREFIX}${automationId}`;
 /** The delivery workflow's id is the delivery id (`whd_…`). */
 export const deliveryWorkflowIdOf = (deliveryId: string) => deliveryId;
 /** Signal that asks a delivery workflow for one more attempt now (an operator's replay). */

@@ -1,8 +1,9 @@
 /**
- * Secrets at rest: a source's `api_key` and a webhook subscription's signing secrets are stored encrypted with
- * AES-256-GCM under a keyring from configuration (ENCRYPTION_KEYS). The first key of the ring seals new values;
- * every key of the ring opens, so keys rotate by putting a new one first and keeping the old ones until the
- * re-encryption pass (db/secrets.ts, run after migrations) has moved every value to the new key.
+ * Secrets at rest: a source's `api_key`, a webhook subscription's signing secrets and an automation's destination
+ * headers (they may carry credentials) are stored encrypted with AES-256-GCM under a keyring from configuration
+ * (ENCRYPTION_KEYS). The first key of the ring seals new values; every key of the ring opens, so keys rotate by
+ * putting a new one first and keeping the old ones until the re-encryption pass (db/secrets.ts, run after
+ * migrations) has moved every value to the new key.
  *
  * Stored form: `enc:v1:<kid>:<iv>:<tag>:<ciphertext>` (base64url, a random 12-byte IV per value), so each value
  * names the key that sealed it. A value is bound (as additional authenticated data) to its place, the column and
@@ -50,6 +51,8 @@ export const places = {
   sourceApiKey: (integrationId: string) => `integrations.source_config.api_key/${integrationId}`,
   /** The subscription's current and previous secret share one place: a rotation moves the value between them. */
   signingSecret: (subscriptionId: string) => `webhook_subscriptions.secret/${subscriptionId}`,
+  /** An automation's HTTP destination headers (they may carry credentials), as one JSON object. */
+  automationHeaders: (automationId: string) => `automations.destination_headers/${automationId}`,
 };
 
 /** Whether a stored value is a plaintext from before encryption (the re-encryption pass seals those). */
@@ -134,4 +137,26 @@ export function sealSigningSecret(ring: Keyring, subscriptionId: string, secret:
 /** A subscription's current or previous signing secret, opened just before signing. */
 export function openSigningSecret(ring: Keyring, subscriptionId: string, stored: string): string {
   return ring.open(stored, places.signingSecret(subscriptionId));
+}
+
+/** An HTTP destination's headers (name → value), sealed as one JSON object for the automation's row. */
+export function sealAutomationHeaders(ring: Keyring, automationId: string, headers: Record<string, string>): string {
+  return ring.seal(JSON.stringify(headers), places.automationHeaders(automationId));
+}
+
+/** An automation's destination headers, opened just before sending; none when it has none. Only activities call this. */
+export function openAutomationHeaders(ring: Keyring, automation: { id: string; destinationHeaders: string | null }): Record<string, string> {
+  if (automation.destinationHeaders === null) return {};
+  const json = ring.open(automation.destinationHeaders, places.automationHeaders(automation.id));
+  let headers: unknown;
+  try {
+    headers = JSON.parse(json);
+  } catch {
+    headers = undefined;
+  }
+  // The message never carries the value: it may hold a credential.
+  if (!headers || typeof headers !== 'object' || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== 'string')) {
+    throw new SecretError(`the destination headers of automation ${automation.id} are not a JSON object of strings`);
+  }
+  return headers as Record<string, string>;
 }

@@ -4,9 +4,9 @@
  * schedules).
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
@@ -14,6 +14,7 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import proto from '@temporalio/proto';
 import type { PageReader } from '../activities/page-reader';
 import { createActivities } from '../activities/sync';
+import { createAutomationActivities } from '../activities/automations';
 import { createWriteActivities } from '../activities/operations';
 import { startWriteWorkflow } from '../control/operations';
 import { createOrderGate, createWebhookActivities, type GateWait, type OrderGate } from '../activities/webhooks';
@@ -28,6 +29,7 @@ import {
   SCHEDULE_ID_PREFIX,
   SEARCH_ATTRIBUTES,
   scheduleIdOf,
+  automationTaskQueueOf,
   webhookTaskQueueOf,
   writeTaskQueueOf,
   type SyncPolicy,
@@ -195,6 +197,37 @@ export async function createWriteWorker(deps: WriteWorkerDeps, bundle?: { codePa
       activities,
       maxConcurrentActivityTaskExecutions: config.WRITE_MAX_ACTIVITIES,
       maxCachedWorkflows: 1000,
+      shutdownGraceTime: '10 seconds',
+    });
+  return bundle ? create(bundle.codePath) : bundleWorkflows(create);
+}
+
+export interface AutomationWorkerDeps {
+  config: Config;
+  db: Db;
+  connection: NativeConnection;
+  /** DNS resolution for HTTP destinations (tests map names to loopback). */
+  resolver?: Resolver;
+}
+
+/** The worker of automation runs (CSV exports), on their own task queue and slots. */
+export async function createAutomationWorker(deps: AutomationWorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
+  const { config } = deps;
+  const exportRoot = resolvePath(config.EXPORT_ROOT);
+  await mkdir(exportRoot, { recursive: true });
+  const activities = createAutomationActivities({
+    db: deps.db,
+    exports: { db: deps.db, secrets: createKeyring(config.ENCRYPTION_KEYS), exportRoot, timeoutMs: config.EXPORT_TIMEOUT_MS, resolver: deps.resolver },
+  });
+  const create = (codePath: string) =>
+    Worker.create({
+      connection: deps.connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE),
+      workflowBundle: { codePath },
+      activities,
+      maxConcurrentActivityTaskExecutions: config.AUTOMATION_MAX_ACTIVITIES,
+      maxCachedWorkflows: 200,
       shutdownGraceTime: '10 seconds',
     });
   return bundle ? create(bundle.codePath) : bundleWorkflows(create);

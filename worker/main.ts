@@ -1,7 +1,7 @@
 /**
  * The worker process (`npm run worker`): connects to Postgres and Temporal, registers the search attributes,
- * reconciles every integration's sync schedule, the retention clean-up's and the write sweeper's, and runs three workers until
- * SIGINT/SIGTERM: sync workflows on the sync task queue, webhook deliveries and writes each on their own; plus the outbox relay
+ * reconciles every integration's sync schedule, every automation's, the retention clean-up's and the write sweeper's, and runs four workers until
+ * SIGINT/SIGTERM: sync workflows on the sync task queue, webhook deliveries, writes and automation runs each on their own; plus the outbox relay
  * that starts a delivery workflow for every recorded event. After a signal, running activities get a grace period
  * and then resume on another worker (a sync from its last page; a delivery attempt is recorded as lost and retried).
  */
@@ -11,10 +11,19 @@ import { loadConfigOrExit } from '../config';
 import { createLogger } from '../config/logger';
 import { closeDb, createDb } from '../db/client';
 import { createPageReader } from '../activities/page-reader';
+import { automationControlOf, reconcileAutomationSchedules } from '../control/automations';
 import { ensureSweepSchedule } from '../control/operations';
 import { deliveryControlOf, ensurePurgeSchedule } from '../control/webhooks';
-import { webhookTaskQueueOf, writeTaskQueueOf } from '../domain/contract';
-import { bundleWorkflows, createWebhookWorker, createWorker, createWriteWorker, reconcileSchedules, registerSearchAttributes } from './index';
+import { automationTaskQueueOf, webhookTaskQueueOf, writeTaskQueueOf } from '../domain/contract';
+import {
+  bundleWorkflows,
+  createAutomationWorker,
+  createWebhookWorker,
+  createWorker,
+  createWriteWorker,
+  reconcileSchedules,
+  registerSearchAttributes,
+} from './index';
 import { startRelay, type Relay } from './relay';
 
 const config = loadConfigOrExit({ serving: true });
@@ -57,25 +66,33 @@ async function main() {
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     const webhookQueue = webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
     const writeQueue = writeTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
+    const automationQueue = automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
     if (config.WORKER_RECONCILE_SCHEDULES) {
       const r = await reconcileSchedules({ db, client, taskQueue: config.TEMPORAL_TASK_QUEUE, logger });
       logger.info(r, 'sync schedules reconciled');
       await ensurePurgeSchedule({ client, taskQueue: webhookQueue });
       await ensureSweepSchedule({ client, taskQueue: writeQueue });
+      const a = await reconcileAutomationSchedules({
+        ...automationControlOf(client, config),
+        db,
+        log: (err, id) => logger.error({ err, automation_id: id }, 'could not reconcile the automation schedule'),
+      });
+      logger.info(a, 'automation schedules reconciled');
     }
-    const [worker, webhooks, writes] = await bundleWorkflows(async (codePath) =>
+    const [worker, webhooks, writes, exports] = await bundleWorkflows(async (codePath) =>
       Promise.all([
         createWorker({ config, db, connection, pages }, { codePath }),
         createWebhookWorker({ config, db, connection, logger }, { codePath }),
         createWriteWorker({ config, db, connection }, { codePath }),
+        createAutomationWorker({ config, db, connection }, { codePath }),
       ]),
     );
     let relay: Relay | undefined;
     if (config.WEBHOOK_RELAY) relay = startRelay({ db, control: deliveryControlOf(client, config), logger });
-    logger.info({ address, namespace: config.TEMPORAL_NAMESPACE, task_queue: config.TEMPORAL_TASK_QUEUE, webhook_task_queue: webhookQueue, write_task_queue: writeQueue }, 'worker started');
+    logger.info({ address, namespace: config.TEMPORAL_NAMESPACE, task_queue: config.TEMPORAL_TASK_QUEUE, webhook_task_queue: webhookQueue, write_task_queue: writeQueue, automation_task_queue: automationQueue }, 'worker started');
     try {
       // Worker.run() installs the SIGINT/SIGTERM handlers and returns once shutdown completes; a signal stops both.
-      await Promise.all([worker.run(), webhooks.worker.run(), writes.run()]);
+      await Promise.all([worker.run(), webhooks.worker.run(), writes.run(), exports.run()]);
     } finally {
       await relay?.stop();
       await webhooks.close();

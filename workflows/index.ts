@@ -2,3 +2,4 @@
 export { syncIntegration } from './sync';
 export { deliverWebhook, purgeRetention } from './webhook';
 export { sweepWrites, writeOperation } from './operation';
+export { automationTick, runAutomation } from './automation';

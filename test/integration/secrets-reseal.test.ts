@@ -12,9 +12,10 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeDb, createDb, type Db } from '../../db/client';
 import { migrateDatabase } from '../../db/migrate';
-import { integrations, organizations, webhookSubscriptions } from '../../db/schema';
+import { insertAutomation } from '../../db/automations';
+import { automations, integrations, organizations, webhookSubscriptions } from '../../db/schema';
 import { resealStoredSecrets } from '../../db/secrets';
-import { createKeyring, kidOf, openSigningSecret, openSourceConfig, places, type EncryptionKey } from '../../domain/secrets';
+import { createKeyring, kidOf, openAutomationHeaders, openSigningSecret, openSourceConfig, places, type EncryptionKey } from '../../domain/secrets';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const k0: EncryptionKey = { kid: 'k0', key: randomBytes(32) };
@@ -89,14 +90,30 @@ describe('re-encryption of stored secrets', () => {
       (id) => old.seal('whsec_previousSecret00000000000000000', places.signingSecret(id)),
     );
 
+    const automation = await insertAutomation(db, {
+      id: 'atm_01JH0000000000000000000001',
+      organizationId: orgId,
+      integrationId: currentId,
+      name: 'nightly',
+      entity: 'lease',
+      schedule: { every: 3600 },
+      destination: { type: 'http', url: 'https://files.example.com/in' },
+      destinationHeaders: old.seal(JSON.stringify({ authorization: 'Bearer dest-token' }), places.automationHeaders('atm_01JH0000000000000000000001')),
+      status: 'active',
+    });
+
     // Batches of two: the pass walks every row, not only the first batch.
     const report = await resealStoredSecrets(db, ring, { batch: 2 });
     expect(report).toEqual({
       activeKid: 'k1',
       sourceApiKeys: { encrypted: 5, reencrypted: 1, unreadable: 0 },
       signingSecrets: { encrypted: 1, reencrypted: 1, unreadable: 0 },
+      automationHeaders: { encrypted: 0, reencrypted: 1, unreadable: 0 },
       unreadableKids: [],
     });
+    const [headersRow] = await db.select().from(automations).where(eq(automations.id, automation.id));
+    expect(kidOf(headersRow!.destinationHeaders!)).toBe('k1');
+    expect(openAutomationHeaders(createKeyring([k1]), headersRow!)).toEqual({ authorization: 'Bearer dest-token' });
 
     for (const [i, id] of plainIds.entries()) {
       const row = await storedKey(id);
@@ -119,6 +136,7 @@ describe('re-encryption of stored secrets', () => {
       activeKid: 'k1',
       sourceApiKeys: { encrypted: 0, reencrypted: 0, unreadable: 0 },
       signingSecrets: { encrypted: 0, reencrypted: 0, unreadable: 0 },
+      automationHeaders: { encrypted: 0, reencrypted: 0, unreadable: 0 },
       unreadableKids: [],
     });
   });

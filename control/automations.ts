@@ -1,0 +1,150 @@
+/**
+ * Client-side control of automations, shared by the admin API and the worker: each automation's Temporal Schedule
+ * (created, moved, paused, removed; reconciled at worker start-up) and starting a run at once. No Temporal call
+ * happens inside a database transaction: rows are committed first.
+ */
+import {
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  WorkflowExecutionAlreadyStartedError,
+  type Client,
+  type ScheduleOptions,
+  type ScheduleSpec,
+} from '@temporalio/client';
+import type { Db } from '../db/client';
+import { insertRun, liveAutomations, moveRun, type AutomationRow, type AutomationRunRow } from '../db/automations';
+import {
+  AUTOMATION_SCHEDULE_PREFIX,
+  SA_AUTOMATION_ID,
+  SA_INTEGRATION_ID,
+  SA_ORGANIZATION_ID,
+  SA_STATUS,
+  automationRunWorkflowIdOf,
+  automationScheduleIdOf,
+  automationTaskQueueOf,
+} from '../domain/contract';
+import { AUTOMATION_RETRY_SCHEDULE_MS, type AutomationSchedule } from '../domain/automations';
+import type { Config } from '../config';
+import { automationTick, runAutomation } from '../workflows/automation';
+
+export interface AutomationControlDeps {
+  client: Client;
+  /** The automations task queue (automationTaskQueueOf the sync queue). */
+  taskQueue: string;
+  /** Test override of the retry schedule of every run. */
+  scheduleMs?: readonly number[];
+}
+
+/** Automation control for a deployment: its automations task queue, and its retry schedule when configured otherwise. */
+export function automationControlOf(client: Client, config: Config): AutomationControlDeps {
+  const custom = config.AUTOMATION_RETRY_SCHEDULE_MS.join() !== AUTOMATION_RETRY_SCHEDULE_MS.join();
+  return { client, taskQueue: automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE), scheduleMs: custom ? config.AUTOMATION_RETRY_SCHEDULE_MS : undefined };
+}
+
+/** Temporal's spec of an automation's schedule: an interval, or a cron expression in a time zone (UTC by default). */
+export function scheduleSpecOf(schedule: AutomationSchedule): ScheduleSpec {
+  if ('every' in schedule) return { intervals: [{ every: schedule.every * 1000 }] };
+  return { cronExpressions: [schedule.cron], timezone: schedule.timezone ?? 'UTC' };
+}
+
+const attributesOf = (a: AutomationRow) => [
+  { key: SA_ORGANIZATION_ID, value: a.organizationId },
+  { key: SA_INTEGRATION_ID, value: a.integrationId },
+  { key: SA_AUTOMATION_ID, value: a.id },
+];
+
+function scheduleOptions(deps: AutomationControlDeps, a: AutomationRow) {
+  return {
+    scheduleId: automationScheduleIdOf(a.id),
+    spec: scheduleSpecOf(a.schedule),
+    action: {
+      type: 'startWorkflow' as const,
+      workflowType: automationTick,
+      args: [{ automationId: a.id, ...(deps.scheduleMs ? { scheduleMs: deps.scheduleMs } : {}) }] as Parameters<typeof automationTick>,
+      taskQueue: deps.taskQueue,
+      // Temporal appends the scheduled time; the run itself is a child whose id is the run id.
+      workflowId: `automation-tick-${a.id}`,
+      typedSearchAttributes: attributesOf(a),
+    },
+    // A firing while the last run still goes is dropped, never queued.
+    policies: { overlap: 'SKIP' as const, catchupWindow: '1 minute', pauseOnFailure: false },
+    state: { paused: a.status === 'paused', note: a.status === 'paused' ? 'paused by an operator' : undefined },
+    typedSearchAttributes: attributesOf(a),
+  } satisfies ScheduleOptions;
+}
+
+/** Create or update an automation's schedule (its spec, and paused or not). Idempotent. */
+export async function ensureAutomationSchedule(deps: AutomationControlDeps, a: AutomationRow): Promise<void> {
+  const options = scheduleOptions(deps, a);
+  try {
+    await deps.client.schedule.create(options);
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    const handle = deps.client.schedule.getHandle(options.scheduleId);
+    await handle.update((prev) => ({ ...prev, spec: options.spec, action: options.action, policies: options.policies }));
+    const described = await handle.describe();
+    if (described.state.paused && a.status === 'active') await handle.unpause('resumed by an operator');
+    if (!described.state.paused && a.status === 'paused') await handle.pause('paused by an operator');
+  }
+}
+
+/** Remove an automation's schedule (automation deleted). */
+export async function removeAutomationSchedule(deps: AutomationControlDeps, automationId: string): Promise<void> {
+  try {
+    await deps.client.schedule.getHandle(automationScheduleIdOf(automationId)).delete();
+  } catch (err) {
+    if (!(err instanceof ScheduleNotFoundError)) throw err;
+  }
+}
+
+/** A run at once: its row (queued), then its workflow (id = run id). A start that fails fails the run. */
+export async function startAutomationRun(deps: AutomationControlDeps & { db: Db }, a: AutomationRow): Promise<AutomationRunRow> {
+  const run = await insertRun(deps.db, a, 'manual');
+  try {
+    await deps.client.workflow.start(runAutomation, {
+      taskQueue: deps.taskQueue,
+      workflowId: automationRunWorkflowIdOf(run.id),
+      args: [{ runId: run.id, ...(deps.scheduleMs ? { scheduleMs: deps.scheduleMs } : {}) }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [...attributesOf(a), { key: SA_STATUS, value: 'queued' }],
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+      await moveRun(deps.db, run.id, 'failed', { error: `The run could not be started: ${(err as Error).message}`, finishedAt: new Date() });
+      throw err;
+    }
+  }
+  return run;
+}
+
+/**
+ * Bring every automation's schedule in line with the database (the worker's start-up): ensure live ones, remove
+ * schedules of automations this database does not hold. Returns counts.
+ */
+export async function reconcileAutomationSchedules(deps: AutomationControlDeps & { db: Db; log?: (err: unknown, id: string) => void }): Promise<{ ensured: number; removed: number }> {
+  const rows = await liveAutomations(deps.db);
+  let ensured = 0;
+  for (const a of rows) {
+    try {
+      await ensureAutomationSchedule(deps, a);
+      ensured++;
+    } catch (err) {
+      deps.log?.(err, a.id);
+    }
+  }
+  const known = new Set(rows.map((a) => automationScheduleIdOf(a.id)));
+  let removed = 0;
+  for await (const s of deps.client.schedule.list()) {
+    if (!s.scheduleId.startsWith(AUTOMATION_SCHEDULE_PREFIX) || known.has(s.scheduleId)) continue;
+    try {
+      const handle = deps.client.schedule.getHandle(s.scheduleId);
+      const described = await handle.describe();
+      if (described.action.type !== 'startWorkflow' || described.action.taskQueue !== deps.taskQueue) continue;
+      await handle.delete();
+      removed++;
+    } catch (err) {
+      deps.log?.(err, s.scheduleId);
+    }
+  }
+  return { ensured, removed };
+}

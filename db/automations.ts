@@ -1,0 +1,150 @@
+/**
+ * Automation rows: the automations of an integration and their runs, the run's state changes (guarded by the
+ * transitions of domain/automations.ts) and the AUTOMATION_* event a run's end records in the outbox, in the same
+ * transaction as its final state, once.
+ */
+import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { exportFileName, runStatesBefore, type RunStatus, type RunTrigger } from '../domain/automations';
+import type { Tx, Db } from './client';
+import { newId } from './ids';
+import { automationRuns, automations, events, integrations } from './schema';
+
+export type AutomationRow = typeof automations.$inferSelect;
+export type AutomationRunRow = typeof automationRuns.$inferSelect;
+export type NewAutomation = Omit<typeof automations.$inferInsert, 'id' | 'createdAt' | 'updatedAt' | 'deletedAt'>;
+
+export async function insertAutomation(db: Db | Tx, input: NewAutomation & { id?: string }): Promise<AutomationRow> {
+  const [row] = await db
+    .insert(automations)
+    .values({ ...input, id: input.id ?? newId('automation') })
+    .returning();
+  return row!;
+}
+
+/** A live (not deleted) automation. */
+export async function getAutomation(db: Db | Tx, id: string): Promise<AutomationRow | undefined> {
+  const [row] = await db.select().from(automations).where(and(eq(automations.id, id), isNull(automations.deletedAt)));
+  return row;
+}
+
+export async function automationsOf(db: Db, integrationId: string): Promise<AutomationRow[]> {
+  return db
+    .select()
+    .from(automations)
+    .where(and(eq(automations.integrationId, integrationId), isNull(automations.deletedAt)))
+    .orderBy(automations.createdAt, automations.id);
+}
+
+/** Every live automation (the worker's start-up reconciles their schedules). */
+export async function liveAutomations(db: Db): Promise<AutomationRow[]> {
+  return db.select().from(automations).where(isNull(automations.deletedAt));
+}
+
+/** A new run of an automation, queued; its file name is fixed now (`<name>-<run id>.csv`). */
+export async function insertRun(db: Db | Tx, automation: AutomationRow, trigger: RunTrigger, now = new Date()): Promise<AutomationRunRow> {
+  const id = newId('automationRun');
+  const [row] = await db
+    .insert(automationRuns)
+    .values({
+      id,
+      automationId: automation.id,
+      organizationId: automation.organizationId,
+      integrationId: automation.integrationId,
+      trigger,
+      status: 'queued',
+      fileName: exportFileName(automation.name, id),
+      createdAt: now,
+      updatedAt: now,
+    })
+    .returning();
+  return row!;
+}
+
+export async function getRun(db: Db | Tx, id: string): Promise<AutomationRunRow | undefined> {
+  const [row] = await db.select().from(automationRuns).where(eq(automationRuns.id, id));
+  return row;
+}
+
+export async function runsOf(db: Db, automationId: string, page: { limit: number; offset: number }): Promise<AutomationRunRow[]> {
+  return db
+    .select()
+    .from(automationRuns)
+    .where(eq(automationRuns.automationId, automationId))
+    .orderBy(desc(automationRuns.createdAt), desc(automationRuns.id))
+    .limit(page.limit)
+    .offset(page.offset);
+}
+
+/** Move a run to `status` with `fields`, if the transition is allowed; undefined when it was not moved. */
+export async function moveRun(
+  db: Db | Tx,
+  id: string,
+  status: RunStatus,
+  fields: Partial<Pick<AutomationRunRow, 'attempts' | 'nextAttemptAt' | 'recordsExported' | 'error' | 'startedAt' | 'finishedAt'>>,
+  now = new Date(),
+): Promise<AutomationRunRow | undefined> {
+  const [row] = await db
+    .update(automationRuns)
+    .set({ ...fields, status, updatedAt: now })
+    .where(and(eq(automationRuns.id, id), inArray(automationRuns.status, runStatesBefore(status))))
+    .returning();
+  return row;
+}
+
+/** The first attempt of a run began (kept on later attempts). */
+export async function markRunStarted(db: Db | Tx, id: string, now = new Date()): Promise<void> {
+  await db
+    .update(automationRuns)
+    .set({ startedAt: sql`coalesce(${automationRuns.startedAt}, ${now.toISOString()}::timestamptz)`, updatedAt: now })
+    .where(eq(automationRuns.id, id));
+}
+
+export interface RunEnd {
+  status: 'succeeded' | 'failed';
+  attempts: number;
+  recordsExported: number;
+  error?: string;
+}
+
+/**
+ * End a run: its final state and its AUTOMATION_COMPLETED or AUTOMATION_FAILED event, in one transaction. Idempotent:
+ * a run already ended keeps its end, and its event is recorded once.
+ */
+export async function endRun(db: Db, runId: string, end: RunEnd, now = new Date()): Promise<AutomationRunRow | undefined> {
+  return db.transaction(async (tx) => {
+    const moved = await moveRun(
+      tx,
+      runId,
+      end.status,
+      { attempts: end.attempts, recordsExported: end.recordsExported, error: end.error ?? null, nextAttemptAt: null, finishedAt: now },
+      now,
+    );
+    const run = moved ?? (await getRun(tx, runId));
+    if (!run || !moved) return run;
+    const [automation] = await tx.select().from(automations).where(eq(automations.id, run.automationId));
+    const [integration] = await tx.select({ mode: integrations.mode }).from(integrations).where(eq(integrations.id, run.integrationId));
+    const data: Record<string, unknown> = {
+      automation_id: run.automationId,
+      automation_name: automation?.name ?? '',
+      run_id: run.id,
+      records_exported: end.recordsExported,
+      file_name: run.fileName,
+    };
+    if (end.status === 'failed') Object.assign(data, { error_message: end.error ?? 'the export failed', attempt_number: end.attempts });
+    await tx
+      .insert(events)
+      .values({
+        id: newId('event'),
+        organizationId: run.organizationId,
+        integrationId: run.integrationId,
+        mode: integration?.mode ?? 'test',
+        type: end.status === 'succeeded' ? 'AUTOMATION_COMPLETED' : 'AUTOMATION_FAILED',
+        category: 'automation',
+        data,
+        automationRunId: run.id,
+        createdAt: now,
+      })
+      .onConflictDoNothing();
+    return run;
+  });
+}
