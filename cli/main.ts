@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfigOrExit } from '../config';
 import { AdminClient, CliError } from './client';
-import { NOUNS, usageError, type Command, type Flag } from './commands';
+import { NOUNS, usageError, type Command, type Flag, type FlagValue } from './commands';
 
 const GLOBAL: Record<string, Flag & { short?: string }> = {
   url: { type: 'string', value: '<url>', description: 'Address of the API (default: PUBLIC_BASE_URL)' },
@@ -86,7 +86,9 @@ async function main(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({
       args: argv.slice(2),
-      options: Object.fromEntries(Object.entries({ ...GLOBAL, ...cmd.flags }).map(([k, f]) => [k, { type: f.type, ...('short' in f && f.short ? { short: f.short } : {}) }])),
+      options: Object.fromEntries(
+        Object.entries({ ...GLOBAL, ...cmd.flags }).map(([k, f]) => [k, { type: f.type, ...('short' in f && f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) }]),
+      ),
       allowPositionals: true,
       strict: true,
     });
@@ -98,7 +100,7 @@ async function main(argv: string[]): Promise<number> {
     const want = cmd.args.length ? cmd.args.map((a) => `<${a}>`).join(' ') : 'no arguments';
     throw usageError(`${noun} ${verb} takes ${want}, got ${args.length ? args.join(' ') : 'none'}; see ${noun} ${verb} --help`);
   }
-  const flags = parsed.values as Record<string, string | boolean | undefined>;
+  const flags = parsed.values as Record<string, FlagValue>;
   const config = flags.url && flags.token ? undefined : loadConfigOrExit();
   const client = new AdminClient((flags.url as string | undefined) ?? config!.PUBLIC_BASE_URL, (flags.token as string | undefined) ?? config!.ADMIN_TOKEN);
   const { output, exitCode } = await cmd.run({ client, args, flags });

@@ -1,7 +1,7 @@
 /**
  * `sync run --wait`: polls the job and shows where it stands on stderr (a live bar on a terminal, one plain line per
  * change otherwise), then returns the final job. `operations get --wait`: polls an Operation with the backoff the
- * spec recommends until it is terminal or the time-out passes.
+ * spec recommends until it is terminal or the time-out passes. `automation run --wait`: polls a run until it ends.
  */
 import { SingleBar } from 'cli-progress';
 import type { AdminClient } from './client';
@@ -157,4 +157,52 @@ export async function waitForOperation(
     report();
   }
   return { operation: op, timedOut: false };
+}
+
+/** An automation run as the admin API shows it (`GET /admin/v1/automation_runs/{id}`): what `automation run --wait` reads. */
+export interface AutomationRun {
+  id: string;
+  status: 'queued' | 'running' | 'succeeded' | 'failed';
+  attempts: number;
+  next_attempt_at: string | null;
+  error: string | null;
+  records_exported: number | null;
+  [more: string]: unknown;
+}
+
+/**
+ * Polls the run every `pollMs` until it is terminal or `timeoutMs` has passed (`timedOut`, with the last state seen).
+ * A line per change of state goes to `stream` when it is a terminal; a pipe or file gets nothing.
+ */
+export async function waitForAutomationRun(
+  client: AdminClient,
+  first: AutomationRun,
+  opts: { pollMs: number; timeoutMs?: number; stream?: NodeJS.WriteStream },
+): Promise<{ run: AutomationRun; timedOut: boolean }> {
+  const stream = opts.stream ?? process.stderr;
+  const live = stream.isTTY === true;
+  const startedAt = Date.now();
+  const deadline = opts.timeoutMs === undefined ? Infinity : startedAt + opts.timeoutMs;
+  let run = first;
+  let lastLine = '';
+  const report = () => {
+    if (!live) return;
+    const line = [
+      `automation run ${run.id} ${run.status}: ${run.attempts} attempt(s)`,
+      ...(run.next_attempt_at && !TERMINAL.has(run.status) ? [`next attempt at ${run.next_attempt_at}`] : []),
+      ...(run.error ? [`last error: ${oneLine(run.error)}`] : []),
+      ...(run.records_exported !== null ? [`${run.records_exported} record(s) exported`] : []),
+    ].join(', ');
+    if (line !== lastLine) stream.write(`${line} (${elapsed(Date.now() - startedAt)})\n`);
+    lastLine = line;
+  };
+  report();
+  while (!TERMINAL.has(run.status)) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return { run, timedOut: true };
+    await new Promise((r) => setTimeout(r, Math.min(opts.pollMs, remaining)));
+    run = await client.request<AutomationRun>('GET', `/automation_runs/${encodeURIComponent(run.id)}`);
+    report();
+  }
+  return { run, timedOut: false };
 }

@@ -1,7 +1,7 @@
 /**
- * Admin API (/admin/v1): organizations, integrations, API keys, sync jobs, write Operations and sandbox controls, for
- * operators and the CLI. Behind ADMIN_TOKEN; its OpenAPI document (/admin/v1/openapi.json) is public and separate from the
- * public API's.
+ * Admin API (/admin/v1): organizations, integrations, API keys, sync jobs, write Operations, sandbox controls, webhooks
+ * and automations, for operators and the CLI. Behind ADMIN_TOKEN; its OpenAPI document (/admin/v1/openapi.json) is
+ * public and separate from the public API's.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { Hono } from 'hono';
@@ -9,6 +9,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { registerApiKeys } from './api-keys';
+import { registerAutomations } from './automations';
 import { adminAuth } from './auth';
 import { registerIntegrations } from './integrations';
 import { registerOperations } from './operations';
@@ -33,7 +34,7 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
     info: {
       title: 'Property Data Sync admin API',
       version: '1.0.0',
-      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, write Operations, sandbox controls, webhook subscriptions, deliveries and replays. Errors are problem+json.',
+      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, write Operations, sandbox controls, webhook subscriptions, deliveries and replays, automations (scheduled CSV exports) and their runs. Errors are problem+json.',
     },
     servers: [{ url: `${deps.config.PUBLIC_BASE_URL}/admin/v1` }],
     security: [{ [SECURITY]: [] }],
@@ -58,6 +59,7 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
   registerOperations(api, deps);
   registerSandbox(api, deps);
   registerWebhooks(api, deps);
+  registerAutomations(api, deps);
 
   // Mounted through a plain Hono so that the parent OpenAPIHono does not fold admin routes into the public document.
   return new Hono().route('/', api);

@@ -6,9 +6,10 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, asc, eq, isNull } from 'drizzle-orm';
+import { automationsOf } from '../../db/automations';
 import { newId } from '../../db/ids';
 import { softDeleteUnseen } from '../../db/records';
-import { integrations, syncJobs } from '../../db/schema';
+import { automations, integrations, syncJobs } from '../../db/schema';
 import { createIntegration, type IntegrationRow } from '../../db/tenants';
 import { ENTITIES } from '../../domain/cdm';
 import { effectiveSyncInterval, PLAN_RULES, type Plan } from '../../domain/plans';
@@ -26,7 +27,7 @@ import {
   ListQuery,
   unavailableResponse,
 } from './schemas';
-import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, withTemporal } from './support';
+import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */
 const DEFAULT_SANDBOX_SIZE = 50;
@@ -218,17 +219,28 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Disconnect a source',
       description:
-        'Removes the sync schedule and marks the integration deleted; later reads of it are 404. Its records are never physically deleted: they are soft-deleted (no events, since its subscriptions go with it), so the public API hides them unless `include_deleted=true`.',
+        'Removes the sync schedule and the schedules of its automations, and marks the integration and its automations deleted; later reads of them are 404. Its records are never physically deleted: they are soft-deleted (no events, since its subscriptions go with it), so the public API hides them unless `include_deleted=true`.',
       request: { params: IntegrationId },
       responses: { 204: { description: 'Deleted.' }, ...errorResponses, ...unavailableResponse },
     }),
     async (c) => {
       const row = await loadIntegration(deps, c.req.valid('param').id);
-      // Schedule first: if Temporal is down nothing has changed yet.
+      // Schedules first: if Temporal is down nothing has changed yet (removing a schedule twice is harmless, so a
+      // retry after a failure part-way finishes the job).
+      const owned = await automationsOf(deps.db, row.id);
+      if (owned.length > 0) {
+        await viaTemporal(deps, 'remove the automation schedules', async (client) => {
+          const control = await import('../../control/automations');
+          const ctl = control.automationControlOf(client, deps.config);
+          for (const a of owned) await control.removeAutomationSchedule(ctl, a.id);
+        });
+      }
       await withTemporal(deps, 'remove the sync schedule', (ctl, control) => control.removeSyncSchedule(ctl, row.id));
       const now = new Date();
       await deps.db.transaction(async (tx) => {
         await tx.update(integrations).set({ deletedAt: now }).where(eq(integrations.id, row.id));
+        // Its automations go with it: nothing is left to export, and their schedules are gone.
+        await tx.update(automations).set({ deletedAt: now, updatedAt: now }).where(and(eq(automations.integrationId, row.id), isNull(automations.deletedAt)));
         // A run id that saw nothing: every live record of the integration counts as gone.
         const ctx = { integration: row, emitEvents: false, syncJobId: newId('syncJob'), now };
         for (const entity of ENTITIES) await softDeleteUnseen(tx, ctx, entity);

@@ -1,6 +1,7 @@
 /** Zod schemas of the admin API: they validate requests and generate /admin/v1/openapi.json. */
 import { z } from '@hono/zod-openapi';
 import { ENTITIES } from '../../domain/cdm';
+import { AUTOMATION_STATUSES, MIN_EVERY_SECONDS, PLURAL, RUN_STATUSES } from '../../domain/automations';
 import { ALL_EVENT_TYPES } from '../../domain/events';
 import { OPERATION_STATUSES, OPERATION_TYPES } from '../../domain/operations';
 import { DELIVERY_STATUSES, SUBSCRIPTION_STATUSES } from '../../domain/webhooks';
@@ -361,3 +362,193 @@ export const SubscriptionReplay = z
 export const ReplayResult = z
   .object({ replayed: z.number().int(), delivery_ids: z.array(z.string()) })
   .openapi('WebhookReplayResult');
+
+// Automations (scheduled CSV exports)
+
+const PLURALS = ENTITIES.map((e) => PLURAL[e]) as [string, ...string[]];
+const ExportEntityName = z.enum([...PLURALS, ...ENTITIES]).openapi({
+  description: 'The entity to export: `properties`, `units`, `residents` or `leases` (the singular is accepted too). Replies show the plural.',
+  example: 'leases',
+});
+const AutomationName = z.string().trim().min(1).max(200).openapi({
+  description: 'A label; the file of each run is named `<name>-<run id>.csv` (made safe for file systems and URLs).',
+  example: 'Nightly leases',
+});
+const ExportFilters = z.record(z.string(), z.string()).openapi({
+  description:
+    "The query parameters of the entity's list endpoint (`GET /v1/<entity>`), as strings, exactly as a caller would send them; validated by the same rules when saved (a bad one is a 422 at `/filters/<name>`). `limit` and `offset` do not apply: an export is every matching record.",
+  example: { status: 'active,notice', start_date_gte: '2025-01-01', 'order-by': 'start_date:desc' },
+});
+const ExportColumns = z.array(z.string().max(100)).min(1).max(100).openapi({
+  description: "Fields of the entity's record to export, in this order (each at most once). Money fields become `<field>_amount` (minor units) and `<field>_currency`.",
+  example: ['id', 'unit_id', 'status', 'start_date', 'rent_amount'],
+});
+
+/** The cron forms accepted: five fields (minute hour day-of-month month day-of-week), or a predefined name. */
+const CRON_FIELD = /^[0-9A-Za-z*?,/#LW-]+$/;
+const CRON_MACROS = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
+const MAX_EVERY_SECONDS = 366 * 86_400;
+
+/** Whether `zone` names a time zone (`Area/City`, or `UTC`) that this runtime knows. */
+function isTimeZone(zone: string): boolean {
+  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(zone)) return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One object whose rules say which form it takes, rather than a union: a union's failure points at `schedule` as a
+ * whole, while an operator needs to be told which member (`/schedule/every`, `/schedule/cron`) is wrong.
+ */
+export const AutomationScheduleInput = z
+  .strictObject({
+    every: z.number().int().min(MIN_EVERY_SECONDS).max(MAX_EVERY_SECONDS).optional().openapi({ description: `Seconds between runs, at least ${MIN_EVERY_SECONDS}.` }),
+    cron: z.string().trim().min(1).max(200).optional().openapi({ description: 'Five-field cron (`minute hour day-of-month month day-of-week`), or `@daily`, `@hourly`, …', example: '0 6 * * 1-5' }),
+    timezone: z.string().max(100).optional().openapi({ description: 'IANA time zone of a `cron` schedule (`Area/City`); default `UTC`.', example: 'America/Chicago' }),
+  })
+  .superRefine((s, ctx) => {
+    if (s.every === undefined && s.cron === undefined) {
+      ctx.addIssue({ code: 'custom', path: [], message: 'give `every` (seconds between runs) or `cron` (with an optional `timezone`)' });
+      return;
+    }
+    if (s.every !== undefined && s.cron !== undefined) ctx.addIssue({ code: 'custom', path: ['cron'], message: 'give either `every` or `cron`, not both' });
+    if (s.every !== undefined && s.timezone !== undefined) ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'a time zone applies to a `cron` schedule only' });
+    if (s.cron !== undefined) {
+      const fields = s.cron.split(/\s+/);
+      const ok = fields.length === 1 ? CRON_MACROS.has(fields[0]!.toLowerCase()) : fields.length === 5 && fields.every((f) => CRON_FIELD.test(f));
+      if (!ok) ctx.addIssue({ code: 'custom', path: ['cron'], message: 'must be five cron fields (minute hour day-of-month month day-of-week, e.g. "0 6 * * 1-5") or one of @yearly, @monthly, @weekly, @daily, @hourly' });
+    }
+    if (s.timezone !== undefined && !isTimeZone(s.timezone)) {
+      ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'not a known IANA time zone (e.g. America/Chicago, Europe/Paris, UTC)' });
+    }
+  })
+  .openapi('AutomationScheduleInput', {
+    description: 'Either `{every}` (an interval) or `{cron, timezone?}`.',
+    example: { cron: '0 6 * * 1-5', timezone: 'America/Chicago' },
+  });
+
+/**
+ * Headers that describe the connection and the framing (the export's own, as activities/export.ts keeps them) or the
+ * host the URL names: an operator cannot set them. `content-type` may be set (a presigned URL may require one).
+ */
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect']);
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const MAX_HEADERS = 20;
+const DestinationHeaders = z
+  .record(z.string(), z.string())
+  .superRefine((headers, ctx) => {
+    const seen = new Set<string>();
+    const names = Object.keys(headers);
+    if (names.length > MAX_HEADERS) ctx.addIssue({ code: 'custom', path: [], message: `at most ${MAX_HEADERS} headers` });
+    for (const name of names) {
+      const value = headers[name]!;
+      const lower = name.toLowerCase();
+      if (!HEADER_NAME.test(name) || name.length > 100) ctx.addIssue({ code: 'custom', path: [name], message: 'not a valid HTTP header name' });
+      else if (RESERVED_HEADERS.has(lower)) ctx.addIssue({ code: 'custom', path: [name], message: `${name} describes the connection, not the file; the export sets it itself` });
+      else if (seen.has(lower)) ctx.addIssue({ code: 'custom', path: [name], message: 'given twice (header names are case-insensitive)' });
+      else if (value.length > 4096 || /[\r\n\u0000]/.test(value)) ctx.addIssue({ code: 'custom', path: [name], message: 'a header value is one line of at most 4096 characters' });
+      seen.add(lower);
+    }
+  })
+  .openapi({
+    description: 'Headers sent with the file (e.g. `Authorization`). Values are stored encrypted and never shown again; replies list the names only.',
+    example: { Authorization: 'Bearer s3cr3t' },
+  });
+const DestinationUrl = z.string().min(1).max(2048).openapi({
+  description: 'Where the file is sent. Live integrations: HTTPS, and not a loopback or private host. Test integrations may use http:// and loopback.',
+  example: 'https://files.example.com/exports/leases.csv',
+});
+const DestinationMethod = z.enum(['PUT', 'POST']).openapi({ description: 'How the file is sent: it is the request body, `content-type: text/csv; charset=utf-8` unless `headers` name another. Default `PUT`.' });
+const DirectoryPath = z
+  .string()
+  .min(1)
+  .max(500)
+  .superRefine((path, ctx) => {
+    if (/^([/\\]|[A-Za-z]:)/.test(path)) ctx.addIssue({ code: 'custom', message: 'must be relative to the export root (EXPORT_ROOT), not absolute' });
+    else if (path.split(/[/\\]/).includes('..')) ctx.addIssue({ code: 'custom', message: 'must not contain `..` segments: a directory destination stays inside the export root' });
+  })
+  .openapi({ description: 'A directory relative to the deployment\'s export root (EXPORT_ROOT); never absolute, never `..`.', example: 'finance/leases' });
+
+export const HttpDestinationInput = z
+  .strictObject({ type: z.literal('http'), url: DestinationUrl, method: DestinationMethod.optional(), headers: DestinationHeaders.optional() })
+  .openapi('HttpDestinationInput');
+export const DirectoryDestinationInput = z.strictObject({ type: z.literal('directory'), path: DirectoryPath }).openapi('DirectoryDestinationInput');
+const DestinationInput = z.discriminatedUnion('type', [HttpDestinationInput, DirectoryDestinationInput]);
+
+export const AutomationCreate = z
+  .strictObject({
+    name: AutomationName,
+    entity: ExportEntityName,
+    filters: ExportFilters.optional(),
+    columns: ExportColumns.optional().openapi({ description: 'Fields to export, in order; default every field of the entity.' }),
+    schedule: AutomationScheduleInput,
+    destination: DestinationInput,
+  })
+  .openapi('AutomationCreate');
+export const AutomationUpdate = z
+  .strictObject({
+    name: AutomationName.optional(),
+    filters: ExportFilters.optional().openapi({ description: 'Replaces the filters (`{}`: every record).' }),
+    columns: ExportColumns.nullable().optional().openapi({ description: 'Replaces the columns; null = every field of the entity.' }),
+    schedule: AutomationScheduleInput.optional(),
+    destination: DestinationInput.optional().openapi({
+      description:
+        'Replaces the destination. For an HTTP destination that stays HTTP, omitting `headers` keeps the stored ones (their values are never shown, so they cannot be sent back); `headers: {}` removes them.',
+    }),
+    status: z.enum(AUTOMATION_STATUSES).optional().openapi({ description: '`paused` stops scheduled runs (a manual run still starts); `active` resumes them.' }),
+  })
+  .openapi('AutomationUpdate');
+
+const IntervalSchedule = z.object({ every: z.number().int() }).openapi('IntervalSchedule');
+const CronSchedule = z.object({ cron: z.string(), timezone: z.string() }).openapi('CronSchedule');
+const HttpDestination = z
+  .object({
+    type: z.literal('http'),
+    url: z.string(),
+    method: z.enum(['PUT', 'POST']),
+    headers: z.array(z.string()).openapi({ description: 'Names of the headers sent with the file; their values are never shown.', example: ['Authorization'] }),
+  })
+  .openapi('HttpDestination');
+const DirectoryDestination = z.object({ type: z.literal('directory'), path: z.string() }).openapi('DirectoryDestination');
+
+export const Automation = z
+  .object({
+    id: z.string().openapi({ example: 'atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
+    integration_id: Uuid,
+    organization_id: Uuid,
+    name: z.string(),
+    entity: z.enum(PLURALS),
+    filters: z.record(z.string(), z.string()),
+    columns: z.array(z.string()).nullable().openapi({ description: 'Fields exported, in order; null = every field of the entity.' }),
+    schedule: z.union([IntervalSchedule, CronSchedule]),
+    destination: z.discriminatedUnion('type', [HttpDestination, DirectoryDestination]),
+    status: z.enum(AUTOMATION_STATUSES),
+    schedule_id: z.string().openapi({ description: "The automation's Temporal Schedule (see it in the Temporal UI).", example: 'automation-schedule-atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
+    created_at: DateTime,
+    updated_at: DateTime,
+  })
+  .openapi('Automation');
+
+export const AutomationRun = z
+  .object({
+    id: z.string().openapi({ example: 'aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8', description: 'The run id, which is also the id of its Temporal workflow.' }),
+    automation_id: z.string(),
+    status: z.enum(RUN_STATUSES).openapi({
+      description:
+        '`queued`: its first attempt is not finished; `running`: an attempt failed transiently and another is scheduled (`next_attempt_at`); `succeeded`: the file was delivered; `failed`: a permanent failure, or the last retry failed (`error`).',
+    }),
+    trigger: z.enum(['schedule', 'manual']),
+    records_exported: z.number().int().nullable(),
+    file_name: z.string().openapi({ example: 'Nightly leases-aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8.csv' }),
+    attempts: z.number().int().openapi({ description: 'Attempts made so far.' }),
+    next_attempt_at: DateTime.nullable(),
+    error: z.string().nullable().openapi({ description: 'Why the last attempt failed.' }),
+    started_at: DateTime.nullable(),
+    finished_at: DateTime.nullable(),
+    created_at: DateTime,
+  })
+  .openapi('AutomationRun');

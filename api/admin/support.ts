@@ -1,9 +1,11 @@
 /** What the admin routes share: id checks, row loaders that 404, and calls to Temporal and the sandbox PMS. */
+import { isIP } from 'node:net';
 import { z } from '@hono/zod-openapi';
 import type { Client } from '@temporalio/client';
 import { and, eq, isNull } from 'drizzle-orm';
 import { integrations, organizations } from '../../db/schema';
 import type { IntegrationRow, OrganizationRow } from '../../db/tenants';
+import { isBlockedAddress, isLoopbackName } from '../../domain/addresses';
 import { isUuid } from '../../domain/ids';
 import { SandboxControlError, sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import type { ApiDeps } from '../deps';
@@ -48,6 +50,35 @@ export async function loadIntegration(deps: ApiDeps, id: string): Promise<Integr
     .where(and(eq(integrations.id, uuidOr404(id, 'integration')), isNull(integrations.deletedAt)));
   if (!row) throw new ApiError('not_found', `No integration ${id}.`);
   return row;
+}
+
+/** A 422 naming one field of the request. */
+export function invalidField(pointer: string, detail: string): ApiError {
+  return new ApiError('validation_error', `${pointer}: ${detail}`, { errors: [{ pointer, detail }] });
+}
+
+/**
+ * An address the service sends to on an operator's behalf (a webhook endpoint, an export destination): http(s)
+ * without credentials in it; for a live integration HTTPS to a public host only (the SSRF guard; the sender checks
+ * the address it actually connects to again). Test integrations may use http:// and loopback. Returns it normalized.
+ */
+export function checkOutboundUrl(raw: string, integration: Pick<IntegrationRow, 'mode'>, pointer: string, opts: { credentials: string }): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw invalidField(pointer, 'Not a valid absolute URL.');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidField(pointer, 'Use an https:// URL.');
+  if (url.username || url.password) throw invalidField(pointer, `Credentials in the URL are not allowed; ${opts.credentials}.`);
+  if (integration.mode === 'live') {
+    if (url.protocol !== 'https:') throw invalidField(pointer, 'A live integration delivers to https:// URLs only.');
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (isLoopbackName(host) || (isIP(host) !== 0 && isBlockedAddress(host))) {
+      throw invalidField(pointer, `${host} is a loopback, private or link-local host; a live integration delivers to public hosts only.`);
+    }
+  }
+  return url.toString();
 }
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));

@@ -3,7 +3,6 @@
  * deliveries an operator inspects and replays. The secret is shown once, at creation (and at each rotation), and
  * stored encrypted; only the delivery activity opens it, to sign.
  */
-import { isIP } from 'node:net';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import { webhookSubscriptions } from '../../db/schema';
@@ -24,7 +23,6 @@ import {
   type SubscriptionRow,
 } from '../../db/webhooks';
 import type { IntegrationRow } from '../../db/tenants';
-import { isBlockedAddress, isLoopbackName } from '../../domain/addresses';
 import { isId } from '../../domain/ids';
 import { PLAN_RULES } from '../../domain/plans';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, RETENTION_MS } from '../../domain/webhooks';
@@ -50,7 +48,7 @@ import {
   SubscriptionUpdate,
   unavailableResponse,
 } from './schemas';
-import { loadIntegration, viaTemporal } from './support';
+import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
 
 /** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */
 const MAX_RANGE_REPLAY = 10_000;
@@ -111,24 +109,8 @@ function requireWebhookPlan(integration: IntegrationRow): void {
 }
 
 /** Live integrations deliver over HTTPS to public hosts only; test integrations may use http:// and loopback. */
-function checkUrl(raw: string, integration: IntegrationRow): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw invalid('url', 'Not a valid absolute URL.');
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid('url', 'Use an https:// URL.');
-  if (url.username || url.password) throw invalid('url', 'Credentials in the URL are not allowed; authenticate the webhook by its signature.');
-  if (integration.mode === 'live') {
-    if (url.protocol !== 'https:') throw invalid('url', 'A live integration delivers to https:// URLs only.');
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (isLoopbackName(host) || (isIP(host) !== 0 && isBlockedAddress(host))) {
-      throw invalid('url', `${host} is a loopback, private or link-local host; a live integration delivers to public hosts only.`);
-    }
-  }
-  return url.toString();
-}
+const checkUrl = (raw: string, integration: IntegrationRow) =>
+  checkOutboundUrl(raw, integration, 'url', { credentials: 'authenticate the webhook by its signature' });
 
 function normalizeTypes(types: string[]): string[] {
   return types.includes(ALL_EVENTS) ? [ALL_EVENTS] : [...new Set(types)];

@@ -502,6 +502,10 @@ describe('openapi document', () => {
         '/webhook_subscriptions/{id}/replay',
         '/webhook_deliveries/{id}',
         '/webhook_deliveries/{id}/replay',
+        '/integrations/{id}/automations',
+        '/automations/{id}',
+        '/automations/{id}/runs',
+        '/automation_runs/{id}',
       ].sort(),
     );
     // And the public document does not leak the admin routes.

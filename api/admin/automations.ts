@@ -1,0 +1,445 @@
+/**
+ * Automations of an integration (DECISIONS.md Automations): scheduled CSV exports of one entity, filtered as its
+ * list endpoint filters, each with its Temporal Schedule, and their runs. The row and the schedule change together:
+ * when Temporal cannot be reached (or refuses the schedule) the row change is undone, so a 503 or a 422 always means
+ * nothing changed; the worker also reconciles schedules at start-up. Destination header values may be credentials:
+ * they are sealed at once and never shown again, only their names.
+ */
+import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import { getAutomation, getRun, insertAutomation, runsOf, type AutomationRow, type AutomationRunRow } from '../../db/automations';
+import { newId } from '../../db/ids';
+import { automations, integrations } from '../../db/schema';
+import type { IntegrationRow } from '../../db/tenants';
+import { EXPORT_ENTITIES, PLURAL, RECORD_FIELDS, type AutomationSchedule } from '../../domain/automations';
+import type { Entity } from '../../domain/cdm';
+import { automationScheduleIdOf } from '../../domain/contract';
+import { LIST_QUERIES } from '../../domain/filters';
+import { isId } from '../../domain/ids';
+import { sealAutomationHeaders } from '../../domain/secrets';
+import type { AutomationControlDeps } from '../../control/automations';
+import type { ApiDeps } from '../deps';
+import { ApiError, type FieldError } from '../problem';
+import {
+  Automation,
+  AutomationCreate,
+  AutomationRun,
+  AutomationUpdate,
+  body,
+  errorResponses,
+  IdParam,
+  json,
+  listOf,
+  ListQuery,
+  unavailableResponse,
+} from './schemas';
+import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
+
+/** The Temporal side of automations, loaded on first use like sync control (reads never load the Temporal SDK). */
+type AutomationControl = typeof import('../../control/automations');
+const loadAutomationControl = (): Promise<AutomationControl> => import('../../control/automations');
+
+/**
+ * The destination as stored. An HTTP destination keeps the NAMES of its headers in the clear (`header_names`), so
+ * replies can list them without opening the sealed values (`destinationHeaders`), which only the export activity does.
+ */
+type StoredDestination = { type: 'http'; url: string; method?: 'PUT' | 'POST'; header_names?: string[] } | { type: 'directory'; path: string };
+
+type DestinationInput = z.infer<typeof AutomationCreate>['destination'];
+type ScheduleInput = z.infer<typeof AutomationCreate>['schedule'];
+
+export function automationView(row: AutomationRow): z.infer<typeof Automation> {
+  const d = row.destination as StoredDestination;
+  return {
+    id: row.id,
+    integration_id: row.integrationId,
+    organization_id: row.organizationId,
+    name: row.name,
+    entity: PLURAL[row.entity],
+    filters: row.filters,
+    columns: row.columns,
+    schedule: 'every' in row.schedule ? { every: row.schedule.every } : { cron: row.schedule.cron, timezone: row.schedule.timezone ?? 'UTC' },
+    destination: d.type === 'http' ? { type: 'http', url: d.url, method: d.method ?? 'PUT', headers: d.header_names ?? [] } : { type: 'directory', path: d.path },
+    status: row.status,
+    schedule_id: automationScheduleIdOf(row.id),
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+export function automationRunView(row: AutomationRunRow): z.infer<typeof AutomationRun> {
+  return {
+    id: row.id,
+    automation_id: row.automationId,
+    status: row.status,
+    trigger: row.trigger,
+    records_exported: row.recordsExported,
+    file_name: row.fileName,
+    attempts: row.attempts,
+    next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
+    error: row.error,
+    started_at: row.startedAt?.toISOString() ?? null,
+    finished_at: row.finishedAt?.toISOString() ?? null,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+/** A JSON pointer to a member of the body (`/filters/order-by`). */
+const pointer = (...path: (string | number)[]) => `/${path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+
+function invalid(errors: FieldError[]): ApiError {
+  const detail = errors.length === 1 ? `Invalid field \`${errors[0]!.pointer}\`: ${errors[0]!.detail}` : `${errors.length} invalid values: ${errors.map((e) => `\`${e.pointer}\``).join(', ')}.`;
+  return new ApiError('validation_error', detail, { errors });
+}
+
+/** Paging does not apply to an export: it is every record that matches. */
+const PAGING = new Set(['limit', 'offset']);
+
+/**
+ * The filters checked by the list endpoint's own schema, so a filter the list endpoint would refuse is refused here
+ * at once, not in a failed run later. Unknown parameters are refused too: in an export a misspelt filter would
+ * silently export everything.
+ */
+function filterErrors(entity: Entity, filters: Record<string, string>): FieldError[] {
+  const schema = LIST_QUERIES[entity];
+  const known = Object.keys(schema.shape).filter((k) => !PAGING.has(k));
+  const errors: FieldError[] = [];
+  const rest: Record<string, string> = {};
+  for (const [name, value] of Object.entries(filters)) {
+    if (PAGING.has(name)) errors.push({ pointer: pointer('filters', name), detail: `${name} does not apply: an export is every matching record.` });
+    else if (!known.includes(name)) errors.push({ pointer: pointer('filters', name), detail: `not a query parameter of GET /v1/${PLURAL[entity]}; one of ${known.join(', ')}.` });
+    else rest[name] = value;
+  }
+  const parsed = schema.safeParse(rest);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) errors.push({ pointer: pointer('filters', ...(issue.path as (string | number)[])), detail: issue.message });
+  }
+  return errors;
+}
+
+function columnErrors(entity: Entity, columns: string[] | null | undefined): FieldError[] {
+  if (!columns) return [];
+  const fields = RECORD_FIELDS[entity];
+  const seen = new Set<string>();
+  return columns.flatMap((c, i) => {
+    let detail: string | undefined;
+    if (!fields.includes(c)) detail = `not a field of a ${entity} record; one of ${fields.join(', ')}.`;
+    else if (seen.has(c)) detail = 'named twice.';
+    seen.add(c);
+    return detail ? [{ pointer: pointer('columns', i), detail }] : [];
+  });
+}
+
+/** The destination to store and its sealed headers; `keep` is what an HTTP destination had (PATCH without `headers`). */
+function destinationOf(
+  deps: ApiDeps,
+  automationId: string,
+  input: DestinationInput,
+  integration: IntegrationRow,
+  errors: FieldError[],
+  keep?: { names: string[]; sealed: string | null },
+): { destination: StoredDestination; sealed: string | null } {
+  if (input.type === 'directory') return { destination: { type: 'directory', path: input.path }, sealed: null };
+  let url = input.url;
+  try {
+    url = checkOutboundUrl(input.url, integration, pointer('destination', 'url'), { credentials: 'send credentials in `headers`, which are stored encrypted' });
+  } catch (err) {
+    if (!(err instanceof ApiError) || !err.opts.errors) throw err;
+    errors.push(...err.opts.errors);
+  }
+  const method = input.method ?? 'PUT';
+  if (input.headers === undefined && keep) return { destination: { type: 'http', url, method, header_names: keep.names }, sealed: keep.sealed };
+  const headers = input.headers ?? {};
+  const names = Object.keys(headers);
+  return {
+    destination: { type: 'http', url, method, header_names: names },
+    sealed: names.length > 0 ? sealAutomationHeaders(deps.secrets, automationId, headers) : null,
+  };
+}
+
+function scheduleOf(input: ScheduleInput): AutomationSchedule {
+  return input.every !== undefined ? { every: input.every } : { cron: input.cron!, timezone: input.timezone ?? 'UTC' };
+}
+
+/**
+ * Create or update the automation's schedule. Temporal refusing the spec (a cron or time zone its parser rejects
+ * though the request's checks let it pass) is a 422 at that field; anything else goes to viaTemporal (503).
+ */
+async function ensureSchedule(ctl: AutomationControlDeps, control: AutomationControl, row: AutomationRow): Promise<void> {
+  try {
+    await control.ensureAutomationSchedule(ctl, row);
+  } catch (err) {
+    // The client turns the server's "Invalid schedule spec" into a TypeError.
+    if (err instanceof TypeError && 'cron' in row.schedule) {
+      const at = /time ?zone/i.test(err.message) ? pointer('schedule', 'timezone') : pointer('schedule', 'cron');
+      throw invalid([{ pointer: at, detail: `Temporal refused the schedule: ${err.message}` }]);
+    }
+    throw err;
+  }
+}
+
+/** Runs `fn` with the automation control of this process; Temporal failing is a 503 after `undo`. */
+function viaControl<T>(deps: ApiDeps, action: string, fn: (ctl: AutomationControlDeps, control: AutomationControl) => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
+  return viaTemporal(
+    deps,
+    action,
+    async (client) => {
+      const control = await loadAutomationControl();
+      return fn(control.automationControlOf(client, deps.config), control);
+    },
+    undo,
+  );
+}
+
+/** A live automation of a live integration; anything else is 404 like an unknown id. */
+async function loadAutomation(deps: ApiDeps, id: string): Promise<AutomationRow> {
+  const row = isId('automation', id) ? await getAutomation(deps.db, id) : undefined;
+  const [integration] = row
+    ? await deps.db.select({ id: integrations.id }).from(integrations).where(and(eq(integrations.id, row.integrationId), isNull(integrations.deletedAt)))
+    : [];
+  if (!row || !integration) throw new ApiError('not_found', `No automation ${id}.`);
+  return row;
+}
+
+const tags = ['Automations'];
+const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
+const AutomationId = IdParam('atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Automation id (`atm_` + ULID).');
+const RunId = IdParam('aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Automation run id (`aru_` + ULID).');
+
+export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/integrations/{id}/automations',
+      tags,
+      summary: 'Create an automation',
+      description:
+        "A scheduled CSV export of one entity to an HTTP(S) endpoint or a directory under the export root. `filters` are the entity's list endpoint query parameters, checked now by the same rules (422 at `/filters/<name>`). Destination header values are stored encrypted and never shown again. The Temporal Schedule is made at once; if Temporal is unreachable nothing is created (503).",
+      request: { params: IntegrationId, ...body(AutomationCreate) },
+      responses: { 201: json(Automation, 'The automation.'), ...errorResponses, ...unavailableResponse },
+    }),
+    async (c) => {
+      const integration = await loadIntegration(deps, c.req.valid('param').id);
+      const input = c.req.valid('json');
+      const entity = EXPORT_ENTITIES[input.entity]!;
+      const filters = input.filters ?? {};
+      const id = newId('automation');
+      const errors = [...filterErrors(entity, filters), ...columnErrors(entity, input.columns)];
+      const { destination, sealed } = destinationOf(deps, id, input.destination, integration, errors);
+      if (errors.length > 0) throw invalid(errors);
+
+      const row = await insertAutomation(deps.db, {
+        id,
+        organizationId: integration.organizationId,
+        integrationId: integration.id,
+        name: input.name,
+        entity,
+        filters,
+        columns: input.columns ?? null,
+        schedule: scheduleOf(input.schedule),
+        destination,
+        destinationHeaders: sealed,
+        status: 'active',
+      });
+      await viaControl(
+        deps,
+        'schedule the automation',
+        (ctl, control) => ensureSchedule(ctl, control, row),
+        async () => {
+          // Nothing refers to the row yet; the schedule may exist if Temporal made it but the answer was lost.
+          await deps.db.delete(automations).where(eq(automations.id, id));
+          await deps
+            .temporal()
+            .then(async (client) => {
+              const control = await loadAutomationControl();
+              await control.removeAutomationSchedule(control.automationControlOf(client, deps.config), id);
+            })
+            .catch(() => {});
+        },
+      );
+      return c.json(automationView(row), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/integrations/{id}/automations',
+      tags,
+      summary: "List an integration's automations",
+      request: { params: IntegrationId, query: ListQuery },
+      responses: { 200: json(listOf(Automation, 'AutomationList'), 'Oldest first, header names only.'), ...errorResponses },
+    }),
+    async (c) => {
+      const integration = await loadIntegration(deps, c.req.valid('param').id);
+      const { limit, offset } = c.req.valid('query');
+      const rows = await deps.db
+        .select()
+        .from(automations)
+        .where(and(eq(automations.integrationId, integration.id), isNull(automations.deletedAt)))
+        .orderBy(asc(automations.createdAt), asc(automations.id))
+        .limit(limit + 1)
+        .offset(offset);
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(automationView) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/automations/{id}',
+      tags,
+      summary: 'Retrieve an automation',
+      request: { params: AutomationId },
+      responses: { 200: json(Automation, 'The automation, header names only.'), ...errorResponses },
+    }),
+    async (c) => c.json(automationView(await loadAutomation(deps, c.req.valid('param').id)), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/automations/{id}',
+      tags,
+      summary: 'Change, pause or resume an automation',
+      description:
+        '`status: "paused"` pauses its Temporal Schedule (a manual run still starts), `"active"` resumes it; a new `schedule` moves it at once. Temporal unreachable: 503 and nothing changed. Each member given replaces the stored one; `filters` and `columns` are checked against the entity as at creation.',
+      request: { params: AutomationId, ...body(AutomationUpdate) },
+      responses: { 200: json(Automation, 'The automation.'), ...errorResponses, ...unavailableResponse },
+    }),
+    async (c) => {
+      const before = await loadAutomation(deps, c.req.valid('param').id);
+      const integration = await loadIntegration(deps, before.integrationId);
+      const input = c.req.valid('json');
+      const errors = [...(input.filters !== undefined ? filterErrors(before.entity, input.filters) : []), ...columnErrors(before.entity, input.columns)];
+      const old = before.destination as StoredDestination;
+      const keep = old.type === 'http' ? { names: old.header_names ?? [], sealed: before.destinationHeaders } : undefined;
+      const dest = input.destination !== undefined ? destinationOf(deps, before.id, input.destination, integration, errors, keep) : undefined;
+      if (errors.length > 0) throw invalid(errors);
+
+      const [row] = await deps.db
+        .update(automations)
+        .set({
+          ...(input.name !== undefined ? { name: input.name } : {}),
+          ...(input.filters !== undefined ? { filters: input.filters } : {}),
+          ...(input.columns !== undefined ? { columns: input.columns } : {}),
+          ...(input.schedule !== undefined ? { schedule: scheduleOf(input.schedule) } : {}),
+          ...(dest ? { destination: dest.destination, destinationHeaders: dest.sealed } : {}),
+          ...(input.status !== undefined ? { status: input.status } : {}),
+          updatedAt: new Date(),
+        })
+        .where(eq(automations.id, before.id))
+        .returning();
+      if (input.schedule !== undefined || (input.status !== undefined && input.status !== before.status)) {
+        await viaControl(
+          deps,
+          'update the automation schedule',
+          (ctl, control) => ensureSchedule(ctl, control, row!),
+          async () => {
+            const { id: _id, createdAt: _created, ...was } = before;
+            await deps.db.update(automations).set(was).where(eq(automations.id, before.id));
+            // The schedule may have been half-moved (spec changed, pause not); put it back as it was, if Temporal lets us.
+            await deps
+              .temporal()
+              .then(async (client) => {
+                const control = await loadAutomationControl();
+                await control.ensureAutomationSchedule(control.automationControlOf(client, deps.config), before);
+              })
+              .catch(() => {});
+          },
+        );
+      }
+      return c.json(automationView(row!), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/automations/{id}',
+      tags,
+      summary: 'Delete an automation',
+      description: 'Removes its Temporal Schedule, then the automation; later reads of it are 404. Its runs stay readable at `/automation_runs/{id}`.',
+      request: { params: AutomationId },
+      responses: { 204: { description: 'Deleted.' }, ...errorResponses, ...unavailableResponse },
+    }),
+    async (c) => {
+      const row = await loadAutomation(deps, c.req.valid('param').id);
+      // Schedule first: if Temporal is down nothing has changed yet.
+      await viaControl(deps, 'remove the automation schedule', (ctl, control) => control.removeAutomationSchedule(ctl, row.id));
+      const now = new Date();
+      await deps.db.update(automations).set({ deletedAt: now, updatedAt: now }).where(eq(automations.id, row.id));
+      return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/automations/{id}/runs',
+      tags,
+      summary: 'Run an automation now',
+      description:
+        'Starts a run at once (also of a paused automation) → the run, `queued`; its workflow id is the run id. Follow it at `/automation_runs/{id}`. Temporal unreachable: 503; if the run was already recorded when starting its workflow failed, it is marked `failed` and the reply names it.',
+      request: { params: AutomationId },
+      responses: { 202: json(AutomationRun, 'The run.'), ...errorResponses, ...unavailableResponse },
+    }),
+    async (c) => {
+      const automation = await loadAutomation(deps, c.req.valid('param').id);
+      // Reach Temporal before recording anything: an unreachable server leaves no run behind.
+      const client = await viaTemporal(deps, 'start the run', (client) => Promise.resolve(client));
+      const control = await loadAutomationControl();
+      const since = new Date();
+      try {
+        const run = await control.startAutomationRun({ ...control.automationControlOf(client, deps.config), db: deps.db }, automation);
+        return c.json(automationRunView(run), 202);
+      } catch (err) {
+        deps.logger.warn({ err, automation_id: automation.id }, 'automation run could not be started');
+        const [failed] = (await runsOf(deps.db, automation.id, { limit: 5, offset: 0 })).filter(
+          (r) => r.trigger === 'manual' && r.status === 'failed' && r.createdAt.getTime() >= since.getTime() - 1_000,
+        );
+        const what = failed ? `Run ${failed.id} was recorded and marked failed` : 'No run was started';
+        throw new ApiError(
+          'service_unavailable',
+          `Could not start the run: Temporal is unreachable or refused the request (${err instanceof Error ? err.message : String(err)}). ${what}; retry later.`,
+          failed ? { extra: { run_id: failed.id } } : {},
+        );
+      }
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/automations/{id}/runs',
+      tags,
+      summary: "List an automation's runs",
+      request: { params: AutomationId, query: ListQuery },
+      responses: { 200: json(listOf(AutomationRun, 'AutomationRunList'), 'Most recent first.'), ...errorResponses },
+    }),
+    async (c) => {
+      const automation = await loadAutomation(deps, c.req.valid('param').id);
+      const { limit, offset } = c.req.valid('query');
+      const rows = await runsOf(deps.db, automation.id, { limit: limit + 1, offset });
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(automationRunView) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/automation_runs/{id}',
+      tags,
+      summary: 'Retrieve an automation run',
+      description: 'Poll until `status` is `succeeded` or `failed`. A run stays readable after its automation is deleted.',
+      request: { params: RunId },
+      responses: { 200: json(AutomationRun, 'The run.'), ...errorResponses },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const row = isId('automationRun', id) ? await getRun(deps.db, id) : undefined;
+      if (!row) throw new ApiError('not_found', `No automation run ${id}.`);
+      return c.json(automationRunView(row), 200);
+    },
+  );
+}

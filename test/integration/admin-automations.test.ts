@@ -1,0 +1,490 @@
+/**
+ * Automations in the admin API over real HTTP, real Postgres and the real Temporal dev server: creating each kind of
+ * schedule and destination, every refusal with its pointer, header values never shown, the Temporal Schedule as
+ * Temporal sees it (paused, moved, removed), manual runs as workflows, the run history, and what happens when
+ * Temporal cannot be reached. No worker polls this file's task queues: runs stay queued.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../config';
+import { insertRun } from '../../db/automations';
+import { closeDb, type Db } from '../../db/client';
+import { automationRuns, automations } from '../../db/schema';
+import { createIntegration, createOrganization } from '../../db/tenants';
+import { automationRunWorkflowIdOf, automationScheduleIdOf, automationTaskQueueOf } from '../../domain/contract';
+import { openAutomationHeaders } from '../../domain/secrets';
+import type { Mode } from '../../domain/plans';
+import { startApi, type TestServer } from '../support/api-server';
+import { testConfig, testDb, testKeyring } from '../support/context';
+
+let db: Db;
+let config: Config;
+let api: TestServer;
+let temporal: Client;
+let doc: Record<string, any>;
+let ajv: InstanceType<typeof Ajv2020>;
+
+/** Header values sent in this file: none may appear in any reply. */
+const SECRET = 'Bearer dest-secret-7f3a9c';
+const OTHER_SECRET = 'token-b81d44e0';
+/** Every reply body of this file, to check that no header value was ever shown. */
+const replies: string[] = [];
+
+beforeAll(async () => {
+  db = testDb(4);
+  config = testConfig();
+  api = await startApi(db, config);
+  temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
+  doc = (await (await fetch(`${api.url}/admin/v1/openapi.json`)).json()) as Record<string, any>;
+  ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema(doc, 'admin.json');
+});
+afterAll(async () => {
+  expect(replies.length).toBeGreaterThan(0);
+  for (const body of replies) {
+    expect(body).not.toContain(SECRET);
+    expect(body).not.toContain(OTHER_SECRET);
+  }
+  await api?.close();
+  await temporal?.connection.close();
+  await closeDb(db);
+});
+
+interface Reply {
+  status: number;
+  body: any;
+}
+
+async function admin(method: string, path: string, body?: unknown, base = api.url): Promise<Reply> {
+  const headers: Record<string, string> = { authorization: `Bearer ${config.ADMIN_TOKEN}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${base}/admin/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  replies.push(text);
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/** The reply validates against the admin OpenAPI document's schema for its path, method and status. */
+function conforms(r: Reply, path: string, method: string) {
+  const ref = `admin.json#/paths/${escape(path)}/${method}/responses/${r.status}/content/application~1json/schema`;
+  const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
+  expect(validate(r.body), JSON.stringify(validate.errors)).toBe(true);
+}
+
+function expectProblem(r: Reply, status: number, slug: string) {
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  expect(r.body.type).toBe(`${config.DOCS_BASE_URL}/errors/${slug}`);
+}
+const pointers = (r: Reply) => (r.body.errors as { pointer: string }[]).map((e) => e.pointer).sort();
+
+/** An integration row of its own organization (no source behind it: nothing here syncs). */
+async function integration(mode: Mode = 'test'): Promise<string> {
+  const org = await createOrganization(db, { name: `automations-${randomUUID().slice(0, 8)}` });
+  const row = await createIntegration(
+    db,
+    mode === 'test'
+      ? { organizationId: org.id, mode, plan: 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } }
+      : { organizationId: org.id, mode, plan: 'enterprise', sourceType: 'entrata', sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' } },
+    testKeyring(),
+  );
+  return row.id;
+}
+
+const HTTP = { type: 'http', url: 'https://files.example.com/leases', headers: { Authorization: SECRET } };
+const valid = (over: Record<string, unknown> = {}) => ({
+  name: 'Nightly leases',
+  entity: 'leases',
+  filters: { status: 'active,notice', start_date_gte: '2025-01-01', 'order-by': 'start_date:desc' },
+  schedule: { every: 3600 },
+  destination: HTTP,
+  ...over,
+});
+
+async function create(integrationId: string, over: Record<string, unknown> = {}): Promise<any> {
+  const r = await admin('POST', `/integrations/${integrationId}/automations`, valid(over));
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body;
+}
+
+const describeSchedule = (automationId: string) => temporal.schedule.getHandle(automationScheduleIdOf(automationId)).describe();
+const rowsOf = (integrationId: string) => db.select().from(automations).where(eq(automations.integrationId, integrationId));
+
+describe('create', () => {
+  it('an interval schedule to an HTTP destination: the entity stored singular and shown plural, header values sealed and never shown', async () => {
+    const integ = await integration();
+    const r = await admin('POST', `/integrations/${integ}/automations`, valid({ columns: ['id', 'status', 'rent_amount'] }));
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    conforms(r, '/integrations/{id}/automations', 'post');
+    const [row] = await rowsOf(integ);
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^atm_[0-9A-Z]{26}$/),
+      integration_id: integ,
+      organization_id: row!.organizationId,
+      name: 'Nightly leases',
+      entity: 'leases',
+      filters: { status: 'active,notice', start_date_gte: '2025-01-01', 'order-by': 'start_date:desc' },
+      columns: ['id', 'status', 'rent_amount'],
+      schedule: { every: 3600 },
+      destination: { type: 'http', url: 'https://files.example.com/leases', method: 'PUT', headers: ['Authorization'] },
+      status: 'active',
+      schedule_id: automationScheduleIdOf(r.body.id),
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      updated_at: expect.any(String),
+    });
+    expect(row!.entity).toBe('lease');
+    expect(row!.filters).toEqual({ status: 'active,notice', start_date_gte: '2025-01-01', 'order-by': 'start_date:desc' });
+    expect(row!.destinationHeaders).toMatch(/^enc:v1:/);
+    expect(JSON.stringify(row!.destination)).not.toContain(SECRET);
+    expect(openAutomationHeaders(testKeyring(), row!)).toEqual({ Authorization: SECRET });
+
+    const s = await describeSchedule(r.body.id);
+    expect(s.state.paused).toBe(false);
+    expect(s.spec.intervals?.[0]?.every).toBe(3600_000);
+    expect(s.action).toMatchObject({ type: 'startWorkflow', workflowType: 'automationTick', taskQueue: automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE) });
+  });
+
+  it('a cron schedule in a time zone to a directory, with the singular entity and no filters', async () => {
+    const integ = await integration();
+    const a = await create(integ, {
+      name: 'Units weekly',
+      entity: 'unit',
+      filters: undefined,
+      schedule: { cron: '0 6 * * 1-5', timezone: 'America/Chicago' },
+      destination: { type: 'directory', path: 'finance/units' },
+    });
+    expect(a).toMatchObject({
+      entity: 'units',
+      filters: {},
+      columns: null,
+      schedule: { cron: '0 6 * * 1-5', timezone: 'America/Chicago' },
+      destination: { type: 'directory', path: 'finance/units' },
+    });
+    const [row] = await rowsOf(integ);
+    expect(row!.destinationHeaders).toBeNull();
+    const s = await describeSchedule(a.id);
+    expect(s.spec.timezone).toBe('America/Chicago');
+    expect(s.spec.calendars).toHaveLength(1);
+    expect(s.spec.calendars![0]).toMatchObject({ hour: [{ start: 6, end: 6, step: 1 }], minute: [{ start: 0, end: 0, step: 1 }] });
+
+    // A cron without a zone runs in UTC, and says so; POST and no headers.
+    const b = await create(integ, { entity: 'residents', filters: { email: 'a@example.com' }, schedule: { cron: '@daily' }, destination: { type: 'http', url: 'http://127.0.0.1:9/in', method: 'POST' } });
+    expect(b).toMatchObject({ entity: 'residents', schedule: { cron: '@daily', timezone: 'UTC' }, destination: { type: 'http', url: 'http://127.0.0.1:9/in', method: 'POST', headers: [] } });
+    expect((await describeSchedule(b.id)).spec.timezone).toBe('UTC');
+  });
+
+  it('refuses every bad member with a 422 at its pointer, and creates nothing', async () => {
+    const integ = await integration();
+    const live = await integration('live');
+    const cases: [string, Record<string, unknown>, string[]][] = [
+      ['unknown filter', { filters: { colour: 'red' } }, ['/filters/colour']],
+      ['paging', { filters: { limit: '10', offset: '5' } }, ['/filters/limit', '/filters/offset']],
+      ['bad date', { filters: { start_date_gte: '2025-13-45' } }, ['/filters/start_date_gte']],
+      ['bad sort', { filters: { 'order-by': 'rent:asc' } }, ['/filters/order-by']],
+      ['bad boolean', { filters: { include_deleted: 'maybe' } }, ['/filters/include_deleted']],
+      ['bad uuid', { filters: { integration_id: 'nope' } }, ['/filters/integration_id']],
+      ['another entity’s filter', { filters: { name: 'Harbor' } }, ['/filters/name']],
+      ['a filter that is not a string', { filters: { status: 5 } }, ['/filters/status']],
+      ['unknown column', { columns: ['id', 'colour'] }, ['/columns/1']],
+      ['column twice', { columns: ['id', 'status', 'id'] }, ['/columns/2']],
+      ['no columns', { columns: [] }, ['columns']],
+      ['interval too short', { schedule: { every: 10 } }, ['/schedule/every']],
+      ['no schedule form', { schedule: {} }, ['schedule']],
+      ['both forms', { schedule: { every: 3600, cron: '0 6 * * *' } }, ['/schedule/cron']],
+      ['cron of three fields', { schedule: { cron: '* * *' } }, ['/schedule/cron']],
+      ['unknown time zone', { schedule: { cron: '0 6 * * *', timezone: 'Mars/Olympus' } }, ['/schedule/timezone']],
+      ['time zone of an interval', { schedule: { every: 3600, timezone: 'UTC' } }, ['/schedule/timezone']],
+      ['unknown destination type', { destination: { type: 'ftp', url: 'ftp://x' } }, ['/destination/type']],
+      ['not a URL', { destination: { type: 'http', url: 'not a url' } }, ['/destination/url']],
+      ['not http(s)', { destination: { type: 'http', url: 'ftp://files.example.com/x' } }, ['/destination/url']],
+      ['credentials in the URL', { destination: { type: 'http', url: 'https://user:pw@files.example.com/x' } }, ['/destination/url']],
+      ['bad method', { destination: { type: 'http', url: 'https://files.example.com/x', method: 'GET' } }, ['/destination/method']],
+      ['bad header name', { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'Bad Header': 'x' } } }, ['/destination/headers/Bad Header']],
+      ['framing header', { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'Content-Length': '1' } } }, ['/destination/headers/Content-Length']],
+      ['header twice', { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'X-Key': 'a', 'x-key': 'b' } } }, ['/destination/headers/x-key']],
+      ['two-line header value', { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'X-Key': 'a\r\nX-Evil: 1' } } }, ['/destination/headers/X-Key']],
+      ['absolute path', { destination: { type: 'directory', path: '/etc' } }, ['/destination/path']],
+      ['parent path', { destination: { type: 'directory', path: '../up' } }, ['/destination/path']],
+      ['parent segment inside', { destination: { type: 'directory', path: 'a/../../b' } }, ['/destination/path']],
+      ['directory with a URL', { destination: { type: 'directory', path: 'x', url: 'https://files.example.com' } }, ['/destination/url']],
+      ['unknown entity', { entity: 'tenants' }, ['entity']],
+      ['empty name', { name: ' ' }, ['name']],
+      ['unknown field', { colour: 'red' }, ['colour']],
+      ['several at once', { filters: { colour: 'red' }, columns: ['nope'] }, ['/columns/0', '/filters/colour']],
+    ];
+    for (const [what, over, want] of cases) {
+      const r = await admin('POST', `/integrations/${integ}/automations`, valid(over));
+      expectProblem(r, 422, 'validation_error');
+      expect(pointers(r), what).toEqual(want);
+    }
+    // A live integration sends to public https only, as its webhooks do.
+    for (const url of ['http://files.example.com/x', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://169.254.169.254/latest']) {
+      const r = await admin('POST', `/integrations/${live}/automations`, valid({ destination: { type: 'http', url } }));
+      expectProblem(r, 422, 'validation_error');
+      expect(pointers(r), url).toEqual(['/destination/url']);
+    }
+    expect(await rowsOf(integ)).toEqual([]);
+    expect(await rowsOf(live)).toEqual([]);
+    // The same URLs are fine for a test integration, and public https for a live one.
+    await create(integ, { destination: { type: 'http', url: 'http://127.0.0.1:9/x' } });
+    await create(live, { destination: { type: 'http', url: 'https://files.example.com/x' } });
+  });
+
+  it('turns a cron Temporal refuses into a 422 at /schedule/cron, leaving no row and no schedule', async () => {
+    const integ = await integration();
+    const r = await admin('POST', `/integrations/${integ}/automations`, valid({ schedule: { cron: '61 * * * *' } }));
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['/schedule/cron']);
+    expect(r.body.errors[0].detail).toContain('Minute');
+    expect(await rowsOf(integ)).toEqual([]);
+  });
+
+  it('is 404 for an unknown, malformed or deleted integration', async () => {
+    expectProblem(await admin('POST', `/integrations/${randomUUID()}/automations`, valid()), 404, 'not_found');
+    expectProblem(await admin('POST', '/integrations/not-a-uuid/automations', valid()), 404, 'not_found');
+    expectProblem(await admin('GET', `/integrations/${randomUUID()}/automations`), 404, 'not_found');
+    const integ = await integration();
+    const a = await create(integ);
+    expect((await admin('DELETE', `/integrations/${integ}`)).status).toBe(204);
+    expectProblem(await admin('POST', `/integrations/${integ}/automations`, valid()), 404, 'not_found');
+    expectProblem(await admin('GET', `/integrations/${integ}/automations`), 404, 'not_found');
+    // Its automations went with it, schedules included.
+    expectProblem(await admin('GET', `/automations/${a.id}`), 404, 'not_found');
+    await expect(describeSchedule(a.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    expect((await rowsOf(integ))[0]!.deletedAt).not.toBeNull();
+  });
+});
+
+describe('read', () => {
+  it('lists an integration’s automations oldest first, paged, and only its own; retrieves one; 404 for unknown ids', async () => {
+    const integ = await integration();
+    const other = await integration();
+    const a1 = await create(integ, { name: 'first' });
+    const a2 = await create(integ, { name: 'second', destination: { type: 'directory', path: 'x' } });
+    const theirs = await create(other, { name: 'theirs' });
+
+    const page1 = await admin('GET', `/integrations/${integ}/automations?limit=1`);
+    conforms(page1, '/integrations/{id}/automations', 'get');
+    expect(page1.body.meta).toEqual({ limit: 1, offset: 0, hasMore: true });
+    expect(page1.body.results).toEqual([a1]);
+    const page2 = await admin('GET', `/integrations/${integ}/automations?limit=1&offset=1`);
+    expect(page2.body).toEqual({ meta: { limit: 1, offset: 1, hasMore: false }, results: [a2] });
+    expect((await admin('GET', `/integrations/${other}/automations`)).body.results.map((a: any) => a.id)).toEqual([theirs.id]);
+    expect(pointers(await admin('GET', `/integrations/${integ}/automations?limit=0`))).toEqual(['limit']);
+
+    const got = await admin('GET', `/automations/${a1.id}`);
+    conforms(got, '/automations/{id}', 'get');
+    expect(got.body).toEqual(a1);
+    expectProblem(await admin('GET', '/automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8'), 404, 'not_found');
+    expectProblem(await admin('GET', '/automations/nope'), 404, 'not_found');
+    expectProblem(await admin('GET', '/automation_runs/aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8'), 404, 'not_found');
+    expectProblem(await admin('GET', '/automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8/runs'), 404, 'not_found');
+    expectProblem(await admin('POST', '/automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8/runs'), 404, 'not_found');
+  });
+});
+
+describe('update', () => {
+  it('pauses and resumes the Temporal Schedule, and moves it', async () => {
+    const integ = await integration();
+    const a = await create(integ);
+    const paused = await admin('PATCH', `/automations/${a.id}`, { status: 'paused' });
+    expect(paused.status).toBe(200);
+    conforms(paused, '/automations/{id}', 'patch');
+    expect(paused.body).toMatchObject({ status: 'paused', schedule: { every: 3600 } });
+    expect((await describeSchedule(a.id)).state.paused).toBe(true);
+
+    const moved = await admin('PATCH', `/automations/${a.id}`, { schedule: { cron: '30 2 * * *', timezone: 'Europe/Paris' } });
+    expect(moved.body).toMatchObject({ status: 'paused', schedule: { cron: '30 2 * * *', timezone: 'Europe/Paris' } });
+    let s = await describeSchedule(a.id);
+    expect(s.state.paused).toBe(true);
+    expect(s.spec.timezone).toBe('Europe/Paris');
+    expect(s.spec.intervals ?? []).toEqual([]);
+
+    const resumed = await admin('PATCH', `/automations/${a.id}`, { status: 'active', schedule: { every: 7200 } });
+    expect(resumed.body).toMatchObject({ status: 'active', schedule: { every: 7200 } });
+    s = await describeSchedule(a.id);
+    expect(s.state.paused).toBe(false);
+    expect(s.spec.intervals?.[0]?.every).toBe(7200_000);
+    expect((await admin('GET', `/automations/${a.id}`)).body).toEqual(resumed.body);
+  });
+
+  it('changes name, filters, columns and destination; keeps, replaces or clears header values without showing them', async () => {
+    const integ = await integration();
+    const a = await create(integ);
+    const sealedBefore = (await rowsOf(integ))[0]!.destinationHeaders;
+
+    let r = await admin('PATCH', `/automations/${a.id}`, { name: 'Renamed', filters: { status: 'past' }, columns: ['id', 'end_date'] });
+    expect(r.body).toMatchObject({ name: 'Renamed', filters: { status: 'past' }, columns: ['id', 'end_date'] });
+    r = await admin('PATCH', `/automations/${a.id}`, { columns: null, destination: { type: 'http', url: 'https://other.example.com/in', method: 'POST' } });
+    expect(r.body).toMatchObject({ columns: null, destination: { type: 'http', url: 'https://other.example.com/in', method: 'POST', headers: ['Authorization'] } });
+    expect((await rowsOf(integ))[0]!.destinationHeaders).toBe(sealedBefore);
+
+    r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'http', url: 'https://other.example.com/in', headers: { 'X-Api-Key': OTHER_SECRET } } });
+    expect(r.body.destination).toEqual({ type: 'http', url: 'https://other.example.com/in', method: 'PUT', headers: ['X-Api-Key'] });
+    expect(openAutomationHeaders(testKeyring(), (await rowsOf(integ))[0]!)).toEqual({ 'X-Api-Key': OTHER_SECRET });
+    r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'http', url: 'https://other.example.com/in', headers: {} } });
+    expect(r.body.destination.headers).toEqual([]);
+    expect((await rowsOf(integ))[0]!.destinationHeaders).toBeNull();
+
+    await admin('PATCH', `/automations/${a.id}`, { destination: HTTP });
+    r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'directory', path: 'out' } });
+    expect(r.body.destination).toEqual({ type: 'directory', path: 'out' });
+    expect((await rowsOf(integ))[0]!.destinationHeaders).toBeNull();
+    // An empty change changes nothing.
+    const same = await admin('PATCH', `/automations/${a.id}`, {});
+    expect(same.status).toBe(200);
+    expect({ ...same.body, updated_at: null }).toEqual({ ...r.body, updated_at: null });
+  });
+
+  it('refuses bad changes with their pointers (filters and columns checked against the stored entity), changing nothing', async () => {
+    const integ = await integration();
+    const live = await integration('live');
+    const a = await create(integ);
+    const b = await create(live);
+    const cases: [string, string, Record<string, unknown>, string[]][] = [
+      [a.id, 'property filter on leases', { filters: { name: 'x' } }, ['/filters/name']],
+      [a.id, 'paging', { filters: { limit: '5' } }, ['/filters/limit']],
+      [a.id, 'unit column on leases', { columns: ['unit_number'] }, ['/columns/0']],
+      [a.id, 'status', { status: 'deleted' }, ['status']],
+      [a.id, 'entity cannot change', { entity: 'units' }, ['entity']],
+      [a.id, 'path', { destination: { type: 'directory', path: '../x' } }, ['/destination/path']],
+      [b.id, 'live loopback', { destination: { type: 'http', url: 'https://127.0.0.1/x' } }, ['/destination/url']],
+      [a.id, 'cron Temporal refuses', { schedule: { cron: '0 25 * * *' }, name: 'Not this' }, ['/schedule/cron']],
+    ];
+    for (const [id, what, body, want] of cases) {
+      const r = await admin('PATCH', `/automations/${id}`, body);
+      expectProblem(r, 422, 'validation_error');
+      expect(pointers(r), what).toEqual(want);
+    }
+    expect((await admin('GET', `/automations/${a.id}`)).body).toEqual(a);
+    expect((await admin('GET', `/automations/${b.id}`)).body).toEqual(b);
+    expect((await describeSchedule(a.id)).spec.intervals?.[0]?.every).toBe(3600_000);
+    expectProblem(await admin('PATCH', '/automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8', { name: 'x' }), 404, 'not_found');
+  });
+});
+
+describe('delete', () => {
+  it('removes the schedule; later reads are 404; the row is kept, marked deleted', async () => {
+    const integ = await integration();
+    const a = await create(integ);
+    const r = await admin('DELETE', `/automations/${a.id}`);
+    expect(r.status).toBe(204);
+    await expect(describeSchedule(a.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    expectProblem(await admin('GET', `/automations/${a.id}`), 404, 'not_found');
+    expectProblem(await admin('DELETE', `/automations/${a.id}`), 404, 'not_found');
+    expectProblem(await admin('PATCH', `/automations/${a.id}`, { status: 'paused' }), 404, 'not_found');
+    expectProblem(await admin('POST', `/automations/${a.id}/runs`), 404, 'not_found');
+    expect((await admin('GET', `/integrations/${integ}/automations`)).body.results).toEqual([]);
+    expect((await rowsOf(integ))[0]!.deletedAt).toBeInstanceOf(Date);
+  });
+});
+
+describe('runs', () => {
+  it('starts a queued run whose workflow exists (also for a paused automation), and lists runs newest first', async () => {
+    const integ = await integration();
+    const a = await create(integ);
+    await admin('PATCH', `/automations/${a.id}`, { status: 'paused' });
+    const r = await admin('POST', `/automations/${a.id}/runs`);
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    conforms(r, '/automations/{id}/runs', 'post');
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^aru_[0-9A-Z]{26}$/),
+      automation_id: a.id,
+      status: 'queued',
+      trigger: 'manual',
+      records_exported: null,
+      file_name: `Nightly leases-${r.body.id}.csv`,
+      attempts: 0,
+      next_attempt_at: null,
+      error: null,
+      started_at: null,
+      finished_at: null,
+      created_at: expect.any(String),
+    });
+    const handle = temporal.workflow.getHandle(automationRunWorkflowIdOf(r.body.id));
+    const wf = await handle.describe();
+    expect(wf.type).toBe('runAutomation');
+    expect(wf.taskQueue).toBe(automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE));
+    expect(wf.status.name).toBe('RUNNING');
+    await handle.terminate('test over');
+
+    const got = await admin('GET', `/automation_runs/${r.body.id}`);
+    conforms(got, '/automation_runs/{id}', 'get');
+    expect(got.body).toEqual(r.body);
+
+    // An older scheduled run, to see the order and paging.
+    const [row] = await db.select().from(automations).where(eq(automations.id, a.id));
+    const older = await insertRun(db, row!, 'schedule', new Date(Date.now() - 60_000));
+    const page1 = await admin('GET', `/automations/${a.id}/runs?limit=1`);
+    conforms(page1, '/automations/{id}/runs', 'get');
+    expect(page1.body).toEqual({ meta: { limit: 1, offset: 0, hasMore: true }, results: [r.body] });
+    const page2 = await admin('GET', `/automations/${a.id}/runs?limit=1&offset=1`);
+    expect(page2.body.meta.hasMore).toBe(false);
+    expect(page2.body.results).toMatchObject([{ id: older.id, trigger: 'schedule', status: 'queued' }]);
+    await expect(temporal.workflow.getHandle(older.id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+
+    // A run stays readable after its automation is deleted.
+    await admin('DELETE', `/automations/${a.id}`);
+    expect((await admin('GET', `/automation_runs/${r.body.id}`)).status).toBe(200);
+  });
+});
+
+describe('when Temporal is unreachable or refuses', () => {
+  let down: TestServer;
+  let refusing: TestServer;
+  beforeAll(async () => {
+    down = await startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    // Reachable, but every call names a namespace the server does not have.
+    refusing = await startApi(db, { ...config, TEMPORAL_NAMESPACE: `missing-${randomUUID().slice(0, 8)}` });
+  });
+  afterAll(async () => {
+    await down?.close();
+    await refusing?.close();
+  });
+
+  it('answers 503 that says nothing changed, and nothing did', async () => {
+    const integ = await integration();
+    const a = await create(integ);
+    let r = await admin('POST', `/integrations/${integ}/automations`, valid({ name: 'never' }), down.url);
+    expectProblem(r, 503, 'service_unavailable');
+    expect(r.body.detail).toContain('Nothing was changed');
+    expect((await rowsOf(integ)).map((x) => x.id)).toEqual([a.id]);
+
+    r = await admin('POST', `/integrations/${integ}/automations`, valid({ name: 'never' }), refusing.url);
+    expectProblem(r, 503, 'service_unavailable');
+    expect((await rowsOf(integ)).map((x) => x.id)).toEqual([a.id]);
+
+    expectProblem(await admin('PATCH', `/automations/${a.id}`, { status: 'paused', name: 'not this' }, down.url), 503, 'service_unavailable');
+    expectProblem(await admin('PATCH', `/automations/${a.id}`, { schedule: { every: 600 } }, refusing.url), 503, 'service_unavailable');
+    expect((await admin('GET', `/automations/${a.id}`)).body).toEqual(a);
+    expect((await describeSchedule(a.id)).state.paused).toBe(false);
+    // A change that needs no Temporal call goes through.
+    expect((await admin('PATCH', `/automations/${a.id}`, { name: 'renamed' }, down.url)).body.name).toBe('renamed');
+
+    expectProblem(await admin('DELETE', `/automations/${a.id}`, undefined, down.url), 503, 'service_unavailable');
+    expect((await admin('GET', `/automations/${a.id}`)).status).toBe(200);
+
+    r = await admin('POST', `/automations/${a.id}/runs`, undefined, down.url);
+    expectProblem(r, 503, 'service_unavailable');
+    expect(await db.select().from(automationRuns).where(eq(automationRuns.automationId, a.id))).toEqual([]);
+  });
+
+  it('marks a run failed when its workflow could not be started, and says so', async () => {
+    const integ = await integration();
+    const a = await create(integ);
+    const r = await admin('POST', `/automations/${a.id}/runs`, undefined, refusing.url);
+    expectProblem(r, 503, 'service_unavailable');
+    const runs = await db.select().from(automationRuns).where(eq(automationRuns.automationId, a.id));
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ status: 'failed', trigger: 'manual', finishedAt: expect.any(Date), error: expect.stringContaining('could not be started') });
+    expect(r.body.detail).toContain(`Run ${runs[0]!.id} was recorded and marked failed`);
+    expect(r.body.run_id).toBe(runs[0]!.id);
+    expect((await admin('GET', `/automation_runs/${runs[0]!.id}`)).body).toMatchObject({ status: 'failed', error: expect.stringContaining('could not be started') });
+  });
+});
