@@ -205,21 +205,27 @@ export const NotReady = Problem.extend({ checks: Checks }).openapi('NotReady');
 
 // ---- Writes (SPEC.md Leases and Units; DECISIONS.md Writes) ----
 
-const text = (max = 200) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+/** Text that is not blank (surrounding spaces are dropped): the pattern says so in the document. */
+const text = (max = 200) => z.string().regex(/\S/, 'must not be blank').trim().max(max, `must be at most ${max} characters`);
 const id = (description: string) => text(64).openapi({ description });
 const writeDate = (description: string) => z.iso.date({ error: 'must be a date, YYYY-MM-DD' }).openapi({ description, example: '2026-02-01' });
 const count = (max: number) => z.number().int('must be an integer').min(0, 'must not be negative').max(max, `must be at most ${max}`);
 
 export const MoneyInput = z
   .strictObject({
-    amount: z.number().int('must be an integer number of minor units').min(0, 'must not be negative').openapi({ description: 'Integer minor units.', example: 185000 }),
+    amount: z
+      .number()
+      .int('must be an integer number of minor units')
+      .min(0, 'must not be negative')
+      .max(100_000_000_000, 'must be at most 100000000000 minor units')
+      .openapi({ description: 'Integer minor units.', example: 185000 }),
     currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD').openapi({ example: 'USD' }),
   })
   .openapi('MoneyInput');
 const PhoneInput = z
   .strictObject({
     type: z.enum(['home', 'office', 'mobile', 'fax']),
-    number: z.string().trim().regex(/^[+\d][\d\s().-]{5,39}$/, 'must be a phone number'),
+    number: z.string().regex(/^[+\d][\d ().-]{5,39}$/, 'must be a phone number: digits, spaces, ( ) . - and a leading +'),
     primary: z.boolean().optional(),
   })
   .openapi('PhoneInput');
@@ -240,7 +246,9 @@ const integrationChoice = z
 
 /** At least one field of a PATCH body. */
 const notEmpty = <T extends z.ZodObject>(schema: T) =>
-  schema.refine((b) => Object.values(b).some((v) => v !== undefined), { message: `nothing to update: send at least one of ${Object.keys(schema.shape).join(', ')}` });
+  schema
+    .refine((b) => Object.values(b).some((v) => v !== undefined), { message: `nothing to update: send at least one of ${Object.keys(schema.shape).join(', ')}` })
+    .openapi({ minProperties: 1 });
 
 export const LeaseCreateBody = z
   .strictObject({
@@ -287,7 +295,9 @@ const residentFields = {
   first_name: text(100),
   last_name: text(100),
   middle_name: z.string().max(100, 'must be at most 100 characters').nullable(),
-  email: z.email('must be an email address').max(254).nullable(),
+  // What sources take (and the sandbox checks): something@domain.tld without spaces; documented as that pattern rather
+  // than format: email, whose RFC 5322 forms (quoted local parts, IP literals) no PMS accepts.
+  email: z.string().max(254, 'must be at most 254 characters').regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'must be an email address').nullable(),
   phones: z.array(PhoneInput).max(10, 'at most 10 phones').nullable(),
   date_of_birth: z.iso.date({ error: 'must be a date, YYYY-MM-DD' }).nullable(),
   address: AddressInput.nullable(),

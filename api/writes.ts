@@ -27,6 +27,7 @@ const KEY_CHARS = /^[\x21-\x7e]+$/;
 
 export const IdempotencyHeader = z.object({
   'idempotency-key': z.string().openapi({
+    pattern: '^[\\x21-\\x7e]{1,255}$',
     description: 'A caller-generated key, one per logical write (a UUID is a good choice; at most 255 visible ASCII characters). The same key with the same request returns the same Operation; with a different request, 409. Remembered 24 hours.',
     example: '5f0c2a8e-3b1d-4c55-9a43-0d6f1f7a9e21',
   }),
@@ -99,7 +100,8 @@ export async function integrationForPropertyXId(deps: ApiDeps, p: Principal, pro
   const own = await integrationsOf(deps, p);
   if (chosen !== undefined) {
     const id = chosen.toLowerCase();
-    if (!own.includes(id)) throw choiceError(`no integration ${chosen} for this API key.`);
+    // Like any id of another organization or mode: not confirmed to exist.
+    if (!own.includes(id)) throw new ApiError('not_found', `No integration ${chosen} (\`integration_id\`) for this ${p.mode}-mode key.`);
     return id;
   }
   const holders = await deps.db
@@ -254,6 +256,9 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
             'Idempotent-Replayed': { description: '`true` when the key had made this Operation already.', schema: { type: 'string' as const } },
           },
           content: { 'application/json': { schema: Operation } },
+          links: {
+            GetOperation: { operationId: 'retrieve_operation', parameters: { id: '$response.body#/id' }, description: 'Poll the Operation until it is terminal.' },
+          },
         },
         ...problemResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502),
       },
@@ -268,10 +273,10 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
   );
 }
 
-/** `integration_id` in a body whose target already decides the integration must agree with it. */
-export function sameIntegration(actual: string, chosen: string | undefined): void {
-  if (chosen !== undefined && chosen.toLowerCase() !== actual) {
-    throw choiceError(`the property belongs to integration ${actual}, not ${chosen}.`);
+/** `integration_id` in a body whose property already decides the integration narrows the look-up: no such property there is a 404. */
+export function sameIntegration(property: TargetRecord, chosen: string | undefined): void {
+  if (chosen !== undefined && chosen.toLowerCase() !== property.integrationId) {
+    throw new ApiError('not_found', `No property with id ${property.id} in integration ${chosen} (\`integration_id\`).`);
   }
 }
 
@@ -280,7 +285,7 @@ export function atProperty(deps: ApiDeps) {
   return async (c: Context<AppEnv>, body: { property_id: string; integration_id?: string }): Promise<Omit<WriteRequest, 'entity' | 'action'>> => {
     const { property_id, integration_id, ...fields } = body;
     const property = await visibleRecord(deps, c.get('principal'), 'property', property_id, 'property_id');
-    sameIntegration(property.integrationId, integration_id);
+    sameIntegration(property, integration_id);
     return { integrationId: property.integrationId, request: { property_x_id: property.xId, ...fields }, targetLabel: property.id };
   };
 }

@@ -86,6 +86,9 @@ const listParam = (description: string) =>
     string | undefined
   >;
 
+const UUID_PATTERN = '[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}';
+/** What the parser accepts: comma-separated UUIDs, each item optionally padded with spaces, empty items ignored. */
+const UUID_LIST_PATTERN = `^(\\s*(${UUID_PATTERN})?\\s*)(,\\s*(${UUID_PATTERN})?\\s*)*$`;
 const uuidListParam = (description: string) =>
   z
     .string()
@@ -96,7 +99,7 @@ const uuidListParam = (description: string) =>
       return values.map((v) => v.toLowerCase());
     })
     .optional()
-    .openapi({ type: 'string', description: `${description} Comma-separated list matches any.` } as never) as unknown as z.ZodType<
+    .openapi({ type: 'string', pattern: UUID_LIST_PATTERN, description: `${description} Comma-separated list of UUIDs matches any.` } as never) as unknown as z.ZodType<
     string[] | undefined,
     string | undefined
   >;

@@ -22,6 +22,16 @@ export interface ResourceSpec<E extends Entity> {
   listName: string;
 }
 
+/** OpenAPI links from a response holding a record's id to what can be done with it (stateful clients follow them). */
+function recordLinks(entity: Entity, id: string) {
+  const links: Record<string, { operationId: string; parameters: Record<string, string>; description: string }> = {
+    [`Retrieve${capital(entity)}`]: { operationId: `retrieve_${entity}`, parameters: { id }, description: `The ${entity} by its id.` },
+  };
+  if (entity !== 'property') links[`Update${capital(entity)}`] = { operationId: `update_${entity}`, parameters: { id }, description: `Change the ${entity} (a write: 202 with an Operation).` };
+  return links;
+}
+const capital = (s: string) => s[0]!.toUpperCase() + s.slice(1);
+
 export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, deps: ApiDeps, spec: ResourceSpec<E>): void {
   const { entity, path, tag } = spec;
   app.openapi(
@@ -37,6 +47,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
           description: `A page of ${path}, oldest first unless \`order-by\` says otherwise.`,
           headers: okHeaders,
           content: { 'application/json': { schema: listOf(spec.item, spec.listName) } },
+          links: recordLinks(entity, '$response.body#/results/0/id'),
         },
         ...problemResponses(400, 401, 422, 429, 500),
       },
@@ -56,7 +67,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
       summary: `Retrieve a ${entity}`,
       request: { params: IdParam(spec.idExample), query: RetrieveQuery },
       responses: {
-        200: { description: `The ${entity}.`, headers: okHeaders, content: { 'application/json': { schema: spec.record } } },
+        200: { description: `The ${entity}.`, headers: okHeaders, content: { 'application/json': { schema: spec.record } }, links: recordLinks(entity, '$response.body#/id') },
         ...problemResponses(400, 401, 404, 429, 500),
       },
     }),
