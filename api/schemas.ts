@@ -247,7 +247,10 @@ const integrationChoice = z
 /** At least one field of a PATCH body. */
 const notEmpty = <T extends z.ZodObject>(schema: T) =>
   schema
-    .refine((b) => Object.values(b).some((v) => v !== undefined), { message: `nothing to update: send at least one of ${Object.keys(schema.shape).join(', ')}` })
+    .refine((b) => Object.values(b).some((v) => v !== undefined), {
+      message: `nothing to update: send at least one of ${Object.keys(schema.shape).join(', ')}`,
+      when: (payload) => payload.issues.length === 0,
+    })
     .openapi({ minProperties: 1 });
 
 export const LeaseCreateBody = z

@@ -31,8 +31,7 @@ import {
   json,
   listOf,
   ListQuery,
-  unavailableResponse,
-} from './schemas';
+  unavailableResponse, linkTo } from './schemas';
 import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
 
 /** The Temporal side of automations, loaded on first use like sync control (reads never load the Temporal SDK). */
@@ -216,7 +215,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       description:
         "A scheduled CSV export of one entity to an HTTP(S) endpoint or a directory under the export root. `filters` are the entity's list endpoint query parameters, checked now by the same rules (422 at `/filters/<name>`). Destination header values are stored encrypted and never shown again. The Temporal Schedule is made at once; if Temporal is unreachable nothing is created (503).",
       request: { params: IntegrationId, ...body(AutomationCreate) },
-      responses: { 201: json(Automation, 'The automation.'), ...errorResponses, ...unavailableResponse },
+      responses: { 201: json(Automation, 'The automation.', linkTo('GetAutomation', 'getAutomation', 'The automation created.')), ...errorResponses, ...unavailableResponse },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
@@ -288,6 +287,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
     createRoute({
       method: 'get',
       path: '/automations/{id}',
+      operationId: 'getAutomation',
       tags,
       summary: 'Retrieve an automation',
       request: { params: AutomationId },
@@ -382,7 +382,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       description:
         'Starts a run at once (also of a paused automation) → the run, `queued`; its workflow id is the run id. Follow it at `/automation_runs/{id}`. Temporal unreachable: 503; if the run was already recorded when starting its workflow failed, it is marked `failed` and the reply names it.',
       request: { params: AutomationId },
-      responses: { 202: json(AutomationRun, 'The run.'), ...errorResponses, ...unavailableResponse },
+      responses: { 202: json(AutomationRun, 'The run.', linkTo('GetAutomationRun', 'getAutomationRun', 'Follow the run.')), ...errorResponses, ...unavailableResponse },
     }),
     async (c) => {
       const automation = await loadAutomation(deps, c.req.valid('param').id);
@@ -429,6 +429,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
     createRoute({
       method: 'get',
       path: '/automation_runs/{id}',
+      operationId: 'getAutomationRun',
       tags,
       summary: 'Retrieve an automation run',
       description: 'Poll until `status` is `succeeded` or `failed`. A run stays readable after its automation is deleted.',

@@ -25,8 +25,7 @@ import {
   json,
   listOf,
   ListQuery,
-  unavailableResponse,
-} from './schemas';
+  unavailableResponse, linkTo } from './schemas';
 import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */
@@ -86,7 +85,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       description:
         'A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only). A live integration\'s `base_url` must be https://. The source `api_key` is stored encrypted and never shown again. The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts.',
       request: { params: OrgId, ...body(IntegrationCreate) },
-      responses: { 201: json(Integration, 'The integration.'), ...errorResponses, ...unavailableResponse },
+      responses: { 201: json(Integration, 'The integration.', linkTo('GetIntegration', 'getIntegration', 'The integration created.')), ...errorResponses, ...unavailableResponse },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
@@ -165,6 +164,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
     createRoute({
       method: 'get',
       path: '/integrations/{id}',
+      operationId: 'getIntegration',
       tags,
       summary: 'Retrieve an integration',
       request: { params: IntegrationId },

@@ -12,7 +12,7 @@ import { isId } from '../../domain/ids';
 import { parseOperationType } from '../../domain/operations';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { AdminOperation, errorResponses, IdParam, json, listOf, OperationQuery } from './schemas';
+import { AdminOperation, errorResponses, IdParam, json, listOf, OperationQuery, linkTo } from './schemas';
 import { loadIntegration } from './support';
 
 /** Every column but `request`. */
@@ -43,6 +43,7 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
     createRoute({
       method: 'get',
       path: '/operations/{id}',
+      operationId: 'getOperation',
       tags,
       summary: 'Retrieve an Operation',
       description:
@@ -67,7 +68,7 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
       summary: "List an integration's Operations",
       description: 'Most recent first. Filter by `status` and `type` (each a comma-separated list matching any).',
       request: { params: IntegrationId, query: OperationQuery },
-      responses: { 200: json(listOf(AdminOperation, 'AdminOperationList'), 'Most recent first.'), ...errorResponses },
+      responses: { 200: json(listOf(AdminOperation, 'AdminOperationList'), 'Most recent first.', linkTo('GetOperation', 'getOperation', 'The first Operation of the page.', '/results/0/id')), ...errorResponses },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);

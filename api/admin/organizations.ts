@@ -4,7 +4,7 @@ import { eq } from 'drizzle-orm';
 import { organizations } from '../../db/schema';
 import { createOrganization, type OrganizationRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
-import { body, errorResponses, IdParam, json, Organization, OrganizationCreate, OrganizationUpdate } from './schemas';
+import { body, errorResponses, IdParam, json, Organization, OrganizationCreate, OrganizationUpdate, linkTo } from './schemas';
 import { loadOrganization } from './support';
 
 export function organizationView(row: OrganizationRow) {
@@ -28,7 +28,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Create an organization',
       request: body(OrganizationCreate),
-      responses: { 201: json(Organization, 'The organization.'), ...errorResponses },
+      responses: { 201: json(Organization, 'The organization.', linkTo('GetOrganization', 'getOrganization', 'The organization created.')), ...errorResponses },
     }),
     async (c) => {
       const row = await createOrganization(deps.db, { name: c.req.valid('json').name });
@@ -40,6 +40,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
     createRoute({
       method: 'get',
       path: '/organizations/{id}',
+      operationId: 'getOrganization',
       tags,
       summary: 'Retrieve an organization',
       request: { params: OrgId },

@@ -19,7 +19,7 @@ export const IdParam = (name: string, description: string) =>
 
 export const ListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25).openapi({ description: 'Page size, 1 to 100.' }),
-  offset: z.coerce.number().int().min(0).default(0).openapi({ description: 'Zero-based offset.' }),
+  offset: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).openapi({ description: 'Zero-based offset.' }),
 });
 
 export const listOf = <T extends z.ZodType>(item: T, name: string) =>
@@ -44,9 +44,15 @@ export const unavailableResponse = {
 } as const;
 export const conflictResponse = { 409: problemResponse('The integration does not have a sandbox source.') } as const;
 
-export const json = <T extends z.ZodType>(schema: T, description: string) => ({
+export const json = <T extends z.ZodType>(schema: T, description: string, links?: Record<string, { operationId: string; parameters: Record<string, string>; description: string }>) => ({
   content: { 'application/json': { schema } },
   description,
+  ...(links ? { links } : {}),
+});
+
+/** An OpenAPI link from a response with an `id` (or an `id` at `pointer`) to the operation that reads it. */
+export const linkTo = (name: string, operationId: string, what: string, pointer = '/id') => ({
+  [name]: { operationId, parameters: { id: `$response.body#${pointer}` }, description: what },
 });
 export const body = <T extends z.ZodType>(schema: T) => ({ body: { content: { 'application/json': { schema } }, required: true } });
 
@@ -62,18 +68,34 @@ export const Organization = z
     created_at: DateTime,
   })
   .openapi('Organization');
-export const OrganizationCreate = z.strictObject({ name: z.string().trim().min(1).max(200) }).openapi('OrganizationCreate');
-export const OrganizationUpdate = z
+export const OrganizationCreate = z.strictObject({ name: z.string().regex(/\S/, 'must not be blank').trim().max(200) }).openapi('OrganizationCreate');
+/** A PATCH body: at least one field (a request without a body, or `{}`, changes nothing and is refused with 422). */
+function someField<T extends z.ZodObject>(schema: T): T {
+  return schema
+    .refine((b) => Object.values(b as Record<string, unknown>).some((v) => v !== undefined), {
+      message: `send at least one of ${Object.keys(schema.shape).join(', ')}`,
+      // Only a body that is otherwise valid is checked: an unknown field is its own error.
+      when: (payload) => payload.issues.length === 0,
+    })
+    .openapi({ minProperties: 1 }) as unknown as T;
+}
+export const OrganizationUpdate = someField(
+  z
   .strictObject({
-    name: z.string().trim().min(1).max(200).optional(),
+    name: z.string().regex(/\S/, 'must not be blank').trim().max(200).optional(),
     rate_limit_per_minute: RateLimit.nullable().optional(),
     rate_limit_burst: RateLimit.nullable().optional(),
-  })
-  .openapi('OrganizationUpdate');
+  }),
+).openapi('OrganizationUpdate');
 
 // Integrations
 
-const Interval = z.number().int().min(1).max(7 * 24 * 3600).openapi({ description: 'Seconds between scheduled syncs.' });
+const Interval = z
+  .number()
+  .int()
+  .min(1)
+  .max(7 * 24 * 3600)
+  .openapi({ description: "Seconds between scheduled syncs; no faster than the plan's fastest cadence (starter and growth as their default, scale 1800, enterprise 300), else 422." });
 export const SandboxSource = z
   .strictObject({
     type: z.literal('sandbox'),
@@ -90,21 +112,28 @@ export const EntrataSource = z
   .openapi('EntrataSource');
 export const IntegrationCreate = z
   .strictObject({
-    name: z.string().trim().min(1).max(200).nullable().optional(),
+    name: z.string().regex(/\S/, 'must not be blank').trim().max(200).nullable().optional(),
     mode: Mode,
     plan: Plan,
     source: z.discriminatedUnion('type', [SandboxSource, EntrataSource]),
     sync_interval_seconds: Interval.nullable().optional(),
     initial_sync: z.boolean().optional().openapi({ description: 'Start the first sync at once (default true).' }),
   })
-  .openapi('IntegrationCreate');
-export const IntegrationUpdate = z
+  .openapi('IntegrationCreate', {
+    // A sandbox source is for test mode only: a live integration connects to a real system.
+    oneOf: [
+      { type: 'object', properties: { mode: { const: 'test' } } },
+      { type: 'object', properties: { mode: { const: 'live' }, source: { type: 'object', properties: { type: { const: 'entrata' } } } } },
+    ],
+  } as never);
+export const IntegrationUpdate = someField(
+  z
   .strictObject({
-    name: z.string().trim().min(1).max(200).nullable().optional(),
+    name: z.string().regex(/\S/, 'must not be blank').trim().max(200).nullable().optional(),
     plan: Plan.optional(),
     sync_interval_seconds: Interval.nullable().optional().openapi({ description: 'Override of the cadence; null = plan default.' }),
-  })
-  .openapi('IntegrationUpdate');
+  }),
+).openapi('IntegrationUpdate');
 export const Integration = z
   .object({
     id: Uuid,
@@ -190,20 +219,29 @@ export const AdminOperation = PublicOperation.extend({
  * A comma-separated list of enum values, matching any. A value outside the enum parses but names nothing: 422 with
  * the parameter as pointer, like an unknown sort field on /v1.
  */
+/** A comma-separated list of `item` (a regex alternation), items padded with spaces, empty items ignored. */
+const listPattern = (item: string) => `^\\s*(${item})?\\s*(,\\s*(${item})?\\s*)*$`;
+
 const enumListParam = <T extends string>(values: readonly T[], description: string) =>
   z
     .string()
     .transform((s, ctx) => {
       const list = [...new Set(s.split(',').map((v) => v.trim()).filter(Boolean))];
+      // Empty means no filter, as on /v1 (`status=`).
+      if (list.length === 0) return undefined;
       const unknown = list.filter((v) => !values.includes(v as T));
-      if (list.length === 0 || unknown.length > 0) {
+      if (unknown.length > 0) {
         ctx.addIssue({ code: 'custom', message: `must be one or more of ${values.join(', ')} (comma-separated)`, params: RULE });
         return z.NEVER;
       }
       return list as T[];
     })
     .optional()
-    .openapi({ type: 'string', description: `${description} One of ${values.map((v) => `\`${v}\``).join(', ')}, or a comma-separated list matching any.` } as never) as unknown as z.ZodType<
+    .openapi({
+      type: 'string',
+      pattern: listPattern(values.map((v) => v.replace(/[.]/g, '\\.')).join('|')),
+      description: `${description} One of ${values.map((v) => `\`${v}\``).join(', ')}, or a comma-separated list matching any.`,
+    } as never) as unknown as z.ZodType<
     T[] | undefined,
     string | undefined
   >;
@@ -261,7 +299,10 @@ export const SandboxFault = z
     methods: FaultScope.optional(),
   })
   .refine((f) => !(f.kind === 'reject_writes' && f.methods === 'reads'), { path: ['methods'], message: 'reject_writes affects writes only' })
-  .openapi('SandboxFault');
+  .openapi('SandboxFault', {
+    // reject_writes scoped to reads is refused (it would affect nothing).
+    not: { type: 'object', required: ['kind', 'methods'], properties: { kind: { const: 'reject_writes' }, methods: { const: 'reads' } } },
+  } as never);
 export const SandboxFaultSet = z
   .object({
     integration_id: Uuid,
@@ -288,9 +329,10 @@ const Description = z.string().trim().max(500).nullable().optional();
 export const SubscriptionCreate = z
   .strictObject({ url: WebhookUrl, event_types: EventTypes, description: Description })
   .openapi('WebhookSubscriptionCreate');
-export const SubscriptionUpdate = z
-  .strictObject({ url: WebhookUrl.optional(), event_types: EventTypes.optional(), description: Description, status: z.enum(SUBSCRIPTION_STATUSES).optional() })
-  .openapi('WebhookSubscriptionUpdate');
+export const SubscriptionUpdate = someField(
+  z
+  .strictObject({ url: WebhookUrl.optional(), event_types: EventTypes.optional(), description: Description, status: z.enum(SUBSCRIPTION_STATUSES).optional() }),
+).openapi('WebhookSubscriptionUpdate');
 export const Subscription = z
   .object({
     id: z.string().openapi({ example: 'whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
@@ -370,7 +412,7 @@ const ExportEntityName = z.enum([...PLURALS, ...ENTITIES]).openapi({
   description: 'The entity to export: `properties`, `units`, `residents` or `leases` (the singular is accepted too). Replies show the plural.',
   example: 'leases',
 });
-const AutomationName = z.string().trim().min(1).max(200).openapi({
+const AutomationName = z.string().regex(/\S/, 'must not be blank').trim().max(200).openapi({
   description: 'A label; the file of each run is named `<name>-<run id>.csv` (made safe for file systems and URLs).',
   example: 'Nightly leases',
 });
@@ -385,20 +427,24 @@ const ExportColumns = z.array(z.string().max(100)).min(1).max(100).openapi({
 });
 
 /** The cron forms accepted: five fields (minute hour day-of-month month day-of-week), or a predefined name. */
-const CRON_FIELD = /^[0-9A-Za-z*?,/#LW-]+$/;
-const CRON_MACROS = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
+/** One cron field of values in [`min`, `max`]: `*`, a value or a range, each with an optional step, comma-separated. */
+const cronField = (value: string) => {
+  const item = `(\\*|(${value})(-(${value}))?)(/([1-9][0-9]?))?`;
+  return `${item}(,${item})*`;
+};
+/** What a five-field schedule may say, field by field (minute, hour, day of month, month, day of week). */
+const CRON_PATTERN = `^(@(yearly|annually|monthly|weekly|daily|hourly)|${[
+  '[0-5]?[0-9]',
+  '1?[0-9]|2[0-3]',
+  '0?[1-9]|[12][0-9]|3[01]',
+  '0?[1-9]|1[0-2]',
+  '[0-6]',
+].map(cronField).join(' ')})$`;
+const CRON = new RegExp(CRON_PATTERN);
+/** IANA zones this runtime knows (the document lists them). */
+const TIME_ZONES: readonly string[] = ['UTC', ...Intl.supportedValuesOf('timeZone').filter((z) => z !== 'UTC')];
 const MAX_EVERY_SECONDS = 366 * 86_400;
 
-/** Whether `zone` names a time zone (`Area/City`, or `UTC`) that this runtime knows. */
-function isTimeZone(zone: string): boolean {
-  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(zone)) return false;
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * One object whose rules say which form it takes, rather than a union: a union's failure points at `schedule` as a
@@ -407,8 +453,8 @@ function isTimeZone(zone: string): boolean {
 export const AutomationScheduleInput = z
   .strictObject({
     every: z.number().int().min(MIN_EVERY_SECONDS).max(MAX_EVERY_SECONDS).optional().openapi({ description: `Seconds between runs, at least ${MIN_EVERY_SECONDS}.` }),
-    cron: z.string().trim().min(1).max(200).optional().openapi({ description: 'Five-field cron (`minute hour day-of-month month day-of-week`), or `@daily`, `@hourly`, …', example: '0 6 * * 1-5' }),
-    timezone: z.string().max(100).optional().openapi({ description: 'IANA time zone of a `cron` schedule (`Area/City`); default `UTC`.', example: 'America/Chicago' }),
+    cron: z.string().max(200).optional().openapi({ description: 'Five-field cron (`minute hour day-of-month month day-of-week`, single spaces), or `@daily`, `@hourly`, …', example: '0 6 * * 1-5', pattern: CRON_PATTERN }),
+    timezone: z.string().max(100).optional().openapi({ description: 'IANA time zone of a `cron` schedule (`Area/City`); default `UTC`.', example: 'America/Chicago', enum: TIME_ZONES } as never),
   })
   .superRefine((s, ctx) => {
     if (s.every === undefined && s.cron === undefined) {
@@ -417,17 +463,19 @@ export const AutomationScheduleInput = z
     }
     if (s.every !== undefined && s.cron !== undefined) ctx.addIssue({ code: 'custom', path: ['cron'], message: 'give either `every` or `cron`, not both' });
     if (s.every !== undefined && s.timezone !== undefined) ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'a time zone applies to a `cron` schedule only' });
-    if (s.cron !== undefined) {
-      const fields = s.cron.split(/\s+/);
-      const ok = fields.length === 1 ? CRON_MACROS.has(fields[0]!.toLowerCase()) : fields.length === 5 && fields.every((f) => CRON_FIELD.test(f));
-      if (!ok) ctx.addIssue({ code: 'custom', path: ['cron'], message: 'must be five cron fields (minute hour day-of-month month day-of-week, e.g. "0 6 * * 1-5") or one of @yearly, @monthly, @weekly, @daily, @hourly' });
+    if (s.cron !== undefined && !CRON.test(s.cron)) {
+      ctx.addIssue({ code: 'custom', path: ['cron'], message: 'must be five cron fields (minute hour day-of-month month day-of-week, e.g. "0 6 * * 1-5") or one of @yearly, @annually, @monthly, @weekly, @daily, @hourly' });
     }
-    if (s.timezone !== undefined && !isTimeZone(s.timezone)) {
+    if (s.timezone !== undefined && !TIME_ZONES.includes(s.timezone)) {
       ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'not a known IANA time zone (e.g. America/Chicago, Europe/Paris, UTC)' });
     }
   })
   .openapi('AutomationScheduleInput', {
     description: 'Either `{every}` (an interval) or `{cron, timezone?}`.',
+    oneOf: [
+      { type: 'object', required: ['every'], not: { anyOf: [{ required: ['cron'] }, { required: ['timezone'] }] } },
+      { type: 'object', required: ['cron'], not: { required: ['every'] } },
+    ],
     example: { cron: '0 6 * * 1-5', timezone: 'America/Chicago' },
   });
 
@@ -489,7 +537,8 @@ export const AutomationCreate = z
     destination: DestinationInput,
   })
   .openapi('AutomationCreate');
-export const AutomationUpdate = z
+export const AutomationUpdate = someField(
+  z
   .strictObject({
     name: AutomationName.optional(),
     filters: ExportFilters.optional().openapi({ description: 'Replaces the filters (`{}`: every record).' }),
@@ -500,8 +549,8 @@ export const AutomationUpdate = z
         'Replaces the destination. For an HTTP destination that stays HTTP, omitting `headers` keeps the stored ones (their values are never shown, so they cannot be sent back); `headers: {}` removes them.',
     }),
     status: z.enum(AUTOMATION_STATUSES).optional().openapi({ description: '`paused` stops scheduled runs (a manual run still starts); `active` resumes them.' }),
-  })
-  .openapi('AutomationUpdate');
+  }),
+).openapi('AutomationUpdate');
 
 const IntervalSchedule = z.object({ every: z.number().int() }).openapi('IntervalSchedule');
 const CronSchedule = z.object({ cron: z.string(), timezone: z.string() }).openapi('CronSchedule');

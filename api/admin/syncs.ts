@@ -8,7 +8,7 @@ import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { skippedRecordsOf, skippedRecordView, syncJobView } from '../../db/sync-jobs';
-import { errorResponses, IdParam, json, listOf, ListQuery, SkippedRecord, SyncJob, unavailableResponse } from './schemas';
+import { errorResponses, IdParam, json, listOf, ListQuery, SkippedRecord, SyncJob, unavailableResponse, linkTo } from './schemas';
 import { loadIntegration, withTemporal } from './support';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
@@ -41,7 +41,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       summary: 'Start a sync now',
       description: 'Returns the new job, queued. While a run of the integration is queued or running, no second one starts: that job is returned instead.',
       request: { params: IntegrationId },
-      responses: { 202: json(SyncJob, 'The job.'), ...errorResponses, ...unavailableResponse },
+      responses: { 202: json(SyncJob, 'The job.', linkTo('GetSyncJob', 'getSyncJob', 'Follow the run.')), ...errorResponses, ...unavailableResponse },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
@@ -96,6 +96,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
     createRoute({
       method: 'get',
       path: '/sync_jobs/{id}',
+      operationId: 'getSyncJob',
       tags,
       summary: 'Retrieve a sync job',
       description: 'Counts move while the job runs.',

@@ -46,8 +46,7 @@ import {
   SubscriptionCreated,
   SubscriptionReplay,
   SubscriptionUpdate,
-  unavailableResponse,
-} from './schemas';
+  unavailableResponse, linkTo } from './schemas';
 import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
 
 /** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */
@@ -169,7 +168,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       description:
         'The response is the only one that shows the signing `secret`. Events recorded from now on that match `event_types` are delivered to `url`. Scale and enterprise plans only.',
       request: { params: IntegrationId, ...body(SubscriptionCreate) },
-      responses: { 201: json(SubscriptionCreated, 'The subscription, with its secret.'), ...errorResponses, ...forbidden },
+      responses: { 201: json(SubscriptionCreated, 'The subscription, with its secret.', linkTo('GetSubscription', 'getWebhookSubscription', 'The subscription created (without its secret).')), ...errorResponses, ...forbidden },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
@@ -217,6 +216,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
     createRoute({
       method: 'get',
       path: '/webhook_subscriptions/{id}',
+      operationId: 'getWebhookSubscription',
       tags,
       summary: 'Retrieve a webhook subscription',
       request: { params: SubscriptionId },

@@ -236,12 +236,12 @@ describe('create', () => {
     await create(live, { destination: { type: 'http', url: 'https://files.example.com/x' } });
   });
 
-  it('turns a cron Temporal refuses into a 422 at /schedule/cron, leaving no row and no schedule', async () => {
+  it('refuses a cron outside the fields\' ranges with a 422 at /schedule/cron, leaving no row and no schedule', async () => {
     const integ = await integration();
     const r = await admin('POST', `/integrations/${integ}/automations`, valid({ schedule: { cron: '61 * * * *' } }));
     expectProblem(r, 422, 'validation_error');
     expect(pointers(r)).toEqual(['/schedule/cron']);
-    expect(r.body.errors[0].detail).toContain('Minute');
+    expect(r.body.errors[0].detail).toContain('five cron fields');
     expect(await rowsOf(integ)).toEqual([]);
   });
 
@@ -336,10 +336,12 @@ describe('update', () => {
     r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'directory', path: 'out' } });
     expect(r.body.destination).toEqual({ type: 'directory', path: 'out' });
     expect((await rowsOf(integ))[0]!.destinationHeaders).toBeNull();
-    // An empty change changes nothing.
+    // An empty change is refused (the document asks for at least one field) and changes nothing.
     const same = await admin('PATCH', `/automations/${a.id}`, {});
-    expect(same.status).toBe(200);
-    expect({ ...same.body, updated_at: null }).toEqual({ ...r.body, updated_at: null });
+    expect(same.status).toBe(422);
+    expect(pointers(same)).toEqual(['/']);
+    const after = await admin('GET', `/automations/${a.id}`);
+    expect(after.body).toEqual(r.body);
   });
 
   it('refuses bad changes with their pointers (filters and columns checked against the stored entity), changing nothing', async () => {
