@@ -58,7 +58,7 @@ function schemathesis(args: string[]): Promise<{ code: number; output: string }>
   });
 }
 
-const COMMON = ['--generation-allow-x00', 'false', '--checks', 'all', '--phases', 'examples,coverage,fuzzing,stateful', '--seed', '42', '--workers', '1', '--no-color', '--request-timeout', '10'];
+const COMMON = ['--generation-allow-x00', 'false', '--generation-database', 'none', '--checks', 'all', '--phases', 'examples,coverage,fuzzing,stateful', '--seed', '42', '--workers', '1', '--no-color', '--request-timeout', '10'];
 
 describe('Schemathesis', () => {
   it('finds nothing the public document and the service disagree on', async () => {
