@@ -11,7 +11,9 @@ import {
   type ScheduleOptions,
   type ScheduleSpec,
 } from '@temporalio/client';
+import { inArray } from 'drizzle-orm';
 import type { Db } from '../db/client';
+import { automations } from '../db/schema';
 import { insertRun, liveAutomations, moveRun, type AutomationRow, type AutomationRunRow } from '../db/automations';
 import {
   AUTOMATION_SCHEDULE_PREFIX,
@@ -121,7 +123,15 @@ export async function startAutomationRun(deps: AutomationControlDeps & { db: Db 
  * Bring every automation's schedule in line with the database (the worker's start-up): ensure live ones, remove
  * schedules of automations this database does not hold. Returns counts.
  */
-export async function reconcileAutomationSchedules(deps: AutomationControlDeps & { db: Db; log?: (err: unknown, id: string) => void }): Promise<{ ensured: number; removed: number }> {
+export async function reconcileAutomationSchedules(
+  deps: AutomationControlDeps & {
+    db: Db;
+    log?: (err: unknown, id: string) => void;
+    /** Only these organizations' automations, deleted ones' schedules removed (a test sharing its database); no orphan sweep. */
+    organizationIds?: string[];
+  },
+): Promise<{ ensured: number; removed: number }> {
+  if (deps.organizationIds) return reconcileSome(deps, deps.organizationIds);
   const rows = await liveAutomations(deps.db);
   let ensured = 0;
   for (const a of rows) {
@@ -144,6 +154,26 @@ export async function reconcileAutomationSchedules(deps: AutomationControlDeps &
       removed++;
     } catch (err) {
       deps.log?.(err, s.scheduleId);
+    }
+  }
+  return { ensured, removed };
+}
+
+async function reconcileSome(deps: AutomationControlDeps & { db: Db; log?: (err: unknown, id: string) => void }, organizationIds: string[]) {
+  const rows = await deps.db.select().from(automations).where(inArray(automations.organizationId, organizationIds));
+  let ensured = 0;
+  let removed = 0;
+  for (const a of rows) {
+    try {
+      if (a.deletedAt) {
+        await removeAutomationSchedule(deps, a.id);
+        removed++;
+      } else {
+        await ensureAutomationSchedule(deps, a);
+        ensured++;
+      }
+    } catch (err) {
+      deps.log?.(err, a.id);
     }
   }
   return { ensured, removed };

@@ -24,6 +24,7 @@ import type { Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Db } from '../db/client';
 import { integrations } from '../db/schema';
+import { inArray } from 'drizzle-orm';
 import {
   DEFAULT_SYNC_POLICY,
   SCHEDULE_ID_PREFIX,
@@ -246,15 +247,37 @@ export async function registerSearchAttributes(connection: NativeConnection, nam
   return missing.map((sa) => sa.name);
 }
 
+/** Schedule calls in flight at once while reconciling (each is one or two round trips to Temporal). */
+const RECONCILE_CONCURRENCY = 8;
+
+/** Run `fn` over `items`, at most `limit` at a time. */
+async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}
+
 /**
  * Bring every integration's schedule in line with the database: create or update it for live integrations,
  * remove it for deleted ones. Idempotent, so every worker replica can run it at start-up.
  */
-export async function reconcileSchedules(deps: { db: Db; client: Client; taskQueue: string; logger: Logger }): Promise<{ ensured: number; removed: number }> {
-  const rows = await deps.db.select().from(integrations);
+export async function reconcileSchedules(deps: {
+  db: Db;
+  client: Client;
+  taskQueue: string;
+  logger: Logger;
+  /** Only these organizations' integrations (a test sharing its database; one tenant by hand). Orphans are then left alone. */
+  organizationIds?: string[];
+}): Promise<{ ensured: number; removed: number }> {
+  const rows = await deps.db
+    .select()
+    .from(integrations)
+    .where(deps.organizationIds ? inArray(integrations.organizationId, deps.organizationIds) : undefined);
   let ensured = 0;
   let removed = 0;
-  for (const row of rows) {
+  await eachLimit(rows, RECONCILE_CONCURRENCY, async (row) => {
     try {
       if (row.deletedAt) {
         await removeSyncSchedule(deps, row.id);
@@ -266,8 +289,8 @@ export async function reconcileSchedules(deps: { db: Db; client: Client; taskQue
     } catch (err) {
       deps.logger.error({ err, integration_id: row.id }, 'could not reconcile the sync schedule');
     }
-  }
-  removed += await removeOrphanSchedules(deps, rows.filter((r) => !r.deletedAt).map((r) => r.id));
+  });
+  if (!deps.organizationIds) removed += await removeOrphanSchedules(deps, rows.filter((r) => !r.deletedAt).map((r) => r.id));
   return { ensured, removed };
 }
 

@@ -67,18 +67,22 @@ async function main() {
     const webhookQueue = webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
     const writeQueue = writeTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
     const automationQueue = automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
-    if (config.WORKER_RECONCILE_SCHEDULES) {
-      const r = await reconcileSchedules({ db, client, taskQueue: config.TEMPORAL_TASK_QUEUE, logger });
-      logger.info(r, 'sync schedules reconciled');
+    /**
+     * Schedules are brought in line with the database after the workers poll, in the background: a deploy with
+     * thousands of integrations is not a cold start, and every step is idempotent (another replica may do the same).
+     */
+    const reconcile = async () => {
       await ensurePurgeSchedule({ client, taskQueue: webhookQueue });
       await ensureSweepSchedule({ client, taskQueue: writeQueue });
+      const r = await reconcileSchedules({ db, client, taskQueue: config.TEMPORAL_TASK_QUEUE, logger });
+      logger.info(r, 'sync schedules reconciled');
       const a = await reconcileAutomationSchedules({
         ...automationControlOf(client, config),
         db,
         log: (err, id) => logger.error({ err, automation_id: id }, 'could not reconcile the automation schedule'),
       });
       logger.info(a, 'automation schedules reconciled');
-    }
+    };
     const [worker, webhooks, writes, exports] = await bundleWorkflows(async (codePath) =>
       Promise.all([
         createWorker({ config, db, connection, pages }, { codePath }),
@@ -91,8 +95,10 @@ async function main() {
     if (config.WEBHOOK_RELAY) relay = startRelay({ db, control: deliveryControlOf(client, config), logger });
     logger.info({ address, namespace: config.TEMPORAL_NAMESPACE, task_queue: config.TEMPORAL_TASK_QUEUE, webhook_task_queue: webhookQueue, write_task_queue: writeQueue, automation_task_queue: automationQueue }, 'worker started');
     try {
-      // Worker.run() installs the SIGINT/SIGTERM handlers and returns once shutdown completes; a signal stops both.
-      await Promise.all([worker.run(), webhooks.worker.run(), writes.run(), exports.run()]);
+      // Worker.run() installs the SIGINT/SIGTERM handlers and returns once shutdown completes; a signal stops them all.
+      const running = Promise.all([worker.run(), webhooks.worker.run(), writes.run(), exports.run()]);
+      if (config.WORKER_RECONCILE_SCHEDULES) reconcile().catch((err: unknown) => logger.error({ err }, 'could not reconcile the schedules'));
+      await running;
     } finally {
       await relay?.stop();
       await webhooks.close();

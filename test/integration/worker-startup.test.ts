@@ -1,0 +1,84 @@
+/**
+ * What a starting worker does to the schedules (worker/main.ts, in the background once it polls): every live
+ * integration's sync schedule and every live automation's schedule made or brought up to date, those of deleted ones
+ * removed, several at a time.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { automationControlOf, ensureAutomationSchedule, reconcileAutomationSchedules } from '../../control/automations';
+import { ensureSyncSchedule } from '../../control/sync';
+import { createLogger } from '../../config/logger';
+import { closeDb, type Db } from '../../db/client';
+import { insertAutomation } from '../../db/automations';
+import { automations, integrations } from '../../db/schema';
+import { automationScheduleIdOf, scheduleIdOf } from '../../domain/contract';
+import { reconcileSchedules } from '../../worker';
+import { makeTenant, testConfig, testDb } from '../support/context';
+
+let db: Db;
+let connection: Connection;
+let client: Client;
+const config = testConfig();
+
+beforeAll(async () => {
+  db = testDb();
+  connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS! });
+  client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+});
+afterAll(async () => {
+  await connection?.close();
+  await closeDb(db);
+});
+
+const exists = async (scheduleId: string) =>
+  client.schedule
+    .getHandle(scheduleId)
+    .describe()
+    .then(
+      () => true,
+      () => false,
+    );
+
+it('makes every live integration\'s and automation\'s schedule, removes deleted ones\', and does it again idempotently', async () => {
+  const tenants = await Promise.all(Array.from({ length: 12 }, () => makeTenant(db)));
+  // The database is shared with other test files: only this file's organizations.
+  const organizationIds = tenants.map((t) => t.organizationId);
+  const ctl = { db, client, taskQueue: config.TEMPORAL_TASK_QUEUE, logger: createLogger('test', { level: 'silent' }), organizationIds };
+  const gone = tenants[0]!;
+  const [goneRow] = await db.select().from(integrations).where(eq(integrations.id, gone.integrationId));
+  await ensureSyncSchedule(ctl, goneRow!, { runNow: false });
+  await db.update(integrations).set({ deletedAt: new Date() }).where(eq(integrations.id, gone.integrationId));
+
+  const controls = automationControlOf(client, config);
+  const live = await insertAutomation(db, {
+    organizationId: tenants[1]!.organizationId,
+    integrationId: tenants[1]!.integrationId,
+    name: 'kept',
+    entity: 'unit',
+    schedule: { every: 3600 },
+    destination: { type: 'directory', path: 'x' },
+    status: 'paused',
+  });
+  const deleted = await insertAutomation(db, {
+    organizationId: tenants[1]!.organizationId,
+    integrationId: tenants[1]!.integrationId,
+    name: 'deleted',
+    entity: 'unit',
+    schedule: { every: 3600 },
+    destination: { type: 'directory', path: 'x' },
+    status: 'active',
+  });
+  await ensureAutomationSchedule(controls, deleted);
+  await db.update(automations).set({ deletedAt: new Date() }).where(eq(automations.id, deleted.id));
+
+  for (let round = 0; round < 2; round++) {
+    const r = await reconcileSchedules(ctl);
+    expect(r).toEqual({ ensured: 11, removed: 1 });
+    for (const t of tenants.slice(1)) expect(await exists(scheduleIdOf(t.integrationId)), t.integrationId).toBe(true);
+    expect(await exists(scheduleIdOf(gone.integrationId))).toBe(false);
+    expect(await reconcileAutomationSchedules({ ...controls, db, organizationIds })).toEqual({ ensured: 1, removed: 1 });
+    expect((await client.schedule.getHandle(automationScheduleIdOf(live.id)).describe()).state.paused).toBe(true);
+    expect(await exists(automationScheduleIdOf(deleted.id))).toBe(false);
+  }
+});
