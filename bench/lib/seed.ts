@@ -2,7 +2,8 @@
  * The read benchmark's data: one organization with 250 properties, 50k units, 100k residents and 100k leases in a
  * dedicated database, written through db/records.ts applyRecords (the sync's own path) in big batches. Reused
  * across runs when complete; rebuilt from scratch otherwise. Its integration is on the enterprise plan and it has no
- * rate-limit override, so the API limits it as it would a customer on that plan.
+ * rate-limit override, so the API limits it as it would a customer on that plan. Its record generators (property,
+ * unit, resident, lease: the CDM input of record `i`) are also the export bench's (bench/lib/export-data.ts).
  */
 import { and, eq, isNotNull, or, sql } from 'drizzle-orm';
 import postgres from 'postgres';
@@ -50,7 +51,7 @@ export function benchDatabaseUrl(serviceUrl: string, leases = DEFAULT_LEASES): s
 
 const address = (n: number) => ({ line_1: `${n} Main St`, line_2: n % 7 === 0 ? `Suite ${n % 100}` : null, city: 'Austin', state: 'TX', postal_code: `787${String(n % 100).padStart(2, '0')}`, country: 'US' });
 
-function property(i: number): InputOf['property'] {
+export function property(i: number): InputOf['property'] {
   return {
     x_id: `P${i}`,
     custom_data: { region: `R${i % 12}`, amenities: ['pool', 'gym'].slice(0, i % 3) },
@@ -77,7 +78,7 @@ function property(i: number): InputOf['property'] {
   };
 }
 
-function unit(i: number): InputOf['unit'] {
+export function unit(i: number): InputOf['unit'] {
   const beds = 1 + (i % 3);
   return {
     x_id: `U${i}`,
@@ -96,7 +97,7 @@ function unit(i: number): InputOf['unit'] {
   };
 }
 
-function resident(j: number): InputOf['resident'] {
+export function resident(j: number): InputOf['resident'] {
   return {
     x_id: `R${j}`,
     property_x_id: `P${Math.floor(j / 400)}`,
@@ -125,7 +126,7 @@ const STATUSES: LeaseStatus[] = [
 ];
 
 /** Two leases per unit (an older and a current one); some current ones renew the older; 30 % have a co-signer. */
-function lease(k: number): InputOf['lease'] {
+export function lease(k: number): InputOf['lease'] {
   const p = Math.floor(k / 400);
   const local = k % 400;
   const start = new Date(Date.UTC(2022 + (local >= 200 ? 2 : 0), k % 12, 1 + (k % 28)));

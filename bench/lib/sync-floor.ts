@@ -17,19 +17,16 @@
  * `floor-error <id> <message>`. Prints `floor ready` once its page reader and pool exist.
  */
 import { createInterface } from 'node:readline';
-import { getTableColumns, getTableName } from 'drizzle-orm';
-import type { PgTable } from 'drizzle-orm/pg-core';
-import { stringify } from 'csv-stringify/sync';
 import postgres from 'postgres';
 import { createPageReader, type HashedPage } from '../../activities/page-reader';
 import { loadConfigOrExit } from '../../config';
 import { newId } from '../../db/ids';
-import { rowValuesOf, TABLES, type Refs } from '../../db/records';
-import { leaseResidents } from '../../db/schema';
-import type { Entity, InputOf, LeaseInput } from '../../domain/cdm';
+import type { Refs } from '../../db/records';
+import type { Entity, InputOf } from '../../domain/cdm';
 import type { Mode } from '../../domain/plans';
 import type { SourceSettings } from '../../source';
 import { SYNC_STAGES } from '../../domain/cdm';
+import { cacheRowsOf, copyCsv, SHAPES, toCsv, type MappedRecord } from './copy';
 
 export interface FloorCommand {
   id: string;
@@ -58,51 +55,6 @@ const PAGE = config.SYNC_PAGE_SIZE;
 const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
 const sql = postgres(config.DATABASE_URL, { max: config.DB_POOL_MAX, onnotice: () => {}, connection: { application_name: 'propsync-bench-floor' } });
 
-/** Column order and COPY statement head of a table. */
-function copyShape(table: PgTable) {
-  const columns = Object.entries(getTableColumns(table)).map(([key, col]) => ({ key, name: col.name, json: col.columnType === 'PgJsonb' }));
-  return { name: getTableName(table), columns };
-}
-const SHAPES = {
-  property: copyShape(TABLES.property as unknown as PgTable),
-  unit: copyShape(TABLES.unit as unknown as PgTable),
-  resident: copyShape(TABLES.resident as unknown as PgTable),
-  lease: copyShape(TABLES.lease as unknown as PgTable),
-  lease_residents: copyShape(leaseResidents as unknown as PgTable),
-};
-
-/**
- * CSV as COPY reads it: strings always quoted (so '' stays an empty string), null and undefined unquoted and empty
- * (NULL), jsonb as JSON text, timestamps as ISO 8601, booleans as t/f.
- */
-const CSV_OPTIONS = {
-  quoted_string: true,
-  cast: {
-    boolean: (v: boolean) => (v ? 't' : 'f'),
-    date: (v: Date) => v.toISOString(),
-    object: (v: object) => JSON.stringify(v),
-  },
-};
-
-/** Rows (keyed by the table's property names) as CSV in the table's column order. */
-function toCsv(shape: ReturnType<typeof copyShape>, rows: Record<string, unknown>[]): string {
-  return stringify(
-    rows.map((r) => shape.columns.map((c) => (c.json && r[c.key] != null ? JSON.stringify(r[c.key]) : r[c.key]))),
-    CSV_OPTIONS,
-  );
-}
-
-/** One COPY ... FROM STDIN of CSV text (committed on its own). */
-async function copyCsv(shape: ReturnType<typeof copyShape>, csv: string): Promise<void> {
-  if (csv.length === 0) return;
-  const writable = await sql`copy ${sql(shape.name)} (${sql(shape.columns.map((c) => c.name))}) from stdin with (format csv)`.writable();
-  await new Promise<void>((resolve, reject) => {
-    writable.once('error', reject);
-    writable.once('finish', resolve);
-    writable.end(csv);
-  });
-}
-
 async function run(cmd: FloorCommand): Promise<FloorResult> {
   const served: Record<Entity, number> = { property: 0, unit: 0, resident: 0, lease: 0 };
   const written: Record<string, number> = {};
@@ -118,44 +70,17 @@ async function run(cmd: FloorCommand): Promise<FloorResult> {
   async function write<E extends Entity>(entity: E, page: HashedPage<E>): Promise<void> {
     const m0 = performance.now();
     // The last occurrence of an x_id in a page wins, as in applyHashedRecords.
-    const byXId = new Map<string, { input: InputOf[E]; hash: string; id: string }>();
+    const byXId = new Map<string, MappedRecord<E>>();
     for (const r of page.records) byXId.set(r.x_id, { input: JSON.parse(r.json) as InputOf[E], hash: r.hash, id: newId(entity) });
-    // Ids first: a renewal may name a lease of the same page.
-    for (const r of byXId.values()) refs[entity].set(r.input.x_id, r.id);
-    const rows: Record<string, unknown>[] = [];
-    const people: Record<string, unknown>[] = [];
-    for (const { input, hash, id } of byXId.values()) {
-      const row = rowValuesOf(entity, input, refs);
-      row.id = id;
-      row.organizationId = cmd.integration.organizationId;
-      row.integrationId = cmd.integration.id;
-      row.mode = cmd.integration.mode;
-      row.xId = input.x_id;
-      row.customData = input.custom_data;
-      row.contentHash = hash;
-      row.createdAt = now;
-      row.updatedAt = now;
-      row.deletedAt = null;
-      row.psSyncedAt = now;
-      rows.push(row);
-      if (entity === 'lease') {
-        const seen = new Set<string>();
-        for (const p of (input as LeaseInput).residents) {
-          const residentId = refs.resident.get(p.x_id);
-          if (!residentId || seen.has(residentId)) continue;
-          seen.add(residentId);
-          people.push({ leaseId: id, residentId, xId: p.x_id, role: p.role, position: seen.size - 1 });
-        }
-      }
-    }
+    const { rows, people } = cacheRowsOf(entity, byXId.values(), refs, cmd.integration, now);
     const csv = toCsv(SHAPES[entity], rows);
     const peopleCsv = entity === 'lease' ? toCsv(SHAPES.lease_residents, people) : '';
     const c0 = performance.now();
     mapMs += c0 - m0;
-    await copyCsv(SHAPES[entity], csv);
+    await copyCsv(sql, SHAPES[entity], csv);
     written[entity] = (written[entity] ?? 0) + rows.length;
     if (entity === 'lease') {
-      await copyCsv(SHAPES.lease_residents, peopleCsv);
+      await copyCsv(sql, SHAPES.lease_residents, peopleCsv);
       written.lease_residents = (written.lease_residents ?? 0) + people.length;
     }
     copyMs += performance.now() - c0;

@@ -166,7 +166,11 @@ export async function newIntegration(b: SyncBench, settings: { base_url: string;
 }
 
 /** worker/main.ts as a child, as the service runs it, on its own task queue (`env` over the bench's settings); resolves once it polls. */
-export async function startWorker(b: SyncBench, taskQueue: string, env: Record<string, string> = {}): Promise<Child> {
+export async function startWorker(
+  b: Pick<SyncBench, 'databaseUrl' | 'temporalAddress' | 'client'>,
+  taskQueue: string,
+  env: Record<string, string> = {},
+): Promise<Child> {
   const worker = startChild(
     'worker/main.ts',
     [],
