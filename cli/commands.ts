@@ -69,6 +69,25 @@ const pageQuery = (flags: Record<string, FlagValue>) => {
 };
 const id = (s: string) => encodeURIComponent(s);
 
+/** A verb that PATCHes one field of a resource to a fixed value (enable, disable, pause, resume). */
+const patchVerb = (summary: string, arg: string, path: (id: string) => string, body: Record<string, unknown>): Command => ({
+  summary,
+  args: [arg],
+  flags: {},
+  run: async ({ client, args }) => ({ output: await client.request('PATCH', path(id(args[0]!)), body) }),
+});
+
+/** A verb that DELETEs one resource and says so. */
+const deleteVerb = (summary: string, arg: string, path: (id: string) => string): Command => ({
+  summary,
+  args: [arg],
+  flags: {},
+  run: async ({ client, args }) => {
+    await client.request('DELETE', path(id(args[0]!)));
+    return { output: { id: args[0], deleted: true } };
+  },
+});
+
 /** `LEASE_SIGNED,LEASE_UPDATED` or `*` (every type) as the API's `event_types`. */
 function eventTypes(name: string, value: FlagValue): string[] | undefined {
   if (value === undefined) return undefined;
@@ -492,27 +511,9 @@ export const NOUNS: Record<string, Noun> = {
           return { output: await client.request('PATCH', `/webhook_subscriptions/${id(args[0]!)}`, body) };
         },
       },
-      enable: {
-        summary: 'Set the status to active (what it missed is not resent: see replay-all)',
-        args: ['subscription_id'],
-        flags: {},
-        run: async ({ client, args }) => ({ output: await client.request('PATCH', `/webhook_subscriptions/${id(args[0]!)}`, { status: 'active' }) }),
-      },
-      disable: {
-        summary: 'Set the status to disabled: it gets nothing, retries stop',
-        args: ['subscription_id'],
-        flags: {},
-        run: async ({ client, args }) => ({ output: await client.request('PATCH', `/webhook_subscriptions/${id(args[0]!)}`, { status: 'disabled' }) }),
-      },
-      delete: {
-        summary: 'Delete a subscription; its delivery history stays readable until the retention ends',
-        args: ['subscription_id'],
-        flags: {},
-        run: async ({ client, args }) => {
-          await client.request('DELETE', `/webhook_subscriptions/${id(args[0]!)}`);
-          return { output: { id: args[0], deleted: true } };
-        },
-      },
+      enable: patchVerb('Set the status to active (what it missed is not resent: see replay-all)', 'subscription_id', (s) => `/webhook_subscriptions/${s}`, { status: 'active' }),
+      disable: patchVerb('Set the status to disabled: it gets nothing, retries stop', 'subscription_id', (s) => `/webhook_subscriptions/${s}`, { status: 'disabled' }),
+      delete: deleteVerb('Delete a subscription; its delivery history stays readable until the retention ends', 'subscription_id', (s) => `/webhook_subscriptions/${s}`),
       'rotate-secret': {
         summary: 'Rotate the signing secret; the new one is printed this once',
         args: ['subscription_id'],
@@ -625,27 +626,9 @@ export const NOUNS: Record<string, Noun> = {
           return { output: await client.request('PATCH', `/automations/${id(args[0]!)}`, body) };
         },
       },
-      pause: {
-        summary: 'Pause its schedule (a manual run still starts)',
-        args: ['automation_id'],
-        flags: {},
-        run: async ({ client, args }) => ({ output: await client.request('PATCH', `/automations/${id(args[0]!)}`, { status: 'paused' }) }),
-      },
-      resume: {
-        summary: 'Resume its schedule',
-        args: ['automation_id'],
-        flags: {},
-        run: async ({ client, args }) => ({ output: await client.request('PATCH', `/automations/${id(args[0]!)}`, { status: 'active' }) }),
-      },
-      delete: {
-        summary: 'Delete an automation and its schedule; its runs stay readable',
-        args: ['automation_id'],
-        flags: {},
-        run: async ({ client, args }) => {
-          await client.request('DELETE', `/automations/${id(args[0]!)}`);
-          return { output: { id: args[0], deleted: true } };
-        },
-      },
+      pause: patchVerb('Pause its schedule (a manual run still starts)', 'automation_id', (a) => `/automations/${a}`, { status: 'paused' }),
+      resume: patchVerb('Resume its schedule', 'automation_id', (a) => `/automations/${a}`, { status: 'active' }),
+      delete: deleteVerb('Delete an automation and its schedule; its runs stay readable', 'automation_id', (a) => `/automations/${a}`),
       run: {
         summary: 'Run it now; with --wait, follow the run to its end',
         args: ['automation_id'],
