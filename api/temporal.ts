@@ -4,15 +4,13 @@
  */
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
+import { temporalConnectionOptions } from '../config/temporal';
 
 export interface TemporalGetter {
   (): Promise<Client>;
   close(): Promise<void>;
 }
 
-export function temporalAddressOf(config: Config): string {
-  return config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
-}
 
 /** The SDK is imported on first use: it weighs ~40 MB of RSS that an API process serving only reads never needs. */
 export function lazyTemporalClient(config: Config, opts: { connectTimeoutMs?: number } = {}): TemporalGetter {
@@ -20,7 +18,7 @@ export function lazyTemporalClient(config: Config, opts: { connectTimeoutMs?: nu
   const get = (() => {
     pending ??= import('@temporalio/client')
       .then(async ({ Client, Connection }) => {
-        const connection = await Connection.connect({ address: temporalAddressOf(config), connectTimeout: opts.connectTimeoutMs ?? 3_000 });
+        const connection = await Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: opts.connectTimeoutMs ?? 3_000 });
         return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
       })
       .catch((err: unknown) => {

@@ -70,6 +70,17 @@ export const configSchema = z.object({
   TEMPORAL_UI_PORT: port.default(8233),
   /** Temporal namespace for every workflow of the service. */
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  /** Connect to Temporal over TLS (implied by a client certificate or an API key, e.g. Temporal Cloud). */
+  TEMPORAL_TLS: bool.default(false),
+  /** mTLS client certificate and its private key (PEM files), e.g. for a Temporal Cloud namespace with certificates. */
+  TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
+  /** CA certificate (PEM file) of a self-hosted cluster whose certificate the system does not trust. */
+  TEMPORAL_TLS_CA_PATH: z.string().min(1).optional(),
+  /** Name checked against the server's certificate, when it differs from TEMPORAL_ADDRESS's host. */
+  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
+  /** API key of a Temporal Cloud namespace (sent as a bearer token; TLS is then on). */
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
   /** Task queue of sync workflows; webhook deliveries run on `<this>-webhooks`. Tests give each file its own. */
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('propsync'),
   /** Port of the sandbox PMS that test-mode integrations sync from. */
@@ -209,6 +220,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = parsed.data;
+  if ((c.TEMPORAL_TLS_CERT_PATH === undefined) !== (c.TEMPORAL_TLS_KEY_PATH === undefined)) {
+    throw new ConfigError('Invalid configuration:\n  TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: set both (an mTLS client certificate and its key) or neither');
+  }
   const publicBase = (c.PUBLIC_BASE_URL ?? `http://${c.HOST === '0.0.0.0' ? '127.0.0.1' : c.HOST}:${c.PORT}`).replace(/\/$/, '');
   return {
     ...c,

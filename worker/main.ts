@@ -9,6 +9,7 @@ import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@tempor
 import { Client } from '@temporalio/client';
 import { loadConfigOrExit } from '../config';
 import { createLogger } from '../config/logger';
+import { temporalConnectionOptions } from '../config/temporal';
 import { closeDb, createDb } from '../db/client';
 import { createPageReader } from '../activities/page-reader';
 import { automationControlOf, reconcileAutomationSchedules } from '../control/automations';
@@ -46,7 +47,7 @@ async function connect(address: string): Promise<NativeConnection> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     try {
-      return await NativeConnection.connect({ address });
+      return await NativeConnection.connect({ ...temporalConnectionOptions(config), address });
     } catch (err) {
       if (Date.now() > deadline) throw err;
       logger.warn({ address }, 'Temporal not reachable yet; retrying');

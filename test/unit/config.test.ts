@@ -1,6 +1,10 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, liveModeRefusal, parseConfig } from '../../config';
+import { temporalConnectionOptions } from '../../config/temporal';
 
 const key = () => randomBytes(32).toString('base64');
 
@@ -134,5 +138,44 @@ describe('serving live mode', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^Refusing to serve live mode/m);
     expect(refused.stderr).toMatch(/^ {2}ADMIN_TOKEN: /m);
+  });
+});
+
+describe('the Temporal connection', () => {
+  it('is plain on a local address by default', () => {
+    expect(temporalConnectionOptions(parseConfig({}))).toEqual({ address: '127.0.0.1:7233' });
+    expect(temporalConnectionOptions(parseConfig({ TEMPORAL_ADDRESS: 'temporal:7233' }))).toEqual({ address: 'temporal:7233' });
+  });
+
+  it('uses TLS with an API key (Temporal Cloud), or when asked', () => {
+    const cloud = parseConfig({ TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233', TEMPORAL_NAMESPACE: 'ns.acct', TEMPORAL_API_KEY: 'tcld-key' });
+    expect(temporalConnectionOptions(cloud)).toEqual({ address: 'ns.acct.tmprl.cloud:7233', tls: {}, apiKey: 'tcld-key' });
+    expect(temporalConnectionOptions(parseConfig({ TEMPORAL_TLS: 'true' }))).toEqual({ address: '127.0.0.1:7233', tls: {} });
+  });
+
+  it('reads an mTLS client certificate, a CA and a server name from files', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'propsync-tls-'));
+    try {
+      for (const [f, v] of [['c.pem', 'CERT'], ['k.pem', 'KEY'], ['ca.pem', 'CA']]) writeFileSync(join(dir, f!), v!);
+      const c = parseConfig({
+        TEMPORAL_ADDRESS: 'temporal.internal:7233',
+        TEMPORAL_TLS_CERT_PATH: join(dir, 'c.pem'),
+        TEMPORAL_TLS_KEY_PATH: join(dir, 'k.pem'),
+        TEMPORAL_TLS_CA_PATH: join(dir, 'ca.pem'),
+        TEMPORAL_TLS_SERVER_NAME: 'temporal',
+      });
+      const o = temporalConnectionOptions(c);
+      expect(o.tls?.serverNameOverride).toBe('temporal');
+      expect(o.tls?.serverRootCACertificate?.toString()).toBe('CA');
+      expect(o.tls?.clientCertPair?.crt.toString()).toBe('CERT');
+      expect(o.tls?.clientCertPair?.key.toString()).toBe('KEY');
+      expect(o.apiKey).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a client certificate without its key', () => {
+    expect(() => parseConfig({ TEMPORAL_TLS_CERT_PATH: '/x/c.pem' })).toThrow(/TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH/);
   });
 });
