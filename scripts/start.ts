@@ -1,14 +1,17 @@
 /**
  * `npm start`: the whole system on one machine, with prefixed logs.
- *  - a Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS names an existing one), state in .data/
+ *  - without DATABASE_URL: an embedded PostgreSQL, data in DATA_DIR/postgres (scripts/embedded-postgres.ts); a second
+ *    start on the same data while one runs refuses (a lock)
+ *  - a Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS names an existing one), state in DATA_DIR
  *  - migrations, and the re-encryption of stored secrets that are in plaintext or under an older key
  *  - the sandbox PMS, the worker and the API as child processes
  *  - on an empty database: a demo organization, a test-mode sandbox integration and a test key, printed with a curl line
- * Ctrl-C stops everything; if any process dies, the rest are stopped too.
+ * Ctrl-C stops everything, the embedded Postgres last (after its clients); if any process dies, the rest are stopped too.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { loadConfigOrExit } from '../config';
@@ -19,6 +22,7 @@ import { organizations } from '../db/schema';
 import { SEARCH_ATTRIBUTES } from '../domain/contract';
 import { createKeyring } from '../domain/secrets';
 import { workerProcessEnv } from '../worker/process-env';
+import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { TEMPORAL_CLI } from './tools';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -27,10 +31,14 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const liveAsked = Boolean(process.env.SERVED_MODES);
 process.env.SERVED_MODES ||= 'test';
 const cfg = loadConfigOrExit({ serving: true });
+const dataDir = resolve(root, cfg.DATA_DIR);
 const children: { name: string; proc: ChildProcess }[] = [];
+/** The embedded Postgres (DATABASE_URL unset), once it is starting: stop() waits for it and stops it last. */
+let embedded: Promise<EmbeddedPostgres> | undefined;
+let databaseUrl = cfg.DATABASE_URL;
 let stopping = false;
 
-const COLORS: Record<string, string> = { temporal: '35', sandbox: '33', worker: '36', api: '32', start: '1' };
+const COLORS: Record<string, string> = { postgres: '34', temporal: '35', sandbox: '33', worker: '36', api: '32', start: '1' };
 function say(name: string, line: string) {
   const color = process.stdout.isTTY ? COLORS[name] ?? '0' : '';
   const tag = `[${name}]`.padEnd(10);
@@ -58,6 +66,9 @@ async function stop(code: number) {
     await new Promise((r) => setTimeout(r, 100));
   }
   for (const { proc } of children) if (proc.exitCode === null) proc.kill('SIGKILL');
+  // Postgres last, once its clients are gone: a fast shutdown, then its lock is released.
+  const pg = await embedded?.catch(() => undefined);
+  await pg?.stop();
   process.exit(code);
 }
 process.on('SIGINT', () => void stop(0));
@@ -88,17 +99,40 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
  * historical name.
  */
 function temporalDbFile(port: number): string {
-  return `${root}/.data/${port === 7233 ? 'temporal.db' : `temporal-${port}.db`}`;
+  return join(dataDir, port === 7233 ? 'temporal.db' : `temporal-${port}.db`);
+}
+
+/**
+ * The embedded PostgreSQL, in a process group of its own so that a Ctrl-C reaches it only through stop(), after its
+ * clients. As root it runs as an unprivileged user (the data directory's owner, or propsync-pg, created if missing).
+ */
+async function startPostgres(): Promise<void> {
+  const pgDir = join(dataDir, 'postgres');
+  embedded = startEmbeddedPostgres({ dataDir: pgDir, port: cfg.EMBEDDED_PG_PORT, detached: true, log: (l) => say('postgres', l) });
+  const pg = await embedded;
+  pg.process.on('exit', (code, signal) => {
+    if (stopping) return;
+    say('start', `postgres exited (${signal ?? code}); stopping everything`);
+    void stop(1);
+  });
+  databaseUrl = pg.url('propsync');
+  const psql = spawnSync('psql', ['--version']).error ? '  (psql is not installed: it comes with the PostgreSQL client, e.g. apt-get install postgresql-client)' : '';
+  say('start', `embedded PostgreSQL ${pg.created ? 'created' : 'reused'}: data in ${pgDir} (server runs as OS user ${pg.osUser}), port ${pg.port}`);
+  say('start', `  DATABASE_URL=${databaseUrl}`);
+  say('start', `  psql "${databaseUrl}"${psql}`);
 }
 
 async function main() {
+  if (!cfg.DATABASE_URL_SET) await startPostgres();
+  if (stopping) return;
+
   let temporalAddress = cfg.TEMPORAL_ADDRESS;
   if (!temporalAddress) {
     temporalAddress = `127.0.0.1:${cfg.TEMPORAL_PORT}`;
     if (await portOpen('127.0.0.1', cfg.TEMPORAL_PORT)) {
       say('start', `something already listens on ${temporalAddress}; using it as the Temporal server`);
     } else {
-      mkdirSync(`${root}/.data`, { recursive: true });
+      mkdirSync(dataDir, { recursive: true });
       run('temporal', TEMPORAL_CLI, [
         'server',
         'start-dev',
@@ -116,14 +150,14 @@ async function main() {
     }
   }
 
-  const resealed = await migrateDatabase(cfg.DATABASE_URL, { secrets: createKeyring(cfg.ENCRYPTION_KEYS) });
+  const resealed = await migrateDatabase(databaseUrl, { secrets: createKeyring(cfg.ENCRYPTION_KEYS) });
   say('start', 'database migrated');
   say('start', describeReseal(resealed!));
   if (!liveAsked) {
     say('start', 'serving test-mode keys only; to serve live keys too, set SERVED_MODES=test,live with ADMIN_TOKEN, SANDBOX_CONTROL_TOKEN and ENCRYPTION_KEYS of your own');
   }
 
-  const env = { TEMPORAL_ADDRESS: temporalAddress, LOG_PRETTY: process.env.LOG_PRETTY ?? 'true' };
+  const env = { DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, LOG_PRETTY: process.env.LOG_PRETTY ?? 'true' };
   const tsx = ['--import', 'tsx'];
   run('sandbox', process.execPath, [...tsx, 'sandbox/main.ts'], env);
   run('worker', process.execPath, [...tsx, 'worker/main.ts'], { ...workerProcessEnv(process.env), ...env });
@@ -138,7 +172,7 @@ async function main() {
 
 /** On an empty database: a demo organization with a sandbox integration and a test key, through the admin API. */
 async function seedDemo(base: string) {
-  const db = createDb(cfg.DATABASE_URL, { max: 1 });
+  const db = createDb(databaseUrl, { max: 1 });
   const existing = await db.select({ id: organizations.id }).from(organizations).limit(1);
   await closeDb(db);
   const admin = async (path: string, body: unknown) => {
@@ -182,6 +216,8 @@ async function seedDemo(base: string) {
 }
 
 main().catch(async (err) => {
-  say('start', `start-up failed: ${(err as Error).stack ?? String(err)}`);
+  // Another start holds the data, or the embedded Postgres cannot run here: say why, without a stack.
+  if (err instanceof EmbeddedPostgresError) say('start', `not starting: ${err.message}`);
+  else say('start', `start-up failed: ${(err as Error).stack ?? String(err)}`);
   await stop(1);
 });

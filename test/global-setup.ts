@@ -1,15 +1,24 @@
 /**
  * Once per `npm test`: a fresh database with the migrations applied, and one Temporal dev server (the real
  * server, from the CLI installed in .tools) shared by every test file through provide/inject.
+ *
+ * The database server: TEST_DATABASE_BASE_URL, else DATABASE_URL's server, else a Postgres answering on
+ * 127.0.0.1:5432, else (a bare machine) an embedded PostgreSQL of this run's own, in a temporary directory.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { TestProject } from 'vitest/node';
 import postgres from 'postgres';
 import { migrateDatabase } from '../db/migrate';
 import { SEARCH_ATTRIBUTES } from '../domain/contract';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../scripts/embedded-postgres';
 import { TEMPORAL_CLI } from '../scripts/tools';
 import { startSandbox, type RunningSandbox } from '../sandbox/server';
 import { config } from '../config';
+import { freePort } from './support/faults';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -22,13 +31,53 @@ declare module 'vitest' {
   }
 }
 
-const BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432';
+const DEFAULT_BASE = 'postgres://postgres@127.0.0.1:5432';
 
+let BASE = '';
 let env: TestWorkflowEnvironment | undefined;
 let dbName = '';
 let sandbox: RunningSandbox | undefined;
+let embedded: { pg: EmbeddedPostgres; dir: string } | undefined;
+
+function answers(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port });
+    s.setTimeout(2_000, () => (s.destroy(), resolve(false)));
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** The server the test databases are made on (a URL without a database). */
+async function databaseServer(): Promise<string> {
+  if (process.env.TEST_DATABASE_BASE_URL) return process.env.TEST_DATABASE_BASE_URL.replace(/\/$/, '');
+  const cfg = config();
+  if (cfg.DATABASE_URL_SET) {
+    const url = new URL(cfg.DATABASE_URL);
+    url.pathname = '';
+    url.search = '';
+    return url.toString().replace(/\/$/, '');
+  }
+  if (await answers('127.0.0.1', 5432)) return DEFAULT_BASE;
+  // A bare machine: an embedded server, initialised afresh in a temporary directory and removed at teardown.
+  const dir = mkdtempSync(join(tmpdir(), 'propsync-test-pg-'));
+  const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'postgres'), port: await freePort() });
+  embedded = { pg, dir };
+  console.log(`no PostgreSQL at DATABASE_URL or 127.0.0.1:5432: the tests use an embedded one, in ${dir}, on port ${pg.port}`);
+  return pg.url();
+}
 
 export async function setup(project: TestProject) {
+  try {
+    await start(project);
+  } catch (err) {
+    await teardown(); // an embedded server, a dev server or a database made before the failure
+    throw err;
+  }
+}
+
+async function start(project: TestProject) {
+  BASE = await databaseServer();
   dbName = `propsync_test_${process.pid}_${Date.now().toString(36)}`;
   const databaseUrl = `${BASE}/${dbName}`;
   await migrateDatabase(databaseUrl);
@@ -53,7 +102,10 @@ export async function setup(project: TestProject) {
 export async function teardown() {
   await sandbox?.close();
   await env?.teardown();
-  if (dbName) {
+  if (embedded) {
+    await embedded.pg.stop();
+    rmSync(embedded.dir, { recursive: true, force: true });
+  } else if (dbName) {
     const sql = postgres(`${BASE}/postgres`, { max: 1, onnotice: () => {} });
     await sql.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => {});
     await sql.end();

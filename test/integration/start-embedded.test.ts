@@ -1,0 +1,225 @@
+/**
+ * `npm start` on a machine with no Postgres: with DATABASE_URL unset, `tsx scripts/start.ts` (npm start without its
+ * ensure step) runs an embedded PostgreSQL in DATA_DIR (here an empty temporary directory, on ports of its own),
+ * serves the demo key's leases, refuses a second start while it runs, stops every process it started on SIGINT,
+ * the embedded Postgres included, and finds the same organization on the next start.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { freePort, Processes } from '../support/faults';
+
+const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+
+const procs = new Processes();
+let dir: string;
+let pgDir: string;
+let ports: { pg: number; api: number; sandbox: number; temporal: number; temporalUi: number };
+const runs: Run[] = [];
+
+interface Run {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'propsync-start-'));
+  pgDir = join(dir, 'postgres');
+  ports = { pg: await freePort(), api: await freePort(), sandbox: await freePort(), temporal: await freePort(), temporalUi: await freePort() };
+});
+
+afterAll(async () => {
+  // A failed test may leave a system running: stop it as a user would, then kill whatever is left.
+  for (const run of runs) {
+    if (run.child.exitCode === null && run.child.signalCode === null) {
+      const tree = descendants(run.child.pid!);
+      run.child.kill('SIGINT');
+      if ((await within(run.exited, 30_000)) === 'timeout') for (const pid of [run.child.pid!, ...tree]) kill(pid, 'SIGKILL');
+    }
+  }
+  await procs.killAll();
+  const orphan = postmasterPid();
+  if (orphan !== undefined) kill(orphan, 'SIGQUIT');
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** `npm start` with DATABASE_URL unset and every port and DATA_DIR of this test's own. */
+function start(): Run {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['DATABASE_URL', 'TEST_DATABASE_BASE_URL', 'TEMPORAL_ADDRESS', 'PUBLIC_BASE_URL', 'SANDBOX_URL', 'SERVED_MODES', 'TEMPORAL_TASK_QUEUE']) {
+    delete env[name];
+  }
+  const { child, output } = procs.spawnLogged(process.execPath, [TSX, 'scripts/start.ts'], {
+    ...env,
+    DATA_DIR: dir,
+    EMBEDDED_PG_PORT: String(ports.pg),
+    PORT: String(ports.api),
+    SANDBOX_PORT: String(ports.sandbox),
+    TEMPORAL_PORT: String(ports.temporal),
+    TEMPORAL_UI_PORT: String(ports.temporalUi),
+    LOG_LEVEL: 'warn',
+    LOG_PRETTY: 'false',
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const run = { child, output, exited };
+  runs.push(run);
+  return run;
+}
+
+async function within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The first match of `pattern` in the run's output, waiting for it; fails early when the run exits. */
+async function waitForOutput(run: Run, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const m = run.output().match(pattern);
+    if (m) return m;
+    const gone = run.child.exitCode !== null || run.child.signalCode !== null;
+    if (gone || Date.now() > deadline) {
+      throw new Error(`${gone ? 'npm start exited' : `no ${pattern} within ${timeoutMs / 1000}s`}; its output:\n${run.output().slice(-6000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Every live process below `pid` (Linux /proc). */
+function descendants(pid: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const p = queue.shift()!;
+    for (const [child, parent] of parentOf) {
+      if (parent !== p) continue;
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function kill(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host: '127.0.0.1', port });
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+}
+
+function postmasterPid(): number | undefined {
+  try {
+    return Number(readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+async function leases(key: string): Promise<{ status: number; results: unknown[] }> {
+  const res = await fetch(`http://127.0.0.1:${ports.api}/v1/leases?limit=5`, { headers: { authorization: `Bearer ${key}` } });
+  const body = (await res.json()) as { results?: unknown[] };
+  return { status: res.status, results: body.results ?? [] };
+}
+
+/** SIGINT (what Ctrl-C sends) to `npm start`: it exits 0, and every process it started is gone, ports closed. */
+async function interrupt(run: Run): Promise<void> {
+  const tree = descendants(run.child.pid!);
+  const pg = postmasterPid();
+  expect(pg, 'the embedded Postgres is one of the processes npm start runs').toBeDefined();
+  expect(tree).toContain(pg);
+  run.child.kill('SIGINT');
+  expect(await within(run.exited, 45_000)).toBe(0);
+  const deadline = Date.now() + 5_000;
+  while (tree.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  expect(tree.filter(alive), 'processes left running').toEqual([]);
+  for (const [name, port] of Object.entries(ports)) expect(await portOpen(port), `${name} port ${port}`).toBe(false);
+  // A clean shutdown removes postmaster.pid; the start's own lock is released.
+  expect(existsSync(join(pgDir, 'postmaster.pid'))).toBe(false);
+  expect(existsSync(`${pgDir}.lock`)).toBe(false);
+}
+
+// Three starts of the whole system (two of them bundle the workflows for their worker) and a first sync: its own,
+// long timeout (it takes some 25 s on two cores, more while other files run).
+it('runs on an embedded Postgres in an empty DATA_DIR, refuses a second start, stops cleanly and keeps its data', { timeout: 180_000 }, async () => {
+  const first = start();
+  const [, key] = await waitForOutput(first, /test key\s+(sk_test_\S+)/, 90_000);
+  const [, organizationId] = first.output().match(/ organization {2}(\S+)/)!;
+  const url = `postgres://postgres@127.0.0.1:${ports.pg}/propsync`;
+  expect(first.output()).toContain(`embedded PostgreSQL created: data in ${pgDir}`);
+  expect(first.output()).toContain(`psql "${url}"`);
+
+  // The demo key reads its leases once the first sync has run.
+  const deadline = Date.now() + 60_000;
+  let read = await leases(key!);
+  while (read.results.length === 0 && Date.now() < deadline) {
+    expect(read.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 500));
+    read = await leases(key!);
+  }
+  expect(read.status).toBe(200);
+  expect(read.results.length).toBeGreaterThan(0);
+
+  // A second start on the same data says so and exits non-zero, leaving the first one serving.
+  const second = start();
+  expect(await within(second.exited, 30_000)).toBe(1);
+  expect(second.output()).toMatch(/not starting: another process \(pid \d+: node scripts\/start\.ts\) is running the embedded Postgres of /);
+  expect((await leases(key!)).status).toBe(200);
+
+  await interrupt(first);
+
+  // Started again on the same DATA_DIR: the same cluster, organization and key.
+  const third = start();
+  await waitForOutput(third, /ready: API .*existing data/, 90_000);
+  expect(third.output()).toContain(`embedded PostgreSQL reused: data in ${pgDir}`);
+  expect(third.output()).not.toContain('Demo organization created');
+  const again = await leases(key!);
+  expect(again.status).toBe(200);
+  expect(again.results.length).toBeGreaterThan(0);
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    expect((await sql`select id from organizations`).map((r) => r.id)).toEqual([organizationId]);
+  } finally {
+    await sql.end();
+  }
+
+  await interrupt(third);
+});
