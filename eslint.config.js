@@ -3,7 +3,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.tools/**', '.data/**', 'db/migrations/**'] },
+  { ignores: ['node_modules/**', '.tools/**', '.data/**', 'db/migrations/**', 'dist/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {

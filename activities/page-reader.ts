@@ -38,7 +38,13 @@ export interface PageReaderOptions {
   connector?: TaskConnectorOptions;
 }
 
-const TASK_FILE = fileURLToPath(new URL('./page-task.ts', import.meta.url));
+/**
+ * What each thread loads: page-task.ts beside this file when run from source, through tsx; compiled, this code is part
+ * of dist/worker.mjs and the build wrote page-task.mjs beside it, plain JavaScript.
+ */
+const COMPILED = !import.meta.url.endsWith('.ts');
+const TASK_FILE = fileURLToPath(new URL(COMPILED ? './page-task.mjs' : './page-task.ts', import.meta.url));
+const TASK_EXEC_ARGV = COMPILED ? [] : ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
 
 export function createPageReader(opts: PageReaderOptions): PageReader {
   const pool =
@@ -50,8 +56,8 @@ export function createPageReader(opts: PageReaderOptions): PageReader {
           idleTimeout: opts.idleTimeoutMs ?? 30_000,
           // A read mostly waits on the source: one thread keeps several in flight.
           concurrentTasksPerWorker: 4,
-          // The task is TypeScript: each thread loads it through tsx, whatever the parent process was started with.
-          execArgv: ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href],
+          // From source the task is TypeScript: each thread loads it through tsx, whatever the parent was started with.
+          execArgv: TASK_EXEC_ARGV,
         })
       : undefined;
   async function run<E extends Entity>(task: PageTask): Promise<HashedPage<E>> {

@@ -54,8 +54,19 @@ function parseEncryptionKeys(raw: string | undefined, ctx: z.RefinementCtx): Enc
 }
 
 export const configSchema = z.object({
-  /** Postgres connection string for the cache, the outbox and everything else the service keeps. */
-  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/propsync'),
+  /**
+   * Postgres connection string for the cache, the outbox and everything else the service keeps. Unset: `npm start`
+   * runs an embedded PostgreSQL (data in DATA_DIR/postgres, on EMBEDDED_PG_PORT) and points every process at it;
+   * a process started on its own (the API, the worker, a migration) uses DEFAULT_DATABASE_URL.
+   */
+  DATABASE_URL: z.string().url().optional(),
+  /**
+   * Where `npm start` keeps its local state, relative to the project: the embedded Postgres (DATA_DIR/postgres) and
+   * the dev Temporal server's state file.
+   */
+  DATA_DIR: z.string().min(1).default('.data'),
+  /** Port (on 127.0.0.1) of the embedded Postgres that `npm start` runs when DATABASE_URL is unset. */
+  EMBEDDED_PG_PORT: port.default(54329),
   /** Max connections in each process's Postgres pool. */
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   /** Interface the API listens on. */
@@ -137,6 +148,11 @@ export const configSchema = z.object({
   WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(8),
   /** Threads a worker reads, maps and hashes source pages on (0: on its event loop). */
   WORKER_READ_THREADS: z.coerce.number().int().min(0).max(64).default(1),
+  /**
+   * The workflow bundle the worker runs (a file written by `bundleWorkflowCode`). Unset: the compiled worker uses
+   * dist/workflows.js beside it (written by `npm run build`); the worker run from source bundles at start-up.
+   */
+  WORKFLOW_BUNDLE_PATH: z.string().min(1).optional(),
   /** Whether the worker creates or updates every integration's sync schedule at start-up (off for workers that share a database with others on another task queue, as in tests). */
   WORKER_RECONCILE_SCHEDULES: bool.default(true),
   /** Webhook delivery attempts a worker runs at once (each is one HTTP exchange of at most 10 s). */
@@ -181,7 +197,13 @@ export const configSchema = z.object({
   AUTH_CACHE_MS: z.coerce.number().int().min(0).default(30_000),
 });
 
-export type Config = z.infer<typeof configSchema> & {
+/** The database of a process started on its own without DATABASE_URL (`npm start` runs an embedded one instead). */
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/propsync';
+
+export type Config = Omit<z.infer<typeof configSchema>, 'DATABASE_URL'> & {
+  DATABASE_URL: string;
+  /** Whether DATABASE_URL was set; when not, `npm start` runs an embedded Postgres and sets it for its children. */
+  DATABASE_URL_SET: boolean;
   SANDBOX_URL: string;
   PUBLIC_BASE_URL: string;
   PROBLEM_BASE_URL: string;
@@ -226,6 +248,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const publicBase = (c.PUBLIC_BASE_URL ?? `http://${c.HOST === '0.0.0.0' ? '127.0.0.1' : c.HOST}:${c.PORT}`).replace(/\/$/, '');
   return {
     ...c,
+    DATABASE_URL: c.DATABASE_URL ?? DEFAULT_DATABASE_URL,
+    DATABASE_URL_SET: c.DATABASE_URL !== undefined,
     SANDBOX_URL: (c.SANDBOX_URL ?? `http://127.0.0.1:${c.SANDBOX_PORT}`).replace(/\/$/, ''),
     PUBLIC_BASE_URL: publicBase,
     PROBLEM_BASE_URL: (c.PROBLEM_BASE_URL ?? `${publicBase}/problems`).replace(/\/$/, ''),

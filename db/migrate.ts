@@ -1,7 +1,8 @@
 /**
  * Creates the database when it does not exist and applies the committed migrations; then (given a keyring) seals
  * every stored secret that is in plaintext or under an older key (db/secrets.ts). Idempotent.
- * Used by `npm start`, the test setup and `npm run db:migrate` (the migration job of docker-compose.yml).
+ * Used by `npm start`, the test setup, `npm run db:migrate` and, compiled, `node dist/migrate.mjs` (the migration
+ * job of docker-compose.yml).
  */
 import { fileURLToPath } from 'node:url';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
@@ -10,6 +11,7 @@ import type { Keyring } from '../domain/secrets';
 import { closeDb, createDb } from './client';
 import { describeReseal, resealStoredSecrets, type ResealReport } from './secrets';
 
+/** Beside this file: db/migrations from source; compiled (dist/migrate.mjs), the copy `npm run build` puts in dist/migrations. */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('./migrations', import.meta.url));
 
 export async function ensureDatabase(url: string): Promise<void> {

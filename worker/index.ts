@@ -4,7 +4,7 @@
  * schedules).
  */
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,12 +39,45 @@ import { createKeyring } from '../domain/secrets';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const BUNDLE_SCRIPT = fileURLToPath(new URL('./bundle.ts', import.meta.url));
+/**
+ * Compiled (`npm run build`), this module is part of dist/worker.mjs and the build wrote the workflow bundle beside
+ * it; run from source (tsx, tests), it is worker/index.ts and the workflows are bundled when a worker starts.
+ */
+const COMPILED = !import.meta.url.endsWith('.ts');
+const BUILT_BUNDLE = fileURLToPath(new URL('./workflows.js', import.meta.url));
 
 /**
- * The workflow bundle, built by a child process (worker/bundle.ts): bundling in the worker itself would leave
- * webpack's memory (about 75 MB of RSS) in a process that runs for weeks.
+ * The prebuilt workflow bundle this process runs: WORKFLOW_BUNDLE_PATH, or compiled, dist/workflows.js; undefined
+ * from source without WORKFLOW_BUNDLE_PATH (the workflows are then bundled at start-up).
+ */
+export function prebuiltWorkflowBundle(config: Pick<Config, 'WORKFLOW_BUNDLE_PATH'>): string | undefined {
+  if (config.WORKFLOW_BUNDLE_PATH) return resolvePath(config.WORKFLOW_BUNDLE_PATH);
+  return COMPILED ? BUILT_BUNDLE : undefined;
+}
+
+/**
+ * Run `use` with the workflow bundle: the prebuilt one when there is one (no webpack in the process's life), else
+ * one bundled now by bundleWorkflows. A prebuilt bundle that is missing fails here, naming the file.
+ */
+export async function withWorkflowBundle<T>(
+  config: Pick<Config, 'WORKFLOW_BUNDLE_PATH'>,
+  use: (codePath: string, how: 'prebuilt' | 'bundled') => Promise<T>,
+): Promise<T> {
+  const prebuilt = prebuiltWorkflowBundle(config);
+  if (!prebuilt) return bundleWorkflows((codePath) => use(codePath, 'bundled'));
+  await access(prebuilt).catch(() => {
+    throw new Error(`the workflow bundle ${prebuilt} does not exist: run \`npm run build\`, or set WORKFLOW_BUNDLE_PATH to one`);
+  });
+  return use(prebuilt, 'prebuilt');
+}
+
+/**
+ * The workflow bundle, built by a child process (worker/bundle.ts, run through tsx): bundling in the worker itself
+ * would leave webpack's memory (about 75 MB of RSS) in a process that runs for weeks. Source only: the compiled
+ * worker has no bundle script and uses the bundle `npm run build` made.
  */
 export async function bundleWorkflows<T>(use: (codePath: string) => Promise<T>): Promise<T> {
+  if (COMPILED) throw new Error('the compiled worker does not bundle workflows: it runs dist/workflows.js (npm run build) or WORKFLOW_BUNDLE_PATH');
   const dir = await mkdtemp(join(tmpdir(), 'propsync-workflows-'));
   const codePath = join(dir, 'workflows.js');
   try {

@@ -4,6 +4,7 @@
  * SIGINT/SIGTERM: sync workflows on the sync task queue, webhook deliveries, writes and automation runs each on their own; plus the outbox relay
  * that starts a delivery workflow for every recorded event. After a signal, running activities get a grace period
  * and then resume on another worker (a sync from its last page; a delivery attempt is recorded as lost and retried).
+ * Compiled (`node dist/worker.mjs`), it runs the workflow bundle `npm run build` made; from source, it bundles them first.
  */
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
@@ -17,13 +18,13 @@ import { ensureSweepSchedule } from '../control/operations';
 import { deliveryControlOf, ensurePurgeSchedule } from '../control/webhooks';
 import { automationTaskQueueOf, webhookTaskQueueOf, writeTaskQueueOf } from '../domain/contract';
 import {
-  bundleWorkflows,
   createAutomationWorker,
   createWebhookWorker,
   createWorker,
   createWriteWorker,
   reconcileSchedules,
   registerSearchAttributes,
+  withWorkflowBundle,
 } from './index';
 import { startRelay, type Relay } from './relay';
 
@@ -84,14 +85,17 @@ async function main() {
       });
       logger.info(a, 'automation schedules reconciled');
     };
-    const [worker, webhooks, writes, exports] = await bundleWorkflows(async (codePath) =>
-      Promise.all([
+    // Compiled, the bundle `npm run build` made (no webpack in a production worker); from source, bundled now.
+    const [worker, webhooks, writes, exports] = await withWorkflowBundle(config, async (codePath, how) => {
+      if (how === 'prebuilt') logger.info({ workflow_bundle: codePath }, 'using the prebuilt workflow bundle');
+      else logger.info('bundled the workflows at start-up');
+      return Promise.all([
         createWorker({ config, db, connection, pages }, { codePath }),
         createWebhookWorker({ config, db, connection, logger }, { codePath }),
         createWriteWorker({ config, db, connection }, { codePath }),
         createAutomationWorker({ config, db, connection }, { codePath }),
-      ]),
-    );
+      ]);
+    });
     let relay: Relay | undefined;
     if (config.WEBHOOK_RELAY) relay = startRelay({ db, control: deliveryControlOf(client, config), logger });
     logger.info({ address, namespace: config.TEMPORAL_NAMESPACE, task_queue: config.TEMPORAL_TASK_QUEUE, webhook_task_queue: webhookQueue, write_task_queue: writeQueue, automation_task_queue: automationQueue }, 'worker started');

@@ -33,6 +33,9 @@ describe('configuration', () => {
     const c = parseConfig({});
     expect(c).toMatchObject({ PORT: 3000, TEMPORAL_PORT: 7233, TEMPORAL_UI_PORT: 8233, SANDBOX_PORT: 4010, SERVED_MODES: ['test', 'live'] });
     expect(c.TEMPORAL_ADDRESS).toBeUndefined();
+    // Unset DATABASE_URL: npm start runs an embedded Postgres; a process started on its own uses the local default.
+    expect(c).toMatchObject({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/propsync', DATABASE_URL_SET: false, DATA_DIR: '.data', EMBEDDED_PG_PORT: 54329 });
+    expect(parseConfig({ DATABASE_URL: 'postgres://u@db:5432/x' })).toMatchObject({ DATABASE_URL: 'postgres://u@db:5432/x', DATABASE_URL_SET: true });
     expect(c.SANDBOX_URL).toBe('http://127.0.0.1:4010');
     expect(c.DOCS_BASE_URL).toBe('http://127.0.0.1:3000/docs');
     expect(c.PROBLEM_BASE_URL).toBe('http://127.0.0.1:3000/problems');
