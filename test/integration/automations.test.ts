@@ -225,8 +225,14 @@ describe('the schedule', () => {
         const [row] = await db.select({ id: automationRuns.id }).from(automationRuns).where(eq(automationRuns.automationId, a.id));
         return row?.id;
       });
-      await client.workflow.getHandle(automationRunWorkflowIdOf(run)).result();
-      expect((await getRun(db, run))!).toMatchObject({ status: 'succeeded', trigger: 'schedule' });
+      // The run row is written by the firing's first activity, its workflow started just after: wait for the end.
+      const ended = await until('the scheduled run to end', async () => {
+        const row = await getRun(db, run);
+        return row && (row.status === 'succeeded' || row.status === 'failed') ? row : undefined;
+      });
+      expect(ended).toMatchObject({ status: 'succeeded', trigger: 'schedule' });
+      const described = await client.workflow.getHandle(automationRunWorkflowIdOf(run)).describe();
+      expect(described.type).toBe('runAutomation');
     } finally {
       await handle.delete();
     }

@@ -149,7 +149,7 @@ describe('a sync page read before a write-back', () => {
     const stale = await db.transaction((tx) => applyRecords(tx, c(new Date(t0.getTime() + 3_000), t1), 'unit', [unitInput('SU1', 'SP1', { bedrooms: 2 })]));
     expect(stale).toMatchObject({ created: 0, updated: 0, unchanged: 1 });
     const unitEvents = async () =>
-      (await db.select().from(events).where(eq(events.integrationId, tenant.integrationId))).filter((e) => e.type === 'UNIT_UPDATED');
+      (await db.select().from(events).where(eq(events.integrationId, tenant.integrationId)).orderBy(events.createdAt, events.id)).filter((e) => e.type === 'UNIT_UPDATED');
     expect((await unitEvents()).map((e) => (e.data as { bedrooms: number }).bedrooms)).toEqual([3]);
     // A page read after the write-back is the source's newer word.
     const fresh = await db.transaction((tx) => applyRecords(tx, c(new Date(t0.getTime() + 5_000), new Date(t0.getTime() + 4_000)), 'unit', [unitInput('SU1', 'SP1', { bedrooms: 4 })]));
