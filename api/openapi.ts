@@ -2,6 +2,9 @@
  * The OpenAPI 3.1 document, generated from the zod schemas the routes validate with, served at /v1/openapi.json,
  * and the Scalar reference page at /docs. Also the response fragments every route shares.
  */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Scalar } from '@scalar/hono-api-reference';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Config } from '../config';
@@ -68,5 +71,25 @@ export function registerDocs(app: OpenAPIHono<AppEnv>, config: Config): void {
     servers: [{ url: config.PUBLIC_BASE_URL }],
     security: [{ [BEARER]: [] }],
   });
-  app.get('/docs', Scalar({ url: '/v1/openapi.json', pageTitle: 'Property Data Sync API' }));
+  // The reference page's script is served by the service itself (the pinned @scalar/api-reference bundle), never
+  // from a public CDN: /docs works offline, behind proxies and on air-gapped installs.
+  app.get(SCALAR_SCRIPT_PATH, async (c) => {
+    scalarScript ??= readFile(scalarBundlePath());
+    return c.body(new Uint8Array(await scalarScript), 200, {
+      'content-type': 'application/javascript; charset=utf-8',
+      'cache-control': 'public, max-age=86400',
+    });
+  });
+  // withDefaultFonts: false keeps the page from fetching its fonts from fonts.scalar.com (system fonts instead).
+  app.get('/docs', Scalar({ url: '/v1/openapi.json', pageTitle: 'Property Data Sync API', cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false }));
+}
+
+/** Where /docs loads the reference page's script from: this service. */
+export const SCALAR_SCRIPT_PATH = '/docs/assets/scalar-api-reference.js';
+let scalarScript: Promise<Buffer> | undefined;
+
+/** The standalone browser bundle of @scalar/api-reference (the package exports no path to it: found beside its entry). */
+function scalarBundlePath(): string {
+  const entry = createRequire(import.meta.url).resolve('@scalar/api-reference');
+  return join(dirname(entry), 'browser', 'standalone.js');
 }

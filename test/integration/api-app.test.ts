@@ -256,7 +256,18 @@ describe('docs', () => {
     const page = await api.get('/docs');
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
-    expect(await page.text()).toContain('/v1/openapi.json');
+    const html = await page.text();
+    expect(html).toContain('/v1/openapi.json');
+    // Every script the page loads comes from this service (it works offline), and is served.
+    const scripts = [...html.matchAll(/<script[^>]*\ssrc="([^"]+)"/g)].map((m) => m[1]!);
+    expect(scripts).toEqual(['/docs/assets/scalar-api-reference.js']);
+    expect(html).not.toMatch(/https?:\/\/(cdn|unpkg|fonts)\./);
+    const script = await api.get(scripts[0]!);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toMatch(/javascript/);
+    const body = await script.text();
+    expect(body.length).toBeGreaterThan(100_000);
+    expect(body).toContain('createApiReference');
   });
 
   it('every problem type URI resolves to a page about that error, without a key', async () => {
