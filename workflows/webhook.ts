@@ -9,9 +9,11 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
+  continueAsNew,
   defineQuery,
   defineSignal,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -21,6 +23,8 @@ import { REPLAY_SIGNAL, SA_DELIVERY_STATUS } from '../domain/contract';
 import { DELIVERY_SCHEDULE_MS, type DeliveryStatus, type DeliveryWorkflowInput, type DeliveryWorkflowResult } from '../domain/webhooks';
 
 export const replaySignal = defineSignal(REPLAY_SIGNAL);
+/** Added after release: a replay signalled during a successful attempt continues as a replay run. */
+const REPLAY_AFTER_SUCCESS_PATCH = 'replay-after-success';
 export const deliveryStatusQuery = defineQuery<{ status: DeliveryStatus; attempts: number }>('status');
 
 /** Bookkeeping on the database: retried until it answers. */
@@ -96,6 +100,16 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
     else setStatus('succeeded');
     return { deliveryId, status: 'succeeded', attempts };
   };
+  /**
+   * A replay an operator asked for while this delivery was being made (the row already said succeeded, the workflow
+   * had not closed yet) would be lost with the run: it goes on as a replay run of the same workflow instead.
+   */
+  const succeededOrReplay = (): Promise<DeliveryWorkflowResult> | DeliveryWorkflowResult => {
+    if (replayRequested && patched(REPLAY_AFTER_SUCCESS_PATCH)) {
+      return continueAsNew<typeof deliverWebhook>({ ...input, mode: 'replay', attemptsSoFar: attempts, expiresAtMs: prepared.expiresAtMs });
+    }
+    return succeeded();
+  };
   const cancelled = (): never => {
     setStatus('cancelled');
     throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} cancelled: its subscription is disabled or deleted`, 'DeliveryCancelled');
@@ -108,7 +122,7 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
     replayRequested = false;
     const last = i === schedule.length - 1;
     const outcome = await attempt(last ? null : schedule[i + 1]!, input.mode === 'deliver' && i === 0 && prepared.attempts === 0);
-    if (outcome === 'succeeded') return succeeded();
+    if (outcome === 'succeeded') return succeededOrReplay();
     if (outcome === 'cancelled') return cancelled();
     setStatus(last ? 'dead_lettered' : 'retrying');
   }
@@ -124,7 +138,7 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
     }
     replayRequested = false;
     const outcome = await attempt(null, false);
-    if (outcome === 'succeeded') return succeeded();
+    if (outcome === 'succeeded') return succeededOrReplay();
     if (outcome === 'cancelled') return cancelled();
     setStatus('dead_lettered');
   }

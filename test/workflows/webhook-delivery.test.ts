@@ -314,6 +314,24 @@ describe('deliverWebhook', () => {
     });
   });
 
+  it('makes a replay asked for while the delivering attempt runs, instead of dropping it with the run', async () => {
+    const mock = mockActivities({ attempt: () => succeeded });
+    const deliver = mock.activities.attemptDelivery;
+    // An operator sees the delivery succeeded (the row says so) and replays it before the workflow has closed.
+    mock.activities.attemptDelivery = async (input) => {
+      if (input.attempt === 1) await env.client.workflow.getHandle(Context.current().info.workflowExecution!.workflowId).signal(replaySignal);
+      return deliver(input);
+    };
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 2 });
+      expect(mock.calls.attempt.map((c) => [c.input.attempt, c.input.ordered])).toEqual([
+        [1, true],
+        [2, false],
+      ]);
+    });
+  });
+
   it('ends Failed with DeliveryCancelled when the subscription is disabled, and makes no more attempts', async () => {
     const mock = mockActivities({ attempt: (n) => (n === 2 ? { outcome: 'cancelled', reason: 'the subscription is disabled' } : failed) });
     await withWorker(mock, async ({ start }) => {
