@@ -3,11 +3,11 @@
  * the retries as durable timers, so every attempt is one the workflow chose to make), and the run's bookkeeping and
  * end, which records AUTOMATION_COMPLETED or AUTOMATION_FAILED in the outbox once.
  */
-import { Context } from '@temporalio/activity';
 import type { Db } from '../db/client';
 import { endRun, getAutomation, getRun, insertRun, markRunStarted, moveRun, type AutomationRow } from '../db/automations';
 import { getIntegration } from '../db/tenants';
 import type { ExportOutcome } from '../domain/automations';
+import { clip, heartbeating, messageOf } from './attempt';
 import { ExportError, exportAutomation, type ExportDeps } from './export';
 
 export interface AutomationActivityDeps {
@@ -24,9 +24,6 @@ export interface ExportAttemptInput {
   /** 1-based number of this attempt. */
   attempt: number;
 }
-
-const MAX_ERROR = 2_000;
-const clip = (s: string) => (s.length > MAX_ERROR ? `${s.slice(0, MAX_ERROR - 1)}…` : s);
 
 export function createAutomationActivities(deps: AutomationActivityDeps) {
   const { db } = deps;
@@ -53,34 +50,31 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
       if (!integration || integration.deletedAt) return { outcome: 'permanent', error: 'the integration was deleted' };
       await markRunStarted(db, run.id, clock());
 
-      let ctx: Context | undefined;
-      try {
-        ctx = Context.current();
-      } catch {
-        ctx = undefined;
-      }
       let exported = 0;
-      const beat = ctx ? setInterval(() => ctx.heartbeat({ records: exported }), heartbeatEveryMs) : undefined;
-      try {
-        const r = await exportAutomation(deps.exports, {
-          automation,
-          integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
-          fileName: run.fileName,
-          signal: ctx?.cancellationSignal,
-          onProgress: (n) => {
-            exported = n;
-          },
-        });
-        return { outcome: 'succeeded', recordsExported: r.records, fileName: run.fileName };
-      } catch (err) {
-        // Cancelled by Temporal (the workflow was cancelled, or the attempt timed out): not an outcome of the export.
-        if (ctx?.cancellationSignal.aborted) throw err;
-        if (err instanceof ExportError) return { outcome: err.permanent ? 'permanent' : 'transient', error: clip(err.message) };
-        // A failure of ours (the database, a bug): worth another attempt on the schedule.
-        return { outcome: 'transient', error: clip(err instanceof Error ? err.message : String(err)) };
-      } finally {
-        if (beat) clearInterval(beat);
-      }
+      return heartbeating(
+        heartbeatEveryMs,
+        async (ctx): Promise<ExportOutcome> => {
+          try {
+            const r = await exportAutomation(deps.exports, {
+              automation,
+              integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
+              fileName: run.fileName,
+              signal: ctx?.cancellationSignal,
+              onProgress: (n) => {
+                exported = n;
+              },
+            });
+            return { outcome: 'succeeded', recordsExported: r.records, fileName: run.fileName };
+          } catch (err) {
+            // Cancelled by Temporal (the workflow was cancelled, or the attempt timed out): not an outcome of the export.
+            if (ctx?.cancellationSignal.aborted) throw err;
+            if (err instanceof ExportError) return { outcome: err.permanent ? 'permanent' : 'transient', error: clip(err.message) };
+            // A failure of ours (the database, a bug): worth another attempt on the schedule.
+            return { outcome: 'transient', error: clip(messageOf(err)) };
+          }
+        },
+        () => ({ records: exported }),
+      );
     },
 
     /** An attempt failed transiently: the run is `running` until the next one. */

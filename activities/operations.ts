@@ -6,7 +6,6 @@
  * the sync's own write path (db/records.ts), with the change events a sync would record, before the Operation
  * turns `succeeded`. No source call runs inside a database transaction.
  */
-import { Context } from '@temporalio/activity';
 import { eq } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { applyRecords, type ApplyContext } from '../db/records';
@@ -26,6 +25,7 @@ import {
   type UpdateInputOf,
   type WriteResult,
 } from '../source';
+import { clip, heartbeating, messageOf } from './attempt';
 
 export interface WriteActivityDeps {
   db: Db;
@@ -85,27 +85,6 @@ export interface FailInput {
   error: string;
   /** `rejected` when the source refused it; `applied` when it took the change but it could not be stored. */
   sourceState: 'rejected' | 'applied' | null;
-}
-
-/** Longest last_error kept: enough for a source's message, never a whole HTML error page. */
-const MAX_ERROR = 2_000;
-const clip = (s: string) => (s.length > MAX_ERROR ? `${s.slice(0, MAX_ERROR - 1)}…` : s);
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
-/** Heartbeats while `fn` runs, when called as an activity (a dead worker's attempt is then noticed in seconds). */
-async function heartbeating<T>(everyMs: number, fn: () => Promise<T>): Promise<T> {
-  let ctx: Context | undefined;
-  try {
-    ctx = Context.current();
-  } catch {
-    return fn();
-  }
-  const timer = setInterval(() => ctx.heartbeat(), everyMs);
-  try {
-    return await fn();
-  } finally {
-    clearInterval(timer);
-  }
 }
 
 export function createWriteActivities(deps: WriteActivityDeps) {

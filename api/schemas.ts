@@ -206,7 +206,7 @@ export const NotReady = Problem.extend({ checks: Checks }).openapi('NotReady');
 // ---- Writes (SPEC.md Leases and Units; DECISIONS.md Writes) ----
 
 /** Text that is not blank (surrounding spaces are dropped): the pattern says so in the document. */
-const text = (max = 200) => z.string().regex(/\S/, 'must not be blank').trim().max(max, `must be at most ${max} characters`);
+export const text = (max = 200) => z.string().regex(/\S/, 'must not be blank').trim().max(max, `must be at most ${max} characters`);
 const id = (description: string) => text(64).openapi({ description });
 const writeDate = (description: string) => z.iso.date({ error: 'must be a date, YYYY-MM-DD' }).openapi({ description, example: '2026-02-01' });
 const count = (max: number) => z.number().int('must be an integer').min(0, 'must not be negative').max(max, `must be at most ${max}`);

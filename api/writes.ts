@@ -170,7 +170,8 @@ async function enqueue(deps: ApiDeps, op: OperationRow, label: string | null): P
   } finally {
     clearTimeout(timer);
   }
-  await markWorkflowStarted(deps.db, [op.id]).catch((err: unknown) => deps.logger.warn({ err, operation_id: op.id }, 'could not mark an operation started'));
+  // Off the answer's path: a mark that is late or lost only lets the sweeper start the workflow again, a no-op.
+  void markWorkflowStarted(deps.db, [op.id]).catch((err: unknown) => deps.logger.warn({ err, operation_id: op.id }, 'could not mark an operation started'));
   return true;
 }
 

@@ -14,7 +14,7 @@ import {
 import { inArray } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { automations } from '../db/schema';
-import { insertRun, liveAutomations, moveRun, type AutomationRow, type AutomationRunRow } from '../db/automations';
+import { insertRun, moveRun, type AutomationRow, type AutomationRunRow } from '../db/automations';
 import {
   AUTOMATION_SCHEDULE_PREFIX,
   SA_AUTOMATION_ID,
@@ -127,40 +127,14 @@ export async function reconcileAutomationSchedules(
   deps: AutomationControlDeps & {
     db: Db;
     log?: (err: unknown, id: string) => void;
-    /** Only these organizations' automations, deleted ones' schedules removed (a test sharing its database); no orphan sweep. */
+    /** Only these organizations' automations (a test sharing its database); schedules of unknown ids are then left alone. */
     organizationIds?: string[];
   },
 ): Promise<{ ensured: number; removed: number }> {
-  if (deps.organizationIds) return reconcileSome(deps, deps.organizationIds);
-  const rows = await liveAutomations(deps.db);
-  let ensured = 0;
-  for (const a of rows) {
-    try {
-      await ensureAutomationSchedule(deps, a);
-      ensured++;
-    } catch (err) {
-      deps.log?.(err, a.id);
-    }
-  }
-  const known = new Set(rows.map((a) => automationScheduleIdOf(a.id)));
-  let removed = 0;
-  for await (const s of deps.client.schedule.list()) {
-    if (!s.scheduleId.startsWith(AUTOMATION_SCHEDULE_PREFIX) || known.has(s.scheduleId)) continue;
-    try {
-      const handle = deps.client.schedule.getHandle(s.scheduleId);
-      const described = await handle.describe();
-      if (described.action.type !== 'startWorkflow' || described.action.taskQueue !== deps.taskQueue) continue;
-      await handle.delete();
-      removed++;
-    } catch (err) {
-      deps.log?.(err, s.scheduleId);
-    }
-  }
-  return { ensured, removed };
-}
-
-async function reconcileSome(deps: AutomationControlDeps & { db: Db; log?: (err: unknown, id: string) => void }, organizationIds: string[]) {
-  const rows = await deps.db.select().from(automations).where(inArray(automations.organizationId, organizationIds));
+  const rows = await deps.db
+    .select()
+    .from(automations)
+    .where(deps.organizationIds ? inArray(automations.organizationId, deps.organizationIds) : undefined);
   let ensured = 0;
   let removed = 0;
   for (const a of rows) {
@@ -174,6 +148,21 @@ async function reconcileSome(deps: AutomationControlDeps & { db: Db; log?: (err:
       }
     } catch (err) {
       deps.log?.(err, a.id);
+    }
+  }
+  if (deps.organizationIds) return { ensured, removed };
+  // Schedules of automations this database does not hold at all (Temporal state kept across a database reset).
+  const known = new Set(rows.map((a) => automationScheduleIdOf(a.id)));
+  for await (const s of deps.client.schedule.list()) {
+    if (!s.scheduleId.startsWith(AUTOMATION_SCHEDULE_PREFIX) || known.has(s.scheduleId)) continue;
+    try {
+      const handle = deps.client.schedule.getHandle(s.scheduleId);
+      const described = await handle.describe();
+      if (described.action.type !== 'startWorkflow' || described.action.taskQueue !== deps.taskQueue) continue;
+      await handle.delete();
+      removed++;
+    } catch (err) {
+      deps.log?.(err, s.scheduleId);
     }
   }
   return { ensured, removed };

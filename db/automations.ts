@@ -35,11 +35,6 @@ export async function automationsOf(db: Db, integrationId: string): Promise<Auto
     .orderBy(automations.createdAt, automations.id);
 }
 
-/** Every live automation (the worker's start-up reconciles their schedules). */
-export async function liveAutomations(db: Db): Promise<AutomationRow[]> {
-  return db.select().from(automations).where(isNull(automations.deletedAt));
-}
-
 /** A new run of an automation, queued; its file name is fixed now (`<name>-<run id>.csv`). */
 export async function insertRun(db: Db | Tx, automation: AutomationRow, trigger: RunTrigger, now = new Date()): Promise<AutomationRunRow> {
   const id = newId('automationRun');

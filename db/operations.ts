@@ -11,6 +11,7 @@ import {
   parseOperationType,
   type OperationStatus,
   type OperationType,
+  type WritableEntity,
 } from '../domain/operations';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
@@ -29,13 +30,14 @@ export interface OperationJson {
   status: OperationStatus;
   source: { state: 'applied' | 'rejected' | null; applied_at: string | null };
   reconcile: { state: 'pending' | 'reconciled' | 'failed'; attempts: number; next_attempt_at: string | null; last_error: string | null };
-  resource: { type: string; id: string | null; x_id: string | null };
+  resource: { type: WritableEntity; id: string | null; x_id: string | null };
   result: { id: string } | null;
   idempotency_key: string | null;
   created_at: string;
 }
 
-export function operationJson(row: OperationRow): OperationJson {
+/** The API's view of an Operation; it never needs the stored request (which holds personal data). */
+export function operationJson(row: Omit<OperationRow, 'request'>): OperationJson {
   const { entity } = parseOperationType(row.type);
   return {
     id: row.id,

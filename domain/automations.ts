@@ -4,6 +4,7 @@
  * import it.
  */
 import type { Entity } from './cdm';
+import { statesLeadingTo } from './states';
 
 export const AUTOMATION_STATUSES = ['active', 'paused'] as const;
 export type AutomationStatus = (typeof AUTOMATION_STATUSES)[number];
@@ -24,9 +25,8 @@ export const RUN_TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
   failed: [],
 };
 
-export function runStatesBefore(to: RunStatus): RunStatus[] {
-  return RUN_STATUSES.filter((from) => RUN_TRANSITIONS[from].includes(to));
-}
+/** The states a run may move to `to` from: the guard on every status write. */
+export const runStatesBefore = (to: RunStatus): RunStatus[] => statesLeadingTo(RUN_TRANSITIONS, to);
 
 /** `{every: seconds}` or `{cron, timezone?}` (IANA zone; default UTC). */
 export type AutomationSchedule = { every: number } | { cron: string; timezone?: string };

@@ -2,6 +2,7 @@
  * Write-back rules (SPEC.md Operation and Operations rules, DECISIONS.md Writes): the Operation's types and states,
  * their transitions, and the reconcile retry schedule. Pure: workflows import it.
  */
+import { statesLeadingTo } from './states';
 
 export const WRITABLE_ENTITIES = ['unit', 'resident', 'lease'] as const;
 export type WritableEntity = (typeof WRITABLE_ENTITIES)[number];
@@ -33,9 +34,7 @@ export const OPERATION_TRANSITIONS: Record<OperationStatus, readonly OperationSt
 };
 
 /** The states an Operation may move to `to` from: the guard on every status write. */
-export function operationStatesBefore(to: OperationStatus): OperationStatus[] {
-  return OPERATION_STATUSES.filter((from) => OPERATION_TRANSITIONS[from].includes(to));
-}
+export const operationStatesBefore = (to: OperationStatus): OperationStatus[] => statesLeadingTo(OPERATION_TRANSITIONS, to);
 
 export const isTerminal = (s: OperationStatus): boolean => s === 'succeeded' || s === 'failed';
 

@@ -2,6 +2,7 @@
  * Webhook delivery rules (SPEC.md Events → Delivery, DECISIONS.md Webhook subscriptions): the retry schedule, the
  * delivery states and their transitions, and which events a subscription wants. Pure: workflows import it.
  */
+import { statesLeadingTo } from './states';
 
 /** Delays before each attempt, after the previous one (7 attempts in all: 0, 30 s, 1 min, 5 min, 30 min, 1 h, 6 h). */
 export const DELIVERY_SCHEDULE_MS: readonly number[] = [0, 30_000, 60_000, 300_000, 1_800_000, 3_600_000, 21_600_000];
@@ -41,9 +42,7 @@ export const DELIVERY_TRANSITIONS: Record<DeliveryStatus, readonly DeliveryStatu
 };
 
 /** The states a delivery may move to `to` from: the guard on every status write. */
-export function statesBefore(to: DeliveryStatus): DeliveryStatus[] {
-  return DELIVERY_STATUSES.filter((from) => DELIVERY_TRANSITIONS[from].includes(to));
-}
+export const statesBefore = (to: DeliveryStatus): DeliveryStatus[] => statesLeadingTo(DELIVERY_TRANSITIONS, to);
 
 export const SUBSCRIPTION_STATUSES = ['active', 'disabled'] as const;
 

@@ -4,6 +4,7 @@
  * ever see CDM input (references by x_id, unmapped source fields in custom_data).
  */
 import type { Address, Entity, InputOf, Money, Phone } from '../domain/cdm';
+import type { WritableEntity } from '../domain/operations';
 
 export interface SourcePage<E extends Entity> {
   records: InputOf[E][];
@@ -84,7 +85,8 @@ export interface SourceConnector {
   findCreated<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult | null>;
 }
 
-export type WritableEntity = Exclude<Entity, 'property'>;
+/** The entities a source takes writes for (every one but Property). */
+export type { WritableEntity };
 
 export interface WriteResult {
   /** Native id of the record written. */

@@ -9,7 +9,6 @@ import { operationJson, type OperationRow } from '../../db/operations';
 import { operations } from '../../db/schema';
 import { writeWorkflowIdOf } from '../../domain/contract';
 import { isId } from '../../domain/ids';
-import { parseOperationType } from '../../domain/operations';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { AdminOperation, errorResponses, IdParam, json, listOf, OperationQuery, linkTo } from './schemas';
@@ -20,12 +19,8 @@ const { request: _request, ...SUMMARY_COLUMNS } = getTableColumns(operations);
 type OperationSummary = Omit<OperationRow, 'request'>;
 
 export function adminOperationView(row: OperationSummary): z.infer<typeof AdminOperation> {
-  // operationJson reads no body; an empty one stands in for the column that was not loaded.
-  const json = operationJson({ ...row, request: {} });
   return {
-    ...json,
-    // The same value as json.resource.type, typed as the entity it is.
-    resource: { ...json.resource, type: parseOperationType(row.type).entity },
+    ...operationJson(row),
     organization_id: row.organizationId,
     integration_id: row.integrationId,
     mode: row.mode,

@@ -7,7 +7,7 @@ import { OPERATION_STATUSES, OPERATION_TYPES } from '../../domain/operations';
 import { DELIVERY_STATUSES, SUBSCRIPTION_STATUSES } from '../../domain/webhooks';
 import { MODES, PLANS } from '../../domain/plans';
 import { RULE } from '../middleware/validation';
-import { Operation as PublicOperation, Problem } from '../schemas';
+import { Operation as PublicOperation, Problem, text } from '../schemas';
 
 export const Mode = z.enum(MODES);
 export const Plan = z.enum(PLANS);
@@ -68,7 +68,7 @@ export const Organization = z
     created_at: DateTime,
   })
   .openapi('Organization');
-export const OrganizationCreate = z.strictObject({ name: z.string().regex(/\S/, 'must not be blank').trim().max(200) }).openapi('OrganizationCreate');
+export const OrganizationCreate = z.strictObject({ name: text(200) }).openapi('OrganizationCreate');
 /** A PATCH body: at least one field (a request without a body, or `{}`, changes nothing and is refused with 422). */
 function someField<T extends z.ZodObject>(schema: T): T {
   return schema
@@ -82,7 +82,7 @@ function someField<T extends z.ZodObject>(schema: T): T {
 export const OrganizationUpdate = someField(
   z
   .strictObject({
-    name: z.string().regex(/\S/, 'must not be blank').trim().max(200).optional(),
+    name: text(200).optional(),
     rate_limit_per_minute: RateLimit.nullable().optional(),
     rate_limit_burst: RateLimit.nullable().optional(),
   }),
@@ -112,7 +112,7 @@ export const EntrataSource = z
   .openapi('EntrataSource');
 export const IntegrationCreate = z
   .strictObject({
-    name: z.string().regex(/\S/, 'must not be blank').trim().max(200).nullable().optional(),
+    name: text(200).nullable().optional(),
     mode: Mode,
     plan: Plan,
     source: z.discriminatedUnion('type', [SandboxSource, EntrataSource]),
@@ -129,7 +129,7 @@ export const IntegrationCreate = z
 export const IntegrationUpdate = someField(
   z
   .strictObject({
-    name: z.string().regex(/\S/, 'must not be blank').trim().max(200).nullable().optional(),
+    name: text(200).nullable().optional(),
     plan: Plan.optional(),
     sync_interval_seconds: Interval.nullable().optional().openapi({ description: 'Override of the cadence; null = plan default.' }),
   }),
@@ -412,7 +412,7 @@ const ExportEntityName = z.enum([...PLURALS, ...ENTITIES]).openapi({
   description: 'The entity to export: `properties`, `units`, `residents` or `leases` (the singular is accepted too). Replies show the plural.',
   example: 'leases',
 });
-const AutomationName = z.string().regex(/\S/, 'must not be blank').trim().max(200).openapi({
+const AutomationName = text(200).openapi({
   description: 'A label; the file of each run is named `<name>-<run id>.csv` (made safe for file systems and URLs).',
   example: 'Nightly leases',
 });

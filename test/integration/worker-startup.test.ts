@@ -51,24 +51,18 @@ it('makes every live integration\'s and automation\'s schedule, removes deleted 
   await db.update(integrations).set({ deletedAt: new Date() }).where(eq(integrations.id, gone.integrationId));
 
   const controls = automationControlOf(client, config);
-  const live = await insertAutomation(db, {
-    organizationId: tenants[1]!.organizationId,
-    integrationId: tenants[1]!.integrationId,
-    name: 'kept',
-    entity: 'unit',
-    schedule: { every: 3600 },
-    destination: { type: 'directory', path: 'x' },
-    status: 'paused',
-  });
-  const deleted = await insertAutomation(db, {
-    organizationId: tenants[1]!.organizationId,
-    integrationId: tenants[1]!.integrationId,
-    name: 'deleted',
-    entity: 'unit',
-    schedule: { every: 3600 },
-    destination: { type: 'directory', path: 'x' },
-    status: 'active',
-  });
+  const automation = (name: string, status: 'active' | 'paused') =>
+    insertAutomation(db, {
+      organizationId: tenants[1]!.organizationId,
+      integrationId: tenants[1]!.integrationId,
+      name,
+      entity: 'unit',
+      schedule: { every: 3600 },
+      destination: { type: 'directory', path: 'x' },
+      status,
+    });
+  const live = await automation('kept', 'paused');
+  const deleted = await automation('deleted', 'active');
   await ensureAutomationSchedule(controls, deleted);
   await db.update(automations).set({ deletedAt: new Date() }).where(eq(automations.id, deleted.id));
 
