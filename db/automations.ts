@@ -3,10 +3,11 @@
  * transitions of domain/automations.ts) and the AUTOMATION_* event a run's end records in the outbox, in the same
  * transaction as its final state, once.
  */
-import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { exportFileName, runStatesBefore, type RunStatus, type RunTrigger } from '../domain/automations';
 import type { Tx, Db } from './client';
 import { newId } from './ids';
+import { inOrder, type SortOrder } from './order';
 import { automationRuns, automations, events, integrations } from './schema';
 
 export type AutomationRow = typeof automations.$inferSelect;
@@ -60,12 +61,13 @@ export async function getRun(db: Db | Tx, id: string): Promise<AutomationRunRow 
   return row;
 }
 
-export async function runsOf(db: Db, automationId: string, page: { limit: number; offset: number }): Promise<AutomationRunRow[]> {
+/** An automation's runs, newest first unless `order` says otherwise. */
+export async function runsOf(db: Db, automationId: string, page: { limit: number; offset: number; order?: SortOrder }): Promise<AutomationRunRow[]> {
   return db
     .select()
     .from(automationRuns)
     .where(eq(automationRuns.automationId, automationId))
-    .orderBy(desc(automationRuns.createdAt), desc(automationRuns.id))
+    .orderBy(...inOrder(page.order ?? 'desc', automationRuns.createdAt, automationRuns.id))
     .limit(page.limit)
     .offset(page.offset);
 }

@@ -2,12 +2,13 @@
  * Webhook rows shared by the admin API, the outbox relay and the delivery activities: subscriptions, deliveries and
  * their attempts, and the one serialization of an event's envelope.
  */
-import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { PLAN_RULES, PLANS } from '../domain/plans';
 import { isPlaintext, sealSigningSecret, type Keyring } from '../domain/secrets';
 import { wantsEvent, type DeliveryStatus } from '../domain/webhooks';
 import type { Tx } from './client';
 import { newId } from './ids';
+import { inOrder, type SortOrder } from './order';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from './schema';
 import { randomBase62 } from './tenants';
 
@@ -130,10 +131,11 @@ export async function attemptsOf(tx: Tx, deliveryIds: string[]): Promise<Map<str
   return out;
 }
 
+/** A subscription's deliveries, newest first unless `order` says otherwise. */
 export async function listDeliveries(
   tx: Tx,
   subscriptionId: string,
-  filter: { status?: DeliveryStatus; eventType?: string; limit: number; offset: number },
+  filter: { status?: DeliveryStatus; eventType?: string; order?: SortOrder; limit: number; offset: number },
 ): Promise<DeliveryRow[]> {
   return tx
     .select()
@@ -145,7 +147,7 @@ export async function listDeliveries(
         filter.eventType ? eq(webhookDeliveries.eventType, filter.eventType) : undefined,
       ),
     )
-    .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
+    .orderBy(...inOrder(filter.order ?? 'desc', webhookDeliveries.createdAt, webhookDeliveries.id))
     .limit(filter.limit)
     .offset(filter.offset);
 }

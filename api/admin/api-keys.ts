@@ -1,11 +1,12 @@
 /** API keys of an organization: created with the secret shown once, listed and revoked without it. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { asc, eq } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
+import { inOrder } from '../../db/order';
 import { apiKeys } from '../../db/schema';
 import { createApiKey, revokeApiKey, type ApiKeyRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { ApiKey, ApiKeyCreate, ApiKeyCreated, body, errorResponses, IdParam, json, listOf, ListQuery } from './schemas';
+import { ApiKey, ApiKeyCreate, ApiKeyCreated, body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery } from './schemas';
 import { loadOrganization, uuidOr404 } from './support';
 
 export function apiKeyView(row: ApiKeyRow) {
@@ -50,17 +51,17 @@ export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/organizations/{id}/api_keys',
       tags,
       summary: "List an organization's API keys (without secrets)",
-      request: { params: OrgId, query: ListQuery },
-      responses: { 200: json(listOf(ApiKey, 'ApiKeyList'), 'Oldest first, revoked keys included.'), ...errorResponses },
+      request: { params: OrgId, query: OrderedListQuery('asc') },
+      responses: { 200: json(listOf(ApiKey, 'ApiKeyList'), orderedDescription('asc', '; revoked keys included')), ...errorResponses },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
-      const { limit, offset } = c.req.valid('query');
+      const { limit, offset, order } = c.req.valid('query');
       const rows = await deps.db
         .select()
         .from(apiKeys)
         .where(eq(apiKeys.organizationId, org.id))
-        .orderBy(asc(apiKeys.createdAt), asc(apiKeys.id))
+        .orderBy(...inOrder(order, apiKeys.createdAt, apiKeys.id))
         .limit(limit + 1)
         .offset(offset);
       return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(apiKeyView) }, 200);

@@ -6,9 +6,10 @@
  * they are sealed at once and never shown again, only their names.
  */
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
 import { getAutomation, getRun, insertAutomation, runsOf, type AutomationRow, type AutomationRunRow } from '../../db/automations';
 import { newId } from '../../db/ids';
+import { inOrder } from '../../db/order';
 import { automations, integrations } from '../../db/schema';
 import type { IntegrationRow } from '../../db/tenants';
 import { EXPORT_ENTITIES, PLURAL, RECORD_FIELDS, type AutomationSchedule } from '../../domain/automations';
@@ -30,7 +31,8 @@ import {
   IdParam,
   json,
   listOf,
-  ListQuery,
+  orderedDescription,
+  OrderedListQuery,
   unavailableResponse, linkTo } from './schemas';
 import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
 
@@ -266,17 +268,17 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/integrations/{id}/automations',
       tags,
       summary: "List an integration's automations",
-      request: { params: IntegrationId, query: ListQuery },
-      responses: { 200: json(listOf(Automation, 'AutomationList'), 'Oldest first, header names only.'), ...errorResponses },
+      request: { params: IntegrationId, query: OrderedListQuery('asc') },
+      responses: { 200: json(listOf(Automation, 'AutomationList'), orderedDescription('asc', '; header names only')), ...errorResponses },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset } = c.req.valid('query');
+      const { limit, offset, order } = c.req.valid('query');
       const rows = await deps.db
         .select()
         .from(automations)
         .where(and(eq(automations.integrationId, integration.id), isNull(automations.deletedAt)))
-        .orderBy(asc(automations.createdAt), asc(automations.id))
+        .orderBy(...inOrder(order, automations.createdAt, automations.id))
         .limit(limit + 1)
         .offset(offset);
       return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(automationView) }, 200);
@@ -414,13 +416,13 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/automations/{id}/runs',
       tags,
       summary: "List an automation's runs",
-      request: { params: AutomationId, query: ListQuery },
-      responses: { 200: json(listOf(AutomationRun, 'AutomationRunList'), 'Most recent first.'), ...errorResponses },
+      request: { params: AutomationId, query: OrderedListQuery('desc') },
+      responses: { 200: json(listOf(AutomationRun, 'AutomationRunList'), orderedDescription('desc')), ...errorResponses },
     }),
     async (c) => {
       const automation = await loadAutomation(deps, c.req.valid('param').id);
-      const { limit, offset } = c.req.valid('query');
-      const rows = await runsOf(deps.db, automation.id, { limit: limit + 1, offset });
+      const { limit, offset, order } = c.req.valid('query');
+      const rows = await runsOf(deps.db, automation.id, { limit: limit + 1, offset, order });
       return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(automationRunView) }, 200);
     },
   );

@@ -1,7 +1,7 @@
 /**
- * Admin API (/admin/v1): organizations, integrations, API keys, sync jobs, write Operations, sandbox controls, webhooks
- * and automations, for operators and the CLI. Behind ADMIN_TOKEN; its OpenAPI document (/admin/v1/openapi.json) is
- * public and separate from the public API's.
+ * Admin API (/admin/v1): organizations, integrations, API keys, sync jobs, write Operations, sandbox controls, webhooks,
+ * events and automations, for operators, the CLI and the operator console. Behind ADMIN_TOKEN; its OpenAPI document
+ * (/admin/v1/openapi.json) is public and separate from the public API's.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { Hono } from 'hono';
@@ -11,6 +11,7 @@ import { ApiError } from '../problem';
 import { registerApiKeys } from './api-keys';
 import { registerAutomations } from './automations';
 import { adminAuth } from './auth';
+import { registerEvents } from './events';
 import { registerIntegrations } from './integrations';
 import { registerOperations } from './operations';
 import { registerOrganizations } from './organizations';
@@ -34,7 +35,7 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
     info: {
       title: 'Property Data Sync admin API',
       version: '1.0.0',
-      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, write Operations, sandbox controls, webhook subscriptions, deliveries and replays, automations (scheduled CSV exports) and their runs. Errors are problem+json.',
+      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, write Operations, sandbox controls, webhook subscriptions, deliveries and replays, events and their resend, automations (scheduled CSV exports) and their runs. Lists ordered by creation time take `order` (`asc`/`desc`). Errors are problem+json.',
     },
     servers: [{ url: `${deps.config.PUBLIC_BASE_URL}/admin/v1` }],
     security: [{ [SECURITY]: [] }],
@@ -59,6 +60,7 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
   registerOperations(api, deps);
   registerSandbox(api, deps);
   registerWebhooks(api, deps);
+  registerEvents(api, deps);
   registerAutomations(api, deps);
 
   // Mounted through a plain Hono so that the parent OpenAPIHono does not fold admin routes into the public document.

@@ -5,9 +5,10 @@
  */
 import { randomInt, randomUUID } from 'node:crypto';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
 import { automationsOf } from '../../db/automations';
 import { newId } from '../../db/ids';
+import { inOrder } from '../../db/order';
 import { softDeleteUnseen } from '../../db/records';
 import { automations, integrations, syncJobs } from '../../db/schema';
 import { createIntegration, type IntegrationRow } from '../../db/tenants';
@@ -24,7 +25,8 @@ import {
   IntegrationUpdate,
   json,
   listOf,
-  ListQuery,
+  orderedDescription,
+  OrderedListQuery,
   unavailableResponse, linkTo } from './schemas';
 import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
 
@@ -143,17 +145,17 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/organizations/{id}/integrations',
       tags,
       summary: "List an organization's integrations",
-      request: { params: OrgId, query: ListQuery },
-      responses: { 200: json(listOf(Integration, 'IntegrationList'), 'Oldest first.'), ...errorResponses },
+      request: { params: OrgId, query: OrderedListQuery('asc') },
+      responses: { 200: json(listOf(Integration, 'IntegrationList'), orderedDescription('asc')), ...errorResponses },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
-      const { limit, offset } = c.req.valid('query');
+      const { limit, offset, order } = c.req.valid('query');
       const rows = await deps.db
         .select()
         .from(integrations)
         .where(and(eq(integrations.organizationId, org.id), isNull(integrations.deletedAt)))
-        .orderBy(asc(integrations.createdAt), asc(integrations.id))
+        .orderBy(...inOrder(order, integrations.createdAt, integrations.id))
         .limit(limit + 1)
         .offset(offset);
       return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(integrationView) }, 200);

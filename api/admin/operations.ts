@@ -4,14 +4,15 @@
  * residents' personal data, so it is never even loaded here.
  */
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
-import { and, desc, eq, getTableColumns, inArray, type SQL } from 'drizzle-orm';
+import { and, eq, getTableColumns, inArray, type SQL } from 'drizzle-orm';
 import { operationJson, type OperationRow } from '../../db/operations';
+import { inOrder } from '../../db/order';
 import { operations } from '../../db/schema';
 import { writeWorkflowIdOf } from '../../domain/contract';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { AdminOperation, errorResponses, IdParam, json, listOf, OperationQuery, linkTo } from './schemas';
+import { AdminOperation, errorResponses, IdParam, json, listOf, OperationQuery, orderedDescription, linkTo } from './schemas';
 import { loadIntegration } from './support';
 
 /** Every column but `request`. */
@@ -61,13 +62,13 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/integrations/{id}/operations',
       tags,
       summary: "List an integration's Operations",
-      description: 'Most recent first. Filter by `status` and `type` (each a comma-separated list matching any).',
+      description: 'Newest first by default (`order=asc`: oldest first). Filter by `status` and `type` (each a comma-separated list matching any).',
       request: { params: IntegrationId, query: OperationQuery },
-      responses: { 200: json(listOf(AdminOperation, 'AdminOperationList'), 'Most recent first.', linkTo('GetOperation', 'getOperation', 'The first Operation of the page.', '/results/0/id')), ...errorResponses },
+      responses: { 200: json(listOf(AdminOperation, 'AdminOperationList'), orderedDescription('desc'), linkTo('GetOperation', 'getOperation', 'The first Operation of the page.', '/results/0/id')), ...errorResponses },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset, status, type } = c.req.valid('query');
+      const { limit, offset, order, status, type } = c.req.valid('query');
       // The integration's organization and mode lead, so the (organization, mode, created_at) index serves the page.
       const where: SQL[] = [
         eq(operations.organizationId, integration.organizationId),
@@ -80,7 +81,7 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
         .select(SUMMARY_COLUMNS)
         .from(operations)
         .where(and(...where))
-        .orderBy(desc(operations.createdAt), desc(operations.id))
+        .orderBy(...inOrder(order, operations.createdAt, operations.id))
         .limit(limit + 1)
         .offset(offset);
       return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(adminOperationView) }, 200);

@@ -1,10 +1,23 @@
 /** Organizations: the tenants. Their rate limit override is read by the API's org-wide limiter. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { eq } from 'drizzle-orm';
+import { inOrder } from '../../db/order';
 import { organizations } from '../../db/schema';
 import { createOrganization, type OrganizationRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
-import { body, errorResponses, IdParam, json, Organization, OrganizationCreate, OrganizationUpdate, linkTo } from './schemas';
+import {
+  body,
+  errorResponses,
+  IdParam,
+  json,
+  linkTo,
+  listOf,
+  orderedDescription,
+  OrderedListQuery,
+  Organization,
+  OrganizationCreate,
+  OrganizationUpdate,
+} from './schemas';
 import { loadOrganization } from './support';
 
 export function organizationView(row: OrganizationRow) {
@@ -18,6 +31,7 @@ export function organizationView(row: OrganizationRow) {
 }
 
 const tags = ['Organizations'];
+const OrgQuery = OrderedListQuery('asc');
 const OrgId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
 
 export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
@@ -33,6 +47,31 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
     async (c) => {
       const row = await createOrganization(deps.db, { name: c.req.valid('json').name });
       return c.json(organizationView(row), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/organizations',
+      tags,
+      summary: 'List organizations',
+      description: 'Every organization of the deployment, oldest first by default (`order=desc`: newest first).',
+      request: { query: OrgQuery },
+      responses: {
+        200: json(listOf(Organization, 'OrganizationList'), orderedDescription('asc'), linkTo('GetOrganization', 'getOrganization', 'The first organization of the page.', '/results/0/id')),
+        ...errorResponses,
+      },
+    }),
+    async (c) => {
+      const { limit, offset, order } = c.req.valid('query');
+      const rows = await deps.db
+        .select()
+        .from(organizations)
+        .orderBy(...inOrder(order, organizations.createdAt, organizations.id))
+        .limit(limit + 1)
+        .offset(offset);
+      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(organizationView) }, 200);
     },
   );
 

@@ -2,7 +2,8 @@
 import { z } from '@hono/zod-openapi';
 import { ENTITIES } from '../../domain/cdm';
 import { AUTOMATION_STATUSES, MIN_EVERY_SECONDS, PLURAL, RUN_STATUSES } from '../../domain/automations';
-import { ALL_EVENT_TYPES } from '../../domain/events';
+import { SORT_ORDERS, type SortOrder } from '../../db/order';
+import { ALL_EVENT_TYPES, EVENT_CATEGORIES } from '../../domain/events';
 import { OPERATION_STATUSES, OPERATION_TYPES } from '../../domain/operations';
 import { DELIVERY_STATUSES, SUBSCRIPTION_STATUSES } from '../../domain/webhooks';
 import { MODES, PLANS } from '../../domain/plans';
@@ -21,6 +22,33 @@ export const ListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25).openapi({ description: 'Page size, 1 to 100.' }),
   offset: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).openapi({ description: 'Zero-based offset.' }),
 });
+
+const ORDER_WORDS: Record<SortOrder, string> = { asc: 'Oldest first', desc: 'Newest first' };
+
+/**
+ * ListQuery plus `order`, for a list ordered by creation time (ties by id, in the same direction); `dflt` is the order
+ * the list has always had. A value other than `asc`/`desc` is a 422 naming the parameter, like an unknown sort field.
+ */
+export const OrderedListQuery = (dflt: SortOrder) =>
+  ListQuery.extend({
+    order: z
+      .string()
+      .default(dflt)
+      .transform((s, ctx) => {
+        if ((SORT_ORDERS as readonly string[]).includes(s)) return s as SortOrder;
+        ctx.addIssue({ code: 'custom', message: 'must be asc or desc', params: RULE });
+        return z.NEVER;
+      })
+      .openapi({
+        type: 'string',
+        enum: SORT_ORDERS,
+        default: dflt,
+        description: `By creation time: \`asc\` oldest first, \`desc\` newest first (ties by id, in the same direction). Default: \`${dflt}\` (${ORDER_WORDS[dflt].toLowerCase()}).`,
+      } as never) as unknown as z.ZodType<SortOrder, string | undefined>,
+  });
+
+/** The description of a list's 200 response: its default order, and that `order` turns it. */
+export const orderedDescription = (dflt: SortOrder, rest = '') => `${ORDER_WORDS[dflt]} unless \`order\` says otherwise${rest}.`;
 
 export const listOf = <T extends z.ZodType>(item: T, name: string) =>
   z
@@ -246,7 +274,7 @@ const enumListParam = <T extends string>(values: readonly T[], description: stri
     string | undefined
   >;
 
-export const OperationQuery = ListQuery.extend({
+export const OperationQuery = OrderedListQuery('desc').extend({
   status: enumListParam(OPERATION_STATUSES, 'Only Operations in this status.'),
   type: enumListParam(OPERATION_TYPES, 'Only Operations of this type.'),
 });
@@ -389,7 +417,7 @@ export const Delivery = z
 export const DeliveryWithPayload = Delivery.extend({
   payload: z.record(z.string(), z.unknown()).nullable().openapi({ description: 'The event exactly as sent (null once purged).' }),
 }).openapi('WebhookDeliveryWithPayload');
-export const DeliveryQuery = ListQuery.extend({
+export const DeliveryQuery = OrderedListQuery('desc').extend({
   status: z.enum(DELIVERY_STATUSES).optional(),
   event_type: z.string().max(100).optional(),
 });
@@ -404,6 +432,45 @@ export const SubscriptionReplay = z
 export const ReplayResult = z
   .object({ replayed: z.number().int(), delivery_ids: z.array(z.string()) })
   .openapi('WebhookReplayResult');
+
+// Events (the outbox, as an operator reads it)
+
+export const EventQuery = OrderedListQuery('desc').extend({
+  type: enumListParam(ALL_EVENT_TYPES, 'Only events of this type.'),
+});
+export const DeliveryCounts = z
+  .object({
+    total: z.number().int().openapi({ description: 'Deliveries of the event, one per subscription it was sent (or re-sent) to.' }),
+    ...(Object.fromEntries(DELIVERY_STATUSES.map((s) => [s, z.number().int()])) as Record<(typeof DELIVERY_STATUSES)[number], z.ZodNumber>),
+  })
+  .openapi('EventDeliveryCounts', { description: 'How many deliveries of the event there are, in all and per status.', example: { total: 2, pending: 0, retrying: 0, succeeded: 1, dead_lettered: 1, cancelled: 0, expired: 0 } });
+export const Event = z
+  .object({
+    id: z.string().openapi({ example: 'evt_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
+    integration_id: Uuid,
+    type: z.enum(ALL_EVENT_TYPES),
+    category: z.enum(EVENT_CATEGORIES),
+    created_at: DateTime,
+    sync_job_id: z.string().nullable().openapi({ description: 'The sync run that recorded the event, if any.' }),
+    operation_id: z.string().nullable().openapi({ description: 'The write Operation that recorded the event, if any.' }),
+    automation_run_id: z.string().nullable().openapi({ description: 'The automation run an AUTOMATION_* event reports.' }),
+    record_id: z.string().nullable().openapi({ description: 'The record a data_change event is about.' }),
+    dispatched_at: DateTime.nullable().openapi({ description: 'When the outbox relay had started a delivery to every subscription that wanted it; null until then.' }),
+    deliveries: DeliveryCounts,
+  })
+  .openapi('Event');
+export const EventWithPayload = Event.extend({
+  payload: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .openapi({ description: 'The envelope exactly as sent to receivers; null while it has not been serialized yet (nothing was sent).' }),
+}).openapi('EventWithPayload');
+export const EventResendResult = z
+  .object({
+    resent: z.number().int().openapi({ description: 'Subscriptions the event was sent to again (0: no active subscription wants it).' }),
+    delivery_ids: z.array(z.string()).openapi({ description: 'The delivery of each: a new one, or the existing one given one more attempt.' }),
+  })
+  .openapi('EventResendResult');
 
 // Automations (scheduled CSV exports)
 

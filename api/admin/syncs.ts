@@ -1,6 +1,7 @@
 /** Manual sync runs and the sync job history an operator follows (the CLI's `sync run --wait` polls here). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { desc, eq } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
+import { inOrder } from '../../db/order';
 import { syncJobs } from '../../db/schema';
 import type { SyncJobRow } from '../../db/sync-jobs';
 import { SYNC_ORDER, type Entity } from '../../domain/cdm';
@@ -8,7 +9,7 @@ import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { skippedRecordsOf, skippedRecordView, syncJobView } from '../../db/sync-jobs';
-import { errorResponses, IdParam, json, listOf, ListQuery, SkippedRecord, SyncJob, unavailableResponse, linkTo } from './schemas';
+import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, SkippedRecord, SyncJob, unavailableResponse, linkTo } from './schemas';
 import { loadIntegration, withTemporal } from './support';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
@@ -56,17 +57,17 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/integrations/{id}/sync_jobs',
       tags,
       summary: "List an integration's sync jobs",
-      request: { params: IntegrationId, query: ListQuery },
-      responses: { 200: json(listOf(SyncJob, 'SyncJobList'), 'Most recent first.'), ...errorResponses },
+      request: { params: IntegrationId, query: OrderedListQuery('desc') },
+      responses: { 200: json(listOf(SyncJob, 'SyncJobList'), orderedDescription('desc')), ...errorResponses },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset } = c.req.valid('query');
+      const { limit, offset, order } = c.req.valid('query');
       const rows = await deps.db
         .select()
         .from(syncJobs)
         .where(eq(syncJobs.integrationId, integration.id))
-        .orderBy(desc(syncJobs.createdAt), desc(syncJobs.id))
+        .orderBy(...inOrder(order, syncJobs.createdAt, syncJobs.id))
         .limit(limit + 1)
         .offset(offset);
       return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(adminSyncJobView) }, 200);

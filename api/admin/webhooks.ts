@@ -4,7 +4,8 @@
  * stored encrypted; only the delivery activity opens it, to sign.
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
+import { inOrder } from '../../db/order';
 import { webhookSubscriptions } from '../../db/schema';
 import {
   attemptsOf,
@@ -20,6 +21,7 @@ import {
   rotateSigningSecret,
   type AttemptRow,
   type DeliveryRow,
+  type EventRow,
   type SubscriptionRow,
 } from '../../db/webhooks';
 import type { IntegrationRow } from '../../db/tenants';
@@ -37,7 +39,8 @@ import {
   IdParam,
   json,
   listOf,
-  ListQuery,
+  orderedDescription,
+  OrderedListQuery,
   ReplayResult,
   RotatedSecret,
   RotateSecret,
@@ -98,7 +101,7 @@ function invalid(pointer: string, detail: string): ApiError {
 }
 
 /** Webhooks are a Scale and Enterprise feature: 403 with the reason for the other plans. */
-function requireWebhookPlan(integration: IntegrationRow): void {
+export function requireWebhookPlan(integration: IntegrationRow): void {
   if (!PLAN_RULES[integration.plan].webhooks) {
     throw new ApiError(
       'forbidden',
@@ -151,11 +154,41 @@ async function runLanes<T>(items: T[], lanes: number, fn: (item: T) => Promise<v
   );
 }
 
+/** What one re-send covers: events to send to subscriptions, and deliveries to attempt again. */
+export interface Redelivery {
+  sends?: { sub: SubscriptionRow; event: Pick<EventRow, 'id' | 'type'> }[];
+  deliveries?: DeliveryRow[];
+}
+
+/**
+ * The one path of every operator re-send (a subscription's bulk replay, an event's resend): a (subscription, event)
+ * pair that never had a delivery gets one, started like a first delivery; a pair that has one, and every delivery
+ * given, gets one more attempt on that same record (replayDelivery). Callers check the plan and the subscriptions.
+ * Temporal unreachable: 503 saying what could not be done (`action`, via viaTemporal); deliveries made by then stay,
+ * and a retry attempts them. Returns the ids of the deliveries, the new ones first.
+ */
+export async function redeliver(deps: ApiDeps, work: Redelivery, action = 'replay the deliveries'): Promise<string[]> {
+  const replay: DeliveryRow[] = [...(work.deliveries ?? [])];
+  const fresh: DeliveryRow[] = [];
+  for (const { sub, event } of work.sends ?? []) {
+    const { row, created } = await ensureDelivery(deps.db, sub, event);
+    (created ? fresh : replay).push(row);
+  }
+  await viaTemporal(deps, action, async (client) => {
+    const control = await loadDeliveryControl();
+    const ctl = control.deliveryControlOf(client, deps.config);
+    // Events the subscription never got start a delivery of their own; the others get one more attempt.
+    await runLanes(await withEventTimes(deps, fresh), 16, async (d) => void (await control.startDelivery(ctl, d)));
+    await runLanes(await withEventTimes(deps, replay), 16, (d) => control.replayDelivery(ctl, d));
+  });
+  return [...fresh, ...replay].map((d) => d.id);
+}
+
 const tags = ['Webhooks'];
 const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 const SubscriptionId = IdParam('whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook subscription id (`whs_` + ULID).');
 const DeliveryId = IdParam('whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook delivery id (`whd_` + ULID).');
-const forbidden = { 403: { content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } }, description: 'The integration is on a plan without webhooks.' } };
+export const forbidden = { 403: { content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } }, description: 'The integration is on a plan without webhooks.' } };
 const conflict = { 409: { content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } }, description: 'The subscription is disabled.' } };
 
 export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
@@ -195,17 +228,17 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/integrations/{id}/webhook_subscriptions',
       tags,
       summary: "List an integration's webhook subscriptions",
-      request: { params: IntegrationId, query: ListQuery },
-      responses: { 200: json(listOf(Subscription, 'WebhookSubscriptionList'), 'Oldest first, without secrets.'), ...errorResponses },
+      request: { params: IntegrationId, query: OrderedListQuery('asc') },
+      responses: { 200: json(listOf(Subscription, 'WebhookSubscriptionList'), orderedDescription('asc', '; without secrets')), ...errorResponses },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset } = c.req.valid('query');
+      const { limit, offset, order } = c.req.valid('query');
       const rows = await deps.db
         .select()
         .from(webhookSubscriptions)
         .where(and(eq(webhookSubscriptions.integrationId, integration.id), isNull(webhookSubscriptions.deletedAt)))
-        .orderBy(asc(webhookSubscriptions.createdAt), asc(webhookSubscriptions.id))
+        .orderBy(...inOrder(order, webhookSubscriptions.createdAt, webhookSubscriptions.id))
         .limit(limit + 1)
         .offset(offset);
       return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(subscriptionView) }, 200);
@@ -299,14 +332,14 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/webhook_subscriptions/{id}/deliveries',
       tags,
       summary: "List a subscription's deliveries",
-      description: 'Most recent first, each with its attempts. Filter by `status` (e.g. `dead_lettered`) and `event_type`.',
+      description: 'Newest first by default (`order=asc`: oldest first), each with its attempts. Filter by `status` (e.g. `dead_lettered`) and `event_type`.',
       request: { params: SubscriptionId, query: DeliveryQuery },
-      responses: { 200: json(listOf(Delivery, 'WebhookDeliveryList'), 'Most recent first.'), ...errorResponses },
+      responses: { 200: json(listOf(Delivery, 'WebhookDeliveryList'), orderedDescription('desc')), ...errorResponses },
     }),
     async (c) => {
       const sub = await loadSubscription(deps, c.req.valid('param').id);
-      const { limit, offset, status, event_type } = c.req.valid('query');
-      const rows = await listDeliveries(deps.db, sub.id, { status, eventType: event_type || undefined, limit: limit + 1, offset });
+      const { limit, offset, order, status, event_type } = c.req.valid('query');
+      const rows = await listDeliveries(deps.db, sub.id, { status, eventType: event_type || undefined, order, limit: limit + 1, offset });
       const page = rows.slice(0, limit);
       const attempts = await attemptsOf(deps.db, page.map((r) => r.id));
       return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: page.map((r) => deliveryView(r, attempts.get(r.id)!)) }, 200);
@@ -371,10 +404,9 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const sub = await loadSubscription(deps, c.req.valid('param').id);
       await replayable(deps, sub);
       const input = c.req.valid('json');
-      let replay: DeliveryRow[] = [];
-      const fresh: DeliveryRow[] = [];
+      let work: Redelivery;
       if ('status' in input) {
-        replay = await deadLetteredOf(deps.db, sub.id);
+        work = { deliveries: await deadLetteredOf(deps.db, sub.id) };
       } else {
         const since = new Date(input.since);
         const until = new Date(input.until);
@@ -382,19 +414,9 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
         const oldest = new Date(Date.now() - RETENTION_MS);
         const found = await eventsInRange(deps.db, sub, since < oldest ? oldest : since, until, MAX_RANGE_REPLAY + 1);
         if (found.length > MAX_RANGE_REPLAY) throw invalid('since', `The range holds more than ${MAX_RANGE_REPLAY} events; replay it in narrower ranges.`);
-        for (const event of found) {
-          const { row, created } = await ensureDelivery(deps.db, sub, event);
-          (created ? fresh : replay).push(row);
-        }
+        work = { sends: found.map((event) => ({ sub, event })) };
       }
-      await viaTemporal(deps, 'replay the deliveries', async (client) => {
-        const control = await loadDeliveryControl();
-        const ctl = control.deliveryControlOf(client, deps.config);
-        // Events the subscription never got start a delivery of their own; the others get one more attempt.
-        await runLanes(await withEventTimes(deps, fresh), 16, async (d) => void (await control.startDelivery(ctl, d)));
-        await runLanes(await withEventTimes(deps, replay), 16, (d) => control.replayDelivery(ctl, d));
-      });
-      const ids = [...fresh, ...replay].map((d) => d.id);
+      const ids = await redeliver(deps, work);
       return c.json({ replayed: ids.length, delivery_ids: ids }, 202);
     },
   );

@@ -1,0 +1,14 @@
+/** The direction of a list ordered by creation time, as the admin lists take it (`order=asc|desc`). */
+import { asc, desc, type AnyColumn, type SQL } from 'drizzle-orm';
+
+export const SORT_ORDERS = ['asc', 'desc'] as const;
+export type SortOrder = (typeof SORT_ORDERS)[number];
+
+/**
+ * ORDER BY terms for `columns` (the creation time, then the id) all in one direction: the id breaks ties the same way,
+ * so offset pages neither repeat nor skip rows created in the same millisecond.
+ */
+export function inOrder(order: SortOrder, ...columns: AnyColumn[]): SQL[] {
+  const dir = order === 'asc' ? asc : desc;
+  return columns.map((c) => dir(c));
+}
