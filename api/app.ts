@@ -7,6 +7,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createAdminRoutes } from './admin';
+import { createConsole } from './console';
 import type { ApiDeps } from './deps';
 import type { AppEnv } from './middleware/env';
 import { createApiKeyAuth, type ApiKeyAuth } from './middleware/auth';
@@ -62,6 +63,8 @@ export function createApp(deps: ApiDeps): App {
   registerLeases(app, deps);
   registerOperations(app, deps);
 
-  app.route('/admin/v1', createAdminRoutes(deps));
+  const admin = createAdminRoutes(deps);
+  app.route('/admin/v1', admin);
+  app.route('/console', createConsole(deps, admin));
   return app;
 }

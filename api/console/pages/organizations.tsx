@@ -1,0 +1,277 @@
+/** Organizations, their API keys (the key shown once at creation; revoke) and their integrations. */
+import type { z } from '@hono/zod-openapi';
+import { MODES, PLANS } from '../../../domain/plans';
+import type { ApiKey, ApiKeyCreated, Integration, Organization } from '../../admin/schemas';
+import type { AdminClient, Page } from '../admin';
+import { field, fields, type ConsoleApp } from '../index';
+import { Badge, Facts, Form, Layout, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, Time, type Ui } from '../ui';
+
+type Org = z.infer<typeof Organization>;
+type Key = z.infer<typeof ApiKey>;
+export type IntegrationView = z.infer<typeof Integration>;
+
+/** A number field as a number; anything else is passed on as typed, for the admin API to refuse with its reason. */
+export const num = (s: string): number | string | undefined => (s.trim() === '' ? undefined : Number.isFinite(Number(s)) ? Number(s) : s);
+
+export const integrationLabel = (i: IntegrationView) => i.name ?? `${i.source.type} integration`;
+
+export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): void {
+  app.get('/organizations', async (c) => {
+    const ui = c.get('ui');
+    const paging = pagingOf(ui.url, { order: 'asc' });
+    const page = await admin.get<Page<Org>>(c, '/organizations', listQuery(paging));
+    return c.html(
+      <Layout ui={ui} title="Organizations">
+        <Table
+          label="Organizations"
+          rows={page.results.length}
+          head={['Name', 'Id', <SortHeader url={ui.url} paging={paging} label="Created" />]}
+          empty={paging.offset > 0 ? 'No more organizations.' : 'No organizations yet. Create the first one below; then give it an API key and an integration.'}
+        >
+          {page.results.map((o) => (
+            <tr>
+              <td>
+                <a href={`/console/organizations/${o.id}`}>{o.name}</a>
+              </td>
+              <td class="hide-sm">
+                <code>{o.id}</code>
+              </td>
+              <td>
+                <Time iso={o.created_at} />
+              </td>
+            </tr>
+          ))}
+        </Table>
+        <Pager url={ui.url} paging={paging} page={page} />
+        <h2>New organization</h2>
+        <Form ui={ui} action="/console/organizations" class="row">
+          <label>
+            Name
+            <input name="name" required maxlength={200} />
+          </label>
+          <button type="submit">Create organization</button>
+        </Form>
+      </Layout>,
+    );
+  });
+
+  app.post('/organizations', async (c) => {
+    const org = await admin.post<Org>(c, '/organizations', { name: await field(c, 'name') });
+    return c.redirect(`/console/organizations/${org.id}`, 303);
+  });
+
+  app.get('/organizations/:id', async (c) => {
+    const ui = c.get('ui');
+    const id = c.req.param('id');
+    const keyPaging = pagingOf(ui.url, { order: 'asc' }, 'k_');
+    const intPaging = pagingOf(ui.url, { order: 'asc' }, 'i_');
+    const [org, keys, ints] = await Promise.all([
+      admin.get<Org>(c, `/organizations/${encodeURIComponent(id)}`),
+      admin.get<Page<Key>>(c, `/organizations/${encodeURIComponent(id)}/api_keys`, listQuery(keyPaging)),
+      admin.get<Page<IntegrationView>>(c, `/organizations/${encodeURIComponent(id)}/integrations`, listQuery(intPaging)),
+    ]);
+    return c.html(
+      <Layout ui={ui} title={org.name} crumbs={[['Organizations', '/console/organizations'], [org.name]]}>
+        <div class="card">
+          <Facts
+            rows={[
+              ['Id', <code>{org.id}</code>],
+              ['Rate limit', org.rate_limit_per_minute === null ? 'plan default' : `${org.rate_limit_per_minute}/min, burst ${org.rate_limit_burst ?? 'default'}`],
+              ['Created', <Time iso={org.created_at} />],
+            ]}
+          />
+        </div>
+
+        <h2>Integrations</h2>
+        <Table
+          label="Integrations"
+          rows={ints.results.length}
+          head={['Name', 'Mode', 'Plan', 'Source', 'Cadence', <SortHeader url={ui.url} paging={intPaging} label="Created" />]}
+          empty="No integrations yet. Connect a source below (a sandbox source generates a test company to sync from)."
+        >
+          {ints.results.map((i) => (
+            <tr>
+              <td>
+                <a href={`/console/integrations/${i.id}`}>{integrationLabel(i)}</a>
+              </td>
+              <td>
+                <Badge status={i.mode} />
+              </td>
+              <td>{i.plan}</td>
+              <td>{i.source.type}</td>
+              <td>{cadence(i.sync_interval_seconds)}</td>
+              <td>
+                <Time iso={i.created_at} />
+              </td>
+            </tr>
+          ))}
+        </Table>
+        <Pager url={ui.url} paging={intPaging} page={ints} />
+        <details>
+          <summary>Connect an integration</summary>
+          <NewIntegration ui={ui} orgId={org.id} />
+        </details>
+
+        <h2>API keys</h2>
+        <Table
+          label="API keys"
+          rows={keys.results.length}
+          head={['Prefix', 'Mode', 'Scopes', <SortHeader url={ui.url} paging={keyPaging} label="Created" />, 'Last used', 'Revoked', '']}
+          empty="No API keys yet. Create one below: it is shown once."
+        >
+          {keys.results.map((k) => (
+            <tr>
+              <td>
+                <code>{k.key_prefix}…</code>
+              </td>
+              <td>
+                <Badge status={k.mode} />
+              </td>
+              <td>{k.scopes.join(', ')}</td>
+              <td>
+                <Time iso={k.created_at} />
+              </td>
+              <td>
+                <Time iso={k.last_used_at} />
+              </td>
+              <td>{k.revoked_at ? <Time iso={k.revoked_at} /> : <Badge status="active" />}</td>
+              <td>
+                {!k.revoked_at && (
+                  <Form ui={ui} action={`/console/api-keys/${k.id}/revoke`} confirm={`Revoke ${k.key_prefix}…? Requests with it fail at once.`}>
+                    <button type="submit" class="danger">
+                      Revoke
+                    </button>
+                  </Form>
+                )}
+              </td>
+            </tr>
+          ))}
+        </Table>
+        <Pager url={ui.url} paging={keyPaging} page={keys} />
+        <h2>New API key</h2>
+        <Form ui={ui} action={`/console/organizations/${org.id}/api-keys`} class="row">
+          <label>
+            Mode
+            <select name="mode">
+              {MODES.map((m) => (
+                <option value={m}>{m}</option>
+              ))}
+            </select>
+          </label>
+          <fieldset>
+            <legend>Scopes</legend>
+            <label class="check">
+              <input type="checkbox" name="scopes" value="read" checked /> read
+            </label>
+            <label class="check">
+              <input type="checkbox" name="scopes" value="write" checked /> write
+            </label>
+          </fieldset>
+          <button type="submit">Create key</button>
+        </Form>
+      </Layout>,
+    );
+  });
+
+  app.post('/organizations/:id/api-keys', async (c) => {
+    const ui = c.get('ui');
+    const id = c.req.param('id');
+    const scopes = await fields(c, 'scopes');
+    const created = await admin.post<z.infer<typeof ApiKeyCreated>>(c, `/organizations/${encodeURIComponent(id)}/api_keys`, {
+      mode: await field(c, 'mode'),
+      ...(scopes.length > 0 ? { scopes } : { scopes: [] }),
+    });
+    return c.html(
+      <Layout ui={ui} title="API key created" crumbs={[['Organizations', '/console/organizations'], ['Organization', `/console/organizations/${created.organization_id}`], ['New key']]}>
+        <SecretOnce label={`${created.mode} key ${created.key_prefix}… (${created.scopes.join(', ')})`} value={created.key}>
+          <p>
+            Send it as <code>Authorization: Bearer &lt;key&gt;</code> to the <a href="/docs">public API</a>.
+          </p>
+        </SecretOnce>
+        <p>
+          <a href={`/console/organizations/${created.organization_id}`}>Back to the organization</a>
+        </p>
+      </Layout>,
+      201,
+    );
+  });
+
+  app.post('/api-keys/:id/revoke', async (c) => {
+    const key = await admin.post<Key>(c, `/api_keys/${encodeURIComponent(c.req.param('id'))}/revoke`);
+    return c.redirect(`/console/organizations/${key.organization_id}`, 303);
+  });
+
+  app.post('/organizations/:id/integrations', async (c) => {
+    const id = c.req.param('id');
+    const type = await field(c, 'source_type');
+    const source =
+      type === 'entrata'
+        ? { type, base_url: await field(c, 'base_url'), api_key: await field(c, 'api_key') }
+        : { type, ...(num(await field(c, 'size')) !== undefined ? { size: num(await field(c, 'size')) } : {}) };
+    const name = (await field(c, 'name')).trim();
+    const interval = num(await field(c, 'sync_interval_seconds'));
+    const created = await admin.post<IntegrationView>(c, `/organizations/${encodeURIComponent(id)}/integrations`, {
+      ...(name ? { name } : {}),
+      mode: await field(c, 'mode'),
+      plan: await field(c, 'plan'),
+      source,
+      ...(interval !== undefined ? { sync_interval_seconds: interval } : {}),
+    });
+    return c.redirect(`/console/integrations/${created.id}`, 303);
+  });
+}
+
+export const cadence = (seconds: number) =>
+  seconds % 86_400 === 0 ? `every ${seconds / 86_400} d` : seconds % 3600 === 0 ? `every ${seconds / 3600} h` : seconds % 60 === 0 ? `every ${seconds / 60} min` : `every ${seconds} s`;
+
+const NewIntegration = ({ ui, orgId }: { ui: Ui; orgId: string }) => (
+  <Form ui={ui} action={`/console/organizations/${orgId}/integrations`} class="stack">
+    <label>
+      Name (optional)
+      <input name="name" maxlength={200} />
+    </label>
+    <div class="row">
+      <label>
+        Mode
+        <select name="mode">
+          {MODES.map((m) => (
+            <option value={m}>{m}</option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Plan
+        <select name="plan">
+          {PLANS.map((p) => (
+            <option value={p}>{p}</option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Source
+        <select name="source_type">
+          <option value="sandbox">sandbox (test mode)</option>
+          <option value="entrata">entrata</option>
+        </select>
+      </label>
+    </div>
+    <label>
+      Sandbox size (leases; sandbox only)
+      <input name="size" inputmode="numeric" placeholder="50" />
+    </label>
+    <label>
+      Entrata base URL (entrata only)
+      <input name="base_url" type="url" placeholder="https://example.entrata.com" />
+    </label>
+    <label>
+      Entrata API key (entrata only; stored encrypted)
+      <input name="api_key" type="password" autocomplete="off" />
+    </label>
+    <label>
+      Sync every … seconds (optional; the plan's cadence otherwise)
+      <input name="sync_interval_seconds" inputmode="numeric" />
+    </label>
+    <button type="submit">Connect</button>
+  </Form>
+);
+

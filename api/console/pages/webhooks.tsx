@@ -1,0 +1,526 @@
+/**
+ * Webhooks: an integration's subscriptions (the signing secret shown once at creation and at each rotation; edit,
+ * disable, rotate with a grace window), a subscription's deliveries filtered by status with replay of one or of every
+ * dead-lettered one, a delivery's attempts and payload, and the integration's events of the last 30 days with resend.
+ */
+import type { z } from '@hono/zod-openapi';
+import type { FC } from 'hono/jsx';
+import { ALL_EVENT_TYPES } from '../../../domain/events';
+import { deliveryWorkflowIdOf } from '../../../domain/contract';
+import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, DELIVERY_STATUSES } from '../../../domain/webhooks';
+import type { Delivery, DeliveryWithPayload, Event, EventResendResult, EventWithPayload, ReplayResult, RotatedSecret, Subscription, SubscriptionCreated } from '../../admin/schemas';
+import type { AdminClient, Page } from '../admin';
+import { field, fields, type ConsoleApp } from '../index';
+import { Badge, Facts, Form, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, TemporalLink, Time, type Ui } from '../ui';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
+import { num } from './organizations';
+
+type Sub = z.infer<typeof Subscription>;
+type Del = z.infer<typeof Delivery>;
+type Evt = z.infer<typeof Event>;
+
+/** What a redirect after a change says on the page it lands on (codes only: a link cannot make the console say anything else). */
+export function noticeOf(url: URL): string | undefined {
+  const n = Number(url.searchParams.get('n') ?? '0');
+  switch (url.searchParams.get('done')) {
+    case 'saved':
+      return 'Saved.';
+    case 'replayed':
+      return n === 1 ? 'Replay started: one more attempt is on its way.' : `Replay started for ${n} deliveries.`;
+    case 'resent':
+      return n === 0 ? 'No active subscription wants this event: nothing was sent.' : `Resent to ${n} subscription${n === 1 ? '' : 's'}.`;
+    case 'disabled':
+      return 'Disabled: it gets nothing from now on, and deliveries still being retried stop.';
+    case 'enabled':
+      return 'Enabled: events recorded from now on are delivered. Replay sends what it missed.';
+    case 'deleted':
+      return 'Deleted.';
+    default:
+      return undefined;
+  }
+}
+
+const EventTypePicker: FC<{ selected: string[] }> = ({ selected }) => (
+  <fieldset>
+    <legend>Event types</legend>
+    <label class="check">
+      <input type="checkbox" name="event_types" value={ALL_EVENTS} checked={selected.includes(ALL_EVENTS)} /> every event (*)
+    </label>
+    {ALL_EVENT_TYPES.map((t) => (
+      <label class="check">
+        <input type="checkbox" name="event_types" value={t} checked={selected.includes(t)} /> <code>{t}</code>
+      </label>
+    ))}
+  </fieldset>
+);
+
+const DeliveryRows: FC<{ ui: Ui; rows: Del[] }> = ({ ui, rows }) => (
+  <>
+    {rows.map((d) => {
+      const last = d.attempts[d.attempts.length - 1];
+      return (
+        <tr data-status={d.status}>
+          <td>
+            <a href={`/console/webhook-deliveries/${d.id}`} class="mono">
+              {d.id}
+            </a>
+          </td>
+          <td>
+            <code>{d.event_type}</code>
+          </td>
+          <td>
+            <Badge status={d.status} />
+          </td>
+          <td class="num">{d.attempt_count}</td>
+          <td>{last ? (last.response_status ?? last.error ?? '—') : '—'}</td>
+          <td>
+            <Time iso={d.last_attempt_at} />
+          </td>
+          <td>
+            <Time iso={d.next_attempt_at} />
+          </td>
+          <td>
+            <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label="Workflow ↗" />
+          </td>
+        </tr>
+      );
+    })}
+  </>
+);
+
+export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void {
+  app.get('/integrations/:id/webhooks', async (c) => {
+    const ui = c.get('ui');
+    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
+    const paging = pagingOf(ui.url, { order: 'asc' });
+    const subs = await admin.get<Page<Sub>>(c, `/integrations/${ctx.integration.id}/webhook_subscriptions`, listQuery(paging));
+    return c.html(
+      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/webhooks`} notice={noticeOf(ui.url)}>
+        <h2>Webhook subscriptions</h2>
+        <Table
+          label="Webhook subscriptions"
+          rows={subs.results.length}
+          head={['URL', 'Events', 'Status', <SortHeader url={ui.url} paging={paging} label="Created" />]}
+          empty="No subscriptions yet. Add an endpoint below to be told about every change, signed."
+        >
+          {subs.results.map((s) => (
+            <tr>
+              <td>
+                <a href={`/console/webhook-subscriptions/${s.id}`} class="mono">
+                  {s.url}
+                </a>
+                {s.description && <div class="muted">{s.description}</div>}
+              </td>
+              <td>{s.event_types.join(', ')}</td>
+              <td>
+                <Badge status={s.status} />
+              </td>
+              <td>
+                <Time iso={s.created_at} />
+              </td>
+            </tr>
+          ))}
+        </Table>
+        <Pager url={ui.url} paging={paging} page={subs} />
+        <h2>New subscription</h2>
+        <Form ui={ui} action={`/console/integrations/${ctx.integration.id}/webhooks`} class="stack">
+          <label>
+            Endpoint URL
+            <input name="url" type="url" required placeholder="https://example.com/hooks/propsync" />
+          </label>
+          <EventTypePicker selected={[ALL_EVENTS]} />
+          <label>
+            Description (optional)
+            <input name="description" maxlength={500} />
+          </label>
+          <button type="submit">Create subscription</button>
+        </Form>
+      </IntegrationFrame>,
+    );
+  });
+
+  app.post('/integrations/:id/webhooks', async (c) => {
+    const ui = c.get('ui');
+    const id = c.req.param('id');
+    const description = (await field(c, 'description')).trim();
+    const created = await admin.post<z.infer<typeof SubscriptionCreated>>(c, `/integrations/${encodeURIComponent(id)}/webhook_subscriptions`, {
+      url: await field(c, 'url'),
+      event_types: await fields(c, 'event_types'),
+      ...(description ? { description } : {}),
+    });
+    const ctx = await loadIntegrationContext(c, admin, created.integration_id);
+    return c.html(
+      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/webhooks`} title="Subscription created" crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`]]}>
+        <SecretOnce label={`Signing secret of ${created.url}`} value={created.secret}>
+          <p>Verify each delivery's <code>X-Service-Signature</code> with it (HMAC-SHA256 of the timestamp and the raw body).</p>
+        </SecretOnce>
+        <p>
+          <a href={`/console/webhook-subscriptions/${created.id}`}>Go to the subscription</a>
+        </p>
+      </IntegrationFrame>,
+      201,
+    );
+  });
+
+  app.get('/webhook-subscriptions/:id', async (c) => {
+    const ui = c.get('ui');
+    const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`);
+    const ctx = await loadIntegrationContext(c, admin, sub.integration_id);
+    const paging = pagingOf(ui.url, { order: 'desc' });
+    const status = ui.url.searchParams.get('status') ?? '';
+    const eventType = ui.url.searchParams.get('event_type') ?? '';
+    const deliveries = await admin.get<Page<Del>>(c, `/webhook_subscriptions/${sub.id}/deliveries`, { ...listQuery(paging), status, event_type: eventType });
+    const base = `/console/webhook-subscriptions/${sub.id}`;
+    return c.html(
+      <IntegrationFrame
+        ui={ui}
+        ctx={ctx}
+        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
+        title={`Subscription ${sub.url}`}
+        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], [sub.id]]}
+        notice={noticeOf(ui.url)}
+      >
+        <div class="card">
+          <Facts
+            rows={[
+              ['Id', <code>{sub.id}</code>],
+              ['Status', <Badge status={sub.status} />],
+              ['URL', <code>{sub.url}</code>],
+              ['Event types', sub.event_types.join(', ')],
+              ['Description', sub.description ?? <span class="muted">none</span>],
+              ['Previous secret valid until', sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>],
+              ['Created', <Time iso={sub.created_at} />],
+              ['Updated', <Time iso={sub.updated_at} />],
+            ]}
+          />
+        </div>
+        <div class="row">
+          <Form ui={ui} action={`${base}/status`}>
+            <input type="hidden" name="status" value={sub.status === 'active' ? 'disabled' : 'active'} />
+            <button type="submit" class={sub.status === 'active' ? 'danger' : ''}>
+              {sub.status === 'active' ? 'Disable' : 'Enable'}
+            </button>
+          </Form>{' '}
+          <Form ui={ui} action={`${base}/replay`} confirm="Replay every dead-lettered delivery of this subscription now?">
+            <button type="submit" class="secondary">
+              Replay all dead-lettered
+            </button>
+          </Form>
+        </div>
+
+        <h2>Deliveries</h2>
+        <form method="get" action={base} class="row">
+          <label>
+            Status
+            <select name="status">
+              <option value="">any</option>
+              {DELIVERY_STATUSES.map((s) => (
+                <option value={s} selected={s === status}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Event type
+            <select name="event_type">
+              <option value="">any</option>
+              {ALL_EVENT_TYPES.map((t) => (
+                <option value={t} selected={t === eventType}>
+                  {t}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="submit" class="secondary">
+            Filter
+          </button>
+        </form>
+        <Table
+          label="Deliveries"
+          rows={deliveries.results.length}
+          head={['Delivery', 'Event', 'Status', 'Attempts', 'Last response', 'Last attempt', 'Next attempt', '']}
+          empty={status || eventType ? 'No deliveries match this filter.' : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'}
+        >
+          <DeliveryRows ui={ui} rows={deliveries.results} />
+        </Table>
+        <Pager url={ui.url} paging={paging} page={deliveries} />
+        <p class="muted">
+          Sorted by creation time, <SortHeader url={ui.url} paging={paging} label={paging.order === 'desc' ? 'newest first' : 'oldest first'} />.
+        </p>
+
+        <div class="grid2">
+          <section>
+            <h2>Edit</h2>
+            <Form ui={ui} action={base} class="stack">
+              <label>
+                Endpoint URL
+                <input name="url" type="url" required value={sub.url} />
+              </label>
+              <EventTypePicker selected={sub.event_types} />
+              <label>
+                Description
+                <input name="description" maxlength={500} value={sub.description ?? ''} />
+              </label>
+              <button type="submit">Save</button>
+            </Form>
+          </section>
+          <section>
+            <h2>Rotate the signing secret</h2>
+            <p class="muted">The new secret signs every delivery from now on; during the grace window deliveries also carry a signature made with the current one.</p>
+            <Form ui={ui} action={`${base}/rotate`} class="row" confirm="Rotate the signing secret? The new one is shown once.">
+              <label>
+                Grace window (seconds)
+                <input name="grace_period_seconds" inputmode="numeric" value={String(DEFAULT_ROTATION_GRACE_SECONDS)} />
+              </label>
+              <button type="submit">Rotate</button>
+            </Form>
+            <h2>Delete</h2>
+            <Form ui={ui} action={`${base}/delete`} confirm="Delete this subscription? It gets nothing from now on.">
+              <button type="submit" class="danger">
+                Delete subscription
+              </button>
+            </Form>
+          </section>
+        </div>
+      </IntegrationFrame>,
+    );
+  });
+
+  app.post('/webhook-subscriptions/:id', async (c) => {
+    const id = c.req.param('id');
+    const description = (await field(c, 'description')).trim();
+    const sub = await admin.patch<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(id)}`, {
+      url: await field(c, 'url'),
+      event_types: await fields(c, 'event_types'),
+      description: description || null,
+    });
+    return c.redirect(`/console/webhook-subscriptions/${sub.id}?done=saved`, 303);
+  });
+
+  app.post('/webhook-subscriptions/:id/status', async (c) => {
+    const sub = await admin.patch<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`, { status: await field(c, 'status') });
+    return c.redirect(`/console/webhook-subscriptions/${sub.id}?done=${sub.status === 'active' ? 'enabled' : 'disabled'}`, 303);
+  });
+
+  app.post('/webhook-subscriptions/:id/delete', async (c) => {
+    const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`);
+    await admin.delete(c, `/webhook_subscriptions/${sub.id}`);
+    return c.redirect(`/console/integrations/${sub.integration_id}/webhooks?done=deleted`, 303);
+  });
+
+  app.post('/webhook-subscriptions/:id/rotate', async (c) => {
+    const ui = c.get('ui');
+    const id = c.req.param('id');
+    const grace = num(await field(c, 'grace_period_seconds'));
+    const rotated = await admin.post<z.infer<typeof RotatedSecret>>(c, `/webhook_subscriptions/${encodeURIComponent(id)}/rotate_secret`, grace === undefined ? {} : { grace_period_seconds: grace });
+    const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(id)}`);
+    const ctx = await loadIntegrationContext(c, admin, sub.integration_id);
+    return c.html(
+      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/webhooks`} title="Signing secret rotated" crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], [sub.id]]}>
+        <SecretOnce label={`New signing secret of ${sub.url}`} value={rotated.secret}>
+          <p>
+            Until <Time iso={rotated.previous_secret_expires_at} /> deliveries also carry <code>X-Service-Signature-Previous</code>, made with the secret this replaced.
+          </p>
+        </SecretOnce>
+        <p>
+          <a href={`/console/webhook-subscriptions/${sub.id}`}>Back to the subscription</a>
+        </p>
+      </IntegrationFrame>,
+    );
+  });
+
+  app.post('/webhook-subscriptions/:id/replay', async (c) => {
+    const id = c.req.param('id');
+    const result = await admin.post<z.infer<typeof ReplayResult>>(c, `/webhook_subscriptions/${encodeURIComponent(id)}/replay`, { status: 'dead_lettered' });
+    return c.redirect(`/console/webhook-subscriptions/${encodeURIComponent(id)}?done=replayed&n=${result.replayed}`, 303);
+  });
+
+  app.get('/webhook-deliveries/:id', async (c) => {
+    const ui = c.get('ui');
+    const d = await admin.get<z.infer<typeof DeliveryWithPayload>>(c, `/webhook_deliveries/${encodeURIComponent(c.req.param('id'))}`);
+    const ctx = await loadIntegrationContext(c, admin, d.integration_id);
+    // Followed live while attempts are due, and after a replay until its attempt is recorded (`after`: the count before).
+    const after = Number(ui.url.searchParams.get('after') ?? 'NaN');
+    const active = d.status === 'pending' || d.status === 'retrying' || d.attempt_count <= after;
+    return c.html(
+      <IntegrationFrame
+        ui={ui}
+        ctx={ctx}
+        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
+        title={`Delivery ${d.id}`}
+        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], ['Subscription', `/console/webhook-subscriptions/${d.subscription_id}`], [d.id]]}
+        notice={noticeOf(ui.url)}
+      >
+        <LiveRegion id="delivery" ui={ui} active={active}>
+          <div class="card">
+            <Facts
+              rows={[
+                ['Status', <Badge status={d.status} />],
+                ['Event', <a href={`/console/events/${d.event_id}`} class="mono">{`${d.event_type} ${d.event_id}`}</a>],
+                ['Attempts', String(d.attempt_count)],
+                ['Next attempt', <Time iso={d.next_attempt_at} />],
+                ['Created', <Time iso={d.created_at} />],
+                ['Workflow', <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label={deliveryWorkflowIdOf(d.id)} />],
+              ]}
+            />
+          </div>
+          <Form ui={ui} action={`/console/webhook-deliveries/${d.id}/replay`}>
+            <button type="submit">Replay now</button>
+          </Form>
+          <h2>Attempts</h2>
+          <Table label="Attempts" rows={d.attempts.length} head={['#', 'Started', 'Duration', 'Response', 'Error', 'Response body']} empty="No attempt has finished yet.">
+            {d.attempts.map((a) => (
+              <tr>
+                <td class="num">{a.number}</td>
+                <td>
+                  <Time iso={a.started_at} />
+                </td>
+                <td class="num">{a.duration_ms} ms</td>
+                <td>{a.response_status ?? <span class="muted">none</span>}</td>
+                <td>{a.error ?? <span class="muted">—</span>}</td>
+                <td>{a.response_body ? <code class="wrap">{a.response_body}</code> : <span class="muted">—</span>}</td>
+              </tr>
+            ))}
+          </Table>
+        </LiveRegion>
+        <h2>Payload</h2>
+        {d.payload ? <pre>{JSON.stringify(d.payload, null, 2)}</pre> : <p class="muted">Purged with the event (older than the 30-day retention).</p>}
+      </IntegrationFrame>,
+    );
+  });
+
+  app.post('/webhook-deliveries/:id/replay', async (c) => {
+    const d = await admin.post<Del>(c, `/webhook_deliveries/${encodeURIComponent(c.req.param('id'))}/replay`);
+    return c.redirect(`/console/webhook-deliveries/${d.id}?done=replayed&n=1&after=${d.attempt_count}`, 303);
+  });
+
+  app.get('/integrations/:id/events', async (c) => {
+    const ui = c.get('ui');
+    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
+    const paging = pagingOf(ui.url, { order: 'desc' });
+    const type = ui.url.searchParams.get('type') ?? '';
+    const page = await admin.get<Page<Evt>>(c, `/integrations/${ctx.integration.id}/events`, { ...listQuery(paging), type });
+    return c.html(
+      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/events`} notice={noticeOf(ui.url)}>
+        <h2>Events of the last 30 days</h2>
+        <form method="get" action={ui.url.pathname} class="row">
+          <label>
+            Type
+            <select name="type">
+              <option value="">any</option>
+              {ALL_EVENT_TYPES.map((t) => (
+                <option value={t} selected={t === type}>
+                  {t}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="submit" class="secondary">
+            Filter
+          </button>
+        </form>
+        <Table
+          label="Events"
+          rows={page.results.length}
+          head={['Event', 'Type', <SortHeader url={ui.url} paging={paging} label="Recorded" />, 'From', 'Deliveries', '']}
+          empty={type ? 'No events of this type in the last 30 days.' : 'No events in the last 30 days. Run a sync (Sync runs tab) to record changes.'}
+        >
+          {page.results.map((e) => (
+            <tr>
+              <td>
+                <a href={`/console/events/${e.id}`} class="mono">
+                  {e.id}
+                </a>
+              </td>
+              <td>
+                <code>{e.type}</code>
+              </td>
+              <td>
+                <Time iso={e.created_at} />
+              </td>
+              <td>
+                <Origin e={e} />
+              </td>
+              <td>
+                {e.deliveries.total === 0 ? <span class="muted">none</span> : `${e.deliveries.succeeded}/${e.deliveries.total} delivered`}
+                {e.deliveries.dead_lettered > 0 && (
+                  <>
+                    {' '}
+                    <Badge status="dead_lettered" />
+                  </>
+                )}
+              </td>
+              <td>
+                <Form ui={ui} action={`/console/events/${e.id}/resend`}>
+                  <input type="hidden" name="back" value="list" />
+                  <button type="submit" class="secondary">
+                    Resend
+                  </button>
+                </Form>
+              </td>
+            </tr>
+          ))}
+        </Table>
+        <Pager url={ui.url} paging={paging} page={page} />
+      </IntegrationFrame>,
+    );
+  });
+
+  app.get('/events/:id', async (c) => {
+    const ui = c.get('ui');
+    const e = await admin.get<z.infer<typeof EventWithPayload>>(c, `/events/${encodeURIComponent(c.req.param('id'))}`);
+    const ctx = await loadIntegrationContext(c, admin, e.integration_id);
+    return c.html(
+      <IntegrationFrame
+        ui={ui}
+        ctx={ctx}
+        tab={`/console/integrations/${ctx.integration.id}/events`}
+        title={`${e.type} ${e.id}`}
+        crumbs={[['Events', `/console/integrations/${ctx.integration.id}/events`], [e.id]]}
+        notice={noticeOf(ui.url)}
+      >
+        <div class="card">
+          <Facts
+            rows={[
+              ['Type', <code>{e.type}</code>],
+              ['Category', e.category],
+              ['Recorded', <Time iso={e.created_at} />],
+              ['From', <Origin e={e} />],
+              ['Dispatched', <Time iso={e.dispatched_at} />],
+              ['Deliveries', `${e.deliveries.total} in all: ${DELIVERY_STATUSES.filter((s) => e.deliveries[s] > 0).map((s) => `${e.deliveries[s]} ${s}`).join(', ') || 'none'}`],
+            ]}
+          />
+        </div>
+        <Form ui={ui} action={`/console/events/${e.id}/resend`}>
+          <button type="submit">Resend to its subscriptions</button>
+        </Form>
+        <h2>Payload</h2>
+        {e.payload ? <pre>{JSON.stringify(e.payload, null, 2)}</pre> : <p class="muted">Not serialized yet: nothing was sent.</p>}
+      </IntegrationFrame>,
+    );
+  });
+
+  app.post('/events/:id/resend', async (c) => {
+    const id = c.req.param('id');
+    const result = await admin.post<z.infer<typeof EventResendResult>>(c, `/events/${encodeURIComponent(id)}/resend`);
+    if ((await field(c, 'back')) === 'list') {
+      const e = await admin.get<Evt>(c, `/events/${encodeURIComponent(id)}`);
+      return c.redirect(`/console/integrations/${e.integration_id}/events?done=resent&n=${result.resent}`, 303);
+    }
+    return c.redirect(`/console/events/${encodeURIComponent(id)}?done=resent&n=${result.resent}`, 303);
+  });
+}
+
+/** Where an event came from: its sync run, write Operation or automation run. */
+const Origin: FC<{ e: Evt }> = ({ e }) =>
+  e.sync_job_id ? (
+    <a href={`/console/sync-jobs/${e.sync_job_id}`}>sync run</a>
+  ) : e.operation_id ? (
+    <a href={`/console/operations/${e.operation_id}`}>Operation</a>
+  ) : e.automation_run_id ? (
+    <span>automation run</span>
+  ) : (
+    <span class="muted">—</span>
+  );
+

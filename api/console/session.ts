@@ -1,0 +1,83 @@
+/**
+ * Operator console sessions. Signing in with the admin token opens a session: a random token in an HttpOnly,
+ * SameSite=Strict cookie (Secure when the console is reached over HTTPS) that expires with the session. The database
+ * keeps only the token's SHA-256, the session's CSRF token and the digest of the admin token it was opened with, so
+ * every API replica sees the same sessions, sign-out ends one everywhere, and rotating ADMIN_TOKEN ends them all.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { and, eq, gt, lt } from 'drizzle-orm';
+import type { Context } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { Db } from '../../db/client';
+import { consoleSessions } from '../../db/schema';
+
+export const SESSION_COOKIE = 'propsync_console';
+export const CONSOLE_PATH = '/console';
+
+export interface ConsoleSession {
+  csrf: string;
+  expiresAt: Date;
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest();
+const hex = (s: string) => sha256(s).toString('hex');
+
+/** Constant-time equality of two secrets of any length (their digests are compared). */
+export function sameSecret(a: string, b: string): boolean {
+  return timingSafeEqual(sha256(a), sha256(b));
+}
+
+/** Whether the browser reached the console over HTTPS (directly, or through a proxy that says so). */
+export function isHttps(c: Context, publicBaseUrl: string): boolean {
+  const forwarded = c.req.header('x-forwarded-proto')?.split(',')[0]?.trim();
+  return new URL(c.req.url).protocol === 'https:' || forwarded === 'https' || publicBaseUrl.startsWith('https:');
+}
+
+export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number; publicBaseUrl: string }) {
+  const adminTokenHash = hex(opts.adminToken);
+
+  return {
+    /** Opens a session and sets its cookie. Expired sessions are purged on the way. */
+    async open(c: Context): Promise<ConsoleSession> {
+      const token = randomBytes(32).toString('base64url');
+      const now = new Date();
+      const session = { csrf: randomBytes(32).toString('base64url'), expiresAt: new Date(now.getTime() + opts.ttlMs) };
+      await db.delete(consoleSessions).where(lt(consoleSessions.expiresAt, now));
+      await db.insert(consoleSessions).values({ tokenHash: hex(token), csrfToken: session.csrf, adminTokenHash, createdAt: now, expiresAt: session.expiresAt });
+      setCookie(c, SESSION_COOKIE, token, {
+        path: CONSOLE_PATH,
+        httpOnly: true,
+        sameSite: 'Strict',
+        secure: isHttps(c, opts.publicBaseUrl),
+        expires: session.expiresAt,
+        maxAge: Math.floor(opts.ttlMs / 1000),
+      });
+      return session;
+    },
+
+    /** The session of the request's cookie, if it is live and was opened with the current admin token. */
+    async find(c: Context): Promise<ConsoleSession | undefined> {
+      const token = getCookie(c, SESSION_COOKIE);
+      if (!token || token.length > 100) return undefined;
+      const [row] = await db
+        .select({ csrf: consoleSessions.csrfToken, expiresAt: consoleSessions.expiresAt })
+        .from(consoleSessions)
+        .where(and(eq(consoleSessions.tokenHash, hex(token)), eq(consoleSessions.adminTokenHash, adminTokenHash), gt(consoleSessions.expiresAt, new Date())));
+      return row;
+    },
+
+    /** Ends the request's session (if any) and clears its cookie. */
+    async close(c: Context): Promise<void> {
+      const token = getCookie(c, SESSION_COOKIE);
+      if (token) await db.delete(consoleSessions).where(eq(consoleSessions.tokenHash, hex(token)));
+      deleteCookie(c, SESSION_COOKIE, { path: CONSOLE_PATH, httpOnly: true, sameSite: 'Strict', secure: isHttps(c, opts.publicBaseUrl) });
+    },
+
+    /** Whether `token` is the admin token (constant time). */
+    isAdminToken(token: string): boolean {
+      return sameSecret(token, opts.adminToken);
+    },
+  };
+}
+
+export type Sessions = ReturnType<typeof createSessions>;

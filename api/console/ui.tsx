@@ -1,0 +1,229 @@
+/**
+ * The console's building blocks (Hono JSX, rendered on the server): the page frame, forms that carry the session's
+ * CSRF token, times shown in the viewer's zone with UTC on hover, status badges, tables with paging and sorting,
+ * empty states, problem details and links to the Temporal UI.
+ */
+import type { Child, FC, PropsWithChildren } from 'hono/jsx';
+import type { ProblemBody } from '../problem';
+import type { Page } from './admin';
+
+/** What every page needs: the session's CSRF token, the Temporal UI to link to, and the request's own URL. */
+export interface Ui {
+  csrf: string;
+  temporalUi: string;
+  namespace: string;
+  url: URL;
+}
+
+export const Layout: FC<PropsWithChildren<{ ui: Ui | null; title: string; crumbs?: [string, string?][]; notice?: string }>> = ({ ui, title, crumbs, notice, children }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <link rel="icon" href="data:," />
+      <meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false}' />
+      <title>{`${title} · Property Data Sync console`}</title>
+      <link rel="stylesheet" href="/console/assets/console.css" />
+      <script src="/console/assets/htmx.min.js" defer></script>
+      <script src="/console/assets/console.js" defer></script>
+    </head>
+    <body>
+      <header class="top">
+        <a class="brand" href="/console">
+          Property Data Sync · console
+        </a>
+        {ui && (
+          <nav>
+            <a href="/console/organizations">Organizations</a>
+            <a href="/docs">API docs</a>
+            <a href={`${ui.temporalUi}/namespaces/${encodeURIComponent(ui.namespace)}/workflows`} rel="noreferrer">
+              Temporal UI
+            </a>
+            <Form ui={ui} action="/console/sign-out">
+              <button type="submit">Sign out</button>
+            </Form>
+          </nav>
+        )}
+      </header>
+      <main>
+        {crumbs && crumbs.length > 0 && (
+          <div class="crumbs">
+            {crumbs.map(([label, href], i) => (
+              <>
+                {i > 0 && ' / '}
+                {href ? <a href={href}>{label}</a> : <span>{label}</span>}
+              </>
+            ))}
+          </div>
+        )}
+        <h1>{title}</h1>
+        {notice && (
+          <p class="notice" role="status">
+            {notice}
+          </p>
+        )}
+        {children}
+      </main>
+    </body>
+  </html>
+);
+
+/** A POST form with the session's CSRF token. */
+export const Form: FC<PropsWithChildren<{ ui: Ui; action: string; class?: string; confirm?: string }>> = ({ ui, action, children, confirm, ...rest }) => (
+  <form method="post" action={action} class={rest.class ?? 'inline'} data-confirm={confirm}>
+    <input type="hidden" name="_csrf" value={ui.csrf} />
+    {children}
+  </form>
+);
+
+/** A UTC instant: the viewer's local time once the page's script runs, the UTC value on hover and without script. */
+export const Time: FC<{ iso: string | null | undefined }> = ({ iso }) =>
+  iso ? (
+    <time datetime={iso} title={`${iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, '')} UTC`}>
+      {iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, '')} UTC
+    </time>
+  ) : (
+    <span class="muted">—</span>
+  );
+
+export const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge ${status}`}>{status}</span>;
+
+export const Id: FC<{ id: string; href?: string }> = ({ id, href }) => (href ? <a href={href} class="mono">{id}</a> : <code>{id}</code>);
+
+export const Empty: FC<PropsWithChildren> = ({ children }) => <div class="empty">{children}</div>;
+
+/** The link to a workflow in the Temporal UI: the same id the console shows. */
+export const TemporalLink: FC<{ ui: Ui; workflowId: string; label?: string }> = ({ ui, workflowId, label }) => (
+  <a href={`${ui.temporalUi}/namespaces/${encodeURIComponent(ui.namespace)}/workflows/${encodeURIComponent(workflowId)}`} rel="noreferrer" target="_blank">
+    {label ?? 'Temporal UI ↗'}
+  </a>
+);
+
+/** A problem detail from the admin API (or the console), as it is. */
+export const ProblemView: FC<{ problem: ProblemBody }> = ({ problem }) => (
+  <section class="problem" role="alert">
+    <h2>
+      {problem.status} {problem.title}
+    </h2>
+    <p>{problem.detail}</p>
+    {problem.errors && problem.errors.length > 0 && (
+      <ul>
+        {problem.errors.map((e) => (
+          <li>
+            <code>{e.pointer}</code>: {e.detail}
+          </li>
+        ))}
+      </ul>
+    )}
+    <p class="muted">
+      <a href={problem.type}>{problem.type}</a> · request <code>{problem.request_id}</code>
+    </p>
+  </section>
+);
+
+export const Facts: FC<{ rows: [string, Child][] }> = ({ rows }) => (
+  <dl class="facts">
+    {rows.map(([k, v]) => (
+      <>
+        <dt>{k}</dt>
+        <dd>{v}</dd>
+      </>
+    ))}
+  </dl>
+);
+
+/** The URL of this page with some query parameters changed (undefined removes one). */
+export function withQuery(url: URL, changes: Record<string, string | number | undefined>): string {
+  const next = new URL(url);
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === undefined || v === '') next.searchParams.delete(k);
+    else next.searchParams.set(k, String(v));
+  }
+  return `${next.pathname}${next.search}`;
+}
+
+/** Paging and sorting read from the page's query string (`<prefix>offset`, `<prefix>order`), checked and clamped. */
+export interface Paging {
+  limit: number;
+  offset: number;
+  order: 'asc' | 'desc';
+  prefix: string;
+}
+
+export function pagingOf(url: URL, defaults: { order: 'asc' | 'desc'; limit?: number }, prefix = ''): Paging {
+  const offset = Number.parseInt(url.searchParams.get(`${prefix}offset`) ?? '0', 10);
+  const order = url.searchParams.get(`${prefix}order`);
+  return {
+    limit: defaults.limit ?? 25,
+    offset: Number.isSafeInteger(offset) && offset > 0 ? offset : 0,
+    order: order === 'asc' || order === 'desc' ? order : defaults.order,
+    prefix,
+  };
+}
+
+/** The query an admin list endpoint takes for a Paging. */
+export const listQuery = (p: Paging) => ({ limit: p.limit, offset: p.offset, order: p.order });
+
+/** A column header that sorts the list by creation time, both ways, from the first page. */
+export const SortHeader: FC<{ url: URL; paging: Paging; label: string }> = ({ url, paging, label }) => {
+  const next = paging.order === 'desc' ? 'asc' : 'desc';
+  const arrow = paging.order === 'desc' ? '↓' : '↑';
+  return (
+    <a href={withQuery(url, { [`${paging.prefix}order`]: next, [`${paging.prefix}offset`]: undefined })} title={`Sort ${next === 'asc' ? 'oldest' : 'newest'} first`}>
+      {label} {arrow}
+    </a>
+  );
+};
+
+export const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ url, paging, page }) => {
+  const { offset, limit } = paging;
+  if (offset === 0 && !page.meta.hasMore) return <></>;
+  return (
+    <nav class="pager" aria-label="Pages">
+      {offset > 0 ? <a href={withQuery(url, { [`${paging.prefix}offset`]: Math.max(0, offset - limit) || undefined })}>← Newer page</a> : <span />}
+      <span>
+        {page.results.length === 0 ? 'No rows' : `Rows ${offset + 1}–${offset + page.results.length}`}
+      </span>
+      {page.meta.hasMore && <a href={withQuery(url, { [`${paging.prefix}offset`]: offset + limit })}>Next page →</a>}
+    </nav>
+  );
+};
+
+/** A table with its header cells; `empty` shows instead when there are no rows. */
+export const Table: FC<PropsWithChildren<{ head: Child[]; empty: Child; rows: number; label?: string }>> = ({ head, empty, rows, label, children }) =>
+  rows === 0 ? (
+    <Empty>{empty}</Empty>
+  ) : (
+    <div class="table-wrap">
+      <table aria-label={label}>
+        <thead>
+          <tr>
+            {head.map((h) => (
+              <th scope="col">{h}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+
+export const Tabs: FC<{ current: string; tabs: [string, string][] }> = ({ current, tabs }) => (
+  <nav class="tabs">
+    {tabs.map(([label, href]) => (
+      <a href={href} aria-current={href === current ? 'page' : undefined}>
+        {label}
+      </a>
+    ))}
+  </nav>
+);
+
+/** A secret shown once (an API key, a signing secret), with what to do with it. */
+export const SecretOnce: FC<PropsWithChildren<{ label: string; value: string }>> = ({ label, value, children }) => (
+  <section class="secret" aria-label={label}>
+    <strong>{label}</strong>
+    <code data-secret>{value}</code>
+    <p>This is the only time it is shown: copy it now. Only its hash (for keys) or its encrypted form (for signing secrets) is stored.</p>
+    {children}
+  </section>
+);

@@ -1,0 +1,339 @@
+/**
+ * The operator console in a real browser (Playwright driving Debian's Chromium) against the real stack: the app
+ * served over HTTP, Postgres, the Temporal dev server, the sync, write and delivery workers of this file's task
+ * queue, the outbox relay, the sandbox PMS, and a local webhook receiver. Every step is what an operator does and
+ * sees; screenshots of the main pages go to test/artifacts/console/.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { eq } from 'drizzle-orm';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Config } from '../../config';
+import { closeDb, type Db } from '../../db/client';
+import { consoleSessions, organizations } from '../../db/schema';
+import { startApi, type TestServer } from '../support/api-server';
+import { launchBrowser, newContext, screenshot } from '../support/browser';
+import { testConfig, testDb } from '../support/context';
+import { startTestWorker, type TestWorker } from '../support/sync';
+import { startReceiver, startWebhookStack, type Receiver, type WebhookStack } from '../support/webhooks';
+import { startWriteWorker, write, type WriteWorker } from '../support/writes';
+
+let db: Db;
+let config: Config;
+let api: TestServer;
+let syncWorker: TestWorker;
+let webhooks: WebhookStack;
+let writes: WriteWorker;
+let receiver: Receiver;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+
+/** Three quick delivery attempts, then the dead letter. */
+const DELIVERY_SCHEDULE = '0,300,300';
+
+beforeAll(async () => {
+  db = testDb(6);
+  config = testConfig({
+    SANDBOX_URL: inject('sandboxUrl'),
+    SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken'),
+    WEBHOOK_RETRY_SCHEDULE_MS: DELIVERY_SCHEDULE,
+    TEMPORAL_UI_URL: 'http://temporal-ui.example:8233',
+  });
+  [api, syncWorker, webhooks, writes, receiver, browser] = await Promise.all([
+    startApi(db, config),
+    startTestWorker(config, db),
+    startWebhookStack(config, db),
+    startWriteWorker(config, db, { schedule: { delaysMs: [1000, 1000], thenEveryMs: 1000, giveUpAfterMs: 120_000 } }),
+    startReceiver(),
+    launchBrowser(),
+  ]);
+  context = await newContext(browser);
+  page = await context.newPage();
+});
+
+afterAll(async () => {
+  await context?.close();
+  await browser?.close();
+  await receiver?.close();
+  await writes?.stop();
+  await webhooks?.stop();
+  await syncWorker?.stop();
+  await api?.close();
+  await closeDb(db);
+});
+
+const at = (path: string) => `${api.url}${path}`;
+
+/** The text of the first element the locator finds, once it is there. */
+async function textOf(locator: ReturnType<Page['locator']>, timeout = 15_000): Promise<string> {
+  await locator.first().waitFor({ timeout });
+  return (await locator.first().textContent()) ?? '';
+}
+
+async function signIn(p: Page): Promise<void> {
+  await p.goto(at('/console/sign-in'));
+  if (/\/console\/organizations/.test(p.url())) return; // already signed in
+  await p.getByLabel('Admin token').fill(config.ADMIN_TOKEN);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.waitForURL(/\/console\/organizations/);
+}
+
+describe('sign-in', () => {
+  it('asks for the admin token, refuses a wrong one, and opens an HttpOnly SameSite=Strict session with an expiry', async () => {
+    const res = await page.goto(at('/console/organizations'));
+    expect(page.url()).toMatch(/\/console\/sign-in\?next=%2Fconsole%2Forganizations$/);
+    expect(res!.headers()['cache-control']).toBe('no-store');
+
+    await page.getByLabel('Admin token').fill('not-the-token-at-all');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    expect(await textOf(page.getByRole('alert'))).toContain('not the admin token');
+    expect(await context.cookies()).toEqual([]);
+    await screenshot(page, '01-sign-in');
+
+    await page.getByLabel('Admin token').fill(config.ADMIN_TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(/\/console\/organizations$/);
+    await page.getByRole('heading', { name: 'Organizations' }).waitFor();
+
+    const [cookie] = await context.cookies();
+    expect(cookie).toMatchObject({ name: 'propsync_console', path: '/console', httpOnly: true, sameSite: 'Strict', secure: false });
+    const hours = (cookie!.expires * 1000 - Date.now()) / 3_600_000;
+    expect(hours).toBeGreaterThan(11.9);
+    expect(hours).toBeLessThanOrEqual(12);
+    // Only the token's digest is stored.
+    const rows = await db.select().from(consoleSessions);
+    expect(rows.some((r) => r.tokenHash === cookie!.value)).toBe(false);
+  });
+
+  it('signs out: the session ends on the server, not only in this browser', async () => {
+    const other = await newContext(browser);
+    const p = await other.newPage();
+    await signIn(p);
+    const [cookie] = await other.cookies();
+    await p.getByRole('button', { name: 'Sign out' }).click();
+    await p.waitForURL(/\/console\/sign-in$/);
+    expect(await other.cookies()).toEqual([]);
+    // The old cookie replayed by hand is no longer a session.
+    const replay = await fetch(at('/console/organizations'), { headers: { cookie: `propsync_console=${cookie!.value}` }, redirect: 'manual' });
+    expect(replay.status).toBe(303);
+    expect(replay.headers.get('location')).toMatch(/^\/console\/sign-in/);
+    await other.close();
+  });
+});
+
+describe('CSRF', () => {
+  it('refuses a form posted from another site, and a same-site form without the session token', async () => {
+    await signIn(page);
+    const name = `csrf-${randomUUID().slice(0, 8)}`;
+    // Same site (127.0.0.1), another origin (port): the browser sends the session cookie along.
+    const evil: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' }).end(
+        `<form id="f" method="post" action="${at('/console/organizations')}"><input name="name" value="${name}"></form><script>document.getElementById('f').submit()</script>`,
+      );
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    try {
+      const attacked = await context.newPage();
+      const refused = attacked.waitForResponse((r) => r.url() === at('/console/organizations') && r.request().method() === 'POST');
+      await attacked.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+      expect((await refused).status()).toBe(403);
+      expect(await textOf(attacked.getByRole('alert'))).toContain('Cross-site form posts are refused');
+      await attacked.close();
+    } finally {
+      evil.close();
+    }
+    // From a console page itself, but without the form's token (a script posting with the cookie).
+    const status = await page.evaluate(async (n) => {
+      const r = await fetch('/console/organizations', { method: 'POST', body: new URLSearchParams({ name: n }), redirect: 'manual' });
+      return r.status;
+    }, name);
+    expect(status).toBe(403);
+    expect(await db.select().from(organizations).where(eq(organizations.name, name))).toEqual([]);
+  });
+});
+
+describe('docs', () => {
+  it('/docs renders the operations of the OpenAPI document, with no outside network', async () => {
+    const p = await context.newPage();
+    const outside: string[] = [];
+    p.on('request', (r) => {
+      if (!r.url().startsWith(api.url) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) outside.push(r.url());
+    });
+    await p.goto(at('/docs'));
+    // The reference renders the document's tags in its sidebar; opening one shows its operations.
+    await p.getByRole('heading', { name: 'Property Data Sync API' }).first().waitFor({ timeout: 30_000 });
+    for (const [tag, operation] of [
+      ['Leases', 'Update a lease'],
+      ['Operations', 'Retrieve an Operation'],
+    ] as const) {
+      await p.getByRole('link', { name: tag, exact: true }).first().click();
+      await p.getByText(operation).first().waitFor();
+    }
+    await screenshot(p, '09-docs');
+    expect(outside).toEqual([]);
+    await p.close();
+  });
+});
+
+describe('operating an integration', () => {
+  let orgId: string;
+  let integrationId: string;
+  let subscriptionId: string;
+
+  it('creates an organization and a sandbox integration from the pages', async () => {
+    await signIn(page);
+    const name = `Console Co ${randomUUID().slice(0, 6)}`;
+    await page.getByLabel('Name').fill(name);
+    await page.getByRole('button', { name: 'Create organization' }).click();
+    await page.waitForURL(/\/console\/organizations\/[0-9a-f-]{36}$/);
+    orgId = page.url().split('/').pop()!;
+    webhooks.orgs.add(orgId);
+    expect(await textOf(page.getByRole('heading', { level: 1 }))).toBe(name);
+    expect(await textOf(page.locator('.empty').first())).toContain('No integrations yet');
+
+    await page.getByText('Connect an integration').click();
+    await page.getByLabel('Name (optional)').fill('Console sandbox');
+    await page.locator('select[name=plan]').selectOption('scale');
+    await page.getByLabel('Sandbox size').fill('30');
+    await page.getByRole('button', { name: 'Connect' }).click();
+    await page.waitForURL(/\/console\/integrations\/[0-9a-f-]{36}$/);
+    integrationId = page.url().split('/').pop()!;
+    expect(await textOf(page.locator('dl.facts'))).toContain('scale');
+  });
+
+  it('shows a problem detail when the admin API refuses a form', async () => {
+    await page.goto(at(`/console/organizations/${orgId}`));
+    await page.getByText('Connect an integration').click();
+    await page.getByLabel('Sync every').fill('5');
+    await page.getByRole('button', { name: 'Connect' }).click();
+    const alert = await textOf(page.getByRole('alert'));
+    expect(alert).toContain('422 Unprocessable Entity');
+    expect(alert).toContain('sync_interval_seconds');
+  });
+
+  it('triggers a sync and follows its progress until it succeeds', async () => {
+    await page.goto(at(`/console/integrations/${integrationId}`));
+    await page.getByRole('button', { name: 'Sync now' }).click();
+    await page.waitForURL(/\/console\/sync-jobs\/syj_\w+$/);
+    const jobId = page.url().split('/').pop()!;
+    // The page follows the run by itself (htmx), no reload.
+    await page.locator('#job .badge.succeeded').waitFor({ timeout: 60_000 });
+    const facts = await textOf(page.locator('#job dl.facts'));
+    expect(facts).toMatch(/Records seen\s*\d+/);
+    const link = await page.getByRole('link', { name: `sync-${jobId}` }).getAttribute('href');
+    expect(link).toBe(`http://temporal-ui.example:8233/namespaces/default/workflows/sync-${jobId}`);
+    expect(await textOf(page.locator('.empty'))).toContain('No records were skipped');
+    await screenshot(page, '04-sync-run');
+    await page.goto(at(`/console/integrations/${integrationId}`));
+    await page.locator(`tr:has(a:text("${jobId}")) .badge.succeeded`).waitFor();
+    await screenshot(page, '03-integration');
+  });
+
+  it('creates a webhook subscription and shows its secret once', async () => {
+    await page.goto(at(`/console/integrations/${integrationId}/webhooks`));
+    await page.getByLabel('Endpoint URL').fill(receiver.url);
+    await page.getByLabel('Description (optional)').fill('console test receiver');
+    await page.getByRole('button', { name: 'Create subscription' }).click();
+    const secret = (await textOf(page.locator('[data-secret]'))).trim();
+    expect(secret).toMatch(/^whsec_/);
+    expect(await textOf(page.locator('.secret'))).toContain('only time it is shown');
+    await screenshot(page, '05-subscription-secret');
+    await page.getByRole('link', { name: 'Go to the subscription' }).click();
+    await page.waitForURL(/\/console\/webhook-subscriptions\/whs_\w+/);
+    subscriptionId = new URL(page.url()).pathname.split('/').pop()!;
+    expect(await page.content()).not.toContain(secret);
+    await page.goto(at(`/console/integrations/${integrationId}/webhooks`));
+    expect(await page.content()).not.toContain(secret);
+    expect(await textOf(page.getByRole('table', { name: 'Webhook subscriptions' }))).toContain(receiver.url);
+  });
+
+  it('dead-letters a delivery the receiver keeps refusing, then replays it from the page and sees it delivered', async () => {
+    receiver.reply(() => 500);
+    const before = receiver.received.length;
+    await page.goto(at(`/console/integrations/${integrationId}`));
+    await page.getByRole('button', { name: 'Sync now' }).click();
+    await page.locator('#job .badge.succeeded').waitFor({ timeout: 60_000 });
+    // Three attempts (the shrunken schedule), then the dead letter.
+    await receiver.waitFor((r) => r.length >= before + 3, 30_000);
+
+    const filtered = at(`/console/webhook-subscriptions/${subscriptionId}?status=dead_lettered`);
+    for (let i = 0; ; i++) {
+      await page.goto(filtered);
+      if ((await page.locator('tr[data-status="dead_lettered"]').count()) > 0) break;
+      if (i > 60) throw new Error('no dead-lettered delivery listed');
+      await page.waitForTimeout(500);
+    }
+    await screenshot(page, '06-deliveries-dead-letter');
+    await page.locator('tr[data-status="dead_lettered"] a.mono').first().click();
+    await page.waitForURL(/\/console\/webhook-deliveries\/whd_\w+$/);
+    const attempts = page.getByRole('table', { name: 'Attempts' });
+    expect(await attempts.locator('tbody tr').count()).toBe(3);
+    expect(await textOf(attempts)).toContain('500');
+    expect(await textOf(page.locator('pre'))).toContain('"type"');
+    await screenshot(page, '07-delivery-attempts');
+
+    receiver.reply(() => 200);
+    await page.getByRole('button', { name: 'Replay now' }).click();
+    expect(await textOf(page.getByRole('status'))).toContain('Replay started');
+    await page.locator('#delivery .badge.succeeded').waitFor({ timeout: 30_000 });
+    expect(await attempts.locator('tbody tr').count()).toBe(4);
+    expect(await textOf(attempts.locator('tbody tr').last())).toContain('200');
+  });
+
+  it('lists the events of the last 30 days and resends one', async () => {
+    await page.goto(at(`/console/integrations/${integrationId}/events?type=SYNC_COMPLETE`));
+    const rows = page.getByRole('table', { name: 'Events' }).locator('tbody tr');
+    expect(await rows.count()).toBeGreaterThanOrEqual(1);
+    const before = receiver.received.length;
+    await rows.first().getByRole('button', { name: 'Resend' }).click();
+    expect(await textOf(page.getByRole('status'))).toContain('Resent to 1 subscription');
+    await receiver.waitFor((r) => r.length > before);
+    await screenshot(page, '08-events');
+  });
+
+  it("shows a write Operation's attempts, next attempt and last error", async () => {
+    // An API key made on the organization's page, shown once.
+    await page.goto(at(`/console/organizations/${orgId}`));
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await textOf(page.locator('[data-secret]'))).trim();
+    expect(key).toMatch(/^sk_test_/);
+    await screenshot(page, '02-api-key-once');
+
+    // The source refuses the first two writes (503): the third attempt applies it.
+    const fault = await fetch(at(`/admin/v1/integrations/${integrationId}/sandbox/faults`), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'unavailable', count: 2, methods: 'writes' }),
+    });
+    expect(fault.status).toBe(200);
+    const leases = (await (await fetch(at('/v1/leases?limit=1&status=active'), { headers: { authorization: `Bearer ${key}` } })).json()) as { results: { id: string }[] };
+    const reply = await write(api.url, 'PATCH', `/v1/leases/${leases.results[0]!.id}`, { occupants: 3 }, { key });
+    expect(reply.status).toBe(202);
+    const operationId: string = reply.body.id;
+
+    await page.goto(at(`/console/integrations/${integrationId}/operations`));
+    await page.getByRole('link', { name: operationId }).click();
+    await page.waitForURL(new RegExp(`/console/operations/${operationId}$`));
+    await page.locator('#operation .badge.succeeded').waitFor({ timeout: 40_000 });
+    const facts = await textOf(page.locator('#operation dl.facts'));
+    expect(facts).toMatch(/Attempts\s*3/);
+    expect(facts).toContain('lease.update');
+    expect(await page.getByRole('link', { name: operationId }).getAttribute('href')).toBe(`http://temporal-ui.example:8233/namespaces/default/workflows/${operationId}`);
+    await screenshot(page, '10-operation');
+  });
+
+  it('works at phone width', async () => {
+    const phone = await newContext(browser, { width: 390, height: 844 });
+    const p = await phone.newPage();
+    await signIn(p);
+    await p.goto(at(`/console/webhook-subscriptions/${subscriptionId}`));
+    // Nothing but the tables' own scroll boxes is wider than the screen.
+    const overflow = await p.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot(p, '11-phone-subscription');
+    await phone.close();
+  });
+});
