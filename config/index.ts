@@ -10,7 +10,7 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 /** Development defaults of the two bearer tokens: fine on a laptop, refused by a deployment that serves live mode. */
-const DEV_ADMIN_TOKEN = 'dev-admin-token-change-me';
+export const DEV_ADMIN_TOKEN = 'dev-admin-token-change-me';
 const DEV_SANDBOX_CONTROL_TOKEN = 'dev-sandbox-control-token';
 
 /** A key that encrypts stored secrets (domain/secrets.ts): its id, stored beside each value, and 32 bytes. */

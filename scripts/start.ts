@@ -14,7 +14,7 @@ import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { loadConfigOrExit } from '../config';
+import { DEV_ADMIN_TOKEN, loadConfigOrExit } from '../config';
 import { closeDb, createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { describeReseal } from '../db/secrets';
@@ -186,7 +186,7 @@ async function seedDemo(base: string) {
     return json;
   };
   if (existing.length > 0) {
-    say('start', `ready: API ${base}  docs ${base}/docs  (existing data; make a key with: npm run -s cli -- key create --org <id> --mode test)`);
+    say('start', `ready: API ${base}  docs ${base}/docs  console ${base}/console (admin token: ${cfg.ADMIN_TOKEN === DEV_ADMIN_TOKEN ? cfg.ADMIN_TOKEN : 'your ADMIN_TOKEN'})  (existing data; make a key with: npm run -s cli -- key create --org <id> --mode test)`);
     return;
   }
   const org = await admin('/organizations', { name: 'Demo Property Co' });
@@ -211,6 +211,7 @@ async function seedDemo(base: string) {
     `    -d '{"occupants": 2}' "${base}/v1/leases/<a lease id from the list>"`,
     '',
     `API docs: ${base}/docs   Admin CLI: npm run -s cli -- --help`,
+    `Operator console: ${base}/console  (sign in with the admin token: ${cfg.ADMIN_TOKEN === DEV_ADMIN_TOKEN ? cfg.ADMIN_TOKEN : 'your ADMIN_TOKEN'})`,
   ];
   for (const l of lines) say('start', l);
 }

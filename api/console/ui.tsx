@@ -180,7 +180,7 @@ export const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ u
   if (offset === 0 && !page.meta.hasMore) return <></>;
   return (
     <nav class="pager" aria-label="Pages">
-      {offset > 0 ? <a href={withQuery(url, { [`${paging.prefix}offset`]: Math.max(0, offset - limit) || undefined })}>← Newer page</a> : <span />}
+      {offset > 0 ? <a href={withQuery(url, { [`${paging.prefix}offset`]: Math.max(0, offset - limit) || undefined })}>← Previous page</a> : <span />}
       <span>
         {page.results.length === 0 ? 'No rows' : `Rows ${offset + 1}–${offset + page.results.length}`}
       </span>

@@ -265,6 +265,34 @@ describe('the compiled processes', () => {
     expect(results.length).toBeGreaterThan(0);
   });
 
+  it('the compiled API serves the console (its JSX pages, its own assets and the pinned htmx) and the docs bundle', async () => {
+    const signIn = await fetch(`${apiUrl}/console/sign-in`);
+    expect(signIn.status).toBe(200);
+    expect(await signIn.text()).toContain('name="token"');
+    for (const [path, contains] of [
+      ['/console/assets/htmx.min.js', 'htmx'],
+      ['/console/assets/console.js', 'localize'],
+      ['/console/assets/console.css', '.badge'],
+      ['/docs/assets/scalar-api-reference.js', 'scalar'],
+    ] as const) {
+      const res = await fetch(`${apiUrl}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(await res.text(), path).toContain(contains);
+    }
+    // Signing in works against the compiled app's own session table.
+    const session = await fetch(`${apiUrl}/console/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: apiUrl },
+      body: new URLSearchParams({ token: adminToken, next: '/console/organizations' }),
+      redirect: 'manual',
+    });
+    expect(session.status).toBe(303);
+    const cookie = session.headers.get('set-cookie')!.split(';')[0]!;
+    const orgs = await fetch(`${apiUrl}/console/organizations`, { headers: { cookie } });
+    expect(orgs.status).toBe(200);
+    expect(await orgs.text()).toContain('<h1>Organizations</h1>');
+  });
+
   it('the worker health check sees this host\'s worker poll its task queue, and no worker on another', async () => {
     const { stdout } = await node(['dist/worker-health.mjs'], envOf({}));
     expect(stdout).toMatch(/^healthy/);

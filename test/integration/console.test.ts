@@ -46,7 +46,7 @@ beforeAll(async () => {
     startApi(db, config),
     startTestWorker(config, db),
     startWebhookStack(config, db),
-    startWriteWorker(config, db, { schedule: { delaysMs: [1000, 1000], thenEveryMs: 1000, giveUpAfterMs: 120_000 } }),
+    startWriteWorker(config, db),
     startReceiver(),
     launchBrowser(),
   ]);
@@ -66,6 +66,17 @@ afterAll(async () => {
 });
 
 const at = (path: string) => `${api.url}${path}`;
+
+/** Changes in the sandbox company of an integration, through the admin API. */
+async function sandboxChanges(body: Record<string, unknown>, integration = integrationIdOfFile): Promise<void> {
+  const res = await fetch(at(`/admin/v1/integrations/${integration}/sandbox/changes`), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  expect(res.status).toBe(200);
+}
+let integrationIdOfFile = '';
 
 /** The text of the first element the locator finds, once it is there. */
 async function textOf(locator: ReturnType<Page['locator']>, timeout = 15_000): Promise<string> {
@@ -201,6 +212,7 @@ describe('operating an integration', () => {
     await page.getByRole('button', { name: 'Connect' }).click();
     await page.waitForURL(/\/console\/integrations\/[0-9a-f-]{36}$/);
     integrationId = page.url().split('/').pop()!;
+    integrationIdOfFile = integrationId;
     expect(await textOf(page.locator('dl.facts'))).toContain('scale');
   });
 
@@ -302,11 +314,11 @@ describe('operating an integration', () => {
     expect(key).toMatch(/^sk_test_/);
     await screenshot(page, '02-api-key-once');
 
-    // The source refuses the first two writes (503): the third attempt applies it.
+    // The source refuses the first write (503): the second attempt, 5 s later, applies it.
     const fault = await fetch(at(`/admin/v1/integrations/${integrationId}/sandbox/faults`), {
       method: 'POST',
       headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ kind: 'unavailable', count: 2, methods: 'writes' }),
+      body: JSON.stringify({ kind: 'unavailable', count: 1, methods: 'writes' }),
     });
     expect(fault.status).toBe(200);
     const leases = (await (await fetch(at('/v1/leases?limit=1&status=active'), { headers: { authorization: `Bearer ${key}` } })).json()) as { results: { id: string }[] };
@@ -319,10 +331,102 @@ describe('operating an integration', () => {
     await page.waitForURL(new RegExp(`/console/operations/${operationId}$`));
     await page.locator('#operation .badge.succeeded').waitFor({ timeout: 40_000 });
     const facts = await textOf(page.locator('#operation dl.facts'));
-    expect(facts).toMatch(/Attempts\s*3/);
+    expect(facts).toMatch(/Attempts\s*2/);
     expect(facts).toContain('lease.update');
     expect(await page.getByRole('link', { name: operationId }).getAttribute('href')).toBe(`http://temporal-ui.example:8233/namespaces/default/workflows/${operationId}`);
     await screenshot(page, '10-operation');
+  });
+
+  it('edits, disables, enables and rotates a subscription; the rotation window shows and deliveries carry both signatures', async () => {
+    const sub = at(`/console/webhook-subscriptions/${subscriptionId}`);
+    await page.goto(sub);
+    await page.locator('input[name=description]').fill('edited from the console');
+    await page.getByRole('button', { name: 'Save' }).click();
+    expect(await textOf(page.getByRole('status'))).toBe('Saved.');
+    expect(await textOf(page.locator('dl.facts'))).toContain('edited from the console');
+
+    await page.getByRole('button', { name: 'Disable' }).click();
+    expect(await textOf(page.getByRole('status'))).toContain('Disabled');
+    expect(await textOf(page.locator('dl.facts .badge'))).toBe('disabled');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    expect(await textOf(page.locator('dl.facts .badge'))).toBe('active');
+
+    page.once('dialog', (d) => void d.accept());
+    await page.locator('input[name=grace_period_seconds]').fill('3600');
+    await page.getByRole('button', { name: 'Rotate' }).click();
+    const secret = (await textOf(page.locator('[data-secret]'))).trim();
+    expect(secret).toMatch(/^whsec_/);
+    await page.getByRole('link', { name: 'Back to the subscription' }).click();
+    expect(await page.content()).not.toContain(secret);
+    const window = await textOf(page.locator('dl.facts'));
+    expect(window).not.toContain('no rotation window open');
+
+    // The next delivery is signed with the new secret and, during the window, the previous one.
+    const before = receiver.received.length;
+    await page.goto(at(`/console/integrations/${integrationId}/events?type=SYNC_COMPLETE`));
+    await page.getByRole('button', { name: 'Resend' }).first().click();
+    const [got] = (await receiver.waitFor((r) => r.length > before)).slice(before);
+    expect(got!.headers['x-service-signature']).toBeTruthy();
+    expect(got!.headers['x-service-signature-previous']).toBeTruthy();
+  });
+
+  it('replays every dead-lettered delivery of a subscription at once', async () => {
+    receiver.reply(() => 503);
+    await sandboxChanges({ update: 3 });
+    await page.goto(at(`/console/integrations/${integrationId}`));
+    await page.getByRole('button', { name: 'Sync now' }).click();
+    await page.locator('#job .badge.succeeded').waitFor({ timeout: 60_000 });
+    const filtered = at(`/console/webhook-subscriptions/${subscriptionId}?status=dead_lettered`);
+    let dead = 0;
+    for (let i = 0; dead < 2; i++) {
+      if (i > 60) throw new Error(`only ${dead} dead-lettered deliveries listed`);
+      await page.waitForTimeout(500);
+      await page.goto(filtered);
+      dead = await page.locator('tr[data-status="dead_lettered"]').count();
+    }
+    receiver.reply(() => 200);
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Replay all dead-lettered' }).click();
+    expect(await textOf(page.getByRole('status'))).toMatch(/Replay started for \d+ deliveries/);
+    for (let i = 0; ; i++) {
+      await page.goto(filtered);
+      if ((await page.locator('tr[data-status="dead_lettered"]').count()) === 0) break;
+      if (i > 60) throw new Error('dead letters left after the replay');
+      await page.waitForTimeout(500);
+    }
+    expect(await textOf(page.locator('.empty'))).toContain('No deliveries match this filter');
+  });
+
+  it('revokes an API key', async () => {
+    await page.goto(at(`/console/organizations/${orgId}`));
+    const keys = page.getByRole('table', { name: 'API keys' });
+    expect(await keys.getByRole('button', { name: 'Revoke' }).count()).toBe(1);
+    page.once('dialog', (d) => void d.accept());
+    await keys.getByRole('button', { name: 'Revoke' }).click();
+    await page.waitForURL(new RegExp(`/console/organizations/${orgId}$`));
+    expect(await keys.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
+    expect(await keys.locator('tbody time').count()).toBeGreaterThanOrEqual(2); // created and revoked
+  });
+
+  it('lists automations, runs one now and pauses it', async () => {
+    const created = await fetch(at(`/admin/v1/integrations/${integrationId}/automations`), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Console export', entity: 'leases', schedule: { every: 86_400 }, destination: { type: 'http', url: receiver.url } }),
+    });
+    expect(created.status).toBe(201);
+    await page.goto(at(`/console/integrations/${integrationId}/automations`));
+    await page.getByRole('link', { name: 'Console export' }).click();
+    expect(await textOf(page.locator('.empty'))).toContain('No runs yet');
+    await page.getByRole('button', { name: 'Run now' }).click();
+    expect(await textOf(page.getByRole('status'))).toBe('Run started.');
+    const run = page.getByRole('table', { name: 'Runs' }).locator('tbody tr').first();
+    const runId = (await textOf(run.locator('code'))).trim();
+    expect(runId).toMatch(/^aru_/);
+    expect(await run.getByRole('link', { name: 'Workflow ↗' }).getAttribute('href')).toBe(`http://temporal-ui.example:8233/namespaces/default/workflows/${runId}`);
+    await page.getByRole('button', { name: 'Pause' }).click();
+    expect(await textOf(page.locator('dl.facts .badge'))).toBe('paused');
+    await screenshot(page, '12-automation');
   });
 
   it('works at phone width', async () => {
@@ -335,5 +439,93 @@ describe('operating an integration', () => {
     expect(overflow).toBeLessThanOrEqual(0);
     await screenshot(p, '11-phone-subscription');
     await phone.close();
+  });
+});
+
+describe('sessions and pages', () => {
+  it('pages and sorts a table from the first page', async () => {
+    await signIn(page);
+    await Promise.all(Array.from({ length: 26 }, (_, i) => fetch(at('/admin/v1/organizations'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `paging-${i}` }),
+    })));
+    await page.goto(at('/console/organizations'));
+    const times = async () => page.getByRole('table', { name: 'Organizations' }).locator('tbody time').evaluateAll((ts) => ts.map((t) => t.getAttribute('datetime')!));
+    const first = await times();
+    expect(first).toHaveLength(25);
+    expect([...first].sort()).toEqual(first); // oldest first
+    await page.getByRole('link', { name: 'Next page →' }).click();
+    expect(await textOf(page.locator('.pager'))).toContain('Rows 26–');
+    expect((await times())[0]! >= first[24]!).toBe(true);
+    await page.getByRole('link', { name: 'Created ↑' }).click();
+    expect(new URL(page.url()).searchParams.get('order')).toBe('desc');
+    expect(new URL(page.url()).searchParams.get('offset')).toBeNull();
+    const newest = await times();
+    expect([...newest].sort().reverse()).toEqual(newest);
+    expect(newest[0]! >= first[24]!).toBe(true);
+  });
+
+  it("shows times in the viewer's zone, with UTC on hover", async () => {
+    await page.goto(at('/console/organizations'));
+    const time = page.locator('tbody time').first();
+    await page.waitForFunction("!(document.querySelector('tbody time')?.textContent ?? '').endsWith('UTC')");
+    expect(await time.getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    expect(await time.textContent()).toMatch(/E[SD]T$/); // the context's America/New_York
+  });
+
+  it('shows a missing page or record as a problem detail page', async () => {
+    const res = await page.goto(at('/console/organizations/00000000-0000-4000-8000-000000000000'));
+    expect(res!.status()).toBe(404);
+    expect(await textOf(page.getByRole('alert'))).toContain('No organization 00000000-0000-4000-8000-000000000000');
+    const none = await page.goto(at('/console/nothing-here'));
+    expect(none!.status()).toBe(404);
+    expect(await textOf(page.getByRole('alert'))).toContain('The console has no page /console/nothing-here');
+  });
+
+  it('ends sessions that expired, and every session when the admin token changes', async () => {
+    const signInBy = async (base: string, token: string) => {
+      const res = await fetch(`${base}/console/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+        body: new URLSearchParams({ token }),
+        redirect: 'manual',
+      });
+      expect(res.status).toBe(303);
+      return res.headers.get('set-cookie')!;
+    };
+    const open = async (base: string, cookie: string) => (await fetch(`${base}/console/organizations`, { headers: { cookie }, redirect: 'manual' })).status;
+
+    const expiring = (await signInBy(api.url, config.ADMIN_TOKEN)).split(';')[0]!;
+    expect(await open(api.url, expiring)).toBe(200);
+    const { createHash } = await import('node:crypto');
+    const hash = createHash('sha256').update(expiring.split('=')[1]!).digest('hex');
+    await db.update(consoleSessions).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(consoleSessions.tokenHash, hash));
+    expect(await open(api.url, expiring)).toBe(303);
+
+    // The same database behind an API whose ADMIN_TOKEN was rotated.
+    const cookie = (await signInBy(api.url, config.ADMIN_TOKEN)).split(';')[0]!;
+    const rotated = await startApi(db, testConfig({ ADMIN_TOKEN: 'a-rotated-admin-token-0123456789' }));
+    try {
+      expect(await open(rotated.url, cookie)).toBe(303);
+      expect(await open(api.url, cookie)).toBe(200);
+    } finally {
+      await rotated.close();
+    }
+  });
+
+  it('marks the cookie Secure when the console is reached over HTTPS (through a proxy that says so)', async () => {
+    const res = await fetch(at('/console/sign-in'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: api.url.replace('http:', 'https:'), 'x-forwarded-proto': 'https' },
+      body: new URLSearchParams({ token: config.ADMIN_TOKEN }),
+      redirect: 'manual',
+    });
+    expect(res.status).toBe(303);
+    const cookie = res.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/; Secure/);
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; SameSite=Strict/);
+    expect(cookie).toMatch(/; Max-Age=43200/);
   });
 });

@@ -6,11 +6,12 @@ import type { AdminClient, Page } from '../admin';
 import { field, type ConsoleApp } from '../index';
 import { Badge, Facts, Form, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
+import { cadence } from './organizations';
 
 type Auto = z.infer<typeof Automation>;
 type Run = z.infer<typeof AutomationRun>;
 
-const scheduleText = (a: Auto) => ('every' in a.schedule ? `every ${a.schedule.every} s` : `cron ${a.schedule.cron} (${a.schedule.timezone})`);
+const scheduleText = (a: Auto) => ('every' in a.schedule ? cadence(a.schedule.every) : `cron ${a.schedule.cron} (${a.schedule.timezone})`);
 const destinationText = (a: Auto) => (a.destination.type === 'http' ? `${a.destination.method} ${a.destination.url}` : `directory ${a.destination.path}`);
 const live = (r: Run) => r.status === 'queued' || r.status === 'running';
 

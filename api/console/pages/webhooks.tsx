@@ -236,15 +236,17 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
             Filter
           </button>
         </form>
-        <Table
-          label="Deliveries"
-          rows={deliveries.results.length}
-          head={['Delivery', 'Event', 'Status', 'Attempts', 'Last response', 'Last attempt', 'Next attempt', '']}
-          empty={status || eventType ? 'No deliveries match this filter.' : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'}
-        >
-          <DeliveryRows ui={ui} rows={deliveries.results} />
-        </Table>
-        <Pager url={ui.url} paging={paging} page={deliveries} />
+        <LiveRegion id="deliveries" ui={ui} active={deliveries.results.some((d) => d.status === 'pending' || d.status === 'retrying')}>
+          <Table
+            label="Deliveries"
+            rows={deliveries.results.length}
+            head={['Delivery', 'Event', 'Status', 'Attempts', 'Last response', 'Last attempt', 'Next attempt', '']}
+            empty={status || eventType ? 'No deliveries match this filter.' : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'}
+          >
+            <DeliveryRows ui={ui} rows={deliveries.results} />
+          </Table>
+          <Pager url={ui.url} paging={paging} page={deliveries} />
+        </LiveRegion>
         <p class="muted">
           Sorted by creation time, <SortHeader url={ui.url} paging={paging} label={paging.order === 'desc' ? 'newest first' : 'oldest first'} />.
         </p>
