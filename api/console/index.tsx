@@ -157,6 +157,8 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono): Hono {
     if (!session) {
       const url = new URL(c.req.url);
       const back = c.req.method === 'GET' ? `${url.pathname}${url.search}` : undefined;
+      // A live region's poll (htmx) whose session ended: send the whole page to the sign-in, not into the region.
+      if (c.req.header('hx-request')) return c.body(null, 401, { 'hx-redirect': `/console/sign-in?next=${encodeURIComponent(back ?? '/console')}` });
       return c.redirect(`/console/sign-in${back ? `?next=${encodeURIComponent(back)}` : ''}`, 303);
     }
     c.set('session', session);

@@ -190,7 +190,8 @@ export const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ u
 };
 
 /** A table with its header cells; `empty` shows instead when there are no rows. */
-export const Table: FC<PropsWithChildren<{ head: Child[]; empty: Child; rows: number; label?: string }>> = ({ head, empty, rows, label, children }) =>
+/** `narrow`: indexes of the columns hidden at phone width (their cells carry class "hide-sm" too). */
+export const Table: FC<PropsWithChildren<{ head: Child[]; empty: Child; rows: number; label?: string; narrow?: number[] }>> = ({ head, empty, rows, label, narrow, children }) =>
   rows === 0 ? (
     <Empty>{empty}</Empty>
   ) : (
@@ -198,8 +199,10 @@ export const Table: FC<PropsWithChildren<{ head: Child[]; empty: Child; rows: nu
       <table aria-label={label}>
         <thead>
           <tr>
-            {head.map((h) => (
-              <th scope="col">{h}</th>
+            {head.map((h, i) => (
+              <th scope="col" class={narrow?.includes(i) ? 'hide-sm' : undefined}>
+                {h}
+              </th>
             ))}
           </tr>
         </thead>

@@ -179,6 +179,7 @@ describe('events', () => {
     expect(list.body.results.map((e: any) => e.id)).not.toContain(expired);
     expect(list.body.results[1]).toEqual({
       id: e3,
+      integration_id: integ.id,
       type: 'RESIDENT_UPDATED',
       category: 'data_change',
       created_at: new Date(now - 5 * DAY).toISOString(),

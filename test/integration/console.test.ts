@@ -502,6 +502,10 @@ describe('sessions and pages', () => {
     const hash = createHash('sha256').update(expiring.split('=')[1]!).digest('hex');
     await db.update(consoleSessions).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(consoleSessions.tokenHash, hash));
     expect(await open(api.url, expiring)).toBe(303);
+    // A live region's poll is sent to the sign-in page as a whole (htmx follows HX-Redirect).
+    const poll = await fetch(at('/console/organizations?offset=25'), { headers: { cookie: expiring, 'hx-request': 'true' }, redirect: 'manual' });
+    expect(poll.status).toBe(401);
+    expect(poll.headers.get('hx-redirect')).toBe('/console/sign-in?next=%2Fconsole%2Forganizations%3Foffset%3D25');
 
     // The same database behind an API whose ADMIN_TOKEN was rotated.
     const cookie = (await signInBy(api.url, config.ADMIN_TOKEN)).split(';')[0]!;

@@ -22,6 +22,8 @@ import { keyFor } from '../support/writes';
 
 /** Per-operation settings, each with its reason (test/fuzz/schemathesis.toml). */
 const CONFIG = fileURLToPath(new URL('../fuzz/schemathesis.toml', import.meta.url));
+/** Keeps sandbox companies and change batches small (test/fuzz/hooks.py says why). */
+const HOOKS = fileURLToPath(new URL('../fuzz/hooks.py', import.meta.url));
 let db: Db;
 let config: Config;
 let api: TestServer;
@@ -49,7 +51,7 @@ afterAll(async () => {
 /** Run Schemathesis; resolves with its exit code and output. */
 function schemathesis(args: string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(SCHEMATHESIS, ['--config-file', CONFIG, ...args], { env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_HOOKS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(SCHEMATHESIS, ['--config-file', CONFIG, ...args], { env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_HOOKS: HOOKS }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));

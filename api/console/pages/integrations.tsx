@@ -103,7 +103,11 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
     const { integration } = ctx;
     const paging = pagingOf(ui.url, { order: 'desc' }, 'r_');
-    const runs = await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, listQuery(paging));
+    const [runs, latest] = await Promise.all([
+      admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, listQuery(paging)),
+      admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' }),
+    ]);
+    const last = latest.results[0];
     const head: Child[] = ['Run', 'Status', 'Trigger', <SortHeader url={ui.url} paging={paging} label="Started" />, 'Finished', 'Seen', 'New', 'Updated', 'Deleted', 'Skipped', 'Progress', ''];
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${integration.id}`}>
@@ -115,6 +119,16 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
               ['Plan', integration.plan],
               ['Source', integration.source.type],
               ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
+              [
+                'Status',
+                last ? (
+                  <span>
+                    last run <Badge status={last.status} /> <Time iso={last.finished_at ?? last.started_at} />
+                  </span>
+                ) : (
+                  <span class="muted">never synced</span>
+                ),
+              ],
               ['Created', <Time iso={integration.created_at} />],
             ]}
           />
@@ -124,7 +138,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
         </Form>
         <h2>Sync runs</h2>
         <LiveRegion id="runs" ui={ui} active={runs.results.some((r) => live(r.status))}>
-          <Table label="Sync runs" rows={runs.results.length} head={head} empty="No sync runs yet. Press “Sync now”, or wait for the schedule.">
+          <Table label="Sync runs" rows={runs.results.length} head={head} narrow={[2, 4, 10, 11]} empty="No sync runs yet. Press “Sync now”, or wait for the schedule.">
             {runs.results.map((r) => (
               <tr data-status={r.status}>
                 <td>
@@ -135,16 +149,16 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
                 <td>
                   <Badge status={r.status} />
                 </td>
-                <td>{r.trigger}</td>
+                <td class="hide-sm">{r.trigger}</td>
                 <td>
                   <Time iso={r.started_at} />
                 </td>
-                <td>
+                <td class="hide-sm">
                   <Time iso={r.finished_at} />
                 </td>
                 <Counts job={r} />
-                <td class="muted">{progressText(r)}</td>
-                <td>
+                <td class="muted hide-sm">{progressText(r)}</td>
+                <td class="hide-sm">
                   <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(r.id)} label="Workflow ↗" />
                 </td>
               </tr>

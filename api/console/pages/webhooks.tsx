@@ -65,7 +65,7 @@ const DeliveryRows: FC<{ ui: Ui; rows: Del[] }> = ({ ui, rows }) => (
               {d.id}
             </a>
           </td>
-          <td>
+          <td class="hide-sm">
             <code>{d.event_type}</code>
           </td>
           <td>
@@ -73,13 +73,13 @@ const DeliveryRows: FC<{ ui: Ui; rows: Del[] }> = ({ ui, rows }) => (
           </td>
           <td class="num">{d.attempt_count}</td>
           <td>{last ? (last.response_status ?? last.error ?? '—') : '—'}</td>
-          <td>
+          <td class="hide-sm">
             <Time iso={d.last_attempt_at} />
           </td>
           <td>
             <Time iso={d.next_attempt_at} />
           </td>
-          <td>
+          <td class="hide-sm">
             <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label="Workflow ↗" />
           </td>
         </tr>
@@ -239,6 +239,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
         <LiveRegion id="deliveries" ui={ui} active={deliveries.results.some((d) => d.status === 'pending' || d.status === 'retrying')}>
           <Table
             label="Deliveries"
+            narrow={[1, 5, 7]}
             rows={deliveries.results.length}
             head={['Delivery', 'Event', 'Status', 'Attempts', 'Last response', 'Last attempt', 'Next attempt', '']}
             empty={status || eventType ? 'No deliveries match this filter.' : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'}

@@ -1,0 +1,34 @@
+"""Schemathesis hooks of the contract tests (test/integration/contract-fuzz.test.ts).
+
+A sandbox company of up to 250,000 leases, or a batch of up to 100,000 sandbox changes, is valid and the fuzzer is
+right to ask for one; but once the stateful phase finds real organization ids it creates dozens of them, and
+generating and syncing those takes many minutes on a two-core machine. Sizes and counts above SMALL are lowered to
+SMALL just before the request is sent. The lowered value is still valid, so every check still applies to the
+request as sent; the bounds themselves are covered by the examples and coverage phases, which use ids that do not
+exist.
+"""
+import schemathesis
+
+SMALL = 200
+
+
+def _lower(value):
+    if isinstance(value, int) and not isinstance(value, bool) and value > SMALL:
+        return SMALL
+    if isinstance(value, dict):
+        return {k: _lower(v) for k, v in value.items()}
+    return value
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    body = case.body
+    if case.operation.method.upper() != "POST" or not isinstance(body, dict):
+        return
+    path = case.operation.path
+    if path == "/organizations/{id}/integrations" and isinstance(body.get("source"), dict) and "size" in body["source"]:
+        body["source"]["size"] = _lower(body["source"]["size"])
+    elif path == "/integrations/{id}/sandbox/changes":
+        for field in ("create", "update", "delete", "lease_transitions", "corrupt"):
+            if field in body:
+                body[field] = _lower(body[field])
