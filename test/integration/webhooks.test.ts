@@ -19,7 +19,7 @@ import { RETENTION_MS } from '../../domain/webhooks';
 import { createKeyring, openSigningSecret } from '../../domain/secrets';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
-import { startApi, type TestServer } from '../support/api-server';
+import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { propertyInput } from '../support/fixtures';
 import {
@@ -58,18 +58,7 @@ afterAll(async () => {
   await closeDb(db);
 });
 
-interface Reply {
-  status: number;
-  body: any;
-  headers: Headers;
-}
-async function admin(method: string, path: string, body?: unknown, raw?: string): Promise<Reply> {
-  const headers: Record<string, string> = { authorization: `Bearer ${config.ADMIN_TOKEN}` };
-  if (body !== undefined || raw !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${api.url}/admin/v1${path}`, { method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
-}
+const admin = (method: string, path: string, body?: unknown, raw?: string): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body, raw);
 function expectProblem(r: Reply, status: number, slug: string) {
   expect(r.status, JSON.stringify(r.body)).toBe(status);
   expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);

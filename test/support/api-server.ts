@@ -45,3 +45,23 @@ export async function startApi(db: Db, config: Config, configure?: (app: App) =>
     },
   };
 }
+
+export interface Reply {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+
+/**
+ * A caller of a served app's admin API with the admin token: JSON in (or `raw` bytes sent as JSON), the parsed body
+ * out (null when empty).
+ */
+export function adminCaller(server: Pick<TestServer, 'url'>, token: string) {
+  return async (method: string, path: string, body?: unknown, raw?: string): Promise<Reply> => {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (body !== undefined || raw !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${server.url}/admin/v1${path}`, { method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+  };
+}

@@ -28,7 +28,8 @@ export async function newContext(browser: Browser, opts: { width?: number; heigh
   });
 }
 
-export async function screenshot(page: Page, name: string): Promise<void> {
+/** A PNG of the page (all of it, or only what the window shows for very long pages). */
+export async function screenshot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: opts.fullPage ?? true });
 }

@@ -5,7 +5,7 @@ import { OPERATION_STATUSES } from '../../../domain/operations';
 import type { AdminOperation } from '../../admin/schemas';
 import type { AdminClient, Page } from '../admin';
 import { type ConsoleApp } from '../index';
-import { Badge, Facts, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';
+import { Badge, Facts, FilterForm, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
 
 type Op = z.infer<typeof AdminOperation>;
@@ -24,22 +24,7 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/operations`}>
         <h2>Write Operations</h2>
-        <form method="get" action={ui.url.pathname} class="row">
-          <label>
-            Status
-            <select name="status">
-              <option value="">any</option>
-              {OPERATION_STATUSES.map((s) => (
-                <option value={s} selected={s === status}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </label>
-          <button type="submit" class="secondary">
-            Filter
-          </button>
-        </form>
+        <FilterForm ui={ui} filters={[{ name: 'status', label: 'Status', values: OPERATION_STATUSES }]} />
         <LiveRegion id="operations" ui={ui} active={page.results.some(live)}>
           <Table
             label="Operations"

@@ -4,7 +4,7 @@ import { MODES, PLANS } from '../../../domain/plans';
 import type { ApiKey, ApiKeyCreated, Integration, Organization } from '../../admin/schemas';
 import type { AdminClient, Page } from '../admin';
 import { field, fields, type ConsoleApp } from '../index';
-import { Badge, Facts, Form, Layout, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, Time, type Ui } from '../ui';
+import { Badge, Facts, Form, Layout, Select, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, Time, type Ui } from '../ui';
 
 type Org = z.infer<typeof Organization>;
 type Key = z.infer<typeof ApiKey>;
@@ -150,14 +150,7 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
         <Pager url={ui.url} paging={keyPaging} page={keys} />
         <h2>New API key</h2>
         <Form ui={ui} action={`/console/organizations/${org.id}/api-keys`} class="row">
-          <label>
-            Mode
-            <select name="mode">
-              {MODES.map((m) => (
-                <option value={m}>{m}</option>
-              ))}
-            </select>
-          </label>
+          <Select name="mode" label="Mode" values={MODES} />
           <fieldset>
             <legend>Scopes</legend>
             <label class="check">
@@ -231,22 +224,8 @@ const NewIntegration = ({ ui, orgId }: { ui: Ui; orgId: string }) => (
       <input name="name" maxlength={200} />
     </label>
     <div class="row">
-      <label>
-        Mode
-        <select name="mode">
-          {MODES.map((m) => (
-            <option value={m}>{m}</option>
-          ))}
-        </select>
-      </label>
-      <label>
-        Plan
-        <select name="plan">
-          {PLANS.map((p) => (
-            <option value={p}>{p}</option>
-          ))}
-        </select>
-      </label>
+      <Select name="mode" label="Mode" values={MODES} />
+      <Select name="plan" label="Plan" values={PLANS} />
       <label>
         Source
         <select name="source_type">

@@ -11,7 +11,7 @@ import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, DELIVERY_STATUSES } from '.
 import type { Delivery, DeliveryWithPayload, Event, EventResendResult, EventWithPayload, ReplayResult, RotatedSecret, Subscription, SubscriptionCreated } from '../../admin/schemas';
 import type { AdminClient, Page } from '../admin';
 import { field, fields, type ConsoleApp } from '../index';
-import { Badge, Facts, Form, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, TemporalLink, Time, type Ui } from '../ui';
+import { Badge, Facts, FilterForm, Form, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, TemporalLink, Time, type Ui } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
 import { num } from './organizations';
 
@@ -209,33 +209,13 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
         </div>
 
         <h2>Deliveries</h2>
-        <form method="get" action={base} class="row">
-          <label>
-            Status
-            <select name="status">
-              <option value="">any</option>
-              {DELIVERY_STATUSES.map((s) => (
-                <option value={s} selected={s === status}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Event type
-            <select name="event_type">
-              <option value="">any</option>
-              {ALL_EVENT_TYPES.map((t) => (
-                <option value={t} selected={t === eventType}>
-                  {t}
-                </option>
-              ))}
-            </select>
-          </label>
-          <button type="submit" class="secondary">
-            Filter
-          </button>
-        </form>
+        <FilterForm
+          ui={ui}
+          filters={[
+            { name: 'status', label: 'Status', values: DELIVERY_STATUSES },
+            { name: 'event_type', label: 'Event type', values: ALL_EVENT_TYPES },
+          ]}
+        />
         <LiveRegion id="deliveries" ui={ui} active={deliveries.results.some((d) => d.status === 'pending' || d.status === 'retrying')}>
           <Table
             label="Deliveries"
@@ -407,22 +387,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/events`} notice={noticeOf(ui.url)}>
         <h2>Events of the last 30 days</h2>
-        <form method="get" action={ui.url.pathname} class="row">
-          <label>
-            Type
-            <select name="type">
-              <option value="">any</option>
-              {ALL_EVENT_TYPES.map((t) => (
-                <option value={t} selected={t === type}>
-                  {t}
-                </option>
-              ))}
-            </select>
-          </label>
-          <button type="submit" class="secondary">
-            Filter
-          </button>
-        </form>
+        <FilterForm ui={ui} filters={[{ name: 'type', label: 'Type', values: ALL_EVENT_TYPES }]} />
         <Table
           label="Events"
           rows={page.results.length}
