@@ -3,6 +3,9 @@
  * .tools/fuzz) runs every check, with the examples, coverage, fuzzing and stateful phases, against the public document
  * with a test key and against the admin document with the admin token, on a fixed seed and a bounded number of
  * examples. Any failure fails the test, with Schemathesis's report (each failure with its reproducing curl).
+ *
+ * The fuzzer lists, changes and deletes whatever the admin API lets it reach (every organization, then their
+ * integrations), so it runs against a database of its own: the other test files running beside it keep theirs.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,11 +15,12 @@ import { fileURLToPath } from 'node:url';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import { closeDb, createDb, type Db } from '../../db/client';
+import { migrateDatabase } from '../../db/migrate';
 import { organizations } from '../../db/schema';
 import { SCHEMATHESIS } from '../../scripts/tools';
 import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb } from '../support/context';
+import { testConfig } from '../support/context';
 import { runSync, sandboxIntegration, startTestWorker, type TestWorker } from '../support/sync';
 import { keyFor } from '../support/writes';
 
@@ -30,10 +34,30 @@ let api: TestServer;
 let syncs: TestWorker;
 let key: string;
 let reports: string;
+let databaseUrl: string;
+
+/** Runs one statement on the server's maintenance database. */
+async function onServer(statement: string): Promise<void> {
+  const admin = createDb(inject('adminDatabaseUrl'), { max: 1, applicationName: 'propsync-test-fuzz' });
+  try {
+    await admin.$client.unsafe(statement);
+  } finally {
+    await closeDb(admin);
+  }
+}
 
 beforeAll(async () => {
-  db = testDb();
-  config = testConfig({ WORKER_RECONCILE_SCHEDULES: 'false', SANDBOX_URL: inject('sandboxUrl'), SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken') });
+  const shared = new URL(inject('databaseUrl'));
+  shared.pathname = `/${shared.pathname.slice(1)}_fuzz`;
+  databaseUrl = shared.toString();
+  await migrateDatabase(databaseUrl);
+  db = createDb(databaseUrl, { max: 5, applicationName: 'propsync-test' });
+  config = testConfig({
+    DATABASE_URL: databaseUrl,
+    WORKER_RECONCILE_SCHEDULES: 'false',
+    SANDBOX_URL: inject('sandboxUrl'),
+    SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken'),
+  });
   [api, syncs] = await Promise.all([startApi(db, config), startTestWorker(config, db)]);
   const s = await sandboxIntegration(db, { size: 10 });
   await runSync(syncs, db, s.row);
@@ -45,6 +69,7 @@ afterAll(async () => {
   await api?.close();
   await syncs?.stop();
   await closeDb(db);
+  if (databaseUrl) await onServer(`DROP DATABASE IF EXISTS "${new URL(databaseUrl).pathname.slice(1)}" WITH (FORCE)`);
   if (reports) await rm(reports, { recursive: true, force: true });
 });
 
