@@ -86,15 +86,11 @@ const Counts = ({ job }: { job: Job }) => (
   </>
 );
 
-/** "leases 3 pages ✓, units 1 page …": how far a run got, entity by entity. */
+/** "2/4 entities · 7 pages": how far a run got, as the CLI says it (the run's page shows each entity). */
 export function progressText(job: Job): string {
-  return SYNC_ORDER.map((e) => {
-    const p = job.progress[e];
-    if (!p) return undefined;
-    return `${e} ${p.pages} page${p.pages === 1 ? '' : 's'}${p.done ? ' ✓' : ''}`;
-  })
-    .filter(Boolean)
-    .join(' · ');
+  const done = SYNC_ORDER.filter((e) => job.progress[e]?.done).length;
+  const pages = SYNC_ORDER.reduce((n, e) => n + (job.progress[e]?.pages ?? 0), 0);
+  return `${done}/${SYNC_ORDER.length} entities · ${pages} page${pages === 1 ? '' : 's'}`;
 }
 
 export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): void {
