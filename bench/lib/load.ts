@@ -16,6 +16,8 @@ export interface LoadSpec {
   duration: number;
   /** Requests per second over all connections; unset: as fast as the target answers. */
   rate?: number;
+  /** Headers sent with every request (e.g. a session cookie). */
+  headers?: Record<string, string>;
 }
 
 async function readStdin(): Promise<string> {
@@ -44,7 +46,11 @@ const result = await autocannon({
       setupRequest: (req) => ({
         ...req,
         path: spec.paths[nextPath++ % spec.paths.length]!,
-        headers: keys.length > 0 ? { ...req.headers, authorization: `Bearer ${keys[nextKey++ % keys.length]}` } : req.headers,
+        headers: {
+          ...req.headers,
+          ...spec.headers,
+          ...(keys.length > 0 ? { authorization: `Bearer ${keys[nextKey++ % keys.length]}` } : {}),
+        },
       }),
     },
   ],
