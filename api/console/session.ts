@@ -5,7 +5,7 @@
  * every API replica sees the same sessions, sign-out ends one everywhere, and rotating ADMIN_TOKEN ends them all.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { and, eq, gt, lt } from 'drizzle-orm';
+import { and, eq, gt, lt, or } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Db } from '../../db/client';
@@ -37,12 +37,16 @@ export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number
   const adminTokenHash = hex(opts.adminToken);
 
   return {
-    /** Opens a session and sets its cookie. Expired sessions are purged on the way. */
+    /**
+     * Opens a new session and sets its cookie; the session the browser held before (if any) ends, so a signed-in
+     * browser never carries a session id chosen before sign-in. Expired sessions are purged on the way.
+     */
     async open(c: Context): Promise<ConsoleSession> {
       const token = randomBytes(32).toString('base64url');
       const now = new Date();
       const session = { csrf: randomBytes(32).toString('base64url'), expiresAt: new Date(now.getTime() + opts.ttlMs) };
-      await db.delete(consoleSessions).where(lt(consoleSessions.expiresAt, now));
+      const previous = getCookie(c, SESSION_COOKIE);
+      await db.delete(consoleSessions).where(previous ? or(lt(consoleSessions.expiresAt, now), eq(consoleSessions.tokenHash, hex(previous))) : lt(consoleSessions.expiresAt, now));
       await db.insert(consoleSessions).values({ tokenHash: hex(token), csrfToken: session.csrf, adminTokenHash, createdAt: now, expiresAt: session.expiresAt });
       setCookie(c, SESSION_COOKIE, token, {
         path: CONSOLE_PATH,

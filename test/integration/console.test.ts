@@ -494,6 +494,18 @@ describe('sessions and pages', () => {
     expect(poll.status).toBe(401);
     expect(poll.headers.get('hx-redirect')).toBe('/console/sign-in?next=%2Fconsole%2Forganizations%3Foffset%3D25');
 
+    // Signing in again from a signed-in browser ends the session it held.
+    const first = (await signInBy(api.url, config.ADMIN_TOKEN)).split(';')[0]!;
+    const again = await fetch(`${api.url}/console/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: api.url, cookie: first },
+      body: new URLSearchParams({ token: config.ADMIN_TOKEN }),
+      redirect: 'manual',
+    });
+    expect(again.status).toBe(303);
+    expect(await open(api.url, first)).toBe(303);
+    expect(await open(api.url, again.headers.get('set-cookie')!.split(';')[0]!)).toBe(200);
+
     // The same database behind an API whose ADMIN_TOKEN was rotated.
     const cookie = (await signInBy(api.url, config.ADMIN_TOKEN)).split(';')[0]!;
     const rotated = await startApi(db, testConfig({ ADMIN_TOKEN: 'a-rotated-admin-token-0123456789' }));
