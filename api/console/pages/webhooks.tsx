@@ -26,7 +26,7 @@ export function noticeOf(url: URL): string | undefined {
     case 'saved':
       return 'Saved.';
     case 'replayed':
-      return n === 1 ? 'Replay started: one more attempt is on its way.' : `Replay started for ${n} deliveries.`;
+      return n === 0 ? 'There was nothing dead-lettered to replay.' : n === 1 ? 'Replay started: one more attempt is on its way.' : `Replay started for ${n} deliveries.`;
     case 'resent':
       return n === 0 ? 'No active subscription wants this event: nothing was sent.' : `Resent to ${n} subscription${n === 1 ? '' : 's'}.`;
     case 'disabled':
