@@ -71,6 +71,11 @@ export interface Page<T> {
   results: T[];
 }
 
+/** A page of a list read with one row more than `limit` (the extra row only says there is more), each row shown by `view`. */
+export function pageOf<R, V>(rows: R[], q: { limit: number; offset: number }, view: (row: R) => V): Page<V> {
+  return { meta: { limit: q.limit, offset: q.offset, hasMore: rows.length > q.limit }, results: rows.slice(0, q.limit).map(view) };
+}
+
 /** The values of one request; the query only sees placeholders named after them. */
 class Bindings {
   readonly values = new Map<string, unknown>();

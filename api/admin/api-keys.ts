@@ -1,4 +1,5 @@
 /** API keys of an organization: created with the secret shown once, listed and revoked without it. */
+import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { eq } from 'drizzle-orm';
 import { inOrder } from '../../db/order';
@@ -64,7 +65,7 @@ export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, apiKeys.createdAt, apiKeys.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(apiKeyView) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, apiKeyView), 200);
     },
   );
 

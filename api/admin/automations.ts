@@ -5,6 +5,7 @@
  * nothing changed; the worker also reconciles schedules at start-up. Destination header values may be credentials:
  * they are sealed at once and never shown again, only their names.
  */
+import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
 import { and, eq, isNull } from 'drizzle-orm';
 import { getAutomation, getRun, insertAutomation, runsOf, type AutomationRow, type AutomationRunRow } from '../../db/automations';
@@ -281,7 +282,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, automations.createdAt, automations.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(automationView) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, automationView), 200);
     },
   );
 
@@ -423,7 +424,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       const automation = await loadAutomation(deps, c.req.valid('param').id);
       const { limit, offset, order } = c.req.valid('query');
       const rows = await runsOf(deps.db, automation.id, { limit: limit + 1, offset, order });
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(automationRunView) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, automationRunView), 200);
     },
   );
 

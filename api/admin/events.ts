@@ -3,6 +3,7 @@
  * deliveries stand, one event with its payload, and a resend of one event to the subscriptions that want it now.
  * Older events are 404 here even before the daily clean-up removes them.
  */
+import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
 import { deliveryCountsOf, eventsOf, retainedEvent, type DeliveryCounts, type EventSummary } from '../../db/events';
 import { activeSubscriptionsOf, type EventRow } from '../../db/webhooks';
@@ -75,7 +76,7 @@ export function registerEvents(app: OpenAPIHono, deps: ApiDeps): void {
       const rows = await eventsOf(deps.db, integration.id, { types: type, order, limit: limit + 1, offset });
       const page = rows.slice(0, limit);
       const counts = await deliveryCountsOf(deps.db, page.map((r) => r.id));
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: page.map((r) => eventView(r, counts.get(r.id)!)) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, (r) => eventView(r, counts.get(r.id)!)), 200);
     },
   );
 

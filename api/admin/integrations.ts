@@ -3,6 +3,7 @@
  * together: when Temporal cannot be reached the row change is undone and the answer is a 503, so an integration is
  * never left half-made (the worker also reconciles schedules at start-up).
  */
+import { pageOf } from '../../db/queries';
 import { randomInt, randomUUID } from 'node:crypto';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, eq, isNull } from 'drizzle-orm';
@@ -158,7 +159,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, integrations.createdAt, integrations.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(integrationView) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, integrationView), 200);
     },
   );
 

@@ -3,6 +3,7 @@
  * shape plus where it belongs and its workflow, and an integration's Operations. The stored request body holds
  * residents' personal data, so it is never even loaded here.
  */
+import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
 import { and, eq, getTableColumns, inArray, type SQL } from 'drizzle-orm';
 import { operationJson, type OperationRow } from '../../db/operations';
@@ -84,7 +85,7 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, operations.createdAt, operations.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(adminOperationView) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, adminOperationView), 200);
     },
   );
 }

@@ -1,4 +1,5 @@
 /** Organizations: the tenants. Their rate limit override is read by the API's org-wide limiter. */
+import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { eq } from 'drizzle-orm';
 import { inOrder } from '../../db/order';
@@ -71,7 +72,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, organizations.createdAt, organizations.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(organizationView) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, organizationView), 200);
     },
   );
 

@@ -1,4 +1,5 @@
 /** Manual sync runs and the sync job history an operator follows (the CLI's `sync run --wait` polls here). */
+import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { eq } from 'drizzle-orm';
 import { inOrder } from '../../db/order';
@@ -70,7 +71,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, syncJobs.createdAt, syncJobs.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(adminSyncJobView) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, adminSyncJobView), 200);
     },
   );
 
@@ -89,7 +90,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       const row = await loadJob(c.req.valid('param').id);
       const { limit, offset } = c.req.valid('query');
       const rows = await skippedRecordsOf(deps.db, row.id, { limit: limit + 1, offset });
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(skippedRecordView) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, skippedRecordView), 200);
     },
   );
 

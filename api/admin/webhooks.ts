@@ -3,6 +3,7 @@
  * deliveries an operator inspects and replays. The secret is shown once, at creation (and at each rotation), and
  * stored encrypted; only the delivery activity opens it, to sign.
  */
+import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, eq, isNull } from 'drizzle-orm';
 import { inOrder } from '../../db/order';
@@ -241,7 +242,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, webhookSubscriptions.createdAt, webhookSubscriptions.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: rows.slice(0, limit).map(subscriptionView) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, subscriptionView), 200);
     },
   );
 
@@ -342,7 +343,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const rows = await listDeliveries(deps.db, sub.id, { status, eventType: event_type || undefined, order, limit: limit + 1, offset });
       const page = rows.slice(0, limit);
       const attempts = await attemptsOf(deps.db, page.map((r) => r.id));
-      return c.json({ meta: { limit, offset, hasMore: rows.length > limit }, results: page.map((r) => deliveryView(r, attempts.get(r.id)!)) }, 200);
+      return c.json(pageOf(rows, { limit, offset }, (r) => deliveryView(r, attempts.get(r.id)!)), 200);
     },
   );
 

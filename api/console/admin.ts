@@ -15,10 +15,8 @@ export class AdminProblem extends Error {
   }
 }
 
-export interface Page<T> {
-  meta: { limit: number; offset: number; hasMore: boolean };
-  results: T[];
-}
+/** A page of an admin list, as every list endpoint answers it. */
+export type { Page } from '../../db/queries';
 
 type Query = Record<string, string | number | undefined>;
 

@@ -56,6 +56,7 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono): Hono {
   const admin = adminClient(deps, adminRoutes);
   const app = new Hono<ConsoleEnv>();
   const baseUi = { temporalUi: deps.config.TEMPORAL_UI_URL, namespace: deps.config.TEMPORAL_NAMESPACE };
+  const publicOrigin = new URL(deps.config.PUBLIC_BASE_URL).origin;
 
   const render = (c: Context, problem: ProblemBody, ui: Ui | null) =>
     c.html(
@@ -120,7 +121,7 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono): Hono {
         const own = new URL(c.req.url);
         const proto = c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() ?? own.protocol.replace(':', '');
         const host = c.req.header('host') ?? own.host;
-        return origin === `${proto}://${host}` || origin === new URL(deps.config.PUBLIC_BASE_URL).origin;
+        return origin === `${proto}://${host}` || origin === publicOrigin;
       },
     }),
     bodyLimit({

@@ -14,7 +14,7 @@ import { createIntegration, type IntegrationRow } from '../../db/tenants';
 import { eventBody } from '../../db/webhooks';
 import { categoryOf, type EventType } from '../../domain/events';
 import { RETENTION_MS } from '../../domain/webhooks';
-import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
+import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
 
@@ -43,11 +43,7 @@ afterAll(async () => {
 });
 
 const admin = (method: string, path: string, body?: unknown, raw?: string): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body, raw);
-function expectProblem(r: Reply, status: number, slug: string) {
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(r.body.type).toBe(`${config.DOCS_BASE_URL}/errors/${slug}`);
-}
+const expectProblem = (r: Reply, status: number, slug: string) => expectProblemOf(r, status, slug, config.DOCS_BASE_URL);
 const pointers = (r: Reply) => (r.body.errors as { pointer: string }[]).map((e) => e.pointer);
 
 /** Every page of a list, following `hasMore`. */

@@ -19,7 +19,7 @@ import { RETENTION_MS } from '../../domain/webhooks';
 import { createKeyring, openSigningSecret } from '../../domain/secrets';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
-import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
+import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { propertyInput } from '../support/fixtures';
 import {
@@ -59,11 +59,7 @@ afterAll(async () => {
 });
 
 const admin = (method: string, path: string, body?: unknown, raw?: string): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body, raw);
-function expectProblem(r: Reply, status: number, slug: string) {
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(r.body.type).toBe(`${config.DOCS_BASE_URL}/errors/${slug}`);
-}
+const expectProblem = (r: Reply, status: number, slug: string) => expectProblemOf(r, status, slug, config.DOCS_BASE_URL);
 
 async function subscribe(integrationId: string, url: string, eventTypes: string[] = ['*']): Promise<{ id: string; secret: string }> {
   const r = await admin('POST', `/integrations/${integrationId}/webhook_subscriptions`, { url, event_types: eventTypes });

@@ -1,5 +1,6 @@
 /** Serves the real app over real HTTP (@hono/node-server on port 0) for a test file. */
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
 import { serve, type ServerType } from '@hono/node-server';
 import { createApp, type App } from '../../api/app';
 import { lazyTemporalClient } from '../../api/temporal';
@@ -64,4 +65,11 @@ export function adminCaller(server: Pick<TestServer, 'url'>, token: string) {
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
   };
+}
+
+/** A problem+json answer of `status` whose `type` is the documented one of `slug` under `docsBase`. */
+export function expectProblem(r: Reply, status: number, slug: string, docsBase: string): void {
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(r.body.type).toBe(`${docsBase}/errors/${slug}`);
 }

@@ -35,3 +35,23 @@ export async function startTimeSkipping(): Promise<TimeSkipping> {
   });
   return { env, workflowCode: bundle.code };
 }
+
+/** One activity call: its input and the test server's clock when it began and when it returned (or threw). */
+export interface Call<I> {
+  input: I;
+  at: number;
+  doneAt: number;
+}
+
+/** Runs a mocked activity's `body`, recording the call in `list` with the test server's clock. */
+export function recorder(env: TestWorkflowEnvironment) {
+  return async function recorded<I, O>(list: Call<I>[], input: I, body: () => Promise<O>): Promise<O> {
+    const call: Call<I> = { input, at: await env.currentTimeMs(), doneAt: NaN };
+    list.push(call);
+    try {
+      return await body();
+    } finally {
+      call.doneAt = await env.currentTimeMs();
+    }
+  };
+}

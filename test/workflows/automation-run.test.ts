@@ -12,7 +12,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { AutomationActivities, ExportAttemptInput } from '../../activities/automations';
 import type { ExportOutcome } from '../../domain/automations';
-import { startTimeSkipping } from '../support/time-skipping';
+import { recorder, startTimeSkipping, type Call } from '../support/time-skipping';
 import { AUTOMATION_FAILURE, automationTick, runAutomation, runStateQuery } from '../../workflows/automation';
 
 const SLACK_MS = 1_000;
@@ -32,11 +32,6 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-interface Call<I> {
-  input: I;
-  at: number;
-  doneAt: number;
-}
 type Script = ExportOutcome | 'silent';
 
 function mockActivities(attempt: (n: number) => Script) {
@@ -46,15 +41,7 @@ function mockActivities(attempt: (n: number) => Script) {
     finish: [] as Call<{ runId: string; status: 'succeeded' | 'failed'; attempts: number; recordsExported: number; error?: string }>[],
     create: [] as Call<{ automationId: string }>[],
   };
-  async function recorded<I, O>(list: Call<I>[], input: I, body: () => Promise<O>): Promise<O> {
-    const call: Call<I> = { input, at: await env.currentTimeMs(), doneAt: NaN };
-    list.push(call);
-    try {
-      return await body();
-    } finally {
-      call.doneAt = await env.currentTimeMs();
-    }
-  }
+  const recorded = recorder(env);
   const activities = {
     createScheduledRun: (input) => recorded(calls.create, input, async () => ({ runId: `aru_${randomUUID()}` })),
     exportAttempt: (input) =>

@@ -12,7 +12,7 @@ import { Worker } from '@temporalio/worker';
 import type { AttemptInput, AttemptOutcome, PreparedDelivery, WebhookActivities } from '../../activities/webhooks';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { DELIVERY_SCHEDULE_MS, RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../../domain/webhooks';
-import { startTimeSkipping } from '../support/time-skipping';
+import { recorder, startTimeSkipping, type Call } from '../support/time-skipping';
 import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } from '../../workflows/webhook';
 
 /**
@@ -41,12 +41,6 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** One activity call: its input and the server's clock when it began and when it returned (or threw). */
-interface Call<I> {
-  input: I;
-  at: number;
-  doneAt: number;
-}
 
 /** What one attempt does: an outcome, a throw (the activity fails), or going silent (a dead worker). */
 type AttemptScript = AttemptOutcome | { throws: Error } | 'overrun';
@@ -70,15 +64,7 @@ function mockActivities(opts: MockOptions = {}) {
     mark: [] as Call<{ deliveryId: string; status: DeliveryStatus }>[],
     purge: [] as Call<{ retentionMs?: number }>[],
   };
-  async function recorded<I, O>(list: Call<I>[], input: I, body: () => Promise<O>): Promise<O> {
-    const call: Call<I> = { input, at: await env.currentTimeMs(), doneAt: NaN };
-    list.push(call);
-    try {
-      return await body();
-    } finally {
-      call.doneAt = await env.currentTimeMs();
-    }
-  }
+  const recorded = recorder(env);
   const activities = {
     prepareDelivery: (input) =>
       recorded(calls.prepare, input, async () => {

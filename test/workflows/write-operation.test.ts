@@ -12,7 +12,7 @@ import { Worker } from '@temporalio/worker';
 import type { AttemptInput, AttemptResult, FailInput, RetryInput, StoreInput, WriteActivities } from '../../activities/operations';
 import { SA_STATUS } from '../../domain/contract';
 import type { WriteWorkflowInput } from '../../domain/operations';
-import { startTimeSkipping } from '../support/time-skipping';
+import { recorder, startTimeSkipping, type Call } from '../support/time-skipping';
 import { operationStateQuery, WRITE_FAILURE, writeOperation } from '../../workflows/operation';
 
 /**
@@ -63,12 +63,6 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** One activity call: its input and the server's clock when it began and when it returned (or threw). */
-interface Call<I> {
-  input: I;
-  at: number;
-  doneAt: number;
-}
 
 /** What one attempt does: a result, a throw (the activity fails), or going silent without heartbeats (a dead worker). */
 type AttemptScript = AttemptResult | { throws: Error } | 'silent';
@@ -91,15 +85,7 @@ function mockActivities(opts: MockOptions = {}) {
     retry: [] as Call<RetryInput>[],
     fail: [] as Call<FailInput>[],
   };
-  async function recorded<I, O>(list: Call<I>[], input: I, body: () => Promise<O>): Promise<O> {
-    const call: Call<I> = { input, at: await env.currentTimeMs(), doneAt: NaN };
-    list.push(call);
-    try {
-      return await body();
-    } finally {
-      call.doneAt = await env.currentTimeMs();
-    }
-  }
+  const recorded = recorder(env);
   const activities = {
     attemptWrite: (input) =>
       recorded(calls.attempt, input, async () => {

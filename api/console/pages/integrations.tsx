@@ -99,11 +99,10 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
     const { integration } = ctx;
     const paging = pagingOf(ui.url, { order: 'desc' }, 'r_');
-    const [runs, latest] = await Promise.all([
-      admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, listQuery(paging)),
-      admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' }),
-    ]);
-    const last = latest.results[0];
+    const runs = await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, listQuery(paging));
+    // The newest run is the first row of the default view; another page or order asks for it on its own.
+    const newestFirst = paging.offset === 0 && paging.order === 'desc';
+    const last = newestFirst ? runs.results[0] : (await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' })).results[0];
     const head: Child[] = ['Run', 'Status', 'Trigger', <SortHeader url={ui.url} paging={paging} label="Started" />, 'Finished', 'Seen', 'New', 'Updated', 'Deleted', 'Skipped', 'Progress', ''];
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${integration.id}`}>

@@ -421,7 +421,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
               </td>
               <td>
                 <Form ui={ui} action={`/console/events/${e.id}/resend`}>
-                  <input type="hidden" name="back" value="list" />
+                  <input type="hidden" name="back" value={ctx.integration.id} />
                   <button type="submit" class="secondary">
                     Resend
                   </button>
@@ -472,10 +472,9 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
   app.post('/events/:id/resend', async (c) => {
     const id = c.req.param('id');
     const result = await admin.post<z.infer<typeof EventResendResult>>(c, `/events/${encodeURIComponent(id)}/resend`);
-    if ((await field(c, 'back')) === 'list') {
-      const e = await admin.get<Evt>(c, `/events/${encodeURIComponent(id)}`);
-      return c.redirect(`/console/integrations/${e.integration_id}/events?done=resent&n=${result.resent}`, 303);
-    }
+    // From an integration's list of events, back to that list; from the event's page, back to it.
+    const back = await field(c, 'back');
+    if (back) return c.redirect(`/console/integrations/${encodeURIComponent(back)}/events?done=resent&n=${result.resent}`, 303);
     return c.redirect(`/console/events/${encodeURIComponent(id)}?done=resent&n=${result.resent}`, 303);
   });
 }
