@@ -306,20 +306,21 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 
     /**
      * An attempt whose activity never reported back (its worker died, or it overran its time-out): recorded as a
-     * failed attempt, unless the attempt itself managed to record its outcome first.
+     * failed attempt, unless the attempt itself managed to record its outcome first, in which case that outcome is
+     * the answer (a recorded success must end the delivery).
      */
-    async recordLostAttempt(input: { deliveryId: string; attempt: number; nextDelayMs: number | null; error: string }): Promise<DeliveryStatus> {
+    async recordLostAttempt(input: { deliveryId: string; attempt: number; nextDelayMs: number | null; error: string }): Promise<AttemptOutcome['outcome']> {
       const [existing] = await db
-        .select({ number: webhookAttempts.number })
+        .select({ status: webhookAttempts.responseStatus })
         .from(webhookAttempts)
         .where(and(eq(webhookAttempts.deliveryId, input.deliveryId), eq(webhookAttempts.number, input.attempt)));
       const [row] = await db.select({ status: webhookDeliveries.status }).from(webhookDeliveries).where(eq(webhookDeliveries.id, input.deliveryId));
       if (!row) return 'cancelled';
-      if (existing) return row.status;
+      if (existing) return existing.status !== null && existing.status >= 200 && existing.status < 300 ? 'succeeded' : 'failed';
       const to: DeliveryStatus = input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
       await record(input, { startedAt: clock(), durationMs: 0, status: null, error: input.error, excerpt: null }, to);
       await releaseNext(input.deliveryId);
-      return to;
+      return 'failed';
     },
 
     /** Move a delivery to a state its workflow decided (expiry of a dead letter). */

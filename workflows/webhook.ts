@@ -88,9 +88,9 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
       return r.outcome;
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
-      // The attempt's worker died or it overran its time-out: a failed attempt like any other.
-      await recordLostAttempt({ deliveryId, attempt: n, nextDelayMs, error: `attempt lost: ${err.cause?.message || err.message}` });
-      return 'failed';
+      // The attempt's worker died or it overran its time-out: a failed attempt like any other, unless the attempt
+      // recorded its outcome before it was lost (a recorded success ends the delivery: it is never sent again).
+      return recordLostAttempt({ deliveryId, attempt: n, nextDelayMs, error: `attempt lost: ${err.cause?.message || err.message}` });
     }
   }
   const succeeded = (): DeliveryWorkflowResult => {

@@ -51,6 +51,8 @@ const succeeded: AttemptOutcome = { outcome: 'succeeded', status: 200 };
 interface MockOptions {
   /** Attempt number → what it does (default: fails with a 503). */
   attempt?: (n: number) => AttemptScript;
+  /** What recordLostAttempt answers for a lost attempt (default: it recorded the loss, a failed attempt). */
+  lost?: (n: number) => AttemptOutcome['outcome'];
   /** What prepareDelivery answers, from the workflow's start time (default: no attempts yet, expiring 30 days on). */
   prepared?: (workflowStartMs: number) => PreparedDelivery | null;
 }
@@ -84,7 +86,7 @@ function mockActivities(opts: MockOptions = {}) {
         if ('throws' in script) throw script.throws;
         return script;
       }),
-    recordLostAttempt: (input) => recorded(calls.lost, input, async () => (input.nextDelayMs === null ? 'dead_lettered' : 'retrying')),
+    recordLostAttempt: (input) => recorded(calls.lost, input, async () => opts.lost?.(input.attempt) ?? 'failed'),
     markDelivery: (input) => recorded(calls.mark, input, async () => {}),
     purgeExpired: (input) => recorded(calls.purge, input, async () => ({ events: 3, deliveries: 5, skippedRecords: 2 })),
   } satisfies WebhookActivities;
@@ -355,6 +357,20 @@ describe('deliverWebhook', () => {
       // The silent attempt is noticed when its 30-second time-out ends; the next delay counts from there.
       expectAt(lost3!.at, a3!.at + ATTEMPT_TIMEOUT);
       expectAt(a4!.at, lost3!.doneAt + DELIVERY_SCHEDULE_MS[3]!);
+    });
+  });
+
+  it('ends succeeded, sending nothing more, when a lost attempt had recorded its success before it was lost', async () => {
+    // The attempt's POST got its 200 and recorded it; its worker died before reporting back to the workflow.
+    const mock = mockActivities({ attempt: (n) => (n === 1 ? 'overrun' : succeeded), lost: (n) => (n === 1 ? 'succeeded' : 'failed') });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 1 });
+      await pastTheSchedule();
+      expect(mock.calls.attempt.map((c) => c.input.attempt)).toEqual([1]);
+      expect(mock.calls.lost.map((c) => c.input.attempt)).toEqual([1]);
+      // Completed on its first attempt: the happy path, which leaves DeliveryStatus unset.
+      expect((await seen(handle)).execution).toBe('COMPLETED');
     });
   });
 
