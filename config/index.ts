@@ -3,6 +3,7 @@
  * A bad value stops start-up with a message that names the variable.
  */
 import { z } from 'zod';
+import { DEFAULT_DISPATCH } from '../domain/webhooks';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const bool = z
@@ -162,7 +163,7 @@ export const configSchema = z.object({
   WORKFLOW_BUNDLE_PATH: z.string().min(1).optional(),
   /** Whether the worker creates or updates every integration's sync schedule at start-up (off for workers that share a database with others on another task queue, as in tests). */
   WORKER_RECONCILE_SCHEDULES: bool.default(true),
-  /** Webhook delivery attempts a worker runs at once (each is one HTTP exchange of at most 10 s). */
+  /** Webhook retry and replay attempts a worker runs at once (each is one HTTP exchange of at most 10 s). */
   WEBHOOK_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(2000).default(200),
   /**
    * Delays before each webhook attempt, after the previous one, in milliseconds (7 attempts: SPEC.md's schedule).
@@ -173,8 +174,29 @@ export const configSchema = z.object({
     .default('0,30000,60000,300000,1800000,3600000,21600000')
     .transform((s) => s.split(',').map((v) => Number(v.trim())))
     .pipe(z.array(z.number().int().min(0).max(30 * 24 * 3600 * 1000)).min(1)),
-  /** Whether this worker runs the outbox relay that starts delivery workflows (one relay is active at a time; others stand by). */
+  /** Whether this worker runs the outbox relay that queues deliveries and wakes dispatchers (one relay is active at a time; others stand by). */
   WEBHOOK_RELAY: bool.default(true),
+  /**
+   * Attempts of one subscription in flight at once: its dispatcher's first attempts and, in each worker process,
+   * the retries of failed ones. The rest of its queue waits in the database.
+   */
+  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(256).default(DEFAULT_DISPATCH.maxInFlight),
+  /** Consecutive failed first attempts of a subscription that open its circuit (its dispatcher then probes with one delivery). */
+  WEBHOOK_CIRCUIT_FAILURES: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_DISPATCH.circuitFailures),
+  /** Delays before each probe of an open circuit, in milliseconds; the last repeats until a probe succeeds. */
+  WEBHOOK_PROBE_SCHEDULE_MS: z
+    .string()
+    .default(DEFAULT_DISPATCH.probeScheduleMs.join(','))
+    .transform((s) => s.split(',').map((v) => Number(v.trim())))
+    .pipe(z.array(z.number().int().min(0).max(24 * 3600 * 1000)).min(1)),
+  /** How long a subscription's dispatcher waits with nothing queued before its workflow completes (a new one starts with the next delivery). */
+  WEBHOOK_DISPATCH_IDLE_MS: z.coerce.number().int().min(0).max(24 * 3600 * 1000).default(DEFAULT_DISPATCH.idleMs),
+  /** Longest one dispatcher batch (one activity) takes deliveries before handing back to its workflow. */
+  WEBHOOK_BATCH_MS: z.coerce.number().int().min(100).max(120_000).default(DEFAULT_DISPATCH.batchMs),
+  /** How long a batch whose queue ran empty waits for more before it settles idle. */
+  WEBHOOK_LINGER_MS: z.coerce.number().int().min(0).max(60_000).default(DEFAULT_DISPATCH.lingerMs),
+  /** Dispatcher batches a worker runs at once (each serves one subscription, with up to WEBHOOK_MAX_IN_FLIGHT requests open). */
+  WEBHOOK_MAX_DISPATCHERS: z.coerce.number().int().min(1).max(2000).default(100),
   /** Write-back attempts (one source write, its read-back and the cache update each) a worker runs at once. */
   WRITE_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
   /** How long one write to the source may take before its outcome counts as unknown (a later attempt looks it up first). */

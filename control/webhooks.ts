@@ -1,14 +1,17 @@
 /**
- * Client-side control of webhook deliveries: starting a delivery's workflow (the outbox relay, a replay of an event
- * never delivered), replaying one (a signal to its open workflow, or a new run of it when it has ended), and the
- * retention clean-up's schedule. Used by the worker (relay, start-up) and the admin API (replays).
+ * Client-side control of webhook deliveries: waking a subscription's dispatcher (the outbox relay when it queues
+ * deliveries, the admin API when a subscription is enabled or a replay queues events), starting the retry workflow of
+ * a failed first attempt (the dispatcher's batches), replaying a delivery (a signal to its open workflow, or a new
+ * run of it when it has ended), and the retention clean-up's schedule.
  */
 import { ScheduleAlreadyRunning, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { DeliveryRow } from '../db/webhooks';
 import {
+  dispatcherWorkflowIdOf,
   PURGE_SCHEDULE_ID,
   REPLAY_SIGNAL,
+  WAKE_SIGNAL,
   SA_DELIVERY_STATUS,
   SA_EVENT_TYPE,
   SA_INTEGRATION_ID,
@@ -16,7 +19,8 @@ import {
   deliveryWorkflowIdOf,
   webhookTaskQueueOf,
 } from '../domain/contract';
-import { DELIVERY_SCHEDULE_MS, RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../domain/webhooks';
+import { DELIVERY_SCHEDULE_MS, RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput, type DispatchSettings } from '../domain/webhooks';
+import { dispatchWebhooks } from '../workflows/dispatcher';
 import { deliverWebhook, purgeRetention } from '../workflows/webhook';
 
 export interface DeliveryControlDeps {
@@ -25,13 +29,46 @@ export interface DeliveryControlDeps {
   taskQueue: string;
   /** Test overrides of the retry schedule and the retention, passed into every delivery workflow. */
   overrides?: Pick<DeliveryWorkflowInput, 'scheduleMs' | 'retentionMs'>;
+  /** How dispatchers work (passed into each). */
+  dispatch: DispatchSettings;
 }
 
-/** Delivery control for a deployment: its webhook task queue, and its retry schedule when configured otherwise. */
+/** Delivery control for a deployment: its webhook task queue, its dispatchers' settings, and its retry schedule when configured otherwise. */
 export function deliveryControlOf(client: Client, config: Config): DeliveryControlDeps {
   const schedule = config.WEBHOOK_RETRY_SCHEDULE_MS;
   const custom = schedule.join() !== DELIVERY_SCHEDULE_MS.join();
-  return { client, taskQueue: webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE), overrides: custom ? { scheduleMs: schedule } : undefined };
+  return {
+    client,
+    taskQueue: webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE),
+    overrides: custom ? { scheduleMs: schedule } : undefined,
+    dispatch: {
+      maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
+      circuitFailures: config.WEBHOOK_CIRCUIT_FAILURES,
+      probeScheduleMs: config.WEBHOOK_PROBE_SCHEDULE_MS,
+      idleMs: config.WEBHOOK_DISPATCH_IDLE_MS,
+      batchMs: config.WEBHOOK_BATCH_MS,
+      lingerMs: config.WEBHOOK_LINGER_MS,
+    },
+  };
+}
+
+/**
+ * Wake a subscription's dispatcher: a signal to the running one, or a new run when none is (signal-with-start under
+ * the subscription's dispatcher id). Idempotent; a wake with nothing queued costs one batch that finds nothing.
+ */
+export async function wakeDispatcher(deps: DeliveryControlDeps, sub: { id: string; integrationId: string }): Promise<void> {
+  await deps.client.workflow.signalWithStart(dispatchWebhooks, {
+    taskQueue: deps.taskQueue,
+    workflowId: dispatcherWorkflowIdOf(sub.id),
+    args: [{ subscriptionId: sub.id, settings: deps.dispatch, retry: deps.overrides }],
+    signal: WAKE_SIGNAL,
+    signalArgs: [],
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    typedSearchAttributes: [
+      { key: SA_INTEGRATION_ID, value: sub.integrationId },
+      { key: SA_SUBSCRIPTION_ID, value: sub.id },
+    ],
+  });
 }
 
 type DeliveryRef = Pick<DeliveryRow, 'id' | 'organizationId' | 'integrationId' | 'subscriptionId' | 'eventType' | 'attempts'> & {
@@ -45,7 +82,7 @@ function inputOf(deps: DeliveryControlDeps, d: DeliveryRef, mode: DeliveryWorkfl
 }
 
 /** DeliveryStatus is set once a delivery leaves the happy path (a first attempt that succeeds never sets it). */
-function searchAttributes(d: DeliveryRef, status?: DeliveryStatus) {
+function searchAttributes(d: Pick<DeliveryRef, 'integrationId' | 'subscriptionId' | 'eventType'>, status?: DeliveryStatus) {
   return [
     { key: SA_INTEGRATION_ID, value: d.integrationId },
     { key: SA_SUBSCRIPTION_ID, value: d.subscriptionId },
@@ -55,18 +92,21 @@ function searchAttributes(d: DeliveryRef, status?: DeliveryStatus) {
 }
 
 /**
- * Start a delivery's workflow. Starting it twice is a no-op (the id is the delivery id and a used id is refused),
- * so the relay can start again whatever it is not sure it started. Returns false when it was already started.
+ * Start the workflow of a delivery whose first attempt (made by its subscription's dispatcher) failed: it goes on
+ * with attempt 2 on the schedule. Starting it twice is a no-op (the id is the delivery id and a used id is
+ * refused), so a batch can hand over again whatever it is not sure it handed over. False when already started.
  */
-export async function startDelivery(deps: DeliveryControlDeps, d: DeliveryRef): Promise<boolean> {
-  const input = inputOf(deps, d, 'deliver');
+export async function startRetry(deps: DeliveryControlDeps, d: Omit<DeliveryRef, 'attempts' | 'organizationId'>): Promise<boolean> {
+  const retention = deps.overrides?.retentionMs ?? RETENTION_MS;
+  const input: DeliveryWorkflowInput = { deliveryId: d.id, mode: 'retry', attemptsSoFar: 1, expiresAtMs: d.eventCreatedAt.getTime() + retention, ...deps.overrides };
+  const schedule = deps.overrides?.scheduleMs ?? DELIVERY_SCHEDULE_MS;
   try {
     await deps.client.workflow.start(deliverWebhook, {
       taskQueue: deps.taskQueue,
       workflowId: deliveryWorkflowIdOf(d.id),
       args: [input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: searchAttributes(d),
+      typedSearchAttributes: searchAttributes(d, schedule.length > 1 ? 'retrying' : 'dead_lettered'),
     });
     return true;
   } catch (err) {

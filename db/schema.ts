@@ -376,6 +376,16 @@ export const webhookSubscriptions = pgTable(
     previousSecretExpiresAt: ts('previous_secret_expires_at'),
     /** Deliveries the outbox relay has made for the subscription: each new one takes the next number (first-attempt order). */
     deliverySeq: bigint('delivery_seq', { mode: 'number' }).notNull().default(0),
+    /**
+     * Whether the subscription's dispatcher has nothing queued and waits to be woken: the relay signals it when it
+     * queues a delivery while this is true (and sets it false in the same transaction), and only then.
+     */
+    dispatchIdle: boolean('dispatch_idle').notNull().default(true),
+    /** Attempts in flight at once; null: the deployment's WEBHOOK_MAX_IN_FLIGHT. */
+    maxInFlight: integer('max_in_flight'),
+    /** The dispatcher's circuit breaker: open since (a run of failed first attempts), and when it next probes. Null: closed. */
+    circuitOpenedAt: ts('circuit_opened_at'),
+    circuitNextProbeAt: ts('circuit_next_probe_at'),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
     deletedAt: ts('deleted_at'),
@@ -394,12 +404,18 @@ export const webhookDeliveries = pgTable(
     integrationId: uuid('integration_id').notNull(),
     eventType: text('event_type').notNull(),
     status: text('status', { enum: ['pending', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'expired'] }).notNull(),
-    /** Position among the subscription's relayed deliveries: first attempts go out in this order. Null for replays. */
+    /**
+     * Position in the subscription's queue: its dispatcher makes first attempts in this order. Null for deliveries
+     * made before the queue existed, whose own workflow made their first attempt.
+     */
     seq: bigint('seq', { mode: 'number' }),
     attempts: integer('attempts').notNull().default(0),
-    /** When the first attempt's activity began: the next delivery of the subscription waits for it to go out. */
+    /**
+     * When the dispatcher took the delivery for its first attempt. Set while still `pending` means the outcome is not
+     * recorded yet: after a crash the attempt counts as lost and the delivery's own workflow retries it.
+     */
     firstStartedAt: ts('first_started_at'),
-    /** When the first attempt's request was handed to the network (or failed before): the next delivery may go. */
+    /** When the first attempt's request went out. */
     firstSentAt: ts('first_sent_at'),
     lastAttemptAt: ts('last_attempt_at'),
     nextAttemptAt: ts('next_attempt_at'),
@@ -414,6 +430,8 @@ export const webhookDeliveries = pgTable(
     index('webhook_deliveries_subscription_status_idx').on(t.subscriptionId, t.status, t.createdAt),
     uniqueIndex('webhook_deliveries_subscription_seq_idx').on(t.subscriptionId, t.seq),
     index('webhook_deliveries_created_idx').on(t.createdAt),
+    // The subscriptions' queues: what each dispatcher takes next, in order.
+    index('webhook_deliveries_queue_idx').on(t.subscriptionId, t.seq).where(sql`${t.status} = 'pending'`),
   ],
 );
 

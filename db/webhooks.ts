@@ -2,11 +2,11 @@
  * Webhook rows shared by the admin API, the outbox relay and the delivery activities: subscriptions, deliveries and
  * their attempts, and the one serialization of an event's envelope.
  */
-import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { PLAN_RULES, PLANS } from '../domain/plans';
 import { isPlaintext, sealSigningSecret, type Keyring } from '../domain/secrets';
 import { wantsEvent, type DeliveryStatus } from '../domain/webhooks';
-import type { Tx } from './client';
+import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { inOrder, type SortOrder } from './order';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from './schema';
@@ -74,7 +74,7 @@ export async function getSubscription(tx: Tx, id: string): Promise<SubscriptionR
  */
 export async function createSubscription(
   tx: Tx,
-  input: { organizationId: string; integrationId: string; url: string; eventTypes: string[]; description: string | null },
+  input: { organizationId: string; integrationId: string; url: string; eventTypes: string[]; description: string | null; maxInFlight?: number | null },
   secrets: Keyring,
 ): Promise<{ row: SubscriptionRow; secret: string }> {
   const id = newId('webhookSubscription');
@@ -178,7 +178,16 @@ export async function eventsInRange(tx: Tx, sub: SubscriptionRow, since: Date, u
   return rows.filter((r) => wantsEvent(sub.eventTypes, r.type));
 }
 
-/** The delivery of an event to a subscription, made when missing (a replay of an event it never got). */
+/** The deliveries a subscription has of these events. */
+export async function deliveriesOfEvents(tx: Tx, subscriptionId: string, eventIds: string[]): Promise<DeliveryRow[]> {
+  if (eventIds.length === 0) return [];
+  return tx
+    .select()
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), inArray(webhookDeliveries.eventId, eventIds)));
+}
+
+/** The delivery of an event to a subscription, made when missing, outside any queue (seeding a console bench). */
 export async function ensureDelivery(tx: Tx, sub: SubscriptionRow, event: Pick<EventRow, 'id' | 'type'>): Promise<{ row: DeliveryRow; created: boolean }> {
   const [made] = await tx
     .insert(webhookDeliveries)
@@ -245,4 +254,282 @@ export async function purgeBefore(tx: Tx, before: Date, batch = 5_000): Promise<
     if (gone.length < batch) break;
   }
   return { events: removed, deliveries };
+}
+
+/** Channel on which queuing a delivery for a busy dispatcher wakes its batch at once (payload: the subscription id). */
+export const QUEUED_CHANNEL = 'webhook_queued';
+
+/** One delivery to queue: an event for a subscription. */
+export interface QueueItem {
+  sub: Pick<SubscriptionRow, 'id' | 'organizationId' | 'integrationId'>;
+  event: Pick<EventRow, 'id' | 'type'>;
+}
+
+/**
+ * Queue deliveries at the end of their subscriptions' queues, in the order given (production order), in the
+ * caller's transaction. A pair that has a delivery already is skipped. Returns the subscriptions whose dispatcher
+ * was idle (the caller wakes them once the transaction has committed: no network call inside it); a busy
+ * dispatcher hears of its new work by a notification sent at commit.
+ */
+export async function queueDeliveries(tx: Tx, items: QueueItem[]): Promise<{ idle: string[]; queued: Pick<DeliveryRow, 'id' | 'eventId' | 'subscriptionId'>[] }> {
+  const perSub = new Map<string, QueueItem[]>();
+  for (const item of items) perSub.set(item.sub.id, [...(perSub.get(item.sub.id) ?? []), item]);
+  const idle: string[] = [];
+  const rows: (typeof webhookDeliveries.$inferInsert)[] = [];
+  for (const [subId, subItems] of perSub) {
+    // The row lock orders this against the dispatcher settling idle (settleIdle), so a wake is never missed.
+    const [numbered] = await tx.execute<{ seq: number; was_idle: boolean }>(sql`
+      with old as (select id, dispatch_idle from ${webhookSubscriptions} where id = ${subId} for update)
+      update ${webhookSubscriptions} s set delivery_seq = s.delivery_seq + ${subItems.length}, dispatch_idle = false
+      from old where s.id = old.id
+      returning s.delivery_seq::float8 as seq, old.dispatch_idle as was_idle`);
+    if (!numbered) continue;
+    if (numbered.was_idle) idle.push(subId);
+    let seq = Number(numbered.seq) - subItems.length;
+    for (const { sub, event } of subItems) {
+      rows.push({
+        id: newId('webhookDelivery'),
+        eventId: event.id,
+        subscriptionId: sub.id,
+        organizationId: sub.organizationId,
+        integrationId: sub.integrationId,
+        eventType: event.type,
+        status: 'pending',
+        seq: ++seq,
+      });
+    }
+  }
+  const queued: Pick<DeliveryRow, 'id' | 'eventId' | 'subscriptionId'>[] = [];
+  for (let i = 0; i < rows.length; i += 1000) {
+    const made = await tx
+      .insert(webhookDeliveries)
+      .values(rows.slice(i, i + 1000))
+      .onConflictDoNothing()
+      .returning({ id: webhookDeliveries.id, eventId: webhookDeliveries.eventId, subscriptionId: webhookDeliveries.subscriptionId });
+    queued.push(...made);
+  }
+  const busy = [...perSub.keys()].filter((id) => !idle.includes(id));
+  if (busy.length > 0) await tx.execute(sql`select pg_notify(${QUEUED_CHANNEL}, id) from unnest(${busy}::text[]) as id`);
+  return { idle, queued };
+}
+
+/** What a dispatcher needs to send a subscription's deliveries, and whether it may. */
+export interface SendingState {
+  url: string;
+  secret: string;
+  previousSecret: string | null;
+  previousExpiresAt: Date | null;
+  mode: 'test' | 'live';
+  /** The subscription's own bound on attempts in flight, when it has one. */
+  maxInFlight: number | null;
+  /** `active`, or why nothing may be sent: `paused` (disabled, or a plan without webhooks), `deleted`. */
+  state: 'active' | 'paused' | 'deleted';
+}
+
+export async function sendingStateOf(tx: Tx, subscriptionId: string): Promise<SendingState | null> {
+  const [row] = await tx
+    .select({ sub: webhookSubscriptions, mode: integrations.mode, plan: integrations.plan, integrationDeleted: integrations.deletedAt })
+    .from(webhookSubscriptions)
+    .innerJoin(integrations, eq(integrations.id, webhookSubscriptions.integrationId))
+    .where(eq(webhookSubscriptions.id, subscriptionId));
+  if (!row) return null;
+  const { sub } = row;
+  const state = sub.deletedAt || row.integrationDeleted ? 'deleted' : sub.status !== 'active' || !WEBHOOK_PLANS.includes(row.plan) ? 'paused' : 'active';
+  return {
+    url: sub.url,
+    secret: sub.secret,
+    previousSecret: sub.previousSecret,
+    previousExpiresAt: sub.previousSecretExpiresAt,
+    mode: row.mode,
+    maxInFlight: sub.maxInFlight,
+    state,
+  };
+}
+
+/** A queued delivery taken for its first attempt. */
+export interface ClaimedDelivery {
+  id: string;
+  seq: number;
+  eventId: string;
+  eventType: string;
+  integrationId: string;
+  /** The stored envelope; null when the event was never serialized (queued by a replay) or is gone. */
+  body: string | null;
+  /** When its event was recorded (its dead letter expires with the event's retention); null when the event is gone. */
+  eventCreatedAt: Date | null;
+}
+
+/**
+ * Take the next `limit` queued deliveries of a subscription for their first attempt, in queue order, marking them
+ * taken (first_started_at) before anything is sent.
+ */
+export async function claimQueued(tx: Tx, subscriptionId: string, limit: number): Promise<ClaimedDelivery[]> {
+  const rows = await tx.execute<{ id: string; seq: number; event_id: string; event_type: string; integration_id: string; body: string | null; event_created_at: string | null }>(sql`
+    update ${webhookDeliveries} d set first_started_at = now()
+    where d.id in (
+      select id from ${webhookDeliveries}
+      where subscription_id = ${subscriptionId} and status = 'pending' and first_started_at is null and seq is not null
+      order by seq limit ${limit} for update skip locked
+    )
+    returning d.id, d.seq::float8 as seq, d.event_id, d.event_type, d.integration_id,
+      (select e.body from ${events} e where e.id = d.event_id) as body,
+      (select e.created_at from ${events} e where e.id = d.event_id) as event_created_at`);
+  return rows
+    .map((r) => ({
+      id: r.id,
+      seq: Number(r.seq),
+      eventId: r.event_id,
+      eventType: r.event_type,
+      integrationId: r.integration_id,
+      body: r.body,
+      eventCreatedAt: r.event_created_at === null ? null : new Date(r.event_created_at),
+    }))
+    .sort((a, b) => a.seq - b.seq);
+}
+
+/** Give back deliveries taken but not sent (a batch that stopped early): they keep their place in the queue. */
+export async function unclaim(tx: Tx, deliveryIds: string[]): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await tx
+    .update(webhookDeliveries)
+    .set({ firstStartedAt: null })
+    .where(and(inArray(webhookDeliveries.id, deliveryIds), eq(webhookDeliveries.status, 'pending')));
+}
+
+/**
+ * First attempts taken by a batch that never recorded their outcome (its worker died, or Postgres went away): each
+ * may or may not have been sent. Oldest first.
+ */
+export async function unrecordedFirstAttempts(tx: Tx, subscriptionId: string): Promise<Omit<ClaimedDelivery, 'body'>[]> {
+  const rows = await tx
+    .select({
+      id: webhookDeliveries.id,
+      seq: webhookDeliveries.seq,
+      eventId: webhookDeliveries.eventId,
+      eventType: webhookDeliveries.eventType,
+      integrationId: webhookDeliveries.integrationId,
+      eventCreatedAt: events.createdAt,
+    })
+    .from(webhookDeliveries)
+    .leftJoin(events, eq(events.id, webhookDeliveries.eventId))
+    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), eq(webhookDeliveries.status, 'pending'), isNotNull(webhookDeliveries.firstStartedAt)))
+    .orderBy(asc(webhookDeliveries.seq));
+  return rows.map((r) => ({ ...r, seq: r.seq ?? 0 }));
+}
+
+/** The outcome of one first attempt, as a batch records it. */
+export interface FirstAttemptRecord {
+  deliveryId: string;
+  startedAt: Date;
+  durationMs: number;
+  responseStatus: number | null;
+  error: string | null;
+  responseBody: string | null;
+  /** Where the delivery goes: `succeeded`, or on failure `retrying` (`nextAttemptAt` set) or `dead_lettered`. */
+  to: Extract<DeliveryStatus, 'succeeded' | 'retrying' | 'dead_lettered'>;
+  nextAttemptAt: Date | null;
+}
+
+/**
+ * Record first attempts and move their deliveries, in one transaction of two statements whatever their number. An
+ * attempt already recorded is kept; a delivery moves only out of `pending`, except that a success always stands.
+ */
+export async function recordFirstAttempts(db: Db, records: FirstAttemptRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  const json = JSON.stringify(
+    records.map((r) => ({
+      id: r.deliveryId,
+      started_at: r.startedAt.toISOString(),
+      duration_ms: r.durationMs,
+      response_status: r.responseStatus,
+      error: r.error,
+      response_body: r.responseBody,
+      status: r.to,
+      next_attempt_at: r.nextAttemptAt?.toISOString() ?? null,
+    })),
+  );
+  const columns = sql`v(id text, started_at timestamptz, duration_ms int, response_status int, error text, response_body text, status text, next_attempt_at timestamptz)`;
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`
+      insert into ${webhookAttempts} (delivery_id, number, started_at, duration_ms, response_status, error, response_body)
+      select v.id, 1, v.started_at, v.duration_ms, v.response_status, v.error, v.response_body
+      from json_to_recordset(${json}::json) as ${columns}
+      on conflict do nothing`);
+    await tx.execute(sql`
+      update ${webhookDeliveries} d set
+        status = v.status, attempts = greatest(d.attempts, 1), last_attempt_at = v.started_at, next_attempt_at = v.next_attempt_at,
+        last_response_status = v.response_status, last_error = v.error, first_sent_at = coalesce(d.first_sent_at, v.started_at), updated_at = now()
+      from json_to_recordset(${json}::json) as ${columns}
+      where d.id = v.id and (d.status = 'pending' or (v.status = 'succeeded' and d.status <> 'succeeded'))`);
+  });
+}
+
+/** Cancel a subscription's queue (it was deleted): its deliveries waiting for a first attempt end `cancelled`. */
+export async function cancelQueue(tx: Tx, subscriptionId: string, reason: string): Promise<number> {
+  const rows = await tx
+    .update(webhookDeliveries)
+    .set({ status: 'cancelled', lastError: reason, nextAttemptAt: null, updatedAt: new Date() })
+    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), eq(webhookDeliveries.status, 'pending'), isNotNull(webhookDeliveries.seq)))
+    .returning({ id: webhookDeliveries.id });
+  return rows.length;
+}
+
+/**
+ * The dispatcher has found its queue empty: mark it idle, so that the relay wakes it when it queues more, unless
+ * something was queued meanwhile (then false: go on). The subscription's row lock orders this against
+ * queueDeliveries, and the check after it sees what a queuing transaction committed.
+ */
+export async function settleIdle(db: Db, subscriptionId: string, opts: { force?: boolean } = {}): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select 1 from ${webhookSubscriptions} where id = ${subscriptionId} for update`);
+    if (!opts.force) {
+      const [row] = await tx.execute<{ queued: boolean }>(sql`
+        select exists (select 1 from ${webhookDeliveries}
+          where subscription_id = ${subscriptionId} and status = 'pending' and first_started_at is null and seq is not null) as queued`);
+      if (row!.queued) return false;
+    }
+    await tx.update(webhookSubscriptions).set({ dispatchIdle: true }).where(eq(webhookSubscriptions.id, subscriptionId));
+    return true;
+  });
+}
+
+/** Mirror the dispatcher's circuit breaker on the subscription (shown by the admin API and the console). */
+export async function setCircuit(tx: Tx, subscriptionId: string, circuit: { openedAt: Date; nextProbeAt: Date } | null): Promise<void> {
+  await tx
+    .update(webhookSubscriptions)
+    .set(
+      circuit
+        ? { circuitOpenedAt: sql`coalesce(${webhookSubscriptions.circuitOpenedAt}, ${circuit.openedAt.toISOString()}::timestamptz)`, circuitNextProbeAt: circuit.nextProbeAt }
+        : { circuitOpenedAt: null, circuitNextProbeAt: null },
+    )
+    .where(eq(webhookSubscriptions.id, subscriptionId));
+}
+
+/**
+ * Active subscriptions with deliveries queued whose dispatcher may not be running: idle ones (a wake that never
+ * arrived: Temporal was down, or the subscription was just enabled), and any whose queue's head has waited longer
+ * than `staleMs` untaken (its workflow was terminated). Marks them busy; the caller wakes them.
+ */
+export async function subscriptionsToWake(db: Db, opts: { staleMs: number; organizationIds?: string[] }): Promise<string[]> {
+  const scope = opts.organizationIds ? sql`and s.organization_id = any(${opts.organizationIds}::uuid[])` : sql``;
+  const rows = await db.execute<{ id: string }>(sql`
+    with due as (
+      select s.id from ${webhookSubscriptions} s
+      join ${integrations} i on i.id = s.integration_id
+      where s.status = 'active' and s.deleted_at is null and i.deleted_at is null and i.plan = any(${WEBHOOK_PLANS}::text[]) ${scope}
+        and exists (
+          select 1 from ${webhookDeliveries} d
+          where d.subscription_id = s.id and d.status = 'pending' and d.first_started_at is null and d.seq is not null
+            and (s.dispatch_idle or d.created_at < now() - ${`${opts.staleMs} milliseconds`}::interval)
+        )
+    )
+    update ${webhookSubscriptions} s set dispatch_idle = false from due where s.id = due.id returning s.id`);
+  return rows.map((r) => r.id);
+}
+
+/** How many deliveries wait in a subscription's queue for their first attempt. */
+export async function queuedCount(tx: Tx, subscriptionId: string): Promise<number> {
+  const [row] = await tx.execute<{ n: number }>(sql`
+    select count(*)::int as n from ${webhookDeliveries} where subscription_id = ${subscriptionId} and status = 'pending' and seq is not null`);
+  return row!.n;
 }

@@ -52,6 +52,18 @@ export const automationRunWorkflowIdOf = (runId: string) => runId;
 /** The Temporal Schedule of an automation. */
 export const AUTOMATION_SCHEDULE_PREFIX = 'automation-schedule-';
 export const automationScheduleIdOf = (automationId: string) => `${AUTOMATION_SCHEDULE_PREFIX}${automationId}`;
+/**
+ * A subscription's dispatcher (the workflow that makes its first attempts, in order and in batches): one per
+ * subscription, under this id, started or woken by the relay with the wake signal.
+ */
+export const dispatcherWorkflowIdOf = (subscriptionId: string) => `dispatch-${subscriptionId}`;
+/** Signal that tells a dispatcher new deliveries are queued. */
+export const WAKE_SIGNAL = 'wake';
+/**
+ * The dispatchers' batch activities run on a task queue of their own (the webhook queue's name with this suffix),
+ * with slots of their own: retries of a failing receiver can never take the slots that first attempts need.
+ */
+export const dispatchTaskQueueOf = (webhookTaskQueue: string) => `${webhookTaskQueue}-dispatch`;
 /** The delivery workflow's id is the delivery id (`whd_…`). */
 export const deliveryWorkflowIdOf = (deliveryId: string) => deliveryId;
 /** Signal that asks a delivery workflow for one more attempt now (an operator's replay). */

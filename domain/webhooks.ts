@@ -57,10 +57,12 @@ export function wantsEvent(eventTypes: readonly string[], type: string): boolean
 export interface DeliveryWorkflowInput {
   deliveryId: string;
   /**
-   * `deliver`: the retry schedule, then the dead letter. `replay`: one attempt now (an operator's replay of a
-   * delivery whose workflow had ended), then the dead letter if it fails.
+   * `retry`: the subscription's dispatcher made the first attempt and it failed: the schedule goes on from attempt
+   * 2, then the dead letter. `deliver`: the whole schedule from attempt 1 (deliveries queued before dispatchers
+   * existed). `replay`: one attempt now (an operator's replay of a delivery whose workflow had ended), then the
+   * dead letter if it fails.
    */
-  mode: 'deliver' | 'replay';
+  mode: 'retry' | 'deliver' | 'replay';
   /**
    * Attempts already made on the delivery record (a replay continues the count) and when its dead letter expires
    * (the event's retention), as the starter knows them; when absent the workflow asks the database first.
@@ -76,4 +78,58 @@ export interface DeliveryWorkflowResult {
   deliveryId: string;
   status: Extract<DeliveryStatus, 'succeeded'>;
   attempts: number;
+}
+
+/**
+ * How a subscription's dispatcher works: the bound on its attempts in flight, its circuit breaker, and how long it
+ * stays open without work. Set in configuration and passed to the dispatcher workflow (schedules are data).
+ */
+export interface DispatchSettings {
+  /** First attempts (and, in one worker process, retries) of the subscription in flight at once. */
+  maxInFlight: number;
+  /** Consecutive failed first attempts that open the circuit: the dispatcher stops and probes with one delivery. */
+  circuitFailures: number;
+  /** Delays before each probe while the circuit is open; the last repeats. */
+  probeScheduleMs: readonly number[];
+  /** How long a dispatcher with nothing queued waits for more before its workflow completes. */
+  idleMs: number;
+  /** Longest one batch activity runs before handing back to the workflow (which may continue as new). */
+  batchMs: number;
+  /** How long a batch waits for more deliveries once its queue is empty, before it settles idle. */
+  lingerMs: number;
+}
+
+export const DEFAULT_DISPATCH: DispatchSettings = {
+  maxInFlight: 16,
+  circuitFailures: 10,
+  probeScheduleMs: [30_000, 60_000, 300_000],
+  idleMs: 300_000,
+  batchMs: 30_000,
+  lingerMs: 1_000,
+};
+
+/** Input of a subscription's dispatcher workflow. */
+export interface DispatcherInput {
+  subscriptionId: string;
+  settings: DispatchSettings;
+  /** Overrides of the retry schedule and the retention for the retry workflows of failed first attempts (tests). */
+  retry?: Pick<DeliveryWorkflowInput, 'scheduleMs' | 'retentionMs'>;
+  /** The circuit as a previous run left it (continue-as-new): null closed, else the index of the next probe's delay. */
+  probeIndex?: number | null;
+}
+
+/** Why a dispatcher run ended. */
+export type DispatcherEnd = 'idle' | 'paused' | 'deleted';
+
+/** What one batch of a dispatcher did. */
+export interface BatchResult {
+  /** First attempts made: succeeded, and failed (each handed to its own retry workflow). */
+  succeeded: number;
+  failed: number;
+  /**
+   * Why the batch stopped: `idle` nothing queued; `budget` it ran its time; `circuit` a run of failures reached the
+   * threshold; `probe` the probe was made; `paused` the subscription is disabled (or its plan has no webhooks);
+   * `deleted` the subscription or its integration is gone (its queue was cancelled).
+   */
+  stoppedBy: 'idle' | 'budget' | 'circuit' | 'probe' | 'paused' | 'deleted';
 }

@@ -17,8 +17,12 @@ import { createActivities } from '../activities/sync';
 import { createAutomationActivities } from '../activities/automations';
 import { createWriteActivities } from '../activities/operations';
 import { startWriteWorkflow } from '../control/operations';
-import { createOrderGate, createWebhookActivities, type GateWait, type OrderGate } from '../activities/webhooks';
+import { createWebhookActivities } from '../activities/webhooks';
+import { createDispatchActivities, type RetryRef } from '../activities/dispatch';
+import { createInFlight } from '../activities/in-flight';
+import { createQueuedListener } from '../activities/queued-listener';
 import { createSender, type Resolver, type Sender } from '../activities/webhook-http';
+import { deliveryControlOf, startRetry } from '../control/webhooks';
 import { ensureSyncSchedule, removeSyncSchedule, runStateVia } from '../control/sync';
 import type { Config } from '../config';
 import type { Logger } from '../config/logger';
@@ -31,6 +35,7 @@ import {
   SEARCH_ATTRIBUTES,
   scheduleIdOf,
   automationTaskQueueOf,
+  dispatchTaskQueueOf,
   webhookTaskQueueOf,
   writeTaskQueueOf,
   type SyncPolicy,
@@ -151,35 +156,53 @@ export interface WebhookWorkerDeps {
   /** DNS resolution for deliveries (tests hand in a resolver that maps names to loopback). */
   resolver?: Resolver;
   logger?: Logger;
-  /** How long a first attempt waits for the previous delivery of its subscription. */
-  orderWait?: Partial<GateWait>;
 }
 
 export interface WebhookWorker {
+  /** Dispatchers and delivery workflows, and the retry and replay attempts, on the webhook task queue. */
   worker: Worker;
-  /** Closes what the activities hold (the order gate's LISTEN, the HTTP pools); call after the worker stopped. */
+  /** The dispatchers' batches, on the dispatch task queue with slots of their own. */
+  dispatch: Worker;
+  /** Runs both until shutdown (a signal, or shutdown()). */
+  run(): Promise<void>;
+  shutdown(): void;
+  /** Closes what the activities hold (the LISTEN, the HTTP pools); call after the workers stopped. */
   close(): Promise<void>;
 }
 
-/** The worker of webhook deliveries, on their own task queue, so that a long sync never delays a webhook. */
+/** Handing failed first attempts to their workflows: this many starts in flight at once. */
+const RETRY_START_LANES = 16;
+
+/**
+ * The workers of webhook delivery, on task queues of their own, so that a long sync never delays a webhook: the
+ * dispatchers' batches on one (first attempts, with WEBHOOK_MAX_DISPATCHERS slots), the workflows and the retry
+ * attempts on the other (WEBHOOK_MAX_ACTIVITIES slots): retries of a failing receiver never take a batch's slot.
+ */
 export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { codePath: string }): Promise<WebhookWorker> {
   const { config } = deps;
   const sender: Sender = createSender({ resolver: deps.resolver });
-  const gate: OrderGate = createOrderGate(deps.db);
+  const inFlight = createInFlight();
+  const queued = createQueuedListener(deps.db);
   const logger = deps.logger;
-  const activities = createWebhookActivities({
+  const log = logger ? (fields: Record<string, unknown>, msg: string) => logger.debug(fields, msg) : undefined;
+  const secrets = createKeyring(config.ENCRYPTION_KEYS);
+  const taskQueue = webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
+  const control = deliveryControlOf(new Client({ connection: deps.connection, namespace: config.TEMPORAL_NAMESPACE }), config);
+  const activities = createWebhookActivities({ db: deps.db, sender, secrets, inFlight, maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT, log });
+  const dispatchActivities = createDispatchActivities({
     db: deps.db,
     sender,
-    gate,
-    secrets: createKeyring(config.ENCRYPTION_KEYS),
-    orderWait: { parkLimit: Math.max(1, Math.floor(config.WEBHOOK_MAX_ACTIVITIES / 2)), ...deps.orderWait },
-    log: logger ? (fields, msg) => logger.debug(fields, msg) : undefined,
+    secrets,
+    inFlight,
+    queued,
+    log,
+    startRetries: (refs: RetryRef[]) => eachLimit(refs, RETRY_START_LANES, async (d) => void (await startRetry(control, d))),
   });
   const create = (codePath: string) =>
     Worker.create({
       connection: deps.connection,
       namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue: webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE),
+      taskQueue,
       workflowBundle: { codePath },
       activities,
       maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_ACTIVITIES,
@@ -189,11 +212,28 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
       shutdownGraceTime: '15 seconds',
     });
   const worker = bundle ? await create(bundle.codePath) : await bundleWorkflows(create);
+  // Activities only: no workflow bundle.
+  const dispatch = await Worker.create({
+    connection: deps.connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: dispatchTaskQueueOf(taskQueue),
+    activities: dispatchActivities,
+    maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_DISPATCHERS,
+    // A batch hands back within its budget plus the 10 s of its last requests.
+    shutdownGraceTime: '15 seconds',
+  });
   return {
     worker,
+    dispatch,
+    async run() {
+      await Promise.all([worker.run(), dispatch.run()]);
+    },
+    shutdown() {
+      for (const w of [worker, dispatch]) if (w.getState() === 'RUNNING') w.shutdown();
+    },
     async close() {
       sender.close();
-      await gate.close();
+      await queued.close();
     },
   };
 }

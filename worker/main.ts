@@ -1,8 +1,8 @@
 /**
  * The worker process (`npm run worker`): connects to Postgres and Temporal, registers the search attributes,
- * reconciles every integration's sync schedule, every automation's, the retention clean-up's and the write sweeper's, and runs four workers until
- * SIGINT/SIGTERM: sync workflows on the sync task queue, webhook deliveries, writes and automation runs each on their own; plus the outbox relay
- * that starts a delivery workflow for every recorded event. After a signal, running activities get a grace period
+ * reconciles every integration's sync schedule, every automation's, the retention clean-up's and the write sweeper's, and runs its workers until
+ * SIGINT/SIGTERM: sync workflows on the sync task queue, webhook dispatchers and deliveries, writes and automation runs each on their own; plus the
+ * outbox relay that queues a delivery per recorded event and subscription and wakes the subscriptions' dispatchers. After a signal, running activities get a grace period
  * and then resume on another worker (a sync from its last page; a delivery attempt is recorded as lost and retried).
  * Compiled (`node dist/worker.mjs`), it runs the workflow bundle `npm run build` made; from source, it bundles them first.
  */
@@ -101,7 +101,7 @@ async function main() {
     logger.info({ address, namespace: config.TEMPORAL_NAMESPACE, task_queue: config.TEMPORAL_TASK_QUEUE, webhook_task_queue: webhookQueue, write_task_queue: writeQueue, automation_task_queue: automationQueue }, 'worker started');
     try {
       // Worker.run() installs the SIGINT/SIGTERM handlers and returns once shutdown completes; a signal stops them all.
-      const running = Promise.all([worker.run(), webhooks.worker.run(), writes.run(), exports.run()]);
+      const running = Promise.all([worker.run(), webhooks.run(), writes.run(), exports.run()]);
       if (config.WORKER_RECONCILE_SCHEDULES) reconcile().catch((err: unknown) => logger.error({ err }, 'could not reconcile the schedules'));
       await running;
     } finally {

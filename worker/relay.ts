@@ -1,10 +1,15 @@
 /**
- * The outbox relay: turns recorded events into delivery workflows. It wakes on the `events_recorded` notification
- * (sent when an event's transaction commits) or a short poll, takes undispatched events in production order, makes
- * one delivery per event and subscription that wants it (numbered per subscription, so first attempts go out in
- * that order), starts their workflows, and only then marks the events dispatched. A relay, worker or Temporal that
- * dies in between loses nothing: the events are still undispatched, the deliveries already made are found again,
- * and starting a delivery's workflow twice is a no-op.
+ * The outbox relay: turns recorded events into queued deliveries. It wakes on the `events_recorded` notification
+ * (sent when an event's transaction commits) or a short poll, takes undispatched events in production order, and
+ * in one transaction queues one delivery per event and subscription that wants it (at the end of the
+ * subscription's queue, so first attempts go out in that order) and marks the events dispatched. Only after the
+ * commit does it wake the dispatchers that were idle (one signal each; a busy one hears of its new work by a
+ * notification at commit). It never starts a workflow per delivery: the queue waits in the database.
+ *
+ * Every so often it also wakes dispatchers that have work queued but may not be running (a wake lost while
+ * Temporal was away, a subscription just enabled, a dispatcher an operator terminated). A relay, worker or Temporal
+ * that dies at any point loses nothing: the events stay undispatched until their deliveries are queued, and the
+ * sweep wakes what a lost wake left waiting.
  *
  * One relay is active at a time: it holds a lease row renewed every pass (no lock is held across network calls);
  * another process takes over when the lease lapses.
@@ -12,11 +17,10 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { Logger } from '../config/logger';
-import type { Db } from '../db/client';
-import { newId } from '../db/ids';
-import { events, leaseLocks, webhookDeliveries, webhookSubscriptions } from '../db/schema';
-import { activeSubscriptionsOf, envelopeOf, type DeliveryRow, type SubscriptionRow } from '../db/webhooks';
-import { startDelivery, type DeliveryControlDeps } from '../control/webhooks';
+import type { Db, Tx } from '../db/client';
+import { events, leaseLocks, webhookSubscriptions } from '../db/schema';
+import { activeSubscriptionsOf, envelopeOf, queueDeliveries, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../db/webhooks';
+import { wakeDispatcher, type DeliveryControlDeps } from '../control/webhooks';
 import { wantsEvent } from '../domain/webhooks';
 
 export const EVENTS_CHANNEL = 'events_recorded';
@@ -28,8 +32,9 @@ export interface RelayOptions {
   logger: Logger;
   /** Events per pass. */
   batchSize?: number;
-  /** Workflow starts in flight at once. */
-  startConcurrency?: number;
+  /** How often it wakes dispatchers with work queued that may not be running, and how old their work must be. */
+  sweepMs?: number;
+  staleMs?: number;
   /** Poll interval when no notification arrives. */
   pollMs?: number;
   /** How long the lease lasts without renewal. */
@@ -47,8 +52,12 @@ export interface Relay {
 
 export function startRelay(opts: RelayOptions): Relay {
   const { db, logger } = opts;
-  const batchSize = opts.batchSize ?? 500;
-  const concurrency = opts.startConcurrency ?? 64;
+  const batchSize = opts.batchSize ?? 1000;
+  const sweepMs = opts.sweepMs ?? 15_000;
+  const staleMs = opts.staleMs ?? 60_000;
+  let sweptAt = 0;
+  /** Subscriptions to wake (their dispatcher was idle when deliveries were queued), until a wake goes through. */
+  const toWake = new Map<string, string>();
   const pollMs = opts.pollMs ?? 1_000;
   const leaseMs = opts.leaseMs ?? 15_000;
   const holder = randomUUID();
@@ -98,94 +107,63 @@ export function startRelay(opts: RelayOptions): Relay {
     if (batch.length === 0) return 0;
 
     const subs = await activeSubscriptionsOf(db, [...new Set(batch.map((e) => e.integrationId))]);
-    if (subs.length > 0) await dispatch(batch, subs);
-    await db
-      .update(events)
-      .set({ dispatchedAt: new Date() })
-      .where(inArray(events.id, batch.map((e) => e.id)));
+    await db.transaction(async (tx) => {
+      const idle = subs.length > 0 ? await queue(tx, batch, subs) : [];
+      await tx
+        .update(events)
+        .set({ dispatchedAt: new Date() })
+        .where(inArray(events.id, batch.map((e) => e.id)));
+      for (const id of idle) toWake.set(id, subs.find((s) => s.id === id)!.integrationId);
+    });
     return batch.length;
   }
 
   type Batch = { id: string; organizationId: string; integrationId: string; type: string; createdAt: Date; serialized: boolean }[];
 
-  /** Make the batch's deliveries and start their workflows; returns once every start is acknowledged. */
-  async function dispatch(batch: Batch, subs: SubscriptionRow[]): Promise<void> {
-    // Deliveries made by an earlier pass that died before marking its events.
-    const existing = await db
-      .select({ eventId: webhookDeliveries.eventId, subscriptionId: webhookDeliveries.subscriptionId })
-      .from(webhookDeliveries)
-      .where(inArray(webhookDeliveries.eventId, batch.map((e) => e.id)));
-    const made = new Set(existing.map((d) => `${d.eventId}:${d.subscriptionId}`));
-
+  /** Queue the batch's deliveries (in the caller's transaction); returns the subscriptions whose dispatcher was idle. */
+  async function queue(tx: Tx, batch: Batch, subs: SubscriptionRow[]): Promise<string[]> {
     // An event goes to the subscriptions that existed, and wanted its type, when it was recorded.
-    const wanted: { event: (typeof batch)[number]; sub: (typeof subs)[number] }[] = [];
+    const wanted: QueueItem[] = [];
     for (const event of batch) {
       for (const sub of subs) {
         if (sub.integrationId !== event.integrationId || sub.createdAt > event.createdAt || !wantsEvent(sub.eventTypes, event.type)) continue;
-        if (!made.has(`${event.id}:${sub.id}`)) wanted.push({ event, sub });
+        wanted.push({ event, sub });
       }
     }
-
-    await db.transaction(async (tx) => {
-      // Only events that go somewhere are serialized now; a later replay serializes the others on demand.
-      const going = new Set(wanted.map((w) => w.event.id));
-      const ids = batch.filter((e) => !e.serialized && going.has(e.id)).map((e) => e.id);
-      if (ids.length > 0) {
-        const unserialized = await tx.select().from(events).where(inArray(events.id, ids));
-        await tx.execute(sql`
-          update ${events} set body = v.body
-          from json_to_recordset(${JSON.stringify(unserialized.map((e) => ({ id: e.id, body: envelopeOf(e) })))}::json) as v(id text, body text)
-          where ${events.id} = v.id and ${events.body} is null`);
-      }
-      if (wanted.length === 0) return;
-      // Number each subscription's new deliveries in production order.
-      const perSub = new Map<string, number>();
-      for (const w of wanted) perSub.set(w.sub.id, (perSub.get(w.sub.id) ?? 0) + 1);
-      const base = new Map<string, number>();
-      for (const [subId, n] of perSub) {
-        const [row] = await tx
-          .update(webhookSubscriptions)
-          .set({ deliverySeq: sql`${webhookSubscriptions.deliverySeq} + ${n}` })
-          .where(eq(webhookSubscriptions.id, subId))
-          .returning({ seq: webhookSubscriptions.deliverySeq });
-        base.set(subId, row!.seq - n);
-      }
-      const rows = wanted.map((w) => {
-        const seq = base.get(w.sub.id)! + 1;
-        base.set(w.sub.id, seq);
-        return {
-          id: newId('webhookDelivery'),
-          eventId: w.event.id,
-          subscriptionId: w.sub.id,
-          organizationId: w.event.organizationId,
-          integrationId: w.event.integrationId,
-          eventType: w.event.type,
-          status: 'pending' as const,
-          seq,
-        };
-      });
-      for (let i = 0; i < rows.length; i += 1000) await tx.insert(webhookDeliveries).values(rows.slice(i, i + 1000)).onConflictDoNothing();
-    });
-
-    // Start every delivery of the batch still waiting for its first attempt (a start already made is a no-op).
-    const deliveries = await db
-      .select()
-      .from(webhookDeliveries)
-      .where(and(inArray(webhookDeliveries.eventId, batch.map((e) => e.id)), eq(webhookDeliveries.status, 'pending'), isNotNull(webhookDeliveries.seq)))
-      .orderBy(asc(webhookDeliveries.seq));
-    const recorded = new Map(batch.map((e) => [e.id, e.createdAt]));
-    await startAll(deliveries.map((d) => ({ ...d, eventCreatedAt: recorded.get(d.eventId)! })));
+    if (wanted.length === 0) return [];
+    // Only events that go somewhere are serialized now; a later replay serializes the others on demand.
+    const going = new Set(wanted.map((w) => w.event.id));
+    const ids = batch.filter((e) => !e.serialized && going.has(e.id)).map((e) => e.id);
+    if (ids.length > 0) {
+      const unserialized = await tx.select().from(events).where(inArray(events.id, ids));
+      await tx.execute(sql`
+        update ${events} set body = v.body
+        from json_to_recordset(${JSON.stringify(unserialized.map((e) => ({ id: e.id, body: envelopeOf(e) })))}::json) as v(id text, body text)
+        where ${events.id} = v.id and ${events.body} is null`);
+    }
+    // A pass that died after queuing but before committing queued nothing; a pair queued already is skipped.
+    return (await queueDeliveries(tx, wanted)).idle;
   }
 
-  async function startAll(deliveries: (DeliveryRow & { eventCreatedAt: Date })[]): Promise<void> {
-    let next = 0;
-    const lanes = Array.from({ length: Math.min(concurrency, deliveries.length) }, async () => {
-      while (next < deliveries.length) {
-        const d = deliveries[next++]!;
-        await startDelivery(opts.control, d);
-      }
+  /** Wake the dispatchers marked to wake; one that fails stays marked for the next pass. */
+  async function wakeAll(): Promise<void> {
+    const due = [...toWake];
+    await eachLimit(due, 16, async ([id, integrationId]) => {
+      await wakeDispatcher(opts.control, { id, integrationId });
+      toWake.delete(id);
     });
-    await Promise.all(lanes);
+  }
+
+  /** Dispatchers with work queued that may not be running: marked busy in the database, then woken. */
+  async function sweep(): Promise<void> {
+    if (Date.now() - sweptAt < sweepMs) return;
+    sweptAt = Date.now();
+    const scope = opts.scope?.();
+    if (scope && scope.length === 0) return;
+    const ids = await subscriptionsToWake(db, { staleMs, organizationIds: scope });
+    if (ids.length === 0) return;
+    const rows = await db.select({ id: webhookSubscriptions.id, integrationId: webhookSubscriptions.integrationId }).from(webhookSubscriptions).where(inArray(webhookSubscriptions.id, ids));
+    for (const r of rows) toWake.set(r.id, r.integrationId);
   }
 
   const loop = (async () => {
@@ -195,6 +173,11 @@ export function startRelay(opts: RelayOptions): Relay {
       pending = false;
       try {
         const n = await pass();
+        if (toWake.size > 0) await wakeAll();
+        if (n === 0 && (await lease())) {
+          await sweep();
+          if (toWake.size > 0) await wakeAll();
+        }
         backoff = 0;
         if (n > 0) continue;
       } catch (err) {
@@ -225,4 +208,13 @@ export function startRelay(opts: RelayOptions): Relay {
       await db.delete(leaseLocks).where(and(eq(leaseLocks.name, leaseName), eq(leaseLocks.holder, holder))).catch(() => {});
     },
   };
+}
+
+/** Run `fn` over `items`, at most `limit` at a time. */
+async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }

@@ -1,8 +1,9 @@
 /**
- * Delivery of one event to one subscription. Attempts follow the retry schedule as durable timers (each attempt one
- * activity call that POSTs once); after the last failure the workflow stays open as the dead letter, holding the
- * delivery until an operator replays it or the retention ends. Never completes unless the receiver took the event:
- * a cancelled delivery (subscription disabled or deleted) and an expired dead letter end Failed, each with a type.
+ * Delivery of one event to one subscription, once its first attempt (made by the subscription's dispatcher) failed,
+ * or when an operator replays it. Attempts follow the retry schedule as durable timers (each attempt one activity
+ * call that POSTs once); after the last failure the workflow stays open as the dead letter, holding the delivery
+ * until an operator replays it or the retention ends. Never completes unless the receiver took the event: a
+ * cancelled delivery (subscription disabled or deleted) and an expired dead letter end Failed, each with a type.
  */
 import {
   ActivityFailure,
@@ -35,9 +36,8 @@ const { prepareDelivery, recordLostAttempt, markDelivery } = proxyActivities<Web
 
 /**
  * One attempt, never retried by Temporal: a POST is not idempotent, so every attempt is one the workflow chose to
- * make. The time-out covers waiting for the previous delivery (at most 15 s) and the 10 s exchange, and is how a dead
- * worker's attempt is noticed: it is then recorded as lost and retried on the schedule. (No heartbeats: under a
- * burst, heartbeats of waiting attempts were half of the Temporal server's writes.)
+ * make. The time-out covers waiting for a permit of the subscription's in-flight bound and the 10 s exchange, and is
+ * how a dead worker's attempt is noticed: it is then recorded as lost and retried on the schedule.
  */
 const { attemptDelivery } = proxyActivities<WebhookActivities>({
   startToCloseTimeout: '30 seconds',
@@ -81,10 +81,10 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
   // A replay that started this run is the run itself.
   replayRequested = false;
 
-  async function attempt(nextDelayMs: number | null, ordered: boolean): Promise<AttemptOutcome['outcome']> {
+  async function attempt(nextDelayMs: number | null, replay: boolean): Promise<AttemptOutcome['outcome']> {
     const n = ++attempts;
     try {
-      const r = await attemptDelivery({ deliveryId, attempt: n, nextDelayMs, ordered });
+      const r = await attemptDelivery({ deliveryId, attempt: n, nextDelayMs, replay });
       return r.outcome;
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
@@ -116,12 +116,15 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
   };
 
   const schedule = input.mode === 'replay' ? [0] : (input.scheduleMs ?? DELIVERY_SCHEDULE_MS);
-  for (let i = 0; i < schedule.length; i++) {
+  // A retry goes on after the first attempt, which the subscription's dispatcher made.
+  if (input.mode === 'retry') setStatus(schedule.length > 1 ? 'retrying' : 'dead_lettered');
+  for (let i = input.mode === 'retry' ? 1 : 0; i < schedule.length; i++) {
     // A replay asked for while waiting makes the next attempt now.
     if (schedule[i]! > 0) await condition(() => replayRequested, schedule[i]!);
+    const replay = input.mode === 'replay' || replayRequested;
     replayRequested = false;
     const last = i === schedule.length - 1;
-    const outcome = await attempt(last ? null : schedule[i + 1]!, input.mode === 'deliver' && i === 0 && prepared.attempts === 0);
+    const outcome = await attempt(last ? null : schedule[i + 1]!, replay);
     if (outcome === 'succeeded') return succeededOrReplay();
     if (outcome === 'cancelled') return cancelled();
     setStatus(last ? 'dead_lettered' : 'retrying');
@@ -137,7 +140,7 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
       throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} expired in the dead letter after ${attempts} failed attempts`, 'DeliveryExpired');
     }
     replayRequested = false;
-    const outcome = await attempt(null, false);
+    const outcome = await attempt(null, true);
     if (outcome === 'succeeded') return succeededOrReplay();
     if (outcome === 'cancelled') return cancelled();
     setStatus('dead_lettered');

@@ -354,12 +354,29 @@ const WebhookUrl = z.string().min(1).max(2048).openapi({
   example: 'https://example.com/webhooks/propsync',
 });
 const Description = z.string().trim().max(500).nullable().optional();
+const MaxInFlight = z
+  .number()
+  .int()
+  .min(1)
+  .max(256)
+  .nullable()
+  .optional()
+  .openapi({
+    description:
+      'Attempts of this subscription in flight at once (null: the deployment default, WEBHOOK_MAX_IN_FLIGHT, 16). First attempts go out in production order either way; with 1 they also arrive in that order, one after another.',
+    example: 16,
+  });
 export const SubscriptionCreate = z
-  .strictObject({ url: WebhookUrl, event_types: EventTypes, description: Description })
+  .strictObject({ url: WebhookUrl, event_types: EventTypes, description: Description, max_in_flight: MaxInFlight })
   .openapi('WebhookSubscriptionCreate');
 export const SubscriptionUpdate = someField(
-  z
-  .strictObject({ url: WebhookUrl.optional(), event_types: EventTypes.optional(), description: Description, status: z.enum(SUBSCRIPTION_STATUSES).optional() }),
+  z.strictObject({
+    url: WebhookUrl.optional(),
+    event_types: EventTypes.optional(),
+    description: Description,
+    status: z.enum(SUBSCRIPTION_STATUSES).optional(),
+    max_in_flight: MaxInFlight,
+  }),
 ).openapi('WebhookSubscriptionUpdate');
 export const Subscription = z
   .object({
@@ -369,7 +386,18 @@ export const Subscription = z
     event_types: z.array(z.string()),
     description: z.string().nullable(),
     status: z.enum(SUBSCRIPTION_STATUSES),
+    max_in_flight: z.number().int().nullable().openapi({ description: 'Attempts in flight at once; null: the deployment default.' }),
     previous_secret_expires_at: DateTime.nullable().openapi({ description: 'End of the current rotation window, when one is open.' }),
+    circuit: z
+      .object({
+        state: z.enum(['closed', 'open']),
+        opened_at: DateTime.nullable(),
+        next_probe_at: DateTime.nullable(),
+      })
+      .openapi('WebhookCircuit', {
+        description:
+          "The dispatcher's circuit breaker. `open` after a run of failed first attempts (WEBHOOK_CIRCUIT_FAILURES): the queue waits, and one delivery probes the receiver at `next_probe_at`; the first success closes it.",
+      }),
     created_at: DateTime,
     updated_at: DateTime,
   })

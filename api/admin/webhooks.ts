@@ -10,17 +10,20 @@ import { inOrder } from '../../db/order';
 import { webhookSubscriptions } from '../../db/schema';
 import {
   attemptsOf,
+  cancelQueue,
   createSubscription,
   deadLetteredOf,
-  ensureDelivery,
+  deliveriesOfEvents,
   eventBody,
   eventsInRange,
   eventTimes,
   getDelivery,
   getSubscription,
   listDeliveries,
+  queueDeliveries,
   rotateSigningSecret,
   type AttemptRow,
+  type QueueItem,
   type DeliveryRow,
   type EventRow,
   type SubscriptionRow,
@@ -67,7 +70,13 @@ export function subscriptionView(row: SubscriptionRow) {
     event_types: row.eventTypes,
     description: row.description,
     status: row.status,
+    max_in_flight: row.maxInFlight,
     previous_secret_expires_at: windowOpen ? row.previousSecretExpiresAt!.toISOString() : null,
+    circuit: {
+      state: row.circuitOpenedAt ? ('open' as const) : ('closed' as const),
+      opened_at: row.circuitOpenedAt?.toISOString() ?? null,
+      next_probe_at: row.circuitNextProbeAt?.toISOString() ?? null,
+    },
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -161,28 +170,44 @@ export interface Redelivery {
   deliveries?: DeliveryRow[];
 }
 
+/** A delivery waiting in its subscription's queue for its first attempt: its dispatcher sends it in its turn. */
+const queuedForFirstAttempt = (d: DeliveryRow) => d.status === 'pending' && d.seq !== null;
+
 /**
  * The one path of every operator re-send (a subscription's bulk replay, an event's resend): a (subscription, event)
- * pair that never had a delivery gets one, started like a first delivery; a pair that has one, and every delivery
- * given, gets one more attempt on that same record (replayDelivery). Callers check the plan and the subscriptions.
- * Temporal unreachable: 503 saying what could not be done (`action`, via viaTemporal); deliveries made by then stay,
- * and a retry attempts them. Returns the ids of the deliveries, the new ones first.
+ * pair that never had a delivery gets one, queued at the end of the subscription's queue like a relayed one; a pair
+ * that has one, and every delivery given, gets one more attempt on that same record (replayDelivery), except one
+ * still waiting in the queue, which goes out in its turn. Callers check the plan and the subscriptions. Temporal
+ * unreachable: 503 saying what could not be done (`action`, via viaTemporal); what was queued by then stays queued
+ * (the relay wakes its dispatcher), and a retry replays the rest. Returns the ids of the deliveries, the new ones first.
  */
 export async function redeliver(deps: ApiDeps, work: Redelivery, action = 'replay the deliveries'): Promise<string[]> {
-  const replay: DeliveryRow[] = [...(work.deliveries ?? [])];
-  const fresh: DeliveryRow[] = [];
+  const replay: DeliveryRow[] = (work.deliveries ?? []).filter((d) => !queuedForFirstAttempt(d));
+  const toQueue: QueueItem[] = [];
+  const perSub = new Map<string, { sub: SubscriptionRow; events: Pick<EventRow, 'id' | 'type'>[] }>();
   for (const { sub, event } of work.sends ?? []) {
-    const { row, created } = await ensureDelivery(deps.db, sub, event);
-    (created ? fresh : replay).push(row);
+    const entry = perSub.get(sub.id) ?? { sub, events: [] };
+    entry.events.push(event);
+    perSub.set(sub.id, entry);
   }
+  const waiting: string[] = [];
+  for (const { sub, events } of perSub.values()) {
+    const have = new Map((await deliveriesOfEvents(deps.db, sub.id, events.map((e) => e.id))).map((d) => [d.eventId, d]));
+    for (const event of events) {
+      const d = have.get(event.id);
+      if (!d) toQueue.push({ sub, event });
+      else if (queuedForFirstAttempt(d)) waiting.push(d.id);
+      else replay.push(d);
+    }
+  }
+  const { idle, queued } = toQueue.length > 0 ? await deps.db.transaction((tx) => queueDeliveries(tx, toQueue)) : { idle: [], queued: [] };
   await viaTemporal(deps, action, async (client) => {
     const control = await loadDeliveryControl();
     const ctl = control.deliveryControlOf(client, deps.config);
-    // Events the subscription never got start a delivery of their own; the others get one more attempt.
-    await runLanes(await withEventTimes(deps, fresh), 16, async (d) => void (await control.startDelivery(ctl, d)));
+    await runLanes(idle, 16, (id) => control.wakeDispatcher(ctl, { id, integrationId: perSub.get(id)!.sub.integrationId }));
     await runLanes(await withEventTimes(deps, replay), 16, (d) => control.replayDelivery(ctl, d));
   });
-  return [...fresh, ...replay].map((d) => d.id);
+  return [...queued.map((d) => d.id), ...waiting, ...replay.map((d) => d.id)];
 }
 
 const tags = ['Webhooks'];
@@ -216,6 +241,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
           url: checkUrl(input.url, integration),
           eventTypes: normalizeTypes(input.event_types),
           description: input.description ?? null,
+          maxInFlight: input.max_in_flight ?? null,
         },
         deps.secrets,
       );
@@ -266,7 +292,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Change a webhook subscription',
       description:
-        'A `disabled` subscription gets nothing, and deliveries still being retried stop. Enabling it again does not send what it missed: replay does.',
+        'A `disabled` subscription gets no new deliveries; its queue (deliveries waiting for their first attempt) pauses, and deliveries being retried stop (`cancelled`, replayable). Enabling it again resumes the queue in order; events recorded while it was disabled are not sent: a replay by time range does that.',
       request: { params: SubscriptionId, ...body(SubscriptionUpdate) },
       responses: { 200: json(Subscription, 'The subscription.'), ...errorResponses },
     }),
@@ -281,10 +307,19 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
           ...(input.event_types !== undefined ? { eventTypes: normalizeTypes(input.event_types) } : {}),
           ...(input.description !== undefined ? { description: input.description } : {}),
           ...(input.status !== undefined ? { status: input.status } : {}),
+          ...(input.max_in_flight !== undefined ? { maxInFlight: input.max_in_flight } : {}),
           updatedAt: new Date(),
         })
         .where(eq(webhookSubscriptions.id, before.id))
         .returning();
+      // Enabled again: its queue (what waited while it was disabled) goes on. Best effort: when Temporal is away,
+      // the relay's sweep wakes it shortly.
+      if (before.status !== 'active' && row!.status === 'active') {
+        await viaTemporal(deps, 'wake the dispatcher', async (client) => {
+          const control = await loadDeliveryControl();
+          await control.wakeDispatcher(control.deliveryControlOf(client, deps.config), { id: row!.id, integrationId: row!.integrationId });
+        }).catch(() => {});
+      }
       return c.json(subscriptionView(row!), 200);
     },
   );
@@ -295,13 +330,16 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/webhook_subscriptions/{id}',
       tags,
       summary: 'Delete a webhook subscription',
-      description: 'It gets nothing from now on; deliveries still being retried stop. Its delivery history stays readable until the retention ends.',
+      description: 'It gets nothing from now on: its queue and the deliveries still being retried end `cancelled`. Its delivery history stays readable until the retention ends.',
       request: { params: SubscriptionId },
       responses: { 204: { description: 'Deleted.' }, ...errorResponses },
     }),
     async (c) => {
       const row = await loadSubscription(deps, c.req.valid('param').id);
-      await deps.db.update(webhookSubscriptions).set({ deletedAt: new Date(), updatedAt: new Date() }).where(eq(webhookSubscriptions.id, row.id));
+      await deps.db.transaction(async (tx) => {
+        await tx.update(webhookSubscriptions).set({ deletedAt: new Date(), updatedAt: new Date() }).where(eq(webhookSubscriptions.id, row.id));
+        await cancelQueue(tx, row.id, 'the subscription was deleted');
+      });
       return c.body(null, 204);
     },
   );
@@ -371,7 +409,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Replay a delivery',
       description:
-        'One more attempt now, on the same delivery record: the same event id and bytes, signed with the current secret(s). Works for a dead-lettered delivery, one still being retried, and one that succeeded.',
+        'One more attempt now, on the same delivery record: the same event id and bytes, signed with the current secret(s). Works for a dead-lettered delivery, one still being retried, and one that succeeded; a delivery still waiting in its subscription\'s queue for its first attempt is refused with 409 (it goes out in its turn).',
       request: { params: DeliveryId },
       responses: { 202: json(Delivery, 'The delivery, as it stands before the attempt.'), ...errorResponses, ...forbidden, ...conflict, ...unavailableResponse },
     }),
@@ -379,6 +417,9 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const row = await loadDelivery(deps, c.req.valid('param').id);
       const sub = await getSubscription(deps.db, row.subscriptionId);
       if (!sub) throw new ApiError('conflict', `Webhook subscription ${row.subscriptionId} was deleted; its deliveries cannot be replayed.`);
+      if (queuedForFirstAttempt(row)) {
+        throw new ApiError('conflict', `Webhook delivery ${row.id} is waiting in its subscription's queue for its first attempt; it goes out in its turn.`);
+      }
       await replayable(deps, sub);
       const [born] = (await withEventTimes(deps, [row])) as [Replayable];
       await viaTemporal(deps, 'replay the delivery', async (client) => {

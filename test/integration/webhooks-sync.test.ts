@@ -34,7 +34,12 @@ afterAll(async () => {
 it('delivers what each sync run records, SYNC_COMPLETE after the run’s changes', async () => {
   const s = await sandboxIntegration(db, { size: 40, plan: 'scale' });
   stack.orgs.add(s.row.organizationId);
-  const sub = await createSubscription(db, { organizationId: s.row.organizationId, integrationId: s.row.id, url: receiver.url, eventTypes: ['*'], description: null }, testKeyring());
+  // One request in flight: first attempts then arrive in the order they go out (production order).
+  const sub = await createSubscription(
+    db,
+    { organizationId: s.row.organizationId, integrationId: s.row.id, url: receiver.url, eventTypes: ['*'], description: null, maxInFlight: 1 },
+    testKeyring(),
+  );
 
   const first = await runSync(worker, db, s.row);
   await receiver.waitFor((r) => r.length >= 1);

@@ -104,7 +104,9 @@ describe('subscriptions', () => {
       description: 'leases',
       status: 'active',
       secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/),
+      max_in_flight: null,
       previous_secret_expires_at: null,
+      circuit: { state: 'closed', opened_at: null, next_probe_at: null },
       created_at: expect.stringMatching(/Z$/),
       updated_at: expect.stringMatching(/Z$/),
     });
@@ -211,15 +213,31 @@ describe('delivery', () => {
 
   it('sends first attempts in production order, and each event only to the subscriptions that want its type and existed when it was recorded', async () => {
     const integ = await webhookIntegration(db, stack);
-    await subscribe(integ.id, hookUrl('/order'));
+    // One request at a time: they arrive in production order too. With the default 16 they go out in that order.
+    const serial = await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, { url: hookUrl('/order'), event_types: ['*'], max_in_flight: 1 });
+    expect(serial.body.max_in_flight).toBe(1);
+    const parallel = await subscribe(integ.id, hookUrl('/order16'));
     const leasesOnly = await subscribe(integ.id, hookUrl('/leases'), ['LEASE_SIGNED']);
     const drafts = residentUpdates(40, 'ord');
     drafts.splice(10, 0, { type: 'LEASE_SIGNED', data: { id: 'lse_1', x_id: '1', status: 'active' } });
     const ids = await recordEvents(db, integ, drafts);
     const more = await recordEvents(db, integ, residentUpdates(5, 'ord2'));
-    await receiver.waitFor(() => at('/order').length >= 46 && at('/leases').length >= 1);
-    expect(at('/order').map((r) => r.body.id)).toEqual([...ids, ...more]);
+    await receiver.waitFor(() => at('/order').length >= 46 && at('/order16').length >= 46 && at('/leases').length >= 1);
+    const all = [...ids, ...more];
+    expect(at('/order').map((r) => r.body.id)).toEqual(all);
     expect(at('/leases').map((r) => r.body.type)).toEqual(['LEASE_SIGNED']);
+    // Handed to the network in production order (the time each went out never goes back), arriving within the
+    // window of requests in flight.
+    const sent = await db
+      .select({ eventId: webhookDeliveries.eventId, seq: webhookDeliveries.seq, firstSentAt: webhookDeliveries.firstSentAt })
+      .from(webhookDeliveries)
+      .where(eq(webhookDeliveries.subscriptionId, parallel.id))
+      .orderBy(webhookDeliveries.seq);
+    expect(sent.map((d) => d.eventId)).toEqual(all);
+    for (let i = 1; i < sent.length; i++) expect(sent[i]!.firstSentAt!.getTime()).toBeGreaterThanOrEqual(sent[i - 1]!.firstSentAt!.getTime());
+    const arrived = at('/order16').map((r) => r.body.id as string);
+    expect([...arrived].sort()).toEqual([...all].sort());
+    for (const [i, id] of arrived.entries()) expect(Math.abs(all.indexOf(id) - i)).toBeLessThan(16);
 
     // A subscription made after an event does not get it.
     const late = await subscribe(integ.id, hookUrl('/late'));

@@ -110,7 +110,7 @@ export async function startWebhookStack(config: Config, db: Db, opts: { resolver
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const webhooks = await createWebhookWorker({ config, db, connection, resolver: opts.resolver });
-  const running = webhooks.worker.run();
+  const running = webhooks.run();
   const control = deliveryControlOf(client, config);
   const orgs = new Set<string>();
   const logger = createLogger('relay-test', { level: 'silent' });
@@ -123,7 +123,7 @@ export async function startWebhookStack(config: Config, db: Db, opts: { resolver
     orgs,
     async stop() {
       await relay.stop();
-      if (webhooks.worker.getState() === 'RUNNING') webhooks.worker.shutdown();
+      webhooks.shutdown();
       await running;
       await webhooks.close();
       await connection.close();

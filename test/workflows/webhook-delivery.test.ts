@@ -199,7 +199,7 @@ describe('deliverWebhook', () => {
           deliveryId: mock.calls.prepare[0]!.input.deliveryId,
           attempt: i + 1,
           nextDelayMs: DELIVERY_SCHEDULE_MS[i + 1] ?? null,
-          ordered: i === 0,
+          replay: false,
         })),
       );
       expectAt(attempts[0]!.at, mock.calls.prepare[0]!.doneAt);
@@ -237,7 +237,7 @@ describe('deliverWebhook', () => {
 
       expect(await handle.result()).toEqual({ deliveryId: mock.calls.prepare[0]!.input.deliveryId, status: 'succeeded', attempts: 8 });
       expect(mock.calls.attempt).toHaveLength(8);
-      expect(mock.calls.attempt[7]!.input).toMatchObject({ attempt: 8, nextDelayMs: null, ordered: false });
+      expect(mock.calls.attempt[7]!.input).toMatchObject({ attempt: 8, nextDelayMs: null, replay: true });
       expectAt(mock.calls.attempt[7]!.at, replayedAt);
       expect(await seen(handle)).toMatchObject({ execution: 'COMPLETED', searchAttribute: 'succeeded' });
     });
@@ -252,7 +252,7 @@ describe('deliverWebhook', () => {
       await handle.signal(replaySignal);
       await settle();
       expect(mock.calls.attempt).toHaveLength(8);
-      expect(mock.calls.attempt[7]!.input).toMatchObject({ attempt: 8, nextDelayMs: null, ordered: false });
+      expect(mock.calls.attempt[7]!.input).toMatchObject({ attempt: 8, nextDelayMs: null, replay: true });
       expectAt(mock.calls.attempt[7]!.at, firstReplayAt);
       expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 8 } });
 
@@ -261,7 +261,7 @@ describe('deliverWebhook', () => {
       const secondReplayAt = await env.currentTimeMs();
       await handle.signal(replaySignal);
       expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 9 });
-      expect(mock.calls.attempt[8]!.input).toMatchObject({ attempt: 9, nextDelayMs: null, ordered: false });
+      expect(mock.calls.attempt[8]!.input).toMatchObject({ attempt: 9, nextDelayMs: null, replay: true });
       expectAt(mock.calls.attempt[8]!.at, secondReplayAt);
     });
   });
@@ -313,9 +313,9 @@ describe('deliverWebhook', () => {
     await withWorker(mock, async ({ start }) => {
       const handle = await start();
       expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 2 });
-      expect(mock.calls.attempt.map((c) => [c.input.attempt, c.input.ordered])).toEqual([
-        [1, true],
-        [2, false],
+      expect(mock.calls.attempt.map((c) => [c.input.attempt, c.input.replay])).toEqual([
+        [1, false],
+        [2, true],
       ]);
     });
   });
@@ -383,7 +383,7 @@ describe('deliverWebhook', () => {
       const replayedAt = await env.currentTimeMs();
       await handle.signal(replaySignal);
       await settle();
-      expect(mock.calls.attempt.map((c) => c.input)).toMatchObject([{ attempt: 1 }, { attempt: 2, nextDelayMs: DELIVERY_SCHEDULE_MS[2], ordered: false }]);
+      expect(mock.calls.attempt.map((c) => c.input)).toMatchObject([{ attempt: 1 }, { attempt: 2, nextDelayMs: DELIVERY_SCHEDULE_MS[2], replay: true }]);
       // 20 s before its scheduled time.
       expectAt(mock.calls.attempt[1]!.at, replayedAt);
       expect(mock.calls.attempt[1]!.at).toBeLessThan(mock.calls.attempt[0]!.doneAt + DELIVERY_SCHEDULE_MS[1]! - 15 * SECOND);
@@ -399,18 +399,18 @@ describe('deliverWebhook', () => {
     await withWorker(mock, async ({ startReplay }) => {
       const handle = await startReplay();
       await env.sleep(DAY);
-      expect(mock.calls.attempt.map((c) => c.input)).toEqual([{ deliveryId: mock.calls.prepare[0]!.input.deliveryId, attempt: 4, nextDelayMs: null, ordered: false }]);
+      expect(mock.calls.attempt.map((c) => c.input)).toEqual([{ deliveryId: mock.calls.prepare[0]!.input.deliveryId, attempt: 4, nextDelayMs: null, replay: true }]);
       expectAt(mock.calls.attempt[0]!.at, mock.calls.prepare[0]!.doneAt);
       expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 4 } });
     });
   });
 
-  it('continues the count of a delivery that already had attempts, without holding it for order', async () => {
+  it('continues the count of a delivery that already had attempts', async () => {
     const mock = mockActivities({ prepared: (startMs) => ({ attempts: 2, status: 'dead_lettered', expiresAtMs: startMs + RETENTION_MS }), attempt: () => succeeded });
     await withWorker(mock, async ({ start }) => {
       const handle = await start();
       expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 3 });
-      expect(mock.calls.attempt.map((c) => c.input)).toMatchObject([{ attempt: 3, nextDelayMs: DELIVERY_SCHEDULE_MS[1], ordered: false }]);
+      expect(mock.calls.attempt.map((c) => c.input)).toMatchObject([{ attempt: 3, nextDelayMs: DELIVERY_SCHEDULE_MS[1], replay: false }]);
     });
   });
 
@@ -422,9 +422,9 @@ describe('deliverWebhook', () => {
       await env.sleep(MINUTE);
       const attempts = mock.calls.attempt;
       expect(attempts.map((c) => c.input)).toMatchObject([
-        { attempt: 1, nextDelayMs: 5 * SECOND, ordered: true },
-        { attempt: 2, nextDelayMs: 20 * SECOND, ordered: false },
-        { attempt: 3, nextDelayMs: null, ordered: false },
+        { attempt: 1, nextDelayMs: 5 * SECOND, replay: false },
+        { attempt: 2, nextDelayMs: 20 * SECOND, replay: false },
+        { attempt: 3, nextDelayMs: null, replay: false },
       ]);
       expectAt(attempts[1]!.at, attempts[0]!.doneAt + 5 * SECOND);
       expectAt(attempts[2]!.at, attempts[1]!.doneAt + 20 * SECOND);

@@ -1,0 +1,280 @@
+/**
+ * A subscription's dispatcher batch: first attempts of its queued deliveries, in queue order, with at most
+ * `maxInFlight` requests open, each recorded; bookkeeping is batched (a claim statement per window's worth of
+ * deliveries, two statements per few hundred outcomes), so a healthy receiver is limited by HTTP, not by us.
+ *
+ * A failed first attempt becomes its own delivery workflow (started before the failure is recorded, idempotently),
+ * which makes attempts 2 to 7 on the schedule and holds the dead letter. A run of failures opens the circuit: the
+ * batch stops taking deliveries, and the workflow probes later with one. First attempts a batch took but never
+ * recorded (its worker died) are handed to their workflows as lost attempts by the next batch: at-least-once, never
+ * a second send of an attempt recorded as succeeded.
+ */
+import type { Db } from '../db/client';
+import {
+  cancelQueue,
+  claimQueued,
+  eventBody,
+  recordFirstAttempts,
+  sendingStateOf,
+  settleIdle,
+  setCircuit,
+  unclaim,
+  unrecordedFirstAttempts,
+  type ClaimedDelivery,
+  type FirstAttemptRecord,
+  type SendingState,
+} from '../db/webhooks';
+import { SecretError, type Keyring } from '../domain/secrets';
+import type { BatchResult } from '../domain/webhooks';
+import { heartbeating } from './attempt';
+import type { InFlight } from './in-flight';
+import type { QueuedListener } from './queued-listener';
+import { attemptHeaders, unsealedError } from './webhooks';
+import type { Sender } from './webhook-http';
+
+/** A delivery whose first attempt failed, to hand to its own workflow. */
+export interface RetryRef {
+  id: string;
+  subscriptionId: string;
+  integrationId: string;
+  eventType: string;
+  /** When its event was recorded (its dead letter expires with the event's retention). */
+  eventCreatedAt: Date;
+}
+
+export interface DispatchDeps {
+  db: Db;
+  sender: Sender;
+  secrets: Keyring;
+  inFlight: InFlight;
+  queued: QueuedListener;
+  /** Starts the delivery workflows of failed first attempts (idempotent: a started one is left as it is). */
+  startRetries(refs: RetryRef[]): Promise<void>;
+  clock?: () => Date;
+  log?: (fields: Record<string, unknown>, msg: string) => void;
+  /** How often a batch heartbeats (its heartbeat time-out must be well above it). */
+  heartbeatEveryMs?: number;
+}
+
+export interface BatchInput {
+  subscriptionId: string;
+  /** Requests in flight at once, unless the subscription sets its own. */
+  maxInFlight: number;
+  /** Consecutive failures that stop the batch and open the circuit. */
+  circuitFailures: number;
+  /** Stop taking deliveries after this long. */
+  batchMs: number;
+  /** Wait this long for more before settling idle. */
+  lingerMs: number;
+  /** A probe: one delivery, then stop. */
+  probe: boolean;
+  /** The retry schedule: a failed first attempt is retried after `scheduleMs[1]`, or dead-lettered when there is none. */
+  scheduleMs: readonly number[];
+}
+
+/** Outcomes buffered before they are written. */
+const FLUSH_AT = 256;
+const FLUSH_EVERY_MS = 100;
+const LOST = 'attempt lost: the batch that made it stopped before recording its outcome';
+
+export function createDispatchActivities(deps: DispatchDeps) {
+  const { db, sender } = deps;
+  const clock = deps.clock ?? (() => new Date());
+  const log = deps.log ?? (() => {});
+
+  const refOf = (subscriptionId: string, d: Pick<ClaimedDelivery, 'id' | 'integrationId' | 'eventType' | 'eventCreatedAt'>): RetryRef => ({
+    id: d.id,
+    subscriptionId,
+    integrationId: d.integrationId,
+    eventType: d.eventType,
+    eventCreatedAt: d.eventCreatedAt ?? clock(),
+  });
+
+  /** Failure → where the delivery goes next and when. */
+  function failed(input: BatchInput, startedAt: Date, durationMs: number): Pick<FirstAttemptRecord, 'to' | 'nextAttemptAt'> {
+    const next = input.scheduleMs[1];
+    return next === undefined ? { to: 'dead_lettered', nextAttemptAt: null } : { to: 'retrying', nextAttemptAt: new Date(startedAt.getTime() + durationMs + next) };
+  }
+
+  /** Hand failed first attempts to their workflows, then record them; record successes at once. */
+  async function write(records: FirstAttemptRecord[], retries: RetryRef[]): Promise<void> {
+    const ok = records.filter((r) => r.to === 'succeeded');
+    await recordFirstAttempts(db, ok);
+    if (retries.length === 0) return;
+    await deps.startRetries(retries);
+    await recordFirstAttempts(
+      db,
+      records.filter((r) => r.to !== 'succeeded'),
+    );
+  }
+
+  async function dispatchBatch(input: BatchInput): Promise<BatchResult> {
+    const { subscriptionId: subId } = input;
+    const result: BatchResult = { succeeded: 0, failed: 0, stoppedBy: 'idle' };
+    return heartbeating(deps.heartbeatEveryMs ?? 5_000, async (ctx) => {
+      const began = Date.now();
+      // First attempts an earlier batch took and never recorded: lost attempts, retried by their own workflows.
+      const lost = await unrecordedFirstAttempts(db, subId);
+      if (lost.length > 0) {
+        const now = clock();
+        await write(
+          lost.map((d) => ({ deliveryId: d.id, startedAt: now, durationMs: 0, responseStatus: null, error: LOST, responseBody: null, ...failed(input, now, 0) })),
+          lost.map((d) => refOf(subId, d)),
+        );
+        log({ subscription_id: subId, lost: lost.length }, 'first attempts lost with an earlier batch handed to their retries');
+      }
+
+      let state: SendingState | null = null;
+      let stop: BatchResult['stoppedBy'] | null = null;
+      let failureRun = 0;
+      let sent = 0;
+      let lingered = false;
+      const queue: ClaimedDelivery[] = [];
+      const open = new Set<Promise<void>>();
+      let records: FirstAttemptRecord[] = [];
+      let retries: RetryRef[] = [];
+      let writing: Promise<void> = Promise.resolve();
+      let writeError: unknown = null;
+      const flush = () => {
+        if (records.length === 0) return;
+        const [r, q] = [records, retries];
+        records = [];
+        retries = [];
+        writing = writing.then(() => write(r, q)).catch((err: unknown) => {
+          writeError ??= err;
+          stop ??= 'budget';
+        });
+      };
+      const timer = setInterval(flush, FLUSH_EVERY_MS);
+
+      const refresh = async (): Promise<boolean> => {
+        state = await sendingStateOf(db, subId);
+        if (!state || state.state === 'deleted') stop = 'deleted';
+        else if (state.state === 'paused') stop = 'paused';
+        return stop === null;
+      };
+
+      /** Resolves once the previous request has been handed to the network: requests go out one after another, in order. */
+      let handedOver: Promise<void> = Promise.resolve();
+
+      async function sendOne(d: ClaimedDelivery, to: SendingState, onSent: () => void): Promise<void> {
+        const startedAt = clock();
+        const body = d.body ?? (await eventBody(db, d.eventId));
+        let outcome: { status: number | null; error: string | null; excerpt: string | null; durationMs: number; ok: boolean };
+        if (body === null) {
+          onSent();
+          outcome = { ok: false, status: null, error: 'not sent: the event no longer exists (purged after the retention)', excerpt: null, durationMs: 0 };
+        } else {
+          let headers: Record<string, string> | null = null;
+          try {
+            headers = attemptHeaders(deps.secrets, subId, to, body, { eventId: d.eventId, eventType: d.eventType, attempt: 1 }, startedAt);
+          } catch (err) {
+            onSent();
+            if (!(err instanceof SecretError)) throw err;
+            outcome = { ok: false, status: null, error: unsealedError(err), excerpt: null, durationMs: 0 };
+          }
+          if (headers) outcome = await sender.send({ url: to.url, body, headers, guard: to.mode === 'live', onSent });
+        }
+        const { ok, status, error, excerpt, durationMs } = outcome!;
+        sent++;
+        if (ok) {
+          result.succeeded++;
+          failureRun = 0;
+          records.push({ deliveryId: d.id, startedAt, durationMs, responseStatus: status, error: null, responseBody: excerpt, to: 'succeeded', nextAttemptAt: null });
+        } else {
+          result.failed++;
+          failureRun++;
+          records.push({ deliveryId: d.id, startedAt, durationMs, responseStatus: status, error, responseBody: excerpt, ...failed(input, startedAt, durationMs) });
+          retries.push(refOf(subId, d));
+          if (failureRun >= input.circuitFailures) stop ??= 'circuit';
+        }
+        if (records.length >= FLUSH_AT) flush();
+      }
+
+      try {
+        if (!(await refresh())) {
+          if (stop === 'deleted') await cancelQueue(db, subId, 'the subscription was deleted');
+          await settleIdle(db, subId, { force: true });
+          result.stoppedBy = stop!;
+          return result;
+        }
+        for (;;) {
+          if (stop === null && ctx?.cancellationSignal.aborted) stop = 'budget';
+          if (stop === null && queue.length === 0) {
+            if (input.probe && sent + open.size >= 1) stop = 'probe';
+            else if (Date.now() - began >= input.batchMs) stop = 'budget';
+            else if (await refresh()) {
+              const claimed = await claimQueued(db, subId, input.probe ? 1 : Math.max(32, 2 * (state!.maxInFlight ?? input.maxInFlight)));
+              queue.push(...claimed);
+              if (claimed.length > 0) lingered = false;
+              else if (open.size > 0) {
+                await Promise.race(open);
+                continue;
+              } else if (!lingered) {
+                // Flush first: the writes must not wait on the linger.
+                flush();
+                lingered = true;
+                await deps.queued.wait(subId, input.lingerMs);
+                continue;
+              } else {
+                flush();
+                await writing;
+                if (await settleIdle(db, subId)) stop = 'idle';
+                lingered = false;
+                continue;
+              }
+            }
+          }
+          if (stop !== null) break;
+          const release = await deps.inFlight.acquire(subId, state!.maxInFlight ?? input.maxInFlight);
+          // A failure run may have opened the circuit while this waited for a permit.
+          if (stop !== null) {
+            release();
+            break;
+          }
+          const d = queue.shift()!;
+          await handedOver;
+          let wentOut: () => void = () => {};
+          handedOver = new Promise<void>((resolve) => (wentOut = resolve));
+          const p: Promise<void> = sendOne(d, state!, wentOut)
+            .catch((err: unknown) => {
+              writeError ??= err;
+              stop ??= 'budget';
+            })
+            .finally(() => {
+              wentOut();
+              release();
+              open.delete(p);
+            });
+          open.add(p);
+        }
+        await unclaim(db, queue.map((d) => d.id));
+        await Promise.all(open);
+        clearInterval(timer);
+        flush();
+        await writing;
+        if (writeError) throw writeError;
+        // (`stop` is set by the sends' callbacks too: read it as the whole union.)
+        const ended = stop as BatchResult['stoppedBy'] | null;
+        if (ended === 'deleted') await cancelQueue(db, subId, 'the subscription was deleted');
+        if (ended === 'paused' || ended === 'deleted') await settleIdle(db, subId, { force: true });
+        result.stoppedBy = ended ?? 'budget';
+        log({ subscription_id: subId, ...result }, 'webhook batch');
+        return result;
+      } finally {
+        clearInterval(timer);
+      }
+    });
+  }
+
+  return {
+    /** One batch of a subscription's first attempts (see above). */
+    dispatchBatch,
+    /** Mirror the circuit on the subscription row. */
+    async markCircuit(input: { subscriptionId: string; openedAtMs: number; nextProbeAtMs: number } | { subscriptionId: string; closed: true }): Promise<void> {
+      await setCircuit(db, input.subscriptionId, 'closed' in input ? null : { openedAt: new Date(input.openedAtMs), nextProbeAt: new Date(input.nextProbeAtMs) });
+    },
+  };
+}
+
+export type DispatchActivities = ReturnType<typeof createDispatchActivities>;
