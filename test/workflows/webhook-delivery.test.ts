@@ -210,6 +210,37 @@ describe('deliverWebhook', () => {
     });
   });
 
+  it("in 'retry' mode (the dispatcher's first attempt failed) goes on from attempt 2 on the schedule to the dead letter", async () => {
+    const mock = mockActivities();
+    await withWorker(mock, async ({ start }) => {
+      const startedAt = await env.currentTimeMs();
+      const handle = await start({ mode: 'retry', attemptsSoFar: 1, expiresAtMs: startedAt + RETENTION_MS });
+      await env.sleep(DELIVERY_SCHEDULE_MS[1]! / 2);
+      // Retrying from the start (its first attempt failed before the workflow began), before attempt 2.
+      expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'retrying', query: { status: 'retrying', attempts: 1 } });
+      await pastTheSchedule();
+      const attempts = mock.calls.attempt;
+      // The starter said where it stands: no lookup.
+      expect(mock.calls.prepare).toEqual([]);
+      expect(attempts.map((c) => [c.input.attempt, c.input.nextDelayMs, c.input.replay])).toEqual(
+        DELIVERY_SCHEDULE_MS.slice(1).map((_, i) => [i + 2, DELIVERY_SCHEDULE_MS[i + 2] ?? null, false]),
+      );
+      expectAt(attempts[0]!.at, startedAt + DELIVERY_SCHEDULE_MS[1]!);
+      for (let i = 1; i < attempts.length; i++) expectAt(attempts[i]!.at, attempts[i - 1]!.doneAt + DELIVERY_SCHEDULE_MS[i + 1]!);
+      expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 7 } });
+    });
+  });
+
+  it("in 'retry' mode completes when attempt 2 reports the delivery succeeded (its first attempt's success recorded late)", async () => {
+    const mock = mockActivities({ attempt: () => succeeded });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start({ mode: 'retry', attemptsSoFar: 1, expiresAtMs: (await env.currentTimeMs()) + RETENTION_MS });
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 2 });
+      expect(mock.calls.attempt.map((c) => c.input.attempt)).toEqual([2]);
+      expect(await seen(handle)).toMatchObject({ execution: 'COMPLETED', searchAttribute: 'succeeded' });
+    });
+  });
+
   it('holds a delivery whose 7 attempts failed as an open dead letter, shown by its status query and search attribute', async () => {
     const mock = mockActivities();
     await withWorker(mock, async ({ start }) => {
