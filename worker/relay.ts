@@ -15,7 +15,7 @@
  * another process takes over when the lease lapses.
  */
 import { randomUUID } from 'node:crypto';
-import { and, asc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Logger } from '../config/logger';
 import type { Db, Tx } from '../db/client';
 import { events, leaseLocks, webhookSubscriptions } from '../db/schema';
