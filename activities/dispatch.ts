@@ -147,7 +147,9 @@ export function createDispatchActivities(deps: DispatchDeps) {
       };
       const timer = setInterval(flush, FLUSH_EVERY_MS);
 
+      let refreshedAt = 0;
       const refresh = async (): Promise<boolean> => {
+        refreshedAt = Date.now();
         state = await sendingStateOf(db, subId);
         if (!state || state.state === 'deleted') stop = 'deleted';
         else if (state.state === 'paused') stop = 'paused';
@@ -225,6 +227,8 @@ export function createDispatchActivities(deps: DispatchDeps) {
               }
             }
           }
+          // A disable, a deletion or a rotation shows within a second, even in the middle of what was taken.
+          if (stop === null && Date.now() - refreshedAt >= 1_000) await refresh();
           if (stop !== null) break;
           const release = await deps.inFlight.acquire(subId, state!.maxInFlight ?? input.maxInFlight);
           // A failure run may have opened the circuit while this waited for a permit.
