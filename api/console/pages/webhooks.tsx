@@ -188,6 +188,17 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
               ['URL', <code>{sub.url}</code>],
               ['Event types', sub.event_types.join(', ')],
               ['Description', sub.description ?? <span class="muted">none</span>],
+              ['In flight at once', sub.max_in_flight ?? <span class="muted">the deployment default</span>],
+              [
+                'Circuit',
+                sub.circuit.state === 'open' ? (
+                  <span>
+                    <Badge status="open" /> since <Time iso={sub.circuit.opened_at!} />; its queue waits, next probe <Time iso={sub.circuit.next_probe_at!} />
+                  </span>
+                ) : (
+                  <span class="muted">closed</span>
+                ),
+              ],
               ['Previous secret valid until', sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>],
               ['Created', <Time iso={sub.created_at} />],
               ['Updated', <Time iso={sub.updated_at} />],
