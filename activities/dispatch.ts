@@ -210,7 +210,8 @@ export function createDispatchActivities(deps: DispatchDeps) {
               queue.push(...claimed);
               if (claimed.length > 0) lingered = false;
               else if (open.size > 0) {
-                await Promise.race(open);
+                // A request finishing frees a permit; new deliveries queued meanwhile fill it as soon as they commit.
+                await Promise.race([...open, deps.queued.wait(subId, input.lingerMs)]);
                 continue;
               } else if (!lingered) {
                 // Flush first: the writes must not wait on the linger.

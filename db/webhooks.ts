@@ -309,7 +309,8 @@ export async function queueDeliveries(tx: Tx, items: QueueItem[]): Promise<{ idl
     queued.push(...made);
   }
   const busy = [...perSub.keys()].filter((id) => !idle.includes(id));
-  if (busy.length > 0) await tx.execute(sql`select pg_notify(${QUEUED_CHANNEL}, id) from unnest(${busy}::text[]) as id`);
+  // One array parameter (sql.param): a bare array in a sql template is expanded into a row `($1, $2)`, which no cast makes an array.
+  if (busy.length > 0) await tx.execute(sql`select pg_notify(${QUEUED_CHANNEL}, id) from unnest(${sql.param(busy)}::text[]) as id`);
   return { idle, queued };
 }
 
@@ -511,12 +512,12 @@ export async function setCircuit(tx: Tx, subscriptionId: string, circuit: { open
  * than `staleMs` untaken (its workflow was terminated). Marks them busy; the caller wakes them.
  */
 export async function subscriptionsToWake(db: Db, opts: { staleMs: number; organizationIds?: string[] }): Promise<string[]> {
-  const scope = opts.organizationIds ? sql`and s.organization_id = any(${opts.organizationIds}::uuid[])` : sql``;
+  const scope = opts.organizationIds ? sql`and s.organization_id = any(${sql.param(opts.organizationIds)}::uuid[])` : sql``;
   const rows = await db.execute<{ id: string }>(sql`
     with due as (
       select s.id from ${webhookSubscriptions} s
       join ${integrations} i on i.id = s.integration_id
-      where s.status = 'active' and s.deleted_at is null and i.deleted_at is null and i.plan = any(${WEBHOOK_PLANS}::text[]) ${scope}
+      where s.status = 'active' and s.deleted_at is null and i.deleted_at is null and i.plan = any(${sql.param(WEBHOOK_PLANS)}::text[]) ${scope}
         and exists (
           select 1 from ${webhookDeliveries} d
           where d.subscription_id = s.id and d.status = 'pending' and d.first_started_at is null and d.seq is not null

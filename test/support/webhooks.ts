@@ -30,8 +30,8 @@ export interface Received {
   path: string;
 }
 
-/** How the receiver answers one request: a status, or `hang` (never answer). */
-export type Reply = number | 'hang';
+/** How the receiver answers one request: a status, a status after a delay (a slow receiver), or `hang` (never answer). */
+export type Reply = number | 'hang' | { status: number; afterMs: number };
 
 export interface Receiver {
   url: string;
@@ -66,7 +66,17 @@ export async function startReceiver(): Promise<Receiver> {
         hanging.add(() => res.destroy());
         return;
       }
-      res.writeHead(reply, { 'content-type': 'text/plain' }).end(reply >= 200 && reply < 300 ? 'ok' : `no thanks (${reply})`);
+      const answer = (status: number) => res.writeHead(status, { 'content-type': 'text/plain' }).end(status >= 200 && status < 300 ? 'ok' : `no thanks (${status})`);
+      if (typeof reply === 'number') return void answer(reply);
+      const timer = setTimeout(() => {
+        hanging.delete(cancel);
+        answer(reply.status);
+      }, reply.afterMs);
+      const cancel = () => {
+        clearTimeout(timer);
+        res.destroy();
+      };
+      hanging.add(cancel);
     });
   });
   server.keepAliveTimeout = 60_000;
