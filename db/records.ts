@@ -229,8 +229,18 @@ export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf
 
 /** Fields that are bookkeeping, never "changed" content. */
 const NOT_CONTENT = new Set(['id', 'organization_id', 'integration_id', 'created_at', 'updated_at', 'ps_synced_at']);
-/** Names of a serialized record's content fields (what a first sighting counts as changed). */
+/** Names of a serialized record's content fields. */
 const contentFields = (record: Record<string, unknown>): string[] => Object.keys(record).filter((k) => !NOT_CONTENT.has(k));
+/** What a first sighting reported as `*_UPDATED` counts as changed: every content field but its identity. */
+const firstSightingChanges = (record: Record<string, unknown>): string[] => contentFields(record).filter((k) => k !== 'x_id');
+
+/**
+ * The data of every `*_UPDATED` event (SPEC.md payload rule 2): exactly `id`, `x_id`, `updated_at`, `changed` and
+ * the fields named in `changed`, in the names and shapes of a full record.
+ */
+export function updatedPayload(record: Record<string, unknown>, changed: string[]): Record<string, unknown> {
+  return { ...Object.fromEntries(changed.map((k) => [k, record[k]])), id: record.id, x_id: record.x_id, updated_at: record.updated_at, changed };
+}
 
 /** Names of the record fields whose values differ between two serialized records. */
 export function changedFields(before: Record<string, unknown>, after: Record<string, unknown>): string[] {
@@ -628,15 +638,14 @@ export async function applyHashedRecords<E extends Entity>(
         d.before ? { kind: 'updated', previousStatus: d.previousStatus, changed } : { kind: 'created' },
         after as { status?: string | null; is_renewal?: boolean | null; deleted_at?: string | null },
       );
-      // Every *_UPDATED carries `changed` (SPEC payload rule 2): a lease first seen with a status that has no
-      // lifecycle event arrives as LEASE_UPDATED with the full record, every content field counted as changed.
-      const data = pick.full
-        ? d.before
+      // Created and lifecycle events carry the full record (a lifecycle move also says what changed). Every *_UPDATED
+      // has the one shape of updatedPayload: a lease first seen with a status that has no lifecycle event arrives as
+      // LEASE_UPDATED with every content field counted as changed.
+      const data = pick.type.endsWith('_UPDATED')
+        ? updatedPayload(after, d.before ? changed : firstSightingChanges(after))
+        : d.before
           ? { ...after, changed }
-          : pick.type.endsWith('_UPDATED')
-            ? { ...after, changed: contentFields(after) }
-            : after
-        : { ...Object.fromEntries(changed.map((k) => [k, after[k]])), id: after.id, x_id: after.x_id, updated_at: after.updated_at, changed };
+          : after;
       // Event ids are monotonic ULIDs, so (created_at, id) keeps production order within a batch.
       return eventRow(ctx, { type: pick.type, data, recordId: d.row.id }, now);
     });
@@ -759,7 +768,7 @@ export async function softDeleteUnseen(
     const rows = gone.map((g) =>
       eventRow(
         ctx,
-        { type, recordId: g.id, data: { id: g.id, x_id: g.xId, deleted_at: iso(now), updated_at: iso(now), changed: ['deleted_at'] } },
+        { type, recordId: g.id, data: updatedPayload({ id: g.id, x_id: g.xId, deleted_at: iso(now), updated_at: iso(now) }, ['deleted_at']) },
         now,
       ),
     );

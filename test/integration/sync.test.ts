@@ -22,6 +22,7 @@ import {
   expectCacheEqualsSource,
   expectedEvents,
   lifecycleOf,
+  expectUpdatedShape,
   jobsOf,
   liveCount,
   readCache,
@@ -61,6 +62,7 @@ async function syncAndCheckEvents(s: SandboxIntegration) {
   expect(complete.type).toBe('SYNC_COMPLETE');
   const dataEvents = got.slice(0, -1);
   expect(dataEvents.every((e) => e.category === 'data_change')).toBe(true);
+  for (const e of dataEvents) expectUpdatedShape(e.type, e.data);
   // Every event exactly once, none missing, none extra.
   const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
   expect(dataEvents.map(key).sort()).toEqual(want.events.map(key).sort());

@@ -11,7 +11,7 @@ import { events, operations } from '../../db/schema';
 import { createApiKey } from '../../db/tenants';
 import { startApi, type TestServer } from '../support/api-server';
 import { makeTenant, testConfig, testDb } from '../support/context';
-import { readSource, runSync, sandbox, sandboxIntegration, startTestWorker, until, type SandboxIntegration, type TestWorker } from '../support/sync';
+import { expectUpdatedShape, readSource, runSync, sandbox, sandboxIntegration, startTestWorker, until, type SandboxIntegration, type TestWorker } from '../support/sync';
 import { getJson, keyFor, pollOperation, startWriteWorker, write, type WriteWorker } from '../support/writes';
 
 let db: Db;
@@ -79,6 +79,7 @@ describe('a write, start to finish', () => {
     const evs = await db.select().from(events).where(and(eq(events.operationId, r.body.id)));
     expect(evs.map((e) => e.type)).toEqual(['LEASE_UPDATED']);
     expect(evs[0]!.data).toMatchObject({ id: lease.id, rent_amount: { amount: 123_456, currency: 'USD' }, changed: expect.arrayContaining(['rent_amount']) });
+    expectUpdatedShape(evs[0]!.type, evs[0]!.data);
   });
 
   it('POST a unit, a resident and a lease: each GET of result.id works at once', async () => {
@@ -107,6 +108,19 @@ describe('a write, start to finish', () => {
     expect(lease.residents).toHaveLength(1);
     const applicant = (await getJson(api.url, `/v1/residents/${lease.residents[0].resident_id}`, key)).body;
     expect(applicant).toMatchObject({ first_name: 'Lea', last_name: 'Sample' });
+    // The created records' events: a new lease whose status has no lifecycle event is a LEASE_UPDATED first sighting,
+    // with the one *_UPDATED shape (never the record's bookkeeping fields).
+    for (const op of [unitOp, resOp, leaseOp]) {
+      const evs = await db.select().from(events).where(eq(events.operationId, op.body.id));
+      expect(evs.length, op.body.type).toBeGreaterThan(0);
+      for (const e of evs) expectUpdatedShape(e.type, e.data);
+    }
+    const leaseEvents = await db.select().from(events).where(and(eq(events.operationId, leaseOp.body.id), eq(events.recordId, lease.id)));
+    const [leaseEvent] = leaseEvents;
+    if (leaseEvent!.type === 'LEASE_UPDATED') {
+      expect(leaseEvent!.data).toMatchObject({ id: lease.id, x_id: lease.x_id, updated_at: lease.updated_at, status: lease.status });
+      for (const k of ['organization_id', 'integration_id', 'created_at', 'ps_synced_at']) expect(leaseEvent!.data).not.toHaveProperty(k);
+    }
   });
 
   it('a rejection by the source fails the Operation at once, with the source’s reason', async () => {

@@ -238,11 +238,12 @@ export function expectedEvents(before: Snapshot, after: Snapshot): { events: Exp
         if (rec.deleted_at !== null) continue;
         created++;
         const type = entity === 'lease' ? (lifecycle ?? 'LEASE_UPDATED') : CREATED_TYPE[entity];
-        // A first sighting as *_UPDATED (a lease whose status has no lifecycle event) still carries `changed`.
-        const data = prev
-          ? { ...rec, changed: changedBetween(prev, rec) }
-          : type.endsWith('_UPDATED')
-            ? { ...rec, changed: Object.keys(rec).filter((k) => !BOOKKEEPING.has(k)) }
+        // A first sighting as *_UPDATED (a lease whose status has no lifecycle event) has the one *_UPDATED shape:
+        // every content field but x_id counted as changed, and nothing else but id, x_id and updated_at.
+        const data = type.endsWith('_UPDATED')
+          ? onlyChanged(rec, prev ? changedBetween(prev, rec) : Object.keys(rec).filter((k) => !BOOKKEEPING.has(k) && k !== 'x_id'))
+          : prev
+            ? { ...rec, changed: changedBetween(prev, rec) }
             : rec;
         out.push({ type, recordId: rec.id as string, data });
         continue;
@@ -262,13 +263,32 @@ export function expectedEvents(before: Snapshot, after: Snapshot): { events: Exp
       if (lifecycle && changed.includes('status')) {
         out.push({ type: lifecycle, recordId: rec.id as string, data: { ...rec, changed } });
       } else {
-        const data: Record<string, unknown> = { id: rec.id, x_id: rec.x_id, updated_at: rec.updated_at, changed };
-        for (const k of changed) data[k] = rec[k];
-        out.push({ type: UPDATED_TYPE[entity], recordId: rec.id as string, data });
+        out.push({ type: UPDATED_TYPE[entity], recordId: rec.id as string, data: onlyChanged(rec, changed) });
       }
     }
   }
   return { events: out, created, updated, deleted };
+}
+
+/** SPEC.md payload rule 2, written out independently of db/records.ts: id, x_id, updated_at, changed and the changed fields. */
+function onlyChanged(rec: Record<string, unknown>, changed: string[]): Record<string, unknown> {
+  const data: Record<string, unknown> = { id: rec.id, x_id: rec.x_id, updated_at: rec.updated_at, changed };
+  for (const k of changed) data[k] = rec[k];
+  return data;
+}
+
+/**
+ * Every *_UPDATED event's data holds exactly id, x_id, updated_at, changed and the fields named in changed (plus
+ * `truncated` on an event cut to fit 1 MB): checked on whatever a test recorded, whichever path recorded it.
+ */
+export function expectUpdatedShape(type: string, data: Record<string, unknown>): void {
+  if (!type.endsWith('_UPDATED')) return;
+  const changed = data.changed as string[];
+  expect(Array.isArray(changed), `${type} carries changed`).toBe(true);
+  const allowed = new Set(['id', 'x_id', 'updated_at', 'changed', ...changed, ...(data.truncated === true ? ['truncated'] : [])]);
+  expect(Object.keys(data).filter((k) => !allowed.has(k)), `${type} fields outside changed`).toEqual([]);
+  if (data.truncated !== true) for (const k of changed) expect(k in data, `${type} carries ${k}`).toBe(true);
+  for (const k of ['id', 'x_id', 'updated_at']) expect(k in data, `${type} carries ${k}`).toBe(true);
 }
 
 function changedBetween(a: Record<string, unknown>, b: Record<string, unknown>): string[] {
