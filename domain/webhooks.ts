@@ -104,7 +104,7 @@ export const DEFAULT_DISPATCH: DispatchSettings = {
   circuitFailures: 10,
   probeScheduleMs: [30_000, 60_000, 300_000],
   idleMs: 300_000,
-  batchMs: 30_000,
+  batchMs: 10_000,
   lingerMs: 1_000,
 };
 

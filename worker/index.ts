@@ -219,8 +219,8 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
     taskQueue: dispatchTaskQueueOf(taskQueue),
     activities: dispatchActivities,
     maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_DISPATCHERS,
-    // A batch hands back within its budget plus the 10 s of its last requests.
-    shutdownGraceTime: '15 seconds',
+    // A batch hands back within its budget (WEBHOOK_BATCH_MS, 10 s) plus the 10 s of its last requests.
+    shutdownGraceTime: '25 seconds',
   });
   return {
     worker,
