@@ -68,6 +68,8 @@ export interface BatchInput {
   lingerMs: number;
   /** A probe: one delivery, then stop. */
   probe: boolean;
+  /** Failed first attempts in a row before this batch (a run goes on across batches). */
+  failureRun?: number;
   /** The retry schedule: a failed first attempt is retried after `scheduleMs[1]`, or dead-lettered when there is none. */
   scheduleMs: readonly number[];
 }
@@ -110,7 +112,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
 
   async function dispatchBatch(input: BatchInput): Promise<BatchResult> {
     const { subscriptionId: subId } = input;
-    const result: BatchResult = { succeeded: 0, failed: 0, stoppedBy: 'idle' };
+    const result: BatchResult = { succeeded: 0, failed: 0, failureRun: 0, stoppedBy: 'idle' };
     return heartbeating(deps.heartbeatEveryMs ?? 5_000, async (ctx) => {
       const began = Date.now();
       // First attempts an earlier batch took and never recorded: lost attempts, retried by their own workflows.
@@ -126,7 +128,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
 
       let state: SendingState | null = null;
       let stop: BatchResult['stoppedBy'] | null = null;
-      let failureRun = 0;
+      let failureRun = input.failureRun ?? 0;
       let sent = 0;
       let lingered = false;
       const queue: ClaimedDelivery[] = [];
@@ -198,40 +200,68 @@ export function createDispatchActivities(deps: DispatchDeps) {
           if (stop === 'deleted') await cancelQueue(db, subId, 'the subscription was deleted');
           await settleIdle(db, subId, { force: true });
           result.stoppedBy = stop!;
+          result.failureRun = failureRun;
           return result;
         }
+        const bound = () => state!.maxInFlight ?? input.maxInFlight;
+        /**
+         * Take the next deliveries in the background while the ones taken go out, so sending never waits for a
+         * claim's round trip (the subscription's state is re-read first when it is a second old: a disable, a
+         * deletion or a rotation shows within a second). Resolves to how many were taken.
+         */
+        let claiming: Promise<number> | null = null;
+        const claimMore = (): Promise<number> => {
+          if (claiming) return claiming;
+          if (stop !== null) return Promise.resolve(0);
+          claiming = (async () => {
+            if (Date.now() - refreshedAt >= 1_000 && !(await refresh())) return 0;
+            const claimed = await claimQueued(db, subId, input.probe ? 1 : Math.max(64, 4 * bound()));
+            queue.push(...claimed);
+            return claimed.length;
+          })()
+            .catch((err: unknown) => {
+              // The batch ends and fails with it; what was taken before stays recorded or is handed over next time.
+              writeError ??= err;
+              stop ??= 'budget';
+              return 0;
+            })
+            .finally(() => {
+            claiming = null;
+          });
+          return claiming;
+        };
         for (;;) {
           if (stop === null && ctx?.cancellationSignal.aborted) stop = 'budget';
-          if (stop === null && queue.length === 0) {
-            if (input.probe && sent + open.size >= 1) stop = 'probe';
-            else if (Date.now() - began >= input.batchMs) stop = 'budget';
-            else if (await refresh()) {
-              const claimed = await claimQueued(db, subId, input.probe ? 1 : Math.max(32, 2 * (state!.maxInFlight ?? input.maxInFlight)));
-              queue.push(...claimed);
-              if (claimed.length > 0) lingered = false;
-              else if (open.size > 0) {
-                // A request finishing frees a permit; new deliveries queued meanwhile fill it as soon as they commit.
-                await Promise.race([...open, deps.queued.wait(subId, input.lingerMs)]);
-                continue;
-              } else if (!lingered) {
-                // Flush first: the writes must not wait on the linger.
-                flush();
-                lingered = true;
-                await deps.queued.wait(subId, input.lingerMs);
-                continue;
-              } else {
-                flush();
-                await writing;
-                if (await settleIdle(db, subId)) stop = 'idle';
-                lingered = false;
-                continue;
-              }
-            }
-          }
-          // A disable, a deletion or a rotation shows within a second, even in the middle of what was taken.
-          if (stop === null && Date.now() - refreshedAt >= 1_000) await refresh();
+          if (stop === null && Date.now() - began >= input.batchMs) stop = 'budget';
+          if (stop === null && input.probe && sent + open.size >= 1) stop = 'probe';
           if (stop !== null) break;
-          const release = await deps.inFlight.acquire(subId, state!.maxInFlight ?? input.maxInFlight);
+          // Running low: take more while these go out (a probe takes its one delivery only).
+          if (!input.probe && queue.length < 2 * bound()) void claimMore();
+          if (queue.length === 0) {
+            if ((await claimMore()) > 0 || queue.length > 0) {
+              lingered = false;
+              continue;
+            }
+            if (stop !== null) break;
+            if (open.size > 0) {
+              // A request finishing frees a permit; new deliveries queued meanwhile fill it as soon as they commit.
+              await Promise.race([...open, deps.queued.wait(subId, input.lingerMs)]);
+            } else if (!lingered) {
+              // Flush first: the writes must not wait on the linger.
+              flush();
+              lingered = true;
+              await deps.queued.wait(subId, input.lingerMs);
+            } else {
+              flush();
+              await writing;
+              if (await settleIdle(db, subId)) stop = 'idle';
+              lingered = false;
+            }
+            continue;
+          }
+          if (Date.now() - refreshedAt >= 1_000 && !claiming) await refresh();
+          if (stop !== null) break;
+          const release = await deps.inFlight.acquire(subId, bound());
           // A failure run may have opened the circuit while this waited for a permit.
           if (stop !== null) {
             release();
@@ -253,6 +283,8 @@ export function createDispatchActivities(deps: DispatchDeps) {
             });
           open.add(p);
         }
+        // A claim still under way lands in the queue, and whatever is left there keeps its place.
+        await (claiming as Promise<number> | null);
         await unclaim(db, queue.map((d) => d.id));
         await Promise.all(open);
         clearInterval(timer);
@@ -260,10 +292,13 @@ export function createDispatchActivities(deps: DispatchDeps) {
         await writing;
         if (writeError) throw writeError;
         // (`stop` is set by the sends' callbacks too: read it as the whole union.)
-        const ended = stop as BatchResult['stoppedBy'] | null;
+        let ended = (stop as BatchResult['stoppedBy'] | null) ?? 'budget';
         if (ended === 'deleted') await cancelQueue(db, subId, 'the subscription was deleted');
         if (ended === 'paused' || ended === 'deleted') await settleIdle(db, subId, { force: true });
-        result.stoppedBy = ended ?? 'budget';
+        // A run of failures that reached the threshold opens the circuit, whatever else ended the batch first.
+        result.failureRun = failureRun;
+        if ((ended === 'budget' || ended === 'idle') && failureRun >= input.circuitFailures) ended = 'circuit';
+        result.stoppedBy = ended;
         log({ subscription_id: subId, ...result }, 'webhook batch');
         return result;
       } finally {

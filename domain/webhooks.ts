@@ -126,6 +126,8 @@ export interface BatchResult {
   /** First attempts made: succeeded, and failed (each handed to its own retry workflow). */
   succeeded: number;
   failed: number;
+  /** Failed first attempts in a row at the end of the batch (counting on from the run it was given). */
+  failureRun: number;
   /**
    * Why the batch stopped: `idle` nothing queued; `budget` it ran its time; `circuit` a run of failures reached the
    * threshold; `probe` the probe was made; `paused` the subscription is disabled (or its plan has no webhooks);

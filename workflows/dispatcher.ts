@@ -70,9 +70,12 @@ export async function dispatchWebhooks(input: DispatcherInput): Promise<{ end: D
   };
 
   let failures = 0;
+  /** Failed first attempts in a row, across batches: the circuit opens when it reaches the threshold. */
+  let failureRun = 0;
   const batch = async (probe: boolean): Promise<BatchResult | null> => {
     try {
-      const r = await dispatchBatch({ subscriptionId, probe, scheduleMs, ...settings });
+      const r = await dispatchBatch({ subscriptionId, probe, scheduleMs, failureRun, ...settings });
+      failureRun = r.failureRun;
       failures = 0;
       state.batches++;
       state.succeeded += r.succeeded;
@@ -106,6 +109,7 @@ export async function dispatchWebhooks(input: DispatcherInput): Promise<{ end: D
       }
       // The probe went through (or nothing was queued): close the circuit and go on at full speed.
       probeIndex = null;
+      failureRun = 0;
       state.nextProbeAtMs = null;
       setCircuit(false);
       await markCircuit({ subscriptionId, closed: true });

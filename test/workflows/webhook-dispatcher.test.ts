@@ -41,7 +41,8 @@ afterAll(async () => {
 });
 
 type Script = BatchResult | { throws: Error };
-const batchOf = (stoppedBy: BatchResult['stoppedBy'], succeeded = 0, failed = 0): BatchResult => ({ succeeded, failed, stoppedBy });
+/** A batch's result; its failures come last unless `run` says how long the run of failures at its end is. */
+const batchOf = (stoppedBy: BatchResult['stoppedBy'], succeeded = 0, failed = 0, run = failed): BatchResult => ({ succeeded, failed, failureRun: run, stoppedBy });
 
 /** Batch activities as plain objects: `script(n, input)` says what batch n (from 1) does. */
 function mockActivities(script: (n: number, input: BatchInput) => Script) {
@@ -146,6 +147,15 @@ describe('dispatchWebhooks', () => {
       const seen = await handle.describe();
       expect(seen.typedSearchAttributes.get(SA_DELIVERY_STATUS)).toBe('dispatching');
       expect(await handle.query(dispatcherStateQuery)).toMatchObject({ circuit: 'closed', nextProbeAtMs: null, succeeded: 44, failed: 14 });
+    });
+  });
+
+  it('carries a run of failures from one batch into the next, and starts over after a success', async () => {
+    const mock = mockActivities((n) => (n === 1 ? batchOf('budget', 200, 6) : n === 2 ? batchOf('budget', 3, 2, 0) : batchOf('idle')));
+    await withWorkers(mock, async (start) => {
+      await start();
+      await env.sleep(MINUTE);
+      expect(mock.calls.batch.map((c) => c.input.failureRun)).toEqual([0, 6, 0]);
     });
   });
 
