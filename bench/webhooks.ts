@@ -1,84 +1,113 @@
 /**
- * `npm run bench:webhooks`: webhook delivery throughput and latency against a floor measured in the same run, on a
- * bench database and a Temporal dev server of its own.
+ * `npm run bench:webhooks`: webhook delivery (the outbox relay queuing deliveries, a dispatcher per subscription
+ * making first attempts in queue order, 16 in flight) against the plain HTTP floor measured in the same run, on a
+ * bench database and a Temporal dev server of its own, with the production settings (retry schedule, circuit,
+ * in-flight bound: whatever the environment says, by default the defaults).
  *
- *   1. floor: N bare workflows, each calling one no-op activity, started by this process with as many starts in
- *      flight as the outbox relay keeps (64), on a worker process with the delivery worker's task-queue settings
- *      (bench/lib/floor-worker.ts);
- *   2. the real worker process (worker/main.ts: sync worker, webhook worker and outbox relay) and a receiver process
- *      that answers 200 at once (bench/lib/webhook-receiver.ts); one integration on the scale plan, one subscription;
- *   3. latency: a few hundred events committed at a steady, modest rate in small transactions; commit → first
- *      attempt at the receiver, per event;
- *   4. burst: N events committed back to back, 1000 per transaction (a sync page's worth); deliveries per second
- *      from the first commit until the last delivery workflow closed, and the burst's own commit → first attempt.
+ * Processes: the Temporal dev server; the worker (worker/main.ts: its workers and the outbox relay); the healthy
+ * receiver (bench/lib/webhook-receiver.ts, answers 200 at once and records every request); the hanging receiver
+ * (the same with --hang: reads each request and never answers); the event writer, which commits the events
+ * (bench/lib/event-writer.ts); the floor client (bench/lib/http-floor.ts); and this process, which orchestrates,
+ * reads the database and Temporal's visibility, and checks. One test-mode integration on the scale plan; subscription
+ * A (healthy) wants every event from the start; subscription B (hanging, same integration, every event) is created
+ * before the last phase.
  *
- * Before printing any figure it checks the run: every event reached the receiver at least once with a valid
- * signature under the subscription's secret and its own id in the body, nothing else arrived, every delivery row
- * ended `succeeded`, every event was dispatched, every workflow of both kinds completed. A failed check exits 1.
- * Timings are printed against their targets, never asserted. To show where the time went it also prints, per
- * phase, the median legs of a sample of workflow histories and the CPU each process used per item.
- * Usage: npm run bench:webhooks [-- --events 10000 --latency-events 300 --latency-rate 10 --warmup 200]
+ *   1. warm-up: `--warmup` events in transactions of `--per-tx`, delivered to A, unmeasured (a burst, so that the
+ *      measured bursts run on a warm worker and database alike);
+ *   2. steady: `--steady-rate` events a second for `--steady-seconds`, one per transaction: commit → first arrival;
+ *   3. `--rounds` times: a burst of `--events` events committed back to back in transactions of `--per-tx` (a sync
+ *      page's events arrive in one insert), to A alone: deliveries/s = events / (last first arrival at the receiver
+ *      − first commit), the relay's queuing included; commit → first arrival per event; Temporal executions on the
+ *      webhook task queue; then the floor: the same bodies with the same headers (the events' stored envelopes,
+ *      signed with A's secret as a first attempt signs them), POSTed in the same order by a bare node:http client
+ *      with as many requests in flight as a dispatcher keeps (WEBHOOK_MAX_IN_FLIGHT) over keep-alive, to the same
+ *      receiver process (path /floor), after a warm-up of `--warmup` of them: requests/s = events / (last arrival −
+ *      first request started);
+ *   4. isolation: subscription B created (its receiver never answers), then `--rounds` more bursts; A's rate with B
+ *      alongside over A's rate alone. B's circuit (WEBHOOK_CIRCUIT_FAILURES failed first attempts, each 10 s) is
+ *      waited for and reported, with the retry workflows its failed first attempts became.
+ * Each rate is the median of its rounds; the latency percentiles pool the rounds' events.
+ *
+ * Before printing any ratio it checks the run: every event recorded reached A's receiver at least once with a valid
+ * `X-Service-Signature` under A's secret, its own id in the body and attempt 1, and nothing else arrived there;
+ * every delivery of A ended `succeeded` after one attempt, no retry workflow exists for A; A's first attempts went
+ * out in seq order (`first_sent_at` never decreases along seq); every event was dispatched; every floor request was
+ * answered 2xx and arrived validly signed; B has one delivery per event of its bursts, none succeeded. A failed check
+ * exits 1 and prints null ratios. Timings are printed against their targets, never asserted. The last line of
+ * output is one line of JSON: {"bench": "webhooks", "ratios": {...}, "rss_mb": {...}, "ok": ...}.
+ * Usage: npm run bench:webhooks [-- --events 10000 --per-tx 1000 --steady-rate 50 --steady-seconds 20 --warmup 2000 --rounds 3]
+ *   (`--events 1000 --steady-seconds 5 --rounds 1`: to try it; `--profile-worker <dir>`: a V8 CPU profile of the worker, written
+ *   when it stops, for diagnosis only)
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
-import { inArray, sql } from 'drizzle-orm';
+import proto from '@temporalio/proto';
+import { sql } from 'drizzle-orm';
+import { attemptHeaders } from '../activities/webhooks';
 import { loadConfigOrExit } from '../config';
 import { closeDb, createDb, type Db } from '../db/client';
-import { webhookDeliveries } from '../db/schema';
 import { createIntegration, createOrganization, type IntegrationRow } from '../db/tenants';
 import { createSubscription, type SubscriptionRow } from '../db/webhooks';
-import { webhookTaskQueueOf } from '../domain/contract';
+import { dispatcherWorkflowIdOf, dispatchTaskQueueOf, webhookTaskQueueOf } from '../domain/contract';
 import { createKeyring } from '../domain/secrets';
 import { verifyWebhookSignature } from '../domain/signature';
-import { recordEvents, residentUpdates } from '../test/support/webhooks';
+import { DEFAULT_DISPATCH, DELIVERY_SCHEDULE_MS } from '../domain/webhooks';
 import { workerProcessEnv } from '../worker/process-env';
-import type { floorWorkflow } from './lib/floor-workflow';
-import { legsOfAll, sample, type Legs } from './lib/histories';
-import { atInterrupt, childPids, cpuMeter, freshDatabase, peakRssMb, rssSampler, startChild, startTemporal, waitForPollers, type Child } from './lib/processes';
+import type { EventCommand, EventRunResult } from './lib/event-writer';
+import type { FloorRequest, FloorResult, FloorSpec } from './lib/http-floor';
+import { atInterrupt, childPids, cpuMeter, freshDatabase, loadAverage, peakRssMb, rssSampler, startChild, startTemporal, waitForPollers, type Child } from './lib/processes';
 import { percentile } from './lib/stats';
 import type { ReceivedRecord } from './lib/webhook-receiver';
 
 const { values: args } = parseArgs({
   options: {
     events: { type: 'string', default: '10000' },
-    'latency-events': { type: 'string', default: '300' },
-    'latency-rate': { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '200' },
+    'per-tx': { type: 'string', default: '1000' },
+    'steady-rate': { type: 'string', default: '50' },
+    'steady-seconds': { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '2000' },
+    rounds: { type: 'string', default: '3' },
+    /** Write a V8 CPU profile of the worker process into this directory (diagnosis only: it slows the worker). */
+    'profile-worker': { type: 'string' },
   },
 });
 const N = Number(args.events);
-const LATENCY_EVENTS = Number(args['latency-events']);
-const LATENCY_RATE = Number(args['latency-rate']);
+const PER_TX = Number(args['per-tx']);
+const STEADY_RATE = Number(args['steady-rate']);
+const STEADY_SECONDS = Number(args['steady-seconds']);
 const WARMUP = Number(args.warmup);
-/** Events per transaction: of the steady phase, and of the burst (a sync page's events arrive in one insert). */
-const LATENCY_TX = 2;
-const BURST_TX = 1000;
-/** Workflow starts in flight at once: the outbox relay's default (worker/relay.ts startConcurrency). */
-const START_LANES = 64;
+const ROUNDS = Number(args.rounds);
 const TASK_QUEUE = 'bench-webhooks';
 const WEBHOOK_QUEUE = webhookTaskQueueOf(TASK_QUEUE);
-const FLOOR_QUEUE = 'bench-webhooks-floor';
-/** A wait fails when nothing moved for this long (a delivery's second attempt comes 30 s after a failed first). */
+const DISPATCH_QUEUE = dispatchTaskQueueOf(WEBHOOK_QUEUE);
+/** A wait fails when nothing moved for this long. */
 const STALL_MS = 90_000;
-/** Workflow histories read per phase for the breakdown. */
-const HISTORY_SAMPLE = 100;
+/** How long the bench waits, after the isolation burst, for the hanging subscription's circuit to open. */
+const CIRCUIT_WAIT_MS = 120_000;
+
+/** The targets the issue sets; printed beside the figures, never asserted. */
+const TARGETS = { throughput: 0.5, isolation: 0.9, burstP99Ms: 30_000, steadyP50Ms: 200, executionsPer1000: 20, workerRssMb: 400 };
 
 const cfg = loadConfigOrExit();
+/** Requests in flight: the dispatcher's bound, and so the floor's. */
+const IN_FLIGHT = cfg.WEBHOOK_MAX_IN_FLIGHT;
 const say = (msg: string) => console.log(`[bench:webhooks] ${msg}`);
 const secs = (ms: number) => (ms / 1000).toFixed(2);
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+const mark = (ok: boolean) => (ok ? 'meets target' : 'BELOW TARGET');
 
 class CheckFailed extends Error {
   override name = 'CheckFailed';
 }
 
 /**
- * Polls `probe` until it reaches `target`; logs progress every 5 s; throws when it stalls for STALL_MS.
+ * Polls `probe` until it reaches `target`; logs progress every 10 s; throws when it stalls for STALL_MS, with what
+ * `diagnose` says of the state things were left in.
  */
-async function waitFor(label: string, probe: () => Promise<number>, target: number, intervalMs = 200): Promise<void> {
+async function waitFor(label: string, probe: () => Promise<number>, target: number, diagnose?: () => Promise<string>, intervalMs = 250): Promise<void> {
   let last = -1;
   let movedAt = Date.now();
   let loggedAt = Date.now();
@@ -89,7 +118,10 @@ async function waitFor(label: string, probe: () => Promise<number>, target: numb
       last = n;
       movedAt = Date.now();
     }
-    if (Date.now() - movedAt > STALL_MS) throw new CheckFailed(`${label}: stuck at ${int(n)}/${int(target)} for ${STALL_MS / 1000} s`);
+    if (Date.now() - movedAt > STALL_MS) {
+      const state = diagnose ? `\n    ${(await diagnose().catch((err: unknown) => `(no diagnosis: ${String(err)})`)).replace(/\n/g, '\n    ')}` : '';
+      throw new CheckFailed(`${label}: stuck at ${int(n)}/${int(target)} for ${STALL_MS / 1000} s${state}`);
+    }
     if (Date.now() - loggedAt >= 10_000) {
       loggedAt = Date.now();
       say(`  ${label}: ${int(n)}/${int(target)}`);
@@ -98,264 +130,296 @@ async function waitFor(label: string, probe: () => Promise<number>, target: numb
   }
 }
 
-/** Runs `count` calls of `start`, at most START_LANES in flight, as the relay's startAll does. */
-async function startInLanes(count: number, start: (i: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(START_LANES, count) }, async () => {
-      while (next < count) await start(next++);
-    }),
-  );
-}
-
-/** Every workflow the query matches: how many in each status, and when the last one closed (epoch ms). */
-async function workflowsOf(client: Client, query: string): Promise<{ total: number; byStatus: Record<string, number>; lastCloseMs: number }> {
-  const byStatus: Record<string, number> = {};
-  let total = 0;
-  let lastCloseMs = 0;
-  for await (const wf of client.workflow.list({ query, pageSize: 1000 })) {
-    total++;
-    byStatus[wf.status.name] = (byStatus[wf.status.name] ?? 0) + 1;
-    if (wf.closeTime) lastCloseMs = Math.max(lastCloseMs, wf.closeTime.getTime());
+/** Waits until a task queue has activity pollers (the dispatch queue has no workflows). */
+async function waitForActivityPollers(client: Client, taskQueue: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await client.workflowService.describeTaskQueue({
+      namespace: client.options.namespace,
+      taskQueue: { name: taskQueue },
+      taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    });
+    if ((r.pollers ?? []).length > 0) return;
+    if (Date.now() > deadline) throw new Error(`no worker polls task queue ${taskQueue} after ${timeoutMs} ms`);
+    await sleep(200);
   }
-  return { total, byStatus, lastCloseMs };
 }
 
-const completedOn = async (client: Client, taskQueue: string) =>
-  (await client.workflow.count(`TaskQueue="${taskQueue}" AND ExecutionStatus="Completed"`)).count;
-
-async function succeededDeliveries(db: Db): Promise<number> {
-  const [row] = await db.execute<{ n: number }>(sql`select count(*)::int as n from webhook_deliveries where status = 'succeeded'`);
-  return row!.n;
+/** The event writer process: one command at a time. */
+function eventWriter(child: Child) {
+  let n = 0;
+  return async (cmd: Omit<EventCommand, 'id'>): Promise<EventRunResult> => {
+    const id = `c${++n}`;
+    const answer = child.line(new RegExp(`^events-(result|error) ${id} (.*)$`), 30 * 60_000);
+    child.send(JSON.stringify({ ...cmd, id }));
+    const [, kind, body] = await answer;
+    if (kind === 'error') throw new Error(`the event writer failed: ${body}`);
+    return JSON.parse(body!) as EventRunResult;
+  };
 }
 
-/** The receiver's records from index `from` on. */
+/** A receiver's records from index `from` on (index = arrival order), read a page at a time. */
 async function receivedSince(receiverUrl: string, from = 0): Promise<ReceivedRecord[]> {
-  const res = await fetch(`${receiverUrl}/_records?from=${from}`);
-  if (!res.ok) throw new Error(`receiver: ${res.status}`);
-  return (await res.json()) as ReceivedRecord[];
+  const out: ReceivedRecord[] = [];
+  for (;;) {
+    const res = await fetch(`${receiverUrl}/_records?from=${from + out.length}&limit=5000`);
+    if (!res.ok) throw new Error(`receiver: ${res.status}`);
+    const page = (await res.json()) as ReceivedRecord[];
+    out.push(...page);
+    if (page.length < 5000) return out;
+  }
 }
 
-/** First arrival of each event at the receiver (epoch ms). */
-function firstArrivals(records: ReceivedRecord[]): Map<string, number> {
-  const first = new Map<string, number>();
-  for (const r of records) {
-    if (!r.eventId) continue;
-    const seen = first.get(r.eventId);
-    if (seen === undefined || r.at < seen) first.set(r.eventId, r.at);
-  }
+async function receivedCount(receiverUrl: string): Promise<number> {
+  const res = await fetch(`${receiverUrl}/_stats`);
+  return ((await res.json()) as { requests: number }).requests;
+}
+
+interface Arrival {
+  at: number;
+  /** Index in the receiver's records: its arrival order. */
+  index: number;
+}
+
+/** First arrival of each event at `path` of a receiver, from its records starting at `offset`. */
+function firstArrivals(records: ReceivedRecord[], path: string, offset = 0): Map<string, Arrival> {
+  const first = new Map<string, Arrival>();
+  records.forEach((r, i) => {
+    if (r.path !== path || !r.eventId) return;
+    if (!first.has(r.eventId)) first.set(r.eventId, { at: r.at, index: offset + i });
+  });
   return first;
 }
 
-/** Commit → first attempt of each event of `committed` (event id → commit epoch ms), in ms. */
-function latencies(committed: Map<string, number>, first: Map<string, number>): number[] {
+/** Commit epoch ms of every event of a writer run. */
+function commitsOf(run: EventRunResult): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tx of run.txs) for (const id of tx.ids) out.set(id, tx.at);
+  return out;
+}
+
+/** Commit → first arrival of each event of `committed`, in ms (events that never arrived are left out: the checks catch them). */
+function latencies(committed: Map<string, number>, first: Map<string, Arrival>): number[] {
   const out: number[] = [];
   for (const [id, at] of committed) {
     const arrived = first.get(id);
-    if (arrived !== undefined) out.push(arrived - at);
+    if (arrived !== undefined) out.push(arrived.at - at);
   }
   return out;
 }
 
-const median = (xs: number[]) => percentile(xs, 50);
+/** A live process's resident set now (VmRSS), MB. */
+function rssNowMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
 
-/** Postgres backends serving the bench database (the worker's pool, the relay's and gate's LISTEN, the bench's own). */
+/** Postgres backends serving the bench database (the worker's pool, its LISTENs, the writer's and the bench's own). */
 async function postgresPids(db: Db, databaseUrl: string): Promise<number[]> {
   const rows = await db.execute<{ pid: number }>(sql`select pid from pg_stat_activity where datname = ${new URL(databaseUrl).pathname.slice(1)}`);
   return rows.map((r) => r.pid);
 }
 
-/** CPU milliseconds per item of each process group, as one line. */
-const cpuLine = (used: Record<string, number>, items: number) =>
-  Object.entries(used)
-    .map(([name, s]) => `${name} ${((s * 1000) / items).toFixed(1)}`)
-    .join(', ');
-
-interface Floor {
-  ms: number;
-  rssMb: number;
-  cpu: Record<string, number>;
-  legs: Legs[];
+interface Execution {
+  workflowId: string;
+  type: string;
+  status: string;
+  start: number;
+  close: number | null;
 }
 
-/** The floor: N bare workflows with one no-op activity each, on a worker process of their own. */
-async function runFloor(client: Client, temporalAddress: string): Promise<Floor> {
-  const worker = startChild(
-    'bench/lib/floor-worker.ts',
-    [],
-    { ...workerProcessEnv(process.env), TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_TASK_QUEUE: FLOOR_QUEUE, LOG_LEVEL: 'warn' },
-    '[floor-worker]',
-  );
-  try {
-    await worker.line(/floor worker started/, 120_000);
-    await waitForPollers(client, FLOOR_QUEUE);
-    const start = (id: string) =>
-      client.workflow.start<typeof floorWorkflow>('floorWorkflow', {
-        taskQueue: FLOOR_QUEUE,
-        workflowId: id,
-        args: [{ id }],
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      });
-    const completed = () => completedOn(client, FLOOR_QUEUE);
-    await startInLanes(WARMUP, (i) => start(`floor-warmup-${i}`));
-    await waitFor('floor warm-up', completed, WARMUP);
-    say(`floor worker warmed up (${WARMUP} workflows); starting ${int(N)} floor workflows, ${START_LANES} starts in flight`);
-
-    const meter = await cpuMeter({ temporal: () => childPids('temporal'), 'floor worker': () => [worker.pid], 'bench (the starter)': () => [process.pid] }).start();
-    const t0 = Date.now();
-    await startInLanes(N, (i) => start(`floor-${i}`));
-    say(`  ${int(N)} floor workflows started in ${secs(Date.now() - t0)} s`);
-    await waitFor('floor workflows completed', completed, WARMUP + N, 250);
-    const cpu = await meter();
-    const all = await workflowsOf(client, `TaskQueue="${FLOOR_QUEUE}"`);
-    if (all.total !== WARMUP + N || all.byStatus.COMPLETED !== WARMUP + N) {
-      throw new CheckFailed(`floor: expected ${WARMUP + N} completed workflows, found ${JSON.stringify(all.byStatus)}`);
-    }
-    const rssMb = peakRssMb(worker.pid);
-    const legs = await legsOfAll(client, sample(Array.from({ length: N }, (_, i) => `floor-${i}`), HISTORY_SAMPLE));
-    return { ms: all.lastCloseMs - t0, rssMb, cpu, legs: [...legs.values()] };
-  } finally {
-    await worker.stop();
+/** Every execution (run) on the webhook task queue, continue-as-new runs included. */
+async function executions(client: Client): Promise<Execution[]> {
+  const out: Execution[] = [];
+  for await (const wf of client.workflow.list({ query: `TaskQueue="${WEBHOOK_QUEUE}"`, pageSize: 1000 })) {
+    out.push({ workflowId: wf.workflowId, type: wf.type, status: wf.status.name, start: wf.startTime.getTime(), close: wf.closeTime?.getTime() ?? null });
   }
+  return out;
 }
 
-interface Setup {
-  db: Db;
-  integration: IntegrationRow;
-  subscription: SubscriptionRow;
-  /** The subscription's signing secret in plaintext (the row holds it encrypted). */
+/** Executions that were open at some moment of [from, to]. */
+const openDuring = (xs: Execution[], from: number, to: number) => xs.filter((x) => x.start <= to && (x.close === null || x.close >= from));
+
+const countBy = <T>(xs: T[], key: (x: T) => string) => xs.reduce<Record<string, number>>((acc, x) => ((acc[key(x)] = (acc[key(x)] ?? 0) + 1), acc), {});
+const describeCounts = (c: Record<string, number>) =>
+  Object.entries(c)
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ') || 'none';
+
+/** Where a subscription's deliveries of a set of events stand: by status, and the span of their queuing and first attempts (epoch ms). */
+async function deliveriesOf(db: Db, subscriptionId: string, eventIds: string[]) {
+  const [row] = await db.execute<{
+    n: number;
+    by_status: Record<string, number> | null;
+    queued_first: string | null;
+    queued_last: string | null;
+    sent_first: string | null;
+    sent_last: string | null;
+  }>(sql`
+    with d as (select * from webhook_deliveries where subscription_id = ${subscriptionId} and event_id = any(${sql.param(eventIds)}::text[]))
+    select (select count(*)::int from d) as n,
+      (select json_object_agg(status, n) from (select status, count(*)::int as n from d group by status) s) as by_status,
+      (select min(created_at) from d)::text as queued_first, (select max(created_at) from d)::text as queued_last,
+      (select min(first_sent_at) from d)::text as sent_first, (select max(first_sent_at) from d)::text as sent_last`);
+  const ms = (t: string | null) => (t === null ? NaN : new Date(t).getTime());
+  return {
+    n: row!.n,
+    byStatus: row!.by_status ?? {},
+    queuedFirst: ms(row!.queued_first),
+    queuedLast: ms(row!.queued_last),
+    sentFirst: ms(row!.sent_first),
+    sentLast: ms(row!.sent_last),
+  };
+}
+
+/**
+ * How a dispatcher's batches took a subscription's deliveries of a set of events: claims (the deliveries one claim
+ * statement took share its `first_started_at`, the statement's time), their size, and how the first attempts' span
+ * splits into time within claims (first to last first attempt of a claim) and time between them (the previous claim's
+ * last first attempt to this one's first: what taking the next claim cost, nothing being started meanwhile).
+ */
+async function claimsOf(db: Db, subscriptionId: string, eventIds: string[]) {
+  const [row] = await db.execute<{ claims: number; avg_size: number; within_ms: number; between_ms: number; p50_between_ms: number; p50_to_first_ms: number }>(sql`
+    with d as (select first_started_at, first_sent_at from webhook_deliveries where subscription_id = ${subscriptionId} and event_id = any(${sql.param(eventIds)}::text[])),
+    c as (select first_started_at as claimed, count(*) as n, min(first_sent_at) as first_send, max(first_sent_at) as last_send from d group by 1),
+    g as (select *, lag(last_send) over (order by claimed) as prev_last from c)
+    select count(*)::int as claims, avg(n)::float8 as avg_size,
+      sum(extract(epoch from last_send - first_send) * 1000)::float8 as within_ms,
+      coalesce(sum(extract(epoch from first_send - prev_last) * 1000), 0)::float8 as between_ms,
+      percentile_cont(0.5) within group (order by extract(epoch from first_send - prev_last) * 1000) as p50_between_ms,
+      percentile_cont(0.5) within group (order by extract(epoch from first_send - claimed) * 1000) as p50_to_first_ms
+    from g`);
+  return {
+    claims: row!.claims,
+    avgSize: Number(row!.avg_size),
+    withinMs: Number(row!.within_ms),
+    betweenMs: Number(row!.between_ms),
+    p50BetweenMs: Number(row!.p50_between_ms),
+    p50ToFirstMs: Number(row!.p50_to_first_ms),
+  };
+}
+
+interface Subscription {
+  row: SubscriptionRow;
+  /** The signing secret in plaintext (the row holds it sealed). */
   secret: string;
-  receiverUrl: string;
-  receiver: Child;
 }
 
-async function setUp(databaseUrl: string): Promise<Setup> {
-  const receiver = startChild('bench/lib/webhook-receiver.ts', [], {}, '[receiver]');
-  const [, port] = await receiver.line(/receiver listening on (\d+)/);
-  const receiverUrl = `http://127.0.0.1:${port}`;
-  const db = createDb(databaseUrl, { max: 4, applicationName: 'propsync-bench' });
-  const org = await createOrganization(db, { name: 'bench-webhooks' });
-  // Test mode: deliveries to loopback are allowed (live ones are held to public https addresses).
-  // Sealed with the key the worker children get from the same environment.
-  const secrets = createKeyring(cfg.ENCRYPTION_KEYS);
-  const integration = await createIntegration(
-    db,
-    { organizationId: org.id, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
-    secrets,
-  );
-  const { row: subscription, secret } = await createSubscription(
-    db,
-    { organizationId: org.id, integrationId: integration.id, url: `${receiverUrl}/hooks`, eventTypes: ['*'], description: 'bench:webhooks receiver' },
-    secrets,
-  );
-  return { db, integration, subscription, secret, receiverUrl, receiver };
+async function succeededOf(db: Db, subscriptionId: string): Promise<number> {
+  const [row] = await db.execute<{ n: number }>(sql`select count(*)::int as n from webhook_deliveries where subscription_id = ${subscriptionId} and status = 'succeeded'`);
+  return row!.n;
 }
 
-/**
- * Everything the run must have done, or its figures mean nothing: every event at the receiver with a valid
- * signature and its own id, nothing unexpected, every delivery succeeded, every event dispatched, every delivery
- * workflow completed. Throws CheckFailed listing what is wrong.
- */
-async function check(s: Setup, client: Client, expected: Set<string>, records: ReceivedRecord[]) {
-  const problems: string[] = [];
-  const valid = new Map<string, number>();
-  const bad: string[] = [];
-  const unexpected = new Set<string>();
-  for (const r of records) {
-    const headers = { 'x-service-signature': r.signature ?? undefined, 'x-service-signature-previous': r.previousSignature ?? undefined };
-    let bodyId: unknown;
-    try {
-      bodyId = (JSON.parse(r.raw) as { id?: unknown }).id;
-    } catch {
-      bodyId = undefined;
-    }
-    if (!verifyWebhookSignature(r.raw, headers, s.secret)) bad.push(`${r.eventId}: signature does not verify`);
-    else if (!r.eventId || bodyId !== r.eventId) bad.push(`${r.eventId}: body id ${String(bodyId)} differs from the event id header`);
-    else if (!expected.has(r.eventId)) unexpected.add(r.eventId);
-    else valid.set(r.eventId, (valid.get(r.eventId) ?? 0) + 1);
-  }
-  const missing = [...expected].filter((id) => !valid.has(id));
-  if (bad.length > 0) problems.push(`${bad.length} request(s) with a bad signature or body, e.g. ${bad.slice(0, 3).join('; ')}`);
-  if (missing.length > 0) problems.push(`${missing.length} of ${expected.size} events never reached the receiver validly signed, e.g. ${missing.slice(0, 3).join(', ')}`);
-  if (unexpected.size > 0) problems.push(`${unexpected.size} event id(s) the bench never recorded reached the receiver`);
-
-  const statuses = await s.db.execute<{ status: string; n: number }>(sql`select status, count(*)::int as n from webhook_deliveries group by status`);
-  const byStatus = Object.fromEntries(statuses.map((r) => [r.status, r.n]));
-  if (byStatus.succeeded !== expected.size || statuses.length !== 1) {
-    problems.push(`delivery rows: expected ${expected.size} succeeded, found ${JSON.stringify(byStatus)}`);
-  }
-  const [events] = await s.db.execute<{ total: number; undispatched: number }>(
-    sql`select count(*)::int as total, (count(*) filter (where dispatched_at is null))::int as undispatched from events`,
-  );
-  if (events!.total !== expected.size || events!.undispatched !== 0) {
-    problems.push(`events: expected ${expected.size} all dispatched, found ${events!.total} with ${events!.undispatched} undispatched`);
-  }
-  const workflows = await workflowsOf(client, `TaskQueue="${WEBHOOK_QUEUE}" AND WorkflowType="deliverWebhook"`);
-  if (workflows.byStatus.COMPLETED !== expected.size || workflows.total !== expected.size) {
-    problems.push(`delivery workflows: expected ${expected.size} completed, found ${JSON.stringify(workflows.byStatus)}`);
-  }
-  if (problems.length > 0) throw new CheckFailed(`the run is broken:\n  - ${problems.join('\n  - ')}`);
-
-  const [extra] = await s.db.execute<{ retried: number }>(sql`select (count(*) filter (where attempts > 1))::int as retried from webhook_deliveries`);
-  return { requests: records.length, retried: extra!.retried, duplicates: [...valid.values()].filter((n) => n > 1).length };
+interface FloorFigures {
+  result: FloorResult;
+  /** First timed request started → last arrival at the receiver, ms. */
+  ms: number;
+  perSec: number;
+  cpu: Record<string, number>;
+  warmup: number;
 }
 
-/** Median legs of a sample of delivery workflows, with the relay's leg and the receiver's view added. */
-async function deliveryLegs(s: Setup, client: Client, committed: Map<string, number>, first: Map<string, number>) {
-  const ids = sample([...committed.keys()], HISTORY_SAMPLE);
-  const rows = await s.db
-    .select({ id: webhookDeliveries.id, eventId: webhookDeliveries.eventId })
-    .from(webhookDeliveries)
-    .where(inArray(webhookDeliveries.eventId, ids));
-  const legs = await legsOfAll(
-    client,
-    rows.map((r) => r.id),
-  );
-  return rows.map((r) => {
-    const l = legs.get(r.id)!;
-    const arrived = first.get(r.eventId)!;
-    return { ...l, relay: l.startedAt - committed.get(r.eventId)!, toReceiver: arrived - l.activityStartedAt, afterReceiver: l.activityEndedAt - arrived };
-  });
+interface BurstFigures {
+  run: EventRunResult;
+  committed: Map<string, number>;
+  first: Map<string, Arrival>;
+  /** First commit → last first arrival, ms. */
+  ms: number;
+  perSec: number;
+  lat: number[];
+  from: number;
+  to: number;
+  executions: Execution[];
+  cpu: Record<string, number>;
+  workerRssMb: number;
+  timeline: Awaited<ReturnType<typeof deliveriesOf>>;
+  claims: Awaited<ReturnType<typeof claimsOf>>;
 }
 
-/**
- * How the burst's first attempts kept the subscription's order (seq), from first_sent_at: how many went out before
- * their predecessor, how many came more than 1 s after it, and the median time between consecutive ones.
- */
-async function burstOrder(db: Db, seqsBefore: number) {
-  const [row] = await db.execute<{ links: number; overtook: number; slow_links: number; median_link_ms: number }>(sql`
-    select count(*)::int as links,
-      (count(*) filter (where p.first_sent_at > d.first_sent_at))::int as overtook,
-      (count(*) filter (where d.first_sent_at - p.first_sent_at > interval '1 second'))::int as slow_links,
-      percentile_cont(0.5) within group (order by extract(epoch from d.first_sent_at - p.first_sent_at) * 1000)
-        filter (where d.first_sent_at >= p.first_sent_at) as median_link_ms
-    from webhook_deliveries d
-    join webhook_deliveries p on p.subscription_id = d.subscription_id and p.seq = d.seq - 1
-    where d.seq > ${seqsBefore + 1}`);
-  return { links: row!.links, overtook: row!.overtook, slowLinks: row!.slow_links, medianLinkMs: Number(row!.median_link_ms) };
-}
-
-/** The 1-minute load average: other work on the machine skews every figure of a CPU-bound run. */
-const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0]!;
-
-async function main() {
+async function main(): Promise<void> {
   const began = Date.now();
+  const positive = [N, PER_TX, STEADY_RATE, STEADY_SECONDS].every((n) => Number.isFinite(n) && n > 0) && Number.isInteger(N) && Number.isInteger(PER_TX);
+  if (!positive || !(Number.isInteger(WARMUP) && WARMUP >= 1) || !(Number.isInteger(ROUNDS) && ROUNDS >= 1)) {
+    throw new Error('--events, --per-tx, --steady-rate, --steady-seconds, --warmup and --rounds must be positive numbers');
+  }
+  const settings = {
+    WEBHOOK_MAX_IN_FLIGHT: [cfg.WEBHOOK_MAX_IN_FLIGHT, DEFAULT_DISPATCH.maxInFlight],
+    WEBHOOK_CIRCUIT_FAILURES: [cfg.WEBHOOK_CIRCUIT_FAILURES, DEFAULT_DISPATCH.circuitFailures],
+    WEBHOOK_PROBE_SCHEDULE_MS: [cfg.WEBHOOK_PROBE_SCHEDULE_MS.join(','), DEFAULT_DISPATCH.probeScheduleMs.join(',')],
+    WEBHOOK_RETRY_SCHEDULE_MS: [cfg.WEBHOOK_RETRY_SCHEDULE_MS.join(','), DELIVERY_SCHEDULE_MS.join(',')],
+    WEBHOOK_BATCH_MS: [cfg.WEBHOOK_BATCH_MS, DEFAULT_DISPATCH.batchMs],
+    WEBHOOK_LINGER_MS: [cfg.WEBHOOK_LINGER_MS, DEFAULT_DISPATCH.lingerMs],
+    WEBHOOK_DISPATCH_IDLE_MS: [cfg.WEBHOOK_DISPATCH_IDLE_MS, DEFAULT_DISPATCH.idleMs],
+  } as const;
+  const changed = Object.entries(settings).filter(([, [v, d]]) => v !== d);
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
+  say(
+    changed.length === 0
+      ? `production webhook settings (the defaults): ${Object.entries(settings)
+          .map(([k, [v]]) => `${k} ${v}`)
+          .join(', ')}`
+      : `webhook settings from the environment, NOT the defaults: ${changed.map(([k, [v, d]]) => `${k} ${v} (default ${d})`).join(', ')}`,
+  );
   const databaseUrl = await freshDatabase(cfg.DATABASE_URL, 'bench_webhooks');
-  say(`bench database ${new URL(databaseUrl).pathname.slice(1)} (fresh); ${int(N)} events, floor of ${int(N)} workflows`);
+  say(`bench database ${new URL(databaseUrl).pathname.slice(1)} (fresh); bursts of ${int(N)} events in transactions of ${int(PER_TX)}`);
   const env = await startTemporal();
   atInterrupt(() => env.teardown());
   const temporalAddress = env.connection.options.address;
   const client = env.client;
-  let s: Setup | undefined;
-  let worker: Child | undefined;
-  try {
-    // 1. The floor, on a fresh server, before anything else ran on it.
-    const floor = await runFloor(client, temporalAddress);
-    say(`floor: ${int(N)} workflows in ${secs(floor.ms)} s (${int(N / (floor.ms / 1000))}/s)`);
 
-    // 2. The real worker process and the receiver.
-    s = await setUp(databaseUrl);
+  const children: Child[] = [];
+  const rssMb: Record<string, number> = {};
+  let db: Db | undefined;
+  let ok = false;
+  let ratios: { throughput: number | null; isolation: number | null } = { throughput: null, isolation: null };
+  /** VmHWM of each live child, read before they stop. */
+  const readRss = (name: string, child: Child | undefined) => {
+    if (!child) return;
+    try {
+      rssMb[name] = peakRssMb(child.pid);
+    } catch {
+      // gone already
+    }
+  };
+  /** The worker's log lines by level and message. */
+  const workerLog: Record<string, number> = {};
+  let worker: Child | undefined;
+  let receiver: Child | undefined;
+  let hanging: Child | undefined;
+  let writerChild: Child | undefined;
+  try {
+    // The receivers and the event writer, each a process of its own.
+    receiver = startChild('bench/lib/webhook-receiver.ts', [], {}, '[receiver]');
+    hanging = startChild('bench/lib/webhook-receiver.ts', ['--hang'], {}, '[hanging receiver]');
+    children.push(receiver, hanging);
+    const receiverUrl = `http://127.0.0.1:${(await receiver.line(/receiver listening on (\d+)/))[1]}`;
+    const hangingUrl = `http://127.0.0.1:${(await hanging.line(/receiver listening on (\d+)/))[1]}`;
+    writerChild = startChild('bench/lib/event-writer.ts', [], { DATABASE_URL: databaseUrl }, '[event writer]', {
+      stdin: true,
+      echo: (l) => !l.startsWith('events-result'),
+    });
+    children.push(writerChild);
+    await writerChild.line(/event writer ready/);
+    const write = eventWriter(writerChild);
+
+    // One integration; subscription A wants every event from the start.
+    db = createDb(databaseUrl, { max: 4, applicationName: 'propsync-bench' });
+    const org = await createOrganization(db, { name: 'bench-webhooks' });
+    // Test mode: deliveries to loopback are allowed (live ones are held to public addresses). Sealed with the key
+    // the worker gets from the same environment.
+    const secrets = createKeyring(cfg.ENCRYPTION_KEYS);
+    const integration: IntegrationRow = await createIntegration(
+      db,
+      { organizationId: org.id, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
+      secrets,
+    );
+    const a: Subscription = await createSubscription(
+      db,
+      { organizationId: org.id, integrationId: integration.id, url: `${receiverUrl}/hooks`, eventTypes: ['*'], description: 'bench:webhooks healthy receiver' },
+      secrets,
+    );
+    const integrationRef = { id: integration.id, organizationId: integration.organizationId, mode: integration.mode };
+
     worker = startChild(
       'worker/main.ts',
       [],
@@ -370,152 +434,429 @@ async function main() {
         LOG_PRETTY: 'false',
       },
       '[worker]',
+      {
+        nodeArgs: args['profile-worker'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-worker']}`] : [],
+        // Every line is counted by its message; long ones (a failed query lists its parameters) are cut.
+        echo: (line) => {
+          let msg = 'unparsed line';
+          try {
+            const entry = JSON.parse(line) as { msg?: string; level?: number };
+            msg = `${entry.level === 40 ? 'warn' : entry.level === 50 ? 'error' : `level ${entry.level}`} "${entry.msg}"`;
+          } catch {
+            // not a log entry
+          }
+          workerLog[msg] = (workerLog[msg] ?? 0) + 1;
+          console.log(`[worker] ${line.length > 400 ? `${line.slice(0, 400)} …(${line.length} chars)` : line}`);
+          return false;
+        },
+      },
     );
-    await waitForPollers(client, WEBHOOK_QUEUE);
-    say(`worker/main.ts polls ${WEBHOOK_QUEUE} (WEBHOOK_MAX_ACTIVITIES ${cfg.WEBHOOK_MAX_ACTIVITIES}); receiver at ${s.receiverUrl}`);
-    const rss = rssSampler(worker.pid);
-    const { db, integration, receiverUrl } = s;
-    const expected = new Set<string>();
-    let seen = 0;
-    const record = async (drafts: ReturnType<typeof residentUpdates>, committed?: Map<string, number>) => {
-      const ids = await recordEvents(db, integration, drafts);
-      const at = Date.now();
-      for (const id of ids) {
-        expected.add(id);
-        committed?.set(id, at);
-      }
-    };
-    const allDelivered = () => waitFor('deliveries succeeded', () => succeededDeliveries(db), expected.size);
-
-    await record(residentUpdates(WARMUP, 'warmup'));
-    await allDelivered();
-    seen = (await receivedSince(receiverUrl)).length;
-    say(`webhook worker warmed up (${WARMUP} deliveries)`);
-
-    // 3. Latency at a steady rate, in small transactions.
-    const steady = new Map<string, number>();
-    const txs = Math.ceil(LATENCY_EVENTS / LATENCY_TX);
-    const every = (1000 * LATENCY_TX) / LATENCY_RATE;
-    say(`steady phase: ${int(LATENCY_EVENTS)} events, ${LATENCY_TX} per transaction every ${every} ms (${LATENCY_RATE}/s)`);
-    const steadyStart = performance.now();
-    for (let i = 0; i < txs; i++) {
-      await sleep(steadyStart + i * every - performance.now());
-      await record(residentUpdates(Math.min(LATENCY_TX, LATENCY_EVENTS - i * LATENCY_TX), `s${i}-`), steady);
-    }
-    await allDelivered();
-    const steadyRecords = await receivedSince(receiverUrl, seen);
-    seen += steadyRecords.length;
-    const steadyFirst = firstArrivals(steadyRecords);
-    const steadyLat = latencies(steady, steadyFirst);
-    say(`  steady: p50 ${int(percentile(steadyLat, 50))} ms, p99 ${int(percentile(steadyLat, 99))} ms over ${steadyLat.length} events`);
-
-    // 4. The burst.
-    const burst = new Map<string, number>();
-    const batches = Array.from({ length: Math.ceil(N / BURST_TX) }, (_, i) => residentUpdates(Math.min(BURST_TX, N - i * BURST_TX), `b${i}-`));
-    await sleep(1_000);
-    rss.reset();
+    children.push(worker);
+    const workerExited = new Promise<never>((_, reject) =>
+      worker!.process.once('exit', (code, signal) => reject(new Error(`worker/main.ts exited (${signal ?? code}) before it polled its task queues`))),
+    );
+    workerExited.catch(() => {});
+    await Promise.race([Promise.all([waitForPollers(client, WEBHOOK_QUEUE), waitForActivityPollers(client, DISPATCH_QUEUE)]), workerExited]);
+    say(`worker/main.ts polls ${WEBHOOK_QUEUE} and ${DISPATCH_QUEUE}; receivers at ${receiverUrl} (healthy) and ${hangingUrl} (hanging)`);
     const workerPid = worker.pid;
-    const receiverPid = s.receiver.pid;
-    const meter = await cpuMeter({
-      temporal: () => childPids('temporal'),
-      worker: () => [workerPid],
-      postgres: () => postgresPids(db, databaseUrl),
-      receiver: () => [receiverPid],
-      bench: () => [process.pid],
-    }).start();
-    say(`burst: ${int(N)} events in ${batches.length} transaction(s) of up to ${BURST_TX}`);
-    const burstStart = Date.now();
-    for (const drafts of batches) await record(drafts, burst);
-    say(`  burst committed in ${secs(Date.now() - burstStart)} s`);
-    await allDelivered();
-    await waitFor('delivery workflows completed', () => completedOn(client, WEBHOOK_QUEUE), expected.size, 250);
-    const burstCpu = await meter();
-    const burstRssMb = rss.peakMb();
-    rss.stop();
-    const workerPeakMb = peakRssMb(worker.pid);
-    const burstWorkflows = await workflowsOf(
-      client,
-      `TaskQueue="${WEBHOOK_QUEUE}" AND WorkflowType="deliverWebhook" AND StartTime >= "${new Date(burstStart).toISOString()}"`,
+    const workerIdleMb = rssNowMb(workerPid);
+    const receiverPid = receiver.pid;
+    const writerPid = writerChild.pid;
+    const hangingPid = hanging.pid;
+
+    /** Every event recorded, for A. */
+    const expected = new Set<string>();
+    const record = async (cmd: Omit<EventCommand, 'id' | 'integration'>) => {
+      const run = await write({ ...cmd, integration: integrationRef });
+      const ids = run.txs.flatMap((t) => t.ids);
+      if (ids.length !== cmd.count) throw new CheckFailed(`the event writer recorded ${ids.length} events, not ${cmd.count}`);
+      for (const id of ids) expected.add(id);
+      return run;
+    };
+    /** Subscriptions so far (B joins for the last phase). */
+    const subs: { name: string; sub: Subscription }[] = [{ name: 'A', sub: a }];
+    /** Where the relay and the dispatchers stand: what a stalled wait prints. */
+    const diagnose = async (): Promise<string> => {
+      const [ev] = await db!.execute<{ undispatched: number }>(sql`select (count(*) filter (where dispatched_at is null))::int as undispatched from events`);
+      const lines = [`events not yet dispatched by the relay: ${ev!.undispatched}`];
+      for (const { name, sub } of subs) {
+        const [row] = await db!.execute<{ idle: boolean; opened: string | null; by_status: Record<string, number> | null; taken: number }>(sql`
+          select s.dispatch_idle as idle, s.circuit_opened_at::text as opened,
+            (select json_object_agg(status, n) from (select status, count(*)::int as n from webhook_deliveries where subscription_id = s.id group by status) x) as by_status,
+            (select count(*)::int from webhook_deliveries where subscription_id = s.id and status = 'pending' and first_started_at is not null) as taken
+          from webhook_subscriptions s where s.id = ${sub.row.id}`);
+        let dispatcher = 'no dispatcher workflow';
+        try {
+          const d = await client.workflow.getHandle(dispatcherWorkflowIdOf(sub.row.id)).describe();
+          dispatcher = `dispatcher ${d.status.name} (run started ${d.startTime.toISOString()})`;
+        } catch {
+          // none
+        }
+        lines.push(
+          `${name}: dispatch_idle ${row!.idle}, circuit ${row!.opened ? `open since ${row!.opened}` : 'closed'}, deliveries ${JSON.stringify(row!.by_status ?? {})}, ` +
+            `${row!.taken} taken and not recorded; ${dispatcher}`,
+        );
+      }
+      lines.push(`worker log so far: ${describeCounts(workerLog)}`);
+      return lines.join('\n');
+    };
+    const allDeliveredToA = (label: string) => waitFor(label, () => succeededOf(db!, a.row.id), expected.size, diagnose);
+
+    // 1. Warm-up.
+    await record({ kind: 'burst', count: WARMUP, perTx: PER_TX, tag: 'w' });
+    await allDeliveredToA('warm-up deliveries succeeded');
+    say(`warmed up: ${WARMUP} events delivered`);
+
+    // 2. Steady rate, one event per transaction.
+    const steadyCount = Math.round(STEADY_RATE * STEADY_SECONDS);
+    say(`steady phase: ${int(steadyCount)} events at ${STEADY_RATE}/s, one per transaction`);
+    const steadyFrom = await receivedCount(receiverUrl);
+    const steadyRun = await record({ kind: 'steady', count: steadyCount, perTx: 1, rate: STEADY_RATE, tag: 's' });
+    await allDeliveredToA('steady deliveries succeeded');
+    const steadyFirst = firstArrivals(await receivedSince(receiverUrl, steadyFrom), '/hooks', steadyFrom);
+    const steadyLat = latencies(commitsOf(steadyRun), steadyFirst);
+    say(
+      `  steady: ${int(steadyCount)} events committed in ${secs(steadyRun.ms)} s (${steadyRun.late} late ticks); ` +
+        `commit → first arrival p50 ${int(percentile(steadyLat, 50))} ms, p99 ${int(percentile(steadyLat, 99))} ms`,
     );
-    const burstMs = burstWorkflows.lastCloseMs - burstStart;
-    const [lastSuccess] = await db.execute<{ at: Date | string }>(sql`select max(updated_at) as at from webhook_deliveries`);
-    const burstRecords = await receivedSince(receiverUrl, seen);
-    const burstFirst = firstArrivals(burstRecords);
-    const burstLat = latencies(burst, burstFirst);
 
-    // 5. Checks, before any figure is printed.
-    const checked = await check(s, client, expected, await receivedSince(receiverUrl));
+    const rss = rssSampler(workerPid);
+    /** One burst of N events; done when A has every delivery succeeded. */
+    const burst = async (label: string, tag: string, extra: Record<string, () => number[]> = {}): Promise<BurstFigures> => {
+      await sleep(2_000);
+      const recFrom = await receivedCount(receiverUrl);
+      const meter = await cpuMeter({
+        temporal: () => childPids('temporal'),
+        worker: () => [workerPid],
+        postgres: () => postgresPids(db!, databaseUrl),
+        receiver: () => [receiverPid],
+        ...extra,
+        'event writer': () => [writerPid],
+        bench: () => [process.pid],
+      }).start();
+      rss.reset();
+      const from = Date.now();
+      say(`${label}: ${int(N)} events in ${Math.ceil(N / PER_TX)} transaction(s) of up to ${int(PER_TX)}`);
+      const run = await record({ kind: 'burst', count: N, perTx: PER_TX, tag });
+      say(`  committed in ${secs(run.ms)} s`);
+      await allDeliveredToA(`${label}: deliveries to A succeeded`);
+      const cpu = await meter();
+      const workerRssMb = rss.peakMb();
+      const to = Date.now();
+      const committed = commitsOf(run);
+      const first = firstArrivals(await receivedSince(receiverUrl, recFrom), '/hooks', recFrom);
+      const firstCommit = run.txs[0]!.at;
+      const lastArrival = Math.max(...[...committed.keys()].map((id) => first.get(id)?.at ?? -Infinity));
+      const ms = lastArrival - firstCommit;
+      // Visibility may lag a moment behind a start or a close.
+      await sleep(1_000);
+      const xs = openDuring(await executions(client), from, to);
+      const timeline = await deliveriesOf(db!, a.row.id, [...committed.keys()]);
+      const claims = await claimsOf(db!, a.row.id, [...committed.keys()]);
+      say(`  ${label}: ${int(N)} deliveries to A in ${secs(ms)} s (${int(N / (ms / 1000))}/s)`);
+      return { run, committed, first, ms, perSec: N / (ms / 1000), lat: latencies(committed, first), from, to, executions: xs, cpu, workerRssMb, timeline, claims };
+    };
 
-    const order = await burstOrder(db, WARMUP + LATENCY_EVENTS);
-    const steadyLegs = await deliveryLegs(s, client, steady, steadyFirst);
-    const burstLegs = await deliveryLegs(s, client, burst, burstFirst);
+    /** One floor round: the bodies and headers of a burst's deliveries, in A's queue order, to the same receiver process. */
+    const floorRound = async (of: BurstFigures, label: string): Promise<FloorFigures> => {
+      const bodies = await db!.execute<{ event_id: string; event_type: string; body: string | null }>(sql`
+        select d.event_id, d.event_type, e.body from webhook_deliveries d join events e on e.id = d.event_id
+        where d.subscription_id = ${a.row.id} and d.event_id = any(${sql.param([...of.committed.keys()])}::text[]) order by d.seq`);
+      const stored = { secret: a.row.secret, previousSecret: null, previousExpiresAt: null };
+      const requests: FloorRequest[] = bodies.map((r) => {
+        if (r.body === null) throw new CheckFailed(`event ${r.event_id} has no stored body after its delivery`);
+        return { body: r.body, headers: attemptHeaders(secrets, a.row.id, stored, r.body, { eventId: r.event_id, eventType: r.event_type, attempt: 1 }, new Date()) };
+      });
+      if (requests.length !== N) throw new CheckFailed(`floor: ${requests.length} bodies for ${N} events`);
+      await sleep(2_000);
+      const floorFrom = await receivedCount(receiverUrl);
+      const child = startChild('bench/lib/http-floor.ts', [], {}, '[floor]', { stdin: true, echo: (l) => !l.startsWith('floor-') });
+      children.push(child);
+      const spec: FloorSpec = { url: `${receiverUrl}/floor`, concurrency: IN_FLIGHT, warmup: Math.min(WARMUP, N), requests };
+      const answer = child.line(/^floor-result (.*)$/, 30 * 60_000);
+      const timed = child.line(/^floor-timed-start$/, 30 * 60_000);
+      child.process.stdin!.end(JSON.stringify(spec));
+      await timed;
+      // The receiver's CPU over the timed run (the client measures its own).
+      const meter = await cpuMeter({ receiver: () => [receiverPid] }).start();
+      const result = JSON.parse((await answer)[1]!) as FloorResult;
+      const cpu = { ...(await meter()), 'floor client': result.cpuMs / 1000 };
+      await child.stop();
+      const records = (await receivedSince(receiverUrl, floorFrom)).filter((r) => r.path === '/floor');
+      const ms = Math.max(...records.map((r) => r.at)) - result.startedAt;
+      say(`  ${label}: ${int(N)} requests in ${secs(ms)} s (${int(N / (ms / 1000))}/s; ${secs(result.endedAt - result.startedAt)} s as the client timed it)`);
+      return { result, ms, perSec: N / (ms / 1000), cpu, warmup: spec.warmup };
+    };
 
-    const deliveriesPerSec = N / (burstMs / 1000);
-    const floorPerSec = N / (floor.ms / 1000);
-    const ratio = deliveriesPerSec / floorPerSec;
-    const p50 = percentile(steadyLat, 50);
-    const mark = (ok: boolean) => (ok ? 'meets target' : 'BELOW TARGET');
-    console.log('');
-    console.log(`  ${'run'.padEnd(50)}${'items'.padStart(9)}${'seconds'.padStart(10)}${'items/s'.padStart(10)}`);
-    const line = (name: string, n: number, ms: number) => console.log(`  ${name.padEnd(50)}${int(n).padStart(9)}${secs(ms).padStart(10)}${int(n / (ms / 1000)).padStart(10)}`);
-    line('floor: bare workflow + one no-op activity', N, floor.ms);
-    line('webhook burst: first commit → last workflow closed', N, burstMs);
-    console.log(`  (the burst's last delivery row turned succeeded ${secs(new Date(lastSuccess!.at).getTime() - burstStart)} s after its first commit)`);
-    console.log('');
-    console.log(`  deliveries/s ÷ floor workflows/s              ${ratio.toFixed(2)}   (target >= 0.7: ${mark(ratio >= 0.7)})`);
-    console.log(
-      `  commit → first attempt, steady ${LATENCY_RATE}/s          p50 ${int(p50)} ms, p99 ${int(percentile(steadyLat, 99))} ms over ${steadyLat.length} events (target p50 <= 1 s: ${mark(p50 <= 1000)})`,
+    // 3. Bursts to A alone, each followed by the floor over the same bodies.
+    const alone: BurstFigures[] = [];
+    const floors: FloorFigures[] = [];
+    for (let r = 1; r <= ROUNDS; r++) {
+      alone.push(await burst(`burst ${r}/${ROUNDS}, A alone`, `b${r}-`));
+      say(`floor ${r}/${ROUNDS}: the same ${int(N)} signed bodies from a bare node:http client, ${IN_FLIGHT} in flight over keep-alive, after ${int(Math.min(WARMUP, N))} to warm up`);
+      floors.push(await floorRound(alone.at(-1)!, `floor ${r}/${ROUNDS}`));
+    }
+
+    // 4. Isolation: subscription B, whose receiver never answers, wants the same events.
+    const b: Subscription = await createSubscription(
+      db,
+      { organizationId: org.id, integrationId: integration.id, url: `${hangingUrl}/hooks`, eventTypes: ['*'], description: 'bench:webhooks hanging receiver' },
+      secrets,
     );
-    console.log(`  commit → first attempt, within the burst      p50 ${int(percentile(burstLat, 50))} ms, p99 ${int(percentile(burstLat, 99))} ms (queueing behind ${int(N)} events; no target)`);
-    console.log(`  worker peak RSS                               ${workerPeakMb} MB over the run (VmHWM); ${burstRssMb} MB during the burst (sampled VmRSS)`);
-    console.log(`  floor worker peak RSS                         ${floor.rssMb} MB (VmHWM; it bundles its workflow in-process, the worker in a child)`);
-    console.log('');
-    console.log(`  where the time went: median ms over ${HISTORY_SAMPLE} sampled workflow histories per phase`);
-    const legCols = ['relay', 'firstTaskWait', 'firstTask', 'activityWait', 'toReceiver', 'afterReceiver', 'activity', 'close'] as const;
-    console.log(`  ${'phase'.padEnd(10)}${legCols.map((c) => c.padStart(14)).join('')}`);
-    const legRow = (name: string, rows: Partial<Record<(typeof legCols)[number], number>>[]) =>
-      console.log(
-        `  ${name.padEnd(10)}${legCols
-          .map((c) => {
-            const xs = rows.map((r) => r[c]).filter((x): x is number => x !== undefined);
-            return (xs.length ? int(median(xs)) : '-').padStart(14);
-          })
-          .join('')}`,
+    subs.push({ name: 'B', sub: b });
+    // An event goes to the subscriptions that existed when it was recorded.
+    await sleep(100);
+    const withB: BurstFigures[] = [];
+    for (let r = 1; r <= ROUNDS; r++) withB.push(await burst(`burst ${r}/${ROUNDS}, A with hanging B`, `h${r}-`, { 'hanging receiver': () => [hangingPid] }));
+    say(`waiting (at most ${CIRCUIT_WAIT_MS / 1000} s) for the hanging subscription's circuit to open`);
+    const circuitDeadline = Date.now() + CIRCUIT_WAIT_MS;
+    let circuitOpen = false;
+    while (Date.now() < circuitDeadline && !circuitOpen) {
+      const [row] = await db.execute<{ at: string | null }>(sql`select circuit_opened_at::text as at from webhook_subscriptions where id = ${b.row.id}`);
+      circuitOpen = Boolean(row?.at);
+      if (!circuitOpen) await sleep(500);
+    }
+    // Let the failures of the batch that opened the circuit be handed to their retry workflows and recorded.
+    await sleep(3_000);
+    const withCommitted = new Set(withB.flatMap((f) => [...f.committed.keys()]));
+    const hangingRecords = await receivedSince(hangingUrl);
+    const bAfter = await deliveriesOf(db, b.row.id, [...withCommitted]);
+    const [bRow] = await db.execute<{ opened: string | null; next_probe: string | null }>(
+      sql`select circuit_opened_at::text as opened, circuit_next_probe_at::text as next_probe from webhook_subscriptions where id = ${b.row.id}`,
+    );
+    const allExecutions = await executions(client);
+    // Retry workflows are named by their delivery's id: whose subscription is each?
+    const retryIds = allExecutions.filter((x) => x.type === 'deliverWebhook').map((x) => x.workflowId);
+    const retryOwner = new Map(
+      (await db.execute<{ id: string; subscription_id: string }>(sql`select id, subscription_id from webhook_deliveries where id = any(${sql.param(retryIds)}::text[])`)).map((r) => [
+        r.id,
+        r.subscription_id,
+      ]),
+    );
+    const bRetries = allExecutions.filter((x) => x.type === 'deliverWebhook' && retryOwner.get(x.workflowId) === b.row.id);
+    const bDispatcherRuns = allExecutions.filter((x) => x.workflowId === dispatcherWorkflowIdOf(b.row.id));
+
+    // RSS of every process, before anything stops.
+    readRss('worker', worker);
+    readRss('receiver', receiver);
+    readRss('hanging_receiver', hanging);
+    readRss('event_writer', writerChild);
+    rssMb.floor_client = Math.max(...floors.map((f) => f.result.rssMb));
+
+    // 5. Checks, before any ratio is printed.
+    const problems: string[] = [];
+    const allRecords = await receivedSince(receiverUrl);
+    const bad: string[] = [];
+    const valid = new Map<string, number>();
+    const unexpected = new Set<string>();
+    let floorValid = 0;
+    for (const r of allRecords) {
+      const headers = { 'x-service-signature': r.signature ?? undefined, 'x-service-signature-previous': r.previousSignature ?? undefined };
+      let bodyId: unknown;
+      try {
+        bodyId = (JSON.parse(r.raw) as { id?: unknown }).id;
+      } catch {
+        bodyId = undefined;
+      }
+      const why = !verifyWebhookSignature(r.raw, headers, a.secret)
+        ? 'signature does not verify under A’s secret'
+        : !r.eventId || bodyId !== r.eventId
+          ? `body id ${String(bodyId)} differs from the event id header`
+          : r.attempt !== '1'
+            ? `attempt header ${r.attempt} (every attempt of A should be its first)`
+            : null;
+      if (r.path !== '/hooks' && r.path !== '/floor') bad.push(`${r.eventId}: unexpected path ${r.path}`);
+      else if (why) bad.push(`${r.path} ${r.eventId}: ${why}`);
+      else if (r.path === '/floor') floorValid++;
+      else if (!expected.has(r.eventId!)) unexpected.add(r.eventId!);
+      else valid.set(r.eventId!, (valid.get(r.eventId!) ?? 0) + 1);
+    }
+    const missing = [...expected].filter((id) => !valid.has(id));
+    const duplicates = [...valid.values()].filter((n) => n > 1).length;
+    const floorSent = floors.reduce((n, f) => n + N + f.warmup, 0);
+    if (bad.length > 0) problems.push(`${bad.length} request(s) at the healthy receiver went wrong, e.g. ${bad.slice(0, 3).join('; ')}`);
+    if (missing.length > 0) problems.push(`${missing.length} of ${expected.size} events never reached A's receiver validly signed, e.g. ${missing.slice(0, 3).join(', ')}`);
+    if (unexpected.size > 0) problems.push(`${unexpected.size} event id(s) the bench never recorded reached A's receiver`);
+    for (const [i, f] of floors.entries()) {
+      if (f.result.ok !== N || f.result.failures.length > 0) problems.push(`floor ${i + 1}: ${f.result.ok} of ${N} timed requests answered 2xx: ${f.result.failures.join('; ')}`);
+    }
+    if (floorValid !== floorSent) problems.push(`floor: the receiver got ${floorValid} validly signed floor requests, not ${floorSent}`);
+
+    const [aRows] = await db.execute<{ n: number; by_status: Record<string, number>; multi: number; attempts: number; not_ok: number }>(sql`
+      select (select count(*)::int from webhook_deliveries where subscription_id = ${a.row.id}) as n,
+        (select json_object_agg(status, n) from (select status, count(*)::int as n from webhook_deliveries where subscription_id = ${a.row.id} group by status) s) as by_status,
+        (select count(*)::int from webhook_deliveries where subscription_id = ${a.row.id} and attempts <> 1) as multi,
+        (select count(*)::int from webhook_attempts t join webhook_deliveries d on d.id = t.delivery_id where d.subscription_id = ${a.row.id}) as attempts,
+        (select count(*)::int from webhook_attempts t join webhook_deliveries d on d.id = t.delivery_id
+          where d.subscription_id = ${a.row.id} and (t.number <> 1 or t.response_status is distinct from 200)) as not_ok`);
+    if (aRows!.n !== expected.size || aRows!.by_status.succeeded !== expected.size) {
+      problems.push(`A's deliveries: expected ${expected.size} succeeded, found ${aRows!.n}: ${JSON.stringify(aRows!.by_status)}`);
+    }
+    if (aRows!.multi > 0 || aRows!.attempts !== expected.size || aRows!.not_ok > 0) {
+      problems.push(`A's attempts: ${aRows!.attempts} recorded for ${expected.size} deliveries, ${aRows!.multi} deliveries with other than one attempt, ${aRows!.not_ok} not a first attempt answered 200`);
+    }
+    const [aOrder] = await db.execute<{ links: number; backwards: number; worst_ms: number | null; unsent: number; no_seq: number }>(sql`
+      select count(prev)::int as links, (count(*) filter (where first_sent_at < prev))::int as backwards,
+        max(extract(epoch from prev - first_sent_at) * 1000) filter (where first_sent_at < prev) as worst_ms,
+        (count(*) filter (where first_sent_at is null))::int as unsent, (count(*) filter (where seq is null))::int as no_seq
+      from (select seq, first_sent_at, lag(first_sent_at) over (order by seq) as prev from webhook_deliveries where subscription_id = ${a.row.id}) t`);
+    if (aOrder!.backwards > 0 || aOrder!.unsent > 0 || aOrder!.no_seq > 0) {
+      problems.push(
+        `A's first attempts out of seq order: first_sent_at went backwards ${aOrder!.backwards} time(s) along seq (by up to ${Number(aOrder!.worst_ms ?? 0).toFixed(0)} ms), ` +
+          `${aOrder!.unsent} without first_sent_at, ${aOrder!.no_seq} without seq`,
       );
-    legRow('floor', floor.legs);
-    legRow('steady', steadyLegs);
-    legRow('burst', burstLegs);
-    console.log(
-      '  (relay: commit → workflow started; firstTaskWait: started → first workflow task picked up; activityWait: activity scheduled → picked up;',
+    }
+    const aRetries = allExecutions.filter((x) => x.type === 'deliverWebhook' && retryOwner.get(x.workflowId) !== b.row.id);
+    if (aRetries.length > 0) problems.push(`${aRetries.length} retry workflow(s) not of B's deliveries (A's first attempts should all have succeeded), e.g. ${aRetries[0]!.workflowId}`);
+    const [aCircuit] = await db.execute<{ opened: string | null }>(sql`select circuit_opened_at::text as opened from webhook_subscriptions where id = ${a.row.id}`);
+    if (aCircuit!.opened) problems.push(`A's circuit is open (since ${aCircuit!.opened})`);
+    const [evs] = await db.execute<{ total: number; undispatched: number }>(
+      sql`select count(*)::int as total, (count(*) filter (where dispatched_at is null))::int as undispatched from events`,
     );
-    console.log('   toReceiver / afterReceiver: activity start → request at the receiver → activity end; close: activity end → workflow closed)');
+    if (evs!.total !== expected.size || evs!.undispatched !== 0) problems.push(`events: expected ${expected.size} all dispatched, found ${evs!.total} with ${evs!.undispatched} undispatched`);
+    if (bAfter.n !== withCommitted.size || (bAfter.byStatus.succeeded ?? 0) > 0) {
+      problems.push(`B's deliveries: expected ${withCommitted.size}, none succeeded; found ${bAfter.n}: ${JSON.stringify(bAfter.byStatus)}`);
+    }
+    const hangingBad = hangingRecords.filter(
+      (r) => !r.eventId || !withCommitted.has(r.eventId) || !verifyWebhookSignature(r.raw, { 'x-service-signature': r.signature ?? undefined }, b.secret),
+    );
+    if (hangingBad.length > 0) problems.push(`${hangingBad.length} request(s) at the hanging receiver not of B's bursts or not signed with B's secret`);
+    if (problems.length > 0) throw new CheckFailed(`the run is broken:\n  - ${problems.join('\n  - ')}`);
+
+    // Order at the receiver: first arrivals of A's events along seq.
+    const seqOrder = (await db.execute<{ event_id: string }>(sql`select event_id from webhook_deliveries where subscription_id = ${a.row.id} order by seq`)).map((r) => r.event_id);
+    const arrivalIndex = firstArrivals(allRecords, '/hooks');
+    let inversions = 0;
+    let latest = -1;
+    const bySeq = seqOrder.map((id) => arrivalIndex.get(id)!.index);
+    for (const i of bySeq) {
+      if (i < latest) inversions++;
+      latest = Math.max(latest, i);
+    }
+    const arrivalRank = new Map([...bySeq].sort((x, y) => x - y).map((idx, rank) => [idx, rank]));
+    const displacement = Math.max(...bySeq.map((idx, seqRank) => Math.abs(arrivalRank.get(idx)! - seqRank)));
+
+    // 6. Figures: medians over the rounds.
+    const median = (xs: number[]) => percentile(xs, 50);
+    const floorPerSec = median(floors.map((f) => f.perSec));
+    const alonePerSec = median(alone.map((f) => f.perSec));
+    const withPerSec = median(withB.map((f) => f.perSec));
+    const throughput = alonePerSec / floorPerSec;
+    const isolation = withPerSec / alonePerSec;
+    const steadyP50 = percentile(steadyLat, 50);
+    const aloneLat = alone.flatMap((f) => f.lat);
+    const withLat = withB.flatMap((f) => f.lat);
+    const aloneP99 = percentile(aloneLat, 99);
+    /** Distinct executions open during any of the bursts. */
+    const distinct = (fs: BurstFigures[]) => [...new Map(fs.flatMap((f) => f.executions).map((x) => [`${x.workflowId} ${x.start}`, x])).values()];
+    const aloneExec = distinct(alone);
+    const per1000 = aloneExec.length / ((ROUNDS * N) / 1000);
+    const withExec = distinct(withB);
+    const withA = withExec.filter((x) => x.workflowId === dispatcherWorkflowIdOf(a.row.id));
+    const withOthers = withExec.filter((x) => x.workflowId !== dispatcherWorkflowIdOf(a.row.id));
+    const at = (t: number, base: number) => `+${secs(t - base)}`;
+    const cpuOf = (c: Record<string, number>) => ['worker', 'postgres', 'receiver', 'temporal'].map((k) => (((c[k] ?? 0) * 1000) / N).toFixed(2)).join(' / ');
+    console.log('');
+    const txs = Math.ceil(N / PER_TX);
+    console.log(`  Bursts of ${int(N)} events (${txs} transaction${txs === 1 ? '' : 's'} of up to ${int(PER_TX)}) to subscription A, ${ROUNDS} round(s) each; times from each burst's first commit.`);
     console.log(
-      `  order of first attempts in the burst: ${int(order.overtook)} of ${int(order.links)} went out before their predecessor (the order gate stopped waiting), ` +
-        `${int(order.slowLinks)} waited more than 1 s on it; median ${int(order.medianLinkMs)} ms between consecutive first attempts`,
+      `  ${'run'.padEnd(26)}${'seconds'.padStart(8)}${'per s'.padStart(8)}${'p50 s'.padStart(7)}${'p99 s'.padStart(7)}${'relay'.padStart(9)}` +
+        `${'sending'.padStart(15)}${'claims'.padStart(7)}${'within'.padStart(8)}${'between'.padStart(9)}   CPU ms/delivery worker / postgres / receiver / temporal`,
+    );
+    for (const [name, fs] of [
+      ['A alone', alone],
+      ['A with hanging B', withB],
+    ] as const) {
+      fs.forEach((f, i) => {
+        const c0 = f.run.txs[0]!.at;
+        console.log(
+          `  ${`${name}, round ${i + 1}`.padEnd(26)}${secs(f.ms).padStart(8)}${int(f.perSec).padStart(8)}${secs(percentile(f.lat, 50)).padStart(7)}${secs(percentile(f.lat, 99)).padStart(7)}` +
+            `${at(f.timeline.queuedLast, c0).padStart(9)}${`${at(f.timeline.sentFirst, c0)} → ${secs(f.timeline.sentLast - c0)}`.padStart(15)}${int(f.claims.claims).padStart(7)}` +
+            `${secs(f.claims.withinMs).padStart(8)}${secs(f.claims.betweenMs).padStart(9)}   ${cpuOf(f.cpu)}`,
+        );
+      });
+    }
+    floors.forEach((f, i) => {
+      console.log(
+        `  ${`floor, round ${i + 1}`.padEnd(26)}${secs(f.ms).padStart(8)}${int(f.perSec).padStart(8)}${''.padStart(71)}floor client ${((f.cpu['floor client']! * 1000) / N).toFixed(2)}, receiver ${((f.cpu.receiver! * 1000) / N).toFixed(2)}`,
+      );
+    });
+    console.log(
+      `  (relay: when its last transaction queuing A's deliveries began; sending: first to last first attempt; claims: the batches' claim statements, ` +
+        `and the seconds spent sending within claims and between one claim's last first attempt and the next one's first)`,
     );
     console.log('');
-    console.log(`  CPU ms per item (user + system, from /proc)`);
-    console.log(`                   floor: ${cpuLine(floor.cpu, N)}`);
-    console.log(`                   burst: ${cpuLine(burstCpu, N)}`);
+    console.log(`  deliveries/s to A alone (median of rounds)         ${int(alonePerSec)}`);
+    console.log(`  floor requests/s (median of rounds)                 ${int(floorPerSec)}   (node:http, ${IN_FLIGHT} in flight, same bodies, headers and receiver)`);
+    console.log(`  throughput: deliveries/s ÷ floor requests/s         ${throughput.toFixed(2)}   (target >= ${TARGETS.throughput}: ${mark(throughput >= TARGETS.throughput)})`);
+    console.log(`  deliveries/s to A with hanging B (median of rounds) ${int(withPerSec)}`);
+    console.log(`  isolation: A's rate with hanging B ÷ alone          ${isolation.toFixed(2)}   (target >= ${TARGETS.isolation}: ${mark(isolation >= TARGETS.isolation)})`);
+    console.log(
+      `  commit → first arrival, bursts alone                p50 ${secs(percentile(aloneLat, 50))} s, p99 ${secs(aloneP99)} s (target p99 <= ${TARGETS.burstP99Ms / 1000} s: ${mark(aloneP99 <= TARGETS.burstP99Ms)})`,
+    );
+    console.log(`  commit → first arrival, bursts with hanging B       p50 ${secs(percentile(withLat, 50))} s, p99 ${secs(percentile(withLat, 99))} s`);
+    console.log(
+      `  commit → first arrival, steady ${STEADY_RATE}/s                p50 ${int(steadyP50)} ms, p99 ${int(percentile(steadyLat, 99))} ms over ${steadyLat.length} events ` +
+        `(target p50 <= ${TARGETS.steadyP50Ms} ms: ${mark(steadyP50 <= TARGETS.steadyP50Ms)})`,
+    );
+    console.log(
+      `  Temporal executions per 1,000 deliveries, alone     ${per1000.toFixed(2)}   (${aloneExec.length} on ${WEBHOOK_QUEUE} open during the ${ROUNDS} bursts: ` +
+        `${describeCounts(countBy(aloneExec, (x) => `${x.type} ${x.status.toLowerCase()}`))}; target <= ${TARGETS.executionsPer1000}: ${mark(per1000 <= TARGETS.executionsPer1000)})`,
+    );
+    console.log(
+      `    with hanging B: A's ${withA.length} (${(withA.length / ((ROUNDS * N) / 1000)).toFixed(2)} per 1,000); B's ${withOthers.length} ` +
+        `(${describeCounts(countBy(withOthers, (x) => `${x.type} ${x.status.toLowerCase()}`))}); by the end B had ${bDispatcherRuns.length} dispatcher run(s) and ${bRetries.length} retry workflow(s)`,
+    );
+    const workerRss = rssMb.worker ?? NaN;
+    console.log(
+      `  worker peak RSS                                     ${workerRss} MB over the run (VmHWM; target <= ${TARGETS.workerRssMb} MB: ${mark(workerRss <= TARGETS.workerRssMb)}); ` +
+        `${workerIdleMb} MB idle after start; ${Math.max(...alone.map((f) => f.workerRssMb))} / ${Math.max(...withB.map((f) => f.workerRssMb))} MB sampled during the bursts alone / with B (VmRSS)`,
+    );
+    console.log(
+      `  other peaks (VmHWM)                                 receiver ${rssMb.receiver} MB, floor client ${rssMb.floor_client} MB, hanging receiver ${rssMb.hanging_receiver} MB, event writer ${rssMb.event_writer} MB`,
+    );
+    console.log(
+      `  order: A's first_sent_at never decreased along seq (${int(aOrder!.links + 1)} deliveries); at the receiver ${int(inversions)} first arrival(s) came before an earlier-seq event's, ` +
+        `largest displacement ${displacement} position(s) (${IN_FLIGHT} in flight)`,
+    );
+    const firstWith = withB[0]!.run.txs[0]!.at;
+    console.log(
+      `  hanging B: ${hangingRecords.length} request(s) reached its receiver; ` +
+        (bRow!.opened
+          ? `circuit opened ${at(new Date(bRow!.opened).getTime(), firstWith)} s after the first commit of its first burst, next probe ${bRow!.next_probe ? `${at(new Date(bRow!.next_probe).getTime(), firstWith)} s` : '-'}`
+          : `circuit NOT open ${CIRCUIT_WAIT_MS / 1000} s after A's bursts`) +
+        `; its deliveries: ${describeCounts(bAfter.byStatus)}`,
+    );
     console.log('');
     console.log(
-      `  checks passed: ${int(expected.size)} events (warm-up ${WARMUP}, steady ${LATENCY_EVENTS}, burst ${int(N)}) each reached the receiver validly signed, ` +
-        `${int(checked.requests)} requests in all, ${checked.duplicates} event(s) received more than once, ${checked.retried} deliveries needed more than one attempt; ` +
-        `every delivery row succeeded, every event dispatched, every workflow completed`,
+      `  checks passed: ${int(expected.size)} events (warm-up ${int(WARMUP)}, steady ${int(steadyCount)}, ${2 * ROUNDS} bursts of ${int(N)}) each reached A's receiver validly signed (attempt 1), ` +
+        `${int(allRecords.length - floorValid)} delivery requests in all, ${duplicates} event(s) received more than once; every delivery of A succeeded after one attempt, ` +
+        `first attempts in seq order, no retry workflow for A, A's circuit closed, every event dispatched; the floor's ${int(floorSent)} requests answered 2xx and arrived validly signed; ` +
+        `B has ${int(withCommitted.size)} deliveries, none succeeded`,
     );
+    console.log(`  worker log (warnings and above): ${describeCounts(workerLog)}`);
     console.log(`  load average ${loadAverage()} at the end; the whole bench took ${secs(Date.now() - began)} s`);
+    ok = true;
+    ratios = { throughput: Number(throughput.toFixed(3)), isolation: Number(isolation.toFixed(3)) };
+  } catch (err) {
+    console.error(err instanceof CheckFailed ? `\n[bench:webhooks] FAILED: ${err.message}` : err);
+    console.error(`[bench:webhooks] worker log (warnings and above): ${describeCounts(workerLog)}`);
+    readRss('worker', worker);
+    readRss('receiver', receiver);
+    readRss('hanging_receiver', hanging);
+    readRss('event_writer', writerChild);
   } finally {
-    await worker?.stop();
-    await s?.receiver.stop();
-    if (s) await closeDb(s.db);
+    for (const c of children.reverse()) await c.stop();
+    if (db) await closeDb(db);
     await env.teardown();
   }
+  // The last line of output.
+  console.log(JSON.stringify({ bench: 'webhooks', ratios, rss_mb: rssMb, ok }));
+  process.exit(ok ? 0 : 1);
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err instanceof CheckFailed ? `\n[bench:webhooks] FAILED: ${err.message}` : err);
-    process.exit(1);
-  },
-);
+main().catch((err: unknown) => {
+  console.error(err);
+  console.log(JSON.stringify({ bench: 'webhooks', ratios: { throughput: null, isolation: null }, rss_mb: {}, ok: false }));
+  process.exit(1);
+});

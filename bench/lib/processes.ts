@@ -62,6 +62,8 @@ export interface ChildOptions {
   stdin?: boolean;
   /** Which stdout lines are echoed with the prefix; all of them by default. */
   echo?: (line: string) => boolean;
+  /** Options for node itself, before `--import tsx` (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
+  nodeArgs?: string[];
 }
 
 const running = new Set<ChildProcess>();
@@ -87,7 +89,7 @@ export function atInterrupt(fn: () => Promise<unknown>): void {
  * is echoed with `prefix` (and searched by `line`); its stderr is passed through.
  */
 export function startChild(script: string, argv: string[], env: Record<string, string>, prefix: string, opts: ChildOptions = {}): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...argv], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script, ...argv], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'inherit'],
