@@ -10,7 +10,7 @@ import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { registerApiKeys } from './api-keys';
 import { registerAutomations } from './automations';
-import { adminAuth, type AdminTokenGuard } from './auth';
+import { adminAuth } from './auth';
 import { registerEvents } from './events';
 import { registerIntegrations } from './integrations';
 import { registerOperations } from './operations';
@@ -23,8 +23,7 @@ import { adminValidationHook } from './support';
 const SECURITY = 'adminToken';
 const MAX_BODY_BYTES = 64 * 1024;
 
-/** `guard`: the admin-token check (and its throttle) this app shares with the console's sign-in. */
-export function createAdminRoutes(deps: ApiDeps, guard: AdminTokenGuard): Hono {
+export function createAdminRoutes(deps: ApiDeps): Hono {
   const api = new OpenAPIHono({ defaultHook: adminValidationHook });
   api.openAPIRegistry.registerComponent('securitySchemes', SECURITY, {
     type: 'http',
@@ -42,7 +41,7 @@ export function createAdminRoutes(deps: ApiDeps, guard: AdminTokenGuard): Hono {
     security: [{ [SECURITY]: [] }],
   });
   // After the document's route, so the document stays public.
-  api.use('*', adminAuth(guard));
+  api.use('*', adminAuth(deps.config.ADMIN_TOKEN));
   // Every admin body is a few hundred bytes; a huge one is refused before it is buffered and parsed.
   api.use(
     '*',

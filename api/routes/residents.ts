@@ -3,11 +3,10 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
 import { Resident, ResidentCreateBody, ResidentListQuery, ResidentUpdateBody } from '../schemas';
-import type { WriteOptions } from '../write-options';
 import { atProperty, ofRecord, registerWrite } from '../writes';
 import { registerResource } from './resource';
 
-export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: WriteOptions): void {
+export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
   registerResource(app, deps, {
     entity: 'resident',
     path: 'residents',
@@ -18,7 +17,7 @@ export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps, optio
     record: Resident,
     listName: 'ResidentList',
   });
-  registerWrite(app, deps, options, {
+  registerWrite(app, deps, {
     method: 'post',
     path: 'residents',
     tag: 'Residents',
@@ -29,7 +28,7 @@ export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps, optio
     description: 'Creates a resident at a property, in the source of the property\'s integration.',
     build: atProperty(deps),
   });
-  registerWrite(app, deps, options, {
+  registerWrite(app, deps, {
     method: 'patch',
     path: 'residents',
     tag: 'Residents',

@@ -3,11 +3,10 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
 import { Unit, UnitCreateBody, UnitListQuery, UnitUpdateBody } from '../schemas';
-import type { WriteOptions } from '../write-options';
 import { atProperty, ofRecord, registerWrite } from '../writes';
 import { registerResource } from './resource';
 
-export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: WriteOptions): void {
+export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
   registerResource(app, deps, {
     entity: 'unit',
     path: 'units',
@@ -18,7 +17,7 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: 
     record: Unit,
     listName: 'UnitList',
   });
-  registerWrite(app, deps, options, {
+  registerWrite(app, deps, {
     method: 'post',
     path: 'units',
     tag: 'Units',
@@ -26,13 +25,10 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: 
     body: UnitCreateBody,
     record: Unit,
     summary: 'Create a unit',
-    description:
-      'Creates a unit at a property, in the source of the property\'s integration. `floorplan_id` takes one of the property\'s floor plans ' +
-      '(`GET /v1/write_options/unit.create`); another value is a 422 at `floorplan_id`.',
-    coded: { floorplan_id: 'floorplans' },
+    description: 'Creates a unit at a property, in the source of the property\'s integration.',
     build: atProperty(deps),
   });
-  registerWrite(app, deps, options, {
+  registerWrite(app, deps, {
     method: 'patch',
     path: 'units',
     tag: 'Units',
@@ -40,10 +36,7 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: 
     body: UnitUpdateBody,
     record: Unit,
     summary: 'Update a unit',
-    description:
-      'Changes the fields sent of a unit in its source; the others stay as they are. `floorplan_id` takes one of the floor plans of the ' +
-      'unit\'s property (`GET /v1/write_options/unit.update`); another value is a 422 at `floorplan_id`.',
-    coded: { floorplan_id: 'floorplans' },
+    description: 'Changes the fields sent of a unit in its source; the others stay as they are.',
     build: ofRecord(deps, 'unit'),
   });
 }
