@@ -1,13 +1,13 @@
 /**
  * The server-side request forgery guard of every request sent to a URL a customer chose (webhook deliveries,
- * automation exports), for live integrations: https:// only, and never to a loopback, private or link-local address
- * (domain/addresses.ts). Checked on the URL before connecting (an IP literal is connected to without a lookup) and on
- * the addresses the name resolves to when connecting, so a name that resolves (or rebinds) to such an address is
- * refused too.
+ * automation exports), for live integrations: https:// only, and never to a loopback, private, link-local or other
+ * special-purpose address, IPv4 embedded in IPv6 included (domain/addresses.ts). Checked on the URL before
+ * connecting (an IP literal is connected to without a lookup) and on the addresses the name resolves to when
+ * connecting, so a name that resolves (or rebinds) to such an address is refused too.
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { isBlockedAddress } from '../domain/addresses';
+import { blockedRangeOf } from '../domain/addresses';
 
 /** How host names are resolved (tests inject one that maps names to loopback). */
 export type Resolver = (hostname: string, cb: (err: Error | null, addresses: LookupAddress[]) => void) => void;
@@ -24,8 +24,8 @@ export function refusalOf(url: URL, guard: boolean): string | null {
   if (!guard) return null;
   if (url.protocol !== 'https:') return 'refused: live deliveries go to https:// URLs only';
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) && isBlockedAddress(host)) return `refused: ${host} is a private, loopback or link-local address`;
-  return null;
+  const range = isIP(host) ? blockedRangeOf(host) : null;
+  return range ? `refused: ${host} is a special-purpose address (${range}), not a public one` : null;
 }
 
 /**
@@ -36,8 +36,8 @@ export function lookupThrough(resolver: Resolver, guard: boolean): LookupFunctio
   return (hostname, options, callback) => {
     resolver(hostname, (err, addresses) => {
       if (err) return callback(err, '', 0);
-      const blocked = guard ? addresses.find((a) => isBlockedAddress(a.address)) : undefined;
-      if (blocked) return callback(new GuardRefusal(`refused: ${hostname} resolves to ${blocked.address}, a private, loopback or link-local address`), '', 0);
+      const blocked = guard ? addresses.map((a) => ({ address: a.address, range: blockedRangeOf(a.address) })).find((a) => a.range) : undefined;
+      if (blocked) return callback(new GuardRefusal(`refused: ${hostname} resolves to ${blocked.address}, a special-purpose address (${blocked.range}), not a public one`), '', 0);
       if (addresses.length === 0) {
         const message = `${hostname} did not resolve`;
         return callback(guard ? new GuardRefusal(`refused: ${message}`) : new Error(message), '', 0);

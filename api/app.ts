@@ -1,12 +1,14 @@
 /**
  * The HTTP application: request ids, problem+json errors (including 404/405 and framework failures), health,
  * the OpenAPI document, the public read API under /v1 behind key auth and the org-wide rate limit, and the admin API
- * under /admin/v1. Built per process by api/main.ts and by tests, over the dependencies they hand in.
+ * under /admin/v1 and the console behind the admin token, whose guessing is throttled (admin/auth.ts). Built per
+ * process by api/main.ts and by tests, over the dependencies they hand in.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createAdminRoutes } from './admin';
+import { createAdminTokenGuard } from './admin/auth';
 import { createConsole } from './console';
 import type { ApiDeps } from './deps';
 import type { AppEnv } from './middleware/env';
@@ -24,6 +26,8 @@ import { registerOperations } from './routes/operations';
 import { registerProperties } from './routes/properties';
 import { registerResidents } from './routes/residents';
 import { registerUnits } from './routes/units';
+import { registerWriteOptions } from './routes/write-options';
+import { createWriteOptions } from './write-options';
 
 export type App = OpenAPIHono<AppEnv> & {
   /** The API-key authenticator of this app (its cache and revocation feed). */
@@ -58,13 +62,18 @@ export function createApp(deps: ApiDeps): App {
 
   app.use('/v1/*', auth.middleware, rateLimit.middleware, writeBodyLimit);
   registerProperties(app, deps);
-  registerUnits(app, deps);
-  registerResidents(app, deps);
-  registerLeases(app, deps);
+  // The write routes register their bodies with the write options, which then serve them (and check every write).
+  const writeOptions = createWriteOptions(deps);
+  registerUnits(app, deps, writeOptions);
+  registerResidents(app, deps, writeOptions);
+  registerLeases(app, deps, writeOptions);
   registerOperations(app, deps);
+  registerWriteOptions(app, deps, writeOptions);
 
-  const admin = createAdminRoutes(deps);
+  // One admin-token guard: wrong bearers and wrong console sign-ins are counted together.
+  const adminToken = createAdminTokenGuard(deps);
+  const admin = createAdminRoutes(deps, adminToken);
   app.route('/admin/v1', admin);
-  app.route('/console', createConsole(deps, admin));
+  app.route('/console', createConsole(deps, admin, adminToken));
   return app;
 }

@@ -11,6 +11,6 @@ export interface ApiDeps {
   /** Temporal client; a getter so the API can start (and report not-ready) while Temporal is unreachable. */
   temporal: () => Promise<Client>;
   logger: Logger;
-  /** Seals the secrets the admin API stores (source api keys, signing secrets); the API never opens them. */
+  /** Seals the secrets the admin API stores (source api keys, signing secrets); opens only a source's api key, to read its write options. */
   secrets: Keyring;
 }

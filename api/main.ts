@@ -1,11 +1,11 @@
 /** The API process: configuration, database pool, lazy Temporal client, the app on HOST:PORT, graceful shutdown. */
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { loadConfigOrExit } from '../config';
 import { createLogger } from '../config/logger';
 import { closeDb, createDb } from '../db/client';
 import { createKeyring } from '../domain/secrets';
 import { createApp } from './app';
+import { serveApi } from './server';
 import { lazyTemporalClient } from './temporal';
 
 const config = loadConfigOrExit({ serving: true });
@@ -14,7 +14,7 @@ const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationN
 const temporal = lazyTemporalClient(config);
 const app = createApp({ config, db, temporal, logger, secrets: createKeyring(config.ENCRYPTION_KEYS) });
 
-const server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, (info: AddressInfo) => {
+const server = serveApi({ fetch: app.fetch, hostname: config.HOST, port: config.PORT, bases: config }, (info: AddressInfo) => {
   logger.info({ address: `http://${info.address}:${info.port}`, docs: `${config.PUBLIC_BASE_URL}/docs` }, 'API listening');
 });
 server.on('error', (err) => {

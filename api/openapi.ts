@@ -1,18 +1,23 @@
 /**
  * The OpenAPI 3.1 document, generated from the zod schemas the routes validate with, served at /v1/openapi.json,
- * and the Scalar reference page at /docs. Also the response fragments every route shares.
+ * and the Scalar reference page at /docs, whose Content-Security-Policy lets it load from this service only and never
+ * be framed. Also the response fragments every route shares.
  */
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { maxHeaderSize } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Scalar } from '@scalar/hono-api-reference';
 import type { OpenAPIHono } from '@hono/zod-openapi';
+import { Hono, type MiddlewareHandler } from 'hono';
+import { secureHeaders } from 'hono/secure-headers';
 import type { Config } from '../config';
 import type { AppEnv } from './middleware/env';
 import { Problem } from './schemas';
 
 const DESCRIPTIONS: Record<number, string> = {
-  400: 'Malformed request: a parameter that cannot be parsed (non-numeric `limit`, invalid datetime or boolean, non-UUID `integration_id`), bad JSON, or a missing `Idempotency-Key` on a write.',
+  400: 'Malformed request: a parameter that cannot be parsed (non-numeric `limit`, invalid datetime or boolean, non-UUID `integration_id`, text with a NUL character), a query parameter a list does not know (`detail` names it), bad JSON, or a missing `Idempotency-Key` on a write.',
   401: 'Missing, malformed, unknown, revoked or wrong-environment API key.',
   403: 'Insufficient permissions: a valid key without the scope this endpoint needs (`write` for writes).',
   404: 'No such record for this key: it never existed, is soft-deleted (retry with `include_deleted=true`) or belongs to another organization or mode.',
@@ -20,7 +25,7 @@ const DESCRIPTIONS: Record<number, string> = {
   409: 'The `Idempotency-Key` was used before with a different request (type `{problem_base}/idempotency-key-conflict`).',
   413: 'The request body exceeds 256 KiB.',
   415: 'The request body must be JSON (`Content-Type: application/json`).',
-  422: 'A parameter that parses but breaks a rule (for example `limit` above 100 or an unknown `order-by` field), or a write body with an invalid, unknown or non-writable field; `errors[]` names each by its pointer.',
+  422: 'A parameter that parses but breaks a rule (for example `limit` above 100, an unknown `order-by` field, or a datetime or date outside years 0001 to 9999), or a write body with an invalid, unknown or non-writable field; `errors[]` names each by its pointer.',
   429: 'Organization-wide rate limit exceeded; retry after `Retry-After` seconds.',
   500: 'Server fault; safe to retry with exponential backoff.',
   502: 'The write was stored as an Operation but could not be queued (`enqueue_failed`); `detail` names the Operation. Poll it, and if it stays `queued`, resend the same request with the same `Idempotency-Key`.',
@@ -66,6 +71,8 @@ export function registerDocs(app: OpenAPIHono<AppEnv>, config: Config): void {
       version: '1.0.0',
       description:
         'Read-mostly REST API over a normalized cache of property-management data. Errors are `application/problem+json` (RFC 7807). ' +
+        'Any request may also be refused before it reaches an endpoint, with a problem body, an `x-request-id` and the connection closed: ' +
+        `431 (\`request_header_fields_too_large\`) when its request line and headers exceed ${maxHeaderSize / 1024} KiB, 400 when it is not HTTP/1.1, 408 (\`request_timeout\`) when it does not arrive in time. ` +
         'The key prefix selects the mode (`sk_live_` or `sk_test_`).',
     },
     servers: [{ url: config.PUBLIC_BASE_URL }],
@@ -81,7 +88,50 @@ export function registerDocs(app: OpenAPIHono<AppEnv>, config: Config): void {
     });
   });
   // withDefaultFonts: false keeps the page from fetching its fonts from fonts.scalar.com (system fonts instead).
-  app.get('/docs', Scalar({ url: '/v1/openapi.json', pageTitle: 'Property Data Sync API', cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false }));
+  const scalar = Scalar({ url: '/v1/openapi.json', pageTitle: 'Property Data Sync API', cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false });
+  // The page is the same on every request: rendered once, so its inline start-up script can be allowed by its hash.
+  let page: ScalarPage | undefined;
+  app.get(
+    '/docs',
+    async (_c, next) => {
+      page ??= await renderScalar(scalar);
+      await next();
+    },
+    secureHeaders({
+      contentSecurityPolicy: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'", () => page!.scriptHashes],
+        // Scalar inserts its styles (elements and attributes) at run time.
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+        fontSrc: ["'self'"],
+        // The page's request client calls the API at the document's server URL, which a proxy may put elsewhere.
+        connectSrc: ["'self'", new URL(config.PUBLIC_BASE_URL).origin],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+        objectSrc: ["'none'"],
+        formAction: ["'self'"],
+      },
+      referrerPolicy: 'same-origin',
+      xFrameOptions: 'DENY',
+    }),
+    (c) => c.html(page!.html),
+  );
+}
+
+interface ScalarPage {
+  html: string;
+  /** CSP sources for the page's inline scripts: `'sha256-…'` each, space-separated. */
+  scriptHashes: string;
+}
+
+/** `<script>` elements without `src`, and their text. */
+const INLINE_SCRIPT = /<script\b(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/gi;
+
+async function renderScalar(handler: MiddlewareHandler): Promise<ScalarPage> {
+  const html = await (await new Hono().get('/', handler).request('/')).text();
+  const hashes = [...html.matchAll(INLINE_SCRIPT)].map((m) => `'sha256-${createHash('sha256').update(m[1]!, 'utf8').digest('base64')}'`);
+  return { html, scriptHashes: hashes.join(' ') };
 }
 
 /** Where /docs loads the reference page's script from: this service. */

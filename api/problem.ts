@@ -14,6 +14,8 @@ export type ProblemSlug =
   | 'idempotency-key-conflict'
   | 'validation_error'
   | 'payload_too_large'
+  | 'request_timeout'
+  | 'request_header_fields_too_large'
   | 'unsupported_media_type'
   | 'rate_limit_exceeded'
   | 'internal_error'
@@ -30,6 +32,8 @@ export const TITLES: Record<ProblemSlug, string> = {
   'idempotency-key-conflict': 'Idempotency-Key conflict',
   validation_error: 'Unprocessable Entity',
   payload_too_large: 'Payload Too Large',
+  request_timeout: 'Request Timeout',
+  request_header_fields_too_large: 'Request Header Fields Too Large',
   unsupported_media_type: 'Unsupported Media Type',
   rate_limit_exceeded: 'Too Many Requests',
   internal_error: 'Internal Server Error',
@@ -47,6 +51,8 @@ export const STATUS: Record<ProblemSlug, number> = {
   'idempotency-key-conflict': 409,
   validation_error: 422,
   payload_too_large: 413,
+  request_timeout: 408,
+  request_header_fields_too_large: 431,
   unsupported_media_type: 415,
   rate_limit_exceeded: 429,
   internal_error: 500,

@@ -9,6 +9,9 @@ import { z } from '@hono/zod-openapi';
 
 export { ORDER_FIELDS, PropertyListQuery, UnitListQuery, ResidentListQuery, LeaseListQuery, LIST_QUERIES, type OrderBy } from '../domain/filters';
 import { boolParam } from '../domain/filters';
+import { dateField, NUL_DETAIL, plainText, SPACE_CLASS, text } from '../domain/scalars';
+
+export { text };
 
 export const RetrieveQuery = z.object({ include_deleted: boolParam('Return the record even when it is soft-deleted.') });
 export const IdParam = (example: string) =>
@@ -97,6 +100,10 @@ export const Unit = z
     ...identity('unt_'),
     property_id: z.string().nullable(),
     unit_number: z.string().nullable(),
+    floorplan_id: z
+      .string()
+      .nullable()
+      .openapi({ description: "The source id of the unit's floor plan: the `floorplan_id` a lease create on this unit names (its `unit_space_id` is the unit's `x_id`)." }),
     floorplan_name: z.string().nullable(),
     bedrooms: z.number().int().nullable(),
     bathrooms: z.number().int().nullable(),
@@ -178,7 +185,7 @@ export const Problem = z
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),
-    instance: z.string().openapi({ description: 'Request path that failed.' }),
+    instance: z.string().openapi({ description: 'Request path that failed; empty when the request was refused before its path could be read (400, 431).' }),
     request_id: z.string().openapi({ description: 'Equal to the `x-request-id` response header.' }),
     errors: z
       .array(z.object({ pointer: z.string(), detail: z.string() }))
@@ -205,10 +212,9 @@ export const NotReady = Problem.extend({ checks: Checks }).openapi('NotReady');
 
 // ---- Writes (SPEC.md Leases and Units; DECISIONS.md Writes) ----
 
-/** Text that is not blank (surrounding spaces are dropped): the pattern says so in the document. */
-export const text = (max = 200) => z.string().regex(/\S/, 'must not be blank').trim().max(max, `must be at most ${max} characters`);
+// Text (not blank, no NUL), dates (0001-01-01 to 9999-12-31) and their patterns: domain/scalars.ts.
 const id = (description: string) => text(64).openapi({ description });
-const writeDate = (description: string) => z.iso.date({ error: 'must be a date, YYYY-MM-DD' }).openapi({ description, example: '2026-02-01' });
+const writeDate = dateField;
 const count = (max: number) => z.number().int('must be an integer').min(0, 'must not be negative').max(max, `must be at most ${max}`);
 
 export const MoneyInput = z
@@ -225,7 +231,8 @@ export const MoneyInput = z
 const PhoneInput = z
   .strictObject({
     type: z.enum(['home', 'office', 'mobile', 'fax']),
-    number: z.string().regex(/^[+\d][\d ().-]{5,39}$/, 'must be a phone number: digits, spaces, ( ) . - and a leading +'),
+    // [0-9], not \d: the document's readers (Python, Rust) take any Unicode digit for \d.
+    number: z.string().regex(/^[+0-9][0-9 ().-]{5,39}$/, 'must be a phone number: digits, spaces, ( ) . - and a leading +'),
     primary: z.boolean().optional(),
   })
   .openapi('PhoneInput');
@@ -259,8 +266,8 @@ export const LeaseCreateBody = z
     lease_start_date: writeDate('First day of the lease.'),
     lease_end_date: writeDate('Last day of the lease.'),
     move_in_date: writeDate('Move-in day.'),
-    lease_term_id: id('The source id of the lease term.'),
-    floorplan_id: id('The source id of the floorplan (that of the unit).'),
+    lease_term_id: id('The source id of a lease term the property offers.'),
+    floorplan_id: id("The source id of the unit's floor plan (the unit's `floorplan_id`)."),
     unit_space_id: id('The source id of the unit (its `x_id`).'),
     first_name: text(100),
     last_name: text(100),
@@ -275,7 +282,12 @@ export const LeaseCreateBody = z
     postal_code: text(10),
     integration_id: integrationChoice,
   })
-  .openapi('LeaseCreate', { description: 'Source-native names, as SPEC.md lists them. Every field but `integration_id` is required.' });
+  .openapi('LeaseCreate', {
+    description:
+      'Source-native names, as SPEC.md lists them. Every field but `integration_id` is required. The coded fields (`lease_term_id`, `floorplan_id`, ' +
+      '`unit_space_id`, `customer_relationship_type_id`, `phone_number_type_id`, `address_type_id`) take the values ' +
+      '`GET /v1/write_options/lease.create?property_id=…` lists for the property.',
+  });
 
 export const LeaseUpdateBody = notEmpty(
   z.strictObject({
@@ -287,25 +299,32 @@ export const LeaseUpdateBody = notEmpty(
 
 const unitFields = {
   unit_number: text(20),
+  floorplan_id: id("The source id of one of the property's floor plans (`GET /v1/write_options/unit.create` lists them); the source takes the unit's bedrooms, bathrooms and square feet from it unless the body sets them."),
   bedrooms: count(20),
   bathrooms: count(20),
   square_feet: z.number().int('must be an integer').min(1, 'must be at least 1').max(100_000, 'must be at most 100000'),
   max_occupants: z.number().int('must be an integer').min(1, 'must be at least 1').max(50, 'must be at most 50'),
-  note: z.string().max(2000, 'must be at most 2000 characters').nullable(),
+  note: plainText().max(2000, 'must be at most 2000 characters').nullable(),
   market_rent: MoneyInput,
 };
+/** A character of an email address's parts: no space, `@` or NUL. */
+const EMAIL_PART = `[^${SPACE_CLASS}@\\u0000]`;
 const residentFields = {
   first_name: text(100),
   last_name: text(100),
-  middle_name: z.string().max(100, 'must be at most 100 characters').nullable(),
-  // What sources take (and the sandbox checks): something@domain.tld without spaces; documented as that pattern rather
-  // than format: email, whose RFC 5322 forms (quoted local parts, IP literals) no PMS accepts.
-  email: z.string().max(254, 'must be at most 254 characters').regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'must be an email address').nullable(),
+  middle_name: plainText().max(100, 'must be at most 100 characters').nullable(),
+  // What sources take (and the sandbox checks): something@domain.tld without spaces (nor NUL); documented as that
+  // pattern rather than format: email, whose RFC 5322 forms (quoted local parts, IP literals) no PMS accepts.
+  email: z
+    .string()
+    .max(254, 'must be at most 254 characters')
+    .regex(new RegExp(`^${EMAIL_PART}+@${EMAIL_PART}+\\.${EMAIL_PART}+$`), { error: (i) => (typeof i.input === 'string' && i.input.includes('\u0000') ? NUL_DETAIL : 'must be an email address') })
+    .nullable(),
   phones: z.array(PhoneInput).max(10, 'at most 10 phones').nullable(),
-  date_of_birth: z.iso.date({ error: 'must be a date, YYYY-MM-DD' }).nullable(),
+  date_of_birth: dateField('Date of birth.').nullable(),
   address: AddressInput.nullable(),
 };
-const propertyRef = z.string().openapi({ description: 'The CDM id of the property (`prp_…`).', example: 'prp_01JH0000000000000000000000' });
+const propertyRef = plainText().openapi({ description: 'The CDM id of the property (`prp_…`).', example: 'prp_01JH0000000000000000000000' });
 
 /** A create body at a property: `property_id`, the `required` fields, the rest of `fields` optional. */
 function createAtProperty<F extends Record<string, z.ZodType>, R extends keyof F & string>(fields: F, required: readonly R[]) {
@@ -348,3 +367,40 @@ export const Operation = z
     created_at: ts,
   })
   .openapi('Operation');
+
+// ---- Write options (GET /v1/write_options/{operation_type}) ----
+
+export const WriteOption = z
+  .object({
+    value: z.string().openapi({ description: 'What to send in the field.', example: '2' }),
+    label: z.string().openapi({ description: 'What the source calls it.', example: '12 Months' }),
+    floorplan_id: z
+      .string()
+      .nullable()
+      .optional()
+      .openapi({ description: 'Unit spaces only: the floor plan a lease on this unit space names as `floorplan_id` (null: the unit has none).' }),
+  })
+  .openapi('WriteOption');
+
+export const WriteField = z
+  .object({
+    name: z.string().openapi({ example: 'lease_term_id' }),
+    required: z.boolean().openapi({ description: 'Whether a body must send it (a PATCH body needs at least one field, none in particular).' }),
+    type: z.enum(['string', 'date', 'integer', 'number', 'boolean', 'object', 'array']).openapi({ description: 'Its JSON type; `date` is a `YYYY-MM-DD` string.' }),
+    nullable: z.boolean().openapi({ description: 'Whether it takes `null` (which clears the value on a PATCH).' }),
+    options: z
+      .array(WriteOption)
+      .nullable()
+      .openapi({ description: 'For a coded field, the values the source accepts for this property, in the source\'s order; null for a field that takes any value of its type.' }),
+  })
+  .openapi('WriteField');
+
+export const WriteOptions = z
+  .object({
+    object: z.literal('write_options'),
+    operation_type: z.enum(['lease.create', 'lease.update', 'unit.create', 'unit.update', 'resident.create', 'resident.update']),
+    property_id: z.string().openapi({ example: 'prp_01JH0000000000000000000000' }),
+    options_read_at: tsOrNull.openapi({ description: 'When the options were read from the source (they are reused for up to a minute); null when no field is coded.' }),
+    fields: z.array(WriteField).openapi({ description: 'Every field of the write body, in the body\'s order.' }),
+  })
+  .openapi('WriteOptions');

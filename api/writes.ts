@@ -1,7 +1,8 @@
 /**
  * What every write endpoint shares (SPEC.md Operations rules, DECISIONS.md Writes): the `write` scope and the
  * `Idempotency-Key` header, checked before the body; 422s that name each unknown or non-writable field; finding the
- * target integration; and accepting the write as an Operation, committed first and only then handed to Temporal.
+ * target integration; the check of coded fields against the source's write options (api/write-options.ts); and
+ * accepting the write as an Operation, committed first and only then handed to Temporal.
  * Temporal unreachable is a 502 `enqueue_failed` that names the Operation, which stays queued: a retry with the
  * same key, or the sweeper, starts its workflow.
  */
@@ -11,6 +12,7 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { acceptOperation, markWorkflowStarted, operationJson, requestHashOf, type OperationRow } from '../db/operations';
 import { TABLES } from '../db/records';
 import { integrations, properties } from '../db/schema';
+import { propertyXIdOf } from '../db/write-options';
 import { writeTaskQueueOf } from '../domain/contract';
 import { isId } from '../domain/ids';
 import { operationTypeOf, type WritableEntity, type WriteAction } from '../domain/operations';
@@ -20,6 +22,7 @@ import { rejectNul, validationError } from './middleware/validation';
 import { okHeaders, problemResponses } from './openapi';
 import { ApiError } from './problem';
 import { Operation } from './schemas';
+import type { OptionList, OptionsAt, WriteOptions } from './write-options';
 
 /** Longest Idempotency-Key accepted. */
 const MAX_KEY_LENGTH = 255;
@@ -146,6 +149,8 @@ export interface WriteRequest {
   target?: TargetRecord;
   /** What the Temporal UI shows as the target (ids only). */
   targetLabel?: string;
+  /** The x_id of the property whose write options the body's coded fields are checked against. */
+  optionsAt?: OptionsAt;
 }
 
 /** Start an Operation's workflow within the enqueue time-out; false when Temporal could not be reached. */
@@ -228,10 +233,14 @@ export interface WriteRouteSpec<B extends z.ZodType> {
   description: string;
   /** The write to make, from the validated body (and the path id of a PATCH). */
   build: (c: Context<AppEnv>, body: z.infer<B>, id: string | undefined) => Promise<Omit<WriteRequest, 'entity' | 'action'>>;
+  /** The fields whose values must be among the source's write options, and the list of each. */
+  coded?: Partial<Record<string, OptionList>>;
 }
 
-export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, deps: ApiDeps, spec: WriteRouteSpec<B>): void {
+export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: WriteOptions, spec: WriteRouteSpec<B>): void {
   const action: WriteAction = spec.method === 'post' ? 'create' : 'update';
+  const type = operationTypeOf(spec.entity, action);
+  options.register(type, spec.body, spec.coded ?? {});
   const path = action === 'create' ? `/v1/${spec.path}` : `/v1/${spec.path}/{id}`;
   const params = action === 'update' ? { params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: `${spec.entity.slice(0, 3)}_01JH0000000000000000000000` }) }) } : {};
   app.openapi(
@@ -268,6 +277,7 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
       const body = c.req.valid('json' as never) as z.infer<B>;
       const id = action === 'update' ? c.req.param('id') : undefined;
       const w = await spec.build(c as unknown as Context<AppEnv>, body, id);
+      await options.check(c as unknown as Context<AppEnv>, type, w.integrationId, w.optionsAt, body as Record<string, unknown>);
       return acceptWrite(c as unknown as Context<AppEnv>, deps, { ...w, entity: spec.entity, action }, body) as never;
     },
     writeHook(notWritableOf(spec.record, spec.body)) as never,
@@ -287,7 +297,12 @@ export function atProperty(deps: ApiDeps) {
     const { property_id, integration_id, ...fields } = body;
     const property = await visibleRecord(deps, c.get('principal'), 'property', property_id, 'property_id');
     sameIntegration(property, integration_id);
-    return { integrationId: property.integrationId, request: { property_x_id: property.xId, ...fields }, targetLabel: property.id };
+    return {
+      integrationId: property.integrationId,
+      request: { property_x_id: property.xId, ...fields },
+      targetLabel: property.id,
+      optionsAt: async () => property.xId,
+    };
   };
 }
 
@@ -295,6 +310,6 @@ export function atProperty(deps: ApiDeps) {
 export function ofRecord(deps: ApiDeps, entity: WritableEntity) {
   return async (c: Context<AppEnv>, body: Record<string, unknown>, id: string | undefined): Promise<Omit<WriteRequest, 'entity' | 'action'>> => {
     const target = await visibleRecord(deps, c.get('principal'), entity, id!);
-    return { integrationId: target.integrationId, request: body, target };
+    return { integrationId: target.integrationId, request: body, target, optionsAt: () => propertyXIdOf(deps.db, entity, target.id) };
   };
 }

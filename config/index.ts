@@ -113,6 +113,31 @@ export const configSchema = z.object({
   /** Bearer token of the admin API (/admin/v1). Live mode refuses the default. */
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').default(DEV_ADMIN_TOKEN),
   /**
+   * Whether the API sits behind a reverse proxy of its own (docker-compose.yml: caddy) that puts the client's address
+   * first in X-Forwarded-For. Only then is that header believed, for the admin-token throttle; otherwise the client is
+   * the connection's peer and the header is ignored, since any client can send one.
+   */
+  TRUST_PROXY: bool.default(false),
+  /**
+   * Wrong admin tokens (admin API bearers and console sign-ins together) one client address may present before each
+   * further one blocks it for a growing delay (429). They are counted until ADMIN_AUTH_FAILURE_WINDOW_MS pass
+   * without one; the right token resets the address's count.
+   */
+  ADMIN_AUTH_ADDRESS_FAILURES: z.coerce.number().int().min(0).max(100_000).default(10),
+  /**
+   * The same for wrong tokens that begin with the same ADMIN_AUTH_PREFIX_LENGTH characters, from any address: a
+   * guesser of one token family spread over many addresses is slowed too.
+   */
+  ADMIN_AUTH_PREFIX_FAILURES: z.coerce.number().int().min(0).max(100_000).default(50),
+  /** Characters of a presented admin token that make its prefix (family) for ADMIN_AUTH_PREFIX_FAILURES. */
+  ADMIN_AUTH_PREFIX_LENGTH: z.coerce.number().int().min(1).max(64).default(6),
+  /** An address's or prefix's wrong admin tokens are forgotten once this long has passed without one (and after its block). */
+  ADMIN_AUTH_FAILURE_WINDOW_MS: z.coerce.number().int().min(1_000).max(30 * 24 * 3_600_000).default(900_000),
+  /** The delay the first wrong admin token beyond the allowance blocks for; each further one doubles it. */
+  ADMIN_AUTH_DELAY_MS: z.coerce.number().int().min(1).max(24 * 3_600_000).default(1_000),
+  /** The longest such delay. */
+  ADMIN_AUTH_MAX_DELAY_MS: z.coerce.number().int().min(1).max(7 * 24 * 3_600_000).default(900_000),
+  /**
    * Keys that encrypt stored secrets (source api keys, webhook signing secrets): `kid:base64(32 bytes)` entries
    * separated by commas. The first encrypts; the others only decrypt (rotation: put the new key first, keep the old
    * ones until the migration job has re-encrypted). Unset: the built-in development key `dev`, which live mode refuses.
@@ -218,6 +243,13 @@ export const configSchema = z.object({
     .pipe(z.array(z.number().int().min(0).max(24 * 3600 * 1000)).min(1)),
   /** How long the API waits for Temporal to accept a write's workflow before answering 502 enqueue_failed. */
   WRITE_ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  /**
+   * How long the API waits for a source's write options (floor plans, unit spaces, lease terms, code lists) before it
+   * gives up on them: GET /v1/write_options answers 503, and a write is queued unchecked for the source to judge.
+   */
+  WRITE_OPTIONS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
+  /** How long an API process reuses a property's write options read from its source (0: read them every time). */
+  WRITE_OPTIONS_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Pretty, coloured logs (development) instead of JSON lines. */

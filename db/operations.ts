@@ -4,7 +4,7 @@
  * repeated activity never moves a terminal Operation.
  */
 import { createHash } from 'node:crypto';
-import { and, asc, eq, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
 import type { Mode } from '../domain/plans';
 import {
   operationStatesBefore,
@@ -145,6 +145,25 @@ export async function acceptOperation(db: Db, input: NewOperation, now = new Dat
       .returning();
     return { outcome: 'created', operation: operation! };
   });
+}
+
+/**
+ * Whether an organization and mode's idempotency key is held: used within the last 24 hours, so that a request under
+ * it replays that Operation (or conflicts with it) whatever else is true now.
+ */
+export async function idempotencyKeyHeld(db: Db, input: { organizationId: string; mode: Mode; key: string }, now = new Date()): Promise<boolean> {
+  const [row] = await db
+    .select({ key: idempotencyKeys.key })
+    .from(idempotencyKeys)
+    .where(
+      and(
+        eq(idempotencyKeys.organizationId, input.organizationId),
+        eq(idempotencyKeys.mode, input.mode),
+        eq(idempotencyKeys.key, input.key),
+        gte(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)),
+      ),
+    );
+  return row !== undefined;
 }
 
 export async function getOperation(db: Db | Tx, id: string): Promise<OperationRow | undefined> {

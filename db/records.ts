@@ -124,6 +124,7 @@ export function unitRecord(r: UnitRow): Unit {
     integration_id: r.integrationId,
     property_id: r.propertyId,
     unit_number: r.unitNumber,
+    floorplan_id: r.floorplanId,
     floorplan_name: r.floorplanName,
     bedrooms: r.bedrooms,
     bathrooms: r.bathrooms,
@@ -292,6 +293,7 @@ function unitValues(i: UnitInput, refs: Refs) {
   return {
     propertyId: i.property_x_id ? (refs.property.get(i.property_x_id) ?? null) : null,
     unitNumber: i.unit_number,
+    floorplanId: i.floorplan_id,
     floorplanName: i.floorplan_name,
     bedrooms: i.bedrooms,
     bathrooms: i.bathrooms,

@@ -149,6 +149,7 @@ export const units = pgTable(
     ...common(),
     propertyId: text('property_id'),
     unitNumber: text('unit_number'),
+    floorplanId: text('floorplan_id'),
     floorplanName: text('floorplan_name'),
     bedrooms: integer('bedrooms'),
     bathrooms: integer('bathrooms'),
@@ -567,9 +568,10 @@ export const automationRuns = pgTable(
 );
 
 /**
- * Operator console sign-ins. The browser holds a random token in an HttpOnly cookie; only its SHA-256 is stored, so
- * a copy of this table signs nobody in. Each session has its own CSRF token for the console's forms, and the digest
- * of the admin token it was opened with: rotating ADMIN_TOKEN ends every session. Sign-out deletes the row.
+ * Operator console sign-ins. The browser holds a random token in an HttpOnly cookie; only its HMAC under a key derived
+ * from ADMIN_TOKEN is stored (api/console/session.ts), so a copy of this table signs nobody in and a row written
+ * straight into it opens no session. Each session has its own CSRF token for the console's forms, and the digest of
+ * the admin token it was opened with: rotating ADMIN_TOKEN ends every session. Sign-out deletes the row.
  */
 export const consoleSessions = pgTable(
   'console_sessions',
@@ -581,4 +583,21 @@ export const consoleSessions = pgTable(
     expiresAt: ts('expires_at').notNull(),
   },
   (t) => [index('console_sessions_expires_idx').on(t.expiresAt)],
+);
+
+/**
+ * Wrong admin tokens (admin API bearers, console sign-ins), counted per client address (`address:<ip or IPv6 /64>`)
+ * and per token prefix (`prefix:<HMAC of the first characters>`, never the characters themselves), so that every API
+ * process throttles the same guesser (api/admin/auth.ts; the statements are in db/admin-auth-failures.ts). A count is
+ * forgotten once the window passes without a failure; `blocked_until` is when the key may try again.
+ */
+export const adminAuthFailures = pgTable(
+  'admin_auth_failures',
+  {
+    key: text('key').primaryKey(),
+    failures: integer('failures').notNull(),
+    lastFailedAt: ts('last_failed_at').notNull(),
+    blockedUntil: ts('blocked_until'),
+  },
+  (t) => [index('admin_auth_failures_last_failed_idx').on(t.lastFailedAt)],
 );

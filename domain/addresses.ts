@@ -1,51 +1,76 @@
 /**
- * Addresses a live integration's webhook may never reach (server-side request forgery guard): loopback, private,
- * link-local (cloud metadata at 169.254.169.254), shared, multicast and reserved ranges, IPv4 and IPv6. Checked when
- * a subscription is made (IP literals, `localhost`) and again on the address a delivery actually connects to.
+ * Addresses a live integration's webhook or export may never reach (server-side request forgery guard). Checked when
+ * a subscription or destination is made (IP literals, `localhost`) and again on the address a delivery actually
+ * connects to.
+ *
+ * The classification is ipaddr.js's, which names every IANA special-purpose range of both families; only what it
+ * calls `unicast` passes, so a range it learns in a later release is refused without a change here. Pure JS (no Node
+ * built-ins), like the rest of domain/.
  */
-import { BlockList, isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-const BLOCKED = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  BLOCKED.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-  ['64:ff9b::', 96],
-  ['2001:db8::', 32],
-] as const)
-  BLOCKED.addSubnet(net, prefix, 'ipv6');
+/**
+ * IANA's global unicast space. IPv6 outside it is either special-purpose (refused by range anyway) or unallocated,
+ * which includes the IPv4-compatible `::a.b.c.d` (::/96, deprecated by RFC 4291) that ipaddr.js calls unicast.
+ */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
+/** Words for ipaddr.js's range names in refusals; a name missing here is shown as ipaddr.js spells it. */
+const RANGE_WORDS: Record<string, string> = {
+  unspecified: 'unspecified',
+  broadcast: 'broadcast',
+  multicast: 'multicast',
+  linkLocal: 'link-local',
+  loopback: 'loopback',
+  carrierGradeNat: 'shared (carrier-grade NAT)',
+  private: 'private',
+  reserved: 'reserved or documentation',
+  as112: 'AS112',
+  amt: 'AMT relay',
+  uniqueLocal: 'unique local (private)',
+  ipv4Mapped: 'IPv4-mapped',
+  deprecatedSiteLocal: 'site-local',
+  discard: 'discard-only',
+  rfc6145: 'IPv4-translated',
+  rfc6052: 'NAT64',
+  '6to4': '6to4',
+  teredo: 'Teredo',
+  benchmarking: 'benchmarking',
+  as112v6: 'AS112',
+  deprecatedOrchid: 'ORCHID',
+  orchid2: 'ORCHIDv2',
+  droneRemoteIdProtocolEntityTags: 'drone remote ID',
+  segmentRouting: 'segment routing',
+};
+
+/**
+ * The special-purpose range `address` is in, in words ("loopback", "6to4", …), or null when it is a public unicast
+ * address a live delivery may connect to. Anything that is not an IP address in a standard spelling is refused too.
+ *
+ * An IPv6 address that embeds an IPv4 one (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`, translated
+ * `::ffff:0:a.b.c.d`, 6to4 `2002::/16`, NAT64 `64:ff9b::/96`, Teredo `2001::/32`) is refused whatever the embedded
+ * address: nothing legitimate resolves to one (the resolver is asked without V4MAPPED), and translators and relays
+ * forward to networks this process cannot see, so judging the embedded address would only be a guess.
+ */
+export function blockedRangeOf(address: string): string | null {
+  // Only dotted quads: `127.1` or `0x7f.0.0.1` are loopback to inet_aton but not to everything that parses addresses.
+  if (ipaddr.IPv4.isValidFourPartDecimal(address)) {
+    const range = ipaddr.IPv4.parse(address).range();
+    return range === 'unicast' ? null : (RANGE_WORDS[range] ?? range);
+  }
+  if (ipaddr.IPv6.isValid(address)) {
+    const ip = ipaddr.IPv6.parse(address);
+    const range = ip.range();
+    if (range !== 'unicast') return RANGE_WORDS[range] ?? range;
+    return ip.match(GLOBAL_UNICAST_V6) ? null : 'IPv4-compatible or unallocated (outside 2000::/3)';
+  }
+  return 'not an IP address';
+}
 
 /** Whether a live delivery must not connect to this address. */
 export function isBlockedAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return BLOCKED.check(address, 'ipv4');
-  if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return BLOCKED.check(mapped[1]!, 'ipv4');
-    return BLOCKED.check(address, 'ipv6');
-  }
-  return true;
+  return blockedRangeOf(address) !== null;
 }
-
 
 /** Host names that always mean this machine. */
 export function isLoopbackName(hostname: string): boolean {

@@ -113,7 +113,7 @@ export const RECORD_FIELDS: Record<Entity, readonly string[]> = {
   ],
   unit: [
     ...IDENTITY,
-    'property_id', 'unit_number', 'floorplan_name', 'bedrooms', 'bathrooms', 'square_feet', 'max_occupants', 'market_rent',
+    'property_id', 'unit_number', 'floorplan_id', 'floorplan_name', 'bedrooms', 'bathrooms', 'square_feet', 'max_occupants', 'market_rent',
     'status', 'note', 'address',
     ...TIMES,
   ],

@@ -84,6 +84,8 @@ export type PropertySummary = Pick<
 
 export interface UnitFields {
   unit_number: string | null;
+  /** The source id of the unit's floor plan: what a lease create on this unit names as `floorplan_id`. */
+  floorplan_id: string | null;
   floorplan_name: string | null;
   bedrooms: number | null;
   bathrooms: number | null;

@@ -7,8 +7,24 @@
  * parse but break a rule (422); see api/middleware/validation.ts.
  */
 import { z } from '@hono/zod-openapi';
+import { PLURAL } from './automations';
 import type { Entity } from './cdm';
 import { isUuid } from './ids';
+import {
+  DATE_BOUNDS,
+  DATE_BOUNDS_DETAIL,
+  DATE_RANGE,
+  dateInBounds,
+  DATETIME_BOUNDS,
+  DATETIME_BOUNDS_DETAIL,
+  DATETIME_RANGE,
+  datetimeInBounds,
+  NUL_DETAIL,
+  NUL_FREE,
+  NUL_FREE_PATTERN,
+  plainText,
+  SPACE_CLASS,
+} from './scalars';
 
 /** Marks a custom zod issue as a rule violation (422) rather than a parse failure (400). */
 export const RULE = { rule: true } as const;
@@ -19,7 +35,11 @@ export const RULE = { rule: true } as const;
 
 const INT = /^[+-]?\d+$/;
 
-function intParam(opts: { min: number; max: number; default: number; description: string }) {
+/**
+ * An integer query parameter: digits with an optional sign, nothing else (not `1e2`, `0x10`, ` 5` or an empty value,
+ * which a number coercion would take), within [min, max] (else 422), `default` when absent.
+ */
+export function intParam(opts: { min: number; max: number; default: number; description: string }) {
   return z
     .string()
     .regex(INT, 'must be an integer')
@@ -44,29 +64,51 @@ const DATETIME = z.iso.datetime({ offset: true });
 const DATE = z.iso.date();
 /**
  * An instant with `Z` or an offset; a date alone is that day's midnight UTC (`updated_after=2025-01-31`). A `+` in
- * an offset arrives as a space when the caller did not URL-encode it; take it back.
+ * an offset arrives as a space when the caller did not URL-encode it; take it back. Within the bounds of
+ * domain/scalars.ts (years 0001 to 9999), else a 422 naming the parameter.
  */
 const datetimeParam = (description: string) =>
   z
     .string()
     .transform((raw, ctx) => {
       const s = raw.replace(/ /g, '+');
-      if (DATETIME.safeParse(s).success) return new Date(s);
-      if (DATE.safeParse(s).success) return new Date(`${s}T00:00:00.000Z`);
-      ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 datetime such as 2025-01-31T17:04:05.123Z (or a date, meaning midnight UTC)' });
-      return z.NEVER;
+      let instant: Date | undefined;
+      if (DATETIME.safeParse(s).success) instant = new Date(s);
+      else if (DATE.safeParse(s).success) instant = new Date(`${s}T00:00:00.000Z`);
+      if (!instant) {
+        ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 datetime such as 2025-01-31T17:04:05.123Z (or a date, meaning midnight UTC)' });
+        return z.NEVER;
+      }
+      if (!datetimeInBounds(s, instant)) {
+        ctx.addIssue({ code: 'custom', message: DATETIME_BOUNDS_DETAIL, params: RULE });
+        return z.NEVER;
+      }
+      return instant;
     })
     .optional()
-    .openapi({ type: 'string', format: 'date-time', description: `${description} A date alone (\`2025-01-31\`) means midnight UTC.` } as never) as unknown as z.ZodType<
-    Date | undefined,
-    string | undefined
-  >;
+    .openapi({
+      type: 'string',
+      format: 'date-time',
+      pattern: DATETIME_BOUNDS.source,
+      description: `${description} A date alone (\`2025-01-31\`) means midnight UTC. ${DATETIME_RANGE}`,
+    } as never) as unknown as z.ZodType<Date | undefined, string | undefined>;
 
+/** A date `YYYY-MM-DD` from 0001-01-01 to 9999-12-31 (domain/scalars.ts), else a 422 naming the parameter. */
 const dateParam = (description: string) =>
   z
     .iso.date({ error: 'must be a date written YYYY-MM-DD' })
+    .refine(dateInBounds, { message: DATE_BOUNDS_DETAIL, params: RULE, when: (payload) => payload.issues.length === 0 })
     .optional()
-    .openapi({ type: 'string', format: 'date', description } as never) as unknown as z.ZodType<string | undefined, string | undefined>;
+    .openapi({ type: 'string', format: 'date', pattern: DATE_BOUNDS.source, description: `${description} ${DATE_RANGE}` } as never) as unknown as z.ZodType<
+    string | undefined,
+    string | undefined
+  >;
+
+/** A free-text parameter: any text without NUL (domain/scalars.ts). */
+const textParam = (description: string) =>
+  plainText()
+    .optional()
+    .openapi({ description }) as unknown as z.ZodType<string | undefined, string | undefined>;
 
 function splitList(s: string): string[] {
   return s
@@ -79,16 +121,18 @@ function splitList(s: string): string[] {
 const listParam = (description: string) =>
   z
     .string()
+    .regex(NUL_FREE, NUL_DETAIL)
     .transform(splitList)
     .optional()
-    .openapi({ type: 'string', description: `${description} Comma-separated list matches any.` } as never) as unknown as z.ZodType<
+    .openapi({ type: 'string', pattern: NUL_FREE_PATTERN, description: `${description} Comma-separated list matches any.` } as never) as unknown as z.ZodType<
     string[] | undefined,
     string | undefined
   >;
 
 const UUID_PATTERN = '[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}';
 /** What the parser accepts: comma-separated UUIDs, each item optionally padded with spaces, empty items ignored. */
-const UUID_LIST_PATTERN = `^(\\s*(${UUID_PATTERN})?\\s*)(,\\s*(${UUID_PATTERN})?\\s*)*$`;
+const S = `[${SPACE_CLASS}]*`;
+const UUID_LIST_PATTERN = `^(${S}(${UUID_PATTERN})?${S})(,${S}(${UUID_PATTERN})?${S})*$`;
 const uuidListParam = (description: string) =>
   z
     .string()
@@ -152,7 +196,7 @@ export const PropertyListQuery = z.object({
   'order-by': orderByParam(ORDER_FIELDS.property),
   status: listParam('Property status, exact.'),
   type: listParam('Property type, exact.'),
-  name: z.string().optional().openapi({ description: 'Case-insensitive substring of the name.' }),
+  name: textParam('Case-insensitive substring of the name.'),
 });
 export const UnitListQuery = z.object({
   ...common,
@@ -164,7 +208,7 @@ export const ResidentListQuery = z.object({
   ...common,
   'order-by': orderByParam(ORDER_FIELDS.resident),
   property_id: listParam('Property id (`prp_…`), exact.'),
-  email: z.string().optional().openapi({ description: 'Email address, case-insensitive exact match.' }),
+  email: textParam('Email address, case-insensitive exact match.'),
   status: listParam('Resident status (`applicant`, `current`, `notice`, `past`), exact.'),
 });
 export const LeaseListQuery = z.object({
@@ -188,3 +232,17 @@ export const LIST_QUERIES = {
   resident: ResidentListQuery,
   lease: LeaseListQuery,
 } as const satisfies Record<Entity, z.ZodObject>;
+
+/** The query parameters of an entity's list endpoint, `GET /v1/<entity>`. */
+export const listParameters = (entity: Entity): string[] => Object.keys(LIST_QUERIES[entity].shape);
+
+/**
+ * Why `name` is refused when it is not among the `known` query parameters of the entity's list endpoint (all of them
+ * unless the caller narrows it), or undefined when it is known. An unknown parameter is refused rather than ignored:
+ * a misspelt filter (`propertyid=`) would otherwise match everything. The list endpoints (a 400) and automation
+ * filters (a 422 at `/filters/<name>`) both say it this way.
+ */
+export function unknownParameter(entity: Entity, name: string, known: readonly string[] = listParameters(entity)): string | undefined {
+  if (known.includes(name)) return undefined;
+  return `not a query parameter of GET /v1/${PLURAL[entity]}; one of ${known.join(', ')}`;
+}

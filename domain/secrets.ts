@@ -125,7 +125,7 @@ export function sealSourceConfig<T extends { api_key: string }>(ring: Keyring, i
   return { ...settings, api_key: ring.seal(settings.api_key, places.sourceApiKey(integrationId)) };
 }
 
-/** A source's settings as the connector needs them, with `api_key` opened. Only activities call this. */
+/** A source's settings as the connector needs them, with `api_key` opened. Only activities and the API's write-options read call this. */
 export function openSourceConfig<T extends { api_key: string }>(ring: Keyring, integration: { id: string; sourceConfig: T }): T {
   return { ...integration.sourceConfig, api_key: ring.open(integration.sourceConfig.api_key, places.sourceApiKey(integration.id)) };
 }

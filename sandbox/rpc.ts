@@ -15,10 +15,12 @@
  *   write that was made, as with a real PMS behind a slow proxy.
  *
  * Read methods take `page_no`, `per_page`, the entity's id list (`leaseIds`, ...) and `propertyId`, which keeps the
- * records of one property (for properties: that property).
+ * records of one property (for properties: that property). The setup reads of sandbox/options.ts (`getFloorPlans`,
+ * `getPropertyPickLists`, `getUnitSpaces`, `getLeaseTerms`) are read methods too.
  */
 import { Hono, type Context } from 'hono';
 import { MAX_PER_PAGE, SERVICES, WRITE_METHODS, type NativeEntity } from '../source/native';
+import { optionMethod, OptionParamError } from './options';
 import { companyByKey, consumeFault, PageCursors, readPage, type Company, type Fault, type Sql } from './store';
 import { applyWrite, BusinessError } from './writes';
 
@@ -155,7 +157,8 @@ export function rpcRoutes(opts: RpcOptions): Hono {
       const writes = entity === 'property' ? undefined : WRITE_METHODS[entity];
       const name = method?.name;
       const action = writes?.create === name ? 'create' : writes?.update === name ? 'update' : undefined;
-      const kind: MethodKind | undefined = name === svc.read ? 'read' : action ? 'write' : undefined;
+      const setup = optionMethod(svc.service, name);
+      const kind: MethodKind | undefined = name === svc.read || setup ? 'read' : action ? 'write' : undefined;
 
       const faulted = await applyFaults(c, opts, company, requestId, kind);
       if (faulted.response) return faulted.response;
@@ -166,6 +169,15 @@ export function rpcRoutes(opts: RpcOptions): Hono {
       const params = (method.params ?? {}) as Record<string, unknown>;
       if (typeof params !== 'object' || Array.isArray(params)) throw new RpcError(400, 'INVALID_PARAMS', 'method.params must be an object');
 
+      if (setup) {
+        try {
+          return reply(c, 200, requestId, 200, `"result":${JSON.stringify(await setup(opts.sql, company, params))}`);
+        } catch (err) {
+          if (err instanceof OptionParamError) throw new RpcError(400, 'INVALID_PARAMS', err.message);
+          if (err instanceof BusinessError) return reply(c, 200, requestId, 422, errorPayload(err.code, err.message));
+          throw err;
+        }
+      }
       if (kind === 'read') {
         const page = intParam(params, 'page_no', 1);
         const perPage = Math.min(intParam(params, 'per_page', 100), MAX_PER_PAGE);

@@ -4,9 +4,10 @@
  * field or a change to a closed lease is a business error in the reply; a success returns the native id.
  * Every write moves the record's `updatedOn`, so a sync sees it.
  */
-import { codeOf, CUSTOMER_TYPES, LEASE_STATUS_TYPES, LEASE_TERMS, PHONE_NUMBER_TYPES, ADDRESS_TYPES } from '../source/codes';
+import { codeOf, LEASE_STATUS_TYPES } from '../source/codes';
 import { decimalToMinor, MappingError, toIsoDate } from '../source/mapping';
 import type { NativeAddress, NativeCustomer, NativeEntity, NativeLease, NativePhone, NativeUnit } from '../source/native';
+import { ADDRESS_TYPES, codeIn, CUSTOMER_RELATIONSHIP_TYPES, LEASE_TERMS, leaseTermsAt, PHONE_NUMBER_TYPES, type Code } from './codes';
 import { contextOf } from './generator';
 import { getRecords, lockCompany, putRecords, saveCounters, type NextIds, type Sql } from './store';
 import { dayOf, decimalOf, localTime, usDate } from './time';
@@ -84,10 +85,11 @@ function amount(obj: Obj, key: string): number | undefined {
   }
 }
 
-function code(table: Record<number, unknown>, obj: Obj, key: string): number {
+function code<T extends Code>(list: readonly T[], obj: Obj, key: string): T {
   const id = int(obj, key, true, 1)!;
-  if (!codeOf(table as never, id)) throw invalid(`${key} ${id} is not a valid code`);
-  return id;
+  const entry = codeIn(list, id);
+  if (!entry) throw invalid(`${key} ${id} is not a valid code`);
+  return entry;
 }
 
 function phones(value: unknown): NativePhone[] | undefined {
@@ -98,7 +100,7 @@ function phones(value: unknown): NativePhone[] | undefined {
     onlyKnown(o, ['phoneNumber', 'phoneNumberTypeId', 'isPrimary'], `phones[${i}]`);
     const number = str(o, 'phoneNumber', true, 40)!;
     if (!/^[+\d][\d\s().-]{5,}$/.test(number)) throw invalid(`phones[${i}].phoneNumber is not a phone number`);
-    return { phoneNumber: number, phoneNumberTypeId: code(PHONE_NUMBER_TYPES, o, 'phoneNumberTypeId'), isPrimary: o.isPrimary === true || o.isPrimary === '1' || (o.isPrimary === undefined && i === 0) ? '1' : '0' };
+    return { phoneNumber: number, phoneNumberTypeId: code(PHONE_NUMBER_TYPES, o, 'phoneNumberTypeId').id, isPrimary: o.isPrimary === true || o.isPrimary === '1' || (o.isPrimary === undefined && i === 0) ? '1' : '0' };
   });
 }
 
@@ -324,7 +326,10 @@ async function createLease(sql: Sql, companyId: string, params: Obj, next: NextI
   const end = date(input, 'leaseEndDate', true)!;
   const moveIn = date(input, 'moveInDate', true)!;
   if (end <= start) throw invalid('leaseEndDate must be after leaseStartDate');
-  const termId = code(LEASE_TERMS, input, 'leaseTermId');
+  // Lease terms are set up per property: a term of the company that this property does not offer is refused too.
+  const termId = code(LEASE_TERMS, input, 'leaseTermId').id;
+  const term = codeIn(leaseTermsAt(ctx.id), termId);
+  if (!term) throw invalid(`leaseTermId ${termId} is not offered at property ${ctx.id}`);
   const floorplanId = int(input, 'floorplanId', true, 1)!;
   const unitRow = await one(sql, companyId, 'unit', int(input, 'unitSpaceId', true, 1), 'unit space');
   if (unitRow.property_id !== ctx.id) throw new BusinessError('NOT_FOUND', `unit space ${unitRow.id} does not belong to property ${ctx.id}`);
@@ -334,7 +339,7 @@ async function createLease(sql: Sql, companyId: string, params: Obj, next: NextI
   onlyKnown(applicant, ['firstName', 'lastName', 'customerRelationshipTypeId', 'phone', 'address'], 'applicant');
   const firstName = str(applicant, 'firstName', true, 100)!;
   const lastName = str(applicant, 'lastName', true, 100)!;
-  const relationship = code(CUSTOMER_TYPES, applicant, 'customerRelationshipTypeId');
+  const relationship = code(CUSTOMER_RELATIONSHIP_TYPES, applicant, 'customerRelationshipTypeId').id;
   const phone = phones(object(applicant.phone, 'applicant.phone'))!;
   const addr = object(applicant.address, 'applicant.address')!;
   onlyKnown(addr, ['addressTypeId', 'streetLine1', 'city', 'state', 'stateCode', 'postalCode'], 'applicant.address');
@@ -369,7 +374,7 @@ async function createLease(sql: Sql, companyId: string, params: Obj, next: NextI
     securityDeposit: '',
     balance: '0.00',
     currencyCode: 'USD',
-    leaseTermMonths: String(LEASE_TERMS[termId as keyof typeof LEASE_TERMS].months),
+    leaseTermMonths: String(term.months),
     renewalOfferStatus: '',
     isRenewal: '0',
     previousLeaseId: null,

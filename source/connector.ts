@@ -83,6 +83,33 @@ export interface SourceConnector {
    * identifies it; a match means the create was applied. Null when the source holds no such record.
    */
   findCreated<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult | null>;
+  /**
+   * What the source accepts in the coded fields of writes at one property (its x_id): its floor plans, unit spaces,
+   * lease terms and code lists, each value as the write sends it with the name the source gives it. Several
+   * requests; a failure of any is thrown like a read's (transient or permanent), never a partial answer.
+   */
+  readWriteOptions(propertyXId: string): Promise<SourceWriteOptions>;
+}
+
+/** One value a coded write field accepts: `value` as the write sends it, `label` what the source calls it. */
+export interface SourceOption {
+  value: string;
+  label: string;
+}
+
+/** A unit space a lease may name, with the floor plan the lease must name with it (null: the unit has none). */
+export interface SourceUnitSpace extends SourceOption {
+  floorplan_id: string | null;
+}
+
+/** The lists of values the coded write fields accept at one property, in the source's order. */
+export interface SourceWriteOptions {
+  floorplans: SourceOption[];
+  unit_spaces: SourceUnitSpace[];
+  lease_terms: SourceOption[];
+  customer_relationship_types: SourceOption[];
+  phone_number_types: SourceOption[];
+  address_types: SourceOption[];
 }
 
 /** The entities a source takes writes for (every one but Property). */
@@ -125,6 +152,8 @@ export interface LeaseUpdateInput {
 export interface UnitCreateInput {
   property_x_id: string;
   unit_number: string;
+  /** The source id of one of the property's floor plans. */
+  floorplan_id?: string;
   bedrooms?: number | null;
   bathrooms?: number | null;
   square_feet?: number | null;

@@ -30,12 +30,14 @@ import {
   type RecordsById,
   type SourcePage,
   type SourceSettings,
+  type SourceUnitSpace,
+  type SourceWriteOptions,
   type UpdateInputOf,
   type WritableEntity,
   type WriteResult,
 } from './connector';
-import { exponentOf, MAPPERS, MappingError, wrappedList } from './mapping';
-import { MAX_PER_PAGE, SERVICES, WRITE_METHODS } from './native';
+import { exponentOf, MAPPERS, MappingError, setupOption, unitSpaceOption, wrappedList } from './mapping';
+import { MAX_PER_PAGE, SERVICES, SETUP_METHODS, WRITE_METHODS } from './native';
 
 export interface ConnectorOptions {
   /** Milliseconds one HTTP request may take before it is aborted and counted as a transient failure. */
@@ -300,6 +302,57 @@ export class EntrataConnector implements SourceConnector {
     }
   }
 
+  async readWriteOptions(propertyXId: string): Promise<SourceWriteOptions> {
+    const property = propertyXId.trim();
+    if (!/^\d{1,15}$/.test(property)) throw new SourcePermanentError(`property ${JSON.stringify(propertyXId)} is not a native id: the source has no such property`);
+    const propertyId = Number(property);
+    const { floorPlans, pickLists, leaseTerms } = SETUP_METHODS;
+    const [plans, picks, terms, spaces] = await Promise.all([
+      this.call(floorPlans.service, floorPlans.method, { propertyId }),
+      this.call(pickLists.service, pickLists.method, { propertyId }),
+      this.call(leaseTerms.service, leaseTerms.method, { propertyId }),
+      this.unitSpaces(propertyId),
+    ]);
+    return this.setup(pickLists.method, () => {
+      const lists = objectIn(picks, pickLists.outer);
+      if (!lists || typeof lists !== 'object') throw new MappingError(`no ${pickLists.outer}`);
+      const codes = (outer: string, inner: string) => wrappedList((lists as Record<string, unknown>)[outer], inner).map((r) => setupOption(r, 'id', 'name'));
+      return {
+        floorplans: wrappedList(objectIn(plans, floorPlans.outer), floorPlans.inner).map((r) => setupOption(r, 'floorplanId', 'floorplanName')),
+        unit_spaces: spaces,
+        lease_terms: wrappedList(objectIn(terms, leaseTerms.outer), leaseTerms.inner).map((r) => setupOption(r, 'leaseTermId', 'name')),
+        customer_relationship_types: codes('customerRelationshipTypes', 'customerRelationshipType'),
+        phone_number_types: codes('phoneNumberTypes', 'phoneNumberType'),
+        address_types: codes('addressTypes', 'addressType'),
+      };
+    });
+  }
+
+  /** Every unit space of a property, page by page. */
+  private async unitSpaces(propertyId: number): Promise<SourceUnitSpace[]> {
+    const { service, method, outer, inner } = SETUP_METHODS.unitSpaces;
+    const out: SourceUnitSpace[] = [];
+    for (let page = 1; ; page++) {
+      const result = await this.call(service, method, { propertyId, page_no: page, per_page: MAX_PER_PAGE });
+      const items = this.setup(method, () => wrappedList(objectIn(result, outer), inner).map(unitSpaceOption));
+      out.push(...items);
+      const pagination = (result as { pagination?: { total_count?: unknown; per_page?: unknown } }).pagination;
+      const total = Number(pagination?.total_count);
+      const served = Number(pagination?.per_page) || MAX_PER_PAGE;
+      if (items.length === 0 || !Number.isFinite(total) || page * served >= total) return out;
+    }
+  }
+
+  /** A setup reply read with `read`: whatever the mapping cannot read makes the reply malformed (permanent). */
+  private setup<T>(method: string, read: () => T): T {
+    try {
+      return read();
+    } catch (err) {
+      if (err instanceof MappingError) throw new SourcePermanentError(`malformed ${method} reply: ${err.message.slice(0, 500)}`);
+      throw err;
+    }
+  }
+
   /**
    * The readable records of an entity at one property that pass `keep`, paged with the read method's `propertyId`
    * filter so a lookup never reads the whole company. A property id that is not native (not an integer) has none.
@@ -442,6 +495,12 @@ export class EntrataConnector implements SourceConnector {
   }
 }
 
+/** `result[key]` of a reply; a reply without a result object is malformed. */
+function objectIn(result: unknown, key: string): unknown {
+  if (!result || typeof result !== 'object') throw new MappingError('no result');
+  return (result as Record<string, unknown>)[key];
+}
+
 /** The native id of a raw record, if it has a usable one. */
 function rawIdOf(raw: unknown, idField: string): string | null {
   const v = raw && typeof raw === 'object' ? (raw as Record<string, unknown>)[idField] : undefined;
@@ -453,6 +512,7 @@ function rawIdOf(raw: unknown, idField: string): string | null {
 function unitParams(u: Partial<CreateInputOf['unit']>): Record<string, unknown> {
   return defined({
     unitNumber: u.unit_number,
+    floorplanId: u.floorplan_id === undefined ? undefined : nativeId(u.floorplan_id),
     bedrooms: u.bedrooms ?? undefined,
     bathrooms: u.bathrooms ?? undefined,
     squareFeet: u.square_feet ?? undefined,

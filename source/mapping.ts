@@ -14,6 +14,7 @@
  */
 import { inKeyOrder } from '../domain/content';
 import type { Address, JsonObject, LeaseInput, Money, Phone, PropertyInput, ResidentInput, UnitInput } from '../domain/cdm';
+import type { SourceOption, SourceUnitSpace } from './connector';
 import {
   codeOf,
   CUSTOMER_STATUS_TYPES,
@@ -344,6 +345,12 @@ function nativeId(value: unknown, what: string): string {
   return t;
 }
 
+/** A reference to another source record by native id; `0`, like an empty value, names none. */
+function reference(value: unknown): string | null {
+  const t = text(value);
+  return t === null || t === '0' ? null : t;
+}
+
 function addressOf(f: Fields | null): Address | null {
   if (!f) return null;
   const a: Address = {
@@ -426,6 +433,7 @@ export function mapUnit(raw: unknown): UnitInput {
     x_id: nativeId(f.take('unitId'), 'unitId'),
     property_x_id: text(f.take('propertyId')),
     unit_number: text(f.take('unitNumber')),
+    floorplan_id: reference(f.take('floorplanId')),
     floorplan_name: text(f.take('floorplanName')),
     bedrooms: integer(f.take('bedrooms')),
     bathrooms: integer(f.take('bathrooms')),
@@ -507,6 +515,23 @@ export function mapLease(raw: unknown): LeaseInput {
   if (statusId !== null && statusId !== undefined && statusId !== '') custom.leaseStatusTypeId = statusId;
   input.custom_data = inKeyOrder(custom);
   return input;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Setup lists (what writes accept at a property)
+// ---------------------------------------------------------------------------------------------------------------
+
+/** An entry of a setup list (`{floorplanId, floorplanName}`, `{id, name}`, …) as a write option; its name defaults to its id. */
+export function setupOption(raw: unknown, idField: string, nameField: string): SourceOption {
+  const obj = Fields.of(raw, idField.replace(/Id$/, ''));
+  const value = nativeId(obj[idField], idField);
+  return { value, label: text(obj[nameField]) ?? value };
+}
+
+/** An entry of `getUnitSpaces`: the unit's native id, its number, and the floor plan a lease on it names. */
+export function unitSpaceOption(raw: unknown): SourceUnitSpace {
+  const obj = Fields.of(raw, 'unitSpace');
+  return { ...setupOption(obj, 'unitSpaceId', 'unitNumber'), floorplan_id: reference(obj.floorplanId) };
 }
 
 export const MAPPERS = { property: mapProperty, unit: mapUnit, resident: mapResident, lease: mapLease } as const;

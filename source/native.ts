@@ -155,3 +155,47 @@ export const WRITE_METHODS = {
 
 /** The most records one page may hold; a larger `per_page` is capped. */
 export const MAX_PER_PAGE = 1000;
+
+/**
+ * Setup reads: what the write methods accept at one property (`propertyId` required). Floor plans, pick lists and
+ * lease terms come whole; unit spaces page like the entity reads.
+ */
+export const SETUP_METHODS = {
+  floorPlans: { service: 'properties', method: 'getFloorPlans', outer: 'floorPlans', inner: 'floorPlan' },
+  pickLists: { service: 'properties', method: 'getPropertyPickLists', outer: 'pickLists' },
+  unitSpaces: { service: 'propertyunits', method: 'getUnitSpaces', outer: 'unitSpaces', inner: 'unitSpace' },
+  leaseTerms: { service: 'leases', method: 'getLeaseTerms', outer: 'leaseTerms', inner: 'leaseTerm' },
+} as const;
+
+export interface NativeFloorPlan {
+  floorplanId: number;
+  floorplanName: string;
+  bedrooms: string;
+  bathrooms: string;
+  squareFeet: string;
+}
+
+export interface NativeUnitSpace {
+  unitSpaceId: number;
+  unitNumber: string;
+  /** The unit's floor plan (a lease on the unit names it); null when it has none. */
+  floorplanId: number | null;
+}
+
+export interface NativeLeaseTerm {
+  leaseTermId: number;
+  name: string;
+  termMonths: string;
+}
+
+export interface NativePickListItem {
+  id: number;
+  name: string;
+}
+
+/** `getPropertyPickLists`: the code lists of lease applicants, each a wrapped list of `{id, name}`. */
+export interface NativePickLists {
+  customerRelationshipTypes: { customerRelationshipType: OneOrMany<NativePickListItem> } | Record<string, never>;
+  phoneNumberTypes: { phoneNumberType: OneOrMany<NativePickListItem> } | Record<string, never>;
+  addressTypes: { addressType: OneOrMany<NativePickListItem> } | Record<string, never>;
+}

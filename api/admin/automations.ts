@@ -16,7 +16,7 @@ import type { IntegrationRow } from '../../db/tenants';
 import { EXPORT_ENTITIES, PLURAL, RECORD_FIELDS, type AutomationSchedule } from '../../domain/automations';
 import type { Entity } from '../../domain/cdm';
 import { automationScheduleIdOf } from '../../domain/contract';
-import { LIST_QUERIES } from '../../domain/filters';
+import { LIST_QUERIES, listParameters, unknownParameter } from '../../domain/filters';
 import { isId } from '../../domain/ids';
 import { sealAutomationHeaders } from '../../domain/secrets';
 import type { AutomationControlDeps } from '../../control/automations';
@@ -104,12 +104,12 @@ const PAGING = new Set(['limit', 'offset']);
  */
 function filterErrors(entity: Entity, filters: Record<string, string>): FieldError[] {
   const schema = LIST_QUERIES[entity];
-  const known = Object.keys(schema.shape).filter((k) => !PAGING.has(k));
+  const known = listParameters(entity).filter((k) => !PAGING.has(k));
   const errors: FieldError[] = [];
   const rest: Record<string, string> = {};
   for (const [name, value] of Object.entries(filters)) {
-    if (PAGING.has(name)) errors.push({ pointer: pointer('filters', name), detail: `${name} does not apply: an export is every matching record.` });
-    else if (!known.includes(name)) errors.push({ pointer: pointer('filters', name), detail: `not a query parameter of GET /v1/${PLURAL[entity]}; one of ${known.join(', ')}.` });
+    const unknown = PAGING.has(name) ? `${name} does not apply: an export is every matching record.` : unknownParameter(entity, name, known);
+    if (unknown) errors.push({ pointer: pointer('filters', name), detail: unknown });
     else rest[name] = value;
   }
   const parsed = schema.safeParse(rest);

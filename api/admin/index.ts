@@ -10,7 +10,7 @@ import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { registerApiKeys } from './api-keys';
 import { registerAutomations } from './automations';
-import { adminAuth } from './auth';
+import { adminAuth, type AdminTokenGuard } from './auth';
 import { registerEvents } from './events';
 import { registerIntegrations } from './integrations';
 import { registerOperations } from './operations';
@@ -23,7 +23,8 @@ import { adminValidationHook } from './support';
 const SECURITY = 'adminToken';
 const MAX_BODY_BYTES = 64 * 1024;
 
-export function createAdminRoutes(deps: ApiDeps): Hono {
+/** `guard`: the admin-token check (and its throttle) this app shares with the console's sign-in. */
+export function createAdminRoutes(deps: ApiDeps, guard: AdminTokenGuard): Hono {
   const api = new OpenAPIHono({ defaultHook: adminValidationHook });
   api.openAPIRegistry.registerComponent('securitySchemes', SECURITY, {
     type: 'http',
@@ -41,7 +42,7 @@ export function createAdminRoutes(deps: ApiDeps): Hono {
     security: [{ [SECURITY]: [] }],
   });
   // After the document's route, so the document stays public.
-  api.use('*', adminAuth(deps.config.ADMIN_TOKEN));
+  api.use('*', adminAuth(guard));
   // Every admin body is a few hundred bytes; a huge one is refused before it is buffered and parsed.
   api.use(
     '*',

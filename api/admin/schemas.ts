@@ -1,12 +1,15 @@
 /** Zod schemas of the admin API: they validate requests and generate /admin/v1/openapi.json. */
+import { validateHeaderValue } from 'node:http';
 import { z } from '@hono/zod-openapi';
 import { ENTITIES } from '../../domain/cdm';
+import { intParam, listParameters } from '../../domain/filters';
 import { AUTOMATION_STATUSES, MIN_EVERY_SECONDS, PLURAL, RUN_STATUSES } from '../../domain/automations';
 import { SORT_ORDERS, type SortOrder } from '../../db/order';
 import { ALL_EVENT_TYPES, EVENT_CATEGORIES } from '../../domain/events';
 import { OPERATION_STATUSES, OPERATION_TYPES } from '../../domain/operations';
 import { DELIVERY_STATUSES, SUBSCRIPTION_STATUSES } from '../../domain/webhooks';
-import { MODES, PLANS } from '../../domain/plans';
+import { MODES, PLAN_RULES, PLANS } from '../../domain/plans';
+import { datetimeField, NUL_FREE_PATTERN, plainText, SPACE_CLASS } from '../../domain/scalars';
 import { RULE } from '../middleware/validation';
 import { Operation as PublicOperation, Problem, text } from '../schemas';
 
@@ -18,9 +21,10 @@ const Uuid = z.uuid();
 export const IdParam = (name: string, description: string) =>
   z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, description, example: name }) });
 
+/** Paging, parsed as on /v1: an integer written as one (an empty `offset=` is not 0), else 400; out of range 422. */
 export const ListQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(25).openapi({ description: 'Page size, 1 to 100.' }),
-  offset: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).openapi({ description: 'Zero-based offset.' }),
+  limit: intParam({ min: 1, max: 100, default: 25, description: 'Page size, 1 to 100.' }),
+  offset: intParam({ min: 0, max: Number.MAX_SAFE_INTEGER, default: 0, description: 'Zero-based offset.' }),
 });
 
 const ORDER_WORDS: Record<SortOrder, string> = { asc: 'Oldest first', desc: 'Newest first' };
@@ -66,6 +70,7 @@ export const errorResponses = {
   404: problemResponse('Unknown or malformed id.'),
   413: problemResponse('The request body exceeds 64 KiB.'),
   422: problemResponse('A rule violation; `errors[]` names each field.'),
+  429: problemResponse('Too many wrong admin tokens from this address, or beginning like this one: every token is refused for `Retry-After` seconds.'),
 } as const;
 export const unavailableResponse = {
   503: problemResponse('Temporal or the sandbox PMS is unreachable; nothing was changed. Safe to retry.'),
@@ -118,12 +123,19 @@ export const OrganizationUpdate = someField(
 
 // Integrations
 
+/**
+ * The fastest cadence of any plan: the bound the document can state. Each plan's own (the plan may be the stored
+ * one, on a PATCH) is checked by the route, and said in words.
+ */
+const FASTEST_CADENCE = Math.min(...PLANS.map((p) => PLAN_RULES[p].fastestSyncIntervalSeconds));
 const Interval = z
   .number()
   .int()
-  .min(1)
+  .min(FASTEST_CADENCE, `must be at least ${FASTEST_CADENCE} seconds, the fastest cadence of any plan`)
   .max(7 * 24 * 3600)
-  .openapi({ description: "Seconds between scheduled syncs; no faster than the plan's fastest cadence (starter and growth as their default, scale 1800, enterprise 300), else 422." });
+  .openapi({
+    description: `Seconds between scheduled syncs; no faster than the plan's fastest cadence (${PLANS.map((p) => `${p} ${PLAN_RULES[p].fastestSyncIntervalSeconds}`).join(', ')}), else 422.`,
+  });
 export const SandboxSource = z
   .strictObject({
     type: z.literal('sandbox'),
@@ -135,7 +147,7 @@ export const EntrataSource = z
   .strictObject({
     type: z.literal('entrata'),
     base_url: z.url({ protocol: /^https?$/ }).openapi({ description: 'https:// for a live integration; a test-mode one may use http://.' }),
-    api_key: z.string().min(1).max(500).openapi({ description: 'Stored encrypted; never shown again.' }),
+    api_key: plainText().min(1).max(500).openapi({ description: 'Stored encrypted; never shown again.' }),
   })
   .openapi('EntrataSource');
 export const IntegrationCreate = z
@@ -248,7 +260,8 @@ export const AdminOperation = PublicOperation.extend({
  * the parameter as pointer, like an unknown sort field on /v1.
  */
 /** A comma-separated list of `item` (a regex alternation), items padded with spaces, empty items ignored. */
-const listPattern = (item: string) => `^\\s*(${item})?\\s*(,\\s*(${item})?\\s*)*$`;
+const S = `[${SPACE_CLASS}]*`;
+const listPattern = (item: string) => `^${S}(${item})?${S}(,${S}(${item})?${S})*$`;
 
 const enumListParam = <T extends string>(values: readonly T[], description: string) =>
   z
@@ -349,11 +362,11 @@ const EventTypes = z
   .min(1)
   .max(ALL_EVENT_TYPES.length + 1)
   .openapi({ description: 'Event types to receive, or `["*"]` for every type.', example: ['LEASE_SIGNED', 'LEASE_UPDATED'] });
-const WebhookUrl = z.string().min(1).max(2048).openapi({
-  description: 'Where events are POSTed. Live integrations: HTTPS, and not a loopback or private host. Test integrations may use http:// and loopback.',
+const WebhookUrl = plainText().min(1).max(2048).openapi({
+  description: 'Where events are POSTed. Live integrations: HTTPS to a public host: not `localhost`, nor a loopback, private, link-local or other special-purpose address (IPv4 embedded in IPv6 included), neither as written nor as resolved when sending. Test integrations may use http:// and loopback.',
   example: 'https://example.com/webhooks/propsync',
 });
-const Description = z.string().trim().max(500).nullable().optional();
+const Description = plainText().max(500).trim().nullable().optional();
 const MaxInFlight = z
   .number()
   .int()
@@ -447,12 +460,12 @@ export const DeliveryWithPayload = Delivery.extend({
 }).openapi('WebhookDeliveryWithPayload');
 export const DeliveryQuery = OrderedListQuery('desc').extend({
   status: z.enum(DELIVERY_STATUSES).optional(),
-  event_type: z.string().max(100).optional(),
+  event_type: plainText().max(100).optional(),
 });
 export const SubscriptionReplay = z
   .union([
     z.strictObject({ status: z.literal('dead_lettered') }),
-    z.strictObject({ since: z.iso.datetime({ offset: true }), until: z.iso.datetime({ offset: true }) }),
+    z.strictObject({ since: datetimeField('Start of the range.'), until: datetimeField('End of the range.') }),
   ])
   .openapi('WebhookSubscriptionReplay', {
     description: 'Replay every dead-lettered delivery (`{status: "dead_lettered"}`), or every event in a time range of the last 30 days (`{since, until}`).',
@@ -511,12 +524,16 @@ const AutomationName = text(200).openapi({
   description: 'A label; the file of each run is named `<name>-<run id>.csv` (made safe for file systems and URLs).',
   example: 'Nightly leases',
 });
-const ExportFilters = z.record(z.string(), z.string()).openapi({
+/** Every name a filter may have, of some entity (which of them the automation's entity takes is said in words). */
+const FILTER_NAMES = [...new Set(ENTITIES.flatMap((e) => listParameters(e)))].filter((n) => n !== 'limit' && n !== 'offset');
+const ExportFilters = z.record(plainText(), plainText()).openapi({
   description:
-    "The query parameters of the entity's list endpoint (`GET /v1/<entity>`), as strings, exactly as a caller would send them; validated by the same rules when saved (a bad one is a 422 at `/filters/<name>`). `limit` and `offset` do not apply: an export is every matching record.",
+    "The query parameters of the entity's list endpoint (`GET /v1/<entity>`), as strings, exactly as a caller would send them; validated by the same rules when saved (a bad one, or one the entity's list does not have, is a 422 at `/filters/<name>`). `limit` and `offset` do not apply: an export is every matching record.",
   example: { status: 'active,notice', start_date_gte: '2025-01-01', 'order-by': 'start_date:desc' },
-});
-const ExportColumns = z.array(z.string().max(100)).min(1).max(100).openapi({
+  propertyNames: { type: 'string', enum: FILTER_NAMES },
+  additionalProperties: { type: 'string', pattern: NUL_FREE_PATTERN },
+} as never);
+const ExportColumns = z.array(plainText().max(100)).min(1).max(100).openapi({
   description: "Fields of the entity's record to export, in this order (each at most once). Money fields become `<field>_amount` (minor units) and `<field>_currency`.",
   example: ['id', 'unit_id', 'status', 'start_date', 'rent_amount'],
 });
@@ -581,6 +598,45 @@ export const AutomationScheduleInput = z
 const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect']);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const MAX_HEADERS = 20;
+const MAX_HEADER_VALUE = 4096;
+
+/** Whether the export's HTTP client (node:http) will send this header value; it refuses the whole request if not. */
+function nodeSends(value: string): boolean {
+  try {
+    validateHeaderValue('x', value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why a destination header value cannot be sent as given, or null. An RFC 9110 field value, as node:http sends it:
+ * visible US-ASCII, with spaces and tabs inside; obs-text (U+0080 to U+00FF) goes out as single bytes, and anything
+ * above is refused by Node, so every run would fail. The offending character is named, never the value: it may be a
+ * credential (a character HTTP cannot carry is part of no working one).
+ */
+function headerValueProblem(value: string): string | null {
+  if (value.length > MAX_HEADER_VALUE) return `a header value is at most ${MAX_HEADER_VALUE} characters`;
+  if (/[\r\n]/.test(value)) return 'a header value is one line: no CR or LF';
+  if (!nodeSends(value)) {
+    const bad = [...value].find((ch) => !nodeSends(ch))!;
+    const code = `U+${bad.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+    return `contains ${code}, which an HTTP header cannot carry: use visible ASCII, spaces and tabs (U+0080 to U+00FF are sent as single bytes)`;
+  }
+  // RFC 9110 trims surrounding whitespace from a field value: the receiver would not get what was given.
+  if (/^[ \t]|[ \t]$/.test(value)) return 'a header value may not start or end with a space or tab (HTTP drops them)';
+  return null;
+}
+/** A letter either way: header names are case-insensitive. */
+const caseless = (word: string) => [...word].map((ch) => (/[a-z]/.test(ch) ? `[${ch.toUpperCase()}${ch}]` : ch)).join('');
+/**
+ * What the document can say of destination headers: a name is an HTTP token of at most 100 characters and none of the
+ * reserved ones (in any case); a value is a field value as headerValueProblem() takes it. Only a name given twice in
+ * different cases is left to words.
+ */
+const HEADER_NAME_PATTERN = `^(?!(?:${[...RESERVED_HEADERS].map(caseless).join('|')})$)[!#$%&'*+.^_\`|~0-9A-Za-z-]{1,100}$`;
+const HEADER_VALUE_PATTERN = '^(?:[!-~\\u0080-\\u00ff](?:[\\t -~\\u0080-\\u00ff]*[!-~\\u0080-\\u00ff])?)?$';
 const DestinationHeaders = z
   .record(z.string(), z.string())
   .superRefine((headers, ctx) => {
@@ -593,21 +649,27 @@ const DestinationHeaders = z
       if (!HEADER_NAME.test(name) || name.length > 100) ctx.addIssue({ code: 'custom', path: [name], message: 'not a valid HTTP header name' });
       else if (RESERVED_HEADERS.has(lower)) ctx.addIssue({ code: 'custom', path: [name], message: `${name} describes the connection, not the file; the export sets it itself` });
       else if (seen.has(lower)) ctx.addIssue({ code: 'custom', path: [name], message: 'given twice (header names are case-insensitive)' });
-      else if (value.length > 4096 || /[\r\n\u0000]/.test(value)) ctx.addIssue({ code: 'custom', path: [name], message: 'a header value is one line of at most 4096 characters' });
+      else {
+        const problem = headerValueProblem(value);
+        if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+      }
       seen.add(lower);
     }
   })
   .openapi({
-    description: 'Headers sent with the file (e.g. `Authorization`). Values are stored encrypted and never shown again; replies list the names only.',
+    description:
+      `Headers sent with the file (e.g. \`Authorization\`), at most ${MAX_HEADERS}. Names are HTTP tokens; values are RFC 9110 field values of at most ${MAX_HEADER_VALUE} characters: visible ASCII with spaces and tabs inside (not leading or trailing), no line breaks or control characters, and no character above U+00FF (U+0080 to U+00FF are sent as single bytes); anything else is a 422 at \`/destination/headers/<name>\`. Values are stored encrypted and never shown again; replies list the names only.`,
     example: { Authorization: 'Bearer s3cr3t' },
-  });
-const DestinationUrl = z.string().min(1).max(2048).openapi({
-  description: 'Where the file is sent. Live integrations: HTTPS, and not a loopback or private host. Test integrations may use http:// and loopback.',
+    maxProperties: MAX_HEADERS,
+    propertyNames: { type: 'string', pattern: HEADER_NAME_PATTERN },
+    additionalProperties: { type: 'string', maxLength: MAX_HEADER_VALUE, pattern: HEADER_VALUE_PATTERN },
+  } as never);
+const DestinationUrl = plainText().min(1).max(2048).openapi({
+  description: 'Where the file is sent. Live integrations: HTTPS to a public host: not `localhost`, nor a loopback, private, link-local or other special-purpose address (IPv4 embedded in IPv6 included), neither as written nor as resolved when sending. Test integrations may use http:// and loopback.',
   example: 'https://files.example.com/exports/leases.csv',
 });
 const DestinationMethod = z.enum(['PUT', 'POST']).openapi({ description: 'How the file is sent: it is the request body, `content-type: text/csv; charset=utf-8` unless `headers` name another. Default `PUT`.' });
-const DirectoryPath = z
-  .string()
+const DirectoryPath = plainText()
   .min(1)
   .max(500)
   .superRefine((path, ctx) => {

@@ -5,7 +5,7 @@ import type { Client } from '@temporalio/client';
 import { and, eq, isNull } from 'drizzle-orm';
 import { integrations, organizations } from '../../db/schema';
 import type { IntegrationRow, OrganizationRow } from '../../db/tenants';
-import { isBlockedAddress, isLoopbackName } from '../../domain/addresses';
+import { blockedRangeOf, isLoopbackName } from '../../domain/addresses';
 import { isUuid } from '../../domain/ids';
 import { SandboxControlError, sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import type { ApiDeps } from '../deps';
@@ -59,8 +59,9 @@ export function invalidField(pointer: string, detail: string): ApiError {
 
 /**
  * An address the service sends to on an operator's behalf (a webhook endpoint, an export destination): http(s)
- * without credentials in it; for a live integration HTTPS to a public host only (the SSRF guard; the sender checks
- * the address it actually connects to again). Test integrations may use http:// and loopback. Returns it normalized.
+ * without credentials in it; for a live integration HTTPS to a public host only (the SSRF guard of
+ * domain/addresses.ts; the sender checks the address it actually connects to again). Test integrations may use
+ * http:// and loopback. Returns it normalized.
  */
 export function checkOutboundUrl(raw: string, integration: Pick<IntegrationRow, 'mode'>, pointer: string, opts: { credentials: string }): string {
   let url: URL;
@@ -74,9 +75,9 @@ export function checkOutboundUrl(raw: string, integration: Pick<IntegrationRow, 
   if (integration.mode === 'live') {
     if (url.protocol !== 'https:') throw invalidField(pointer, 'A live integration delivers to https:// URLs only.');
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (isLoopbackName(host) || (isIP(host) !== 0 && isBlockedAddress(host))) {
-      throw invalidField(pointer, `${host} is a loopback, private or link-local host; a live integration delivers to public hosts only.`);
-    }
+    if (isLoopbackName(host)) throw invalidField(pointer, `${host} is a loopback host; a live integration delivers to public hosts only.`);
+    const range = isIP(host) !== 0 ? blockedRangeOf(host) : null;
+    if (range) throw invalidField(pointer, `${host} is a special-purpose address (${range}); a live integration delivers to public hosts only.`);
   }
   return url.toString();
 }

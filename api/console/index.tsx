@@ -3,13 +3,15 @@
  * a session (session.ts); every page reads and every form changes things through the admin API in-process
  * (admin.ts), so the console has no rule of its own. Forms are protected twice against cross-site requests: the
  * browser's Origin / Sec-Fetch-Site must be this site (hono/csrf), and the form must carry the session's token.
- * Nothing the console serves, except its static assets, may be cached.
+ * Nothing the console serves, except its static assets, may be cached. The sign-in checks the token through the admin
+ * API's guard (admin/auth.ts), so wrong sign-ins and wrong bearers are throttled together.
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { csrf } from 'hono/csrf';
 import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
+import type { AdminTokenGuard } from '../admin/auth';
 import type { ApiDeps } from '../deps';
 import { ApiError, problemBody, type ProblemBody } from '../problem';
 import { adminClient, AdminProblem } from './admin';
@@ -47,7 +49,7 @@ export async function fields(c: Context, name: string): Promise<string[]> {
   return (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
 }
 
-export function createConsole(deps: ApiDeps, adminRoutes: Hono): Hono {
+export function createConsole(deps: ApiDeps, adminRoutes: Hono, adminToken: AdminTokenGuard): Hono {
   const sessions = createSessions(deps.db, {
     adminToken: deps.config.ADMIN_TOKEN,
     ttlMs: deps.config.CONSOLE_SESSION_HOURS * 3_600_000,
@@ -140,9 +142,16 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono): Hono {
   app.post('/sign-in', async (c) => {
     const next = safeNext(await field(c, 'next'));
     const token = await field(c, 'token');
-    if (!token || !sessions.isAdminToken(token)) {
-      return c.html(<SignIn next={next} error="That is not the admin token of this deployment (ADMIN_TOKEN)." />, 401);
+    let right = false;
+    try {
+      right = token !== '' && (await adminToken.verify(c, token));
+    } catch (err) {
+      // Throttled: the sign-in page again, with the problem and when to try again.
+      if (!(err instanceof ApiError) || err.slug !== 'rate_limit_exceeded') throw err;
+      const problem = problemBody(deps.config, err, new URL(c.req.url).pathname, (c.get('requestId' as never) as string | undefined) ?? '');
+      return c.html(<SignIn next={next} problem={problem} />, 429, err.opts.headers);
     }
+    if (!right) return c.html(<SignIn next={next} error="That is not the admin token of this deployment (ADMIN_TOKEN)." />, 401);
     await sessions.open(c);
     return c.redirect(next, 303);
   });
@@ -187,7 +196,7 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono): Hono {
   return app as unknown as Hono;
 }
 
-const SignIn = ({ next, error }: { next: string; error?: string }) => (
+const SignIn = ({ next, error, problem }: { next: string; error?: string; problem?: ProblemBody }) => (
   <Layout ui={null} title="Sign in">
     <div class="signin card">
       <p>Sign in with the deployment's admin token (the <code>ADMIN_TOKEN</code> the API was started with). The session lasts until you sign out or it expires.</p>
@@ -196,6 +205,7 @@ const SignIn = ({ next, error }: { next: string; error?: string }) => (
           {error}
         </p>
       )}
+      {problem && <ProblemView problem={problem} />}
       <form method="post" action="/console/sign-in" class="stack">
         <input type="hidden" name="next" value={next} />
         <label>

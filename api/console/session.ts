@@ -1,15 +1,23 @@
 /**
  * Operator console sessions. Signing in with the admin token opens a session: a random token in an HttpOnly,
  * SameSite=Strict cookie (Secure when the console is reached over HTTPS) that expires with the session. The database
- * keeps only the token's SHA-256, the session's CSRF token and the digest of the admin token it was opened with, so
+ * keeps only the token's HMAC, the session's CSRF token and the digest of the admin token it was opened with, so
  * every API replica sees the same sessions, sign-out ends one everywhere, and rotating ADMIN_TOKEN ends them all.
+ *
+ * The HMAC key is derived from ADMIN_TOKEN (keyFromAdminToken, HKDF-SHA256, purpose `console session token`): a
+ * session is worth exactly the admin token, so that secret, which every API replica already holds and the database
+ * never does, keys it, and a new token ends the sessions by construction. Whoever can write to console_sessions
+ * still cannot mint a session (a bare SHA-256 of a token of one's own choosing would have been one). The
+ * ENCRYPTION_KEYS are not used: they rotate on their own schedule and would end every session with each rotation.
+ * Sessions stored before this (under a bare SHA-256) no longer match: their operators sign in again.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, gt, lt, or } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Db } from '../../db/client';
 import { consoleSessions } from '../../db/schema';
+import { keyFromAdminToken } from '../admin/auth';
 
 export const SESSION_COOKIE = 'propsync_console';
 export const CONSOLE_PATH = '/console';
@@ -35,6 +43,9 @@ export function isHttps(c: Context, publicBaseUrl: string): boolean {
 
 export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number; publicBaseUrl: string }) {
   const adminTokenHash = hex(opts.adminToken);
+  const sessionKey = keyFromAdminToken(opts.adminToken, 'console session token');
+  /** What console_sessions.token_hash holds for a session token. */
+  const stored = (token: string) => createHmac('sha256', sessionKey).update(token).digest('hex');
 
   return {
     /**
@@ -46,8 +57,8 @@ export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number
       const now = new Date();
       const session = { csrf: randomBytes(32).toString('base64url'), expiresAt: new Date(now.getTime() + opts.ttlMs) };
       const previous = getCookie(c, SESSION_COOKIE);
-      await db.delete(consoleSessions).where(previous ? or(lt(consoleSessions.expiresAt, now), eq(consoleSessions.tokenHash, hex(previous))) : lt(consoleSessions.expiresAt, now));
-      await db.insert(consoleSessions).values({ tokenHash: hex(token), csrfToken: session.csrf, adminTokenHash, createdAt: now, expiresAt: session.expiresAt });
+      await db.delete(consoleSessions).where(previous ? or(lt(consoleSessions.expiresAt, now), eq(consoleSessions.tokenHash, stored(previous))) : lt(consoleSessions.expiresAt, now));
+      await db.insert(consoleSessions).values({ tokenHash: stored(token), csrfToken: session.csrf, adminTokenHash, createdAt: now, expiresAt: session.expiresAt });
       setCookie(c, SESSION_COOKIE, token, {
         path: CONSOLE_PATH,
         httpOnly: true,
@@ -66,20 +77,15 @@ export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number
       const [row] = await db
         .select({ csrf: consoleSessions.csrfToken, expiresAt: consoleSessions.expiresAt })
         .from(consoleSessions)
-        .where(and(eq(consoleSessions.tokenHash, hex(token)), eq(consoleSessions.adminTokenHash, adminTokenHash), gt(consoleSessions.expiresAt, new Date())));
+        .where(and(eq(consoleSessions.tokenHash, stored(token)), eq(consoleSessions.adminTokenHash, adminTokenHash), gt(consoleSessions.expiresAt, new Date())));
       return row;
     },
 
     /** Ends the request's session (if any) and clears its cookie. */
     async close(c: Context): Promise<void> {
       const token = getCookie(c, SESSION_COOKIE);
-      if (token) await db.delete(consoleSessions).where(eq(consoleSessions.tokenHash, hex(token)));
+      if (token) await db.delete(consoleSessions).where(eq(consoleSessions.tokenHash, stored(token)));
       deleteCookie(c, SESSION_COOKIE, { path: CONSOLE_PATH, httpOnly: true, sameSite: 'Strict', secure: isHttps(c, opts.publicBaseUrl) });
-    },
-
-    /** Whether `token` is the admin token (constant time). */
-    isAdminToken(token: string): boolean {
-      return sameSecret(token, opts.adminToken);
     },
   };
 }

@@ -13,11 +13,13 @@ const SLUG_OF_STATUS: Record<number, ProblemSlug> = {
   403: 'forbidden',
   404: 'not_found',
   405: 'method_not_allowed',
+  408: 'request_timeout',
   409: 'conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   422: 'validation_error',
   429: 'rate_limit_exceeded',
+  431: 'request_header_fields_too_large',
   503: 'service_unavailable',
 };
 

@@ -11,7 +11,7 @@ import { ApiError, STATUS, TITLES, type ProblemSlug } from '../problem';
 /** When each problem occurs and what the caller does about it (SPEC.md Errors, DECISIONS.md). */
 const GUIDE: Record<ProblemSlug, { when: string; action: string }> = {
   bad_request: {
-    when: 'The request is malformed: a query parameter that cannot be parsed (a non-numeric `limit`, an invalid datetime, date or boolean, a non-UUID `integration_id`), bad JSON, or a missing `Idempotency-Key` header.',
+    when: 'The request is malformed: a query parameter that cannot be parsed (a non-numeric `limit`, an invalid datetime, date or boolean, a non-UUID `integration_id`, text with a NUL character), a query parameter a list does not know (a misspelt filter), bad JSON, or a missing `Idempotency-Key` header; or bytes that are not an HTTP/1.1 request at all (the connection is then closed).',
     action: 'Fix the request as `detail` says; sending it again unchanged fails again.',
   },
   unauthorized: {
@@ -46,13 +46,21 @@ const GUIDE: Record<ProblemSlug, { when: string; action: string }> = {
     when: 'The request body is larger than the service accepts.',
     action: 'Send a smaller body.',
   },
+  request_timeout: {
+    when: 'The request line, headers or body did not arrive in full in time; the connection is closed.',
+    action: 'Send the whole request promptly, on a new connection.',
+  },
+  request_header_fields_too_large: {
+    when: 'The request line (method and URL) and headers together are larger than the service reads (16 KiB by default); the request is refused before it is routed or authenticated, and the connection is closed.',
+    action: 'Send a shorter URL (move long filters into fewer parameters) or fewer, smaller headers, on a new connection.',
+  },
   unsupported_media_type: {
     when: 'The request body is not sent as `application/json`.',
     action: 'Send JSON with `Content-Type: application/json`.',
   },
   rate_limit_exceeded: {
-    when: "The organization's rate limit, shared by all its keys and all API processes, is exhausted.",
-    action: 'Wait the `Retry-After` seconds; `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` show the budget.',
+    when: "The organization's rate limit, shared by all its keys and all API processes, is exhausted; or (admin API, console sign-in) too many wrong admin tokens came from this address, or began like this one.",
+    action: 'Wait the `Retry-After` seconds; `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` show the budget. While admin-token guesses are throttled, every token, the right one too, is refused until then.',
   },
   internal_error: {
     when: 'A fault inside the service.',

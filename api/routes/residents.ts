@@ -3,10 +3,11 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
 import { Resident, ResidentCreateBody, ResidentListQuery, ResidentUpdateBody } from '../schemas';
+import type { WriteOptions } from '../write-options';
 import { atProperty, ofRecord, registerWrite } from '../writes';
 import { registerResource } from './resource';
 
-export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
+export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: WriteOptions): void {
   registerResource(app, deps, {
     entity: 'resident',
     path: 'residents',
@@ -17,7 +18,7 @@ export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void
     record: Resident,
     listName: 'ResidentList',
   });
-  registerWrite(app, deps, {
+  registerWrite(app, deps, options, {
     method: 'post',
     path: 'residents',
     tag: 'Residents',
@@ -28,7 +29,7 @@ export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void
     description: 'Creates a resident at a property, in the source of the property\'s integration.',
     build: atProperty(deps),
   });
-  registerWrite(app, deps, {
+  registerWrite(app, deps, options, {
     method: 'patch',
     path: 'residents',
     tag: 'Residents',

@@ -1,9 +1,12 @@
 /** List and retrieve routes of one read-only resource: schemas, documentation and handlers in one place. */
-import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
 import type { Entity } from '../../domain/cdm';
+import { unknownParameter } from '../../domain/filters';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import type { AppEnv, Principal } from '../middleware/env';
+import { validationError } from '../middleware/validation';
 import { okHeaders, problemResponses } from '../openapi';
 import { ApiError } from '../problem';
 import { listRecords, retrieveRecord, type CommonListQuery, type FiltersOf } from '../../db/queries';
@@ -32,6 +35,21 @@ function recordLinks(entity: Entity, id: string) {
 }
 const capital = (s: string) => s[0]!.toUpperCase() + s.slice(1);
 
+/**
+ * A list refuses a query parameter it does not know with a 400 naming it (what automation filters say too, as a
+ * 422 of their body): a misspelt filter (`propertyid=`) would otherwise be ignored and list everything.
+ */
+function knownParametersOnly(entity: Entity): MiddlewareHandler {
+  return async (c, next) => {
+    const issues = Object.keys(c.req.queries()).flatMap((name) => {
+      const detail = unknownParameter(entity, name);
+      return detail ? [{ code: 'custom' as const, path: [name], message: detail, input: undefined }] : [];
+    });
+    if (issues.length > 0) throw validationError(new z.ZodError(issues), 'query');
+    await next();
+  };
+}
+
 export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, deps: ApiDeps, spec: ResourceSpec<E>): void {
   const { entity, path, tag } = spec;
   app.openapi(
@@ -41,6 +59,8 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
       tags: [tag],
       operationId: `list_${path}`,
       summary: `List ${path}`,
+      description: `Only the query parameters below are known: any other (a misspelt filter such as \`propertyid\`) is a 400 naming it, rather than being ignored.`,
+      middleware: [knownParametersOnly(entity)],
       request: { query: spec.listQuery as never },
       responses: {
         200: {

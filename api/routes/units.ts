@@ -3,10 +3,11 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
 import { Unit, UnitCreateBody, UnitListQuery, UnitUpdateBody } from '../schemas';
+import type { WriteOptions } from '../write-options';
 import { atProperty, ofRecord, registerWrite } from '../writes';
 import { registerResource } from './resource';
 
-export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
+export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: WriteOptions): void {
   registerResource(app, deps, {
     entity: 'unit',
     path: 'units',
@@ -17,7 +18,7 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
     record: Unit,
     listName: 'UnitList',
   });
-  registerWrite(app, deps, {
+  registerWrite(app, deps, options, {
     method: 'post',
     path: 'units',
     tag: 'Units',
@@ -25,10 +26,13 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
     body: UnitCreateBody,
     record: Unit,
     summary: 'Create a unit',
-    description: 'Creates a unit at a property, in the source of the property\'s integration.',
+    description:
+      'Creates a unit at a property, in the source of the property\'s integration. `floorplan_id` takes one of the property\'s floor plans ' +
+      '(`GET /v1/write_options/unit.create`); another value is a 422 at `floorplan_id`.',
+    coded: { floorplan_id: 'floorplans' },
     build: atProperty(deps),
   });
-  registerWrite(app, deps, {
+  registerWrite(app, deps, options, {
     method: 'patch',
     path: 'units',
     tag: 'Units',
@@ -36,7 +40,10 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
     body: UnitUpdateBody,
     record: Unit,
     summary: 'Update a unit',
-    description: 'Changes the fields sent of a unit in its source; the others stay as they are.',
+    description:
+      'Changes the fields sent of a unit in its source; the others stay as they are. `floorplan_id` takes one of the floor plans of the ' +
+      'unit\'s property (`GET /v1/write_options/unit.update`); another value is a 422 at `floorplan_id`.',
+    coded: { floorplan_id: 'floorplans' },
     build: ofRecord(deps, 'unit'),
   });
 }

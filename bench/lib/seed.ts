@@ -85,6 +85,7 @@ export function unit(i: number): InputOf['unit'] {
     property_x_id: `P${Math.floor(i / 200)}`,
     custom_data: i % 4 === 0 ? { view: 'courtyard' } : {},
     unit_number: `${1 + Math.floor((i % 200) / 20)}${String(i % 20).padStart(2, '0')}`,
+    floorplan_id: String(beds),
     floorplan_name: `${beds}x${Math.max(1, beds - 1)}`,
     bedrooms: beds,
     bathrooms: Math.max(1, beds - 1),

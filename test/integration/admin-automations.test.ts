@@ -224,7 +224,7 @@ describe('create', () => {
       expect(pointers(r), what).toEqual(want);
     }
     // A live integration sends to public https only, as its webhooks do.
-    for (const url of ['http://files.example.com/x', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://169.254.169.254/latest']) {
+    for (const url of ['http://files.example.com/x', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://169.254.169.254/latest', 'https://[::127.0.0.1]/', 'https://[::ffff:0:7f00:1]/', 'https://[2002:7f00:1::]/x']) {
       const r = await admin('POST', `/integrations/${live}/automations`, valid({ destination: { type: 'http', url } }));
       expectProblem(r, 422, 'validation_error');
       expect(pointers(r), url).toEqual(['/destination/url']);
@@ -234,6 +234,44 @@ describe('create', () => {
     // The same URLs are fine for a test integration, and public https for a live one.
     await create(integ, { destination: { type: 'http', url: 'http://127.0.0.1:9/x' } });
     await create(live, { destination: { type: 'http', url: 'https://files.example.com/x' } });
+  });
+
+  it('refuses a header value HTTP cannot carry, on create and on change, naming the character and never the value', async () => {
+    const integ = await integration();
+    const dest = (value: string) => ({ type: 'http', url: 'https://files.example.com/x', headers: { Authorization: 'Bearer ok', 'X-Key': value } });
+    const cases: [string, string, RegExp][] = [
+      ['characters above U+00FF', '\u00e9\u0130\u560a', /^contains U\+0130, which an HTTP header cannot carry/],
+      ['an astral character', 'key-\u{1F511}', /^contains U\+1F511, /],
+      ['DEL', 'a\u007fb', /^contains U\+007F, /],
+      ['a control character', 'a\u0001b', /^contains U\+0001, /],
+      ['NUL', 'a\u0000b', /^contains U\+0000, /],
+      ['a line break', 'a\nb', /^a header value is one line/],
+      ['a leading space', ' token', /start or end with a space or tab/],
+      ['a trailing tab', 'token\t', /start or end with a space or tab/],
+      ['too long', 'x'.repeat(4097), /at most 4096 characters/],
+    ];
+    for (const [what, value, detail] of cases) {
+      const r = await admin('POST', `/integrations/${integ}/automations`, valid({ destination: dest(value) }));
+      expectProblem(r, 422, 'validation_error');
+      expect(r.body.errors, what).toEqual([{ pointer: '/destination/headers/X-Key', detail: expect.stringMatching(detail) }]);
+      if (value.length > 1) expect(JSON.stringify(r.body), what).not.toContain(JSON.stringify(value).slice(1, -1));
+    }
+    expect(await rowsOf(integ)).toEqual([]);
+
+    // The same refusal on a change, which keeps the stored destination and its sealed values.
+    const a = await create(integ);
+    const sealed = (await rowsOf(integ))[0]!.destinationHeaders;
+    const r = await admin('PATCH', `/automations/${a.id}`, { destination: dest('\u00e9\u0130\u560a') });
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['/destination/headers/X-Key']);
+    expect((await admin('GET', `/automations/${a.id}`)).body).toEqual(a);
+    expect((await rowsOf(integ))[0]!.destinationHeaders).toBe(sealed);
+
+    // What HTTP can carry is kept as given: spaces and tabs inside, Latin-1 (sent as single bytes), an empty value.
+    const ok = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'X-Key': 'caf\u00e9 \t au lait', 'X-Empty': '' } } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.destination.headers).toEqual(['X-Key', 'X-Empty']);
+    expect(openAutomationHeaders(testKeyring(), (await rowsOf(integ))[0]!)).toEqual({ 'X-Key': 'caf\u00e9 \t au lait', 'X-Empty': '' });
   });
 
   it('refuses a cron outside the fields\' ranges with a 422 at /schedule/cron, leaving no row and no schedule', async () => {

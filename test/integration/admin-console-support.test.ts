@@ -139,6 +139,19 @@ describe('GET /organizations', () => {
     expectProblem(r, 422, 'validation_error');
     expect(pointers(r)).toEqual(['limit']);
   });
+
+  it('refuses paging that is not an integer as written with 400, as /v1 does (the document says integer)', async () => {
+    // A number coercion would read each of these as some number (`offset=` as 0) and serve a page.
+    for (const query of ['offset=', 'offset=%20', 'limit=1e1', 'offset=0x10', 'limit=2.0', 'limit=abc']) {
+      const r = await admin('GET', `/organizations?${query}`);
+      expectProblem(r, 400, 'bad_request');
+      expect(r.body.detail).toContain(query.split('=')[0]);
+    }
+    const orgId = (await admin('POST', '/organizations', { name: 'Paging Inc' })).body.id;
+    const r = await admin('GET', `/organizations/${orgId}/integrations?offset=`);
+    expectProblem(r, 400, 'bad_request');
+    expect((await admin('GET', `/organizations/${orgId}/integrations?offset=0&limit=%2B5`)).body.meta).toEqual({ limit: 5, offset: 0, hasMore: false });
+  });
 });
 
 describe('events', () => {
@@ -318,6 +331,22 @@ describe('order on the admin lists', () => {
       expect(page.body).toEqual({ meta: { limit: 1, offset: 1, hasMore: true }, results: [byDefault[1]] });
       expectProblem(await admin('GET', `${list}?order=DESC`), 422, 'validation_error');
     }
+  });
+
+  it('a replay range outside years 0001 to 9999 (in UTC) is a 422 at since or until, never a query that fails', async () => {
+    const integ = await webhookIntegration(db, null);
+    const sub = await subscribe(integ.id, hookUrl('/bounds'));
+    const replay = (since: string, until: string) => admin('POST', `/webhook_subscriptions/${sub.id}/replay`, { since, until });
+    let r = await replay('0001-01-01T01:04:22+04:05', new Date().toISOString());
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['since']);
+    r = await replay(new Date(Date.now() - 60_000).toISOString(), '9999-12-31T23:59:59-00:01');
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['until']);
+    // The edges themselves are fine: nothing in that range to replay.
+    r = await replay('0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z');
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    expect(r.body).toMatchObject({ replayed: 0 });
   });
 
   it("a subscription's deliveries: newest first by default, oldest first with order=asc, ties broken by id in the same direction", async () => {

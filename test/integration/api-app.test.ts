@@ -1,9 +1,10 @@
 /**
  * The app's cross-cutting behaviour over real HTTP: request ids, problem+json for unknown paths, wrong methods,
- * framework and unexpected failures (also inside mounted sub-apps, as the admin API is), health and readiness
- * against the real database and Temporal dev server, and the public docs.
+ * requests Node's HTTP parser refuses, framework and unexpected failures (also inside mounted sub-apps, as the admin
+ * API is), health and readiness against the real database and Temporal dev server, and the public docs.
  */
-import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { createHash } from 'node:crypto';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
@@ -66,6 +67,26 @@ async function problemOf(res: Response, status: number, slug: string) {
   expect(body).toMatchObject({ type: `${config.DOCS_BASE_URL}/errors/${slug}`, status, request_id: res.headers.get('x-request-id') });
   expect(Object.keys(body)).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail', 'instance', 'request_id']));
   return body;
+}
+
+/**
+ * Sends `request` as raw bytes and reads until the server closes the connection: what a client that does not speak
+ * through fetch sees. `head` is the status line and the header lines.
+ */
+function rawExchange(request: string): Promise<{ head: string[]; body: string }> {
+  const { port } = new URL(api.url);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect({ host: '127.0.0.1', port: Number(port) });
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.once('error', reject);
+    socket.once('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const at = text.indexOf('\r\n\r\n');
+      resolve({ head: text.slice(0, at).split('\r\n'), body: text.slice(at + 4) });
+    });
+    socket.write(request);
+  });
 }
 
 describe('request ids', () => {
@@ -138,6 +159,44 @@ describe('problem+json for everything that goes wrong', () => {
     const tooBig = await problemOf(await fetch(`${api.url}/sub/too-big`, { method: 'POST' }), 413, 'payload_too_large');
     expect(tooBig.detail).toBe('Body exceeds 1 MB.');
     await problemOf(await fetch(`${api.url}/sub/conflict`, { method: 'POST' }), 405, 'method_not_allowed');
+  });
+
+  it('431 problem+json, with a request id, for a header too large for the server to read', async () => {
+    const res = await api.get('/v1/leases', { key: t.key, headers: { 'x-padding': 'a'.repeat(20 * 1024) } });
+    const body = await problemOf(res, 431, 'request_header_fields_too_large');
+    expect(res.headers.get('x-request-id')).toMatch(/^req_[0-9A-HJKMNP-TV-Z]{26}$/);
+    expect(body).toEqual({
+      type: `${config.DOCS_BASE_URL}/errors/request_header_fields_too_large`,
+      title: 'Request Header Fields Too Large',
+      status: 431,
+      detail: 'The request line and headers are larger than the 16 KiB this service reads. Send a shorter URL or fewer, smaller headers.',
+      instance: '/v1/leases',
+      request_id: res.headers.get('x-request-id'),
+    });
+    // The service goes on answering.
+    expect((await api.get('/healthz')).status).toBe(200);
+  });
+
+  it('answers an oversized request line and bytes that are not HTTP with a whole problem+json response, then closes', async () => {
+    const long = await rawExchange(`GET /v1/${'p'.repeat(20 * 1024)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    expect(long.head[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(long.head).toEqual(expect.arrayContaining(['content-type: application/problem+json', 'connection: close', `content-length: ${Buffer.byteLength(long.body)}`]));
+    expect(long.head).toContainEqual(expect.stringMatching(/^x-request-id: req_[0-9A-HJKMNP-TV-Z]{26}$/));
+    // The path was what overflowed: it is not echoed back.
+    expect(JSON.parse(long.body)).toMatchObject({ status: 431, type: `${config.DOCS_BASE_URL}/errors/request_header_fields_too_large`, instance: '' });
+
+    const garbage = await rawExchange('HELLO /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(garbage.head[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(garbage.head).toEqual(expect.arrayContaining(['content-type: application/problem+json', 'connection: close']));
+    const requestId = garbage.head.find((h) => h.startsWith('x-request-id: '))!.slice('x-request-id: '.length);
+    expect(JSON.parse(garbage.body)).toEqual({
+      type: `${config.DOCS_BASE_URL}/errors/bad_request`,
+      title: 'Bad Request',
+      status: 400,
+      detail: expect.stringMatching(/^The request is not valid HTTP\/1\.1 \(Parse Error: .+\)\.$/),
+      instance: '/healthz',
+      request_id: requestId,
+    });
   });
 
   it('the admin API is mounted under /admin/v1 and answers problem+json', async () => {
@@ -262,6 +321,26 @@ describe('docs', () => {
     const scripts = [...html.matchAll(/<script[^>]*\ssrc="([^"]+)"/g)].map((m) => m[1]!);
     expect(scripts).toEqual(['/docs/assets/scalar-api-reference.js']);
     expect(html).not.toMatch(/https?:\/\/(cdn|unpkg|fonts)\./);
+    // Its policy allows scripts from this service and, by hash, the page's own inline start-up script; nothing may
+    // frame it.
+    const inline = [...html.matchAll(/<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/g)].map((m) => `'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`);
+    expect(inline).toHaveLength(1);
+    const csp = Object.fromEntries(
+      page.headers
+        .get('content-security-policy')!
+        .split(';')
+        .map((d) => d.trim().split(/\s+/))
+        .map(([name, ...sources]) => [name, sources]),
+    );
+    expect(csp).toMatchObject({
+      'default-src': ["'self'"],
+      'script-src': ["'self'", ...inline],
+      'connect-src': ["'self'", new URL(config.PUBLIC_BASE_URL).origin],
+      'frame-ancestors': ["'none'"],
+      'object-src': ["'none'"],
+      'base-uri': ["'none'"],
+    });
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
     const script = await api.get(scripts[0]!);
     expect(script.status).toBe(200);
     expect(script.headers.get('content-type')).toMatch(/javascript/);

@@ -122,6 +122,56 @@ describe('the document', () => {
     expect(doc.paths['/v1/properties'].get.parameters.map((p: Json) => p.name)).toEqual(expect.arrayContaining(['status', 'type', 'name']));
     expect(doc.paths['/v1/units'].get.parameters.map((p: Json) => p.name)).toEqual(expect.arrayContaining(['property_id', 'status']));
     expect(doc.paths['/v1/residents'].get.parameters.map((p: Json) => p.name)).toEqual(expect.arrayContaining(['property_id', 'email', 'status']));
+    // Unknown query parameters are refused (400), not ignored: each list says so.
+    expect(doc.paths['/v1/residents'].get.description).toMatch(/any other .* is a 400/);
+  });
+
+  it('says, in both documents, which values a request may not carry: NUL in text, datetimes and dates outside years 0001 to 9999', async () => {
+    const admin = (await (await api.get('/admin/v1/openapi.json')).json()) as Json;
+    const NUL = ['\u0000', 'a\u0000', '\u0000a', 'Bearer x\u0000', '2025-01-01\u0000'];
+    const DATETIME_PATTERN = '^(?!0000-)(?!(?:0001-01-01|9999-12-31)T.*[+-](?!00:00)[0-9]{2}:[0-9]{2}$)';
+    for (const d of [doc, admin]) {
+      const deref = (schema: Json): Json => (schema.$ref ? deref(schema.$ref.split('/').slice(1).reduce((n: Json, k: string) => n[k], d)) : schema);
+      const unsaid: string[] = [];
+      const dates: string[] = [];
+      const walk = (raw: Json | undefined, where: string, seen: Set<Json>) => {
+        if (!raw || typeof raw !== 'object' || seen.has(raw)) return;
+        const schema = deref(raw);
+        seen = new Set(seen).add(raw);
+        const types = ([] as unknown[]).concat(schema.type);
+        if (types.includes('string') && schema.enum === undefined && schema.const === undefined) {
+          // A format that cannot hold NUL (a UUID, a URI, a date or datetime), or a pattern that refuses it.
+          const byFormat = ['uuid', 'uri', 'date', 'date-time'].includes(schema.format);
+          const byPattern = schema.pattern !== undefined && NUL.every((v) => !new RegExp(schema.pattern, 'u').test(v));
+          if (!byFormat && !byPattern) unsaid.push(where);
+          if (schema.format === 'date-time' && schema.pattern !== DATETIME_PATTERN) dates.push(where);
+          if (schema.format === 'date' && schema.pattern !== '^(?!0000-)') dates.push(where);
+        }
+        for (const k of ['items', 'additionalProperties', 'propertyNames']) walk(schema[k], `${where}.${k}`, seen);
+        for (const [n, v] of Object.entries(schema.properties ?? {})) walk(v as Json, `${where}.${n}`, seen);
+        for (const k of ['oneOf', 'anyOf', 'allOf']) (schema[k] ?? []).forEach((v: Json, i: number) => walk(v, `${where}.${k}[${i}]`, seen));
+      };
+      let strings = 0;
+      for (const [path, ops] of Object.entries(d.paths as Json)) {
+        for (const [method, op] of Object.entries(ops as Json)) {
+          // Path ids are left to their routes: a malformed one is a 404, like an unknown one.
+          for (const p of (op as Json).parameters ?? []) if (p.in !== 'path') walk(p.schema, `${method} ${path} ${p.in} ${p.name}`, new Set());
+          for (const c of Object.values(((op as Json).requestBody?.content ?? {}) as Json)) walk((c as Json).schema, `${method} ${path} body`, new Set());
+          strings += 1;
+        }
+      }
+      expect(strings).toBeGreaterThan(10);
+      expect(unsaid, 'strings that do not say NUL is refused').toEqual([]);
+      expect(dates, 'datetimes and dates without their bounds').toEqual([]);
+    }
+    // What can be said of the state-dependent rules is said: the fastest cadence of any plan, the header names.
+    const create = admin.components.schemas.IntegrationCreate.properties.sync_interval_seconds;
+    expect(create).toMatchObject({ minimum: 300 });
+    const headers = admin.components.schemas.HttpDestinationInput.properties.headers;
+    expect(headers).toMatchObject({ maxProperties: 20, propertyNames: { pattern: expect.any(String) } });
+    const name = new RegExp(headers.propertyNames.pattern, 'u');
+    expect(['Authorization', 'X-Api-Key', 'content-type'].every((n) => name.test(n))).toBe(true);
+    expect(['Host', 'content-LENGTH', 'Bad Name', 'x\u0000', ''].some((n) => name.test(n))).toBe(false);
   });
 });
 

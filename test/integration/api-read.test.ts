@@ -258,8 +258,22 @@ describe('common filters', () => {
     expect(xids(await list(`/v1/properties?integration_id=${b.integrationId}`))).toEqual([]);
   });
 
-  it('ignores unknown query parameters', async () => {
-    expect(xids(await list('/v1/leases?colour=blue&x_id=L1'))).toEqual(['L1']);
+  it('refuses an unknown query parameter with a 400 naming it, rather than ignoring it', async () => {
+    // A misspelt filter would otherwise list the whole organization.
+    const body = await expectProblem('/v1/residents?propertyid=prp_x', 400, 'bad_request');
+    expect(body.detail).toContain('`propertyid`');
+    expect(body.detail).toContain('not a query parameter of GET /v1/residents');
+    expect(body.detail).toContain('property_id');
+    // Every list, each unknown name; the known ones of another entity are unknown here.
+    for (const path of ['/v1/properties?colour=blue', '/v1/units?colour=blue', '/v1/leases?colour=blue&x_id=L1', '/v1/properties?start_date_gte=2025-01-01']) {
+      const b = await expectProblem(path, 400, 'bad_request');
+      expect(b.detail).toMatch(/query parameter `(colour|start_date_gte)`/);
+    }
+    const both = await expectProblem('/v1/leases?colour=blue&size=9&limit=2', 400, 'bad_request');
+    expect(both.detail).toContain('`colour`');
+    expect(both.detail).toContain('`size`');
+    // The known ones still work, with or without values.
+    expect(xids(await list('/v1/leases?x_id=L1&status=&limit=5'))).toEqual(['L1']);
   });
 });
 
@@ -432,10 +446,24 @@ describe('400 versus 422', () => {
     ['/v1/leases?limit=101', 'limit'],
     ['/v1/units?limit=-1', 'limit'],
     ['/v1/residents?offset=-1', 'offset'],
+    // Datetimes and dates the database cannot hold (years 0001 to 9999, in UTC): never a 500 from Postgres.
+    ['/v1/residents?created_before=0001-01-01T01:04:22%2B04:05', 'created_before'],
+    ['/v1/residents?created_before=0001-01-01T01:04:22+04:05', 'created_before'],
+    ['/v1/properties?created_after=0000-12-31T23:59:59Z', 'created_after'],
+    ['/v1/units?updated_after=9999-12-31T23:59:59-00:01', 'updated_after'],
+    ['/v1/leases?updated_after=0000-06-01', 'updated_after'],
+    ['/v1/leases?start_date_gte=0000-12-31', 'start_date_gte'],
+    ['/v1/leases?end_date_lte=0000-01-01', 'end_date_lte'],
   ])('%s is 422 with pointer %s', async (path, pointer) => {
     const body = await expectProblem(path, 422, 'validation_error');
     expect(body.title).toBe('Unprocessable Entity');
     expect(body.errors).toEqual([{ pointer, detail: expect.any(String) }]);
+  });
+
+  it('takes the first and the last instant of the bounds, in UTC', async () => {
+    expect(xids(await list('/v1/leases?created_after=0001-01-01T00:00:00Z&created_before=9999-12-31T23:59:59.999Z'))).toEqual(['L1', 'L2', 'L3']);
+    expect(xids(await list('/v1/leases?updated_after=0001-01-02T00:00:00%2B23:59&start_date_gte=0001-01-01&end_date_lte=9999-12-31'))).toEqual(['L1', 'L2', 'L3']);
+    expect(xids(await list('/v1/residents?created_before=0001-01-01'))).toEqual([]);
   });
 
   it('reports a 400 before a 422 when both are present, and changes nothing', async () => {

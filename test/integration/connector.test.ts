@@ -49,7 +49,7 @@ async function raw(key: string, entity: Entity): Promise<Record<string, unknown>
 /** Source fields each entity maps to CDM columns; everything else must be in custom_data. */
 const MAPPED: Record<Entity, string[]> = {
   property: ['propertyId', 'propertyName', 'propertyType', 'isDisabled', 'description', 'yearBuilt', 'numberOfUnits', 'numberOfBuildings', 'numberOfFloors', 'webSite', 'email', 'address', 'phones', 'latitude', 'longitude', 'timeZone', 'managementCompany', 'taxId', 'petPolicy', 'smokingPolicy', 'photos'],
-  unit: ['unitId', 'propertyId', 'unitNumber', 'floorplanName', 'bedrooms', 'bathrooms', 'squareFeet', 'maxOccupants', 'marketRent', 'currencyCode', 'remarks', 'address'],
+  unit: ['unitId', 'propertyId', 'unitNumber', 'floorplanId', 'floorplanName', 'bedrooms', 'bathrooms', 'squareFeet', 'maxOccupants', 'marketRent', 'currencyCode', 'remarks', 'address'],
   resident: ['customerId', 'propertyId', 'firstName', 'middleName', 'lastName', 'email', 'phones', 'dateOfBirth', 'address', 'customerStatusTypeId'],
   lease: ['leaseId', 'propertyId', 'unitId', 'leaseIntervalTypeId', 'leaseStartDate', 'leaseEndDate', 'moveInDate', 'moveOutDate', 'noticeDate', 'leaseSignedDate', 'rent', 'securityDeposit', 'balance', 'currencyCode', 'leaseTermMonths', 'renewalOfferStatus', 'isRenewal', 'previousLeaseId', 'concessions', 'notes', 'customers'],
 };
@@ -297,7 +297,7 @@ describe('writes', () => {
   });
 
   it('creates a lease with its applicant and updates its rent', async () => {
-    const floorplanId = String((await conn.readOne('unit', unit.x_id))!.custom_data.floorplanId);
+    const floorplanId = (await conn.readOne('unit', unit.x_id))!.floorplan_id!;
     const w = await conn.create('lease', {
       property_x_id: unit.property_x_id!,
       lease_start_date: '2025-09-01',
@@ -397,7 +397,7 @@ describe('writes: one attempt, classified', () => {
     const [a, b] = [units[0]!, units.find((u) => u.property_x_id !== units[0]!.property_x_id)!];
     requests = 0;
     const err = await conn()
-      .create('lease', leaseInput(b, String((await conn().readOne('unit', a.x_id))!.custom_data.floorplanId), { unit_space_id: a.x_id }))
+      .create('lease', leaseInput(b, (await conn().readOne('unit', a.x_id))!.floorplan_id!, { unit_space_id: a.x_id }))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SourcePermanentError);
     expect((err as Error).message).toBe(`sendLeases: source rejected the request: unit space ${a.x_id} does not belong to property ${b.property_x_id}`);
@@ -505,7 +505,7 @@ describe('findCreated', () => {
 
   it('finds a created lease by unit, dates and applicant, with the applicant as related; nothing for other dates, unit or name', async () => {
     const [unit, neighbour] = units.filter((u) => u.property_x_id === units[0]!.property_x_id);
-    const floorplan = async (u: InputOf['unit']) => String((await conn.readOne('unit', u.x_id))!.custom_data.floorplanId);
+    const floorplan = async (u: InputOf['unit']) => (await conn.readOne('unit', u.x_id))!.floorplan_id!;
     const input = leaseInput(unit!, await floorplan(unit!));
     expect(await conn.findCreated('lease', input)).toBeNull();
     const made = await conn.create('lease', input);
@@ -522,5 +522,68 @@ describe('findCreated', () => {
     expect(await conn.findCreated('lease', input)).toEqual(made);
     const again = await conn.create('lease', input);
     expect(await conn.findCreated('lease', input)).toEqual(again);
+  });
+});
+
+describe('write options', () => {
+  let c: { id: string; key: string };
+  let conn: SourceConnector;
+  let properties: Record<string, unknown>[];
+  beforeAll(async () => {
+    c = await company(40, 17);
+    // A second property (id 1002), with a few units spread over both.
+    await ctl.applyChanges(c.id, { create: { property: 1, unit: 6 } });
+    conn = connector(c.key);
+    properties = await raw(c.key, 'property');
+  });
+
+  it('lists what the source accepts at each property: its floor plans, its unit spaces, its lease terms, the code lists', async () => {
+    expect(properties.map((p) => p.propertyId)).toEqual([1001, 1002]);
+    const units = await readAll(conn, 'unit', 100);
+    for (const p of properties) {
+      const x = String(p.propertyId);
+      const options = await conn.readWriteOptions(x);
+      const plans = (p.floorplans as { floorplan: { floorplanId: number; name: string }[] | { floorplanId: number; name: string } }).floorplan;
+      expect(options.floorplans).toEqual((Array.isArray(plans) ? plans : [plans]).map((f) => ({ value: String(f.floorplanId), label: f.name })));
+      const here = units.filter((u) => u.property_x_id === x);
+      expect(options.unit_spaces).toEqual(here.map((u) => ({ value: u.x_id, label: u.unit_number, floorplan_id: u.floorplan_id })));
+      // Every property leases for 6 and 12 months; even-numbered ones for 18 too, odd-numbered ones for 24.
+      expect(options.lease_terms).toEqual([
+        { value: '1', label: '6 Months' },
+        { value: '2', label: '12 Months' },
+        Number(x) % 2 === 0 ? { value: '3', label: '18 Months' } : { value: '4', label: '24 Months' },
+      ]);
+      expect(options.customer_relationship_types.map((o) => o.label)).toEqual(['Primary', 'Responsible', 'Non-Responsible Occupant', 'Guarantor']);
+      expect(options.phone_number_types).toEqual([
+        { value: '1', label: 'Home' },
+        { value: '2', label: 'Office' },
+        { value: '3', label: 'Mobile' },
+        { value: '4', label: 'Fax' },
+      ]);
+      expect(options.address_types.map((o) => o.label)).toEqual(['Current', 'Mailing', 'Previous']);
+    }
+  });
+
+  it('maps a unit’s floor plan to floorplan_id, and writes a unit’s floor plan by it', async () => {
+    const options = await conn.readWriteOptions('1001');
+    const plan = options.floorplans[1]!;
+    const u = await conn.create('unit', { property_x_id: '1001', unit_number: 'FP-1', floorplan_id: plan.value });
+    expect(await conn.readOne('unit', u.x_id)).toMatchObject({ floorplan_id: plan.value, floorplan_name: plan.label });
+    expect((await conn.readWriteOptions('1001')).unit_spaces).toContainEqual({ value: u.x_id, label: 'FP-1', floorplan_id: plan.value });
+    // A unit set up without one has none, rather than a 0 that names nothing.
+    const bare = await conn.create('unit', { property_x_id: '1001', unit_number: 'FP-2' });
+    expect((await conn.readOne('unit', bare.x_id))!.floorplan_id).toBeNull();
+    await expect(conn.create('unit', { property_x_id: '1001', unit_number: 'FP-3', floorplan_id: '999999' })).rejects.toBeInstanceOf(SourcePermanentError);
+  });
+
+  it('fails permanently for a property the source does not have, and transiently when the source is down', async () => {
+    await expect(conn.readWriteOptions('999999')).rejects.toMatchObject({ name: 'SourcePermanentError', code: 'NOT_FOUND' });
+    await expect(conn.readWriteOptions('not-a-number')).rejects.toBeInstanceOf(SourcePermanentError);
+    await ctl.setFault(c.id, { kind: 'unavailable', methods: 'reads' });
+    try {
+      await expect(connector(c.key, { maxAttempts: 1 }).readWriteOptions('1001')).rejects.toBeInstanceOf(SourceTransientError);
+    } finally {
+      await ctl.clearFaults(c.id);
+    }
   });
 });

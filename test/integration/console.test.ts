@@ -158,13 +158,22 @@ describe('CSRF', () => {
 });
 
 describe('docs', () => {
-  it('/docs renders the operations of the OpenAPI document, and it, the error pages and the console load nothing from outside', async () => {
+  it('/docs renders the operations of the OpenAPI document under its own Content-Security-Policy, and it, the error pages and the console load nothing from outside', async () => {
     const p = await context.newPage();
     const outside: string[] = [];
     p.on('request', (r) => {
       if (!r.url().startsWith(api.url) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) outside.push(r.url());
     });
-    await p.goto(at('/docs'));
+    // What the page's Content-Security-Policy blocks, as the browser reports it.
+    await p.addInitScript(() => {
+      type Violation = { effectiveDirective: string; blockedURI: string };
+      const page = globalThis as unknown as { blocked: string[]; document: { addEventListener(type: string, listener: (e: Violation) => void): void } };
+      page.blocked = [];
+      page.document.addEventListener('securitypolicyviolation', (e) => page.blocked.push(`${e.effectiveDirective} ${e.blockedURI}`));
+    });
+    const docs = await p.goto(at('/docs'));
+    expect(docs!.headers()['content-security-policy']).toMatch(/(^|; )script-src 'self' 'sha256-[A-Za-z0-9+/=]+'(;|$)/);
+    expect(docs!.headers()['x-frame-options']).toBe('DENY');
     // The reference renders the document's tags in its sidebar; opening one shows its operations.
     await p.getByRole('heading', { name: 'Property Data Sync API' }).first().waitFor({ timeout: 30_000 });
     for (const [tag, operation] of [
@@ -175,6 +184,9 @@ describe('docs', () => {
       await p.getByText(operation).first().waitFor();
     }
     await screenshot(p, '09-docs', { fullPage: false });
+    // It works under its policy: nothing it needs was blocked (zod probes whether it may compile with eval, and falls
+    // back when it may not).
+    expect((await p.evaluate(() => (globalThis as unknown as { blocked: string[] }).blocked)).filter((b) => b !== 'script-src eval')).toEqual([]);
     // The error-type pages and the console ask for nothing outside the service either.
     await p.goto(at('/docs/errors/not_found'));
     expect(await textOf(p.locator('h1'))).toContain('Not Found');
@@ -485,8 +497,10 @@ describe('sessions and pages', () => {
 
     const expiring = (await signInBy(api.url, config.ADMIN_TOKEN)).split(';')[0]!;
     expect(await open(api.url, expiring)).toBe(200);
-    const { createHash } = await import('node:crypto');
-    const hash = createHash('sha256').update(expiring.split('=')[1]!).digest('hex');
+    // The row holds the session token's HMAC under a key derived from the admin token (api/admin/auth.ts).
+    const { createHmac } = await import('node:crypto');
+    const { keyFromAdminToken } = await import('../../api/admin/auth');
+    const hash = createHmac('sha256', keyFromAdminToken(config.ADMIN_TOKEN, 'console session token')).update(expiring.split('=')[1]!).digest('hex');
     await db.update(consoleSessions).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(consoleSessions.tokenHash, hash));
     expect(await open(api.url, expiring)).toBe(303);
     // A live region's poll is sent to the sign-in page as a whole (htmx follows HX-Redirect).

@@ -530,7 +530,7 @@ describe('HTTP destination', () => {
     const before = received.size;
     for (const [url, why] of [
       [`https://exports.example.test:${port}/ok/${randomUUID()}`, 'resolves to 127.0.0.1'],
-      [`https://127.0.0.1:${port}/ok/${randomUUID()}`, '127.0.0.1 is a private, loopback or link-local address'],
+      [`https://127.0.0.1:${port}/ok/${randomUUID()}`, '127.0.0.1 is a special-purpose address (loopback)'],
       [`https://169.254.169.254/latest/meta-data`, 'link-local'],
       [`http://exports.example.test:${port}/ok/${randomUUID()}`, 'https://'],
     ]) {

@@ -480,6 +480,78 @@ describe('writes', () => {
   });
 });
 
+describe('setup reads', () => {
+  it('list a property’s floor plans, unit spaces, lease terms and pick lists, with the API’s quirks, and refuse what they cannot serve', async () => {
+    const c = await company(6, 21);
+    const [property] = await all(c.key, 'property');
+    const propertyId = property!.propertyId as number;
+    const units = await all(c.key, 'unit');
+
+    const plans = await rpc(c.key, 'properties', 'getFloorPlans', { propertyId });
+    const stored = (property!.floorplans as { floorplan: { floorplanId: number; name: string }[] }).floorplan;
+    expect(plans.body.response.result).toEqual({
+      floorPlans: { floorPlan: stored.map((f) => expect.objectContaining({ floorplanId: f.floorplanId, floorplanName: f.name, bedrooms: expect.any(String) })) },
+    });
+    // A page of one unit space is the lone object, numbers where the rest of the API has them.
+    const one = await rpc(c.key, 'propertyunits', 'getUnitSpaces', { propertyId, per_page: 1 });
+    expect(one.body.response.result).toEqual({
+      unitSpaces: { unitSpace: { unitSpaceId: units[0]!.unitId, unitNumber: units[0]!.unitNumber, floorplanId: units[0]!.floorplanId } },
+      pagination: { page_no: 1, per_page: 1, total_count: units.length },
+    });
+    const terms = await rpc(c.key, 'leases', 'getLeaseTerms', { propertyId: String(propertyId) });
+    expect(terms.body.response.result).toEqual({
+      leaseTerms: {
+        leaseTerm: [
+          { leaseTermId: 1, name: '6 Months', termMonths: '6' },
+          { leaseTermId: 2, name: '12 Months', termMonths: '12' },
+          { leaseTermId: 4, name: '24 Months', termMonths: '24' },
+        ],
+      },
+    });
+    const picks = await rpc(c.key, 'properties', 'getPropertyPickLists', { propertyId });
+    expect(picks.body.response.result).toMatchObject({
+      pickLists: {
+        customerRelationshipTypes: { customerRelationshipType: expect.arrayContaining([{ id: 1, name: 'Primary' }]) },
+        phoneNumberTypes: { phoneNumberType: expect.arrayContaining([{ id: 3, name: 'Mobile' }]) },
+        addressTypes: { addressType: expect.arrayContaining([{ id: 1, name: 'Current' }]) },
+      },
+    });
+
+    expect((await rpc(c.key, 'leases', 'getLeaseTerms', { propertyId: 999999 })).body.response).toMatchObject({ code: 422, error: { code: 'NOT_FOUND' } });
+    const missing = await rpc(c.key, 'properties', 'getFloorPlans', {});
+    expect(missing.status).toBe(400);
+    expect(missing.body.response).toMatchObject({ code: 400, error: { code: 'INVALID_PARAMS' } });
+    expect((await rpc(c.key, 'properties', 'constructor', { propertyId })).status).toBe(400);
+
+    // A term the company has but this (odd-numbered) property does not offer is refused by sendLeases too.
+    const unit = units[0]!;
+    const lease = {
+      leaseStartDate: '08/01/2025',
+      leaseEndDate: '01/31/2027',
+      moveInDate: '08/01/2025',
+      leaseTermId: 3,
+      floorplanId: unit.floorplanId,
+      unitSpaceId: unit.unitId,
+      applicant: {
+        firstName: 'Mary',
+        lastName: 'Jackson',
+        customerRelationshipTypeId: 1,
+        phone: { phoneNumber: '757-555-0100', phoneNumberTypeId: 3 },
+        address: { addressTypeId: 1, streetLine1: '1 Main St', city: 'Hampton', state: 'Virginia', stateCode: 'VA', postalCode: '23681' },
+      },
+    };
+    const refused = await rpc(c.key, 'leases', 'sendLeases', { propertyId, lease });
+    expect(refused.body.response).toMatchObject({ code: 422, error: { code: 'VALIDATION_FAILED', message: `leaseTermId 3 is not offered at property ${propertyId}` } });
+
+    // They are reads: a read-scoped fault answers for them, a write-scoped one does not.
+    await ctl.setFault(c.id, { kind: 'unavailable', methods: 'writes' });
+    expect((await rpc(c.key, 'leases', 'getLeaseTerms', { propertyId })).status).toBe(200);
+    await ctl.setFault(c.id, { kind: 'unavailable', methods: 'reads' });
+    expect((await rpc(c.key, 'leases', 'getLeaseTerms', { propertyId })).status).toBe(503);
+    await ctl.clearFaults(c.id);
+  });
+});
+
 describe('durability', () => {
   it('keeps companies, keys, data and faults across a restart of the sandbox', async () => {
     const first = await startSandbox({ databaseUrl: inject('databaseUrl'), port: 0, controlToken: inject('sandboxControlToken'), poolMax: 2 });

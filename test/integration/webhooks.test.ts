@@ -145,13 +145,21 @@ describe('subscriptions', () => {
       'https://10.1.2.3/in',
       'https://169.254.169.254/latest/meta-data',
       'https://[::1]/in',
+      // IPv4 embedded in IPv6: compatible, translated, mapped, 6to4 and NAT64.
+      'https://[::127.0.0.1]/',
+      'https://[::ffff:0:7f00:1]/',
+      'https://[::ffff:7f00:1]/in',
+      'https://[2002:7f00:1::]/in',
+      'https://[64:ff9b::a9fe:a9fe]/latest/meta-data',
       'ftp://hooks.example.com/in',
       'not a url',
     ]) {
       const r = await admin('POST', `/integrations/${live.id}/webhook_subscriptions`, { url, event_types: ['*'] });
       expectProblem(r, 422, 'validation_error');
       expect(r.body.errors.map((e: any) => e.pointer)).toEqual(['url']);
+      if (url.includes('[')) expect(r.body.errors[0].detail, url).toMatch(/^[0-9a-f:]+ is a special-purpose address \(.+\); a live integration delivers to public hosts only\.$/);
     }
+    expect((await admin('GET', `/integrations/${live.id}/webhook_subscriptions`)).body.results).toEqual([]);
     expect((await admin('POST', `/integrations/${live.id}/webhook_subscriptions`, { url: 'https://hooks.example.com/in', event_types: ['*'] })).status).toBe(201);
     const test = await webhookIntegration(db, stack, { mode: 'test' });
     expect((await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url: 'http://127.0.0.1:9/in', event_types: ['*'] })).status).toBe(201);

@@ -126,8 +126,9 @@ describe('a write, start to finish', () => {
   it('a rejection by the source fails the Operation at once, with the source’s reason', async () => {
     const property = await first('/v1/properties');
     const unit = (await getJson(api.url, `/v1/units?property_id=${property.id}&limit=1`, key)).body.results[0];
-    // A floorplan that does not match the unit: the source refuses it.
-    const r = await write(api.url, 'POST', '/v1/leases', leaseBody(property.x_id, unit, '999999'), { key });
+    // Every code is one the source lists (the API lets it through), but the source refuses the postal code.
+    const r = await write(api.url, 'POST', '/v1/leases', { ...leaseBody(property.x_id, unit), postal_code: 'ABCDE' }, { key });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
     const done = await pollOperation(api.url, key, r.body.id);
     expect(done).toMatchObject({
       status: 'failed',
@@ -136,7 +137,7 @@ describe('a write, start to finish', () => {
       resource: { type: 'lease', id: null, x_id: null },
       result: null,
     });
-    expect(done.reconcile.last_error).toMatch(/floorplanId 999999 does not match/);
+    expect(done.reconcile.last_error).toMatch(/postalCode must be a US ZIP code/);
   });
 });
 
@@ -303,7 +304,7 @@ describe('a slow source', () => {
   });
 });
 
-/** A lease create body for a unit of the sandbox (its floorplan as given). */
+/** A lease create body for a unit of the sandbox (its own floor plan unless given). */
 function leaseBody(propertyXId: string, unit: any, floorplanId?: string) {
   return {
     property_x_id: propertyXId,
@@ -311,7 +312,7 @@ function leaseBody(propertyXId: string, unit: any, floorplanId?: string) {
     lease_end_date: '2027-12-31',
     move_in_date: '2027-01-01',
     lease_term_id: '2',
-    floorplan_id: floorplanId ?? String(unit.custom_data.floorplanId),
+    floorplan_id: floorplanId ?? unit.floorplan_id,
     unit_space_id: unit.x_id,
     first_name: 'Lea',
     last_name: 'Sample',

@@ -1,8 +1,9 @@
-/** Serves the real app over real HTTP (@hono/node-server on port 0) for a test file. */
+/** Serves the real app over real HTTP on port 0, through api/server.ts as api/main.ts serves it, for a test file. */
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import { createApp, type App } from '../../api/app';
+import { serveApi } from '../../api/server';
 import { lazyTemporalClient } from '../../api/temporal';
 import type { Config } from '../../config';
 import { createLogger, type Logger } from '../../config/logger';
@@ -29,7 +30,7 @@ export async function startApi(db: Db, config: Config, configure?: (app: App) =>
   });
   configure?.(app);
   const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    const s = serveApi({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', bases: config }, () => resolve(s));
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

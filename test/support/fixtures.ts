@@ -43,6 +43,7 @@ export function unitInput(xId: string, propertyXId: string, over: Partial<UnitIn
     x_id: xId,
     property_x_id: propertyXId,
     unit_number: `U-${xId}`,
+    floorplan_id: '7',
     floorplan_name: '2x1',
     bedrooms: 2,
     bathrooms: 1,

@@ -1,0 +1,93 @@
+/**
+ * The API's HTTP server: @hono/node-server's, plus problem+json answers to the requests Node's HTTP parser refuses
+ * before the app ever sees them (a request line and headers over the header size limit, bytes that are not HTTP/1.1,
+ * a request that does not arrive in time), which Node would otherwise answer with a bare status line. api/main.ts (and
+ * so the compiled dist/api.mjs) and the tests' server both listen through serveApi().
+ */
+import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { requestIdFrom } from './middleware/request-id';
+import { ApiError, problemBody, type ProblemBases } from './problem';
+
+export interface ServeOptions {
+  fetch: (request: Request) => Response | Promise<Response>;
+  hostname: string;
+  port: number;
+  bases: ProblemBases;
+}
+
+/** `serve()` of @hono/node-server with the parser's refusals answered as problem+json. */
+export function serveApi(opts: ServeOptions, onListening?: (info: AddressInfo) => void): ServerType {
+  const server = serve({ fetch: opts.fetch, hostname: opts.hostname, port: opts.port }, onListening);
+  answerClientErrors(server as Server, opts.bases);
+  return server;
+}
+
+/** Node's `clientError`: Node parsed `rawPacket` no further than `code`. */
+type ClientError = Error & { code?: string; rawPacket?: Buffer };
+
+/** Longest request path echoed as `instance`: the path itself may be what overflowed. */
+const MAX_INSTANCE = 2048;
+
+/** The request's path when its request line arrived whole, else '' (nothing could be read of it). */
+function instanceOf(raw: Buffer | undefined): string {
+  const line = /^[A-Z]+ (\/[\x21-\x7e]*) HTTP\/1\.[01]\r?\n/.exec(raw?.subarray(0, MAX_INSTANCE + 64).toString('latin1') ?? '');
+  const path = line?.[1]?.split('?')[0] ?? '';
+  return path.length <= MAX_INSTANCE ? path : '';
+}
+
+function problemOf(err: ClientError): ApiError {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new ApiError(
+        'request_header_fields_too_large',
+        `The request line and headers are larger than the ${maxHeaderSize / 1024} KiB this service reads. Send a shorter URL or fewer, smaller headers.`,
+      );
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return new ApiError('payload_too_large', 'The chunk extensions of the request body are too large.');
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ApiError('request_timeout', 'The request did not arrive in full in time. Send it again on a new connection.');
+    default:
+      return new ApiError('bad_request', `The request is not valid HTTP/1.1 (${err.message}).`);
+  }
+}
+
+/** The whole HTTP/1.1 response to a request the parser refused; the connection ends with it. */
+export function clientErrorResponse(err: ClientError, bases: ProblemBases): string {
+  const problem = problemOf(err);
+  const requestId = requestIdFrom(undefined);
+  const body = JSON.stringify(problemBody(bases, problem, instanceOf(err.rawPacket), requestId));
+  return (
+    `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n` +
+    'content-type: application/problem+json\r\n' +
+    `content-length: ${Buffer.byteLength(body)}\r\n` +
+    `x-request-id: ${requestId}\r\n` +
+    'connection: close\r\n' +
+    '\r\n' +
+    body
+  );
+}
+
+/** How long a refused connection may stay open while the client reads the answer. */
+const LINGER_MS = 5_000;
+
+/**
+ * Answers what Node's parser refuses as every other error is answered. Listening to `clientError` replaces Node's own
+ * answer, so this does what Node does otherwise: nothing on a reset or closed socket, and nothing written into a
+ * response already under way (that would corrupt it; the socket is only closed).
+ */
+export function answerClientErrors(server: Server, bases: ProblemBases): void {
+  server.on('clientError', (err: ClientError, socket: Socket) => {
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    // Closing at once with the rest of an oversized request unread would make the kernel reset the connection, and
+    // a client may lose the answer with it: send it, read and drop what still comes, close when the client does.
+    socket.end(clientErrorResponse(err, bases));
+    socket.resume();
+    socket.setTimeout(LINGER_MS, () => socket.destroy());
+  });
+}
