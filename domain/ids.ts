@@ -20,6 +20,11 @@ const patterns = Object.fromEntries(
   Object.entries(ID_PREFIX).map(([k, p]) => [k, new RegExp(`^${p}${ULID}$`)]),
 ) as Record<IdKind, RegExp>;
 
+/** The pattern of an id of one kind, as an OpenAPI document states it. */
+export function idPattern(kind: IdKind): string {
+  return patterns[kind].source;
+}
+
 export function isId(kind: IdKind, value: string): boolean {
   return patterns[kind].test(value);
 }

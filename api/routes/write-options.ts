@@ -5,8 +5,7 @@
  */
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
-import { isId } from '../../domain/ids';
-import { NUL_FREE_PATTERN } from '../../domain/scalars';
+import { idPattern, isId } from '../../domain/ids';
 import { OPERATION_TYPES, type OperationType } from '../../domain/operations';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
@@ -102,8 +101,8 @@ export function registerWriteOptions(app: OpenAPIHono<AppEnv>, deps: ApiDeps, op
             .optional()
             .openapi({
               param: { required: true },
-              // Text with NUL is a 400, like in every other parameter (api/middleware/validation.ts).
-              pattern: NUL_FREE_PATTERN,
+              // The shape of a property id: anything else (NUL included) is refused, 422 at `property_id`.
+              pattern: idPattern('property'),
               description: 'The property (`prp_…`) whose accepted values to list: the unit\'s or resident\'s property, or the one a lease is at. Missing or not a property id: 422 at `property_id`.',
               example: 'prp_01JH0000000000000000000000',
             } as never),
