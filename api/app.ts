@@ -5,7 +5,7 @@
  * process by api/main.ts and by tests, over the dependencies they hand in.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { Hono } from 'hono';
+import type { Hono, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createAdminRoutes } from './admin';
 import { createAdminTokenGuard } from './admin/auth';
@@ -32,24 +32,32 @@ import { createWriteOptions } from './write-options';
 export type App = OpenAPIHono<AppEnv> & {
   /** The API-key authenticator of this app (its cache and revocation feed). */
   readonly auth: ApiKeyAuth;
-  /** Stops what the app holds besides the injected dependencies (the key-revocation LISTEN connection). */
+  /**
+   * Stops what the app holds besides the injected dependencies: the key-revocation LISTEN connection, and the rate
+   * limiter's connection once it has given back the tokens this process held.
+   */
   close(): Promise<void>;
 };
 
 /** Largest /v1 request body: a write is a few hundred bytes; a huge one is refused (413) before it is read. */
 const MAX_BODY_BYTES = 256 * 1024;
-const writeBodyLimit = bodyLimit({
+const limitBody = bodyLimit({
   maxSize: MAX_BODY_BYTES,
   onError: () => {
     // The rest of the body is never read: the connection cannot carry another request.
     throw new ApiError('payload_too_large', `The request body exceeds ${MAX_BODY_BYTES / 1024} KiB.`, { headers: { connection: 'close' } });
   },
 });
+/**
+ * Reads carry no body: they skip the check, which would otherwise make the Node adapter build a full web Request
+ * (stream, abort signal, headers) on every GET only to find no body in it.
+ */
+const writeBodyLimit: MiddlewareHandler = (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next));
 
 export function createApp(deps: ApiDeps): App {
   const auth = createApiKeyAuth(deps);
-  const rateLimit = createRateLimiter(deps.db);
-  const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), { auth, close: () => auth.close() });
+  const rateLimit = createRateLimiter(deps);
+  const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), { auth, close: async () => void (await Promise.all([auth.close(), rateLimit.close()])) });
 
   app.use('*', requestId());
   app.onError(errorHandler(deps.config, deps.logger));

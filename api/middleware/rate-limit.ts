@@ -1,33 +1,61 @@
 /**
  * The organization-wide rate limit (DECISIONS.md Plans), shared by every API process through one token bucket row per
- * organization in rate_limit_buckets. The budget per minute is the organization's override, else the highest plan
- * among its integrations; the bucket holds the burst (override, else 10 % of the budget) and refills continuously.
+ * organization (db/rate-limits.ts). The budget per minute is the organization's override, else the highest plan among
+ * its integrations; the bucket holds the burst (override, else 10 % of the budget) and refills continuously.
  *
- * To keep the database off the hot path, a process takes small batches of tokens with one atomic statement and
- * spends them locally for at most a second; the batch is a small fraction of the burst so processes stay fair and
- * the limit holds across processes. Once the bucket is empty, the time until the next token is known exactly, so
- * the process refuses locally until then without asking again.
+ * Tokens are taken in leases: a process claims a slice of the bucket with one statement and spends it locally, so most
+ * requests never wait for the database. A slice is sized to about a second of the organization's traffic through this
+ * process, and never more than a tenth of the burst (one token while the burst is under 20): that bounds how far the
+ * answer can be from one shared bucket's, at one slice per process. When a slice runs low the next one is claimed in
+ * the background, topping the lease up to one slice; a lease not topped up for LEASE_MS gives its unspent tokens back.
+ * Once the bucket is empty the time until its next token is known, so the process refuses locally until then.
+ *
+ * The leases go through a connection of the limiter's own with `synchronous_commit` off: a bucket's row is worth no
+ * disk flush per claim (a crash loses at most the last fraction of a second of bookkeeping), and the claims never
+ * queue behind the request pool.
  */
 import type { MiddlewareHandler } from 'hono';
-import type { Db } from '../../db/client';
-import { DEFAULT_BURST_FRACTION, PLAN_RULES } from '../../domain/plans';
+import postgres from 'postgres';
+import type { Config } from '../../config';
+import type { Logger } from '../../config/logger';
+import { reserveTokens, returnTokens, type Reservation } from '../../db/rate-limits';
 import { ApiError } from '../problem';
 import type { Principal } from './env';
 
-/** Reserved tokens a process has not spent within this time are dropped, so an idle process cannot hoard them. */
-const LOCAL_TTL_MS = 1_000;
-const MAX_BATCH = 100;
+/** Tokens a process has not spent this long after its last claim go back to the bucket. */
+export const LEASE_MS = 1_000;
+/** A slice never exceeds this share of the burst, nor MAX_SLICE tokens. */
+const SLICE_SHARE = 0.1;
+const MAX_SLICE = 100;
+/** The lease is topped up in the background once it holds this share of a slice or less. */
+const TOP_UP_SHARE = 0.25;
+/** The traffic rate is re-estimated over windows at least this long. */
+const RATE_WINDOW_MS = 250;
+/** An organization's state is dropped after this long without a request (and without tokens held). */
+const FORGET_MS = 60_000;
 
 interface OrgState {
+  orgId: string;
+  /** Whole tokens held (the lease) and when they go back unless topped up before. */
   local: number;
-  localExpiresAt: number;
+  leaseUntil: number;
+  /** The bucket was empty: no token before this time, unless the lease still holds some. */
   blockedUntil: number;
-  /** Figures of the last reservation, for the RateLimit-* headers. */
+  /** Figures of the last claim, for the headers: the limits, and the bucket after the claim, as of `seenAt`. */
   perMinute: number;
   cap: number;
   rate: number;
   bucketLeft: number;
+  seenAt: number;
+  /** Requests per second through this process (a moving estimate) and the count since `countedSince`. */
+  traffic: number;
+  counted: number;
+  countedSince: number;
+  lastUsed: number;
+  /** Requests waiting for a claim in flight. */
+  waiting: number;
   pending?: Promise<void>;
+  timer?: NodeJS.Timeout;
 }
 
 export interface Decision {
@@ -40,77 +68,126 @@ export interface Decision {
   retryAfter: number;
 }
 
-const planCase = `case i.plan ${Object.entries(PLAN_RULES)
-  .map(([plan, r]) => `when '${plan}' then ${r.rateLimitPerMinute}`)
-  .join(' ')} end`;
-
-/**
- * One statement: the limits (fresh from organizations and integrations, so an override applies at once), the
- * refill since the last reservation, and the grant, under the bucket row's lock. It returns no row the first time an
- * organization is seen (the insert is not visible to the same statement); the caller simply asks again.
- */
-const RESERVE = `
-with lim as (
-  select coalesce(o.rate_limit_per_minute,
-                  (select max(${planCase}) from integrations i where i.organization_id = o.id and i.deleted_at is null),
-                  ${PLAN_RULES.starter.rateLimitPerMinute})::float8 as per_minute,
-         o.rate_limit_burst as burst
-  from organizations o where o.id = $1
-), cfg as (
-  select per_minute, coalesce(burst, greatest(1, ceil(per_minute * ${DEFAULT_BURST_FRACTION})))::float8 as cap, per_minute / 60.0 as rate from lim
-), ins as (
-  insert into rate_limit_buckets (organization_id, tokens, refilled_at)
-  select $1, cap, now() from cfg
-  on conflict (organization_id) do nothing
-), cur as (
-  select tokens, refilled_at from rate_limit_buckets where organization_id = $1 for update
-), calc as (
-  select cfg.per_minute, cfg.cap, cfg.rate,
-         least(cfg.cap, cur.tokens + greatest(0, extract(epoch from clock_timestamp() - cur.refilled_at)) * cfg.rate) as avail,
-         greatest(cur.refilled_at, clock_timestamp()) as at
-  from cur, cfg
-), grant_ as (
-  select calc.*, least($2::float8, floor(avail)) as granted from calc
-), upd as (
-  update rate_limit_buckets b set tokens = g.avail - g.granted, refilled_at = g.at
-  from grant_ g where b.organization_id = $1
-)
-select per_minute, cap, rate, avail, granted from grant_`;
-
 export interface RateLimiter {
   take(organizationId: string): Promise<Decision>;
   middleware: MiddlewareHandler;
+  /** Tokens this process holds for an organization (tests and operators). */
+  held(organizationId: string): number;
+  /** Gives every held token back and closes the limiter's connection. */
+  close(): Promise<void>;
 }
 
-export function createRateLimiter(db: Db): RateLimiter {
-  const orgs = new Map<string, OrgState>();
+/** The largest slice of an organization's bucket one process may hold. */
+export function maxSliceOf(cap: number): number {
+  return Math.max(1, Math.min(MAX_SLICE, Math.floor(cap * SLICE_SHARE)));
+}
 
-  async function reserve(orgId: string, s: OrgState): Promise<void> {
-    const want = Math.max(1, Math.min(MAX_BATCH, Math.floor(s.cap / 20)));
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const [row] = await db.$client.unsafe<{ per_minute: number; cap: number; rate: number; avail: number; granted: number }[]>(RESERVE, [orgId, want], {
-        prepare: true,
-      });
-      if (!row) continue;
+export function createRateLimiter(deps: { config: Config; logger: Logger }): RateLimiter {
+  const { config, logger } = deps;
+  const orgs = new Map<string, OrgState>();
+  let closed = false;
+  const sql = postgres(config.DATABASE_URL, {
+    max: 1,
+    onnotice: () => {},
+    fetch_types: false,
+    connection: {
+      application_name: 'propsync-api-ratelimit',
+      synchronous_commit: 'off',
+      statement_timeout: config.DB_STATEMENT_TIMEOUT_MS,
+    } as Record<string, string | number>,
+  });
+
+  function stateOf(orgId: string): OrgState {
+    let s = orgs.get(orgId);
+    if (!s) {
       const now = Date.now();
-      s.perMinute = row.per_minute;
-      s.cap = row.cap;
-      s.rate = row.rate;
-      s.bucketLeft = row.avail - row.granted;
-      if (row.granted >= 1) {
-        s.local = row.granted;
-        s.localExpiresAt = now + LOCAL_TTL_MS;
-      } else {
-        s.local = 0;
-        s.blockedUntil = now + Math.ceil(((1 - row.avail) / row.rate) * 1000);
-      }
-      return;
+      s = { orgId, local: 0, leaseUntil: 0, blockedUntil: 0, perMinute: 0, cap: 1, rate: 1, bucketLeft: 0, seenAt: now, traffic: 0, counted: 0, countedSince: now, lastUsed: now, waiting: 0 };
+      orgs.set(orgId, s);
+    }
+    return s;
+  }
+
+  /** The slice this process should hold: about LEASE_MS of its traffic, within the bound. */
+  function sliceOf(s: OrgState, now: number): number {
+    const elapsed = now - s.countedSince;
+    if (elapsed >= RATE_WINDOW_MS) {
+      const seen = (s.counted * 1000) / elapsed;
+      // A long quiet spell says more than the old estimate; otherwise the two are blended.
+      s.traffic = elapsed > 4 * LEASE_MS ? seen : (s.traffic + seen) / 2;
+      s.counted = 0;
+      s.countedSince = now;
+    }
+    return Math.min(maxSliceOf(s.cap), Math.max(1, Math.ceil((s.traffic * LEASE_MS) / 1000)));
+  }
+
+  function apply(s: OrgState, r: Reservation, want: number, now: number) {
+    s.perMinute = r.perMinute;
+    s.cap = r.cap;
+    s.rate = r.rate;
+    s.bucketLeft = r.available - r.granted;
+    s.seenAt = now;
+    if (r.granted >= 1) {
+      s.local += r.granted;
+      s.leaseUntil = now + LEASE_MS;
+      s.blockedUntil = 0;
+      arm(s);
+    }
+    // Short of what was asked: the bucket is down to a fraction of a token, and its next one is this far away.
+    if (r.granted < want) s.blockedUntil = now + Math.ceil(((1 - (r.available - r.granted)) / r.rate) * 1000);
+  }
+
+  /** One claim of up to `want` tokens (asking again once for a bucket that did not exist yet). */
+  async function claim(orgId: string, s: OrgState, want: number): Promise<void> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const r = await reserveTokens(sql, orgId, want);
+      if (r) return apply(s, r, want, Date.now());
     }
     throw new Error(`rate limit: organization ${orgId} not found`);
   }
 
+  function startClaim(orgId: string, s: OrgState, want: number): Promise<void> {
+    s.pending ??= claim(orgId, s, want).finally(() => {
+      s.pending = undefined;
+    });
+    return s.pending;
+  }
+
+  /** The lease's timer: at its end, what was not spent goes back (a top-up in flight or since moves the end). */
+  function arm(s: OrgState) {
+    if (s.timer || closed) return;
+    const fire = () => {
+      s.timer = undefined;
+      if (s.pending) {
+        void s.pending.then(
+          () => arm(s),
+          () => arm(s),
+        );
+      } else if (s.leaseUntil > Date.now()) arm(s);
+      else if (s.local >= 1) void giveBack(s);
+    };
+    s.timer = setTimeout(fire, Math.max(0, s.leaseUntil - Date.now()));
+    s.timer.unref();
+  }
+
+  function giveBack(s: OrgState): Promise<void> {
+    const tokens = s.local;
+    s.local = 0;
+    s.bucketLeft += tokens;
+    return returnTokens(sql, s.orgId, tokens).catch((err: unknown) =>
+      logger.warn({ err, organizationId: s.orgId, tokens }, 'could not give rate-limit tokens back'),
+    );
+  }
+
+  // Organizations gone quiet are forgotten, so the map holds only those seen in the last minute or so.
+  const sweeper = setInterval(() => {
+    const quiet = Date.now() - FORGET_MS;
+    for (const [orgId, s] of orgs) if (s.lastUsed < quiet && s.local < 1 && !s.pending && !s.timer && s.waiting === 0) orgs.delete(orgId);
+  }, FORGET_MS);
+  sweeper.unref();
+
   function decision(s: OrgState, allowed: boolean, now: number): Decision {
-    const remaining = Math.max(0, Math.floor(s.bucketLeft + s.local));
+    const bucket = Math.min(s.cap, s.bucketLeft + (Math.max(0, now - s.seenAt) / 1000) * s.rate);
+    const remaining = Math.max(0, Math.floor(bucket + s.local));
     return {
       allowed,
       perMinute: Math.round(s.perMinute),
@@ -121,49 +198,72 @@ export function createRateLimiter(db: Db): RateLimiter {
   }
 
   async function take(orgId: string): Promise<Decision> {
-    let s = orgs.get(orgId);
-    if (!s) {
-      s = { local: 0, localExpiresAt: 0, blockedUntil: 0, perMinute: 0, cap: 1, rate: 1, bucketLeft: 0 };
-      orgs.set(orgId, s);
-    }
+    const s = stateOf(orgId);
+    s.counted++;
     for (;;) {
       const now = Date.now();
-      if (s.blockedUntil > now) return decision(s, false, now);
-      if (s.local >= 1 && s.localExpiresAt > now) {
+      s.lastUsed = now;
+      if (s.local >= 1) {
         s.local--;
+        const slice = sliceOf(s, now);
+        // Top the lease up to one slice before it runs dry, so that the next requests do not wait for the claim (a
+        // slice of one token is this process's whole traffic for a second: nothing to gain by claiming ahead).
+        if (slice > 1 && !s.pending && s.local <= Math.floor(slice * TOP_UP_SHARE) && s.blockedUntil <= now) {
+          startClaim(orgId, s, slice - s.local).catch((err: unknown) => logger.warn({ err, organizationId: orgId }, 'rate-limit top-up failed'));
+        }
         return decision(s, true, now);
       }
-      if (!s.pending) {
-        const state = s;
-        state.pending = reserve(orgId, state).finally(() => {
-          state.pending = undefined;
-        });
+      if (s.blockedUntil > now) return decision(s, false, now);
+      // Nothing held: wait for the claim in flight, or claim a slice (or as many tokens as requests are waiting for
+      // one, within the bound). A failed claim fails every request that waited for it.
+      s.waiting++;
+      try {
+        await (s.pending ?? startClaim(orgId, s, Math.min(maxSliceOf(s.cap), Math.max(sliceOf(s, now), s.waiting))));
+      } finally {
+        s.waiting--;
       }
-      await s.pending;
     }
   }
 
   return {
     take,
+    held: (orgId) => orgs.get(orgId)?.local ?? 0,
     middleware: async (c, next) => {
       const principal = c.get('principal' as never) as Principal;
       const d = await take(principal.organizationId);
-      const headers = {
-        'ratelimit-limit': String(d.perMinute),
-        'ratelimit-remaining': String(d.remaining),
-        'ratelimit-reset': String(d.reset),
-      };
+      const limit = String(d.perMinute);
+      const remaining = String(d.remaining);
+      const reset = String(d.reset);
       if (!d.allowed) {
         throw new ApiError(
           'rate_limit_exceeded',
           `The organization's rate limit of ${d.perMinute} requests per minute is exhausted; retry after ${d.retryAfter} s.`,
-          { headers: { ...headers, 'retry-after': String(d.retryAfter) } },
+          { headers: { 'ratelimit-limit': limit, 'ratelimit-remaining': remaining, 'ratelimit-reset': reset, 'retry-after': String(d.retryAfter) } },
         );
       }
       // As with x-request-id: before the route for its own response, afterwards for error responses.
-      for (const [k, v] of Object.entries(headers)) c.header(k, v);
+      c.header('ratelimit-limit', limit);
+      c.header('ratelimit-remaining', remaining);
+      c.header('ratelimit-reset', reset);
       await next();
-      if (c.res.status >= 400) for (const [k, v] of Object.entries(headers)) c.res.headers.set(k, v);
+      if (c.res.status >= 400) {
+        const h = c.res.headers;
+        h.set('ratelimit-limit', limit);
+        h.set('ratelimit-remaining', remaining);
+        h.set('ratelimit-reset', reset);
+      }
+    },
+    async close() {
+      closed = true;
+      clearInterval(sweeper);
+      await Promise.allSettled([...orgs.values()].map((s) => s.pending));
+      const back: Promise<void>[] = [];
+      for (const s of orgs.values()) {
+        clearTimeout(s.timer);
+        if (s.local >= 1) back.push(giveBack(s));
+      }
+      await Promise.all(back);
+      await sql.end({ timeout: 2 });
     },
   };
 }
