@@ -9,7 +9,7 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { and, eq, isNull } from 'drizzle-orm';
-import { acceptOperation, markWorkflowStarted, operationJson, requestHashOf, type OperationRow } from '../db/operations';
+import { acceptOperation, operationJson, requestHashOf, type OperationRow } from '../db/operations';
 import { TABLES } from '../db/records';
 import { integrations, properties } from '../db/schema';
 import { propertyXIdOf } from '../db/write-options';
@@ -175,8 +175,8 @@ async function enqueue(deps: ApiDeps, op: OperationRow, label: string | null): P
   } finally {
     clearTimeout(timer);
   }
-  // Off the answer's path: a mark that is late or lost only lets the sweeper start the workflow again, a no-op.
-  void markWorkflowStarted(deps.db, [op.id]).catch((err: unknown) => deps.logger.warn({ err, operation_id: op.id }, 'could not mark an operation started'));
+  // No mark that it started: the workflow's first change to the Operation records that, and until then a sweeper
+  // that finds it unmarked starts it again, which the workflow id makes a no-op.
   return true;
 }
 

@@ -4,7 +4,7 @@
  * repeated activity never moves a terminal Operation.
  */
 import { createHash } from 'node:crypto';
-import { and, asc, eq, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
 import type { Mode } from '../domain/plans';
 import {
   operationStatesBefore,
@@ -95,15 +95,17 @@ export type AcceptResult =
   | { outcome: 'conflict'; operationId: string };
 
 /**
- * Store a write as a queued Operation under its idempotency key, in one transaction. The key is claimed first: a
- * concurrent request with the same key waits on the claim, then finds it and collapses onto the same Operation.
- * A key older than 24 hours is free again.
+ * Store a write as a queued Operation under its idempotency key: one statement, so one round trip and no
+ * transaction, on the path of every write. The key is claimed first (a key older than 24 hours is free again), and
+ * the Operation is inserted only when the claim is this request's. A concurrent request with the same key waits on
+ * the claim's row lock until the first commits, claims nothing, and then (a second statement, whose snapshot sees
+ * the first's commit) finds the key and collapses onto its Operation or conflicts with it.
  */
 export async function acceptOperation(db: Db, input: NewOperation, now = new Date()): Promise<AcceptResult> {
-  return db.transaction(async (tx) => {
-    const id = newId('operation');
-    const expired = new Date(now.getTime() - IDEMPOTENCY_TTL_MS);
-    const [claimed] = await tx
+  const id = newId('operation');
+  const expired = new Date(now.getTime() - IDEMPOTENCY_TTL_MS);
+  const claim = db.$with('claim', { operationId: idempotencyKeys.operationId }).as(
+    db
       .insert(idempotencyKeys)
       .values({ organizationId: input.organizationId, mode: input.mode, key: input.idempotencyKey, requestHash: input.requestHash, operationId: id, createdAt: now })
       .onConflictDoUpdate({
@@ -111,40 +113,30 @@ export async function acceptOperation(db: Db, input: NewOperation, now = new Dat
         set: { requestHash: input.requestHash, operationId: id, createdAt: now },
         setWhere: lt(idempotencyKeys.createdAt, expired),
       })
-      .returning({ operationId: idempotencyKeys.operationId });
-    if (!claimed) {
-      const [known] = await tx
-        .select()
-        .from(idempotencyKeys)
-        .where(and(eq(idempotencyKeys.organizationId, input.organizationId), eq(idempotencyKeys.mode, input.mode), eq(idempotencyKeys.key, input.idempotencyKey)));
-      if (!known) throw new Error('idempotency key vanished while being read');
-      if (known.requestHash !== input.requestHash) return { outcome: 'conflict', operationId: known.operationId };
-      const [operation] = await tx.select().from(operations).where(eq(operations.id, known.operationId));
-      if (!operation) throw new Error(`operation ${known.operationId} of an idempotency key does not exist`);
-      return { outcome: 'replayed', operation };
-    }
-    const [operation] = await tx
-      .insert(operations)
-      .values({
-        id,
-        organizationId: input.organizationId,
-        integrationId: input.integrationId,
-        mode: input.mode,
-        type: input.type,
-        status: 'queued',
-        request: input.request,
-        targetId: input.targetId ?? null,
-        targetXId: input.targetXId ?? null,
-        reconcileState: 'pending',
-        attempts: 0,
-        nextAttemptAt: now,
-        idempotencyKey: input.idempotencyKey,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .returning();
-    return { outcome: 'created', operation: operation! };
-  });
+      .returning({ operationId: idempotencyKeys.operationId })
+      .getSQL(),
+  );
+  const inserted = db.$with('inserted', getTableColumns(operations)).as(
+    sql`insert into ${operations} (id, organization_id, integration_id, mode, type, status, request, target_id, target_x_id,
+        reconcile_state, attempts, next_attempt_at, idempotency_key, created_at, updated_at)
+      select ${id}, ${input.organizationId}, ${input.integrationId}, ${input.mode}, ${input.type}, 'queued', ${JSON.stringify(input.request)}::jsonb,
+        ${input.targetId ?? null}, ${input.targetXId ?? null}, 'pending', 0, ${now.toISOString()}::timestamptz, ${input.idempotencyKey},
+        ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
+      from claim where claim.operation_id = ${id}
+      returning *`,
+  );
+  const [operation] = await db.with(claim, inserted).select().from(inserted);
+  if (operation) return { outcome: 'created', operation };
+
+  const [known] = await db
+    .select({ requestHash: idempotencyKeys.requestHash, operationId: idempotencyKeys.operationId, operation: operations })
+    .from(idempotencyKeys)
+    .leftJoin(operations, eq(operations.id, idempotencyKeys.operationId))
+    .where(and(eq(idempotencyKeys.organizationId, input.organizationId), eq(idempotencyKeys.mode, input.mode), eq(idempotencyKeys.key, input.idempotencyKey)));
+  if (!known) throw new Error('idempotency key vanished while being read');
+  if (known.requestHash !== input.requestHash) return { outcome: 'conflict', operationId: known.operationId };
+  if (!known.operation) throw new Error(`operation ${known.operationId} of an idempotency key does not exist`);
+  return { outcome: 'replayed', operation: known.operation };
 }
 
 /**
