@@ -8,7 +8,7 @@
  */
 import { eq } from 'drizzle-orm';
 import type { Db } from '../db/client';
-import { applyRecords, type ApplyContext } from '../db/records';
+import { applyRecords, lockForWriteBack, type ApplyContext } from '../db/records';
 import { markWorkflowStarted, moveOperation, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
 import { integrations, operations } from '../db/schema';
 import type { IntegrationRow } from '../db/tenants';
@@ -130,8 +130,10 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       }
       read.set(w.entity, [...(read.get(w.entity) ?? []), record]);
     }
+    // Five round trips: BEGIN, the locks, the reads, the writes with the Operation's move, COMMIT.
     return db.transaction(async (tx) => {
       const now = clock();
+      await lockForWriteBack(tx, integration.id, [...read].flatMap(([e, records]) => records.map((r) => ({ entity: e, xId: r.x_id }))));
       const ctx: ApplyContext = {
         integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
         // During the integration's first sync no record events are recorded, as for the sync itself.
@@ -139,32 +141,36 @@ export function createWriteActivities(deps: WriteActivityDeps) {
         operationId: op.id,
         now,
         readAt,
+        recordsLocked: true,
       };
       let resourceId: string | undefined;
-      // Referenced records first (a new lease's applicant before the lease), as a sync applies them.
+      const succeed = async (ids: ReadonlyMap<string, string>) => {
+        resourceId = ids.get(s.xId);
+        if (!resourceId) throw new Error(`${entity} ${s.xId} was read back but not stored`);
+        await moveOperation(
+          tx,
+          op.id,
+          'succeeded',
+          {
+            attempts: s.attempts,
+            sourceState: 'applied',
+            appliedAt: new Date(s.appliedAtMs),
+            reconcileState: 'reconciled',
+            nextAttemptAt: null,
+            lastError: null,
+            resourceId,
+            resourceXId: s.xId,
+          },
+          now,
+        );
+      };
+      // Referenced records first (a new lease's applicant before the lease), as a sync applies them; the Operation
+      // turns succeeded with its own record's writes.
       for (const e of SYNC_ORDER) {
         const records = read.get(e);
-        if (!records) continue;
-        const r = await applyRecords(tx, ctx, e, records);
-        if (e === entity) resourceId = r.ids.get(s.xId);
+        if (records) await applyRecords(tx, e === entity ? { ...ctx, alongside: succeed } : ctx, e, records);
       }
       if (!resourceId) throw new Error(`${entity} ${s.xId} was read back but not stored`);
-      await moveOperation(
-        tx,
-        op.id,
-        'succeeded',
-        {
-          attempts: s.attempts,
-          sourceState: 'applied',
-          appliedAt: new Date(s.appliedAtMs),
-          reconcileState: 'reconciled',
-          nextAttemptAt: null,
-          lastError: null,
-          resourceId,
-          resourceXId: s.xId,
-        },
-        now,
-      );
       return resourceId;
     });
   }

@@ -23,6 +23,7 @@ import type {
   Unit,
   UnitInput,
 } from '../domain/cdm';
+import { SYNC_ORDER } from '../domain/cdm';
 import { categoryOf, eventFor, type EventType } from '../domain/events';
 import { canonicalJson, hashRecord, recordOf, type HashedRecord } from '../domain/content';
 import type { Mode } from '../domain/plans';
@@ -190,13 +191,29 @@ export function leaseRecord(r: LeaseRow, people: LeaseResident[]): Lease {
 
 /** The nested `residents` of each lease, in their source order. */
 export async function loadLeaseResidents(tx: Tx, leaseIds: string[]): Promise<Map<string, LeaseResident[]>> {
-  const out = new Map<string, LeaseResident[]>();
-  if (leaseIds.length === 0) return out;
+  if (leaseIds.length === 0) return new Map();
+  return byLease(
+    await tx
+      .select()
+      .from(leaseResidents)
+      .where(inArray(leaseResidents.leaseId, leaseIds))
+      .orderBy(leaseResidents.leaseId, leaseResidents.position),
+  );
+}
+
+/** The same, for the leases of an integration with these x_ids (by lease id). */
+async function leaseResidentsOfXIds(tx: Tx, integrationId: string, xIds: string[]): Promise<Map<string, LeaseResident[]>> {
   const rows = await tx
-    .select()
+    .select({ leaseId: leaseResidents.leaseId, residentId: leaseResidents.residentId, xId: leaseResidents.xId, role: leaseResidents.role })
     .from(leaseResidents)
-    .where(inArray(leaseResidents.leaseId, leaseIds))
+    .innerJoin(leases, eq(leases.id, leaseResidents.leaseId))
+    .where(and(eq(leases.integrationId, integrationId), anyOf(leases.xId, xIds)))
     .orderBy(leaseResidents.leaseId, leaseResidents.position);
+  return byLease(rows);
+}
+
+function byLease(rows: { leaseId: string; residentId: string; xId: string; role: LeaseResident['role'] }[]): Map<string, LeaseResident[]> {
+  const out = new Map<string, LeaseResident[]>();
   for (const r of rows) {
     const list = out.get(r.leaseId) ?? [];
     list.push({ resident_id: r.residentId, x_id: r.xId, role: r.role });
@@ -371,6 +388,33 @@ async function resolveRefs(tx: Tx, integrationId: string, wanted: { [K in keyof 
   return refs;
 }
 
+/** The records the inputs name by x_id, by kind. */
+function wantedRefs(inputs: object[]): { [K in keyof Refs]: Set<string> } {
+  const wanted = { property: new Set<string>(), unit: new Set<string>(), resident: new Set<string>(), lease: new Set<string>() };
+  for (const input of inputs) for (const [kind, xId] of referencesOf(input)) wanted[kind].add(xId);
+  return wanted;
+}
+
+/**
+ * A write-back's rows of these x_ids (whole, soft-deleted ones too), their lease residents and the references of its
+ * inputs: the statements go out together, one round trip.
+ */
+async function readWhole<E extends Entity>(
+  tx: Tx,
+  entity: E,
+  integrationId: string,
+  xIds: string[],
+  inputs: InputOf[E][],
+): Promise<{ rows: RowOf[E][]; people: Map<string, LeaseResident[]>; refs: Refs }> {
+  const table = tableOf(entity);
+  const [rows, people, refs] = await Promise.all([
+    tx.select().from(table).where(and(eq(table.integrationId, integrationId), anyOf(table.xId, xIds))),
+    entity === 'lease' ? leaseResidentsOfXIds(tx, integrationId, xIds) : Promise.resolve(new Map<string, LeaseResident[]>()),
+    resolveRefs(tx, integrationId, wantedRefs(inputs)),
+  ]);
+  return { rows: rows as unknown as RowOf[E][], people, refs };
+}
+
 /** Marks a stored content hash as that of a record with a reference the cache could not resolve. */
 const DANGLING = ':dangling';
 
@@ -452,6 +496,16 @@ export interface ApplyContext {
    * so a sync never reverts a write it read too early (nor announces the old value as a change).
    */
   readAt?: Date;
+  /**
+   * The caller holds lockForWriteBack over these records (a write-back's store): no entity lock is taken here, and
+   * the few rows are read whole at once instead of hashes first.
+   */
+  recordsLocked?: boolean;
+  /**
+   * A statement of the caller's, given every input record's CDM id by x_id, sent with the last batch of writes (the
+   * same round trip): a write-back's move of its Operation.
+   */
+  alongside?: (ids: ReadonlyMap<string, string>) => Promise<unknown>;
 }
 
 export interface ApplyResult {
@@ -465,9 +519,32 @@ export interface ApplyResult {
 }
 
 
-/** Serializes writers of one integration's entity table (a sync page and a write-back read-back). */
+/**
+ * Serializes a sync's writers of one integration's entity table (a page, a run's end) with each other and with
+ * write-backs, which hold the same lock shared (lockForWriteBack).
+ */
 async function lockEntity(tx: Tx, integrationId: string, entity: Entity): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`${integrationId}:${entity}`}, 0))`);
+}
+
+/**
+ * A write-back's locks, in one statement, before it reads what it stores (a statement's snapshot is taken when it
+ * starts, so the reads must come after): the lock of each entity table it writes, shared, so a sync page or a run's
+ * end waits for it and it for them (taken in the order a run's end takes them exclusively, the reverse of
+ * SYNC_ORDER, so neither waits on the other in a circle); then each record it writes, exclusively, in one order, so
+ * two write-backs of one record go one after the other and write-backs of different records go side by side.
+ * Then applyRecords with `recordsLocked`.
+ */
+export async function lockForWriteBack(tx: Tx, integrationId: string, records: { entity: Entity; xId: string }[]): Promise<void> {
+  if (records.length === 0) return;
+  const entities = [...SYNC_ORDER].reverse().filter((e) => records.some((r) => r.entity === e));
+  const keys = [...new Set(records.map((r) => `${integrationId}:${r.entity}:${r.xId}`))].sort();
+  const locks = [
+    ...entities.map((e) => sql`pg_advisory_xact_lock_shared(hashtextextended(${`${integrationId}:${e}`}, 0))`),
+    ...keys.map((k) => sql`pg_advisory_xact_lock(hashtextextended(${k}, 0))`),
+  ];
+  // Evaluated left to right: the tables' locks before any record's.
+  await tx.execute(sql`select ${sql.join(locks, sql`, `)}`);
 }
 
 interface EventDraft {
@@ -525,17 +602,22 @@ export async function applyHashedRecords<E extends Entity>(
   const now = ctx.now ?? new Date();
   const integrationId = ctx.integration.id;
   const table = tableOf(entity);
-  await lockEntity(tx, integrationId, entity);
+  if (!ctx.recordsLocked) await lockEntity(tx, integrationId, entity);
 
   // The last occurrence of an x_id in a batch wins (a source may repeat a record across a page boundary).
   const byXId = new Map<string, HashedRecord<InputOf[E]>>();
   for (const r of records) byXId.set(r.x_id, r);
   const xIds = [...byXId.keys()];
 
+  // A write-back's few records: their rows, their lease residents and the references of their inputs, read in one
+  // round trip (the statements go out together) under the locks the caller took.
+  const preloaded = ctx.recordsLocked ? await readWhole(tx, entity, integrationId, xIds, [...byXId.values()].map(recordOf)) : undefined;
   // Most records of a sync page are unchanged: compare content hashes first, and load and write only what moved.
-  const found = await (ctx.syncJobId && ctx.trackSeen !== false
-    ? lookupMarkingSeen(tx, entity).execute({ integrationId, xIds, syncJobId: ctx.syncJobId, entity })
-    : lookupByXIds(tx, entity).execute({ integrationId, xIds }));
+  const found = preloaded
+    ? preloaded.rows.map((r) => ({ id: r.id, xId: r.xId, contentHash: r.contentHash, live: r.deletedAt === null, syncedAt: r.psSyncedAt }))
+    : await (ctx.syncJobId && ctx.trackSeen !== false
+        ? lookupMarkingSeen(tx, entity).execute({ integrationId, xIds, syncJobId: ctx.syncJobId, entity })
+        : lookupByXIds(tx, entity).execute({ integrationId, xIds }));
   const stored = new Map(found.map((r) => [r.xId, r]));
   const changed: { input: InputOf[E]; hash: string; id: string; existed: boolean }[] = [];
   for (const r of byXId.values()) {
@@ -549,19 +631,23 @@ export async function applyHashedRecords<E extends Entity>(
     result.ids.set(r.x_id, id);
     changed.push({ input: recordOf(r), hash: r.hash, id, existed: cur !== undefined });
   }
-  if (changed.length === 0) return result;
+  if (changed.length === 0) {
+    if (ctx.alongside) await ctx.alongside(result.ids);
+    return result;
+  }
 
   // Each round trip waits behind whatever else this process is doing (mapping the next page, another entity's
   // page), so the statements that do not depend on each other are sent together: inside a transaction the driver
   // pipelines them on its one connection. (It does not keep the order of the calls, hence the separate batches.)
   const existingIds = changed.filter((c) => c.existed).map((c) => c.id);
-  const existingRows = existingIds.length > 0 ? tx.select().from(table).where(anyOf(table.id, existingIds)) : Promise.resolve([]);
-  const existingPeopleOf = entity === 'lease' ? loadLeaseResidents(tx, existingIds) : Promise.resolve(new Map<string, LeaseResident[]>());
-
-  // Resolve references by x_id.
-  const wanted = { property: new Set<string>(), unit: new Set<string>(), resident: new Set<string>(), lease: new Set<string>() };
-  for (const { input } of changed) for (const [kind, xId] of referencesOf(input)) wanted[kind].add(xId);
-  const [rows, existingPeople, refs] = await Promise.all([existingRows, existingPeopleOf, resolveRefs(tx, integrationId, wanted)]);
+  const [rows, existingPeople, refs] = preloaded
+    ? [preloaded.rows, preloaded.people, preloaded.refs]
+    : await Promise.all([
+        existingIds.length > 0 ? tx.select().from(table).where(anyOf(table.id, existingIds)) : Promise.resolve([]),
+        entity === 'lease' ? loadLeaseResidents(tx, existingIds) : Promise.resolve(new Map<string, LeaseResident[]>()),
+        // Resolve references by x_id.
+        resolveRefs(tx, integrationId, wantedRefs(changed.map((c) => c.input))),
+      ]);
   const existing = new Map<string, RowOf[E]>();
   for (const r of rows as RowOf[E][]) existing.set(r.xId, r);
   // Renewals may point at a lease of the same batch: its id is already decided.
@@ -626,9 +712,14 @@ export async function applyHashedRecords<E extends Entity>(
     }
   }
 
-  // One batch of independent writes; a lease's new residents follow the removal of its old ones.
+  // One batch of independent writes; a lease's new residents follow the removal of its old ones. A lease whose
+  // residents did not change keeps their rows.
   const writes: Promise<unknown>[] = [insertRows(tx, table, inserts), updateRows(tx, table, updates), updateRows(tx, table, rehashed)];
-  const replaced = entity === 'lease' ? updates.map((u) => u.id as string) : [];
+  if (ctx.alongside) writes.push(ctx.alongside(result.ids));
+  if (entity === 'lease') {
+    for (const d of drafts) if (d.before && !d.changed.includes('residents')) peopleOf.delete(d.row.id);
+  }
+  const replaced = entity === 'lease' ? updates.map((u) => u.id as string).filter((id) => peopleOf.has(id)) : [];
   if (replaced.length > 0) writes.push(Promise.resolve(tx.delete(leaseResidents).where(anyOf(leaseResidents.leaseId, replaced))));
 
   if (ctx.emitEvents && drafts.length > 0) {

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eq } from 'drizzle-orm';
-import { closeDb, type Db } from '../../db/client';
-import { applyRecords, softDeleteUnseen, toRecords } from '../../db/records';
+import { eq, sql } from 'drizzle-orm';
+import { closeDb, type Db, type Tx } from '../../db/client';
+import { applyRecords, lockForWriteBack, softDeleteUnseen, toRecords, type ApplyContext } from '../../db/records';
+import type { LeaseInput } from '../../domain/cdm';
 import { events, leases } from '../../db/schema';
 import { makeTenant, testDb, type Tenant } from '../support/context';
 import { leaseInput, propertyInput, residentInput, unitInput } from '../support/fixtures';
+import { until } from '../support/sync';
 
 let db: Db;
 let t: Tenant;
@@ -155,5 +157,124 @@ describe('a sync page read before a write-back', () => {
     const fresh = await db.transaction((tx) => applyRecords(tx, c(new Date(t0.getTime() + 5_000), new Date(t0.getTime() + 4_000)), 'unit', [unitInput('SU1', 'SP1', { bedrooms: 4 })]));
     expect(fresh).toMatchObject({ updated: 1 });
     expect((await unitEvents()).map((e) => (e.data as { bedrooms: number }).bedrooms)).toEqual([3, 4]);
+  });
+});
+
+describe('a write-back store (lockForWriteBack, recordsLocked)', () => {
+  let w: Tenant;
+  const wctx = (extra: Partial<ApplyContext> = {}): ApplyContext => ({
+    integration: { id: w.integrationId, organizationId: w.organizationId, mode: w.mode },
+    emitEvents: true,
+    recordsLocked: true,
+    ...extra,
+  });
+  const refs = { property: 'WP1', unit: 'WU1', residents: [{ x_id: 'WR1', role: 'primary' }] };
+  const rent = (amount: number) => ({ rent_amount: { amount, currency: 'USD' } });
+  let locks: Db;
+
+  beforeAll(async () => {
+    w = await makeTenant(db);
+    locks = testDb(4);
+    await db.transaction(async (tx) => {
+      await applyRecords(tx, { ...wctx(), recordsLocked: false, emitEvents: false }, 'property', [propertyInput('WP1')]);
+      await applyRecords(tx, { ...wctx(), recordsLocked: false, emitEvents: false }, 'unit', [unitInput('WU1', 'WP1')]);
+      await applyRecords(tx, { ...wctx(), recordsLocked: false, emitEvents: false }, 'resident', [residentInput('WR1', 'WP1'), residentInput('WR2', 'WP1')]);
+      await applyRecords(tx, { ...wctx(), recordsLocked: false, emitEvents: false }, 'lease', [leaseInput('WL1', refs), leaseInput('WL2', refs)]);
+    });
+  });
+  afterAll(async () => closeDb(locks));
+
+  /** A write-back of one lease held open: its locks taken and its record stored, until release() commits it. */
+  function openWriteBack(xId: string, over: Partial<LeaseInput>) {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let stored!: (pid: number) => void;
+    const ready = new Promise<number>((r) => (stored = r));
+    const done = locks.transaction(async (tx) => {
+      const [{ pid }] = (await tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as [{ pid: number }];
+      await lockForWriteBack(tx, w.integrationId, [{ entity: 'lease', xId }]);
+      const r = await applyRecords(tx, wctx(), 'lease', [leaseInput(xId, refs, over)]);
+      stored(pid);
+      await held;
+      return r;
+    });
+    return { ready, release, done };
+  }
+
+  /** A statement of its own (its backend's pid first), which must wait behind `holder`'s locks. */
+  async function waitsBehind<T>(holderPid: number, run: (tx: Tx) => Promise<T>): Promise<{ done: Promise<T> }> {
+    let pid!: (p: number) => void;
+    const started = new Promise<number>((r) => (pid = r));
+    const done = locks.transaction(async (tx): Promise<T> => {
+      pid(((await tx.execute(sql`select pg_backend_pid() as pid`)) as unknown as [{ pid: number }])[0].pid);
+      return run(tx);
+    });
+    const own = await started;
+    await until('the statement to wait for the open write-back', async () => {
+      const [row] = (await db.execute(sql`select ${holderPid}::int = any(pg_blocking_pids(${own}::int)) as blocked`)) as unknown as [{ blocked: boolean }];
+      return row.blocked ? true : undefined;
+    });
+    return { done };
+  }
+
+  it('holds its own record only: a write-back of another lease of the integration commits while it is open', async () => {
+    const a = openWriteBack('WL1', rent(111_100));
+    await a.ready;
+    const b = await locks.transaction(async (tx) => {
+      await lockForWriteBack(tx, w.integrationId, [{ entity: 'lease', xId: 'WL2' }]);
+      return applyRecords(tx, wctx(), 'lease', [leaseInput('WL2', refs, rent(222_200))]);
+    });
+    expect(b).toMatchObject({ updated: 1 });
+    a.release();
+    expect(await a.done).toMatchObject({ updated: 1 });
+  });
+
+  it('makes a write-back of the same record, and a sync page of the entity, wait for it; each then sees its commit', async () => {
+    const a = openWriteBack('WL1', rent(333_300));
+    const pid = await a.ready;
+    const same = await waitsBehind(pid, async (tx) => {
+      await lockForWriteBack(tx, w.integrationId, [{ entity: 'lease', xId: 'WL1' }]);
+      return applyRecords(tx, wctx(), 'lease', [leaseInput('WL1', refs, { ...rent(333_300), notes: 'after' })]);
+    });
+    const page = await waitsBehind(pid, (tx) => applyRecords(tx, { ...wctx(), recordsLocked: false }, 'lease', [leaseInput('WL2', refs, rent(444_400))]));
+    a.release();
+    await a.done;
+    // Compared with what the first one stored: only the notes changed.
+    const [second, sync] = await Promise.all([same.done, page.done]);
+    const [ev] = await db.select().from(events).where(eq(events.id, second.eventIds[0]!));
+    expect((ev!.data as { changed: string[] }).changed).toEqual(['notes']);
+    expect(sync).toMatchObject({ updated: 1 });
+  });
+
+  it('keeps the rows of lease residents that did not change, replaces those that did, and moves along with its writes', async () => {
+    const people = async () =>
+      (await db.execute(sql`select lr.x_id, lr.xmin::text as xmin from lease_residents lr join leases l on l.id = lr.lease_id
+        where l.integration_id = ${w.integrationId} and l.x_id = 'WL1' order by lr.position`)) as unknown as { x_id: string; xmin: string }[];
+    const before = await people();
+    const seen: string[] = [];
+    const alongside = async (ids: ReadonlyMap<string, string>) => {
+      seen.push(ids.get('WL1')!);
+    };
+    await db.transaction(async (tx) => {
+      await lockForWriteBack(tx, w.integrationId, [{ entity: 'lease', xId: 'WL1' }]);
+      await applyRecords(tx, wctx({ alongside }), 'lease', [leaseInput('WL1', refs, { ...rent(555_500), notes: 'after' })]);
+    });
+    expect(await people()).toEqual(before);
+    const two = { ...refs, residents: [...refs.residents, { x_id: 'WR2', role: 'occupant' }] };
+    const moved = await db.transaction(async (tx) => {
+      await lockForWriteBack(tx, w.integrationId, [{ entity: 'lease', xId: 'WL1' }]);
+      return applyRecords(tx, wctx({ alongside }), 'lease', [leaseInput('WL1', two, { ...rent(555_500), notes: 'after' })]);
+    });
+    expect((await people()).map((p) => p.x_id)).toEqual(['WR1', 'WR2']);
+    const [ev] = await db.select().from(events).where(eq(events.id, moved.eventIds[0]!));
+    expect((ev!.data as { changed: string[] }).changed.sort()).toEqual(['resident_ids', 'residents']);
+    // Unchanged content still runs the caller's statement.
+    await db.transaction(async (tx) => {
+      await lockForWriteBack(tx, w.integrationId, [{ entity: 'lease', xId: 'WL1' }]);
+      expect(await applyRecords(tx, wctx({ alongside }), 'lease', [leaseInput('WL1', two, { ...rent(555_500), notes: 'after' })])).toMatchObject({ unchanged: 1 });
+    });
+    expect(seen).toHaveLength(3);
+    expect(new Set(seen).size).toBe(1);
+    expect(seen[0]).toMatch(/^lse_/);
   });
 });
