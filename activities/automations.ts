@@ -9,6 +9,7 @@ import { getIntegration } from '../db/tenants';
 import type { ExportOutcome } from '../domain/automations';
 import { clip, heartbeating, messageOf } from './attempt';
 import { ExportError, exportAutomation, type ExportDeps } from './export';
+import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 
 export interface AutomationActivityDeps {
   db: Db;
@@ -17,6 +18,8 @@ export interface AutomationActivityDeps {
   clock?: () => Date;
   /** Heartbeat interval of an export attempt (the workflow's heartbeat timeout must be well above it). */
   heartbeatEveryMs?: number;
+  /** Counts ended runs (Prometheus); nothing when absent. */
+  metrics?: WorkerMetrics;
 }
 
 export interface ExportAttemptInput {
@@ -84,7 +87,10 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
 
     /** The run's end and its event (AUTOMATION_COMPLETED or AUTOMATION_FAILED), once. */
     async finishRun(input: { runId: string; status: 'succeeded' | 'failed'; attempts: number; recordsExported: number; error?: string }): Promise<void> {
-      await endRun(db, input.runId, { ...input, error: input.error === undefined ? undefined : clip(input.error) }, clock());
+      const now = clock();
+      const run = await endRun(db, input.runId, { ...input, error: input.error === undefined ? undefined : clip(input.error) }, now);
+      // Counted by the call that ended it: a run ended earlier keeps its own end time.
+      if (run?.status === input.status && run.finishedAt?.getTime() === now.getTime()) (deps.metrics ?? NO_METRICS).automationRun(input.status);
     },
   };
 }

@@ -31,6 +31,7 @@ import type { InFlight } from './in-flight';
 import type { QueuedListener } from './queued-listener';
 import { attemptHeaders, unsealedError } from './webhooks';
 import type { Sender } from './webhook-http';
+import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 
 /** A delivery whose first attempt failed, to hand to its own workflow. */
 export interface RetryRef {
@@ -54,6 +55,8 @@ export interface DispatchDeps {
   log?: (fields: Record<string, unknown>, msg: string) => void;
   /** How often a batch heartbeats (its heartbeat time-out must be well above it). */
   heartbeatEveryMs?: number;
+  /** Counts attempts (Prometheus); nothing when absent. */
+  metrics?: WorkerMetrics;
 }
 
 export interface BatchInput {
@@ -83,6 +86,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
   const { db, sender } = deps;
   const clock = deps.clock ?? (() => new Date());
   const log = deps.log ?? (() => {});
+  const metrics = deps.metrics ?? NO_METRICS;
 
   const refOf = (subscriptionId: string, d: Pick<ClaimedDelivery, 'id' | 'integrationId' | 'eventType' | 'eventCreatedAt'>): RetryRef => ({
     id: d.id,
@@ -171,6 +175,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
 
       async function sendOne(d: ClaimedDelivery, to: SendingState, onSent: () => void): Promise<void> {
         const startedAt = clock();
+        let requested = false;
         const body = d.body ?? (await eventBody(db, d.eventId));
         let outcome: { status: number | null; error: string | null; excerpt: string | null; durationMs: number; ok: boolean };
         if (body === null) {
@@ -185,10 +190,14 @@ export function createDispatchActivities(deps: DispatchDeps) {
             if (!(err instanceof SecretError)) throw err;
             outcome = { ok: false, status: null, error: unsealedError(err), excerpt: null, durationMs: 0 };
           }
-          if (headers) outcome = await sender.send({ url: to.url, body, headers, guard: to.mode === 'live', onSent });
+          if (headers) {
+            requested = true;
+            outcome = await sender.send({ url: to.url, body, headers, guard: to.mode === 'live', onSent });
+          }
         }
         const { ok, status, error, excerpt, durationMs } = outcome!;
         sent++;
+        metrics.webhookAttempt(ok ? 'succeeded' : 'failed', 1, requested ? durationMs / 1000 : null);
         if (ok) {
           result.succeeded++;
           failureRun = 0;

@@ -26,6 +26,7 @@ import {
   type WriteResult,
 } from '../source';
 import { clip, heartbeating, messageOf } from './attempt';
+import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 
 export interface WriteActivityDeps {
   db: Db;
@@ -40,6 +41,8 @@ export interface WriteActivityDeps {
   clock?: () => Date;
   /** Heartbeat interval of an attempt (the workflow's heartbeat timeout must be well above it). */
   heartbeatEveryMs?: number;
+  /** Counts ended Operations (Prometheus); nothing when absent. */
+  metrics?: WorkerMetrics;
 }
 
 export interface AttemptInput {
@@ -93,6 +96,7 @@ export function createWriteActivities(deps: WriteActivityDeps) {
   const timeoutMs = deps.sourceTimeoutMs ?? 30_000;
   const connectorOf = deps.connectorOf ?? ((settings, opts) => createConnector(settings, opts));
   const heartbeatEveryMs = deps.heartbeatEveryMs ?? 3_000;
+  const metrics = deps.metrics ?? NO_METRICS;
 
   async function load(operationId: string): Promise<{ op: OperationRow; integration: IntegrationRow } | { done: OperationStatus } | { error: string }> {
     // One round trip: it is on the path of every write.
@@ -130,8 +134,9 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       }
       read.set(w.entity, [...(read.get(w.entity) ?? []), record]);
     }
+    let succeeded = false;
     // Five round trips: BEGIN, the locks, the reads, the writes with the Operation's move, COMMIT.
-    return db.transaction(async (tx) => {
+    const stored = await db.transaction(async (tx) => {
       const now = clock();
       await lockForWriteBack(tx, integration.id, [...read].flatMap(([e, records]) => records.map((r) => ({ entity: e, xId: r.x_id }))));
       const ctx: ApplyContext = {
@@ -147,7 +152,7 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       const succeed = async (ids: ReadonlyMap<string, string>) => {
         resourceId = ids.get(s.xId);
         if (!resourceId) throw new Error(`${entity} ${s.xId} was read back but not stored`);
-        await moveOperation(
+        succeeded = !!(await moveOperation(
           tx,
           op.id,
           'succeeded',
@@ -162,7 +167,7 @@ export function createWriteActivities(deps: WriteActivityDeps) {
             resourceXId: s.xId,
           },
           now,
-        );
+        ));
       };
       // Referenced records first (a new lease's applicant before the lease), as a sync applies them; the Operation
       // turns succeeded with its own record's writes.
@@ -173,6 +178,8 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       if (!resourceId) throw new Error(`${entity} ${s.xId} was read back but not stored`);
       return resourceId;
     });
+    if (succeeded) metrics.operationCompleted(op.type, 'succeeded');
+    return stored;
   }
 
   async function send(op: OperationRow, connector: SourceConnector, probe: boolean): Promise<WriteResult> {
@@ -242,7 +249,7 @@ export function createWriteActivities(deps: WriteActivityDeps) {
 
     /** The Operation failed: rejected by the source, given up after 24 hours, or cancelled by an operator. */
     async failOperation(input: FailInput): Promise<void> {
-      await moveOperation(db, input.operationId, 'failed', {
+      const failed = await moveOperation(db, input.operationId, 'failed', {
         attempts: input.attempts,
         sourceState: input.sourceState,
         reconcileState: 'failed',
@@ -251,6 +258,7 @@ export function createWriteActivities(deps: WriteActivityDeps) {
         resourceId: null,
         resourceXId: null,
       }, clock());
+      if (failed) metrics.operationCompleted(failed.type, 'failed');
     },
 
     /**

@@ -30,6 +30,7 @@ import type { SyncCompleteData } from '../domain/events';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
 import { SourcePermanentError, SourceTransientError, type SkippedRecord } from '../source/connector';
 import type { HashedPage, PageReader } from './page-reader';
+import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 
 /** Types of the non-retryable failures a sync activity raises. */
 export const SYNC_FAILURE = {
@@ -69,6 +70,8 @@ export interface SyncActivityDeps {
   policy?: SyncPolicy;
   /** x_ids looked up in the source per request when confirming deletions. Default 500. */
   lookupBatch?: number;
+  /** Counts runs and records (Prometheus); nothing when absent. */
+  metrics?: WorkerMetrics;
 }
 
 export interface StartSyncJobInput {
@@ -109,6 +112,45 @@ export function createActivities(deps: SyncActivityDeps) {
   const heartbeatEveryMs = deps.heartbeatEveryMs ?? 5_000;
   const stallMs = deps.stallMs ?? 300_000;
   const lookupBatch = deps.lookupBatch ?? 500;
+  const metrics = deps.metrics ?? NO_METRICS;
+  const policy = deps.policy ?? DEFAULT_SYNC_POLICY;
+
+  /**
+   * The run's retry state on its job row, so a run retrying a failing source shows its attempt, the last failure and
+   * when the next attempt starts. An attempt after the first says so when it begins; a failed one records its error
+   * and, when Temporal will try again, when (the policy's backoff, or the source's Retry-After).
+   */
+  async function attemptBegins(syncJobId: string): Promise<void> {
+    const attempt = Context.current().info.attempt;
+    if (attempt > 1) await db.update(syncJobs).set({ attempt, nextAttemptAt: null }).where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
+  }
+  async function attemptFailed(syncJobId: string, err: unknown): Promise<void> {
+    if (err instanceof CancelledFailure) return;
+    const attempt = Context.current().info.attempt;
+    const retryable = !(err instanceof ApplicationFailure && err.nonRetryable) && attempt < policy.retry.maximumAttempts;
+    const delayMs =
+      err instanceof ApplicationFailure && typeof err.nextRetryDelay === 'number'
+        ? err.nextRetryDelay
+        : Math.min(policy.retry.maximumIntervalMs, policy.retry.initialIntervalMs * policy.retry.backoffCoefficient ** (attempt - 1));
+    const message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
+    await db
+      .update(syncJobs)
+      .set({ attempt: retryable ? attempt + 1 : attempt, lastError: message, nextAttemptAt: retryable ? new Date(clock().getTime() + delayMs) : null })
+      .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')))
+      .catch(() => {}); // only a display: the failure itself is what Temporal retries
+  }
+  /** What a committed page (or look-up batch) applied, counted. */
+  function countRecords(entity: Entity, r: { created: number; updated: number; skipped: number }): void {
+    metrics.syncRecords(entity, 'created', r.created);
+    metrics.syncRecords(entity, 'updated', r.updated);
+    metrics.syncRecords(entity, 'skipped', r.skipped);
+  }
+  async function stepDone(syncJobId: string): Promise<void> {
+    await db
+      .update(syncJobs)
+      .set({ attempt: 1, lastError: null, nextAttemptAt: null })
+      .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running'), sql`${syncJobs.attempt} > 1`));
+  }
 
   /** The integration's source settings with the api key opened; a key that cannot be opened ends the run. */
   const sourceSettingsOf = (integration: IntegrationRow) => {
@@ -150,6 +192,138 @@ export function createActivities(deps: SyncActivityDeps) {
     now,
   });
 
+  /** One attempt of syncEntity (below). */
+  async function syncEntityAttempt(input: { syncJobId: string; entity: Entity }): Promise<{ pages: number; records: number }> {
+    const { entity, syncJobId } = input;
+    const ctx = Context.current();
+    const { job, integration } = await loadRunning(db, syncJobId);
+    let point: EntityProgress = job.progress[entity] ?? { page: 0, done: false };
+    if (point.done) return { pages: point.page, records: 0 };
+    // Nothing of the entity cached yet (a first sync, or a new kind of record): nothing to soft-delete, so the run
+    // need not record what it saw. The choice is stored with the resume point by the first page's commit; an
+    // attempt that lost that race adopts the stored choice with the stored point.
+    if (point.page === 0) point = { ...point, tracked: await hasRows(db, entity, integration.id) };
+    const apply = applyContext(integration, job);
+    const settings = sourceSettingsOf(integration);
+    let records = 0;
+
+    /** A page being read, and when its reading began: what the cache got from the source later is newer. */
+    const read = (page: number): { page: Promise<HashedPage<Entity>>; at: Date } => {
+      const p = deps.pages.read(settings, entity, page, pageSize).catch(sourceFailure(`${entity} page ${page}`));
+      // Attach a handler at once: a prefetched page may be discarded and must not become an unhandled rejection.
+      p.catch(() => {});
+      return { page: p, at: clock() };
+    };
+
+    const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => point });
+    try {
+      let next = read(point.page + 1);
+      for (let n = 0; ; n++) {
+        if (n % STATS_CHECK_EVERY_PAGES === 0) await watch.guard(refreshStatsIfStale(db, entity));
+        const readAt = next.at;
+        const page = await watch.guard(next.page);
+        const target: EntityProgress = { page: point.page + 1, done: !page.hasMore, tracked: point.tracked };
+        if (page.hasMore) next = read(target.page + 1);
+        try {
+          const result = await watch.guard(db.transaction(async (tx) => {
+            const tracked = point.tracked !== false;
+            const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: tracked, readAt }, entity, page.records);
+            const skipped = await setAside(tx, syncJobId, entity, page.skipped, tracked);
+            // The resume point moves only from where this attempt found it, and only while the job runs;
+            // otherwise the page's writes roll back.
+            const [moved] = await advanceProgress(tx).execute({
+              id: syncJobId,
+              entity,
+              from: point.page,
+              target: JSON.stringify({ [entity]: target }),
+              seen: r.created + r.updated + r.unchanged,
+              created: r.created,
+              updated: r.updated,
+              skipped,
+            });
+            if (!moved) throw await whyNotMoved(tx, syncJobId);
+            return { ...r, skipped };
+          }));
+          point = target;
+          watch.moved();
+          records += countOf(result);
+          countRecords(entity, result);
+        } catch (err) {
+          if (!(err instanceof Superseded)) throw err;
+          // Another attempt (one Temporal gave up on that kept running) committed this page: carry on from
+          // wherever the job now stands.
+          const fresh = await getSyncJob(db, syncJobId);
+          point = fresh?.progress[entity] ?? point;
+          watch.moved();
+          if (!point.done) next = read(point.page + 1);
+        }
+        ctx.heartbeat(point);
+        if (point.done) return { pages: point.page, records };
+        if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync activity cancelled');
+      }
+    } finally {
+      watch.stop();
+    }
+  }
+
+  /** One attempt of confirmDeletions (below). */
+  async function confirmDeletionsAttempt(input: { syncJobId: string; entity: Entity }): Promise<ConfirmResult> {
+    const { entity, syncJobId } = input;
+    const ctx = Context.current();
+    const { job, integration } = await loadRunning(db, syncJobId);
+    const result: ConfirmResult = { checked: 0, present: 0, gone: 0 };
+    const point = job.progress[entity];
+    if (!point?.done) throw ApplicationFailure.nonRetryable(`${entity} was not fully read`, SYNC_FAILURE.incomplete);
+    if (point.tracked === false || point.confirmed) return result;
+    const apply = applyContext(integration, job);
+    const settings = sourceSettingsOf(integration);
+    let after: string | null = null;
+    const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => ({ entity, after, ...result }) });
+    try {
+      for (;;) {
+        const unseen: string[] = await watch.guard(unseenXIds(db, { integrationId: integration.id, syncJobId, entity, after, limit: lookupBatch }));
+        if (unseen.length === 0) break;
+        const asked = new Set(unseen);
+        const readAt = clock();
+        const found = await watch.guard(
+          deps.pages.lookup(settings, entity, unseen).catch(sourceFailure(`looking up ${unseen.length} ${entity} records`)),
+        );
+        const records = found.records.filter((r) => asked.has(r.x_id));
+        const unreadable = found.skipped.filter((r) => r.x_id !== null && asked.has(r.x_id));
+        await watch.guard(
+          db.transaction(async (tx) => {
+            const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: true, readAt }, entity, records);
+            const skipped = await setAside(tx, syncJobId, entity, unreadable, true);
+            const [counted] = await countAlong(tx).execute({
+              id: syncJobId,
+              seen: r.created + r.updated + r.unchanged,
+              created: r.created,
+              updated: r.updated,
+              skipped,
+            });
+            if (!counted) throw await whyNotMoved(tx, syncJobId);
+            return { ...r, skipped };
+          }).then((counted) => countRecords(entity, counted)),
+        );
+        const present = new Set([...records.map((r) => r.x_id), ...unreadable.map((r) => r.x_id!)]).size;
+        result.checked += unseen.length;
+        result.present += present;
+        result.gone += unseen.length - present;
+        after = unseen[unseen.length - 1]!;
+        watch.moved();
+        ctx.heartbeat({ entity, after, ...result });
+        if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync activity cancelled');
+      }
+      await db
+        .update(syncJobs)
+        .set({ progress: sql`jsonb_set(${syncJobs.progress}, ${`{${entity},confirmed}`}::text[], 'true'::jsonb)` })
+        .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
+      return result;
+    } finally {
+      watch.stop();
+    }
+  }
+
   return {
     /**
      * Claim the run: mark the API-created job running, or (scheduled runs) create the job, unless another run of
@@ -160,7 +334,7 @@ export function createActivities(deps: SyncActivityDeps) {
       if (!workflowId) throw ApplicationFailure.nonRetryable('startSyncJob runs inside a sync workflow only', SYNC_FAILURE.jobNotFound);
       // Which runs are abandoned is asked of Temporal before the lock is taken: no network call under it.
       const abandoned = input.syncJobId ? new Set<string>() : await abandonedJobsOf(db, input.integrationId, deps.runState);
-      return db.transaction(async (tx) => {
+      const started = await db.transaction(async (tx): Promise<StartSyncJobResult> => {
         await lockIntegrationSync(tx, input.integrationId);
         const integration = await getIntegration(tx, input.integrationId);
         const initial = integration?.firstSyncCompletedAt == null;
@@ -196,6 +370,8 @@ export function createActivities(deps: SyncActivityDeps) {
         });
         return { skipped: false, syncJobId: id, organizationId: integration.organizationId, initial };
       });
+      if (started.skipped) metrics.syncRun('skipped', input.trigger);
+      return started;
     },
 
     /**
@@ -203,74 +379,14 @@ export function createActivities(deps: SyncActivityDeps) {
      * resume point and counters. A page is read while the previous one is applied.
      */
     async syncEntity(input: { syncJobId: string; entity: Entity }): Promise<{ pages: number; records: number }> {
-      const { entity, syncJobId } = input;
-      const ctx = Context.current();
-      const { job, integration } = await loadRunning(db, syncJobId);
-      let point: EntityProgress = job.progress[entity] ?? { page: 0, done: false };
-      if (point.done) return { pages: point.page, records: 0 };
-      // Nothing of the entity cached yet (a first sync, or a new kind of record): nothing to soft-delete, so the run
-      // need not record what it saw. The choice is stored with the resume point by the first page's commit; an
-      // attempt that lost that race adopts the stored choice with the stored point.
-      if (point.page === 0) point = { ...point, tracked: await hasRows(db, entity, integration.id) };
-      const apply = applyContext(integration, job);
-      const settings = sourceSettingsOf(integration);
-      let records = 0;
-
-      /** A page being read, and when its reading began: what the cache got from the source later is newer. */
-      const read = (page: number): { page: Promise<HashedPage<Entity>>; at: Date } => {
-        const p = deps.pages.read(settings, entity, page, pageSize).catch(sourceFailure(`${entity} page ${page}`));
-        // Attach a handler at once: a prefetched page may be discarded and must not become an unhandled rejection.
-        p.catch(() => {});
-        return { page: p, at: clock() };
-      };
-
-      const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => point });
+      await attemptBegins(input.syncJobId);
       try {
-        let next = read(point.page + 1);
-        for (let n = 0; ; n++) {
-          if (n % STATS_CHECK_EVERY_PAGES === 0) await watch.guard(refreshStatsIfStale(db, entity));
-          const readAt = next.at;
-          const page = await watch.guard(next.page);
-          const target: EntityProgress = { page: point.page + 1, done: !page.hasMore, tracked: point.tracked };
-          if (page.hasMore) next = read(target.page + 1);
-          try {
-            const result = await watch.guard(db.transaction(async (tx) => {
-              const tracked = point.tracked !== false;
-              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: tracked, readAt }, entity, page.records);
-              const skipped = await setAside(tx, syncJobId, entity, page.skipped, tracked);
-              // The resume point moves only from where this attempt found it, and only while the job runs;
-              // otherwise the page's writes roll back.
-              const [moved] = await advanceProgress(tx).execute({
-                id: syncJobId,
-                entity,
-                from: point.page,
-                target: JSON.stringify({ [entity]: target }),
-                seen: r.created + r.updated + r.unchanged,
-                created: r.created,
-                updated: r.updated,
-                skipped,
-              });
-              if (!moved) throw await whyNotMoved(tx, syncJobId);
-              return r;
-            }));
-            point = target;
-            watch.moved();
-            records += countOf(result);
-          } catch (err) {
-            if (!(err instanceof Superseded)) throw err;
-            // Another attempt (one Temporal gave up on that kept running) committed this page: carry on from
-            // wherever the job now stands.
-            const fresh = await getSyncJob(db, syncJobId);
-            point = fresh?.progress[entity] ?? point;
-            watch.moved();
-            if (!point.done) next = read(point.page + 1);
-          }
-          ctx.heartbeat(point);
-          if (point.done) return { pages: point.page, records };
-          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync activity cancelled');
-        }
-      } finally {
-        watch.stop();
+        const done = await syncEntityAttempt(input);
+        await stepDone(input.syncJobId);
+        return done;
+      } catch (err) {
+        await attemptFailed(input.syncJobId, err);
+        throw err;
       }
     },
 
@@ -281,58 +397,14 @@ export function createActivities(deps: SyncActivityDeps) {
      * confirmed gone. Idempotent: a retry looks up only what is still unseen.
      */
     async confirmDeletions(input: { syncJobId: string; entity: Entity }): Promise<ConfirmResult> {
-      const { entity, syncJobId } = input;
-      const ctx = Context.current();
-      const { job, integration } = await loadRunning(db, syncJobId);
-      const result: ConfirmResult = { checked: 0, present: 0, gone: 0 };
-      const point = job.progress[entity];
-      if (!point?.done) throw ApplicationFailure.nonRetryable(`${entity} was not fully read`, SYNC_FAILURE.incomplete);
-      if (point.tracked === false || point.confirmed) return result;
-      const apply = applyContext(integration, job);
-      const settings = sourceSettingsOf(integration);
-      let after: string | null = null;
-      const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => ({ entity, after, ...result }) });
+      await attemptBegins(input.syncJobId);
       try {
-        for (;;) {
-          const unseen: string[] = await watch.guard(unseenXIds(db, { integrationId: integration.id, syncJobId, entity, after, limit: lookupBatch }));
-          if (unseen.length === 0) break;
-          const asked = new Set(unseen);
-          const readAt = clock();
-          const found = await watch.guard(
-            deps.pages.lookup(settings, entity, unseen).catch(sourceFailure(`looking up ${unseen.length} ${entity} records`)),
-          );
-          const records = found.records.filter((r) => asked.has(r.x_id));
-          const unreadable = found.skipped.filter((r) => r.x_id !== null && asked.has(r.x_id));
-          await watch.guard(
-            db.transaction(async (tx) => {
-              const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: true, readAt }, entity, records);
-              const skipped = await setAside(tx, syncJobId, entity, unreadable, true);
-              const [counted] = await countAlong(tx).execute({
-                id: syncJobId,
-                seen: r.created + r.updated + r.unchanged,
-                created: r.created,
-                updated: r.updated,
-                skipped,
-              });
-              if (!counted) throw await whyNotMoved(tx, syncJobId);
-            }),
-          );
-          const present = new Set([...records.map((r) => r.x_id), ...unreadable.map((r) => r.x_id!)]).size;
-          result.checked += unseen.length;
-          result.present += present;
-          result.gone += unseen.length - present;
-          after = unseen[unseen.length - 1]!;
-          watch.moved();
-          ctx.heartbeat({ entity, after, ...result });
-          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync activity cancelled');
-        }
-        await db
-          .update(syncJobs)
-          .set({ progress: sql`jsonb_set(${syncJobs.progress}, ${`{${entity},confirmed}`}::text[], 'true'::jsonb)` })
-          .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
-        return result;
-      } finally {
-        watch.stop();
+        const done = await confirmDeletionsAttempt(input);
+        await stepDone(input.syncJobId);
+        return done;
+      } catch (err) {
+        await attemptFailed(input.syncJobId, err);
+        throw err;
       }
     },
 
@@ -347,7 +419,9 @@ export function createActivities(deps: SyncActivityDeps) {
      * transaction. A retry after a commit returns the stored outcome.
      */
     async finishSyncJob(input: { syncJobId: string }): Promise<SyncCompleteData> {
-      return db.transaction(async (tx) => {
+      // What this call ended, counted once its transaction committed (a retry after a commit counts nothing).
+      let ended: { job: SyncJobRow; deleted: [Entity, number][] } | undefined;
+      const data = await db.transaction(async (tx) => {
         const [locked] = await tx.select().from(syncJobs).where(eq(syncJobs.id, input.syncJobId)).for('update');
         if (locked?.status === 'succeeded') return completeData(locked);
         const { job, integration } = await loadRunning(tx, input.syncJobId);
@@ -369,11 +443,13 @@ export function createActivities(deps: SyncActivityDeps) {
           .limit(1);
         const now = new Date(Math.max(clock().getTime(), (last?.createdAt.getTime() ?? 0) + 1));
         let softDeleted = 0;
+        const deleted: [Entity, number][] = [];
         // Leases first: nothing a run removes should point at a record that is still shown as live.
         for (const entity of [...SYNC_ORDER].reverse()) {
           if (job.progress[entity]?.tracked === false) continue;
           const r = await softDeleteUnseen(tx, { ...applyContext(integration, job, now), syncJobId: job.id }, entity);
           softDeleted += r.softDeleted;
+          deleted.push([entity, r.softDeleted]);
         }
         const [done] = await tx
           .update(syncJobs)
@@ -402,19 +478,28 @@ export function createActivities(deps: SyncActivityDeps) {
             .where(and(eq(integrations.id, integration.id), isNull(integrations.firstSyncCompletedAt)));
         }
         await clearSeen(tx, job.id);
+        ended = { job: done!, deleted };
         return data;
       });
+      if (ended) {
+        for (const [entity, n] of ended.deleted) metrics.syncRecords(entity, 'deleted', n);
+        metrics.syncRun('succeeded', ended.job.trigger, durationOf(ended.job));
+      }
+      return data;
     },
 
     /** Mark a run failed with its error (nothing is soft-deleted) and forget what it saw. Idempotent. */
     async failSyncJob(input: { syncJobId: string; error: string }): Promise<void> {
-      await db.transaction(async (tx) => {
-        await tx
+      const [failed] = await db.transaction(async (tx) => {
+        const moved = await tx
           .update(syncJobs)
-          .set({ status: 'failed', finishedAt: clock(), error: input.error })
-          .where(and(eq(syncJobs.id, input.syncJobId), inArray(syncJobs.status, ['queued', 'running'])));
+          .set({ status: 'failed', finishedAt: clock(), error: input.error, nextAttemptAt: null })
+          .where(and(eq(syncJobs.id, input.syncJobId), inArray(syncJobs.status, ['queued', 'running'])))
+          .returning();
         await clearSeen(tx, input.syncJobId);
+        return moved;
       });
+      if (failed) metrics.syncRun('failed', failed.trigger, durationOf(failed));
     },
   };
 }
@@ -550,6 +635,11 @@ async function refreshStatsIfStale(db: Db, entity: Entity): Promise<void> {
 
 function countOf(r: ApplyResult): number {
   return r.created + r.updated + r.unchanged;
+}
+
+/** Seconds from a run's claim (or creation) to its end. */
+function durationOf(job: SyncJobRow): number {
+  return Math.max(0, ((job.finishedAt ?? new Date()).getTime() - (job.startedAt ?? job.createdAt).getTime()) / 1000);
 }
 
 function completeData(job: SyncJobRow): SyncCompleteData {

@@ -17,6 +17,7 @@ import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, PREVIOUS_SIGNATURE_
 import { RETENTION_MS, statesBefore, type DeliveryStatus } from '../domain/webhooks';
 import type { InFlight } from './in-flight';
 import type { Sender } from './webhook-http';
+import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 
 export interface WebhookActivityDeps {
   db: Db;
@@ -30,6 +31,8 @@ export interface WebhookActivityDeps {
   clock?: () => Date;
   /** Logs an attempt's outcome (never the secret). */
   log?: (fields: Record<string, unknown>, msg: string) => void;
+  /** Counts attempts (Prometheus); nothing when absent. */
+  metrics?: WorkerMetrics;
 }
 
 export interface AttemptInput {
@@ -98,6 +101,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
   const { db, sender } = deps;
   const clock = deps.clock ?? (() => new Date());
   const log = deps.log ?? (() => {});
+  const metrics = deps.metrics ?? NO_METRICS;
 
   /** Move a delivery to `to`, only from a state the transition whitelist allows (a stale write changes nothing). */
   function moveTo(tx: Tx, deliveryId: string, to: DeliveryStatus, fields: PgUpdateSetSource<typeof webhookDeliveries> = {}) {
@@ -145,6 +149,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
   async function failUnsent(input: AttemptInput, startedAt: Date, error: string): Promise<AttemptOutcome> {
     const to: DeliveryStatus = input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
     await record(input, { startedAt, durationMs: 0, status: null, error, excerpt: null }, to);
+    metrics.webhookAttempt('failed', input.attempt, null);
     log({ delivery_id: input.deliveryId, attempt: input.attempt, error, outcome: to }, 'webhook attempt');
     return { outcome: 'failed', status: null, error };
   }
@@ -199,6 +204,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       const result = await sender.send({ url: row.url, body, headers, guard: row.mode === 'live' });
       const to: DeliveryStatus = result.ok ? 'succeeded' : input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
       await record(input, { startedAt: now, durationMs: result.durationMs, status: result.status, error: result.error, excerpt: result.excerpt }, to);
+      metrics.webhookAttempt(result.ok ? 'succeeded' : 'failed', input.attempt, result.durationMs / 1000);
       log({ delivery_id: d.id, event_id: d.eventId, attempt: input.attempt, status: result.status, error: result.error, outcome: to }, 'webhook attempt');
       return result.ok ? { outcome: 'succeeded', status: result.status! } : { outcome: 'failed', status: result.status, error: result.error ?? 'failed' };
     } finally {

@@ -14,6 +14,7 @@ import type { ApiDeps } from './deps';
 import type { AppEnv } from './middleware/env';
 import { createApiKeyAuth, type ApiKeyAuth } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
+import { requestMetrics } from './middleware/metrics';
 import { createRateLimiter } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { validationHook } from './middleware/validation';
@@ -28,10 +29,16 @@ import { registerResidents } from './routes/residents';
 import { registerUnits } from './routes/units';
 import { registerWriteOptions } from './routes/write-options';
 import { createWriteOptions } from './write-options';
+import { readHealthFacts } from '../db/health';
+import { cachedHealthFacts, createApiMetrics, type ApiMetrics, type HealthFactsSource } from '../observability/metrics';
 
 export type App = OpenAPIHono<AppEnv> & {
   /** The API-key authenticator of this app (its cache and revocation feed). */
   readonly auth: ApiKeyAuth;
+  /** This app's Prometheus registry and recorders (served on METRICS_PORT by api/main.ts, off the public listener). */
+  readonly metrics: ApiMetrics;
+  /** The database health facts (metrics gauges and the console's home), cached for a few seconds. */
+  readonly health: HealthFactsSource;
   /**
    * Stops what the app holds besides the injected dependencies: the key-revocation LISTEN connection, and the rate
    * limiter's connection once it has given back the tokens this process held.
@@ -57,9 +64,12 @@ const writeBodyLimit: MiddlewareHandler = (c, next) => (c.req.method === 'GET' |
 export function createApp(deps: ApiDeps): App {
   const auth = createApiKeyAuth(deps);
   const rateLimit = createRateLimiter(deps);
-  const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), { auth, close: async () => void (await Promise.all([auth.close(), rateLimit.close()])) });
+  const health = cachedHealthFacts(() => readHealthFacts(deps.db));
+  const metrics = createApiMetrics(health);
+  const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), { auth, metrics, health, close: async () => void (await Promise.all([auth.close(), rateLimit.close()])) });
 
   app.use('*', requestId());
+  app.use('*', requestMetrics(metrics));
   app.onError(errorHandler(deps.config, deps.logger));
   app.notFound(notFoundHandler(app as unknown as Hono, deps.config));
 

@@ -4,6 +4,7 @@ import { loadConfigOrExit } from '../config';
 import { createLogger } from '../config/logger';
 import { closeDb, createDb } from '../db/client';
 import { createKeyring } from '../domain/secrets';
+import { serveMetrics, type MetricsServer } from '../observability/server';
 import { createApp } from './app';
 import { serveApi } from './server';
 import { lazyTemporalClient } from './temporal';
@@ -21,6 +22,19 @@ server.on('error', (err) => {
   logger.fatal({ err }, 'API could not listen');
   process.exit(1);
 });
+let metricsServer: MetricsServer | undefined;
+if (config.METRICS_PORT !== undefined) {
+  serveMetrics({ registry: app.metrics.registry, host: config.METRICS_HOST, port: config.METRICS_PORT, onError: (err) => logger.error({ err }, 'metrics could not be collected') }).then(
+    (m) => {
+      metricsServer = m;
+      logger.info({ address: `http://${config.METRICS_HOST}:${m.port}/metrics` }, 'API metrics listening');
+    },
+    (err: unknown) => {
+      logger.fatal({ err }, 'API metrics could not listen');
+      process.exit(1);
+    },
+  );
+}
 
 let stopping = false;
 async function shutdown(signal: string) {
@@ -31,6 +45,7 @@ async function shutdown(signal: string) {
   const force = setTimeout(() => process.exit(1), 10_000);
   force.unref();
   await new Promise<void>((resolve) => server.close(() => resolve()));
+  await metricsServer?.close();
   await app.close();
   await temporal.close();
   await closeDb(db);

@@ -250,6 +250,15 @@ export const configSchema = z.object({
   WRITE_OPTIONS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
   /** How long an API process reuses a property's write options read from its source (0: read them every time). */
   WRITE_OPTIONS_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  /**
+   * Port of the API's Prometheus endpoint (`GET /metrics`), a listener of its own beside the public one. Unset: no
+   * metrics listener (`npm start` sets 9464 unless given one).
+   */
+  METRICS_PORT: port.optional(),
+  /** Port of the worker's Prometheus endpoint (its own metrics and the Temporal SDK's `temporal_*`). Unset: none (`npm start`: 9465). */
+  WORKER_METRICS_PORT: port.optional(),
+  /** Interface the metrics listeners bind to (0.0.0.0 in a container, where only the Prometheus service reaches it). */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Pretty, coloured logs (development) instead of JSON lines. */

@@ -272,9 +272,21 @@ export const syncJobs = pgTable(
      */
     progress: jsonb('progress').$type<Record<string, { page: number; done: boolean; tracked?: boolean; confirmed?: boolean }>>().notNull().default({}),
     error: text('error'),
+    /**
+     * While an entity step is retried (a source outage): the attempt under way or next (1 when none failed), the
+     * failure of the last attempt, and when the next attempt starts (null while one runs). Set by the step itself,
+     * so the admin API, the CLI, the console and the metrics show a retrying run as such, not as a plain `running`.
+     */
+    attempt: integer('attempt').notNull().default(1),
+    lastError: text('last_error'),
+    nextAttemptAt: ts('next_attempt_at'),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
-  (t) => [index('sync_jobs_integration_idx').on(t.integrationId, t.createdAt)],
+  (t) => [
+    index('sync_jobs_integration_idx').on(t.integrationId, t.createdAt),
+    // The metrics' and the console's health numbers: runs retrying now.
+    index('sync_jobs_retrying_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'running' and ${t.attempt} > 1`),
+  ],
 );
 
 /**
@@ -433,6 +445,8 @@ export const webhookDeliveries = pgTable(
     index('webhook_deliveries_created_idx').on(t.createdAt),
     // The subscriptions' queues: what each dispatcher takes next, in order.
     index('webhook_deliveries_queue_idx').on(t.subscriptionId, t.seq).where(sql`${t.status} = 'pending'`),
+    // The metrics' and the console's health numbers (backlogs and dead letters, per subscription for the top few).
+    index('webhook_deliveries_open_idx').on(t.status, t.subscriptionId).where(sql`${t.status} in ('pending', 'retrying', 'dead_lettered')`),
   ],
 );
 
@@ -495,6 +509,8 @@ export const operations = pgTable(
     index('operations_org_created_idx').on(t.organizationId, t.mode, t.createdAt),
     // What the sweeper looks for: accepted writes whose workflow may never have been started.
     index('operations_unstarted_idx').on(t.createdAt).where(sql`${t.workflowStartedAt} is null`),
+    // The oldest Operation not yet finished (a metric and an alert): the head of this index.
+    index('operations_open_idx').on(t.createdAt).where(sql`${t.status} in ('queued', 'running')`),
   ],
 );
 

@@ -41,6 +41,7 @@ import {
   type SyncPolicy,
 } from '../domain/contract';
 import { createKeyring } from '../domain/secrets';
+import type { WorkerMetrics } from '../observability/metrics';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const BUNDLE_SCRIPT = fileURLToPath(new URL('./bundle.ts', import.meta.url));
@@ -103,6 +104,8 @@ export interface WorkerDeps {
   connection: NativeConnection;
   /** Where sync pages are read (the caller closes it after the worker stops). */
   pages: PageReader;
+  /** What the activities count (worker/main.ts: the process's Prometheus registry). */
+  metrics?: WorkerMetrics;
 }
 
 export async function createWorker(deps: WorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
@@ -116,6 +119,7 @@ export async function createWorker(deps: WorkerDeps, bundle?: { codePath: string
     pageSize: config.SYNC_PAGE_SIZE,
     stallMs: config.SYNC_STALL_MS,
     policy: syncPolicyOf(config),
+    metrics: deps.metrics,
   });
   const create = (codePath: string) =>
     Worker.create({
@@ -156,6 +160,7 @@ export interface WebhookWorkerDeps {
   /** DNS resolution for deliveries (tests hand in a resolver that maps names to loopback). */
   resolver?: Resolver;
   logger?: Logger;
+  metrics?: WorkerMetrics;
 }
 
 export interface WebhookWorker {
@@ -188,7 +193,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
   const secrets = createKeyring(config.ENCRYPTION_KEYS);
   const taskQueue = webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
   const control = deliveryControlOf(new Client({ connection: deps.connection, namespace: config.TEMPORAL_NAMESPACE }), config);
-  const activities = createWebhookActivities({ db: deps.db, sender, secrets, inFlight, maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT, log });
+  const activities = createWebhookActivities({ db: deps.db, sender, secrets, inFlight, maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT, log, metrics: deps.metrics });
   const dispatchActivities = createDispatchActivities({
     db: deps.db,
     sender,
@@ -196,6 +201,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
     inFlight,
     queued,
     log,
+    metrics: deps.metrics,
     startRetries: (refs: RetryRef[]) => eachLimit(refs, RETRY_START_LANES, async (d) => void (await startRetry(control, d))),
   });
   const create = (codePath: string) =>
@@ -244,6 +250,7 @@ export interface WriteWorkerDeps {
   connection: NativeConnection;
   /** Test override of the retry schedule of write workflows the sweeper starts. */
   schedule?: import('../domain/operations').WriteRetrySchedule;
+  metrics?: WorkerMetrics;
 }
 
 /**
@@ -258,6 +265,7 @@ export async function createWriteWorker(deps: WriteWorkerDeps, bundle?: { codePa
     db: deps.db,
     secrets: createKeyring(config.ENCRYPTION_KEYS),
     sourceTimeoutMs: config.WRITE_SOURCE_TIMEOUT_MS,
+    metrics: deps.metrics,
     startWorkflow: async (op) => {
       await startWriteWorkflow({ client, taskQueue, schedule: deps.schedule }, op);
     },
@@ -282,6 +290,7 @@ export interface AutomationWorkerDeps {
   connection: NativeConnection;
   /** DNS resolution for HTTP destinations (tests map names to loopback). */
   resolver?: Resolver;
+  metrics?: WorkerMetrics;
 }
 
 /** The worker of automation runs (CSV exports), on their own task queue and slots. */

@@ -27,6 +27,8 @@ import {
   withWorkflowBundle,
 } from './index';
 import { startRelay, type Relay } from './relay';
+import { createWorkerMetrics } from '../observability/metrics';
+import { freeLoopbackPort, serveMetrics, type MetricsServer } from '../observability/server';
 
 const config = loadConfigOrExit({ serving: true });
 const logger = createLogger('worker', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
@@ -38,10 +40,30 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
   WARN: 'warn',
   ERROR: 'error',
 };
+/**
+ * With WORKER_METRICS_PORT, the SDK's native runtime exports its `temporal_*` metrics (task slots, poll and
+ * schedule-to-start latencies) in the Prometheus format on a loopback port of its own; the worker's /metrics serves
+ * them after its own, so Prometheus scrapes one endpoint. Counters end in _total and durations are in seconds.
+ */
+const sdkMetricsPort = config.WORKER_METRICS_PORT === undefined ? undefined : await freeLoopbackPort();
 // The SDK's own messages (activity failures, shutdown) go to the same log, at warnings and above.
 Runtime.install({
   logger: new DefaultLogger('WARN', (entry) => logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: true }, entry.message)),
+  ...(sdkMetricsPort === undefined
+    ? {}
+    : {
+        telemetryOptions: {
+          metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkMetricsPort}`, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } },
+        },
+      }),
 });
+const { registry, metrics } = createWorkerMetrics();
+
+/** The SDK's exposition text, or nothing when it cannot be read (the worker's own metrics are served anyway). */
+async function sdkMetrics(): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${sdkMetricsPort}/metrics`, { signal: AbortSignal.timeout(2_000) });
+  return res.ok ? res.text() : '';
+}
 
 /** Temporal may still be starting (npm start, compose): retry for a while before giving up. */
 async function connect(address: string): Promise<NativeConnection> {
@@ -90,12 +112,23 @@ async function main() {
       if (how === 'prebuilt') logger.info({ workflow_bundle: codePath }, 'using the prebuilt workflow bundle');
       else logger.info('bundled the workflows at start-up');
       return Promise.all([
-        createWorker({ config, db, connection, pages }, { codePath }),
-        createWebhookWorker({ config, db, connection, logger }, { codePath }),
-        createWriteWorker({ config, db, connection }, { codePath }),
-        createAutomationWorker({ config, db, connection }, { codePath }),
+        createWorker({ config, db, connection, pages, metrics }, { codePath }),
+        createWebhookWorker({ config, db, connection, logger, metrics }, { codePath }),
+        createWriteWorker({ config, db, connection, metrics }, { codePath }),
+        createAutomationWorker({ config, db, connection, metrics }, { codePath }),
       ]);
     });
+    let metricsServer: MetricsServer | undefined;
+    if (config.WORKER_METRICS_PORT !== undefined) {
+      metricsServer = await serveMetrics({
+        registry,
+        host: config.METRICS_HOST,
+        port: config.WORKER_METRICS_PORT,
+        extra: sdkMetrics,
+        onError: (err) => logger.error({ err }, 'metrics could not be collected'),
+      });
+      logger.info({ address: `http://${config.METRICS_HOST}:${metricsServer.port}/metrics` }, 'worker metrics listening');
+    }
     let relay: Relay | undefined;
     if (config.WEBHOOK_RELAY) relay = startRelay({ db, control: deliveryControlOf(client, config), logger });
     logger.info({ address, namespace: config.TEMPORAL_NAMESPACE, task_queue: config.TEMPORAL_TASK_QUEUE, webhook_task_queue: webhookQueue, write_task_queue: writeQueue, automation_task_queue: automationQueue }, 'worker started');
@@ -107,6 +140,7 @@ async function main() {
     } finally {
       await relay?.stop();
       await webhooks.close();
+      await metricsServer?.close();
     }
     logger.info('worker stopped');
   } finally {

@@ -1,0 +1,105 @@
+/**
+ * The service's health as database facts: backlogs, dead letters, the oldest unfinished Operation, quarantined
+ * records, failing and overdue integrations. One round trip of bounded statements (each an index scan with a cap, or
+ * a lookup per live integration of its newest runs), read by the API's /metrics (with a short cache) and by the
+ * console's home page, so every replica and the console report the same truth.
+ */
+import type { Db } from './client';
+import { PLAN_RULES } from '../domain/plans';
+
+/** Counts stop at this many rows (a backlog of more reads as this many): each count is bounded in time. */
+export const COUNT_CAP = 100_000;
+/** Subscriptions named in the per-subscription backlog: the ones with the most pending deliveries. */
+export const TOP_SUBSCRIPTIONS = 5;
+/** An integration is overdue when its last successful sync finished longer ago than this many times its cadence. */
+export const OVERDUE_CADENCES = 3;
+
+export interface HealthFacts {
+  /** Seconds since the oldest event the relay has not yet turned into deliveries was recorded; 0 when none. */
+  outboxLagSeconds: number;
+  /** Deliveries waiting for (or in) their first attempt. */
+  deliveriesPending: number;
+  /** Of those, the ones a dispatcher has sent and not yet recorded. */
+  deliveriesInFlight: number;
+  /** Deliveries whose first attempt failed and that wait for the next one. */
+  deliveriesRetrying: number;
+  /** Dead letters not yet replayed or expired. */
+  deadLettersOpen: number;
+  /** Pending deliveries of the subscriptions with the most of them (at most TOP_SUBSCRIPTIONS). */
+  pendingBySubscription: { subscriptionId: string; pending: number }[];
+  /** Seconds since the oldest Operation still queued or running (retrying) was accepted; 0 when none. */
+  oldestOpenOperationSeconds: number;
+  /** Records listed as quarantined by sync runs (kept for the retention). */
+  recordsQuarantined: number;
+  /** Live integrations whose newest finished sync run failed. */
+  integrationsFailing: number;
+  /** Live integrations with no successful sync within OVERDUE_CADENCES times their cadence (counted from creation). */
+  integrationsOverdue: number;
+  /** Sync runs whose entity step is being retried (attempt 2 or later). */
+  syncRunsRetrying: number;
+}
+
+const cadenceCase = `case i.plan ${Object.entries(PLAN_RULES)
+  .map(([plan, r]) => `when '${plan}' then ${r.defaultSyncIntervalSeconds}`)
+  .join(' ')} end`;
+
+const capped = (from: string) => `(select count(*) from (select 1 from ${from} limit ${COUNT_CAP}) s)::int`;
+
+const FACTS = `
+select
+  coalesce(extract(epoch from now() - (select min(created_at) from events where dispatched_at is null)), 0)::float8 as outbox_lag,
+  ${capped(`webhook_deliveries where status = 'pending'`)} as pending,
+  ${capped(`webhook_deliveries where status = 'pending' and first_started_at is not null`)} as in_flight,
+  ${capped(`webhook_deliveries where status = 'retrying'`)} as retrying,
+  ${capped(`webhook_deliveries where status = 'dead_lettered'`)} as dead_letters,
+  coalesce(extract(epoch from now() - (select min(created_at) from operations where status in ('queued', 'running'))), 0)::float8 as oldest_operation,
+  ${capped('sync_skipped_records')} as quarantined,
+  (select count(*) from integrations i
+     cross join lateral (select j.status from sync_jobs j where j.integration_id = i.id and j.status in ('succeeded', 'failed')
+                         order by j.created_at desc limit 1) last
+     where i.deleted_at is null and last.status = 'failed')::int as failing,
+  (select count(*) from integrations i
+     where i.deleted_at is null
+       and i.created_at < now() - make_interval(secs => ${OVERDUE_CADENCES} * coalesce(i.sync_interval_seconds, ${cadenceCase}))
+       and not exists (select 1 from sync_jobs j where j.integration_id = i.id and j.status = 'succeeded'
+                         and j.finished_at > now() - make_interval(secs => ${OVERDUE_CADENCES} * coalesce(i.sync_interval_seconds, ${cadenceCase}))))::int as overdue,
+  ${capped(`sync_jobs where status = 'running' and attempt > 1`)} as sync_retrying`;
+
+const TOP = `
+select subscription_id, count(*)::int as pending
+from (select subscription_id from webhook_deliveries where status = 'pending' limit ${COUNT_CAP}) s
+group by subscription_id order by pending desc, subscription_id limit ${TOP_SUBSCRIPTIONS}`;
+
+interface FactsRow {
+  outbox_lag: number;
+  pending: number;
+  in_flight: number;
+  retrying: number;
+  dead_letters: number;
+  oldest_operation: number;
+  quarantined: number;
+  failing: number;
+  overdue: number;
+  sync_retrying: number;
+}
+
+/** Reads every fact (two statements, in parallel on the pool). */
+export async function readHealthFacts(db: Db): Promise<HealthFacts> {
+  const [[f], top] = await Promise.all([
+    db.$client.unsafe<FactsRow[]>(FACTS, [], { prepare: true }),
+    db.$client.unsafe<{ subscription_id: string; pending: number }[]>(TOP, [], { prepare: true }),
+  ]);
+  return {
+    outboxLagSeconds: Math.max(0, f!.outbox_lag),
+    deliveriesPending: f!.pending,
+    deliveriesInFlight: f!.in_flight,
+    deliveriesRetrying: f!.retrying,
+    deadLettersOpen: f!.dead_letters,
+    pendingBySubscription: top.map((r) => ({ subscriptionId: r.subscription_id, pending: r.pending })),
+    oldestOpenOperationSeconds: Math.max(0, f!.oldest_operation),
+    recordsQuarantined: f!.quarantined,
+    integrationsFailing: f!.failing,
+    integrationsOverdue: f!.overdue,
+    syncRunsRetrying: f!.sync_retrying,
+  };
+}

@@ -1,0 +1,232 @@
+/**
+ * The metrics as an operator's Prometheus reads them: the API and the worker run as their own processes (api/main.ts,
+ * worker/main.ts) on a database of this file's own, so the database facts are this file's alone. After a real sync,
+ * a delivered webhook, a dead letter and a write, both /metrics endpoints are scraped and every counter and gauge
+ * must have moved by exactly what happened; no label carries a raw path, an id or anything of the tenant's data.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import { and, eq, isNull } from 'drizzle-orm';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { closeDb, createDb, type Db } from '../../db/client';
+import { migrateDatabase } from '../../db/migrate';
+import { TABLES } from '../../db/records';
+import { webhookDeliveries } from '../../db/schema';
+import { createApiKey } from '../../db/tenants';
+import { ENTITIES } from '../../domain/cdm';
+import { freePort, Processes, spawnWorker } from '../support/faults';
+import { scrape, type Scrape } from '../support/metrics';
+import { sandboxIntegration, until, type SandboxIntegration } from '../support/sync';
+import { startReceiver, type Receiver } from '../support/webhooks';
+
+const ADMIN = 'metrics-test-admin-token-0123456789';
+const procs = new Processes();
+let dbUrl = '';
+let db: Db;
+let api: { url: string; metrics: string; child: ChildProcess };
+let workerMetrics = '';
+let ok: Receiver;
+let failing: Receiver;
+let tenant: SandboxIntegration;
+let key = '';
+
+/** A database of this file's own: the facts (backlogs, dead letters) are then exactly what this file did. */
+async function ownDatabase(): Promise<string> {
+  const url = new URL(inject('adminDatabaseUrl'));
+  url.pathname = `/propsync_metrics_${randomUUID().slice(0, 8)}`;
+  await migrateDatabase(url.toString());
+  return url.toString();
+}
+
+async function admin(method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${api.url}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function ready(url: string, child: ChildProcess, timeoutMs = 120_000): Promise<void> {
+  await until(
+    `${url} to answer`,
+    async () => {
+      if (!procs.running.has(child)) throw new Error(`the process exited: ${procs.stderr.get(child)}`);
+      return (await fetch(url).then((r) => r.ok).catch(() => false)) || undefined;
+    },
+    timeoutMs,
+  );
+}
+
+beforeAll(async () => {
+  dbUrl = await ownDatabase();
+  db = createDb(dbUrl, { max: 3 });
+  const [port, metricsPort, workerPort] = [await freePort(), await freePort(), await freePort()];
+  const taskQueue = `test-${randomUUID()}`;
+  const common = {
+    DATABASE_URL: dbUrl,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    SANDBOX_URL: inject('sandboxUrl'),
+    SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken'),
+    ADMIN_TOKEN: ADMIN,
+    SERVED_MODES: 'test',
+    LOG_LEVEL: 'warn',
+    LOG_PRETTY: 'false',
+  };
+  const child = procs.spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { ...process.env, ...common, PORT: String(port), METRICS_PORT: String(metricsPort) });
+  api = { url: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}/metrics`, child };
+  // The relay runs: this database is the file's own. Two attempts, the second 200 ms after the first.
+  const worker = spawnWorker(procs, { ...common, WORKER_METRICS_PORT: String(workerPort), WEBHOOK_RELAY: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '0,200' });
+  workerMetrics = `http://127.0.0.1:${workerPort}/metrics`;
+  ok = await startReceiver();
+  failing = await startReceiver();
+  failing.reply(() => 500);
+  tenant = await sandboxIntegration(db, { size: 12 });
+  key = (await createApiKey(db, { organizationId: tenant.row.organizationId, mode: 'test' })).key;
+  await ready(`${api.url}/healthz`, child);
+  await ready(workerMetrics, worker);
+}, 180_000);
+
+afterAll(async () => {
+  await procs.killAll();
+  await ok?.close();
+  await failing?.close();
+  if (db) await closeDb(db);
+  if (dbUrl) {
+    const name = new URL(dbUrl).pathname.slice(1);
+    const sql = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
+    await sql.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {});
+    await sql.end();
+  }
+});
+
+/** Scrape until `ready` holds (gauges are cached for a few seconds), then return that scrape. */
+async function scrapeUntil(url: string, what: string, ready: (s: Scrape) => boolean, timeoutMs = 30_000): Promise<Scrape> {
+  return until(what, async () => {
+    const s = await scrape(url);
+    return ready(s) ? s : undefined;
+  }, timeoutMs);
+}
+
+describe('metrics', () => {
+  it('moves by exactly what happened: a sync, a delivered webhook, a dead letter and a write', async () => {
+    const before = { api: await scrape(api.metrics), worker: await scrape(workerMetrics) };
+    expect(before.worker.value('propsync_sync_runs_total', { outcome: 'succeeded' })).toBe(0);
+
+    // Two subscriptions to the end of the first sync: one receiver answers 200, the other 500 (a dead letter after 2 attempts).
+    for (const url of [ok.url, failing.url]) {
+      await admin('POST', `/integrations/${tenant.row.id}/webhook_subscriptions`, { url, event_types: ['FIRST_SYNC_COMPLETE'] });
+    }
+    const job = await admin('POST', `/integrations/${tenant.row.id}/syncs`);
+    const ended = await until('the sync to end', async () => {
+      const j = await admin('GET', `/sync_jobs/${job.id}`);
+      return j.status === 'succeeded' || j.status === 'failed' ? j : undefined;
+    }, 60_000);
+    expect(ended.status).toBe('succeeded');
+    await ok.waitFor((r) => r.length === 1);
+    await until('the dead letter', async () => {
+      const [d] = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.status, 'dead_lettered'));
+      return d;
+    });
+
+    // A write: PATCH a lease, then poll its Operation to its end (every GET is counted below).
+    const listed = await fetch(`${api.url}/v1/leases?status=active&limit=1`, { headers: { authorization: `Bearer ${key}` } });
+    const page = (await listed.json()) as { results: { id: string }[] };
+    expect(listed.status, JSON.stringify(page)).toBe(200);
+    const lease = page.results[0]!;
+    const patched = await fetch(`${api.url}/v1/leases/${lease.id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ occupants: 3 }),
+    });
+    expect(patched.status).toBe(202);
+    const operation = (await patched.json()) as { id: string };
+    let polls = 0;
+    const done = await until('the Operation to end', async () => {
+      polls++;
+      const op = (await (await fetch(`${api.url}/v1/operations/${operation.id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { status: string };
+      return op.status === 'succeeded' || op.status === 'failed' ? op : undefined;
+    }, 60_000);
+    expect(done.status, JSON.stringify(done)).toBe('succeeded');
+    // A lease that does not exist (its id in the path), and a path no route has.
+    expect((await fetch(`${api.url}/v1/leases/lea_${'0'.repeat(26)}`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(404);
+    expect((await fetch(`${api.url}/nowhere/${lease.id}?email=someone@example.com`)).status).toBe(404);
+
+    // The worker: runs, records per entity, attempts, the write.
+    const worker = await scrapeUntil(workerMetrics, 'the worker counters', (s) => s.value('propsync_operations_completed_total', { type: 'lease.update', outcome: 'succeeded' }) === 1);
+    expect(worker.value('propsync_sync_runs_total', { outcome: 'succeeded', kind: 'manual' })).toBe(1);
+    expect(worker.all('propsync_sync_runs_total').reduce((n, s) => n + s.value, 0)).toBe(1);
+    expect(worker.value('propsync_sync_run_duration_seconds_count', { outcome: 'succeeded', kind: 'manual' })).toBe(1);
+    for (const entity of ENTITIES) {
+      const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
+      const live = await db.select({ id: t.id }).from(t).where(and(eq(t.integrationId, tenant.row.id), isNull(t.deletedAt)));
+      expect(live.length, entity).toBeGreaterThan(0);
+      expect(worker.value('propsync_sync_records_total', { entity, change: 'created' }), entity).toBe(live.length);
+      for (const change of ['updated', 'deleted', 'skipped']) expect(worker.value('propsync_sync_records_total', { entity, change }), `${entity} ${change}`).toBe(0);
+    }
+    expect(worker.value('propsync_webhook_attempts_total', { outcome: 'succeeded', attempt: '1' })).toBe(1);
+    expect(worker.value('propsync_webhook_attempts_total', { outcome: 'failed', attempt: '1' })).toBe(1);
+    expect(worker.value('propsync_webhook_attempts_total', { outcome: 'failed', attempt: '2' })).toBe(1);
+    expect(worker.all('propsync_webhook_attempts_total').reduce((n, s) => n + s.value, 0)).toBe(3);
+    expect(worker.value('propsync_webhook_attempt_duration_seconds_count', { outcome: 'succeeded' })).toBe(1);
+    expect(worker.value('propsync_webhook_attempt_duration_seconds_count', { outcome: 'failed' })).toBe(2);
+    expect(worker.all('propsync_operations_completed_total').reduce((n, s) => n + s.value, 0)).toBe(1);
+    expect(worker.value('propsync_automation_runs_total', { outcome: 'succeeded' })).toBe(0);
+    expect(ok.received).toHaveLength(1);
+    expect(failing.received).toHaveLength(2);
+    // The Temporal SDK's own metrics and the process's, on the same endpoint.
+    expect(worker.all('temporal_worker_task_slots_available').length).toBeGreaterThan(0);
+    expect(worker.all('temporal_workflow_task_schedule_to_start_latency_seconds_count').length).toBeGreaterThan(0);
+    expect(worker.value('process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(worker.types.get('nodejs_eventloop_lag_seconds')).toBe('gauge');
+
+    // The API: requests by route template, and the database facts.
+    const apiNow = await scrapeUntil(api.metrics, 'the facts to settle', (s) => s.value('propsync_webhook_dead_letters_open') === 1 && s.value('propsync_outbox_lag_seconds') === 0);
+    const requests = (method: string, route: string, status_class: string) =>
+      apiNow.value('propsync_http_request_duration_seconds_count', { method, route, status_class }) -
+      before.api.value('propsync_http_request_duration_seconds_count', { method, route, status_class });
+    expect(requests('PATCH', '/v1/leases/{id}', '2xx')).toBe(1);
+    expect(requests('GET', '/v1/operations/{id}', '2xx')).toBe(polls);
+    expect(requests('GET', '/v1/leases', '2xx')).toBe(1);
+    expect(requests('GET', '/v1/leases/{id}', '4xx')).toBe(1);
+    expect(requests('GET', 'unmatched', '4xx')).toBe(1);
+    expect(requests('POST', '/admin/v1/integrations/{id}/syncs', '2xx')).toBe(1);
+    expect(requests('POST', '/admin/v1/integrations/{id}/webhook_subscriptions', '2xx')).toBe(2);
+    expect(apiNow.value('propsync_webhook_deliveries_pending')).toBe(0);
+    expect(apiNow.value('propsync_webhook_deliveries_in_flight')).toBe(0);
+    expect(apiNow.value('propsync_webhook_deliveries_retrying')).toBe(0);
+    expect(apiNow.value('propsync_operation_oldest_queued_age_seconds')).toBe(0);
+    expect(apiNow.value('propsync_records_quarantined')).toBe(0);
+    expect(apiNow.value('propsync_integrations_failing')).toBe(0);
+    expect(apiNow.value('propsync_integrations_sync_overdue')).toBe(0);
+    expect(apiNow.value('propsync_sync_runs_retrying')).toBe(0);
+    expect(apiNow.value('propsync_health_facts_up')).toBe(1);
+    expect(apiNow.value('propsync_rate_limited_requests_total')).toBe(0);
+    expect(apiNow.all('propsync_webhook_subscription_deliveries_pending')).toEqual([]);
+    expect(apiNow.value('process_resident_memory_bytes')).toBeGreaterThan(0);
+
+    // No label carries a raw path, an id, a key or the tenant's data.
+    const secrets = [lease.id, operation.id, job.id, tenant.row.id, tenant.row.organizationId, key, 'someone@example.com', '/nowhere'];
+    for (const s of [apiNow, worker]) {
+      for (const sample of s.samples) {
+        for (const [label, value] of Object.entries(sample.labels)) {
+          // The SDK's task queue label names this file's own queues (a UUID of the test's making, not a tenant's).
+          if (label === 'task_queue') continue;
+          for (const secret of secrets) expect(value, `${sample.name}{${label}}`).not.toContain(secret);
+          expect(value, `${sample.name}{${label}}`).not.toMatch(/[a-z]{2,4}_[0-9A-HJKMNP-TV-Z]{26}|[0-9a-f]{8}-[0-9a-f]{4}-/i);
+        }
+      }
+      expect(s.text).not.toContain('/v1/leases/lea_');
+    }
+  }, 180_000);
+
+  it('serves only GET /metrics on the metrics port, and nothing of it on the public one', async () => {
+    expect((await fetch(api.metrics.replace('/metrics', '/'))).status).toBe(404);
+    expect((await fetch(api.metrics, { method: 'POST' })).status).toBe(405);
+    expect((await fetch(`${api.url}/metrics`)).status).toBe(404);
+  });
+});
