@@ -175,7 +175,19 @@ const exportFlags: Record<string, Flag> = {
   method: { type: 'string', value: '<PUT|POST>', description: 'With --http-url: how the file is sent (default PUT)' },
   header: { type: 'string', multiple: true, value: '"<Name: value>"', description: 'With --http-url: a header to send, stored encrypted, never shown again (repeatable)' },
   directory: { type: 'string', value: '<path>', description: 'Or write the file to this directory, relative to the export root' },
+  'escape-formulas': {
+    type: 'string',
+    value: '<on|off>',
+    description: "CSV-injection protection for spreadsheets: a text cell starting with = + - @ TAB or CR gets a leading ' (default on)",
+  },
 };
+
+/** `--escape-formulas on|off` as the API's boolean. */
+function escapeFormulas(value: FlagValue): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'on' || value === 'off') return value === 'on';
+  throw usageError(`--escape-formulas must be on or off, got ${JSON.stringify(value)}`);
+}
 
 export const NOUNS: Record<string, Noun> = {
   org: {
@@ -588,6 +600,7 @@ export const NOUNS: Record<string, Noun> = {
             columns: columns(flags.columns, false),
             schedule: schedule(flags, true),
             destination: destination(flags, true),
+            escape_formulas: escapeFormulas(flags['escape-formulas']),
           });
           return { output: await client.request('POST', `/integrations/${id(args[0]!)}/automations`, body) };
         },
@@ -605,7 +618,7 @@ export const NOUNS: Record<string, Noun> = {
         run: async ({ client, args }) => ({ output: await client.request('GET', `/automations/${id(args[0]!)}`) }),
       },
       update: {
-        summary: 'Change the name, filters, columns, schedule or destination (each given replaces the stored one)',
+        summary: 'Change the name, filters, columns, formula escaping, schedule or destination (each given replaces the stored one)',
         args: ['automation_id'],
         flags: {
           name: { type: 'string', value: '<name>', description: 'New name' },
@@ -621,8 +634,9 @@ export const NOUNS: Record<string, Noun> = {
             columns: columns(flags.columns, true),
             schedule: schedule(flags, false),
             destination: destination(flags, false),
+            escape_formulas: escapeFormulas(flags['escape-formulas']),
           });
-          if (Object.keys(body).length === 0) throw usageError('nothing to update: give --name, --filter, --clear-filters, --columns, a schedule or a destination');
+          if (Object.keys(body).length === 0) throw usageError('nothing to update: give --name, --filter, --clear-filters, --columns, --escape-formulas, a schedule or a destination');
           return { output: await client.request('PATCH', `/automations/${id(args[0]!)}`, body) };
         },
       },

@@ -77,7 +77,7 @@ export function pageOf<R, V>(rows: R[], q: { limit: number; offset: number }, vi
 }
 
 /** The values of one request; the query only sees placeholders named after them. */
-class Bindings {
+export class Bindings {
   readonly values = new Map<string, unknown>();
   bind(name: string, value: unknown): Placeholder {
     this.values.set(name, value);
@@ -141,7 +141,7 @@ function entityFilters<E extends Entity>(b: Bindings, entity: E, q: FiltersOf[E]
 }
 
 /** Columns `order-by` may name, per entity (DECISIONS.md Reads). */
-function orderColumn(entity: Entity, field: string): PgColumn {
+export function orderColumn(entity: Entity, field: string): PgColumn {
   const t = TABLES[entity] as unknown as Record<string, PgColumn>;
   const col = t[field.replace(/_([a-z])/g, (_, ch: string) => ch.toUpperCase())];
   if (!col) throw new Error(`no column ${field} on ${entity}`);
@@ -156,10 +156,10 @@ const scope = (b: Bindings, entity: Entity, principal: Principal) => {
 /** The filters of a list, without its page: what an export streams. */
 export type ListFilters<E extends Entity> = Omit<CommonListQuery, 'limit' | 'offset'> & FiltersOf[E];
 
-const DEFAULT_ORDER: OrderBy = { field: 'created_at', dir: 'asc' };
+export const DEFAULT_ORDER: OrderBy = { field: 'created_at', dir: 'asc' };
 
 /** Which rows a list (or an export) sees: the principal's, live unless `include_deleted`, and its filters. */
-function listWhere<E extends Entity>(b: Bindings, entity: E, principal: Principal, q: ListFilters<E>): SQL | undefined {
+export function listWhere<E extends Entity>(b: Bindings, entity: E, principal: Principal, q: ListFilters<E>): SQL | undefined {
   const t = tableOf(entity);
   const ts = (d: Date) => d.toISOString();
   return and(

@@ -549,8 +549,13 @@ export const automations = pgTable(
     /** Fields to export, in order; null: every field of the entity. */
     columns: text('columns').array(),
     schedule: jsonb('schedule').$type<{ every: number } | { cron: string; timezone?: string }>().notNull(),
-    /** Where the file goes; an HTTP destination's headers are sealed apart (they may hold credentials). */
-    destination: jsonb('destination').$type<{ type: 'http'; url: string; method?: 'PUT' | 'POST' } | { type: 'directory'; path: string }>().notNull(),
+    /**
+     * Where the file goes; an HTTP destination's headers are sealed apart (they may hold credentials). Also how the
+     * file is written for whoever opens it there: `escape_formulas` (absent: true; domain/automations.ts).
+     */
+    destination: jsonb('destination')
+      .$type<({ type: 'http'; url: string; method?: 'PUT' | 'POST' } | { type: 'directory'; path: string }) & { escape_formulas?: boolean }>()
+      .notNull(),
     destinationHeaders: text('destination_headers'),
     status: text('status', { enum: ['active', 'paused'] }).notNull(),
     createdAt: ts('created_at').notNull().defaultNow(),

@@ -36,6 +36,15 @@ export type AutomationDestination =
   /** `path` is relative to the deployment's export root (EXPORT_ROOT); never outside it. */
   | { type: 'directory'; path: string };
 
+/**
+ * CSV-injection protection (OWASP): a text cell starting with `=`, `+`, `-`, `@`, tab or CR gets a leading `'` and
+ * text cells are quoted, so a spreadsheet shows the value instead of running it as a formula. On unless the
+ * automation turns it off (`escape_formulas: false`, for files read by programs that need every value as it is).
+ * Stored with the destination (the automations table's `destination` JSON): it is about whoever opens the file there,
+ * and it needs no column of its own.
+ */
+export const escapeFormulasOf = (destination: { escape_formulas?: boolean }): boolean => destination.escape_formulas !== false;
+
 /** The entity an automation exports, by its plural (list endpoint) name; the singular is accepted too. */
 export const EXPORT_ENTITIES: Record<string, Entity> = {
   properties: 'property',
@@ -143,23 +152,4 @@ export const MONEY_FIELDS: Record<Entity, readonly string[]> = {
 export function csvColumns(entity: Entity, fields: readonly string[] = RECORD_FIELDS[entity]): string[] {
   const money = new Set(MONEY_FIELDS[entity]);
   return fields.flatMap((f) => (money.has(f) ? [`${f}_amount`, `${f}_currency`] : [f]));
-}
-
-/**
- * One record as a CSV row of `fields`: Money as amount and currency, other objects and arrays as JSON text, null as
- * an empty cell, everything else as its text.
- */
-export function csvRow(entity: Entity, record: Record<string, unknown>, fields: readonly string[] = RECORD_FIELDS[entity]): (string | number | boolean | null)[] {
-  const money = new Set(MONEY_FIELDS[entity]);
-  const row: (string | number | boolean | null)[] = [];
-  for (const f of fields) {
-    const v = record[f];
-    if (money.has(f)) {
-      const m = v as { amount: number; currency: string } | null | undefined;
-      row.push(m ? m.amount : null, m ? m.currency : null);
-    } else if (v === null || v === undefined) row.push(null);
-    else if (typeof v === 'object') row.push(JSON.stringify(v));
-    else row.push(v as string | number | boolean);
-  }
-  return row;
 }

@@ -300,7 +300,7 @@ export async function createAutomationWorker(deps: AutomationWorkerDeps, bundle?
   await mkdir(exportRoot, { recursive: true });
   const activities = createAutomationActivities({
     db: deps.db,
-    exports: { db: deps.db, secrets: createKeyring(config.ENCRYPTION_KEYS), exportRoot, timeoutMs: config.EXPORT_TIMEOUT_MS, resolver: deps.resolver },
+    exports: { databaseUrl: config.DATABASE_URL, secrets: createKeyring(config.ENCRYPTION_KEYS), exportRoot, timeoutMs: config.EXPORT_TIMEOUT_MS, resolver: deps.resolver },
   });
   const create = (codePath: string) =>
     Worker.create({

@@ -13,7 +13,7 @@ import { newId } from '../../db/ids';
 import { inOrder } from '../../db/order';
 import { automations, integrations } from '../../db/schema';
 import type { IntegrationRow } from '../../db/tenants';
-import { EXPORT_ENTITIES, PLURAL, RECORD_FIELDS, type AutomationSchedule } from '../../domain/automations';
+import { escapeFormulasOf, EXPORT_ENTITIES, PLURAL, RECORD_FIELDS, type AutomationSchedule } from '../../domain/automations';
 import type { Entity } from '../../domain/cdm';
 import { automationScheduleIdOf } from '../../domain/contract';
 import { LIST_QUERIES, listParameters, unknownParameter } from '../../domain/filters';
@@ -45,7 +45,10 @@ const loadAutomationControl = (): Promise<AutomationControl> => import('../../co
  * The destination as stored. An HTTP destination keeps the NAMES of its headers in the clear (`header_names`), so
  * replies can list them without opening the sealed values (`destinationHeaders`), which only the export activity does.
  */
-type StoredDestination = { type: 'http'; url: string; method?: 'PUT' | 'POST'; header_names?: string[] } | { type: 'directory'; path: string };
+type StoredDestination = ({ type: 'http'; url: string; method?: 'PUT' | 'POST'; header_names?: string[] } | { type: 'directory'; path: string }) & {
+  /** The automation's `escape_formulas` (domain/automations.ts escapeFormulasOf: absent means true). */
+  escape_formulas?: boolean;
+};
 
 type DestinationInput = z.infer<typeof AutomationCreate>['destination'];
 type ScheduleInput = z.infer<typeof AutomationCreate>['schedule'];
@@ -62,6 +65,7 @@ export function automationView(row: AutomationRow): z.infer<typeof Automation> {
     columns: row.columns,
     schedule: 'every' in row.schedule ? { every: row.schedule.every } : { cron: row.schedule.cron, timezone: row.schedule.timezone ?? 'UTC' },
     destination: d.type === 'http' ? { type: 'http', url: d.url, method: d.method ?? 'PUT', headers: d.header_names ?? [] } : { type: 'directory', path: d.path },
+    escape_formulas: escapeFormulasOf(d),
     status: row.status,
     schedule_id: automationScheduleIdOf(row.id),
     created_at: row.createdAt.toISOString(),
@@ -229,6 +233,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       const errors = [...filterErrors(entity, filters), ...columnErrors(entity, input.columns)];
       const { destination, sealed } = destinationOf(deps, id, input.destination, integration, errors);
       if (errors.length > 0) throw invalid(errors);
+      destination.escape_formulas = input.escape_formulas ?? true;
 
       const row = await insertAutomation(deps.db, {
         id,
@@ -319,6 +324,9 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       const keep = old.type === 'http' ? { names: old.header_names ?? [], sealed: before.destinationHeaders } : undefined;
       const dest = input.destination !== undefined ? destinationOf(deps, before.id, input.destination, integration, errors, keep) : undefined;
       if (errors.length > 0) throw invalid(errors);
+      // The option lives with the destination: a new destination keeps it unless the request changes it too.
+      const destination: StoredDestination | undefined =
+        dest || input.escape_formulas !== undefined ? { ...(dest?.destination ?? old), escape_formulas: input.escape_formulas ?? escapeFormulasOf(old) } : undefined;
 
       const [row] = await deps.db
         .update(automations)
@@ -327,7 +335,8 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
           ...(input.filters !== undefined ? { filters: input.filters } : {}),
           ...(input.columns !== undefined ? { columns: input.columns } : {}),
           ...(input.schedule !== undefined ? { schedule: scheduleOf(input.schedule) } : {}),
-          ...(dest ? { destination: dest.destination, destinationHeaders: dest.sealed } : {}),
+          ...(destination ? { destination } : {}),
+          ...(dest ? { destinationHeaders: dest.sealed } : {}),
           ...(input.status !== undefined ? { status: input.status } : {}),
           updatedAt: new Date(),
         })

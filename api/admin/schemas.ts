@@ -684,6 +684,12 @@ export const HttpDestinationInput = z
 export const DirectoryDestinationInput = z.strictObject({ type: z.literal('directory'), path: DirectoryPath }).openapi('DirectoryDestinationInput');
 const DestinationInput = z.discriminatedUnion('type', [HttpDestinationInput, DirectoryDestinationInput]);
 
+const EscapeFormulas = z.boolean().openapi({
+  description:
+    "CSV-injection protection for spreadsheet users (as OWASP recommends): a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return is written with a leading `'`, and every text cell is quoted, so a spreadsheet shows the value instead of running it as a formula. Numbers (a negative balance), dates, times and ids are never changed. Default `true`; `false` writes every value exactly as the API serves it, for files that programs read.",
+  example: true,
+});
+
 export const AutomationCreate = z
   .strictObject({
     name: AutomationName,
@@ -692,6 +698,7 @@ export const AutomationCreate = z
     columns: ExportColumns.optional().openapi({ description: 'Fields to export, in order; default every field of the entity.' }),
     schedule: AutomationScheduleInput,
     destination: DestinationInput,
+    escape_formulas: EscapeFormulas.optional(),
   })
   .openapi('AutomationCreate');
 export const AutomationUpdate = someField(
@@ -706,6 +713,7 @@ export const AutomationUpdate = someField(
         'Replaces the destination. For an HTTP destination that stays HTTP, omitting `headers` keeps the stored ones (their values are never shown, so they cannot be sent back); `headers: {}` removes them.',
     }),
     status: z.enum(AUTOMATION_STATUSES).optional().openapi({ description: '`paused` stops scheduled runs (a manual run still starts); `active` resumes them.' }),
+    escape_formulas: EscapeFormulas.optional(),
   }),
 ).openapi('AutomationUpdate');
 
@@ -732,6 +740,7 @@ export const Automation = z
     columns: z.array(z.string()).nullable().openapi({ description: 'Fields exported, in order; null = every field of the entity.' }),
     schedule: z.union([IntervalSchedule, CronSchedule]),
     destination: z.discriminatedUnion('type', [HttpDestination, DirectoryDestination]),
+    escape_formulas: EscapeFormulas,
     status: z.enum(AUTOMATION_STATUSES),
     schedule_id: z.string().openapi({ description: "The automation's Temporal Schedule (see it in the Temporal UI).", example: 'automation-schedule-atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
     created_at: DateTime,

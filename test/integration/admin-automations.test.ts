@@ -133,6 +133,7 @@ describe('create', () => {
       columns: ['id', 'status', 'rent_amount'],
       schedule: { every: 3600 },
       destination: { type: 'http', url: 'https://files.example.com/leases', method: 'PUT', headers: ['Authorization'] },
+      escape_formulas: true,
       status: 'active',
       schedule_id: automationScheduleIdOf(r.body.id),
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
@@ -380,6 +381,33 @@ describe('update', () => {
     expect(pointers(same)).toEqual(['/']);
     const after = await admin('GET', `/automations/${a.id}`);
     expect(after.body).toEqual(r.body);
+  });
+
+  it('turns formula escaping off and on (on by default); a new destination keeps the setting unless told otherwise', async () => {
+    const integ = await integration();
+    const a = await create(integ, { escape_formulas: false });
+    expect(a.escape_formulas).toBe(false);
+    const stored = async () => (await rowsOf(integ))[0]!.destination;
+    expect(await stored()).toMatchObject({ escape_formulas: false });
+
+    let r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'directory', path: 'out' } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    conforms(r, '/automations/{id}', 'patch');
+    expect(r.body).toMatchObject({ escape_formulas: false, destination: { type: 'directory', path: 'out' } });
+    r = await admin('PATCH', `/automations/${a.id}`, { escape_formulas: true });
+    expect(r.body).toMatchObject({ escape_formulas: true, destination: { type: 'directory', path: 'out' } });
+    expect(await stored()).toEqual({ type: 'directory', path: 'out', escape_formulas: true });
+    r = await admin('PATCH', `/automations/${a.id}`, { escape_formulas: false, destination: HTTP });
+    expect(r.body).toMatchObject({ escape_formulas: false, destination: { type: 'http', headers: ['Authorization'] } });
+    expect((await admin('GET', `/automations/${a.id}`)).body.escape_formulas).toBe(false);
+
+    // Not a boolean: a 422 at its pointer, nothing changed.
+    const bad = await admin('PATCH', `/automations/${a.id}`, { escape_formulas: 'yes' });
+    expect(bad.status).toBe(422);
+    expect(pointers(bad)).toEqual(['escape_formulas']);
+    // An automation stored before the option existed (no member) escapes.
+    await db.update(automations).set({ destination: { type: 'directory', path: 'out' } }).where(eq(automations.id, a.id));
+    expect((await admin('GET', `/automations/${a.id}`)).body.escape_formulas).toBe(true);
   });
 
   it('refuses bad changes with their pointers (filters and columns checked against the stored entity), changing nothing', async () => {

