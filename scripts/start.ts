@@ -6,11 +6,14 @@
  *  - migrations, and the re-encryption of stored secrets that are in plaintext or under an older key
  *  - the sandbox PMS, the worker and the API as child processes
  *  - on an empty database: a demo organization, a test-mode sandbox integration and a test key, printed with a curl line
- * Ctrl-C stops everything, the embedded Postgres last (after its clients); if any process dies, the rest are stopped too.
+ *  - the metrics endpoints: METRICS_PORT and WORKER_METRICS_PORT when set, else 9464 and 9465 (or free ports), printed
+ * Ctrl-C stops everything, the embedded Postgres last (after its clients). A crashed sandbox, worker or API is started
+ * again with a growing delay, and everything stops only on a crash loop (scripts/supervise.ts says the threshold) or
+ * when Temporal or Postgres dies (they hold the state the others need).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -23,9 +26,13 @@ import { SEARCH_ATTRIBUTES } from '../domain/contract';
 import { createKeyring } from '../domain/secrets';
 import { workerProcessEnv } from '../worker/process-env';
 import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
+import { createRestartTracker, DEFAULT_RESTART_POLICY, describePolicy } from './supervise';
 import { TEMPORAL_CLI } from './tools';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+/** Metrics ports when METRICS_PORT / WORKER_METRICS_PORT are unset (when free; else any free port, printed). */
+const DEFAULT_METRICS_PORT = 9464;
+const DEFAULT_WORKER_METRICS_PORT = 9465;
 // A development system serves test-mode keys only, unless told otherwise; serving live then needs secrets of its
 // own (the API and worker refuse the development ones, and so does this script, before starting anything).
 const liveAsked = Boolean(process.env.SERVED_MODES);
@@ -45,21 +52,79 @@ function say(name: string, line: string) {
   process.stdout.write(color ? `\x1b[${color}m${tag}\x1b[0m ${line}\n` : `${tag} ${line}\n`);
 }
 
-function run(name: string, cmd: string, args: string[], env: Record<string, string> = {}) {
+function spawnChild(name: string, cmd: string, args: string[], env: Record<string, string>) {
   const proc = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  for (const stream of [proc.stdout, proc.stderr]) createInterface({ input: stream }).on('line', (l) => say(name, l));
+  let last = '';
+  for (const stream of [proc.stdout, proc.stderr]) {
+    createInterface({ input: stream }).on('line', (l) => {
+      if (l.trim()) last = l;
+      say(name, l);
+    });
+  }
+  const entry = { name, proc };
+  children.push(entry);
+  proc.on('exit', () => children.splice(children.indexOf(entry), 1));
+  return { proc, lastLine: () => last };
+}
+
+/** A process the others cannot do without (Temporal): its death stops everything. */
+function run(name: string, cmd: string, args: string[], env: Record<string, string> = {}) {
+  const { proc } = spawnChild(name, cmd, args, env);
   proc.on('exit', (code, signal) => {
     if (stopping) return;
     say('start', `${name} exited (${signal ?? code}); stopping everything`);
     void stop(1);
   });
-  children.push({ name, proc });
   return proc;
+}
+
+/**
+ * A service process (the sandbox, the worker, the API): when it exits on its own it is started again after a
+ * growing delay, with why it stopped (its exit code or signal, and its last line) in the log; a crash loop stops
+ * everything.
+ */
+function supervise(name: string, cmd: string, args: string[], env: Record<string, string> = {}) {
+  const tracker = createRestartTracker();
+  const launch = () => {
+    const startedAt = Date.now();
+    const { proc, lastLine } = spawnChild(name, cmd, args, env);
+    proc.on('exit', (code, signal) => {
+      if (stopping) return;
+      const upFor = Date.now() - startedAt;
+      const why = `${name} exited (${signal ?? `code ${code}`}) after ${Math.round(upFor / 1000)} s${lastLine() ? `; its last line: ${lastLine()}` : ''}`;
+      const next = tracker.crashed(Date.now(), upFor);
+      if (!next.restart) {
+        say('start', `${why}`);
+        say('start', `${name} crashed ${next.crashes} times within ${DEFAULT_RESTART_POLICY.loopWindowMs / 60_000} min: a crash loop, which a restart will not fix; stopping everything`);
+        void stop(1);
+        return;
+      }
+      say('start', `${why}; restarting it in ${next.delayMs / 1000} s (crash ${next.crashes} of ${DEFAULT_RESTART_POLICY.loopCrashes} that make a loop)`);
+      const timer = setTimeout(() => {
+        if (!stopping) launch();
+      }, next.delayMs);
+      restarts.add(timer);
+    });
+  };
+  launch();
+}
+/** Restarts waiting for their delay: a stop cancels them. */
+const restarts = new Set<NodeJS.Timeout>();
+
+/** `preferred` when nothing listens on it on 127.0.0.1, else a free port (a second system, a test run). */
+async function portOr(preferred: number): Promise<number> {
+  if (!(await portOpen('127.0.0.1', preferred))) return preferred;
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((r) => probe.close(() => r()));
+  return port;
 }
 
 async function stop(code: number) {
   if (stopping) return;
   stopping = true;
+  for (const t of restarts) clearTimeout(t);
   for (const { proc } of [...children].reverse()) proc.kill('SIGTERM');
   const deadline = Date.now() + 10_000;
   while (children.some((c) => c.proc.exitCode === null && c.proc.signalCode === null) && Date.now() < deadline) {
@@ -158,10 +223,15 @@ async function main() {
   }
 
   const env = { DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, LOG_PRETTY: process.env.LOG_PRETTY ?? 'true' };
+  const metricsPort = cfg.METRICS_PORT ?? (await portOr(DEFAULT_METRICS_PORT));
+  const workerMetricsPort = cfg.WORKER_METRICS_PORT ?? (await portOr(DEFAULT_WORKER_METRICS_PORT));
   const tsx = ['--import', 'tsx'];
-  run('sandbox', process.execPath, [...tsx, 'sandbox/main.ts'], env);
-  run('worker', process.execPath, [...tsx, 'worker/main.ts'], { ...workerProcessEnv(process.env), ...env });
-  run('api', process.execPath, [...tsx, 'api/main.ts'], env);
+  supervise('sandbox', process.execPath, [...tsx, 'sandbox/main.ts'], env);
+  supervise('worker', process.execPath, [...tsx, 'worker/main.ts'], { ...workerProcessEnv(process.env), ...env, WORKER_METRICS_PORT: String(workerMetricsPort) });
+  supervise('api', process.execPath, [...tsx, 'api/main.ts'], { ...env, METRICS_PORT: String(metricsPort) });
+  const how = cfg.METRICS_PORT === undefined || cfg.WORKER_METRICS_PORT === undefined ? ' (METRICS_PORT / WORKER_METRICS_PORT choose others)' : '';
+  say('start', `metrics: API http://${cfg.METRICS_HOST}:${metricsPort}/metrics, worker http://${cfg.METRICS_HOST}:${workerMetricsPort}/metrics${how}`);
+  say('start', `a crashed sandbox, worker or API is restarted: ${describePolicy()}`);
 
   const base = cfg.PUBLIC_BASE_URL;
   await waitFor('the sandbox', () => portOpen('127.0.0.1', cfg.SANDBOX_PORT));
