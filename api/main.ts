@@ -11,7 +11,13 @@ import { lazyTemporalClient } from './temporal';
 
 const config = loadConfigOrExit({ serving: true });
 const logger = createLogger('api', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationName: 'propsync-api', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS });
+const db = createDb(config.DATABASE_URL, {
+  max: config.DB_POOL_MAX,
+  applicationName: 'propsync-api',
+  statementTimeoutMs: config.API_STATEMENT_TIMEOUT_MS || config.DB_STATEMENT_TIMEOUT_MS,
+  idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+});
 const temporal = lazyTemporalClient(config);
 const app = createApp({ config, db, temporal, logger, secrets: createKeyring(config.ENCRYPTION_KEYS) });
 

@@ -177,6 +177,13 @@ export const configSchema = z.object({
   DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(60_000),
   /** Postgres idle_in_transaction_session_timeout of every pool (0: none): a transaction left open by a stuck process ends. */
   DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(60_000),
+  /**
+   * How long opening a Postgres connection may take, in every process. A database that does not answer (stopped, cut
+   * off) then fails requests within this time: the API answers 503 with Retry-After instead of hanging.
+   */
+  DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  /** statement_timeout of the API's pool: a read stuck on a lock or an overloaded database is a 503 after this long (0: DB_STATEMENT_TIMEOUT_MS). */
+  API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(5_000),
   /** Sync activities (one entity of one integration each) a worker runs at once; bounds its memory. */
   WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(8),
   /** Threads a worker reads, maps and hashes source pages on (0: on its event loop). */

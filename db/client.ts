@@ -15,6 +15,8 @@ export interface DbOptions {
   statementTimeoutMs?: number;
   /** Postgres idle_in_transaction_session_timeout of every connection, in ms (0: none). Default 60 s. */
   idleInTransactionTimeoutMs?: number;
+  /** How long establishing a connection may take (TCP, TLS, authentication), in ms. Default 30 s (postgres.js's). */
+  connectTimeoutMs?: number;
 }
 
 /** Timeouts of a pool when its creator does not say: no statement or open transaction hangs a process for ever. */
@@ -24,6 +26,7 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
   const client = postgres(url, {
     max: opts.max ?? 10,
     onnotice: () => {},
+    ...(opts.connectTimeoutMs === undefined ? {} : { connect_timeout: opts.connectTimeoutMs / 1000 }),
     connection: {
       application_name: opts.applicationName ?? 'propsync',
       statement_timeout: opts.statementTimeoutMs ?? DEFAULT_DB_TIMEOUT_MS,

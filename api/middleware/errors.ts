@@ -5,6 +5,7 @@
 import type { Context, ErrorHandler, Hono, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Logger } from '../../config/logger';
+import { isDatabaseUnavailable } from '../../db/errors';
 import { ApiError, problem, type ProblemBases, type ProblemSlug } from '../problem';
 
 const SLUG_OF_STATUS: Record<number, ProblemSlug> = {
@@ -28,12 +29,26 @@ const FRAMEWORK_DETAIL: Record<number, string> = {
   415: 'The request body must be JSON, sent with `Content-Type: application/json`.',
 };
 
+/** Seconds a client is asked to wait after a 503 for an unreachable database. */
+const DATABASE_RETRY_AFTER_S = 5;
+
 export function errorHandler(bases: ProblemBases, logger: Logger): ErrorHandler {
   return (err, c) => {
     if (err instanceof ApiError) return problem(c, bases, err);
     if (err instanceof HTTPException && err.status < 500) {
       const slug = SLUG_OF_STATUS[err.status] ?? 'bad_request';
       return problem(c, bases, new ApiError(slug, FRAMEWORK_DETAIL[err.status] ?? (err.message || 'The request could not be processed.')));
+    }
+    if (isDatabaseUnavailable(err)) {
+      // Not a bug: the database is down, cut off or overloaded. Clients retry; operators see it in the metrics.
+      logger.warn({ err, request_id: c.get('requestId' as never), method: c.req.method, path: c.req.path }, 'database unavailable');
+      return problem(
+        c,
+        bases,
+        new ApiError('service_unavailable', 'The database cannot be reached right now. Retry after the time in Retry-After.', {
+          headers: { 'retry-after': String(DATABASE_RETRY_AFTER_S) },
+        }),
+      );
     }
     logger.error({ err, request_id: c.get('requestId' as never), method: c.req.method, path: c.req.path }, 'unhandled error');
     return problem(

@@ -5,6 +5,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
+import { isDatabaseUnavailable } from '../../db/errors';
 import { planOfLimit, type ApiMetrics } from '../../observability/metrics';
 
 /** `/v1/leases/:id{[a-z]+}` → `/v1/leases/{id}`. */
@@ -30,6 +31,7 @@ export function requestMetrics(metrics: ApiMetrics): MiddlewareHandler {
     } finally {
       const status = c.res.status;
       metrics.request(c.req.method, routeTemplateOf(c), status, (performance.now() - started) / 1000);
+      if (status === 503 && c.error && isDatabaseUnavailable(c.error)) metrics.databaseUnavailable();
       if (status === 429 && c.req.path.startsWith('/v1/')) {
         const limit = Number(c.res.headers.get('ratelimit-limit'));
         if (Number.isFinite(limit) && limit > 0) metrics.rateLimited(planOfLimit(limit));
