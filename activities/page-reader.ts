@@ -36,6 +36,21 @@ export interface PageReaderOptions {
   idleTimeoutMs?: number;
   /** The connector's retry policy; its defaults otherwise. */
   connector?: TaskConnectorOptions;
+  /** Told of a thread that failed outside any page (it could not load its code, or crashed between pages). */
+  onThreadError?: (err: Error) => void;
+  /** What each thread loads instead of page-task (tests). */
+  taskFile?: string;
+}
+
+/**
+ * A page-reading thread failed: its code did not load or it died. Not the source's doing, and not a page's: the
+ * activity fails with this (retried as any other failure), and the worker carries on.
+ */
+export class PageReaderError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PageReaderError';
+  }
 }
 
 /**
@@ -47,10 +62,11 @@ const TASK_FILE = fileURLToPath(new URL(COMPILED ? './page-task.mjs' : './page-t
 const TASK_EXEC_ARGV = COMPILED ? [] : ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
 
 export function createPageReader(opts: PageReaderOptions): PageReader {
+  const taskFile = opts.taskFile ?? TASK_FILE;
   const pool =
     opts.threads > 0
       ? new Piscina<PageTask, PageReply>({
-          filename: TASK_FILE,
+          filename: taskFile,
           minThreads: 0,
           maxThreads: opts.threads,
           idleTimeout: opts.idleTimeoutMs ?? 30_000,
@@ -60,8 +76,30 @@ export function createPageReader(opts: PageReaderOptions): PageReader {
           execArgv: TASK_EXEC_ARGV,
         })
       : undefined;
+  // A thread that fails while it holds no task (its code did not load) is reported by the pool as an 'error' event,
+  // which would end the process unheard, and the pool starts no thread after one that failed to load, so the tasks
+  // waiting for one would wait forever: every task in flight fails with the error instead, and so does each later
+  // one whose thread fails the same way.
+  const inFlight = new Set<AbortController>();
+  pool?.on('error', (err: unknown) => {
+    const failure = new PageReaderError(`a page-reading thread failed (${taskFile}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    opts.onThreadError?.(failure);
+    for (const c of inFlight) c.abort(failure);
+  });
+  async function onThread(task: PageTask): Promise<PageReply> {
+    const controller = new AbortController();
+    inFlight.add(controller);
+    try {
+      return await pool!.run(task, { signal: controller.signal });
+    } catch (err) {
+      // A thread that died during a task hands its error to the task itself.
+      throw controller.signal.aborted ? (controller.signal.reason as Error) : err;
+    } finally {
+      inFlight.delete(controller);
+    }
+  }
   async function run<E extends Entity>(task: PageTask): Promise<HashedPage<E>> {
-    const reply = pool ? await pool.run(task) : await readHashedPage(task);
+    const reply = pool ? await onThread(task) : await readHashedPage(task);
     if (!reply.ok) {
       throw reply.permanent ? new SourcePermanentError(reply.message) : new SourceTransientError(reply.message, undefined, reply.retryAfterMs);
     }

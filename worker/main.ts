@@ -83,7 +83,11 @@ async function main() {
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
   const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationName: 'propsync-worker', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS, connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS });
   const connection = await connect(address);
-  const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
+  const pages = createPageReader({
+    threads: config.WORKER_READ_THREADS,
+    // Each sync page in flight fails with it too (its activity's failure says why); this says it once in the log.
+    onThreadError: (err) => logger.error({ err }, 'a page-reading thread failed'),
+  });
   try {
     const added = await registerSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
     if (added.length > 0) logger.info({ added }, 'registered search attributes');

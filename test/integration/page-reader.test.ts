@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createPageReader, type PageReader } from '../../activities/page-reader';
+import { fileURLToPath } from 'node:url';
+import { createPageReader, PageReaderError, type PageReader } from '../../activities/page-reader';
 import { hashRecord, recordOf } from '../../domain/content';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import { createConnector, SourcePermanentError, SourceTransientError, type SourceSettings } from '../../source';
@@ -59,6 +60,30 @@ describe('page reader', () => {
       expect(err).toBeInstanceOf(SourceTransientError);
     } finally {
       await ctl.clearFaults(companyId);
+    }
+  });
+});
+
+describe('a page-reading thread that cannot load its code', () => {
+  it.each([
+    ['throws while loading', fileURLToPath(new URL('../support/broken-page-task.mjs', import.meta.url)), /a broken build/],
+    ['is missing', fileURLToPath(new URL('../support/no-such-page-task.mjs', import.meta.url)), /Cannot find module/],
+  ])('fails the read, and every later one, with the reason; the process carries on (its file %s)', async (_, taskFile, reason) => {
+    const heard: Error[] = [];
+    const broken = createPageReader({ threads: 1, taskFile, onThreadError: (e) => heard.push(e) });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const err = await broken.read(settings, 'lease', 1, 10).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(PageReaderError);
+        expect((err as Error).message).toContain(taskFile);
+        expect((err as Error).message).toMatch(reason);
+      }
+      expect(heard.length).toBeGreaterThanOrEqual(1);
+      expect(heard[0]!.message).toMatch(reason);
+      // The readers that work are untouched.
+      expect((await threaded.read(settings, 'property', 1, 5)).records.length).toBeGreaterThan(0);
+    } finally {
+      await broken.close();
     }
   });
 });
