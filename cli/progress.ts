@@ -15,6 +15,10 @@ export interface SyncJob {
   records_soft_deleted: number;
   records_skipped: number;
   error: string | null;
+  /** While a step is retried: its attempt, why the last one failed, and when the next starts. */
+  attempt?: number;
+  last_error?: string | null;
+  next_attempt_at?: string | null;
   progress?: Record<string, { pages: number; done: boolean }>;
   [more: string]: unknown;
 }
@@ -32,7 +36,14 @@ function stage(job: SyncJob): { done: number; total: number; current: string } {
   const done = entries.filter(([, p]) => p.done).length;
   const next = entries.find(([, p]) => !p.done);
   const current = TERMINAL.has(job.status) ? job.status : next ? `${next[0]} p.${next[1].pages}` : job.status;
-  return { done, total: Math.max(entries.length, 1), current };
+  return { done, total: Math.max(entries.length, 1), current: `${current}${retrying(job)}` };
+}
+
+/** `, retrying: attempt 3 at 12:01:05 after: <why>` while a step waits for its next attempt. */
+function retrying(job: SyncJob): string {
+  if (TERMINAL.has(job.status) || !job.last_error || (job.attempt ?? 1) < 2) return '';
+  const at = job.next_attempt_at ? ` at ${job.next_attempt_at.slice(11, 19)}Z` : ' (running)';
+  return `, retrying: attempt ${job.attempt}${at} after: ${oneLine(job.last_error).slice(0, 200)}`;
 }
 
 function payload(job: SyncJob, startedAt: number) {
@@ -80,7 +91,7 @@ export async function waitForJob(
       bar.update(stage(job).done, p);
       return;
     }
-    const line = `sync ${job.id} ${p.status}: ${stage(job).done}/${stage(job).total} entities, seen=${p.seen} new=${p.created} updated=${p.updated} soft_deleted=${p.deleted}`;
+    const line = `sync ${job.id} ${p.status}: ${stage(job).done}/${stage(job).total} entities, seen=${p.seen} new=${p.created} updated=${p.updated} soft_deleted=${p.deleted}${retrying(job)}`;
     if (line !== lastLine) stream.write(`${line} (${p.elapsed})\n`);
     lastLine = line;
   };

@@ -225,6 +225,11 @@ export const SyncJob = z
       description: 'Records the source served that the mapping could not read: left as they were in the cache (never soft-deleted) and listed under /sync_jobs/{id}/skipped_records. The run still succeeds.',
     }),
     error: z.string().nullable(),
+    attempt: z.number().int().openapi({
+      description: "The attempt of the run's current step (1 until a step fails; a step retried after a source outage is at 2, 3, …; back to 1 when it succeeds).",
+    }),
+    last_error: z.string().nullable().openapi({ description: 'Why the last attempt of the current step failed, while it is being retried; null otherwise. A failed run says why in `error`.' }),
+    next_attempt_at: DateTime.nullable().openapi({ description: 'When the step is tried again, while the run waits between attempts; null while an attempt runs or none is due.' }),
     progress: z
       .record(z.enum(ENTITIES), z.object({ pages: z.number().int(), done: z.boolean() }))
       .openapi({ description: 'Per entity, in sync order: pages committed so far and whether the entity is complete.' }),

@@ -17,6 +17,9 @@ import { loadIntegration, withTemporal } from './support';
 export function adminSyncJobView(row: SyncJobRow) {
   return {
     ...syncJobView(row),
+    attempt: row.attempt,
+    last_error: row.lastError,
+    next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
     progress: Object.fromEntries(SYNC_ORDER.map((e) => [e, { pages: row.progress[e]?.page ?? 0, done: row.progress[e]?.done ?? false }])) as Record<
       Entity,
       { pages: number; done: boolean }

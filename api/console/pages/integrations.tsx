@@ -190,6 +190,16 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
                 ['New / updated / soft-deleted', `${job.records_new} / ${job.records_updated} / ${job.records_soft_deleted}`],
                 ['Skipped', String(job.records_skipped)],
                 ['Error', job.error ? <span>{job.error}</span> : <span class="muted">none</span>],
+                [
+                  'Attempt',
+                  job.attempt > 1 && job.last_error && live(job.status) ? (
+                    <span data-retrying>
+                      {job.attempt}, retrying{job.next_attempt_at ? <> at <Time iso={job.next_attempt_at} /></> : ' now'} after: {job.last_error}
+                    </span>
+                  ) : (
+                    String(job.attempt)
+                  ),
+                ],
                 ['Workflow', <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(job.id)} label={syncWorkflowIdOf(job.id)} />],
               ]}
             />

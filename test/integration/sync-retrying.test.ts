@@ -1,0 +1,92 @@
+/**
+ * A run retrying a failing source says so while it waits: its attempt, why the last one failed and when the next
+ * starts, in the admin API, the CLI (`sync get`, and the progress line of `sync run --wait`), the console's page of
+ * the run and the metrics; once the source answers again the run succeeds and the retry state is cleared.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../config';
+import { closeDb, type Db } from '../../db/client';
+import { adminCaller, startApi, type TestServer } from '../support/api-server';
+import { runCli } from '../support/cli';
+import { testConfig, testDb } from '../support/context';
+import { parseExposition } from '../support/metrics';
+import { sandbox, sandboxIntegration, startTestWorker, until, type TestWorker } from '../support/sync';
+
+let db: Db;
+let config: Config;
+let worker: TestWorker;
+let api: TestServer;
+
+beforeAll(async () => {
+  db = testDb();
+  // Attempts 2 s apart (then 4 s, …): long enough to read the state between two of them.
+  config = testConfig({ SYNC_RETRY_INITIAL_MS: '2000', SYNC_RETRY_MAX_ATTEMPTS: '20' });
+  worker = await startTestWorker(config, db);
+  api = await startApi(db, config);
+});
+
+afterAll(async () => {
+  await api?.close();
+  await worker?.stop();
+  if (db) await closeDb(db);
+});
+
+async function consoleSession(): Promise<string> {
+  const res = await fetch(`${api.url}/console/sign-in`, {
+    method: 'POST',
+    body: new URLSearchParams({ token: config.ADMIN_TOKEN, next: '/console' }),
+    headers: { origin: api.url },
+    redirect: 'manual',
+  });
+  expect(res.status).toBe(303);
+  return res.headers.get('set-cookie')!.split(';')[0]!;
+}
+
+describe('a sync retrying a failing source', () => {
+  it('shows its attempt, last error and next attempt everywhere, and clears them when it succeeds', async () => {
+    const admin = adminCaller(api, config.ADMIN_TOKEN);
+    const { row: integration, companyId } = await sandboxIntegration(db, { size: 10 });
+    await sandbox().setFault(companyId, { kind: 'unavailable', methods: 'reads' });
+    const started = await admin('POST', `/integrations/${integration.id}/syncs`);
+    expect(started.status).toBe(202);
+    const id = started.body.id as string;
+
+    const waiting = await until('the run to wait for its next attempt', async () => {
+      const r = await admin('GET', `/sync_jobs/${id}`);
+      return r.body.attempt >= 2 && r.body.next_attempt_at ? r.body : undefined;
+    }, 30_000);
+    expect(waiting.status).toBe('running');
+    expect(waiting.error).toBeNull();
+    expect(waiting.last_error).toMatch(/503|unavailable/i);
+    const next = Date.parse(waiting.next_attempt_at);
+    expect(next).toBeGreaterThan(Date.now() - 5_000);
+    expect(next).toBeLessThan(Date.now() + 60_000);
+
+    const cli = await runCli({ url: api.url, token: config.ADMIN_TOKEN }, ['sync', 'get', id]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.json).toMatchObject({ id, status: 'running' });
+    expect(cli.json.attempt).toBeGreaterThanOrEqual(2);
+    expect(cli.json.last_error).toMatch(/503|unavailable/i);
+
+    const page = await (await fetch(`${api.url}/console/sync-jobs/${id}`, { headers: { cookie: await consoleSession() } })).text();
+    expect(page).toMatch(/data-retrying[^>]*>\s*\d+, retrying/);
+    expect(page).toContain(waiting.last_error.slice(0, 30).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/"/g, '&quot;'));
+
+    const scraped = parseExposition(await api.app.metrics.registry.metrics());
+    expect(scraped.value('propsync_sync_runs_retrying')).toBeGreaterThanOrEqual(1);
+
+    // `sync run --wait` on the same integration follows the running job and prints the retry in its progress line.
+    const waitRun = runCli({ url: api.url, token: config.ADMIN_TOKEN }, ['sync', 'run', integration.id, '--wait', '--poll-ms', '200']);
+    await new Promise((r) => setTimeout(r, 3_000));
+    await sandbox().clearFaults(companyId);
+    const followed = await waitRun;
+    expect(followed.code, followed.stderr).toBe(0);
+    expect(followed.stderr).toMatch(/retrying: attempt \d+ (at \d\d:\d\d:\d\dZ|\(running\)) after: .*(503|unavailable)/i);
+
+    const done = await until('the run to succeed', async () => {
+      const r = await admin('GET', `/sync_jobs/${id}`);
+      return r.body.status === 'succeeded' || r.body.status === 'failed' ? r.body : undefined;
+    }, 60_000);
+    expect(done).toMatchObject({ status: 'succeeded', attempt: 1, last_error: null, next_attempt_at: null, error: null });
+  }, 120_000);
+});
