@@ -14,6 +14,7 @@ import {
   cancelQueue,
   claimQueued,
   eventBody,
+  eventBodies,
   recordFirstAttempts,
   sendingStateOf,
   settleIdle,
@@ -77,6 +78,8 @@ export interface BatchInput {
   scheduleMs: readonly number[];
 }
 
+/** Deliveries a claim takes at the least (more with a wider window), and takes again when half of them are left. */
+const CLAIM_AT_LEAST = 256;
 /** Outcomes buffered before they are written. */
 const FLUSH_AT = 256;
 const FLUSH_EVERY_MS = 100;
@@ -232,8 +235,16 @@ export function createDispatchActivities(deps: DispatchDeps) {
           if (stop !== null) return Promise.resolve(0);
           claiming = (async () => {
             if (Date.now() - refreshedAt >= 1_000 && !(await refresh())) return 0;
-            // Far enough ahead that a claim's round trip (some 20 ms under a burst) never leaves the window idle.
-            const claimed = await claimQueued(db, subId, input.probe ? 1 : Math.max(128, 8 * bound()));
+            // Far enough ahead that a claim's round trips (the claim, and storing bodies not yet serialized: some 20
+            // to 100 ms under a burst on a busy database) never leave the window idle.
+            const claimed = await claimQueued(db, subId, input.probe ? 1 : Math.max(CLAIM_AT_LEAST, 16 * bound()));
+            // Events no one has serialized yet (the relay leaves that to the first dispatcher that takes one): their
+            // bodies are stored here, in the background of the sends, so every attempt sends the stored bytes.
+            const missing = claimed.filter((d) => d.body === null).map((d) => d.eventId);
+            if (missing.length > 0) {
+              const bodies = await eventBodies(db, missing);
+              for (const d of claimed) d.body ??= bodies.get(d.eventId) ?? null;
+            }
             queue.push(...claimed);
             return claimed.length;
           })()
@@ -254,7 +265,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
           if (stop === null && input.probe && sent + open.size >= 1) stop = 'probe';
           if (stop !== null) break;
           // Running low: take more while these go out (a probe takes its one delivery only).
-          if (!input.probe && queue.length < 6 * bound()) void claimMore();
+          if (!input.probe && queue.length < Math.max(CLAIM_AT_LEAST / 2, 8 * bound())) void claimMore();
           if (queue.length === 0) {
             if ((await claimMore()) > 0 || queue.length > 0) {
               lingered = false;

@@ -93,6 +93,12 @@ export function createSender(opts: { resolver?: Resolver; timeoutMs?: number } =
         finish({ ok: false, status: null, error: `timed out after ${timeoutMs / 1000} s`, excerpt: null });
         request.destroy();
       }, timeoutMs);
+      // Handed to the network: on a pooled, connected socket the request is written as soon as it is given the
+      // socket (in the same tick, before anything queued after it), so the next may start at once; on a new
+      // connection only once the request has been written (a request on a pooled socket could overtake it).
+      request.once('socket', (socket) => {
+        if (!socket.connecting) markSent();
+      });
       request.once('finish', markSent);
       request.once('error', (err: Error & { code?: string }) => {
         const reason = err instanceof GuardRefusal ? err.message : `${err.code ?? err.name}: ${err.message}`;

@@ -25,8 +25,9 @@ export function newSigningSecret(): string {
 }
 
 /**
- * The envelope of an event as receivers get it, in a fixed field order. Called once per event (the relay, or a
- * replay of an event never relayed) and stored in events.body; every attempt sends the stored bytes.
+ * The envelope of an event as receivers get it, in a fixed field order. Called once per event (the dispatcher that
+ * first takes one of its deliveries, or an attempt or replay that finds none) and stored in events.body; every
+ * attempt sends the stored bytes.
  */
 export function envelopeOf(row: Pick<EventRow, 'id' | 'type' | 'category' | 'createdAt' | 'organizationId' | 'integrationId' | 'data'>): string {
   return JSON.stringify({
@@ -51,6 +52,26 @@ export async function eventBody(tx: Tx, eventId: string): Promise<string | null>
     .where(eq(events.id, eventId))
     .returning({ body: events.body });
   return stored?.body ?? null;
+}
+
+/**
+ * The stored bodies of these events, serializing and storing those that have none yet (two statements for any
+ * number; where two writers race, the first body stored wins and both send it). An event that is gone is absent.
+ */
+export async function eventBodies(tx: Tx, eventIds: readonly string[]): Promise<Map<string, string>> {
+  const bodies = new Map<string, string>();
+  if (eventIds.length === 0) return bodies;
+  const rows = await tx.select().from(events).where(inArray(events.id, [...new Set(eventIds)]));
+  const unserialized = rows.filter((r) => r.body === null);
+  for (const r of rows) if (r.body !== null) bodies.set(r.id, r.body);
+  if (unserialized.length === 0) return bodies;
+  const stored = await tx.execute<{ id: string; body: string }>(sql`
+    update ${events} set body = coalesce(${events.body}, v.body)
+    from json_to_recordset(${JSON.stringify(unserialized.map((e) => ({ id: e.id, body: envelopeOf(e) })))}::json) as v(id text, body text)
+    where ${events.id} = v.id
+    returning ${events.id} as id, ${events.body} as body`);
+  for (const r of stored) bodies.set(r.id, r.body);
+  return bodies;
 }
 
 /** When each of these events was recorded (a delivery's dead letter expires with its event). */

@@ -19,7 +19,7 @@ import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Logger } from '../config/logger';
 import type { Db, Tx } from '../db/client';
 import { events, leaseLocks, webhookSubscriptions } from '../db/schema';
-import { activeSubscriptionsOf, envelopeOf, queueDeliveries, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../db/webhooks';
+import { activeSubscriptionsOf, queueDeliveries, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../db/webhooks';
 import { wakeDispatcher, type DeliveryControlDeps } from '../control/webhooks';
 import { wantsEvent } from '../domain/webhooks';
 
@@ -90,7 +90,8 @@ export function startRelay(opts: RelayOptions): Relay {
     if (!(await lease())) return 0;
     const scope = opts.scope?.();
     if (scope && scope.length === 0) return 0;
-    // The payload (data) is not read here: most events go to no subscription, and the rest are serialized below.
+    // The payload (data) is not read here: the dispatcher that first takes a delivery of an event serializes its
+    // body, off the relay's path (the relay's pass is what every subscription's first attempts wait for).
     const batch = await db
       .select({
         id: events.id,
@@ -98,7 +99,6 @@ export function startRelay(opts: RelayOptions): Relay {
         integrationId: events.integrationId,
         type: events.type,
         createdAt: events.createdAt,
-        serialized: sql<boolean>`${events.body} is not null`,
       })
       .from(events)
       .where(and(isNull(events.dispatchedAt), scope ? inArray(events.organizationId, scope) : undefined))
@@ -118,7 +118,7 @@ export function startRelay(opts: RelayOptions): Relay {
     return batch.length;
   }
 
-  type Batch = { id: string; organizationId: string; integrationId: string; type: string; createdAt: Date; serialized: boolean }[];
+  type Batch = { id: string; organizationId: string; integrationId: string; type: string; createdAt: Date }[];
 
   /** Queue the batch's deliveries (in the caller's transaction); returns the subscriptions whose dispatcher was idle. */
   async function queue(tx: Tx, batch: Batch, subs: SubscriptionRow[]): Promise<string[]> {
@@ -131,16 +131,6 @@ export function startRelay(opts: RelayOptions): Relay {
       }
     }
     if (wanted.length === 0) return [];
-    // Only events that go somewhere are serialized now; a later replay serializes the others on demand.
-    const going = new Set(wanted.map((w) => w.event.id));
-    const ids = batch.filter((e) => !e.serialized && going.has(e.id)).map((e) => e.id);
-    if (ids.length > 0) {
-      const unserialized = await tx.select().from(events).where(inArray(events.id, ids));
-      await tx.execute(sql`
-        update ${events} set body = v.body
-        from json_to_recordset(${JSON.stringify(unserialized.map((e) => ({ id: e.id, body: envelopeOf(e) })))}::json) as v(id text, body text)
-        where ${events.id} = v.id and ${events.body} is null`);
-    }
     // A pass that died after queuing but before committing queued nothing; a pair queued already is skipped.
     return (await queueDeliveries(tx, wanted)).idle;
   }
