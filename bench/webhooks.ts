@@ -4,9 +4,10 @@
  * bench database and a Temporal dev server of its own, with the production settings (retry schedule, circuit,
  * in-flight bound: whatever the environment says, by default the defaults).
  *
- * Processes: the Temporal dev server; the worker (worker/main.ts: its workers and the outbox relay); the healthy
- * receiver (bench/lib/webhook-receiver.ts, answers 200 at once and records every request); the hanging receiver
- * (the same with --hang: reads each request and never answers); the event writer, which commits the events
+ * Processes: the Temporal dev server; the worker (dist/worker.mjs, built first, as production runs it; or
+ * worker/main.ts with --from-source: its workers and the outbox relay); the healthy receiver
+ * (bench/lib/webhook-receiver.ts, answers 200 at once and records every request); the hanging receiver (the same
+ * with --hang: reads each request and never answers); the event writer, which commits the events
  * (bench/lib/event-writer.ts); the floor client (bench/lib/http-floor.ts); and this process, which orchestrates,
  * reads the database and Temporal's visibility, and checks. One test-mode integration on the scale plan; subscription
  * A (healthy) wants every event from the start; subscription B (hanging, same integration, every event) is created
@@ -36,7 +37,8 @@
  * exits 1 and prints null ratios. Timings are printed against their targets, never asserted. The last line of
  * output is one line of JSON: {"bench": "webhooks", "ratios": {...}, "rss_mb": {...}, "ok": ...}.
  * Usage: npm run bench:webhooks [-- --events 10000 --per-tx 1000 --steady-rate 50 --steady-seconds 20 --warmup 2000 --rounds 3]
- *   (`--events 1000 --steady-seconds 5 --rounds 1`: to try it; `--profile-worker <dir>`: a V8 CPU profile of the worker, written
+ *   (`--events 1000 --steady-seconds 5 --rounds 1`: to try it; `--from-source`: the worker from source through tsx
+ *   instead of the built dist/worker.mjs production runs; `--profile-worker <dir>`: a V8 CPU profile of the worker, written
  *   when it stops, for diagnosis only)
  */
 import { readFileSync } from 'node:fs';
@@ -57,7 +59,7 @@ import { DEFAULT_DISPATCH, DELIVERY_SCHEDULE_MS } from '../domain/webhooks';
 import { workerProcessEnv } from '../worker/process-env';
 import type { EventCommand, EventRunResult } from './lib/event-writer';
 import type { FloorRequest, FloorResult, FloorSpec } from './lib/http-floor';
-import { atInterrupt, childPids, cpuMeter, freshDatabase, loadAverage, peakRssMb, rssSampler, startChild, startTemporal, waitForPollers, type Child } from './lib/processes';
+import { atInterrupt, buildDist, childPids, cpuMeter, freshDatabase, loadAverage, peakRssMb, rssSampler, startChild, startTemporal, waitForPollers, type Child } from './lib/processes';
 import { percentile } from './lib/stats';
 import type { ReceivedRecord } from './lib/webhook-receiver';
 
@@ -71,6 +73,8 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     /** Write a V8 CPU profile of the worker process into this directory (diagnosis only: it slows the worker). */
     'profile-worker': { type: 'string' },
+    /** Run the worker from source through tsx (bundling its workflows at start) instead of the built dist/worker.mjs. */
+    'from-source': { type: 'boolean', default: false },
   },
 });
 const N = Number(args.events);
@@ -420,8 +424,13 @@ async function main(): Promise<void> {
     );
     const integrationRef = { id: integration.id, organizationId: integration.organizationId, mode: integration.mode };
 
+    // The worker production runs (Dockerfile): the built bundle under plain node, its workflow bundle prebuilt.
+    if (!args['from-source']) {
+      say('building dist/ (npm run build), to run the worker as production does');
+      await buildDist();
+    }
     worker = startChild(
-      'worker/main.ts',
+      args['from-source'] ? 'worker/main.ts' : 'dist/worker.mjs',
       [],
       {
         ...workerProcessEnv(process.env),
@@ -436,6 +445,7 @@ async function main(): Promise<void> {
       '[worker]',
       {
         nodeArgs: args['profile-worker'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-worker']}`] : [],
+        plainNode: !args['from-source'],
         // Every line is counted by its message; long ones (a failed query lists its parameters) are cut.
         echo: (line) => {
           let msg = 'unparsed line';
@@ -457,7 +467,7 @@ async function main(): Promise<void> {
     );
     workerExited.catch(() => {});
     await Promise.race([Promise.all([waitForPollers(client, WEBHOOK_QUEUE), waitForActivityPollers(client, DISPATCH_QUEUE)]), workerExited]);
-    say(`worker/main.ts polls ${WEBHOOK_QUEUE} and ${DISPATCH_QUEUE}; receivers at ${receiverUrl} (healthy) and ${hangingUrl} (hanging)`);
+    say(`${args['from-source'] ? 'worker/main.ts (tsx)' : 'dist/worker.mjs'} polls ${WEBHOOK_QUEUE} and ${DISPATCH_QUEUE}; receivers at ${receiverUrl} (healthy) and ${hangingUrl} (hanging)`);
     const workerPid = worker.pid;
     const workerIdleMb = rssNowMb(workerPid);
     const receiverPid = receiver.pid;

@@ -64,6 +64,8 @@ export interface ChildOptions {
   echo?: (line: string) => boolean;
   /** Options for node itself, before `--import tsx` (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
   nodeArgs?: string[];
+  /** Run the script with plain `node`, as production runs a built bundle (dist/…mjs); by default through tsx. */
+  plainNode?: boolean;
 }
 
 const running = new Set<ChildProcess>();
@@ -88,8 +90,20 @@ export function atInterrupt(fn: () => Promise<unknown>): void {
  * `node --import tsx <script> ...argv` from the project root, with `env` over this process's environment. Its stdout
  * is echoed with `prefix` (and searched by `line`); its stderr is passed through.
  */
+/**
+ * `npm run build` (dist/: the bundles production runs with plain node, the workflow bundle prebuilt), so that a
+ * bench measures the worker its users run: no tsx loader thread, no workflow bundling at start-up.
+ */
+export async function buildDist(): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`npm run build failed (exit ${code})`))));
+  });
+}
+
 export function startChild(script: string, argv: string[], env: Record<string, string>, prefix: string, opts: ChildOptions = {}): Child {
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script, ...argv], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...(opts.plainNode ? [] : ['--import', 'tsx']), script, ...argv], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'inherit'],
