@@ -1,5 +1,5 @@
 /** Organizations, integrations and API keys: the rows the admin API, the demo seed and tests create. */
-import { createHash, randomInt, randomUUID } from 'node:crypto';
+import { hash, randomInt, randomUUID } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
 import type { Mode, Plan } from '../domain/plans';
 import { sealSourceConfig, type Keyring } from '../domain/secrets';
@@ -19,8 +19,9 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+/** The stored form of a key (sha256, hex). One-shot `hash` rather than createHash: it runs on every API request. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export async function createOrganization(tx: Tx, input: { name: string }): Promise<OrganizationRow> {
