@@ -90,8 +90,9 @@ export function createApp(deps: ApiDeps): App {
 
   // One admin-token guard: wrong bearers and wrong console sign-ins are counted together.
   const adminToken = createAdminTokenGuard(deps);
-  const admin = createAdminRoutes(deps, adminToken);
+  // The admin API's /health and the console's home read the same cached facts as the metrics.
+  const admin = createAdminRoutes({ ...deps, health }, adminToken);
   app.route('/admin/v1', admin);
-  app.route('/console', createConsole(deps, admin, adminToken));
+  app.route('/console', createConsole({ ...deps, health }, admin, adminToken));
   return app;
 }

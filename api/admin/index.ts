@@ -12,6 +12,7 @@ import { registerApiKeys } from './api-keys';
 import { registerAutomations } from './automations';
 import { adminAuth, type AdminTokenGuard } from './auth';
 import { registerEvents } from './events';
+import { registerHealthFacts } from './health';
 import { registerIntegrations } from './integrations';
 import { registerOperations } from './operations';
 import { registerOrganizations } from './organizations';
@@ -58,6 +59,7 @@ export function createAdminRoutes(deps: ApiDeps, guard: AdminTokenGuard): Hono {
   registerIntegrations(api, deps);
   registerApiKeys(api, deps);
   registerSyncs(api, deps);
+  registerHealthFacts(api, deps);
   registerOperations(api, deps);
   registerSandbox(api, deps);
   registerWebhooks(api, deps);

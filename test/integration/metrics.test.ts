@@ -219,6 +219,27 @@ describe('metrics', () => {
     expect(apiNow.all('propsync_webhook_subscription_deliveries_pending')).toEqual([]);
     expect(apiNow.value('process_resident_memory_bytes')).toBeGreaterThan(0);
 
+    // The admin API's health numbers and the console's home read the same facts.
+    const health = await admin('GET', '/health');
+    expect(health).toMatchObject({
+      outbox_lag_seconds: 0,
+      webhook_dead_letters_open: 1,
+      webhook_deliveries_pending: 0,
+      integrations_failing: 0,
+      operation_oldest_queued_age_seconds: 0,
+    });
+    const signIn = await fetch(`${api.url}/console/sign-in`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: ADMIN, next: '/console' }),
+      headers: { origin: api.url },
+      redirect: 'manual',
+    });
+    const home = await (await fetch(`${api.url}/console/organizations`, { headers: { cookie: signIn.headers.get('set-cookie')!.split(';')[0]! } })).text();
+    expect(home).toMatch(/<dt>Outbox relay lag<\/dt><dd><span>0 s<\/span><\/dd>/);
+    expect(home).toMatch(/<dt>Dead letters open<\/dt><dd><span data-warn="true">1<\/span><\/dd>/);
+    expect(home).toMatch(/<dt>Failing integrations<\/dt><dd><span>0 failing, 0 overdue, 0 retrying<\/span><\/dd>/);
+    expect(home).toMatch(/<dt>Oldest queued Operation<\/dt><dd><span>none<\/span><\/dd>/);
+
     // Kept for operators (and the dashboard's authors): what a scrape of each looks like.
     mkdirSync(ARTIFACTS, { recursive: true });
     writeFileSync(join(ARTIFACTS, 'api.prom'), apiNow.text);

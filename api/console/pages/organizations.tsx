@@ -2,6 +2,7 @@
 import type { z } from '@hono/zod-openapi';
 import { MODES, PLANS } from '../../../domain/plans';
 import type { ApiKey, ApiKeyCreated, Integration, Organization } from '../../admin/schemas';
+import type { Health } from '../../admin/health';
 import type { AdminClient, Page } from '../admin';
 import { field, fields, type ConsoleApp } from '../index';
 import { Badge, Facts, Form, Layout, Select, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, Time, type Ui } from '../ui';
@@ -15,13 +16,58 @@ export const num = (s: string): number | string | undefined => (s.trim() === '' 
 
 export const integrationLabel = (i: IntegrationView) => i.name ?? `${i.source.type} integration`;
 
+/** Seconds as an operator reads an age: 42 s, 7 min, 3 h 5 min. */
+function age(s: number): string {
+  if (s < 90) return `${Math.round(s)} s`;
+  if (s < 3600) return `${Math.round(s / 60)} min`;
+  return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
+}
+
+/**
+ * The console's home: the deployment's health numbers (GET /admin/v1/health, the same facts the metrics report), each
+ * marked when it wants attention (the alert rules' thresholds: relay lag over 3 min, an Operation over 30 min).
+ */
+const HealthNumbers = ({ health }: { health: z.infer<typeof Health> | null }) =>
+  health === null ? (
+    <p class="muted" data-health="unavailable">
+      The health numbers cannot be read from the database right now.
+    </p>
+  ) : (
+    <div class="card" data-health>
+      <Facts
+        rows={[
+          ['Outbox relay lag', <span data-warn={health.outbox_lag_seconds > 180 ? 'true' : undefined}>{age(health.outbox_lag_seconds)}</span>],
+          ['Dead letters open', <span data-warn={health.webhook_dead_letters_open > 0 ? 'true' : undefined}>{String(health.webhook_dead_letters_open)}</span>],
+          [
+            'Failing integrations',
+            <span data-warn={health.integrations_failing + health.integrations_sync_overdue > 0 ? 'true' : undefined}>
+              {`${health.integrations_failing} failing, ${health.integrations_sync_overdue} overdue, ${health.sync_runs_retrying} retrying`}
+            </span>,
+          ],
+          [
+            'Oldest queued Operation',
+            <span data-warn={health.operation_oldest_queued_age_seconds > 1800 ? 'true' : undefined}>
+              {health.operation_oldest_queued_age_seconds === 0 ? 'none' : age(health.operation_oldest_queued_age_seconds)}
+            </span>,
+          ],
+          ['Deliveries', `${health.webhook_deliveries_pending} pending, ${health.webhook_deliveries_retrying} retrying, ${health.webhook_circuits_open} circuits open`],
+        ]}
+      />
+    </div>
+  );
+
 export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/organizations', async (c) => {
     const ui = c.get('ui');
     const paging = pagingOf(ui.url, { order: 'asc' });
-    const page = await admin.get<Page<Org>>(c, '/organizations', listQuery(paging));
+    const [page, health] = await Promise.all([
+      admin.get<Page<Org>>(c, '/organizations', listQuery(paging)),
+      admin.get<z.infer<typeof Health>>(c, '/health').catch(() => null),
+    ]);
     return c.html(
       <Layout ui={ui} title="Organizations">
+        <h2>Health</h2>
+        <HealthNumbers health={health} />
         <Table
           label="Organizations"
           rows={page.results.length}
