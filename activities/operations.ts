@@ -9,7 +9,7 @@
 import { eq } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { applyRecords, lockForWriteBack, type ApplyContext } from '../db/records';
-import { markWorkflowStarted, moveOperation, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
+import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
 import { integrations, operations } from '../db/schema';
 import type { IntegrationRow } from '../db/tenants';
 import { SYNC_ORDER, type Entity, type InputOf } from '../domain/cdm';
@@ -38,6 +38,14 @@ export interface WriteActivityDeps {
   connectorOf?: (settings: SourceSettings, opts: { timeoutMs: number }) => SourceConnector;
   /** Starts the workflow of an accepted write (the sweeper's use; control/operations.ts). */
   startWorkflow?: (op: Pick<OperationRow, 'id' | 'organizationId' | 'integrationId' | 'type' | 'createdAt'>) => Promise<void>;
+  /**
+   * Temporal's view of write workflows (the sweeper's use; control/operations.ts): those that closed while their
+   * status still said queued or running (stopped from outside), and why one closed.
+   */
+  workflows?: {
+    closedStillOpen: () => Promise<{ operationId: string; runId: string; status: string }[]>;
+    closeReasonOf: (operationId: string, runId: string) => Promise<string>;
+  };
   clock?: () => Date;
   /** Heartbeat interval of an attempt (the workflow's heartbeat timeout must be well above it). */
   heartbeatEveryMs?: number;
@@ -196,6 +204,34 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     return connector.update(entity, op.targetXId, op.request as unknown as UpdateInputOf[typeof entity]);
   }
 
+  /**
+   * Operations whose workflow Temporal shows closed (terminated by an operator, timed out) while they are queued or
+   * running here: nothing will ever finish them, so they fail, with the reason, and the caller polling them learns it.
+   */
+  async function failAbandoned(): Promise<number> {
+    if (!deps.workflows) return 0;
+    const closed = await deps.workflows.closedStillOpen();
+    const open = await openOperationIds(db, closed.map((c) => c.operationId));
+    let failed = 0;
+    for (const c of closed) {
+      if (!open.has(c.operationId)) continue;
+      const reason = await deps.workflows.closeReasonOf(c.operationId, c.runId);
+      const moved = await moveOperation(db, c.operationId, 'failed', {
+        sourceState: null,
+        reconcileState: 'failed',
+        nextAttemptAt: null,
+        lastError: clip(`its workflow was ${reason} before the write finished; the source may or may not hold the change (look there before writing it again)`),
+        resourceId: null,
+        resourceXId: null,
+      }, clock());
+      if (moved) {
+        failed++;
+        metrics.operationCompleted(moved.type, 'failed');
+      }
+    }
+    return failed;
+  }
+
   return {
     /** One attempt at the source (never retried by Temporal), classified; an applied write is stored at once. */
     async attemptWrite(input: AttemptInput): Promise<AttemptResult> {
@@ -263,9 +299,10 @@ export function createWriteActivities(deps: WriteActivityDeps) {
 
     /**
      * The sweeper: start the workflow of every write accepted more than `olderThanMs` ago that no one is known to
-     * have started (Temporal was unreachable when it was accepted), and forget idempotency keys older than a day.
+     * have started (Temporal was unreachable when it was accepted); fail every Operation whose workflow closed
+     * without finishing it (an operator terminated it), with the reason; and forget idempotency keys older than a day.
      */
-    async sweepOperations(input: { olderThanMs?: number; limit?: number } = {}): Promise<{ started: number; keysPurged: number }> {
+    async sweepOperations(input: { olderThanMs?: number; limit?: number } = {}): Promise<{ started: number; keysPurged: number; abandoned: number }> {
       if (!deps.startWorkflow) throw new Error('the sweeper has no way to start workflows');
       const before = new Date(clock().getTime() - (input.olderThanMs ?? 30_000));
       const rows = await unstartedOperations(db, before, input.limit ?? 500);
@@ -279,8 +316,9 @@ export function createWriteActivities(deps: WriteActivityDeps) {
         started.push(row.id);
       }
       await markWorkflowStarted(db, started, clock());
+      const abandoned = await failAbandoned();
       const keysPurged = await purgeIdempotencyKeys(db, clock());
-      return { started: started.length, keysPurged };
+      return { started: started.length, keysPurged, abandoned };
     },
   };
 }

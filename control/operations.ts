@@ -4,6 +4,7 @@
  * Operation id, a running one is reused and a finished one is never run again.
  */
 import { ScheduleAlreadyRunning, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import type { OperationRow } from '../db/operations';
 import { OPERATION_SWEEP_SCHEDULE_ID, SA_INTEGRATION_ID, SA_OPERATION_TYPE, SA_ORGANIZATION_ID, SA_STATUS, writeWorkflowIdOf } from '../domain/contract';
 import type { WriteRetrySchedule, WriteWorkflowInput } from '../domain/operations';
@@ -77,4 +78,40 @@ export async function ensureSweepSchedule(deps: { client: Client; taskQueue: str
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
     await deps.client.schedule.getHandle(OPERATION_SWEEP_SCHEDULE_ID).update((prev) => ({ ...prev, action }));
   }
+}
+
+/**
+ * Write workflows closed within `withinMs` whose status search attribute still says queued or running: the workflow
+ * keeps it current at every step and sets succeeded or failed before it ends, so one that ended that way was
+ * stopped from outside (terminated, timed out) before it could. Asks Temporal's visibility (one list, paged), then
+ * closeReasonOf tells why each one closed. Visibility lags the close by a moment; the next sweep sees what this one missed.
+ */
+export async function closedWritesStillOpen(client: Client, opts: { withinMs: number; limit: number; now?: Date }): Promise<{ operationId: string; runId: string; status: string }[]> {
+  const since = new Date((opts.now ?? new Date()).getTime() - opts.withinMs).toISOString();
+  const query = `WorkflowType = '${writeOperation.name}' AND ExecutionStatus != 'Running' AND ${SA_STATUS.name} IN ('queued', 'running') AND CloseTime > '${since}'`;
+  const out: { operationId: string; runId: string; status: string }[] = [];
+  for await (const w of client.workflow.list({ query, pageSize: Math.min(opts.limit, 1000) })) {
+    out.push({ operationId: w.workflowId, runId: w.runId, status: w.status.name });
+    if (out.length >= opts.limit) break;
+  }
+  return out;
+}
+
+/** Why an execution closed, from its close event: an operator's termination reason, a time-out, a failure's message. */
+export async function closeReasonOf(client: Client, workflowId: string, runId: string): Promise<string> {
+  const { history } = await client.workflowService.getWorkflowExecutionHistory({
+    namespace: client.options.namespace,
+    execution: { workflowId, runId },
+    historyEventFilterType: temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+  });
+  const e = history?.events?.[0];
+  if (e?.workflowExecutionTerminatedEventAttributes) {
+    const a = e.workflowExecutionTerminatedEventAttributes;
+    return `terminated${a.identity ? ` by ${a.identity}` : ''}${a.reason ? `: ${a.reason}` : ' (no reason given)'}`;
+  }
+  if (e?.workflowExecutionTimedOutEventAttributes) return 'timed out';
+  if (e?.workflowExecutionFailedEventAttributes) return `failed: ${e.workflowExecutionFailedEventAttributes.failure?.message ?? 'no message'}`;
+  if (e?.workflowExecutionCanceledEventAttributes) return 'cancelled';
+  if (e?.workflowExecutionCompletedEventAttributes) return 'completed';
+  return 'closed';
 }

@@ -195,6 +195,16 @@ export async function unstartedOperations(db: Db, before: Date, limit: number): 
     .limit(limit);
 }
 
+/** Which of these Operations are not finished (queued or running). */
+export async function openOperationIds(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db
+    .select({ id: operations.id })
+    .from(operations)
+    .where(and(inArray(operations.id, ids), inArray(operations.status, ['queued', 'running'])));
+  return new Set(rows.map((r) => r.id));
+}
+
 /** Forget idempotency keys older than 24 hours. */
 export async function purgeIdempotencyKeys(db: Db, now = new Date()): Promise<number> {
   const rows = await db

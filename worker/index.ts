@@ -16,7 +16,7 @@ import type { PageReader } from '../activities/page-reader';
 import { createActivities } from '../activities/sync';
 import { createAutomationActivities } from '../activities/automations';
 import { createWriteActivities } from '../activities/operations';
-import { startWriteWorkflow } from '../control/operations';
+import { closedWritesStillOpen, closeReasonOf, startWriteWorkflow } from '../control/operations';
 import { createWebhookActivities } from '../activities/webhooks';
 import { createDispatchActivities, type RetryRef } from '../activities/dispatch';
 import { createInFlight } from '../activities/in-flight';
@@ -268,6 +268,11 @@ export async function createWriteWorker(deps: WriteWorkerDeps, bundle?: { codePa
     metrics: deps.metrics,
     startWorkflow: async (op) => {
       await startWriteWorkflow({ client, taskQueue, schedule: deps.schedule }, op);
+    },
+    workflows: {
+      // A day back: the sweep runs every minute, and a Temporal that was away for hours is caught up on its return.
+      closedStillOpen: () => closedWritesStillOpen(client, { withinMs: 24 * 3600_000, limit: 500 }),
+      closeReasonOf: (operationId, runId) => closeReasonOf(client, operationId, runId),
     },
   });
   const create = (codePath: string) =>

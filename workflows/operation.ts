@@ -142,12 +142,15 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
   }
 }
 
-/** The sweeper, run every minute by a schedule: starts the workflow of any accepted write left without one. */
+/**
+ * The sweeper, run every minute by a schedule: starts the workflow of any accepted write left without one, and fails
+ * any Operation whose workflow was stopped from outside before it finished.
+ */
 const { sweepOperations } = proxyActivities<WriteActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '5 seconds', maximumInterval: '1 minute', maximumAttempts: 5 },
 });
 
-export async function sweepWrites(input: { olderThanMs?: number } = {}): Promise<{ started: number; keysPurged: number }> {
+export async function sweepWrites(input: { olderThanMs?: number } = {}): Promise<{ started: number; keysPurged: number; abandoned: number }> {
   return sweepOperations(input);
 }

@@ -13,6 +13,8 @@ import { startApi, type TestServer } from '../support/api-server';
 import { makeTenant, testConfig, testDb } from '../support/context';
 import { expectUpdatedShape, readSource, runSync, sandbox, sandboxIntegration, startTestWorker, until, type SandboxIntegration, type TestWorker } from '../support/sync';
 import { getJson, keyFor, pollOperation, startWriteWorker, write, type WriteWorker } from '../support/writes';
+import { writeTaskQueueOf } from '../../domain/contract';
+import { sweepWrites } from '../../workflows/operation';
 
 let db: Db;
 let config: Config;
@@ -301,6 +303,42 @@ describe('a slow source', () => {
     expect(source.lease.filter((l) => l.residents.some((p) => p.x_id === residents[0]!.x_id))).toHaveLength(1);
     expect(done.resource.x_id).toBe(source.lease.find((l) => l.residents.some((p) => p.x_id === residents[0]!.x_id))!.x_id);
     await sandbox().clearFaults(s.companyId);
+  });
+});
+
+describe('a workflow stopped from outside', () => {
+  it('an Operation whose workflow an operator terminated is failed by the sweeper, with the reason', async () => {
+    const lease = (await getJson(api.url, '/v1/leases?status=active&limit=1&offset=2', key)).body.results[0];
+    // The first attempt times out (2 s) and the next is 5 s away: the Operation is running when the operator acts.
+    await sandbox().setFault(s.companyId, { kind: 'slow', delay_ms: 4_000, count: 1, methods: 'writes' });
+    try {
+      const r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 4 }, { key });
+      expect(r.status).toBe(202);
+      await until('the first attempt to fail', async () => ((await getJson(api.url, `/v1/operations/${r.body.id}`, key)).body.status === 'running' ? true : undefined));
+      await writes.client.workflow.getHandle(r.body.id).terminate('stuck, stopped by the on-call operator');
+      // What the sweeper's schedule runs every minute (here at once; Temporal's list of closed workflows lags a moment).
+      const sweep = () =>
+        writes.client.workflow.execute(sweepWrites, { taskQueue: writeTaskQueueOf(config.TEMPORAL_TASK_QUEUE), workflowId: `sweep-${randomUUID()}`, args: [{}] });
+      const failed = await until('the sweeper to fail the Operation', async () => {
+        await sweep();
+        const o = (await getJson(api.url, `/v1/operations/${r.body.id}`, key)).body;
+        return o.status === 'failed' ? o : undefined;
+      });
+      expect(failed).toMatchObject({
+        status: 'failed',
+        source: { state: null, applied_at: null },
+        reconcile: { state: 'failed', attempts: 1, next_attempt_at: null },
+        result: null,
+      });
+      expect(failed.reconcile.last_error).toMatch(/^its workflow was terminated .*: stuck, stopped by the on-call operator before the write finished/);
+      // A later sweep leaves it as it is.
+      const [before] = await db.select().from(operations).where(eq(operations.id, r.body.id));
+      await sweep();
+      const [after] = await db.select().from(operations).where(eq(operations.id, r.body.id));
+      expect(after).toEqual(before);
+    } finally {
+      await sandbox().clearFaults(s.companyId);
+    }
   });
 });
 

@@ -109,7 +109,7 @@ function mockActivities(opts: MockOptions = {}) {
       }),
     recordRetry: (input) => recorded(calls.retry, input, async () => {}),
     failOperation: (input) => recorded(calls.fail, input, async () => {}),
-    sweepOperations: async () => ({ started: 0, keysPurged: 0 }),
+    sweepOperations: async () => ({ started: 0, keysPurged: 0, abandoned: 0 }),
   } satisfies WriteActivities;
   return { activities, calls };
 }
