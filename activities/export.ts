@@ -92,14 +92,8 @@ const WRITE_BYTES = 64 * 1024;
 /** Stream the automation's export to its destination; never the whole file in memory. */
 export async function exportAutomation(deps: ExportDeps, input: ExportInput): Promise<{ records: number; bytes: number }> {
   const { automation, integration } = input;
-  const entity = automation.entity;
-  const fields = fieldsOf(automation);
-  const filters = filtersOf(automation, integration);
   const timeoutMs = deps.timeoutMs ?? DEFAULT_EXPORT_TIMEOUT_MS;
-  const statement = exportCopyStatement(entity, { organizationId: integration.organizationId, mode: integration.mode }, filters, {
-    fields,
-    escapeFormulas: escapeFormulasOf(automation.destination),
-  });
+  const statement = exportStatementOf(automation, integration);
 
   // One signal stops everything: the caller's cancellation or the attempt's time-out, whichever comes first.
   const stop = new AbortController();
@@ -184,6 +178,14 @@ function cacheFailure(err: unknown): ExportError {
 // ---------------------------------------------------------------------------------------------------------------
 // What to export
 // ---------------------------------------------------------------------------------------------------------------
+
+/** The COPY statement an attempt runs for this automation (bench:export's floor runs it too). */
+export function exportStatementOf(automation: ExportedAutomation, integration: ExportInput['integration']): string {
+  return exportCopyStatement(automation.entity, { organizationId: integration.organizationId, mode: integration.mode }, filtersOf(automation, integration), {
+    fields: fieldsOf(automation),
+    escapeFormulas: escapeFormulasOf(automation.destination),
+  });
+}
 
 function fieldsOf(automation: ExportedAutomation): readonly string[] {
   const all = RECORD_FIELDS[automation.entity];
@@ -324,6 +326,9 @@ function openHttp(
     setTimeout(refuse, 1_000).unref();
   });
 
+  // The request goes out now, before the COPY is sent: the destination sees the upload start (and may refuse it)
+  // while the database starts on the file.
+  request.flushHeaders();
   return {
     writable: request,
     get failure() {

@@ -1,7 +1,7 @@
 /**
- * Reads of the cache as the public API serves them (and automations export them): list (filters, order, offset pages),
- * stream (an export's keyset batches) and retrieve, always scoped to the key's organization AND mode, which lead
- * every index of the entity tables. Rows are serialized by db/records.ts, the one serializer.
+ * Reads of the cache as the public API serves them: list (filters, order, offset pages) and retrieve, always scoped
+ * to the key's organization AND mode, which lead every index of the entity tables. Rows are serialized by
+ * db/records.ts, the one serializer. An export's COPY (db/exports.ts) reads through listWhere and orderColumn.
  *
  * The hot path: queries are written with Drizzle, but every value goes in as a placeholder (lists as one array, so a
  * list's length does not change the SQL), which makes the SQL text depend only on the query's shape. The text is
@@ -191,52 +191,6 @@ export function listQuery<E extends Entity>(db: Db, entity: E, principal: Princi
   return { query, bindings: b, shape: `list:${entity}:${order.field}:${order.dir}:${q.include_deleted ? 'all' : 'live'}:${[...b.values.keys()].join(',')}` };
 }
 
-/**
- * Where the next batch of a stream starts.
- * - `after`: past the row with this order key (the order column as text; null for a NULL) and id.
- * - `rest`: at the start of the second section of a nullable order column: the NULLs after the values ascending,
- *   the values after the NULLs descending (Postgres sorts NULLs last ascending, first descending).
- */
-type StreamCursor = { kind: 'after'; value: string | null; id: string } | { kind: 'rest' };
-
-/** The raw column that carries each row's order key, as text so that it goes back into the next query unchanged. */
-const ORDER_KEY = '_order_key';
-
-/**
- * The rows strictly after `cursor` in the list order, as conditions an index on (…, column, id) answers: a row
- * comparison within non-NULL values, `column is null` (and `id`) within NULLs. A row comparison with a NULL is NULL,
- * so the value section never reaches into the NULL one: the stream moves there itself (`rest`).
- */
-function keyset(b: Bindings, t: ReturnType<typeof tableOf>, col: PgColumn, dir: 'asc' | 'desc', cursor: StreamCursor): SQL {
-  if (cursor.kind === 'rest') return dir === 'asc' ? sql`${col} is null` : sql`${col} is not null`;
-  const id = b.bind('after_id', cursor.id);
-  if (cursor.value === null) return dir === 'asc' ? sql`(${col} is null and ${t.id} > ${id})` : sql`(${col} is null and ${t.id} < ${id})`;
-  const value = sql`${b.bind('after_value', cursor.value)}::${sql.raw(col.getSQLType())}`;
-  return dir === 'asc' ? sql`(${col}, ${t.id}) > (${value}, ${id})` : sql`(${col}, ${t.id}) < (${value}, ${id})`;
-}
-
-/** One batch of a stream: the list's rows after `cursor`, in the list's order, with their order keys. */
-function streamQuery<E extends Entity>(db: Db, entity: E, principal: Principal, q: ListFilters<E>, cursor: StreamCursor | undefined, batchSize: number, b = new Bindings()) {
-  const t = tableOf(entity);
-  const order = q['order-by'] ?? DEFAULT_ORDER;
-  const col = orderColumn(entity, order.field);
-  const dir = order.dir === 'asc' ? asc : desc;
-  const where = and(listWhere(b, entity, principal, q), cursor ? keyset(b, t, col, order.dir, cursor) : undefined);
-  const query = db
-    .select({ ...getTableColumns(t), [ORDER_KEY]: sql<string | null>`${col}::text`.as(ORDER_KEY) })
-    .from(t)
-    .where(where)
-    .orderBy(dir(col), dir(t.id))
-    .limit(b.bind('limit', batchSize) as never);
-  const at = !cursor ? 'first' : cursor.kind === 'rest' ? 'rest' : cursor.value === null ? 'null' : 'value';
-  return {
-    query,
-    bindings: b,
-    nullable: !col.notNull,
-    shape: `stream:${entity}:${order.field}:${order.dir}:${q.include_deleted ? 'all' : 'live'}:${at}:${[...b.values.keys()].join(',')}`,
-  };
-}
-
 function retrieveQuery(db: Db, entity: Entity, principal: Principal, id: string, includeDeleted: boolean, b = new Bindings()) {
   const t = tableOf(entity);
   const query = db
@@ -340,42 +294,6 @@ export async function listRecords<E extends Entity>(
   const page = hasMore ? rows.slice(0, q.limit) : rows;
   const results = entity === 'property' ? (page as PropertyRow[]).map(propertySummary) : await serialize(db, entity, page);
   return { meta: { limit: q.limit, offset: q.offset, hasMore }, results: results as never };
-}
-
-/**
- * Every record of a list (its filters and order, no page) as full API records, in batches of `batchSize`: what an
- * export writes. Keyset pagination, each batch its own short statement, so nothing (no cursor, no transaction) stays
- * open while the caller sends a batch on; a row whose order key changes meanwhile may be seen twice or not at all,
- * as with any read that holds no snapshot, but a row that stays put is seen exactly once.
- */
-export async function* streamRecords<E extends Entity>(
-  db: Db,
-  entity: E,
-  principal: Principal,
-  q: ListFilters<E>,
-  batchSize = 2000,
-): AsyncGenerator<RecordOf[E][], void, undefined> {
-  if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, not ${batchSize}`);
-  const decode = decoderOf(entity);
-  let cursor: StreamCursor | undefined;
-  for (;;) {
-    const built = streamQuery(db, entity, principal, q, cursor, batchSize);
-    const raw = await runRaw(db, sqlOf(built));
-    if (raw.length > 0) yield await serialize(db, entity, raw.map((r) => decode(r) as RowOf[E]));
-    const last = raw[raw.length - 1];
-    if (raw.length === batchSize && last) {
-      cursor = { kind: 'after', value: last[ORDER_KEY] as string | null, id: last.id as string };
-      continue;
-    }
-    // A short batch ends its section. A first batch or a `rest` one saw everything up to the end; a keyset batch
-    // of values (ascending) or of NULLs (descending) leaves the other section of a nullable column to read.
-    const inFirstSection = cursor?.kind === 'after' && (q['order-by']?.dir === 'desc' ? cursor.value === null : cursor.value !== null);
-    if (built.nullable && inFirstSection) {
-      cursor = { kind: 'rest' };
-      continue;
-    }
-    return;
-  }
 }
 
 export async function retrieveRecord<E extends Entity>(

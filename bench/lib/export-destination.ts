@@ -4,7 +4,9 @@
  * POST requests. Each body is consumed as it arrives, never held: a CSV scanner counts its bytes and its records
  * (RFC 4180: a CR or LF inside a quoted value is part of the value, a doubled quote is a quote), checks every record
  * has as many fields as the header, and digests the first field of every data row (md5 over `<value>\n`, in order),
- * so the bench can tell that a body holds exactly the rows it expects, in its order.
+ * so the bench can tell that a body holds exactly the rows it expects, in its order. It also digests the whole body
+ * after its byte order mark (two bodies with the same digest are the same bytes) and keeps its first 64 KiB, whose
+ * records the bench reads back against the API.
  * After the body ends it answers 200 and prints one line `received <json>` (Received); an aborted body is printed
  * with `complete: false`. Times are epoch ms with sub-ms precision (performance.timeOrigin + performance.now()).
  */
@@ -28,6 +30,10 @@ export interface Received {
   bom: boolean;
   /** md5 hex over the first field of each data row, each followed by `\n`. */
   firstFieldDigest: string;
+  /** md5 hex of the body after its byte order mark. */
+  bodyDigest: string;
+  /** The first HEAD_BYTES of the body after its byte order mark, base64. */
+  head: string;
   /** Epoch ms: the request's headers arrived, its first body byte, its last. */
   arrivedAt: number;
   firstByteAt: number | null;
@@ -40,6 +46,7 @@ const COMMA = 0x2c;
 const LF = 0x0a;
 const CR = 0x0d;
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+const HEAD_BYTES = 64 * 1024;
 
 /** Counts CSV records of a stream of chunks without keeping them. */
 class CsvScanner {
@@ -123,6 +130,10 @@ const server = http.createServer((req, res) => {
   let firstByteAt: number | null = null;
   let lastByteAt: number | null = null;
   let done = false;
+  const body = createHash('md5');
+  const head: Buffer[] = [];
+  let headBytes = 0;
+  let started = false;
   const report = (complete: boolean) => {
     if (done) return;
     done = true;
@@ -138,6 +149,8 @@ const server = http.createServer((req, res) => {
       ragged: scanner.ragged,
       bom: scanner.bom,
       firstFieldDigest,
+      bodyDigest: body.digest('hex'),
+      head: Buffer.concat(head).subarray(0, HEAD_BYTES).toString('base64'),
       arrivedAt,
       firstByteAt,
       lastByteAt,
@@ -150,6 +163,16 @@ const server = http.createServer((req, res) => {
     lastByteAt = t;
     bytes += chunk.length;
     scanner.push(chunk);
+    let rest = chunk;
+    if (!started) {
+      started = true;
+      if (rest.length >= 3 && rest.subarray(0, 3).equals(BOM)) rest = rest.subarray(3);
+    }
+    body.update(rest);
+    if (headBytes < HEAD_BYTES) {
+      head.push(Buffer.from(rest.subarray(0, HEAD_BYTES - headBytes)));
+      headBytes += Math.min(rest.length, HEAD_BYTES - headBytes);
+    }
   });
   req.once('end', () => {
     report(true);
