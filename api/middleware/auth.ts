@@ -107,6 +107,8 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
   function touch(principal: Principal) {
     const now = Date.now();
     if ((touchedAt.get(principal.keyId) ?? 0) > now - TOUCH_EVERY_MS) return;
+    // Bounded like the cache: forgetting when a key was last recorded costs at most one early UPDATE per key.
+    if (touchedAt.size >= MAX_CACHED) touchedAt.clear();
     touchedAt.set(principal.keyId, now);
     db.$client`
       update api_keys set last_used_at = now()
