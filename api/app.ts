@@ -21,6 +21,7 @@ import { validationHook } from './middleware/validation';
 import { ApiError } from './problem';
 import { registerDocs } from './openapi';
 import { registerErrorDocs } from './routes/errors';
+import { registerEvents } from './routes/events';
 import { registerHealth } from './routes/health';
 import { registerLeases } from './routes/leases';
 import { registerOperations } from './routes/operations';
@@ -87,6 +88,7 @@ export function createApp(deps: ApiDeps): App {
   registerLeases(app, deps, writeOptions);
   registerOperations(app, deps);
   registerWriteOptions(app, deps, writeOptions);
+  registerEvents(app, deps);
 
   // One admin-token guard: wrong bearers and wrong console sign-ins are counted together.
   const adminToken = createAdminTokenGuard(deps);

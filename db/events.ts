@@ -1,14 +1,15 @@
 /**
- * The outbox as an operator reads it (admin API): an integration's events within the retention, one event with its
- * stored body, and how many deliveries each has per status. Older events are gone for readers even before the daily
- * clean-up removes them.
+ * The outbox as readers see it: an operator (admin API: an integration's events within the retention, one event with
+ * its stored body, and how many deliveries each has per status), and an organization's own clients (the public feed,
+ * GET /v1/events, in production order). Older events are gone for readers even before the daily clean-up removes
+ * them.
  */
-import { and, count, eq, getTableColumns, gte, inArray, isNull } from 'drizzle-orm';
+import { and, count, eq, getTableColumns, gte, inArray, isNull, sql } from 'drizzle-orm';
 import { DELIVERY_STATUSES, RETENTION_MS, type DeliveryStatus } from '../domain/webhooks';
 import type { Tx } from './client';
 import { inOrder, type SortOrder } from './order';
-import { events, integrations, webhookDeliveries } from './schema';
-import type { EventRow } from './webhooks';
+import { eventPositions, events, integrations, webhookDeliveries } from './schema';
+import { eventBodies, eventBody, type EventRow } from './webhooks';
 
 /** Every column but the payload (`data`) and its serialization (`body`): what a list shows. */
 const { data: _data, body: _body, ...SUMMARY_COLUMNS } = getTableColumns(events);
@@ -68,4 +69,102 @@ export async function deliveryCountsOf(tx: Tx, eventIds: string[]): Promise<Map<
     counts.total += r.n;
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Production order: the public feed
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * Mark events dispatched and give them their places in production order, in the order given (the relay's, which is
+ * the order their deliveries were queued in). The next block of positions comes from the one `event_positions` row,
+ * whose lock this transaction then holds until it commits: a relay transaction that takes a later block waits for
+ * this one to commit first, so a reader never sees a position while a lower one is still uncommitted, and a reader
+ * that has seen position p will never see a new event below p. An event another relay numbered first keeps its
+ * place (its block then has a hole, which is harmless).
+ */
+export async function markDispatched(tx: Tx, eventIds: readonly string[]): Promise<void> {
+  if (eventIds.length === 0) return;
+  await tx.execute(sql`
+    with block as (
+      update ${eventPositions} set last = last + ${eventIds.length} where name = 'events' returning last
+    )
+    update ${events} e set dispatched_at = now(), position = (select last from block) - ${eventIds.length} + v.ord
+    from unnest(${sql.param(eventIds)}::text[]) with ordinality as v(id, ord)
+    where e.id = v.id and e.position is null`);
+}
+
+/** Whose events a feed reader sees: an API key's organization and mode. */
+export interface FeedReader {
+  organizationId: string;
+  mode: 'test' | 'live';
+}
+
+export interface FeedQuery {
+  /** The event the page starts just after (any event of the reader within the retention, matching the filters or not). */
+  after?: string;
+  limit: number;
+  types?: string[];
+  integrationIds?: string[];
+  createdAfter?: Date;
+  createdBefore?: Date;
+}
+
+/** A page of the feed: each event's stored envelope (the bytes webhooks send), and whether more follow. */
+export interface FeedPage {
+  bodies: string[];
+  hasMore: boolean;
+}
+
+/**
+ * A page of the reader's events within the retention in production order (events.position), the ones the relay has
+ * numbered only. Undefined when `after` names no event of the reader within the retention (unknown, another
+ * organization's or mode's, or expired). Events of a removed integration are not shown.
+ */
+export async function feedPage(tx: Tx, reader: FeedReader, q: FeedQuery, now = new Date()): Promise<FeedPage | undefined> {
+  const since = retainedSince(now);
+  let after = 0;
+  if (q.after !== undefined) {
+    const [row] = await tx
+      .select({ position: events.position })
+      .from(events)
+      .where(and(eq(events.id, q.after), eq(events.organizationId, reader.organizationId), eq(events.mode, reader.mode), gte(events.createdAt, since)));
+    if (!row || row.position === null) return undefined;
+    after = row.position;
+  }
+  const rows = await tx.execute<{ id: string; body: string | null }>(sql`
+    select e.id, e.body from ${events} e
+    where e.organization_id = ${reader.organizationId} and e.mode = ${reader.mode}
+      and e.position is not null and e.position > ${after} and e.created_at >= ${since.toISOString()}
+      ${q.types && q.types.length > 0 ? sql`and e.type = any(${sql.param(q.types)}::text[])` : sql``}
+      ${q.integrationIds && q.integrationIds.length > 0 ? sql`and e.integration_id = any(${sql.param(q.integrationIds)}::uuid[])` : sql``}
+      ${q.createdAfter ? sql`and e.created_at >= ${q.createdAfter.toISOString()}` : sql``}
+      ${q.createdBefore ? sql`and e.created_at <= ${q.createdBefore.toISOString()}` : sql``}
+      and not exists (select 1 from ${integrations} i where i.id = e.integration_id and i.deleted_at is not null)
+    order by e.position
+    limit ${q.limit + 1}`);
+  const page = rows.slice(0, q.limit);
+  // Events no subscription has taken yet have no stored body: serialized and stored now, once, as a dispatcher would.
+  const missing = page.filter((r) => r.body === null).map((r) => r.id);
+  const made = missing.length > 0 ? await eventBodies(tx, missing) : new Map<string, string>();
+  return { bodies: page.flatMap((r) => r.body ?? made.get(r.id) ?? []), hasMore: rows.length > q.limit };
+}
+
+/** One of the reader's events within the retention, as its stored envelope; undefined when it is not the reader's. */
+export async function feedEvent(tx: Tx, reader: FeedReader, id: string, now = new Date()): Promise<string | undefined> {
+  const [row] = await tx
+    .select({ id: events.id, body: events.body })
+    .from(events)
+    .innerJoin(integrations, eq(integrations.id, events.integrationId))
+    .where(
+      and(
+        eq(events.id, id),
+        eq(events.organizationId, reader.organizationId),
+        eq(events.mode, reader.mode),
+        gte(events.createdAt, retainedSince(now)),
+        isNull(integrations.deletedAt),
+      ),
+    );
+  if (!row) return undefined;
+  return row.body ?? (await eventBody(tx, row.id)) ?? undefined;
 }

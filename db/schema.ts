@@ -351,10 +351,19 @@ export const events = pgTable(
     body: text('body'),
     /** Set by the outbox relay once a delivery workflow of every subscription that wants the event has started. */
     dispatchedAt: ts('dispatched_at'),
+    /**
+     * The event's place in production order (GET /v1/events), set by the outbox relay in the transaction that marks it
+     * dispatched. Numbers are taken from the one `event_positions` row, whose lock is held to the commit, so a higher
+     * number always commits after a lower one: a reader never sees a number while a lower one is still uncommitted.
+     * Null until the relay has taken the event (the public feed does not show it yet).
+     */
+    position: bigint('position', { mode: 'number' }),
     createdAt: ts('created_at').notNull(),
   },
   (t) => [
     index('events_integration_created_idx').on(t.integrationId, t.createdAt, t.id),
+    // The public feed: an organization's events of one mode in production order.
+    uniqueIndex('events_feed_idx').on(t.organizationId, t.mode, t.position).where(sql`${t.position} is not null`),
     index('events_undispatched_idx').on(t.createdAt).where(sql`${t.dispatchedAt} is null`),
     // A sync run's lifecycle event is recorded once, however often its activity is retried.
     uniqueIndex('events_sync_lifecycle_idx').on(t.syncJobId, t.type).where(sql`${t.category} = 'sync_lifecycle'`),
@@ -362,6 +371,15 @@ export const events = pgTable(
     uniqueIndex('events_automation_run_idx').on(t.automationRunId).where(sql`${t.category} = 'automation'`),
   ],
 );
+
+/**
+ * The last production-order position handed out (events.position): one row, `events`. The relay's transaction takes
+ * the next block with an UPDATE, whose row lock it holds until it commits, so blocks commit in number order.
+ */
+export const eventPositions = pgTable('event_positions', {
+  name: text('name').primaryKey(),
+  last: bigint('last', { mode: 'number' }).notNull(),
+});
 
 /** Org-wide token buckets for the API rate limit, shared by every API process. */
 export const rateLimitBuckets = pgTable('rate_limit_buckets', {
@@ -399,6 +417,15 @@ export const webhookSubscriptions = pgTable(
     /** The dispatcher's circuit breaker: open since (a run of failed first attempts), and when it next probes. Null: closed. */
     circuitOpenedAt: ts('circuit_opened_at'),
     circuitNextProbeAt: ts('circuit_next_probe_at'),
+    /**
+     * Sign deliveries the Standard Webhooks way too (`webhook-id`, `webhook-timestamp`, `webhook-signature`), besides
+     * X-Service-Signature. On for subscriptions made since it exists; older ones opt in.
+     */
+    standardWebhooks: boolean('standard_webhooks').notNull().default(false),
+    /** Why the subscription is disabled, when it is: by an operator, or by the service (its receiver failing or gone). */
+    disabledAt: ts('disabled_at'),
+    disabledBy: text('disabled_by', { enum: ['operator', 'failures', 'gone'] }),
+    disabledReason: text('disabled_reason'),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
     deletedAt: ts('deleted_at'),
@@ -449,6 +476,18 @@ export const webhookDeliveries = pgTable(
     index('webhook_deliveries_open_idx').on(t.status, t.subscriptionId).where(sql`${t.status} in ('pending', 'retrying', 'dead_lettered')`),
   ],
 );
+
+/**
+ * A subscription's endpoint health, kept by the attempts as they are recorded (a row of its own, so the dispatchers'
+ * writes never wait on the relay's lock of the subscription row): its last success and failure, and since when every
+ * attempt has failed (null while the last recorded outcome after a success is a success).
+ */
+export const webhookSubscriptionHealth = pgTable('webhook_subscription_health', {
+  subscriptionId: text('subscription_id').primaryKey(),
+  lastSuccessAt: ts('last_success_at'),
+  lastFailureAt: ts('last_failure_at'),
+  failingSince: ts('failing_since'),
+});
 
 /** Every attempt of a delivery: when, how long, what the receiver answered (or why there was no answer). */
 export const webhookAttempts = pgTable(

@@ -67,7 +67,7 @@ const DATE = z.iso.date();
  * an offset arrives as a space when the caller did not URL-encode it; take it back. Within the bounds of
  * domain/scalars.ts (years 0001 to 9999), else a 422 naming the parameter.
  */
-const datetimeParam = (description: string) =>
+export const datetimeParam = (description: string) =>
   z
     .string()
     .transform((raw, ctx) => {
@@ -110,7 +110,7 @@ const textParam = (description: string) =>
     .optional()
     .openapi({ description }) as unknown as z.ZodType<string | undefined, string | undefined>;
 
-function splitList(s: string): string[] {
+export function splitList(s: string): string[] {
   return s
     .split(',')
     .map((v) => v.trim())
@@ -133,7 +133,7 @@ const UUID_PATTERN = '[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4
 /** What the parser accepts: comma-separated UUIDs, each item optionally padded with spaces, empty items ignored. */
 const S = `[${SPACE_CLASS}]*`;
 const UUID_LIST_PATTERN = `^(${S}(${UUID_PATTERN})?${S})(,${S}(${UUID_PATTERN})?${S})*$`;
-const uuidListParam = (description: string) =>
+export const uuidListParam = (description: string) =>
   z
     .string()
     .transform((s, ctx) => {

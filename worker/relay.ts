@@ -2,7 +2,8 @@
  * The outbox relay: turns recorded events into queued deliveries. It wakes on the `events_recorded` notification
  * (sent when an event's transaction commits) or a short poll, takes undispatched events in production order, and
  * in one transaction queues one delivery per event and subscription that wants it (at the end of the
- * subscription's queue, so first attempts go out in that order) and marks the events dispatched. Only after the
+ * subscription's queue, so first attempts go out in that order) and marks the events dispatched, numbering them in
+ * that same order for the public events feed (db/events.ts markDispatched). Only after the
  * commit does it wake the dispatchers that were idle (one signal each; a busy one hears of its new work by a
  * notification at commit). It never starts a workflow per delivery: the queue waits in the database.
  *
@@ -18,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Logger } from '../config/logger';
 import type { Db, Tx } from '../db/client';
+import { markDispatched } from '../db/events';
 import { events, leaseLocks, webhookSubscriptions } from '../db/schema';
 import { activeSubscriptionsOf, queueDeliveries, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../db/webhooks';
 import { wakeDispatcher, type DeliveryControlDeps } from '../control/webhooks';
@@ -109,10 +111,9 @@ export function startRelay(opts: RelayOptions): Relay {
     const subs = await activeSubscriptionsOf(db, [...new Set(batch.map((e) => e.integrationId))]);
     await db.transaction(async (tx) => {
       const idle = subs.length > 0 ? await queue(tx, batch, subs) : [];
-      await tx
-        .update(events)
-        .set({ dispatchedAt: new Date() })
-        .where(inArray(events.id, batch.map((e) => e.id)));
+      // Last, so that the positions' lock is held only for the commit: the events take their places in the public
+      // feed (GET /v1/events) in the order their deliveries were queued.
+      await markDispatched(tx, batch.map((e) => e.id));
       for (const id of idle) toWake.set(id, subs.find((s) => s.id === id)!.integrationId);
     });
     return batch.length;
