@@ -163,12 +163,24 @@ export async function getOperation(db: Db | Tx, id: string): Promise<OperationRo
   return row;
 }
 
-/** An Operation as a key sees it: its organization and mode only. */
-export async function getVisibleOperation(db: Db, id: string, organizationId: string, mode: Mode): Promise<OperationRow | undefined> {
-  const [row] = await db
-    .select()
+/** What the API shows of an Operation: everything but the stored request (personal data it never needs). */
+const { request: _request, ...viewColumns } = getTableColumns(operations);
+
+/** A prepared statement per pool: callers poll this, often several times a second per write. */
+const visibleStatements = new WeakMap<Db, ReturnType<typeof prepareVisible>>();
+function prepareVisible(db: Db) {
+  return db
+    .select(viewColumns)
     .from(operations)
-    .where(and(eq(operations.id, id), eq(operations.organizationId, organizationId), eq(operations.mode, mode)));
+    .where(and(eq(operations.id, sql.placeholder('id')), eq(operations.organizationId, sql.placeholder('organizationId')), eq(operations.mode, sql.placeholder('mode'))))
+    .prepare('visible_operation');
+}
+
+/** An Operation as a key sees it (its organization and mode only), without its stored request. */
+export async function getVisibleOperation(db: Db, id: string, organizationId: string, mode: Mode): Promise<Omit<OperationRow, 'request'> | undefined> {
+  let statement = visibleStatements.get(db);
+  if (!statement) visibleStatements.set(db, (statement = prepareVisible(db)));
+  const [row] = await statement.execute({ id, organizationId, mode });
   return row;
 }
 
