@@ -4,7 +4,8 @@
  * Operation id, a running one is reused and a finished one is never run again.
  */
 import { ScheduleAlreadyRunning, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+// A CommonJS module: a default import works under Node's ESM loader (a named one does not) and bundlers alike.
+import proto from '@temporalio/proto';
 import type { OperationRow } from '../db/operations';
 import { OPERATION_SWEEP_SCHEDULE_ID, SA_INTEGRATION_ID, SA_OPERATION_TYPE, SA_ORGANIZATION_ID, SA_STATUS, writeWorkflowIdOf } from '../domain/contract';
 import type { WriteRetrySchedule, WriteWorkflowInput } from '../domain/operations';
@@ -102,7 +103,7 @@ export async function closeReasonOf(client: Client, workflowId: string, runId: s
   const { history } = await client.workflowService.getWorkflowExecutionHistory({
     namespace: client.options.namespace,
     execution: { workflowId, runId },
-    historyEventFilterType: temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+    historyEventFilterType: proto.temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
   });
   const e = history?.events?.[0];
   if (e?.workflowExecutionTerminatedEventAttributes) {
