@@ -33,6 +33,7 @@ import type { QueuedListener } from './queued-listener';
 import { attemptHeaders, unsealedError } from './webhooks';
 import type { Sender } from './webhook-http';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
+import { inSpan, SpanKind } from '../observability/tracing';
 
 /** A delivery whose first attempt failed, to hand to its own workflow. */
 export interface RetryRef {
@@ -195,7 +196,16 @@ export function createDispatchActivities(deps: DispatchDeps) {
           }
           if (headers) {
             requested = true;
-            outcome = await sender.send({ url: to.url, body, headers, guard: to.mode === 'live', onSent });
+            outcome = await inSpan(
+              'webhook.attempt',
+              { 'propsync.delivery_id': d.id, 'propsync.subscription_id': subId, 'propsync.event_type': d.eventType, 'propsync.attempt': 1 },
+              async (span) => {
+                const r = await sender.send({ url: to.url, body, headers, guard: to.mode === 'live', onSent });
+                span.setAttributes({ 'propsync.outcome': r.ok ? 'succeeded' : 'failed', ...(r.status === null ? {} : { 'http.response.status_code': r.status }) });
+                return r;
+              },
+              SpanKind.CLIENT,
+            );
           }
         }
         const { ok, status, error, excerpt, durationMs } = outcome!;

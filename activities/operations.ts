@@ -27,6 +27,7 @@ import {
 } from '../source';
 import { clip, heartbeating, messageOf } from './attempt';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
+import { inSpan, SpanKind } from '../observability/tracing';
 
 export interface WriteActivityDeps {
   db: Db;
@@ -249,7 +250,13 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       return heartbeating(heartbeatEveryMs, async () => {
         let written: WriteResult;
         try {
-          written = await send(op, connector, input.probe);
+          // The source call, under the attempt's span: what an operator searches by is the Operation id.
+          written = await inSpan(
+            'source.write',
+            { 'propsync.operation_id': op.id, 'propsync.operation_type': op.type, 'propsync.attempt': input.attempt, 'propsync.probe': input.probe },
+            () => send(op, connector, input.probe),
+            SpanKind.CLIENT,
+          );
         } catch (err) {
           if (err instanceof SourcePermanentError) return { outcome: 'rejected', error: clip(err.message) };
           if (err instanceof SourceTransientError) return { outcome: 'transient', error: clip(err.message), maybeApplied: err.maybeApplied };

@@ -31,6 +31,7 @@ import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
 import { SourcePermanentError, SourceTransientError, type SkippedRecord } from '../source/connector';
 import type { HashedPage, PageReader } from './page-reader';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
+import { inSpan, SpanKind } from '../observability/tracing';
 
 /** Types of the non-retryable failures a sync activity raises. */
 export const SYNC_FAILURE = {
@@ -209,7 +210,12 @@ export function createActivities(deps: SyncActivityDeps) {
 
     /** A page being read, and when its reading began: what the cache got from the source later is newer. */
     const read = (page: number): { page: Promise<HashedPage<Entity>>; at: Date } => {
-      const p = deps.pages.read(settings, entity, page, pageSize).catch(sourceFailure(`${entity} page ${page}`));
+      const p = inSpan(
+        'sync.page',
+        { 'propsync.sync_job_id': syncJobId, 'propsync.entity': entity, 'propsync.page': page },
+        () => deps.pages.read(settings, entity, page, pageSize),
+        SpanKind.CLIENT,
+      ).catch(sourceFailure(`${entity} page ${page}`));
       // Attach a handler at once: a prefetched page may be discarded and must not become an unhandled rejection.
       p.catch(() => {});
       return { page: p, at: clock() };

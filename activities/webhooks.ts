@@ -18,6 +18,7 @@ import { RETENTION_MS, statesBefore, type DeliveryStatus } from '../domain/webho
 import type { InFlight } from './in-flight';
 import type { Sender } from './webhook-http';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
+import { inSpan, SpanKind } from '../observability/tracing';
 
 export interface WebhookActivityDeps {
   db: Db;
@@ -201,7 +202,16 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         // schedule (an operator who adds the key back lets the next attempt through).
         return await failUnsent(input, now, unsealedError(err));
       }
-      const result = await sender.send({ url: row.url, body, headers, guard: row.mode === 'live' });
+      const result = await inSpan(
+        'webhook.attempt',
+        { 'propsync.delivery_id': d.id, 'propsync.subscription_id': d.subscriptionId, 'propsync.event_type': d.eventType, 'propsync.attempt': input.attempt },
+        async (span) => {
+          const r = await sender.send({ url: row.url, body, headers, guard: row.mode === 'live' });
+          span.setAttributes({ 'propsync.outcome': r.ok ? 'succeeded' : 'failed', ...(r.status === null ? {} : { 'http.response.status_code': r.status }) });
+          return r;
+        },
+        SpanKind.CLIENT,
+      );
       const to: DeliveryStatus = result.ok ? 'succeeded' : input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
       await record(input, { startedAt: now, durationMs: result.durationMs, status: result.status, error: result.error, excerpt: result.excerpt }, to);
       metrics.webhookAttempt(result.ok ? 'succeeded' : 'failed', input.attempt, result.durationMs / 1000);

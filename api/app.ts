@@ -15,6 +15,7 @@ import type { AppEnv } from './middleware/env';
 import { createApiKeyAuth, type ApiKeyAuth } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { requestMetrics } from './middleware/metrics';
+import { requestTracing } from './middleware/tracing';
 import { createRateLimiter } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { validationHook } from './middleware/validation';
@@ -71,6 +72,7 @@ export function createApp(deps: ApiDeps): App {
 
   app.use('*', requestId());
   app.use('*', requestMetrics(metrics));
+  if (deps.config.OTEL_EXPORTER_OTLP_ENDPOINT) app.use('*', requestTracing());
   app.onError(errorHandler(deps.config, deps.logger));
   app.notFound(notFoundHandler(app as unknown as Hono, deps.config));
 

@@ -5,12 +5,14 @@ import { createLogger } from '../config/logger';
 import { closeDb, createDb } from '../db/client';
 import { createKeyring } from '../domain/secrets';
 import { serveMetrics, type MetricsServer } from '../observability/server';
+import { startTracing } from '../observability/tracing';
 import { createApp } from './app';
 import { serveApi } from './server';
 import { lazyTemporalClient } from './temporal';
 
 const config = loadConfigOrExit({ serving: true });
 const logger = createLogger('api', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
+const tracing = config.OTEL_EXPORTER_OTLP_ENDPOINT ? startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: 'propsync-api' }) : undefined;
 const db = createDb(config.DATABASE_URL, {
   max: config.DB_POOL_MAX,
   applicationName: 'propsync-api',
@@ -18,7 +20,7 @@ const db = createDb(config.DATABASE_URL, {
   idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
 });
-const temporal = lazyTemporalClient(config);
+const temporal = lazyTemporalClient(config, { tracing: tracing !== undefined });
 const app = createApp({ config, db, temporal, logger, secrets: createKeyring(config.ENCRYPTION_KEYS) });
 
 const server = serveApi({ fetch: app.fetch, hostname: config.HOST, port: config.PORT, bases: config }, (info: AddressInfo) => {
@@ -55,6 +57,7 @@ async function shutdown(signal: string) {
   await app.close();
   await temporal.close();
   await closeDb(db);
+  await tracing?.shutdown();
   process.exit(0);
 }
 process.on('SIGINT', () => void shutdown('SIGINT'));

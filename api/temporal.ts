@@ -13,13 +13,17 @@ export interface TemporalGetter {
 
 
 /** The SDK is imported on first use: it weighs ~40 MB of RSS that an API process serving only reads never needs. */
-export function lazyTemporalClient(config: Config, opts: { connectTimeoutMs?: number } = {}): TemporalGetter {
+export function lazyTemporalClient(config: Config, opts: { connectTimeoutMs?: number; tracing?: boolean } = {}): TemporalGetter {
   let pending: Promise<Client> | undefined;
   const get = (() => {
     pending ??= import('@temporalio/client')
       .then(async ({ Client, Connection }) => {
         const connection = await Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: opts.connectTimeoutMs ?? 3_000 });
-        return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+        // Traced: a workflow started under a request's span carries its context in its headers (one trace).
+        const interceptors = opts.tracing
+          ? { workflow: [new (await import('@temporalio/interceptors-opentelemetry')).OpenTelemetryWorkflowClientInterceptor()] }
+          : undefined;
+        return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, interceptors });
       })
       .catch((err: unknown) => {
         pending = undefined;

@@ -266,6 +266,11 @@ export const configSchema = z.object({
   WORKER_METRICS_PORT: port.optional(),
   /** Interface the metrics listeners bind to (0.0.0.0 in a container, where only the Prometheus service reaches it). */
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /**
+   * Base address of an OpenTelemetry collector (OTLP over HTTP): spans go to `<this>/v1/traces`. Unset: no traces.
+   * The API's spans are `propsync-api`, the worker's and its workflows' `propsync-worker`.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Pretty, coloured logs (development) instead of JSON lines. */

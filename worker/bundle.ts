@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { WORKFLOW_INTERCEPTOR_MODULES } from './telemetry';
 
 const out = process.argv[2];
 if (!out) {
@@ -13,6 +14,8 @@ if (!out) {
 }
 const { code } = await bundleWorkflowCode({
   workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
+  // OpenTelemetry's workflow spans (worker/telemetry.ts: exported when tracing is on, dropped otherwise).
+  workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
   logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
 });
 writeFileSync(out, code);

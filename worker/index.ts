@@ -42,6 +42,8 @@ import {
 } from '../domain/contract';
 import { createKeyring } from '../domain/secrets';
 import type { WorkerMetrics } from '../observability/metrics';
+import type { Tracing } from '../observability/tracing';
+import { telemetryOf } from './telemetry';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const BUNDLE_SCRIPT = fileURLToPath(new URL('./bundle.ts', import.meta.url));
@@ -106,6 +108,8 @@ export interface WorkerDeps {
   pages: PageReader;
   /** What the activities count (worker/main.ts: the process's Prometheus registry). */
   metrics?: WorkerMetrics;
+  /** Where spans go (worker/main.ts, when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
+  tracing?: Tracing;
 }
 
 export async function createWorker(deps: WorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
@@ -128,6 +132,7 @@ export async function createWorker(deps: WorkerDeps, bundle?: { codePath: string
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       workflowBundle: { codePath },
       activities,
+      ...telemetryOf(deps.tracing),
       // Each sync activity holds at most two source pages in memory; this bounds the worker's footprint.
       maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
       maxCachedWorkflows: 200,
@@ -161,6 +166,7 @@ export interface WebhookWorkerDeps {
   resolver?: Resolver;
   logger?: Logger;
   metrics?: WorkerMetrics;
+  tracing?: Tracing;
 }
 
 export interface WebhookWorker {
@@ -211,6 +217,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
       taskQueue,
       workflowBundle: { codePath },
       activities,
+      ...telemetryOf(deps.tracing),
       maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_ACTIVITIES,
       maxConcurrentWorkflowTaskExecutions: 40,
       // Dead letters sit open for weeks: keep the cache for the busy ones, evict the idle.
@@ -224,6 +231,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: dispatchTaskQueueOf(taskQueue),
     activities: dispatchActivities,
+    interceptors: telemetryOf(deps.tracing).interceptors,
     maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_DISPATCHERS,
     // A batch hands back within its budget (WEBHOOK_BATCH_MS, 10 s) plus the 10 s of its last requests.
     shutdownGraceTime: '25 seconds',
@@ -251,6 +259,7 @@ export interface WriteWorkerDeps {
   /** Test override of the retry schedule of write workflows the sweeper starts. */
   schedule?: import('../domain/operations').WriteRetrySchedule;
   metrics?: WorkerMetrics;
+  tracing?: Tracing;
 }
 
 /**
@@ -282,6 +291,7 @@ export async function createWriteWorker(deps: WriteWorkerDeps, bundle?: { codePa
       taskQueue,
       workflowBundle: { codePath },
       activities,
+      ...telemetryOf(deps.tracing),
       maxConcurrentActivityTaskExecutions: config.WRITE_MAX_ACTIVITIES,
       maxCachedWorkflows: 1000,
       shutdownGraceTime: '10 seconds',
@@ -296,6 +306,7 @@ export interface AutomationWorkerDeps {
   /** DNS resolution for HTTP destinations (tests map names to loopback). */
   resolver?: Resolver;
   metrics?: WorkerMetrics;
+  tracing?: Tracing;
 }
 
 /** The worker of automation runs (CSV exports), on their own task queue and slots. */
@@ -305,6 +316,7 @@ export async function createAutomationWorker(deps: AutomationWorkerDeps, bundle?
   await mkdir(exportRoot, { recursive: true });
   const activities = createAutomationActivities({
     db: deps.db,
+    metrics: deps.metrics,
     exports: { databaseUrl: config.DATABASE_URL, secrets: createKeyring(config.ENCRYPTION_KEYS), exportRoot, timeoutMs: config.EXPORT_TIMEOUT_MS, resolver: deps.resolver },
   });
   const create = (codePath: string) =>
@@ -314,6 +326,7 @@ export async function createAutomationWorker(deps: AutomationWorkerDeps, bundle?
       taskQueue: automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE),
       workflowBundle: { codePath },
       activities,
+      ...telemetryOf(deps.tracing),
       maxConcurrentActivityTaskExecutions: config.AUTOMATION_MAX_ACTIVITIES,
       maxCachedWorkflows: 200,
       shutdownGraceTime: '10 seconds',

@@ -29,6 +29,7 @@ import {
 import { startRelay, type Relay } from './relay';
 import { createWorkerMetrics } from '../observability/metrics';
 import { freeLoopbackPort, serveMetrics, type MetricsServer } from '../observability/server';
+import { startTracing } from '../observability/tracing';
 
 const config = loadConfigOrExit({ serving: true });
 const logger = createLogger('worker', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
@@ -58,6 +59,7 @@ Runtime.install({
       }),
 });
 const { registry, metrics } = createWorkerMetrics();
+const tracing = config.OTEL_EXPORTER_OTLP_ENDPOINT ? startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: 'propsync-worker' }) : undefined;
 
 /** The SDK's exposition text, or nothing when it cannot be read (the worker's own metrics are served anyway). */
 async function sdkMetrics(): Promise<string> {
@@ -116,10 +118,10 @@ async function main() {
       if (how === 'prebuilt') logger.info({ workflow_bundle: codePath }, 'using the prebuilt workflow bundle');
       else logger.info('bundled the workflows at start-up');
       return Promise.all([
-        createWorker({ config, db, connection, pages, metrics }, { codePath }),
-        createWebhookWorker({ config, db, connection, logger, metrics }, { codePath }),
-        createWriteWorker({ config, db, connection, metrics }, { codePath }),
-        createAutomationWorker({ config, db, connection, metrics }, { codePath }),
+        createWorker({ config, db, connection, pages, metrics, tracing }, { codePath }),
+        createWebhookWorker({ config, db, connection, logger, metrics, tracing }, { codePath }),
+        createWriteWorker({ config, db, connection, metrics, tracing }, { codePath }),
+        createAutomationWorker({ config, db, connection, metrics, tracing }, { codePath }),
       ]);
     });
     let metricsServer: MetricsServer | undefined;
@@ -151,6 +153,7 @@ async function main() {
     await pages.close();
     await connection.close();
     await closeDb(db);
+    await tracing?.shutdown();
   }
 }
 
