@@ -426,6 +426,9 @@ describe('sync jobs', () => {
       records_soft_deleted: 0,
       records_skipped: 0,
       error: null,
+      attempt: 1,
+      last_error: null,
+      next_attempt_at: null,
       progress: {
         property: { pages: 0, done: false },
         unit: { pages: 0, done: false },
@@ -509,6 +512,7 @@ describe('openapi document', () => {
         '/integrations/{id}/events',
         '/events/{id}',
         '/events/{id}/resend',
+        '/health',
       ].sort(),
     );
     // And the public document does not leak the admin routes.
