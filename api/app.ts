@@ -71,7 +71,8 @@ export function createApp(deps: ApiDeps): App {
   const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), { auth, metrics, health, close: async () => void (await Promise.all([auth.close(), rateLimit.close()])) });
 
   app.use('*', requestId());
-  app.use('*', requestMetrics(metrics));
+  // Requests are observed only where the metrics are served (METRICS_PORT): off, the hot path carries nothing.
+  if (deps.config.METRICS_PORT !== undefined) app.use('*', requestMetrics(metrics));
   if (deps.config.OTEL_EXPORTER_OTLP_ENDPOINT) app.use('*', requestTracing());
   app.onError(errorHandler(deps.config, deps.logger));
   app.notFound(notFoundHandler(app as unknown as Hono, deps.config));

@@ -30,7 +30,8 @@ beforeAll(async () => {
   const via = new URL(target);
   via.host = `127.0.0.1:${proxy.port}`;
   db = createDb(via.toString(), { max: 4, connectTimeoutMs: CONNECT_TIMEOUT_MS, statementTimeoutMs: 3_000 });
-  config = testConfig({ AUTH_CACHE_MS: '0' });
+  // METRICS_PORT: the app observes requests (this in-process app listens on no metrics port; the registry is read directly).
+  config = testConfig({ AUTH_CACHE_MS: '0', METRICS_PORT: '9464' });
   tenant = await makeTenant(setup);
   server = await startApi(db, config);
 });
