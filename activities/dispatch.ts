@@ -25,8 +25,9 @@ import {
   type FirstAttemptRecord,
   type SendingState,
 } from '../db/webhooks';
+import { noteOutcomes } from '../db/webhook-health';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
-import type { BatchResult } from '../domain/webhooks';
+import { DISABLE_AFTER_MS, type BatchResult } from '../domain/webhooks';
 import { heartbeating } from './attempt';
 import type { InFlight } from './in-flight';
 import type { QueuedListener } from './queued-listener';
@@ -59,6 +60,10 @@ export interface DispatchDeps {
   heartbeatEveryMs?: number;
   /** Counts attempts (Prometheus); nothing when absent. */
   metrics?: WorkerMetrics;
+  /** Endpoint health: disable a subscription whose every attempt has failed this long (WEBHOOK_DISABLE_AFTER_MS). */
+  disableAfterMs?: number;
+  /** Tells operators what they must know (a subscription the service disabled); the log at warn level. */
+  notice?: (fields: Record<string, unknown>, msg: string) => void;
 }
 
 export interface BatchInput {
@@ -145,12 +150,23 @@ export function createDispatchActivities(deps: DispatchDeps) {
       let retries: RetryRef[] = [];
       let writing: Promise<void> = Promise.resolve();
       let writeError: unknown = null;
+      /**
+       * Endpoint health, after the outcomes are recorded: a receiver that answered 410 Gone, or whose every attempt
+       * has failed for WEBHOOK_DISABLE_AFTER_MS, disables the subscription, and the batch stops as for a disable.
+       */
+      const note = async (r: FirstAttemptRecord[]) => {
+        const outcomes = r.map((x) => ({ at: x.startedAt, ok: x.to === 'succeeded', status: x.responseStatus }));
+        const by = await noteOutcomes(db, subId, outcomes, { disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_MS, now: clock() });
+        if (by === null) return;
+        stop ??= 'paused';
+        (deps.notice ?? log)({ subscription_id: subId, disabled_by: by }, 'webhook subscription disabled by its endpoint health');
+      };
       const flush = () => {
         if (records.length === 0) return;
         const [r, q] = [records, retries];
         records = [];
         retries = [];
-        writing = writing.then(() => write(r, q)).catch((err: unknown) => {
+        writing = writing.then(() => write(r, q)).then(() => note(r)).catch((err: unknown) => {
           writeError ??= err;
           stop ??= 'budget';
         });
@@ -221,6 +237,11 @@ export function createDispatchActivities(deps: DispatchDeps) {
           records.push({ deliveryId: d.id, startedAt, durationMs, responseStatus: status, error, responseBody: excerpt, ...failed(input, startedAt, durationMs) });
           retries.push(refOf(subId, d));
           if (failureRun >= input.circuitFailures) stop ??= 'circuit';
+          // Gone: nothing more is sent; the flush disables the subscription.
+          if (status === 410) {
+            stop ??= 'paused';
+            flush();
+          }
         }
         if (records.length >= FLUSH_AT) flush();
       }

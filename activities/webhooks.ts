@@ -11,10 +11,23 @@ import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Db, Tx } from '../db/client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../db/schema';
 import { purgeSkippedBefore } from '../db/sync-jobs';
+import { noteOutcomes } from '../db/webhook-health';
 import { eventBody, purgeBefore } from '../db/webhooks';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
-import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, PREVIOUS_SIGNATURE_HEADER, SIGNATURE_HEADER, signPayload } from '../domain/signature';
-import { RETENTION_MS, statesBefore, type DeliveryStatus } from '../domain/webhooks';
+import {
+  ATTEMPT_HEADER,
+  EVENT_ID_HEADER,
+  EVENT_TYPE_HEADER,
+  PREVIOUS_SIGNATURE_HEADER,
+  SIGNATURE_HEADER,
+  signPayload,
+  STANDARD_ID_HEADER,
+  STANDARD_SIGNATURE_HEADER,
+  STANDARD_TIMESTAMP_HEADER,
+  standardSignature,
+  standardSigningKey,
+} from '../domain/signature';
+import { DISABLE_AFTER_MS, RETENTION_MS, statesBefore, type DeliveryStatus } from '../domain/webhooks';
 import type { InFlight } from './in-flight';
 import type { Sender } from './webhook-http';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
@@ -34,6 +47,10 @@ export interface WebhookActivityDeps {
   log?: (fields: Record<string, unknown>, msg: string) => void;
   /** Counts attempts (Prometheus); nothing when absent. */
   metrics?: WorkerMetrics;
+  /** Endpoint health: disable a subscription whose every attempt has failed this long (WEBHOOK_DISABLE_AFTER_MS). */
+  disableAfterMs?: number;
+  /** Tells operators what they must know (a subscription the service disabled); the log at warn level. */
+  notice?: (fields: Record<string, unknown>, msg: string) => void;
 }
 
 export interface AttemptInput {
@@ -66,11 +83,15 @@ export interface StoredSecrets {
   secret: string;
   previousSecret: string | null;
   previousExpiresAt: Date | null;
+  /** Also sign the Standard Webhooks way (webhook-id, webhook-timestamp, webhook-signature). */
+  standardWebhooks: boolean;
 }
 
 /**
  * The headers of one attempt: the body's signature under the current secret and, in a rotation window, the
- * previous one, and the event headers. Throws SecretError when a secret does not open (its key is not configured).
+ * previous one, and the event headers; for a subscription that signs the Standard Webhooks way, also its three
+ * headers, with the attempt's time (a retry is signed afresh; the body bytes stay the same). Throws SecretError when
+ * a secret does not open (its key is not configured).
  */
 export function attemptHeaders(
   secrets: Keyring,
@@ -92,6 +113,13 @@ export function attemptHeaders(
   };
   const inWindow = stored.previousSecret !== null && stored.previousExpiresAt !== null && stored.previousExpiresAt.getTime() > now.getTime();
   if (inWindow) headers[PREVIOUS_SIGNATURE_HEADER] = signPayload(body, open(stored.previousSecret!));
+  if (stored.standardWebhooks) {
+    const timestamp = Math.floor(now.getTime() / 1000);
+    const secrets = inWindow ? [stored.secret, stored.previousSecret!] : [stored.secret];
+    headers[STANDARD_ID_HEADER] = d.eventId;
+    headers[STANDARD_TIMESTAMP_HEADER] = String(timestamp);
+    headers[STANDARD_SIGNATURE_HEADER] = secrets.map((s) => standardSignature(standardSigningKey(open(s)), d.eventId, timestamp, body)).join(' ');
+  }
   return headers;
 }
 
@@ -167,6 +195,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         secret: webhookSubscriptions.secret,
         previousSecret: webhookSubscriptions.previousSecret,
         previousExpiresAt: webhookSubscriptions.previousSecretExpiresAt,
+        standardWebhooks: webhookSubscriptions.standardWebhooks,
         mode: integrations.mode,
         integrationDeleted: integrations.deletedAt,
         body: events.body,
@@ -214,6 +243,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       );
       const to: DeliveryStatus = result.ok ? 'succeeded' : input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
       await record(input, { startedAt: now, durationMs: result.durationMs, status: result.status, error: result.error, excerpt: result.excerpt }, to);
+      const disabledBy = await noteOutcomes(db, d.subscriptionId, [{ at: now, ok: result.ok, status: result.status }], { disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_MS, now: clock() });
+      if (disabledBy) (deps.notice ?? log)({ subscription_id: d.subscriptionId, delivery_id: d.id, disabled_by: disabledBy }, 'webhook subscription disabled by its endpoint health');
       metrics.webhookAttempt(result.ok ? 'succeeded' : 'failed', input.attempt, result.durationMs / 1000);
       log({ delivery_id: d.id, event_id: d.eventId, attempt: input.attempt, status: result.status, error: result.error, outcome: to }, 'webhook attempt');
       return result.ok ? { outcome: 'succeeded', status: result.status! } : { outcome: 'failed', status: result.status, error: result.error ?? 'failed' };

@@ -572,7 +572,7 @@ async function main(): Promise<void> {
       const bodies = await db!.execute<{ event_id: string; event_type: string; body: string | null }>(sql`
         select d.event_id, d.event_type, e.body from webhook_deliveries d join events e on e.id = d.event_id
         where d.subscription_id = ${a.row.id} and d.event_id = any(${sql.param([...of.committed.keys()])}::text[]) order by d.seq`);
-      const stored = { secret: a.row.secret, previousSecret: null, previousExpiresAt: null };
+      const stored = { secret: a.row.secret, previousSecret: null, previousExpiresAt: null, standardWebhooks: a.row.standardWebhooks };
       const requests: FloorRequest[] = bodies.map((r) => {
         if (r.body === null) throw new CheckFailed(`event ${r.event_id} has no stored body after its delivery`);
         return { body: r.body, headers: attemptHeaders(secrets, a.row.id, stored, r.body, { eventId: r.event_id, eventType: r.event_type, attempt: 1 }, new Date()) };

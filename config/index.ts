@@ -3,7 +3,7 @@
  * A bad value stops start-up with a message that names the variable.
  */
 import { z } from 'zod';
-import { DEFAULT_DISPATCH } from '../domain/webhooks';
+import { DEFAULT_DISPATCH, DISABLE_AFTER_MS } from '../domain/webhooks';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const bool = z
@@ -229,6 +229,11 @@ export const configSchema = z.object({
   WEBHOOK_LINGER_MS: z.coerce.number().int().min(0).max(60_000).default(DEFAULT_DISPATCH.lingerMs),
   /** Dispatcher batches a worker runs at once (each serves one subscription, with up to WEBHOOK_MAX_IN_FLIGHT requests open). */
   WEBHOOK_MAX_DISPATCHERS: z.coerce.number().int().min(1).max(2000).default(100),
+  /**
+   * Endpoint health: a subscription whose every attempt has failed for this long (its first failure after its last
+   * success is this old, and an attempt fails again) is disabled, with a record of why. Default 5 days.
+   */
+  WEBHOOK_DISABLE_AFTER_MS: z.coerce.number().int().min(1_000).max(365 * 24 * 3600 * 1000).default(DISABLE_AFTER_MS),
   /** Write-back attempts (one source write, its read-back and the cache update each) a worker runs at once. */
   WRITE_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
   /** How long one write to the source may take before its outcome counts as unknown (a later attempt looks it up first). */

@@ -40,7 +40,7 @@ export function isSensitiveKey(key: string): boolean {
 /** Credentials recognisable by their shape, masked wherever they appear in a written line. */
 const PATTERNS: [RegExp, string][] = [
   [/\bsk_(?:test|live)_[A-Za-z0-9]{8,}/g, REDACTED],
-  [/\bwhsec_[A-Za-z0-9]{8,}/g, REDACTED],
+  [/\bwhsec_[A-Za-z0-9+/]{8,}={0,2}/g, REDACTED],
   [/\bsbx_[A-Za-z0-9_-]{8,}/g, REDACTED],
   [/\b(Bearer\s+)[^\s"'\\,;]+/gi, `$1${REDACTED}`],
   // user:password@ in a URL (a DATABASE_URL in an error message).

@@ -5,12 +5,12 @@
 import { and, asc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { PLAN_RULES, PLANS } from '../domain/plans';
 import { isPlaintext, sealSigningSecret, type Keyring } from '../domain/secrets';
+import { newSigningSecret } from '../domain/signature';
 import { wantsEvent, type DeliveryStatus } from '../domain/webhooks';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { inOrder, type SortOrder } from './order';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from './schema';
-import { randomBase62 } from './tenants';
 
 export type SubscriptionRow = typeof webhookSubscriptions.$inferSelect;
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -20,9 +20,6 @@ export type EventRow = typeof events.$inferSelect;
 /** Plans whose integrations may have subscriptions (and whose events are delivered). */
 export const WEBHOOK_PLANS = PLANS.filter((p) => PLAN_RULES[p].webhooks);
 
-export function newSigningSecret(): string {
-  return `whsec_${randomBase62(32)}`;
-}
 
 /**
  * The envelope of an event as receivers get it, in a fixed field order. Called once per event (the dispatcher that
@@ -95,14 +92,23 @@ export async function getSubscription(tx: Tx, id: string): Promise<SubscriptionR
  */
 export async function createSubscription(
   tx: Tx,
-  input: { organizationId: string; integrationId: string; url: string; eventTypes: string[]; description: string | null; maxInFlight?: number | null },
+  input: {
+    organizationId: string;
+    integrationId: string;
+    url: string;
+    eventTypes: string[];
+    description: string | null;
+    maxInFlight?: number | null;
+    /** Sign the Standard Webhooks way too; new subscriptions do unless told not to. */
+    standardWebhooks?: boolean;
+  },
   secrets: Keyring,
 ): Promise<{ row: SubscriptionRow; secret: string }> {
   const id = newId('webhookSubscription');
   const secret = newSigningSecret();
   const [row] = await tx
     .insert(webhookSubscriptions)
-    .values({ id, status: 'active', secret: sealSigningSecret(secrets, id, secret), ...input })
+    .values({ id, status: 'active', secret: sealSigningSecret(secrets, id, secret), ...input, standardWebhooks: input.standardWebhooks ?? true })
     .returning();
   return { row: row!, secret };
 }
@@ -344,6 +350,7 @@ export interface SendingState {
   secret: string;
   previousSecret: string | null;
   previousExpiresAt: Date | null;
+  standardWebhooks: boolean;
   mode: 'test' | 'live';
   /** The subscription's own bound on attempts in flight, when it has one. */
   maxInFlight: number | null;
@@ -365,6 +372,7 @@ export async function sendingStateOf(tx: Tx, subscriptionId: string): Promise<Se
     secret: sub.secret,
     previousSecret: sub.previousSecret,
     previousExpiresAt: sub.previousSecretExpiresAt,
+    standardWebhooks: sub.standardWebhooks,
     mode: row.mode,
     maxInFlight: sub.maxInFlight,
     state,

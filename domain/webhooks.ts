@@ -16,6 +16,9 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
 /** How much of a receiver's response body an attempt keeps. */
 export const RESPONSE_EXCERPT_BYTES = 1024;
 
+/** A subscription whose every attempt has failed this long is disabled (WEBHOOK_DISABLE_AFTER_MS; 5 days). */
+export const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
+
 /** Default rotation grace window. */
 export const DEFAULT_ROTATION_GRACE_SECONDS = 86_400;
 

@@ -384,8 +384,12 @@ const MaxInFlight = z
       'Attempts of this subscription in flight at once (null: the deployment default, WEBHOOK_MAX_IN_FLIGHT, 16). First attempts go out in production order either way; with 1 they also arrive in that order, one after another.',
     example: 16,
   });
+const StandardWebhooks = z.boolean().optional().openapi({
+  description:
+    'Also sign each delivery the Standard Webhooks way: `webhook-id`, `webhook-timestamp` and `webhook-signature` (`v1,<base64>`), verifiable with the published `standardwebhooks` libraries, besides `X-Service-Signature`. Default on for a new subscription.',
+});
 export const SubscriptionCreate = z
-  .strictObject({ url: WebhookUrl, event_types: EventTypes, description: Description, max_in_flight: MaxInFlight })
+  .strictObject({ url: WebhookUrl, event_types: EventTypes, description: Description, max_in_flight: MaxInFlight, standard_webhooks: StandardWebhooks })
   .openapi('WebhookSubscriptionCreate');
 export const SubscriptionUpdate = someField(
   z.strictObject({
@@ -394,6 +398,7 @@ export const SubscriptionUpdate = someField(
     description: Description,
     status: z.enum(SUBSCRIPTION_STATUSES).optional(),
     max_in_flight: MaxInFlight,
+    standard_webhooks: StandardWebhooks,
   }),
 ).openapi('WebhookSubscriptionUpdate');
 export const Subscription = z
@@ -405,7 +410,31 @@ export const Subscription = z
     description: z.string().nullable(),
     status: z.enum(SUBSCRIPTION_STATUSES),
     max_in_flight: z.number().int().nullable().openapi({ description: 'Attempts in flight at once; null: the deployment default.' }),
+    standard_webhooks: z.boolean().openapi({ description: 'Whether deliveries also carry the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`).' }),
     previous_secret_expires_at: DateTime.nullable().openapi({ description: 'End of the current rotation window, when one is open.' }),
+    disabled: z
+      .object({
+        at: DateTime,
+        by: z.enum(['operator', 'failures', 'gone']),
+        reason: z.string().nullable(),
+      })
+      .nullable()
+      .openapi('WebhookSubscriptionDisabled', {
+        description:
+          'Why a `disabled` subscription is disabled: by an `operator`, or by the service, when every attempt had `failures` for WEBHOOK_DISABLE_AFTER_MS (5 days) or the receiver answered 410 (`gone`). Null while active. Enabling it again (PATCH `status: "active"`) clears it and resumes its queue.',
+      }),
+    health: z
+      .object({
+        success_rate: z.number().min(0).max(1).nullable().openapi({ description: 'Succeeded attempts over attempts of the last 24 hours (of its 1,000 most recent deliveries at most); null without attempts.' }),
+        attempts: z.number().int().openapi({ description: 'Attempts that rate counts.' }),
+        last_success_at: DateTime.nullable(),
+        last_failure_at: DateTime.nullable(),
+        failing_since: DateTime.nullable().openapi({ description: 'Since when every attempt has failed (the first failure after the last success); null when the last outcome was a success.' }),
+        pending: z.number().int().openapi({ description: 'Deliveries waiting in its queue for their first attempt.' }),
+        retrying: z.number().int().openapi({ description: 'Deliveries waiting for a retry.' }),
+        dead_lettered: z.number().int(),
+      })
+      .openapi('WebhookEndpointHealth', { description: "The receiver's health, from the attempts made to it." }),
     circuit: z
       .object({
         state: z.enum(['closed', 'open']),

@@ -29,6 +29,7 @@ import {
   type SubscriptionRow,
 } from '../../db/webhooks';
 import type { IntegrationRow } from '../../db/tenants';
+import { clearFailingRun, healthOf, NO_HEALTH, type Health } from '../../db/webhook-health';
 import { isId } from '../../domain/ids';
 import { PLAN_RULES } from '../../domain/plans';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, RETENTION_MS } from '../../domain/webhooks';
@@ -61,8 +62,9 @@ const MAX_RANGE_REPLAY = 10_000;
 
 const loadDeliveryControl = () => import('../../control/webhooks');
 
-export function subscriptionView(row: SubscriptionRow) {
+export function subscriptionView(row: SubscriptionRow, health: Health = NO_HEALTH) {
   const windowOpen = row.previousSecretExpiresAt && row.previousSecretExpiresAt.getTime() > Date.now();
+  const iso = (d: Date | null) => d?.toISOString() ?? null;
   return {
     id: row.id,
     integration_id: row.integrationId,
@@ -71,7 +73,19 @@ export function subscriptionView(row: SubscriptionRow) {
     description: row.description,
     status: row.status,
     max_in_flight: row.maxInFlight,
+    standard_webhooks: row.standardWebhooks,
     previous_secret_expires_at: windowOpen ? row.previousSecretExpiresAt!.toISOString() : null,
+    disabled: row.status === 'disabled' ? { at: iso(row.disabledAt ?? row.updatedAt)!, by: row.disabledBy ?? ('operator' as const), reason: row.disabledReason } : null,
+    health: {
+      success_rate: health.successRate,
+      attempts: health.attempts,
+      last_success_at: iso(health.lastSuccessAt),
+      last_failure_at: iso(health.lastFailureAt),
+      failing_since: iso(health.failingSince),
+      pending: health.pending,
+      retrying: health.retrying,
+      dead_lettered: health.deadLettered,
+    },
     circuit: {
       state: row.circuitOpenedAt ? ('open' as const) : ('closed' as const),
       opened_at: row.circuitOpenedAt?.toISOString() ?? null,
@@ -80,6 +94,12 @@ export function subscriptionView(row: SubscriptionRow) {
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
+}
+
+/** Subscriptions as the admin API shows them, each with its endpoint health (one query for them all). */
+export async function subscriptionViews(deps: Pick<ApiDeps, 'db'>, rows: SubscriptionRow[]) {
+  const health = await healthOf(deps.db, rows.map((r) => r.id));
+  return rows.map((r) => subscriptionView(r, health.get(r.id)));
 }
 
 export function deliveryView(row: DeliveryRow, attempts: AttemptRow[]) {
@@ -242,6 +262,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
           eventTypes: normalizeTypes(input.event_types),
           description: input.description ?? null,
           maxInFlight: input.max_in_flight ?? null,
+          standardWebhooks: input.standard_webhooks ?? true,
         },
         deps.secrets,
       );
@@ -268,7 +289,8 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, webhookSubscriptions.createdAt, webhookSubscriptions.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, subscriptionView), 200);
+      const page = pageOf(rows, { limit, offset }, (r) => r);
+      return c.json({ ...page, results: await subscriptionViews(deps, page.results) }, 200);
     },
   );
 
@@ -282,7 +304,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       request: { params: SubscriptionId },
       responses: { 200: json(Subscription, 'The subscription, without its secret.'), ...errorResponses },
     }),
-    async (c) => c.json(subscriptionView(await loadSubscription(deps, c.req.valid('param').id)), 200),
+    async (c) => c.json((await subscriptionViews(deps, [await loadSubscription(deps, c.req.valid('param').id)]))[0]!, 200),
   );
 
   app.openapi(
@@ -308,6 +330,10 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
           ...(input.description !== undefined ? { description: input.description } : {}),
           ...(input.status !== undefined ? { status: input.status } : {}),
           ...(input.max_in_flight !== undefined ? { maxInFlight: input.max_in_flight } : {}),
+          ...(input.standard_webhooks !== undefined ? { standardWebhooks: input.standard_webhooks } : {}),
+          // Who disabled it and why, until it is enabled again.
+          ...(input.status === 'disabled' && before.status !== 'disabled' ? { disabledAt: new Date(), disabledBy: 'operator' as const, disabledReason: 'disabled by an operator' } : {}),
+          ...(input.status === 'active' ? { disabledAt: null, disabledBy: null, disabledReason: null } : {}),
           updatedAt: new Date(),
         })
         .where(eq(webhookSubscriptions.id, before.id))
@@ -315,12 +341,14 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       // Enabled again: its queue (what waited while it was disabled) goes on. Best effort: when Temporal is away,
       // the relay's sweep wakes it shortly.
       if (before.status !== 'active' && row!.status === 'active') {
+        // Its old failures no longer count towards disabling it again.
+        await clearFailingRun(deps.db, row!.id);
         await viaTemporal(deps, 'wake the dispatcher', async (client) => {
           const control = await loadDeliveryControl();
           await control.wakeDispatcher(control.deliveryControlOf(client, deps.config), { id: row!.id, integrationId: row!.integrationId });
         }).catch(() => {});
       }
-      return c.json(subscriptionView(row!), 200);
+      return c.json((await subscriptionViews(deps, [row!]))[0]!, 200);
     },
   );
 

@@ -103,9 +103,13 @@ describe('subscriptions', () => {
       event_types: ['LEASE_SIGNED', 'LEASE_UPDATED'],
       description: 'leases',
       status: 'active',
-      secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{32}$/),
+      // The Standard Webhooks form: whsec_ and the base64 of 32 random bytes.
+      secret: expect.stringMatching(/^whsec_[0-9A-Za-z+/]{43}=$/),
       max_in_flight: null,
+      standard_webhooks: true,
       previous_secret_expires_at: null,
+      disabled: null,
+      health: { success_rate: null, attempts: 0, last_success_at: null, last_failure_at: null, failing_since: null, pending: 0, retrying: 0, dead_lettered: 0 },
       circuit: { state: 'closed', opened_at: null, next_probe_at: null },
       created_at: expect.stringMatching(/Z$/),
       updated_at: expect.stringMatching(/Z$/),
@@ -120,6 +124,7 @@ describe('subscriptions', () => {
     const patched = await admin('PATCH', `/webhook_subscriptions/${id}`, { status: 'disabled', event_types: ['*'], description: null });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ status: 'disabled', event_types: ['*'], description: null, url: 'https://hooks.example.com/in' });
+    expect(patched.body.disabled).toEqual({ at: expect.stringMatching(/Z$/), by: 'operator', reason: 'disabled by an operator' });
 
     expect((await admin('DELETE', `/webhook_subscriptions/${id}`)).status).toBe(204);
     expectProblem(await admin('GET', `/webhook_subscriptions/${id}`), 404, 'not_found');

@@ -72,6 +72,12 @@ describe('redactText', () => {
     expect(Object.keys(JSON.parse(out) as object)).toEqual(['msg', 'err', 'note', 'url']);
   });
 
+  it('masks a Standard Webhooks secret whole (base64, with + / and = padding)', () => {
+    const secret = 'whsec_ab+cd/EF0123456789ghijklmnopqrstUVWXYZ+/01234=';
+    const out = redactText(`rotated to ${secret} today`);
+    expect(out).toBe(`rotated to ${REDACTED} today`);
+  });
+
   it('leaves key prefixes, ids and encrypted values alone', () => {
     const line = '{"key_prefix":"sk_test_AbCd","id":"whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8","v":"enc:v1:k1:abc:def:ghi"}';
     expect(redactText(line)).toBe(line);
