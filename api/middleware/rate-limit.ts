@@ -71,8 +71,6 @@ export interface Decision {
 export interface RateLimiter {
   take(organizationId: string): Promise<Decision>;
   middleware: MiddlewareHandler;
-  /** Tokens this process holds for an organization (tests and operators). */
-  held(organizationId: string): number;
   /** Gives every held token back and closes the limiter's connection. */
   close(): Promise<void>;
 }
@@ -227,7 +225,6 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
 
   return {
     take,
-    held: (orgId) => orgs.get(orgId)?.local ?? 0,
     middleware: async (c, next) => {
       const principal = c.get('principal' as never) as Principal;
       const d = await take(principal.organizationId);
