@@ -17,8 +17,13 @@
  * (exit 1, no figures). Timings are printed against their targets, never asserted. The last line of the output is
  * one JSON object: `{"bench": "read", "ratios": {"list", "retrieve"}, "rss_mb": {...}, "ok"}`, each ratio the CPU per
  * request of the baseline over the service's (higher is better), `ok` whether every check passed (ratios null if not).
+ * The same run measures the cost of observability: a second API process with its metrics listener (scraped every
+ * 15 s, as Prometheus would) and tracing on (OTLP/HTTP to a sink in this process) takes the same rounds; its CPU per
+ * request over the plain API's is the cost (target <= 5 %), `observability_cost` in the JSON line.
  * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4]   (`--leases 2000`: a small data set, to try it)
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type autocannon from 'autocannon';
@@ -59,10 +64,12 @@ const TARGETS: Record<string, { key: 'list' | 'retrieve'; target: number }> = {
 interface Summary {
   bench: 'read';
   ratios: { list: number | null; retrieve: number | null };
+  /** CPU per request of the API with metrics and tracing on over the plain API's, minus 1 (0.03: 3 % more). */
+  observability_cost: { list: number | null; retrieve: number | null };
   rss_mb: { api_max: number | null; api_median: number | null };
   ok: boolean;
 }
-const summary: Summary = { bench: 'read', ratios: { list: null, retrieve: null }, rss_mb: { api_max: null, api_median: null }, ok: false };
+const summary: Summary = { bench: 'read', ratios: { list: null, retrieve: null }, observability_cost: { list: null, retrieve: null }, rss_mb: { api_max: null, api_median: null }, ok: false };
 
 const say = (msg: string) => console.log(`[bench:read] ${msg}`);
 
@@ -76,7 +83,24 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
 
-type Target = 'service' | 'baseline';
+type Target = 'service' | 'observed' | 'baseline';
+const TARGETS_IN_ORDER = ['service', 'observed', 'baseline'] as const;
+/** Most the CPU per request may grow with metrics and tracing on. */
+const OBSERVABILITY_COST_TARGET = 0.05;
+
+/** An OTLP/HTTP sink: takes every export and drops it (its CPU is the bench process's, not the API's). */
+async function startSpanSink(): Promise<{ url: string; exports: () => number; close(): Promise<void> }> {
+  let n = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      n++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, exports: () => n, close: () => new Promise((r) => server.close(() => r())) };
+}
 
 interface Figures {
   p50: number[];
@@ -100,11 +124,18 @@ async function main() {
   const config = loadConfigOrExit();
   const data = await ensureBenchData(config.DATABASE_URL, say, { keys: KEYS, leases: LEASES });
   const api = await startApi(data.databaseUrl);
+  const sink = await startSpanSink();
+  const metricsPort = await freePort();
+  const observedApi = await startApi(data.databaseUrl, { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url }, '[api+obs]');
+  let scrapes = 0;
+  const scraper = setInterval(() => {
+    fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text()).then(() => scrapes++, () => {});
+  }, 15_000);
   const basePort = await freePort();
   const baseline = startChild('bench/lib/baseline.ts', [data.databaseUrl, String(basePort), data.organizationId, data.mode], {}, '[baseline]');
   const pg = postgres(data.databaseUrl, { max: 1, onnotice: () => {} });
   try {
-    const targets: Record<Target, string> = { service: api.url, baseline: `http://127.0.0.1:${basePort}` };
+    const targets: Record<Target, string> = { service: api.url, observed: observedApi.url, baseline: `http://127.0.0.1:${basePort}` };
     await Promise.all(Object.values(targets).map((u) => waitHealthy(u)));
 
     const listPath = `/v1/leases?limit=100&status=active&updated_after=${encodeURIComponent(data.updatedAfter)}`;
@@ -116,9 +147,14 @@ async function main() {
     // Both must answer the same thing, or the comparison means nothing; the API must run on the enterprise limit.
     for (const [i, path] of [listPath, `/v1/leases/${data.leaseIds[0]}`].entries()) {
       const key = data.keys[i % data.keys.length]!;
-      const [s, b] = await Promise.all([fetch(targets.service + path, { headers: { authorization: `Bearer ${key}` } }), fetch(targets.baseline + path)]);
-      const [sj, bj] = [await s.text(), await b.text()];
+      const [s, o, b] = await Promise.all([
+        fetch(targets.service + path, { headers: { authorization: `Bearer ${key}` } }),
+        fetch(targets.observed + path, { headers: { authorization: `Bearer ${key}` } }),
+        fetch(targets.baseline + path),
+      ]);
+      const [sj, oj, bj] = [await s.text(), await o.text(), await b.text()];
       if (s.status !== 200 || sj !== bj) throw new CheckFailed(`service and baseline disagree on ${path}: ${s.status} ${sj.slice(0, 200)} vs ${bj.slice(0, 200)}`);
+      if (o.status !== 200 || oj !== bj) throw new CheckFailed(`the observed service and baseline disagree on ${path}: ${o.status} ${oj.slice(0, 200)}`);
       const limit = s.headers.get('ratelimit-limit');
       if (limit !== String(LIMIT_PER_MINUTE)) throw new CheckFailed(`the API reports RateLimit-Limit ${limit}, not the enterprise plan's ${LIMIT_PER_MINUTE}`);
     }
@@ -129,8 +165,10 @@ async function main() {
     /** Postgres backends serving one target: the API's pools (queries, the key cache's LISTEN) or the baseline's. */
     const backends = (appPrefix: string) => async () =>
       (await pg<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and application_name like ${`${appPrefix}%`}`).map((r) => r.pid);
+    // Both APIs' backends count for each (both name themselves propsync-api); the idle one's add next to nothing.
     const groups = {
       service: { process: () => [api.pid], postgres: backends('propsync-api') },
+      observed: { process: () => [observedApi.pid], postgres: backends('propsync-api') },
       baseline: { process: () => [baseline.pid], postgres: backends('propsync-bench-baseline') },
     };
 
@@ -139,7 +177,7 @@ async function main() {
       const spec: LoadSpec = {
         url: targets[target],
         paths,
-        keys: target === 'service' ? data.keys : undefined,
+        keys: target === 'baseline' ? undefined : data.keys,
         connections: CONNECTIONS,
         duration: seconds,
         rate: RATE,
@@ -169,15 +207,15 @@ async function main() {
     }
 
     say(`warming up: ${WARMUP} s of each scenario against each target`);
-    for (const [name, paths] of Object.entries(scenarios)) for (const target of ['service', 'baseline'] as const) await load(target, paths, WARMUP, `warm-up ${name}`);
+    for (const [name, paths] of Object.entries(scenarios)) for (const target of TARGETS_IN_ORDER) await load(target, paths, WARMUP, `warm-up ${name}`);
 
     const results: Record<string, Record<Target, Figures>> = {};
     const empty = (): Figures => ({ p50: [], p90: [], p99: [], max: [], requests: 0, cpuProcess: 0, cpuPostgres: 0 });
     const rss: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [name, paths] of Object.entries(scenarios)) {
-        results[name] ??= { service: empty(), baseline: empty() };
-        for (const target of ['service', 'baseline'] as const) {
+        results[name] ??= { service: empty(), observed: empty(), baseline: empty() };
+        for (const target of TARGETS_IN_ORDER) {
           const sampler = target === 'service' ? rssSampler(api.pid) : undefined;
           const { result: r, cpu } = await load(target, paths, SECONDS, `round ${round} ${name}`);
           if (sampler) {
@@ -204,7 +242,7 @@ async function main() {
     console.log('scenario              target     requests  p50 ms  p90 ms  p99 ms  max ms   CPU ms/req (process + postgres)');
     for (const [name, r] of Object.entries(results)) {
       const perReq = (f: Figures) => ((f.cpuProcess + f.cpuPostgres) * 1000) / f.requests;
-      for (const target of ['service', 'baseline'] as const) {
+      for (const target of TARGETS_IN_ORDER) {
         const f = r[target];
         console.log(
           `${name.padEnd(21)} ${target.padEnd(9)} ${String(f.requests).padStart(9)} ${median(f.p50).toFixed(1).padStart(7)} ${median(f.p90).toFixed(1).padStart(7)} ` +
@@ -216,18 +254,29 @@ async function main() {
       summary.ratios[key] = Number(capacity.toFixed(3));
       console.log(
         `${name.padEnd(21)} p50 service/baseline ${(median(r.service.p50) / median(r.baseline.p50)).toFixed(2)}, p99 ${(median(r.service.p99) / median(r.baseline.p99)).toFixed(2)}; ` +
-          `CPU per request baseline/service ${capacity.toFixed(2)} (estimated throughput ratio, target >= ${target}: ${capacity >= target ? 'meets target' : 'BELOW TARGET'})\n`,
+          `CPU per request baseline/service ${capacity.toFixed(2)} (estimated throughput ratio, target >= ${target}: ${capacity >= target ? 'meets target' : 'BELOW TARGET'})`,
+      );
+      const cost = perReq(r.observed) / perReq(r.service) - 1;
+      summary.observability_cost[key] = Number(cost.toFixed(3));
+      console.log(
+        `${name.padEnd(21)} metrics + tracing on: CPU per request ${(cost * 100).toFixed(1)} % over the plain API's, p50 ${(median(r.observed.p50) / median(r.service.p50)).toFixed(2)}x ` +
+          `(target <= ${OBSERVABILITY_COST_TARGET * 100} %: ${cost <= OBSERVABILITY_COST_TARGET ? 'meets target' : 'ABOVE TARGET'})\n`,
       );
     }
     summary.rss_mb = { api_max: Math.max(...rss), api_median: median(rss) };
     console.log(`API process RSS under load: max ${Math.max(...rss)} MB, median ${median(rss)} MB (target <= 200 MB)`);
+    console.log(`observed API: ${scrapes} scrapes of its /metrics, ${sink.exports()} span exports received by the sink`);
+    if (sink.exports() === 0) throw new CheckFailed('the observed API sent no spans: tracing was not on');
     console.log(
       `checks passed: every request of every round answered 2xx (no 429, no error, no timeout) at the offered rate; service and baseline bodies identical; ` +
         `load average ${loadAverage()} at the end; the whole bench took ${((Date.now() - began) / 1000).toFixed(1)} s`,
     );
   } finally {
+    clearInterval(scraper);
     await pg.end({ timeout: 2 });
     await api.stop();
+    await observedApi.stop();
+    await sink.close();
     await baseline.stop();
   }
 }
@@ -241,7 +290,7 @@ main().then(
   (err) => {
     console.error(err instanceof CheckFailed ? `\n[bench:read] FAILED: ${err.message}` : err);
     // No figure of a run that failed a check stands: the line says so, with no ratios.
-    console.log(JSON.stringify({ ...summary, ratios: { list: null, retrieve: null }, ok: false }));
+    console.log(JSON.stringify({ ...summary, ratios: { list: null, retrieve: null }, observability_cost: { list: null, retrieve: null }, ok: false }));
     process.exit(1);
   },
 );
