@@ -56,6 +56,14 @@ function counts(name: string, value: FlagValue): number | Record<string, number>
   return Object.fromEntries(value.split(',').map((kv) => kv.split('=')).map(([k, v]) => [k!, Number(v)]));
 }
 
+/** `on`/`off` (also `true`/`false`) as a boolean; undefined when the flag is absent. */
+function onOff(name: string, value: FlagValue | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'on' || value === 'true') return true;
+  if (value === 'off' || value === 'false') return false;
+  throw usageError(`--${name} must be on or off, got ${JSON.stringify(value)}`);
+}
+
 /** Drops undefined members so the API sees only what the operator gave. */
 const defined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
@@ -490,9 +498,15 @@ export const NOUNS: Record<string, Noun> = {
           endpoint: { type: 'string', value: '<url>', description: 'Where events are POSTed (required; live integrations: public https only)' },
           events: { type: 'string', value: '<TYPE,...|*>', description: "Comma-separated event types, or '*' for every type (required)" },
           description: { type: 'string', value: '<text>', description: 'A label' },
+          'standard-webhooks': { type: 'string', value: '<on|off>', description: 'Also sign with the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature); default on' },
         },
         run: async ({ client, args, flags }) => {
-          const body = defined({ url: required('endpoint', flags.endpoint), event_types: eventTypes('events', required('events', flags.events)), description: descriptionOrNull(flags.description) });
+          const body = defined({
+            url: required('endpoint', flags.endpoint),
+            event_types: eventTypes('events', required('events', flags.events)),
+            description: descriptionOrNull(flags.description),
+            standard_webhooks: onOff('standard-webhooks', flags['standard-webhooks']),
+          });
           return { output: await client.request('POST', `/integrations/${id(args[0]!)}/webhook_subscriptions`, body) };
         },
       },
@@ -516,11 +530,27 @@ export const NOUNS: Record<string, Noun> = {
           events: { type: 'string', value: '<TYPE,...|*>', description: "Comma-separated event types, or '*' for every type" },
           description: { type: 'string', value: '<text>', description: "New label; '' clears it" },
           status: { type: 'string', value: '<active|disabled>', description: 'disabled = gets nothing, retries stop; enabling does not resend what it missed' },
+          'standard-webhooks': { type: 'string', value: '<on|off>', description: 'Sign with the Standard Webhooks headers too, or stop' },
         },
         run: async ({ client, args, flags }) => {
-          const body = defined({ url: flags.endpoint, event_types: eventTypes('events', flags.events), description: descriptionOrNull(flags.description), status: flags.status });
-          if (Object.keys(body).length === 0) throw usageError('nothing to update: give --endpoint, --events, --description or --status');
+          const body = defined({
+            url: flags.endpoint,
+            event_types: eventTypes('events', flags.events),
+            description: descriptionOrNull(flags.description),
+            status: flags.status,
+            standard_webhooks: onOff('standard-webhooks', flags['standard-webhooks']),
+          });
+          if (Object.keys(body).length === 0) throw usageError('nothing to update: give --endpoint, --events, --description, --status or --standard-webhooks');
           return { output: await client.request('PATCH', `/webhook_subscriptions/${id(args[0]!)}`, body) };
+        },
+      },
+      health: {
+        summary: "A subscription's endpoint health: success rate (24 h), last success and failure, failing since, what waits; and who disabled it and why",
+        args: ['subscription_id'],
+        flags: {},
+        run: async ({ client, args }) => {
+          const sub = (await client.request('GET', `/webhook_subscriptions/${id(args[0]!)}`)) as Record<string, unknown>;
+          return { output: { id: sub.id, url: sub.url, status: sub.status, disabled: sub.disabled, ...(sub.health as object) } };
         },
       },
       enable: patchVerb('Set the status to active (what it missed is not resent: see replay-all)', 'subscription_id', (s) => `/webhook_subscriptions/${s}`, { status: 'active' }),

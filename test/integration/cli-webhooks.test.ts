@@ -110,7 +110,8 @@ describe('help', SPAWNS, () => {
       [['webhook', 'create', integ, '--endpoint', 'https://example.com/hook'], '--events is required'],
       [['webhook', 'create', integ, '--endpoint', 'https://example.com/hook', '--events', ' , '], '--events must list event types'],
       [['webhook', 'create', '--endpoint', 'https://example.com/hook', '--events', '*'], 'webhook create takes <integration_id>, got none'],
-      [['webhook', 'update', sub], 'nothing to update: give --endpoint, --events, --description or --status'],
+      [['webhook', 'update', sub], 'nothing to update: give --endpoint, --events, --description, --status or --standard-webhooks'],
+      [['webhook', 'update', sub, '--standard-webhooks', 'maybe'], '--standard-webhooks must be on or off'],
       [['webhook', 'rotate-secret', sub, '--grace-seconds', 'soon'], '--grace-seconds must be an integer'],
       [['webhook', 'deliveries', sub, '--limit', 'ten'], '--limit must be an integer'],
       [['webhook', 'replay-all', sub], 'nothing to replay: give --dead-lettered, or --since and --until'],
@@ -176,6 +177,26 @@ describe('commands', SPAWNS, () => {
     expect(ok(await cli(['webhook', 'enable', created.id])).status).toBe('active');
     expect(ok(await cli(['webhook', 'disable', created.id])).status).toBe('disabled');
     expect(ok(await cli(['webhook', 'get', created.id])).status).toBe('disabled');
+    // Endpoint health, and who disabled it and why.
+    expect(ok(await cli(['webhook', 'health', created.id]))).toEqual({
+      id: created.id,
+      url: 'https://example.com/hooks/b',
+      status: 'disabled',
+      disabled: { at: expect.any(String), by: 'operator', reason: 'disabled by an operator' },
+      success_rate: null,
+      attempts: 0,
+      last_success_at: null,
+      last_failure_at: null,
+      failing_since: null,
+      pending: 0,
+      retrying: 0,
+      dead_lettered: 0,
+    });
+    expect(created.standard_webhooks).toBe(true);
+    expect(ok(await cli(['webhook', 'update', created.id, '--standard-webhooks', 'off'])).standard_webhooks).toBe(false);
+    const off = ok(await cli(['webhook', 'create', integ, '--endpoint', 'https://example.com/hooks/c', '--events', '*', '--standard-webhooks', 'off']));
+    expect(off.standard_webhooks).toBe(false);
+    ok(await cli(['webhook', 'delete', off.id]));
 
     const rotated = ok(await cli(['webhook', 'rotate-secret', created.id, '--grace-seconds', '60']));
     expect(rotated).toEqual({ secret: expect.stringMatching(/^whsec_/), previous_secret_expires_at: expect.any(String) });

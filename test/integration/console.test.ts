@@ -350,8 +350,14 @@ describe('operating an integration', () => {
     await page.getByRole('button', { name: 'Disable' }).click();
     expect(await textOf(page.getByRole('status'))).toContain('Disabled');
     expect(await textOf(page.locator('dl.facts .badge'))).toBe('disabled');
+    // Who disabled it and why, and the endpoint's health.
+    const facts = await textOf(page.locator('dl.facts'));
+    expect(facts).toContain('by an operator: disabled by an operator');
+    expect(facts).toContain('Health');
+    expect(facts).toMatch(/Waiting\s*\d+ queued, \d+ retrying, \d+ dead-lettered/);
     await page.getByRole('button', { name: 'Enable' }).click();
     expect(await textOf(page.locator('dl.facts .badge'))).toBe('active');
+    expect(await textOf(page.locator('dl.facts'))).not.toContain('by an operator');
 
     page.once('dialog', (d) => void d.accept());
     await page.locator('input[name=grace_period_seconds]').fill('3600');

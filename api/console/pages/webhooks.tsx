@@ -4,7 +4,7 @@
  * dead-lettered one, a delivery's attempts and payload, and the integration's events of the last 30 days with resend.
  */
 import type { z } from '@hono/zod-openapi';
-import type { FC } from 'hono/jsx';
+import type { Child, FC } from 'hono/jsx';
 import { ALL_EVENT_TYPES } from '../../../domain/events';
 import { deliveryWorkflowIdOf } from '../../../domain/contract';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, DELIVERY_STATUSES } from '../../../domain/webhooks';
@@ -39,6 +39,16 @@ export function noticeOf(url: URL): string | undefined {
       return undefined;
   }
 }
+
+/** Success rate of the last 24 hours, and how many attempts it counts. */
+const HealthSummary: FC<{ health: Sub['health'] }> = ({ health }) =>
+  health.success_rate === null ? (
+    <span class="muted">no attempts in 24 h</span>
+  ) : (
+    <span>
+      {(health.success_rate * 100).toFixed(1)}% of {health.attempts.toLocaleString('en-US')} attempts (24 h)
+    </span>
+  );
 
 const EventTypePicker: FC<{ selected: string[] }> = ({ selected }) => (
   <fieldset>
@@ -100,7 +110,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
         <Table
           label="Webhook subscriptions"
           rows={subs.results.length}
-          head={['URL', 'Events', 'Status', <SortHeader url={ui.url} paging={paging} label="Created" />]}
+          head={['URL', 'Events', 'Status', 'Health', <SortHeader url={ui.url} paging={paging} label="Created" />]}
           empty="No subscriptions yet. Add an endpoint below to be told about every change, signed."
         >
           {subs.results.map((s) => (
@@ -114,6 +124,10 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
               <td>{s.event_types.join(', ')}</td>
               <td>
                 <Badge status={s.status} />
+                {s.disabled && s.disabled.by !== 'operator' && <div class="muted">by the service: {s.disabled.by === 'gone' ? '410 Gone' : 'failing'}</div>}
+              </td>
+              <td>
+                <HealthSummary health={s.health} />
               </td>
               <td>
                 <Time iso={s.created_at} />
@@ -188,6 +202,22 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
               ['URL', <code>{sub.url}</code>],
               ['Event types', sub.event_types.join(', ')],
               ['Description', sub.description ?? <span class="muted">none</span>],
+              ...(sub.disabled
+                ? ([
+                    [
+                      'Disabled',
+                      <span>
+                        <Time iso={sub.disabled.at} /> by {sub.disabled.by === 'operator' ? 'an operator' : 'the service'}
+                        {sub.disabled.reason && <>: {sub.disabled.reason}</>}
+                      </span>,
+                    ],
+                  ] as [string, Child][])
+                : []),
+              ['Health', <HealthSummary health={sub.health} />],
+              ['Last success', sub.health.last_success_at ? <Time iso={sub.health.last_success_at} /> : <span class="muted">none recorded</span>],
+              ['Failing since', sub.health.failing_since ? <Time iso={sub.health.failing_since} /> : <span class="muted">not failing</span>],
+              ['Waiting', `${sub.health.pending} queued, ${sub.health.retrying} retrying, ${sub.health.dead_lettered} dead-lettered`],
+              ['Standard Webhooks headers', sub.standard_webhooks ? 'yes (webhook-id, webhook-timestamp, webhook-signature)' : <span class="muted">no</span>],
               ['In flight at once', sub.max_in_flight ?? <span class="muted">the deployment default</span>],
               [
                 'Circuit',
