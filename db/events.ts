@@ -4,7 +4,7 @@
  * GET /v1/events, in production order). Older events are gone for readers even before the daily clean-up removes
  * them.
  */
-import { and, count, eq, getTableColumns, gte, inArray, isNull, sql } from 'drizzle-orm';
+import { and, count, eq, getTableColumns, gte, inArray, isNull, ne, sql } from 'drizzle-orm';
 import { DELIVERY_STATUSES, RETENTION_MS, type DeliveryStatus } from '../domain/webhooks';
 import type { Tx } from './client';
 import { inOrder, type SortOrder } from './order';
@@ -118,7 +118,7 @@ export interface FeedPage {
 
 /**
  * A page of the reader's events within the retention in production order (events.position), the ones the relay has
- * numbered only. Undefined when `after` names no event of the reader within the retention (unknown, another
+ * numbered only, SPEC.md's catalog only (operational notices go to the subscriptions that name them). Undefined when `after` names no event of the reader within the retention (unknown, another
  * organization's or mode's, or expired). Events of a removed integration are not shown.
  */
 export async function feedPage(tx: Tx, reader: FeedReader, q: FeedQuery, now = new Date()): Promise<FeedPage | undefined> {
@@ -135,7 +135,7 @@ export async function feedPage(tx: Tx, reader: FeedReader, q: FeedQuery, now = n
   const rows = await tx.execute<{ id: string; body: string | null }>(sql`
     select e.id, e.body from ${events} e
     where e.organization_id = ${reader.organizationId} and e.mode = ${reader.mode}
-      and e.position is not null and e.position > ${after} and e.created_at >= ${since.toISOString()}
+      and e.position is not null and e.position > ${after} and e.created_at >= ${since.toISOString()} and e.category <> 'operational'
       ${q.types && q.types.length > 0 ? sql`and e.type = any(${sql.param(q.types)}::text[])` : sql``}
       ${q.integrationIds && q.integrationIds.length > 0 ? sql`and e.integration_id = any(${sql.param(q.integrationIds)}::uuid[])` : sql``}
       ${q.createdAfter ? sql`and e.created_at >= ${q.createdAfter.toISOString()}` : sql``}
@@ -162,6 +162,7 @@ export async function feedEvent(tx: Tx, reader: FeedReader, id: string, now = ne
         eq(events.organizationId, reader.organizationId),
         eq(events.mode, reader.mode),
         gte(events.createdAt, retainedSince(now)),
+        ne(events.category, 'operational'),
         isNull(integrations.deletedAt),
       ),
     );

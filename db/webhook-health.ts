@@ -6,7 +6,8 @@
  */
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Tx } from './client';
-import { webhookSubscriptionHealth, webhookSubscriptions } from './schema';
+import { newId } from './ids';
+import { events, integrations, webhookSubscriptionHealth, webhookSubscriptions } from './schema';
 
 /** Who disabled a subscription: an operator, or the service because every attempt failed for long, or a 410 Gone. */
 export type DisabledBy = 'operator' | 'failures' | 'gone';
@@ -69,6 +70,23 @@ export async function disableSubscription(tx: Tx, subscriptionId: string, by: Di
   return rows.length > 0;
 }
 
+/**
+ * The operators' notice that the service disabled a subscription: a SUBSCRIPTION_DISABLED event in its integration's
+ * outbox, delivered (like any event, signed, retried) to the subscriptions that name that type. It is not in SPEC.md's
+ * catalog, so `["*"]` does not cover it and the public feed leaves it out.
+ */
+async function recordDisabledNotice(tx: Tx, subscriptionId: string, by: DisabledBy, reason: string, now: Date, health: { failingSince: Date | null }): Promise<void> {
+  await tx.execute(sql`
+    insert into ${events} (id, organization_id, integration_id, mode, type, category, data, created_at)
+    select ${newId('event')}, s.organization_id, s.integration_id, i.mode, 'SUBSCRIPTION_DISABLED', 'operational',
+      jsonb_build_object(
+        'subscription_id', s.id, 'url', s.url, 'disabled_by', ${by}::text, 'reason', ${reason}::text,
+        'disabled_at', ${now.toISOString()}::text, 'failing_since', ${health.failingSince?.toISOString() ?? null}::text),
+      ${now.toISOString()}::timestamptz
+    from ${webhookSubscriptions} s join ${integrations} i on i.id = s.integration_id
+    where s.id = ${subscriptionId}`);
+}
+
 /** A subscription enabled again starts with a clean run: its old failures no longer count towards disabling it. */
 export async function clearFailingRun(tx: Tx, subscriptionId: string): Promise<void> {
   await tx.update(webhookSubscriptionHealth).set({ failingSince: null }).where(eq(webhookSubscriptionHealth.subscriptionId, subscriptionId));
@@ -90,14 +108,23 @@ export async function noteOutcomes(
   const gone = outcomes.find((o) => o.status === 410);
   if (gone) {
     const reason = `the receiver answered 410 Gone at ${gone.at.toISOString()}: disabled at once (a receiver that is gone asks not to be sent more)`;
-    return (await disableSubscription(tx, subscriptionId, 'gone', reason, now)) ? 'gone' : null;
+    return disable('gone', reason);
   }
   if (failingSince && now.getTime() - failingSince.getTime() >= opts.disableAfterMs) {
     const days = ((now.getTime() - failingSince.getTime()) / 86_400_000).toFixed(1);
     const reason = `every attempt failed since ${failingSince.toISOString()} (${days} days; the limit is ${opts.disableAfterMs / 86_400_000} days): disabled automatically`;
-    return (await disableSubscription(tx, subscriptionId, 'failures', reason, now)) ? 'failures' : null;
+    return disable('failures', reason);
   }
   return null;
+
+  /** Disable and record the notice in one transaction: the notice exists exactly when the service disabled it. */
+  async function disable(by: DisabledBy, reason: string): Promise<DisabledBy | null> {
+    return tx.transaction(async (t) => {
+      if (!(await disableSubscription(t, subscriptionId, by, reason, now))) return null;
+      await recordDisabledNotice(t, subscriptionId, by, reason, now, { failingSince });
+      return by;
+    });
+  }
 }
 
 /** What the admin API shows of a subscription's endpoint health. */

@@ -1,7 +1,13 @@
 /** The event catalogue (SPEC.md Events) and the rules that pick an event for a record change (DECISIONS.md). */
 import type { Entity } from './cdm';
 
-export const EVENT_CATEGORIES = ['sync_lifecycle', 'data_change', 'automation'] as const;
+/** SPEC.md's categories: what receivers and the public events feed get. */
+export const CATALOG_CATEGORIES = ['sync_lifecycle', 'data_change', 'automation'] as const;
+/**
+ * And `operational`: notices for operators about the delivery itself (SUBSCRIPTION_DISABLED), outside SPEC.md's
+ * catalog, so sent only to subscriptions that name them (`["*"]` does not cover them) and not in the public feed.
+ */
+export const EVENT_CATEGORIES = [...CATALOG_CATEGORIES, 'operational'] as const;
 export type EventCategory = (typeof EVENT_CATEGORIES)[number];
 
 export const EVENT_TYPES = {
@@ -21,9 +27,14 @@ export const EVENT_TYPES = {
   LEASE_CANCELLED: 'data_change',
   AUTOMATION_COMPLETED: 'automation',
   AUTOMATION_FAILED: 'automation',
+  SUBSCRIPTION_DISABLED: 'operational',
 } as const satisfies Record<string, EventCategory>;
 export type EventType = keyof typeof EVENT_TYPES;
 export const ALL_EVENT_TYPES = Object.keys(EVENT_TYPES) as EventType[];
+/** Types only a subscription that names them receives, left out of the public feed. */
+export const OPERATIONAL_EVENT_TYPES = ALL_EVENT_TYPES.filter((t) => EVENT_TYPES[t] === 'operational');
+/** SPEC.md's catalog: every type but the operational ones. */
+export const CATALOG_EVENT_TYPES = ALL_EVENT_TYPES.filter((t) => EVENT_TYPES[t] !== 'operational');
 
 export function categoryOf(type: EventType): EventCategory {
   return EVENT_TYPES[type];

@@ -2,6 +2,7 @@
  * Webhook delivery rules (SPEC.md Events → Delivery, DECISIONS.md Webhook subscriptions): the retry schedule, the
  * delivery states and their transitions, and which events a subscription wants. Pure: workflows import it.
  */
+import { OPERATIONAL_EVENT_TYPES } from './events';
 import { statesLeadingTo } from './states';
 
 /** Delays before each attempt, after the previous one (7 attempts in all: 0, 30 s, 1 min, 5 min, 30 min, 1 h, 6 h). */
@@ -52,8 +53,9 @@ export const SUBSCRIPTION_STATUSES = ['active', 'disabled'] as const;
 /** `["*"]` subscribes to every event type. */
 export const ALL_EVENTS = '*';
 
+/** Whether a subscription wants a type: named, or covered by `*` (which does not cover the operational notices). */
 export function wantsEvent(eventTypes: readonly string[], type: string): boolean {
-  return eventTypes.includes(ALL_EVENTS) || eventTypes.includes(type);
+  return eventTypes.includes(type) || (eventTypes.includes(ALL_EVENTS) && !(OPERATIONAL_EVENT_TYPES as string[]).includes(type));
 }
 
 /** Input of the delivery workflow: ids only (the body and the secret stay in the database). */

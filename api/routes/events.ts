@@ -8,7 +8,7 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { feedEvent, feedPage } from '../../db/events';
-import { ALL_EVENT_TYPES, EVENT_CATEGORIES } from '../../domain/events';
+import { CATALOG_CATEGORIES, CATALOG_EVENT_TYPES as ALL_EVENT_TYPES } from '../../domain/events';
 import { datetimeParam, intParam, RULE, splitList, uuidListParam } from '../../domain/filters';
 import { idPattern, isId } from '../../domain/ids';
 import { SPACE_CLASS } from '../../domain/scalars';
@@ -76,7 +76,7 @@ export const EventEnvelope = z
   .object({
     id: z.string().openapi({ pattern: idPattern('event'), example: EXAMPLE_ID }),
     type: z.enum(ALL_EVENT_TYPES as [string, ...string[]]),
-    category: z.enum(EVENT_CATEGORIES),
+    category: z.enum(CATALOG_CATEGORIES),
     created_at: z.iso.datetime().openapi({ example: '2025-01-31T17:04:05.123Z' }),
     organization_id: z.string().openapi({ format: 'uuid' }),
     integration_id: z.string().openapi({ format: 'uuid' }),

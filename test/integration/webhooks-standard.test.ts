@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
+import { createApiKey } from '../../db/tenants';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../../domain/signature';
 import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
@@ -222,8 +223,12 @@ describe('endpoint health', () => {
     expect(back.body.status).toBe('active');
   });
 
-  it('disables a subscription at once when its receiver answers 410 Gone', async () => {
+  it('disables a subscription at once when its receiver answers 410 Gone, and tells the operators who asked', async () => {
     const integ = await webhookIntegration(db, stack);
+    const { key } = await createApiKey(db, { organizationId: integ.organizationId, mode: 'test' });
+    // An operator's endpoint for notices, and a catch-all one (which does not get them: they are not in the catalog).
+    const ops = await subscribe(integ.id, '/gone-ops', { event_types: ['SUBSCRIPTION_DISABLED'] });
+    await subscribe(integ.id, '/gone-all', { event_types: ['*'] });
     const sub = await subscribe(integ.id, '/gone', { max_in_flight: 1 });
     answers.set('/gone', () => 410);
     await recordEvents(db, integ, residentUpdates(5, 'g'));
@@ -237,6 +242,23 @@ describe('endpoint health', () => {
     expect(at('/gone').length).toBe(1);
     const deliveries = await admin('GET', `/webhook_subscriptions/${sub.id}/deliveries?limit=100`);
     expect(deliveries.body.results.filter((d: any) => d.status === 'pending').length).toBe(4);
+
+    // The notice: signed like any event, to the subscription that named its type only.
+    await receiver.waitFor(() => at('/gone-ops').length >= 1);
+    const [notice] = at('/gone-ops');
+    expect(verifyWebhookSignature(notice!.raw, notice!.headers, ops.secret)).toBe(true);
+    expect(notice!.body).toMatchObject({
+      type: 'SUBSCRIPTION_DISABLED',
+      category: 'operational',
+      integration_id: integ.id,
+      data: { subscription_id: sub.id, url: hookUrl('/gone'), disabled_by: 'gone', reason: expect.stringContaining('410 Gone'), disabled_at: disabled.body.disabled.at },
+    });
+    await receiver.waitFor(() => at('/gone-all').length >= 5);
+    expect(at('/gone-all').map((r) => r.body.type)).not.toContain('SUBSCRIPTION_DISABLED');
+    // Nor is it in the public feed, whose types are SPEC.md's catalog.
+    const feed = (await (await api.get('/v1/events?limit=100', { key })).json()) as { results: { type: string }[] };
+    expect(feed.results.map((e) => e.type)).toEqual(['RESIDENT_UPDATED', 'RESIDENT_UPDATED', 'RESIDENT_UPDATED', 'RESIDENT_UPDATED', 'RESIDENT_UPDATED']);
+    expect((await api.get(`/v1/events/${notice!.body.id as string}`, { key })).status).toBe(404);
 
     // The operator who disables by hand is recorded as such.
     const other = await subscribe(integ.id, '/gone-manual');
