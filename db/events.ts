@@ -87,7 +87,9 @@ export async function markDispatched(tx: Tx, eventIds: readonly string[]): Promi
   if (eventIds.length === 0) return;
   await tx.execute(sql`
     with block as (
-      update ${eventPositions} set last = last + ${eventIds.length} where name = 'events' returning last
+      insert into ${eventPositions} as p (name, last) values ('events', ${eventIds.length})
+      on conflict (name) do update set last = p.last + excluded.last
+      returning last
     )
     update ${events} e set dispatched_at = now(), position = (select last from block) - ${eventIds.length} + v.ord
     from unnest(${sql.param(eventIds)}::text[]) with ordinality as v(id, ord)
