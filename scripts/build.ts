@@ -5,7 +5,8 @@
  *   dist/): api.mjs, worker.mjs, sandbox.mjs, migrate.mjs, cli.mjs, worker-health.mjs (the worker's health check),
  *   and page-task.mjs, which the worker's page-reading threads load by path.
  * - The workflows, bundled once by Temporal's bundler (worker/bundle.ts, the same script a worker run from source
- *   uses): workflows.js, the compiled worker's `workflowBundle`.
+ *   uses): workflows.js, the compiled worker's `workflowBundle`, and workflows-traced.js, the same with
+ *   OpenTelemetry's workflow interceptors, which it runs when tracing is on.
  * - db/migrations, copied to migrations/.
  *
  * A module that loads a file by path resolves it relative to itself (`new URL(…, import.meta.url)`), and every bundle
@@ -32,9 +33,9 @@ const ENTRIES: Record<string, string> = {
   'page-task': 'activities/page-task.ts',
 };
 
-async function bundleWorkflows(out: string): Promise<void> {
+async function bundleWorkflows(out: string, traced: boolean): Promise<void> {
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/bundle.ts', out], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/bundle.ts', out, ...(traced ? ['--traced'] : [])], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
     child.once('error', reject);
     child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bundling the workflows failed (exit ${code})`))));
   });
@@ -59,7 +60,9 @@ const [{ metafile }] = await Promise.all([
     logLevel: 'warning',
     metafile: true,
   }),
-  bundleWorkflows(`${dist}workflows.js`),
+  // Two: a worker with tracing on runs the one with OpenTelemetry's workflow interceptors (worker/index.ts).
+  bundleWorkflows(`${dist}workflows.js`, false),
+  bundleWorkflows(`${dist}workflows-traced.js`, true),
   cp(`${root}db/migrations`, `${dist}migrations`, { recursive: true }),
 ]);
 // db/migrate.ts runs the migrations when it is the process's main module, which a bundle cannot tell apart from the
@@ -67,4 +70,4 @@ const [{ metafile }] = await Promise.all([
 for (const [out, { inputs }] of Object.entries(metafile.outputs)) {
   if (!out.endsWith('/migrate.mjs') && inputs['db/migrate.ts']) throw new Error(`${out} includes db/migrate.ts, which would run the migrations when it starts`);
 }
-console.log(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.keys(ENTRIES).map((n) => `${n}.mjs`).join(', ')}, workflows.js, migrations/`);
+console.log(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.keys(ENTRIES).map((n) => `${n}.mjs`).join(', ')}, workflows.js, workflows-traced.js, migrations/`);

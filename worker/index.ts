@@ -53,14 +53,17 @@ const BUNDLE_SCRIPT = fileURLToPath(new URL('./bundle.ts', import.meta.url));
  */
 const COMPILED = !import.meta.url.endsWith('.ts');
 const BUILT_BUNDLE = fileURLToPath(new URL('./workflows.js', import.meta.url));
+const BUILT_TRACED_BUNDLE = fileURLToPath(new URL('./workflows-traced.js', import.meta.url));
 
 /**
- * The prebuilt workflow bundle this process runs: WORKFLOW_BUNDLE_PATH, or compiled, dist/workflows.js; undefined
- * from source without WORKFLOW_BUNDLE_PATH (the workflows are then bundled at start-up).
+ * The prebuilt workflow bundle this process runs: WORKFLOW_BUNDLE_PATH, or compiled, dist/workflows.js (with tracing
+ * on, dist/workflows-traced.js: the same with OpenTelemetry's workflow interceptors); undefined from source without
+ * WORKFLOW_BUNDLE_PATH (the workflows are then bundled at start-up).
  */
-export function prebuiltWorkflowBundle(config: Pick<Config, 'WORKFLOW_BUNDLE_PATH'>): string | undefined {
+export function prebuiltWorkflowBundle(config: Pick<Config, 'WORKFLOW_BUNDLE_PATH'>, traced = false): string | undefined {
   if (config.WORKFLOW_BUNDLE_PATH) return resolvePath(config.WORKFLOW_BUNDLE_PATH);
-  return COMPILED ? BUILT_BUNDLE : undefined;
+  if (!COMPILED) return undefined;
+  return traced ? BUILT_TRACED_BUNDLE : BUILT_BUNDLE;
 }
 
 /**
@@ -69,10 +72,11 @@ export function prebuiltWorkflowBundle(config: Pick<Config, 'WORKFLOW_BUNDLE_PAT
  */
 export async function withWorkflowBundle<T>(
   config: Pick<Config, 'WORKFLOW_BUNDLE_PATH'>,
+  traced: boolean,
   use: (codePath: string, how: 'prebuilt' | 'bundled') => Promise<T>,
 ): Promise<T> {
-  const prebuilt = prebuiltWorkflowBundle(config);
-  if (!prebuilt) return bundleWorkflows((codePath) => use(codePath, 'bundled'));
+  const prebuilt = prebuiltWorkflowBundle(config, traced);
+  if (!prebuilt) return bundleWorkflows((codePath) => use(codePath, 'bundled'), traced);
   await access(prebuilt).catch(() => {
     throw new Error(`the workflow bundle ${prebuilt} does not exist: run \`npm run build\`, or set WORKFLOW_BUNDLE_PATH to one`);
   });
@@ -84,13 +88,13 @@ export async function withWorkflowBundle<T>(
  * would leave webpack's memory (about 75 MB of RSS) in a process that runs for weeks. Source only: the compiled
  * worker has no bundle script and uses the bundle `npm run build` made.
  */
-export async function bundleWorkflows<T>(use: (codePath: string) => Promise<T>): Promise<T> {
+export async function bundleWorkflows<T>(use: (codePath: string) => Promise<T>, traced = false): Promise<T> {
   if (COMPILED) throw new Error('the compiled worker does not bundle workflows: it runs dist/workflows.js (npm run build) or WORKFLOW_BUNDLE_PATH');
   const dir = await mkdtemp(join(tmpdir(), 'propsync-workflows-'));
   const codePath = join(dir, 'workflows.js');
   try {
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', BUNDLE_SCRIPT, codePath], { stdio: ['ignore', 'inherit', 'inherit'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', BUNDLE_SCRIPT, codePath, ...(traced ? ['--traced'] : [])], { stdio: ['ignore', 'inherit', 'inherit'] });
       child.once('error', reject);
       child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bundling the workflows failed (exit ${code})`))));
     });
@@ -140,7 +144,7 @@ export async function createWorker(deps: WorkerDeps, bundle?: { codePath: string
       shutdownGraceTime: '10 seconds',
     });
   // Worker.create reads the bundle once; the file is removed after.
-  return bundle ? create(bundle.codePath) : bundleWorkflows(create);
+  return bundle ? create(bundle.codePath) : bundleWorkflows(create, deps.tracing !== undefined);
 }
 
 /** The sync workflow's retry and time-out policy, from configuration. */
@@ -226,7 +230,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
       maxCachedWorkflows: 2000,
       shutdownGraceTime: '15 seconds',
     });
-  const worker = bundle ? await create(bundle.codePath) : await bundleWorkflows(create);
+  const worker = bundle ? await create(bundle.codePath) : await bundleWorkflows(create, deps.tracing !== undefined);
   // Activities only: no workflow bundle.
   const dispatch = await Worker.create({
     connection: deps.connection,
@@ -298,7 +302,7 @@ export async function createWriteWorker(deps: WriteWorkerDeps, bundle?: { codePa
       maxCachedWorkflows: 1000,
       shutdownGraceTime: '10 seconds',
     });
-  return bundle ? create(bundle.codePath) : bundleWorkflows(create);
+  return bundle ? create(bundle.codePath) : bundleWorkflows(create, deps.tracing !== undefined);
 }
 
 export interface AutomationWorkerDeps {
@@ -333,7 +337,7 @@ export async function createAutomationWorker(deps: AutomationWorkerDeps, bundle?
       maxCachedWorkflows: 200,
       shutdownGraceTime: '10 seconds',
     });
-  return bundle ? create(bundle.codePath) : bundleWorkflows(create);
+  return bundle ? create(bundle.codePath) : bundleWorkflows(create, deps.tracing !== undefined);
 }
 
 /** Register the search attributes the sync workflows set, where the namespace lacks them. */

@@ -114,7 +114,7 @@ async function main() {
       logger.info(a, 'automation schedules reconciled');
     };
     // Compiled, the bundle `npm run build` made (no webpack in a production worker); from source, bundled now.
-    const [worker, webhooks, writes, exports] = await withWorkflowBundle(config, async (codePath, how) => {
+    const [worker, webhooks, writes, exports] = await withWorkflowBundle(config, tracing !== undefined, async (codePath, how) => {
       if (how === 'prebuilt') logger.info({ workflow_bundle: codePath }, 'using the prebuilt workflow bundle');
       else logger.info('bundled the workflows at start-up');
       return Promise.all([

@@ -1,8 +1,9 @@
 /**
- * What each Worker.create gets for tracing. The workflow bundle always carries the OpenTelemetry workflow interceptors
- * (worker/bundle.ts, scripts/build.ts), so the `exporter` sink they call is always registered: it hands workflow spans
- * to the process's span processor when tracing is on, and drops them when it is off. Activities are wrapped in spans
- * (children of the workflow's, from the headers) only when tracing is on.
+ * What each Worker.create gets for tracing. With tracing on, the worker runs the workflow bundle that carries the
+ * OpenTelemetry workflow interceptors (worker/bundle.ts --traced, dist/workflows-traced.js), whose `exporter` sink
+ * hands workflow spans to the process's span processor, and activities are wrapped in spans (children of the
+ * workflow's, from the headers). With it off, the bundle has no interceptors (they cost every workflow task); the
+ * sink is still registered, dropping anything, so a bundle given by WORKFLOW_BUNDLE_PATH may have them either way.
  */
 import { createRequire } from 'node:module';
 import {

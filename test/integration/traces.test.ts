@@ -145,9 +145,17 @@ describe('traces', () => {
     expect(source.attributes).toMatchObject({ 'propsync.operation_type': 'lease.update', 'propsync.attempt': 1 });
 
     // The chain of parents from the source call up to the request's span: activity, workflow, the client's start.
-    const byId = new Map(spans.filter((s) => s.traceId === root.traceId).map((s) => [s.spanId, s]));
-    const chain: ReceivedSpan[] = [];
-    for (let s: ReceivedSpan | undefined = source; s; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined) chain.push(s);
+    // The workflow's spans reach the exporter through a sink, after the activity's: wait for the chain to close.
+    const chainOf = () => {
+      const byId = new Map(spans.filter((s) => s.traceId === root.traceId).map((s) => [s.spanId, s]));
+      const links: ReceivedSpan[] = [];
+      for (let s: ReceivedSpan | undefined = source; s; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined) links.push(s);
+      return links;
+    };
+    const chain = await until('the chain up to the request span', async () => {
+      const links = chainOf();
+      return links.at(-1)?.spanId === root.spanId ? links : undefined;
+    }, 30_000).catch(() => chainOf());
     const names = chain.map((s) => `${s.service}:${s.name}`);
     expect(names[0]).toBe('propsync-worker:source.write');
     expect(names[1]).toBe('propsync-worker:RunActivity:attemptWrite');
