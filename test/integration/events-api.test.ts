@@ -206,6 +206,24 @@ describe('GET /v1/events', () => {
   });
 });
 
+describe('the OpenAPI document', () => {
+  it('describes both operations with their parameters, constraints and examples', async () => {
+    const doc = (await (await api.get('/v1/openapi.json')).json()) as any;
+    const list = doc.paths['/v1/events'].get;
+    expect(list.operationId).toBe('list_events');
+    const params = Object.fromEntries(list.parameters.map((p: any) => [p.name, p.schema]));
+    expect(Object.keys(params).sort()).toEqual(['after', 'created_after', 'created_before', 'integration_id', 'limit', 'types']);
+    expect(params.after.pattern).toBe('^evt_[0-9A-HJKMNP-TV-Z]{26}$');
+    expect(params.limit).toMatchObject({ minimum: 1, maximum: 100, default: 25 });
+    expect(params.types.pattern).toContain('LEASE_SIGNED');
+    expect(params.types.pattern).not.toContain('SUBSCRIPTION_DISABLED');
+    expect(Object.keys(list.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '404', '422', '429']));
+    expect(doc.paths['/v1/events/{id}'].get.operationId).toBe('retrieve_event');
+    expect(doc.components.schemas.Event.example).toMatchObject({ id: expect.stringMatching(/^evt_/), type: 'LEASE_UPDATED' });
+    expect(doc.components.schemas.EventList.example.meta).toEqual({ limit: 25, hasMore: true });
+  });
+});
+
 describe('production order under concurrent transactions', () => {
   it('never shows an event while one before it is uncommitted: a late commit comes after, not in a gap', async () => {
     const t = await tenant();
