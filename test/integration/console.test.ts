@@ -259,10 +259,13 @@ describe('operating an integration', () => {
     const secret = (await textOf(page.locator('[data-secret]'))).trim();
     expect(secret).toMatch(/^whsec_/);
     expect(await textOf(page.locator('.secret'))).toContain('only time it is shown');
+    // Standard Webhooks signing is on unless unticked.
+    expect(await textOf(page.locator('.secret'))).toContain('webhook-signature');
     await screenshot(page, '05-subscription-secret');
     await page.getByRole('link', { name: 'Go to the subscription' }).click();
     await page.waitForURL(/\/console\/webhook-subscriptions\/whs_\w+/);
     subscriptionId = new URL(page.url()).pathname.split('/').pop()!;
+    expect(await textOf(page.locator('dl.facts'))).toContain('yes (webhook-id, webhook-timestamp, webhook-signature)');
     expect(await page.content()).not.toContain(secret);
     await page.goto(at(`/console/integrations/${integrationId}/webhooks`));
     expect(await page.content()).not.toContain(secret);

@@ -147,6 +147,10 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
             Description (optional)
             <input name="description" maxlength={500} />
           </label>
+          <label class="check">
+            <input type="checkbox" name="standard_webhooks" value="on" checked /> also sign with the Standard Webhooks headers (<code>webhook-id</code>,{' '}
+            <code>webhook-timestamp</code>, <code>webhook-signature</code>)
+          </label>
           <button type="submit">Create subscription</button>
         </Form>
       </IntegrationFrame>,
@@ -161,12 +165,22 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
       url: await field(c, 'url'),
       event_types: await fields(c, 'event_types'),
       ...(description ? { description } : {}),
+      // An unchecked box sends nothing: off.
+      standard_webhooks: (await field(c, 'standard_webhooks')) === 'on',
     });
     const ctx = await loadIntegrationContext(c, admin, created.integration_id);
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/webhooks`} title="Subscription created" crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`]]}>
         <SecretOnce label={`Signing secret of ${created.url}`} value={created.secret}>
-          <p>Verify each delivery's <code>X-Service-Signature</code> with it (HMAC-SHA256 of the timestamp and the raw body).</p>
+          <p>
+            Verify each delivery's <code>X-Service-Signature</code> with it (HMAC-SHA256 of the raw body, keyed with the secret as shown)
+            {created.standard_webhooks && (
+              <>
+                , or its <code>webhook-signature</code> with any Standard Webhooks library
+              </>
+            )}
+            .
+          </p>
         </SecretOnce>
         <p>
           <a href={`/console/webhook-subscriptions/${created.id}`}>Go to the subscription</a>
