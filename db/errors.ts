@@ -5,8 +5,8 @@
  * Retry-After instead of a 500. Looks through wrappers (Drizzle's "Failed query" keeps the driver's error as cause).
  */
 
-/** Socket and postgres.js codes of a connection that could not be made, was lost, or took too long. */
-const CONNECTION_CODES = new Set([
+/** Socket and postgres.js codes of a connection that could not be made or was lost. */
+export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
   'ENOTFOUND',
@@ -14,12 +14,13 @@ const CONNECTION_CODES = new Set([
   'EHOSTUNREACH',
   'ENETUNREACH',
   'EPIPE',
-  'ETIMEDOUT',
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
-  'CONNECT_TIMEOUT',
 ]);
+/** Socket and postgres.js codes of a connection that took too long. */
+export const TIMEOUT_CODES: ReadonlySet<string> = new Set(['ETIMEDOUT', 'CONNECT_TIMEOUT']);
+const CONNECTION_CODES = new Set([...UNREACHABLE_CODES, ...TIMEOUT_CODES]);
 
 /**
  * SQLSTATEs: query_canceled (the statement time-out), admin and crash shutdown, cannot_connect_now (starting up),

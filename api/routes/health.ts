@@ -6,6 +6,7 @@
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { sql } from 'drizzle-orm';
+import { TIMEOUT_CODES, UNREACHABLE_CODES } from '../../db/errors';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
 import { requestIdHeader } from '../openapi';
@@ -28,20 +29,6 @@ function withTimeout<T>(p: Promise<T>): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Socket and driver codes of a connection that could not be made or was lost (postgres.js, Node). */
-const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
-]);
-const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'CONNECT_TIMEOUT']);
 /** gRPC status codes (Temporal): UNAVAILABLE, DEADLINE_EXCEEDED. */
 const GRPC_UNAVAILABLE = 14;
 const GRPC_DEADLINE_EXCEEDED = 4;
