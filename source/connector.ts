@@ -1,7 +1,9 @@
 /**
- * The one interface to a property management system. The Entrata-style HTTP client implements it for the sandbox
- * PMS and for live systems alike. Reads are paged; mapping to the CDM happens inside the connector so callers only
- * ever see CDM input (references by x_id, unmapped source fields in custom_data).
+ * The one interface to a property management system, whatever its dialect. Each dialect is one folder beside this
+ * file (source/entrata/, source/buildium/) with its HTTP client and its mapping to the CDM; nothing outside those
+ * folders knows a dialect's wire. The same client serves the sandbox PMS's flavour of the dialect and live systems.
+ * Reads are paged; mapping to the CDM happens inside the connector so callers only ever see CDM input (references by
+ * x_id, unmapped source fields in custom_data).
  */
 import type { Address, Entity, InputOf, Money, Phone } from '../domain/cdm';
 import type { WritableEntity } from '../domain/operations';
@@ -60,9 +62,40 @@ export class SourceTransientError extends Error {
   }
 }
 
+/** What a dialect can do beyond the reads and writes every connector has. */
+export interface SourceCapabilities {
+  /** The source can list the records changed in a time window (readChangedPage): a sync can read only those. */
+  delta: boolean;
+  /** The source accepts an idempotency key on creates: a create re-sent with the same key makes nothing new. */
+  idempotentCreates: boolean;
+}
+
+/**
+ * A window of last-update times, in the source's own clock (UTC), both ends inclusive as the source filters them.
+ * A delta sync asks from the end of its previous window less an overlap (clock skew, records committed late).
+ */
+export interface ChangeWindow {
+  from: Date;
+  to: Date;
+}
+
+/** Options of one create. */
+export interface CreateOptions {
+  /** Sent as the source's idempotency key where it takes one (capabilities.idempotentCreates); ignored elsewhere. */
+  idempotencyKey?: string;
+}
+
 export interface SourceConnector {
+  readonly dialect: SourceDialect;
+  readonly capabilities: SourceCapabilities;
   /** Read one page (1-based) of an entity. */
   readPage<E extends Entity>(entity: E, page: number, perPage: number): Promise<SourcePage<E>>;
+  /**
+   * Read one page (1-based) of the records of an entity whose last update falls in the window. Only where
+   * capabilities.delta; a connector without it throws SourcePermanentError. Deletions are not listed: only a full
+   * read (and its confirmation by readByIds) finds what is gone.
+   */
+  readChangedPage<E extends Entity>(entity: E, window: ChangeWindow, page: number, perPage: number): Promise<SourcePage<E>>;
   /**
    * Look records up by x_id, in as few requests as the source allows (id lists). Used to confirm that records a
    * run did not page over are really gone before they are soft-deleted.
@@ -75,7 +108,7 @@ export interface SourceConnector {
    * reference, missing field) is a SourcePermanentError; a failure worth retrying is a SourceTransientError, whose
    * `maybeApplied` says whether the record may exist anyway (then ask findCreated before creating again).
    */
-  create<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult>;
+  create<E extends WritableEntity>(entity: E, input: CreateInputOf[E], opts?: CreateOptions): Promise<WriteResult>;
   /** Change a record in the source; only the fields given change. One request, classified like create's. */
   update<E extends WritableEntity>(entity: E, xId: string, patch: UpdateInputOf[E]): Promise<WriteResult>;
   /**
@@ -185,7 +218,27 @@ export interface UpdateInputOf {
   lease: LeaseUpdateInput;
 }
 
-export interface SourceSettings {
+/** The dialects a connector speaks. */
+export const SOURCE_DIALECTS = ['entrata', 'buildium'] as const;
+export type SourceDialect = (typeof SOURCE_DIALECTS)[number];
+
+/** An Entrata-style source: one API key. Settings stored before dialects existed have no `dialect`: they are this. */
+export interface EntrataSettings {
+  dialect?: 'entrata';
   base_url: string;
   api_key: string;
+}
+/** A Buildium-style source: a client id and secret pair, sent in headers. */
+export interface BuildiumSettings {
+  dialect: 'buildium';
+  base_url: string;
+  client_id: string;
+  client_secret: string;
+}
+/** What a connector needs to reach a source, its secrets opened. */
+export type SourceSettings = EntrataSettings | BuildiumSettings;
+
+/** The dialect of stored settings (those without one are Entrata-style). */
+export function dialectOf(settings: { dialect?: SourceDialect }): SourceDialect {
+  return settings.dialect ?? 'entrata';
 }

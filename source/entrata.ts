@@ -29,7 +29,7 @@ import {
   type SourceConnector,
   type RecordsById,
   type SourcePage,
-  type SourceSettings,
+  type EntrataSettings,
   type SourceUnitSpace,
   type SourceWriteOptions,
   type UpdateInputOf,
@@ -116,15 +116,22 @@ export class EntrataConnector implements SourceConnector {
   private readonly fetchFn: typeof fetch;
   private readonly sleep: (ms: number) => Promise<void>;
   private seq = 0;
+  readonly dialect = 'entrata' as const;
+  /** Entrata-style list methods have no "changed since" filter, and its writes take no idempotency key. */
+  readonly capabilities = { delta: false, idempotentCreates: false };
 
   constructor(
-    private readonly settings: SourceSettings,
+    private readonly settings: EntrataSettings,
     options: ConnectorOptions = {},
   ) {
     this.base = settings.base_url.replace(/\/$/, '');
     this.opts = { ...DEFAULTS, ...defined(options as Record<string, unknown>) } as typeof DEFAULTS;
     this.fetchFn = options.fetch ?? fetch;
     this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+  }
+
+  readChangedPage<E extends Entity>(entity: E): Promise<SourcePage<E>> {
+    return Promise.reject(new SourcePermanentError(`an Entrata-style source cannot list the ${entity} records changed in a window`));
   }
 
   async readPage<E extends Entity>(entity: E, page: number, perPage: number): Promise<SourcePage<E>> {

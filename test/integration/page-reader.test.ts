@@ -8,10 +8,10 @@ import { fileURLToPath } from 'node:url';
 import { createPageReader, PageReaderError, type PageReader } from '../../activities/page-reader';
 import { hashRecord, recordOf } from '../../domain/content';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
-import { createConnector, SourcePermanentError, SourceTransientError, type SourceSettings } from '../../source';
+import { createConnector, SourcePermanentError, SourceTransientError, type EntrataSettings } from '../../source';
 
 let ctl: SandboxControl;
-let settings: SourceSettings;
+let settings: EntrataSettings;
 let threaded: PageReader;
 let inline: PageReader;
 const companyId = `pr-${randomUUID()}`;
