@@ -23,6 +23,12 @@ import {
 } from 'drizzle-orm/pg-core';
 import type { Address, JsonObject, Phone } from '../domain/cdm';
 
+/** An integration's stored source settings: one dialect's, its secret sealed; a sandbox's also its size and seed. */
+export type StoredSourceConfig = (
+  | { dialect?: 'entrata'; base_url: string; api_key: string }
+  | { dialect: 'buildium'; base_url: string; client_id: string; client_secret: string }
+) & { size?: number; seed?: number };
+
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
 const money = (name: string) => bigint(name, { mode: 'number' });
 
@@ -46,11 +52,24 @@ export const integrations = pgTable(
     name: text('name'),
     mode: text('mode', { enum: ['test', 'live'] }).notNull(),
     plan: text('plan', { enum: ['starter', 'growth', 'scale', 'enterprise'] }).notNull(),
-    sourceType: text('source_type', { enum: ['sandbox', 'entrata'] }).notNull(),
-    /** Connection settings: base_url and api_key for the source (sandbox: also size and seed). Never logged. */
-    sourceConfig: jsonb('source_config').$type<{ base_url: string; api_key: string; size?: number; seed?: number }>().notNull(),
+    sourceType: text('source_type', { enum: ['sandbox', 'entrata', 'buildium'] }).notNull(),
+    /**
+     * Connection settings, as the connector of the dialect needs them (source/connector.ts SourceSettings: base_url
+     * and api_key, or client_id and client_secret for `buildium`; `dialect` absent means entrata), the secret sealed;
+     * a sandbox integration also keeps its company's size and seed. Never logged.
+     */
+    sourceConfig: jsonb('source_config').$type<StoredSourceConfig>().notNull(),
     /** Override of the plan's default cadence; null = plan default. */
     syncIntervalSeconds: integer('sync_interval_seconds'),
+    /** Seconds between full reconciliation runs where the source can read deltas; null = the default (a day). */
+    fullSyncIntervalSeconds: integer('full_sync_interval_seconds'),
+    /** When the last full run that succeeded began (database clock): the next is due an interval later. */
+    lastFullSyncAt: ts('last_full_sync_at'),
+    /**
+     * The end of the window the last successful run covered (database clock, taken when it began): a delta run reads
+     * from here, less the overlap. Null until a run succeeds.
+     */
+    syncedThrough: ts('synced_through'),
     firstSyncCompletedAt: ts('first_sync_completed_at'),
     createdAt: ts('created_at').notNull().defaultNow(),
     deletedAt: ts('deleted_at'),
@@ -257,6 +276,14 @@ export const syncJobs = pgTable(
     workflowId: text('workflow_id'),
     /** Whether this is the integration's first complete sync (no per-record events; FIRST_SYNC_COMPLETE). */
     initial: boolean('initial').notNull().default(false),
+    /**
+     * `full` reads every record and alone may soft-delete; `delta` reads the records the source says changed in
+     * [windowFrom, windowTo] and deletes nothing.
+     */
+    kind: text('kind', { enum: ['full', 'delta'] }).notNull().default('full'),
+    windowFrom: ts('window_from'),
+    /** Database time when the run began: the end of what it covers (a full run's too). */
+    windowTo: ts('window_to'),
     startedAt: ts('started_at'),
     finishedAt: ts('finished_at'),
     recordsSeen: integer('records_seen').notNull().default(0),

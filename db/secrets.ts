@@ -61,7 +61,9 @@ export async function resealStoredSecrets(db: Db, secrets: Keyring, opts: { batc
   const signingSecrets: ResealCounts = { encrypted: 0, reencrypted: 0, unreadable: 0 };
   const automationHeaders: ResealCounts = { encrypted: 0, reencrypted: 0, unreadable: 0 };
 
-  const apiKey = sql<string>`${integrations.sourceConfig}->>'api_key'`;
+  // The source's secret: `api_key`, or `client_secret` for a buildium-style source (domain/secrets.ts sourceSecretField).
+  const secretPath = sql`(case when ${integrations.sourceConfig}->>'dialect' = 'buildium' then '{client_secret}' else '{api_key}' end)::text[]`;
+  const apiKey = sql<string>`${integrations.sourceConfig} #>> ${secretPath}`;
   for (let cursor: string | null = null; ; ) {
     const rows: { id: string; apiKey: string }[] = await db
       .select({ id: integrations.id, apiKey })
@@ -75,7 +77,7 @@ export async function resealStoredSecrets(db: Db, secrets: Keyring, opts: { batc
         if (next === null) continue;
         const done = await tx
           .update(integrations)
-          .set({ sourceConfig: sql`jsonb_set(${integrations.sourceConfig}, '{api_key}', to_jsonb(${next.value}::text))` })
+          .set({ sourceConfig: sql`jsonb_set(${integrations.sourceConfig}, ${secretPath}, to_jsonb(${next.value}::text))` })
           .where(and(eq(integrations.id, r.id), sql`${apiKey} = ${r.apiKey}`))
           .returning({ id: integrations.id });
         if (done.length > 0) sourceApiKeys[next.was]++;

@@ -120,14 +120,26 @@ export function createKeyring(keys: readonly EncryptionKey[]): Keyring {
   };
 }
 
-/** A source's settings with `api_key` sealed for the integration's row. */
-export function sealSourceConfig<T extends { api_key: string }>(ring: Keyring, integrationId: string, settings: T): T {
-  return { ...settings, api_key: ring.seal(settings.api_key, places.sourceApiKey(integrationId)) };
+/** Source settings of any dialect: the secret is `api_key` (entrata, the default) or `client_secret` (buildium). */
+type AnySourceConfig = { dialect?: 'entrata'; api_key: string } | { dialect: 'buildium'; client_secret: string };
+
+/** The field of a dialect's settings that holds its secret. */
+export function sourceSecretField(config: { dialect?: string }): 'api_key' | 'client_secret' {
+  return config.dialect === 'buildium' ? 'client_secret' : 'api_key';
 }
 
-/** A source's settings as the connector needs them, with `api_key` opened. Only activities and the API's write-options read call this. */
-export function openSourceConfig<T extends { api_key: string }>(ring: Keyring, integration: { id: string; sourceConfig: T }): T {
-  return { ...integration.sourceConfig, api_key: ring.open(integration.sourceConfig.api_key, places.sourceApiKey(integration.id)) };
+/** A source's settings with its secret (`api_key` or `client_secret`) sealed for the integration's row. */
+export function sealSourceConfig<T extends AnySourceConfig>(ring: Keyring, integrationId: string, settings: T): T {
+  const field = sourceSecretField(settings);
+  const plain = (settings as Record<string, unknown>)[field] as string;
+  return { ...settings, [field]: ring.seal(plain, places.sourceApiKey(integrationId)) };
+}
+
+/** A source's settings as the connector needs them, with its secret opened. Only activities and the API's write-options read call this. */
+export function openSourceConfig<T extends AnySourceConfig>(ring: Keyring, integration: { id: string; sourceConfig: T }): T {
+  const field = sourceSecretField(integration.sourceConfig);
+  const sealed = (integration.sourceConfig as Record<string, unknown>)[field] as string;
+  return { ...integration.sourceConfig, [field]: ring.open(sealed, places.sourceApiKey(integration.id)) };
 }
 
 export function sealSigningSecret(ring: Keyring, subscriptionId: string, secret: string): string {

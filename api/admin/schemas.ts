@@ -181,7 +181,7 @@ export const Integration = z
     name: z.string().nullable(),
     mode: Mode,
     plan: Plan,
-    source: z.object({ type: z.enum(['sandbox', 'entrata']) }),
+    source: z.object({ type: z.enum(['sandbox', 'entrata', 'buildium']) }),
     sync_interval_seconds: z.number().int().openapi({ description: 'The effective cadence: the override, else the plan default.' }),
     created_at: DateTime,
   })

@@ -67,7 +67,7 @@ describe('sandbox integrations', () => {
     const [row] = await db.select().from(integrations).where(eq(integrations.id, integration.id));
     // The source key is stored encrypted, and shown nowhere.
     expect(row!.sourceConfig).toEqual({ base_url: inject('sandboxUrl'), api_key: expect.stringMatching(/^enc:v1:dev:/), size: 12, seed: 42 });
-    const apiKey = openSourceConfig(testKeyring(), row!).api_key;
+    const apiKey = (openSourceConfig(testKeyring(), row!) as { api_key: string }).api_key;
     expect(apiKey).toMatch(/^sbx_/);
     expect(JSON.stringify(integration)).not.toContain(apiKey);
     expect(await sandbox().getCompany(integration.id)).toBeDefined();

@@ -265,7 +265,7 @@ describe('integrations', () => {
     const live = await newIntegration(orgId);
     for (const id of [test.body.id, live.id]) {
       const [row] = await db.select().from(integrations).where(eq(integrations.id, id));
-      expect(row!.sourceConfig.api_key).toMatch(/^enc:v1:dev:/);
+      expect((row!.sourceConfig as { api_key: string }).api_key).toMatch(/^enc:v1:dev:/);
       expect(JSON.stringify(row!.sourceConfig)).not.toContain('super-secret');
     }
   });

@@ -84,7 +84,7 @@ describe('re-encryption of stored secrets', () => {
     const plainIds = await Promise.all(Array.from({ length: 5 }, (_, i) => integrationWith(() => `plain-pms-key-${i}`)));
     const oldId = await integrationWith((id) => old.seal('old-pms-key', places.sourceApiKey(id)));
     const currentId = await integrationWith((id) => ring.seal('current-pms-key', places.sourceApiKey(id)));
-    const currentBefore = (await storedKey(currentId)).sourceConfig.api_key;
+    const currentBefore = ((await storedKey(currentId)).sourceConfig as { api_key: string }).api_key;
     const subId = await subscriptionWith(
       () => 'whsec_plaintextSecret000000000000000',
       (id) => old.seal('whsec_previousSecret00000000000000000', places.signingSecret(id)),
@@ -117,14 +117,14 @@ describe('re-encryption of stored secrets', () => {
 
     for (const [i, id] of plainIds.entries()) {
       const row = await storedKey(id);
-      expect(kidOf(row.sourceConfig.api_key)).toBe('k1');
+      expect(kidOf((row.sourceConfig as { api_key: string }).api_key)).toBe('k1');
       expect(openSourceConfig(ring, row)).toEqual({ base_url: 'https://pms.example.com', api_key: `plain-pms-key-${i}` });
     }
     const moved = await storedKey(oldId);
-    expect(kidOf(moved.sourceConfig.api_key)).toBe('k1');
+    expect(kidOf((moved.sourceConfig as { api_key: string }).api_key)).toBe('k1');
     // Opens without the old key now.
-    expect(openSourceConfig(createKeyring([k1]), moved).api_key).toBe('old-pms-key');
-    expect((await storedKey(currentId)).sourceConfig.api_key).toBe(currentBefore);
+    expect((openSourceConfig(createKeyring([k1]), moved) as { api_key: string }).api_key).toBe('old-pms-key');
+    expect(((await storedKey(currentId)).sourceConfig as { api_key: string }).api_key).toBe(currentBefore);
 
     const sub = await storedSub(subId);
     expect([kidOf(sub.secret), kidOf(sub.previousSecret!)]).toEqual(['k1', 'k1']);
@@ -143,11 +143,11 @@ describe('re-encryption of stored secrets', () => {
 
   it('leaves a value whose key is gone as it is, and reports its key id', async () => {
     const lost = await integrationWith((id) => createKeyring([gone]).seal('lost-pms-key', places.sourceApiKey(id)));
-    const before = (await storedKey(lost)).sourceConfig.api_key;
+    const before = ((await storedKey(lost)).sourceConfig as { api_key: string }).api_key;
     const report = await resealStoredSecrets(db, createKeyring([k1, k0]));
     expect(report.sourceApiKeys).toEqual({ encrypted: 0, reencrypted: 0, unreadable: 1 });
     expect(report.unreadableKids).toEqual(['gone']);
-    expect((await storedKey(lost)).sourceConfig.api_key).toBe(before);
+    expect(((await storedKey(lost)).sourceConfig as { api_key: string }).api_key).toBe(before);
     await db.delete(integrations).where(eq(integrations.id, lost));
   });
 
@@ -165,7 +165,7 @@ describe('re-encryption of stored secrets', () => {
       expect(stdout + stderr).not.toContain(leaked);
     }
     const row = await storedKey(id);
-    expect(kidOf(row.sourceConfig.api_key)).toBe('k2');
-    expect(openSourceConfig(createKeyring([k2]), row).api_key).toBe('migrated-pms-key-0123456789');
+    expect(kidOf((row.sourceConfig as { api_key: string }).api_key)).toBe('k2');
+    expect((openSourceConfig(createKeyring([k2]), row) as { api_key: string }).api_key).toBe('migrated-pms-key-0123456789');
   });
 });

@@ -265,7 +265,7 @@ describe('source faults', () => {
     // A key the source refuses: a permanent failure, not retried.
     await db
       .update(integrations)
-      .set({ sourceConfig: { ...s.row.sourceConfig, api_key: 'revoked-key' } })
+      .set({ sourceConfig: { ...(s.row.sourceConfig as { base_url: string; api_key: string }), api_key: 'revoked-key' } })
       .where(eq(integrations.id, s.row.id));
     try {
       const job = await triggerSync(t.ctl, s.row);
