@@ -2,11 +2,10 @@
  * Once per `npm test`: a fresh database with the migrations applied, and one Temporal dev server (the real
  * server, from the CLI installed in .tools) shared by every test file through provide/inject.
  *
- * The database server: TEST_DATABASE_BASE_URL, else DATABASE_URL's server, else a Postgres answering on
- * 127.0.0.1:5432, else (a bare machine) an embedded PostgreSQL of this run's own, in a temporary directory.
+ * The database server: TEST_DATABASE_BASE_URL, else DATABASE_URL's server, else an embedded PostgreSQL of this run's
+ * own, in a temporary directory (never whatever happens to answer on 5432).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -31,22 +30,12 @@ declare module 'vitest' {
   }
 }
 
-const DEFAULT_BASE = 'postgres://postgres@127.0.0.1:5432';
 
 let BASE = '';
 let env: TestWorkflowEnvironment | undefined;
 let dbName = '';
 let sandbox: RunningSandbox | undefined;
 let embedded: { pg: EmbeddedPostgres; dir: string } | undefined;
-
-function answers(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect({ host, port });
-    s.setTimeout(2_000, () => (s.destroy(), resolve(false)));
-    s.once('connect', () => (s.destroy(), resolve(true)));
-    s.once('error', () => resolve(false));
-  });
-}
 
 /** The server the test databases are made on (a URL without a database). */
 async function databaseServer(): Promise<string> {
@@ -58,12 +47,12 @@ async function databaseServer(): Promise<string> {
     url.search = '';
     return url.toString().replace(/\/$/, '');
   }
-  if (await answers('127.0.0.1', 5432)) return DEFAULT_BASE;
-  // A bare machine: an embedded server, initialised afresh in a temporary directory and removed at teardown.
+  // Neither names a server: the project's own embedded one, initialised afresh in a temporary directory and removed
+  // at teardown. A server that merely answers on 5432 may be someone else's, so it is never used unasked.
   const dir = mkdtempSync(join(tmpdir(), 'propsync-test-pg-'));
   const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'postgres'), port: await freePort() });
   embedded = { pg, dir };
-  console.log(`no PostgreSQL at DATABASE_URL or 127.0.0.1:5432: the tests use an embedded one, in ${dir}, on port ${pg.port}`);
+  console.log(`tests: an embedded PostgreSQL in ${dir} on port ${pg.port} (set TEST_DATABASE_BASE_URL or DATABASE_URL to use a server of yours)`);
   return pg.url();
 }
 
