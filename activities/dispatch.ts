@@ -80,8 +80,13 @@ export interface BatchInput {
   probe: boolean;
   /** Failed first attempts in a row before this batch (a run goes on across batches). */
   failureRun?: number;
-  /** The retry schedule: a failed first attempt is retried after `scheduleMs[1]`, or dead-lettered when there is none. */
-  scheduleMs: readonly number[];
+  /**
+   * Where a failed first attempt goes, as the dispatcher workflow decided it: retried after this delay, or
+   * dead-lettered when null. Absent only in batches scheduled by the release before, which passed the schedule's list
+   * form (`scheduleMs`: a retry after its second value, the dead letter when it has none).
+   */
+  firstRetryDelayMs?: number | null;
+  scheduleMs?: readonly number[];
 }
 
 /** Deliveries a claim takes at the least (more with a wider window), and takes again when half of them are left. */
@@ -107,8 +112,8 @@ export function createDispatchActivities(deps: DispatchDeps) {
 
   /** Failure → where the delivery goes next and when. */
   function failed(input: BatchInput, startedAt: Date, durationMs: number): Pick<FirstAttemptRecord, 'to' | 'nextAttemptAt'> {
-    const next = input.scheduleMs[1];
-    return next === undefined ? { to: 'dead_lettered', nextAttemptAt: null } : { to: 'retrying', nextAttemptAt: new Date(startedAt.getTime() + durationMs + next) };
+    const next = input.firstRetryDelayMs !== undefined ? input.firstRetryDelayMs : (input.scheduleMs?.[1] ?? null);
+    return next === null ? { to: 'dead_lettered', nextAttemptAt: null } : { to: 'retrying', nextAttemptAt: new Date(startedAt.getTime() + durationMs + next) };
   }
 
   /** Hand failed first attempts to their workflows, then record them; record successes at once. */

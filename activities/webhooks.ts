@@ -57,14 +57,29 @@ export interface AttemptInput {
   deliveryId: string;
   /** Attempt number on this delivery record, from 1 (replays continue the count). */
   attempt: number;
-  /** Delay before the next scheduled attempt; null when this is the last one (a failure dead-letters). */
+  /** Delay before the next scheduled attempt, for the record's next_attempt_at; null when the workflow has none. */
   nextDelayMs: number | null;
+  /**
+   * Where a failure of this attempt leaves the delivery, as the workflow decided it: `retrying`, or `dead_lettered`
+   * when it was the last of the schedule. Absent only in attempts scheduled by the release before (see failedTo).
+   */
+  ifFailed?: FailedStatus;
   /**
    * An operator asked for this attempt (a replay): it is made even when the delivery already succeeded. A scheduled
    * retry of a delivery already recorded as succeeded sends nothing and reports the success.
    */
   replay: boolean;
 }
+
+/** The states a failed attempt leaves a delivery in. */
+export type FailedStatus = Extract<DeliveryStatus, 'retrying' | 'dead_lettered'>;
+
+/**
+ * The state a failed attempt is recorded with: the workflow's decision. An attempt scheduled by the release before
+ * (in flight across a deploy) carried it as a null next delay.
+ */
+const failedTo = (input: { nextDelayMs: number | null; ifFailed?: FailedStatus }): FailedStatus =>
+  input.ifFailed ?? (input.nextDelayMs === null ? 'dead_lettered' : 'retrying');
 
 export type AttemptOutcome =
   | { outcome: 'succeeded'; status: number }
@@ -174,9 +189,9 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     });
   }
 
-  /** An attempt that sent nothing, recorded as failed (or dead-lettered when it was the last). */
+  /** An attempt that sent nothing, recorded as failed (or dead-lettered when the workflow said it was the last). */
   async function failUnsent(input: AttemptInput, startedAt: Date, error: string): Promise<AttemptOutcome> {
-    const to: DeliveryStatus = input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
+    const to = failedTo(input);
     await record(input, { startedAt, durationMs: 0, status: null, error, excerpt: null }, to);
     metrics.webhookAttempt('failed', input.attempt, null);
     log({ delivery_id: input.deliveryId, attempt: input.attempt, error, outcome: to }, 'webhook attempt');
@@ -241,7 +256,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         },
         SpanKind.CLIENT,
       );
-      const to: DeliveryStatus = result.ok ? 'succeeded' : input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
+      const to: DeliveryStatus = result.ok ? 'succeeded' : failedTo(input);
       await record(input, { startedAt: now, durationMs: result.durationMs, status: result.status, error: result.error, excerpt: result.excerpt }, to);
       const disabledBy = await noteOutcomes(db, d.subscriptionId, [{ at: now, ok: result.ok, status: result.status }], { disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_MS, now: clock() });
       if (disabledBy) (deps.notice ?? log)({ subscription_id: d.subscriptionId, delivery_id: d.id, disabled_by: disabledBy }, 'webhook subscription disabled by its endpoint health');
@@ -274,7 +289,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
      * failed attempt, unless the attempt itself managed to record its outcome first, in which case that outcome is
      * the answer (a recorded success must end the delivery).
      */
-    async recordLostAttempt(input: { deliveryId: string; attempt: number; nextDelayMs: number | null; error: string }): Promise<AttemptOutcome['outcome']> {
+    async recordLostAttempt(input: { deliveryId: string; attempt: number; nextDelayMs: number | null; ifFailed?: FailedStatus; error: string }): Promise<AttemptOutcome['outcome']> {
       const [existing] = await db
         .select({ status: webhookAttempts.responseStatus })
         .from(webhookAttempts)
@@ -282,8 +297,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       const [row] = await db.select({ status: webhookDeliveries.status }).from(webhookDeliveries).where(eq(webhookDeliveries.id, input.deliveryId));
       if (!row) return 'cancelled';
       if (existing) return existing.status !== null && existing.status >= 200 && existing.status < 300 ? 'succeeded' : 'failed';
-      const to: DeliveryStatus = input.nextDelayMs === null ? 'dead_lettered' : 'retrying';
-      await record(input, { startedAt: clock(), durationMs: 0, status: null, error: input.error, excerpt: null }, to);
+      await record(input, { startedAt: clock(), durationMs: 0, status: null, error: input.error, excerpt: null }, failedTo(input));
       return 'failed';
     },
 

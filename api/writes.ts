@@ -9,6 +9,7 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { and, eq, isNull } from 'drizzle-orm';
+import { retrySchedulesOf } from '../config';
 import { acceptOperation, operationJson, requestHashOf, type OperationRow } from '../db/operations';
 import { TABLES } from '../db/records';
 import { integrations, properties } from '../db/schema';
@@ -164,7 +165,7 @@ async function enqueue(deps: ApiDeps, op: OperationRow, label: string | null): P
     const start = async () => {
       const [{ startWriteWorkflow }, client] = await Promise.all([import('../control/operations'), deps.temporal()]);
       await startWriteWorkflow(
-        { client, taskQueue: writeTaskQueueOf(deps.config.TEMPORAL_TASK_QUEUE), timeoutMs },
+        { client, taskQueue: writeTaskQueueOf(deps.config.TEMPORAL_TASK_QUEUE), timeoutMs, schedule: retrySchedulesOf(deps.config).write },
         { ...op, targetId: label },
       );
     };

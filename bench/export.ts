@@ -309,7 +309,7 @@ async function main() {
     };
 
     // ---- the export: a run of a new automation each round (its own URL), one attempt, awaited through its workflow
-    const control = { ...automationControlOf(client, cfg), taskQueue: AUTOMATION_QUEUE, scheduleMs: [0], db };
+    const control = { ...automationControlOf(client, cfg), taskQueue: AUTOMATION_QUEUE, schedule: { delaysMs: [] }, db };
     const rss = rssSampler(worker.pid);
     let exports = 0;
     const exportOnce = async (filters: Record<string, string>, w: { n: number; digest: string }): Promise<ExportRun> => {

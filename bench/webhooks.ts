@@ -55,7 +55,8 @@ import { createSubscription, type SubscriptionRow } from '../db/webhooks';
 import { dispatcherWorkflowIdOf, dispatchTaskQueueOf, webhookTaskQueueOf } from '../domain/contract';
 import { createKeyring } from '../domain/secrets';
 import { verifyWebhookSignature } from '../domain/signature';
-import { DEFAULT_DISPATCH, DELIVERY_SCHEDULE_MS } from '../domain/webhooks';
+import { DEFAULT_RETRY_SCHEDULES, listOfSchedule } from '../domain/retry';
+import { DEFAULT_DISPATCH } from '../domain/webhooks';
 import { workerProcessEnv } from '../worker/process-env';
 import type { EventCommand, EventRunResult } from './lib/event-writer';
 import type { FloorRequest, FloorResult, FloorSpec } from './lib/http-floor';
@@ -350,7 +351,7 @@ async function main(): Promise<void> {
     WEBHOOK_MAX_IN_FLIGHT: [cfg.WEBHOOK_MAX_IN_FLIGHT, DEFAULT_DISPATCH.maxInFlight],
     WEBHOOK_CIRCUIT_FAILURES: [cfg.WEBHOOK_CIRCUIT_FAILURES, DEFAULT_DISPATCH.circuitFailures],
     WEBHOOK_PROBE_SCHEDULE_MS: [cfg.WEBHOOK_PROBE_SCHEDULE_MS.join(','), DEFAULT_DISPATCH.probeScheduleMs.join(',')],
-    WEBHOOK_RETRY_SCHEDULE_MS: [cfg.WEBHOOK_RETRY_SCHEDULE_MS.join(','), DELIVERY_SCHEDULE_MS.join(',')],
+    WEBHOOK_RETRY_SCHEDULE_MS: [cfg.WEBHOOK_RETRY_SCHEDULE_MS.join(','), listOfSchedule(DEFAULT_RETRY_SCHEDULES.webhook).join(',')],
     WEBHOOK_BATCH_MS: [cfg.WEBHOOK_BATCH_MS, DEFAULT_DISPATCH.batchMs],
     WEBHOOK_LINGER_MS: [cfg.WEBHOOK_LINGER_MS, DEFAULT_DISPATCH.lingerMs],
     WEBHOOK_DISPATCH_IDLE_MS: [cfg.WEBHOOK_DISPATCH_IDLE_MS, DEFAULT_DISPATCH.idleMs],

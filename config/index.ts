@@ -3,7 +3,16 @@
  * A bad value stops start-up with a message that names the variable.
  */
 import { z } from 'zod';
+import { DEFAULT_RETRY_SCHEDULES, listOfSchedule, scheduleOfList, type RetrySchedule } from '../domain/retry';
 import { DEFAULT_DISPATCH, DISABLE_AFTER_MS } from '../domain/webhooks';
+
+/** A retry schedule's list form: delays in milliseconds before each attempt after the previous one, the first at once. */
+const delayList = (defaults: RetrySchedule, maxMs: number) =>
+  z
+    .string()
+    .default(listOfSchedule(defaults).join(','))
+    .transform((s) => s.split(',').map((v) => Number(v.trim())))
+    .pipe(z.array(z.number().int().min(0).max(maxMs)).min(1));
 
 const port = z.coerce.number().int().min(1).max(65535);
 const bool = z
@@ -199,13 +208,10 @@ export const configSchema = z.object({
   WEBHOOK_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(2000).default(200),
   /**
    * Delays before each webhook attempt, after the previous one, in milliseconds (7 attempts: SPEC.md's schedule).
-   * Tests shrink it; the last failure dead-letters the delivery.
+   * The first value is the first attempt's, which the subscription's dispatcher makes at once. Tests shrink it; the
+   * last failure dead-letters the delivery.
    */
-  WEBHOOK_RETRY_SCHEDULE_MS: z
-    .string()
-    .default('0,30000,60000,300000,1800000,3600000,21600000')
-    .transform((s) => s.split(',').map((v) => Number(v.trim())))
-    .pipe(z.array(z.number().int().min(0).max(30 * 24 * 3600 * 1000)).min(1)),
+  WEBHOOK_RETRY_SCHEDULE_MS: delayList(DEFAULT_RETRY_SCHEDULES.webhook, 30 * 24 * 3600 * 1000),
   /** Whether this worker runs the outbox relay that queues deliveries and wakes dispatchers (one relay is active at a time; others stand by). */
   WEBHOOK_RELAY: bool.default(true),
   /**
@@ -238,6 +244,15 @@ export const configSchema = z.object({
   WRITE_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
   /** How long one write to the source may take before its outcome counts as unknown (a later attempt looks it up first). */
   WRITE_SOURCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /**
+   * Delays before each write attempt after the previous one, in milliseconds: the first at once, then DECISIONS.md's
+   * 5 s, 15 s, 1 min, 5 min, 15 min. Tests shrink it.
+   */
+  WRITE_RETRY_SCHEDULE_MS: delayList(DEFAULT_RETRY_SCHEDULES.write, 24 * 3600 * 1000),
+  /** Delay before every write attempt after those of WRITE_RETRY_SCHEDULE_MS (30 min). */
+  WRITE_RETRY_EVERY_MS: z.coerce.number().int().min(0).max(24 * 3600 * 1000).default(DEFAULT_RETRY_SCHEDULES.write.thenEveryMs),
+  /** No write attempt starts later than this after the write was accepted; the last one's failure fails it (24 h). */
+  WRITE_RETRY_WINDOW_MS: z.coerce.number().int().min(1_000).max(30 * 24 * 3600 * 1000).default(DEFAULT_RETRY_SCHEDULES.write.giveUpAfterMs),
   /** Directory under which automations with a directory destination write their files (a destination's path is relative to it). */
   EXPORT_ROOT: z.string().min(1).default('.data/exports'),
   /** Export attempts (each streams one file from the cache to its destination) a worker runs at once. */
@@ -248,11 +263,7 @@ export const configSchema = z.object({
    * Delays before each export attempt after the previous one, in milliseconds: the first at once, then 3 retries of a
    * transient failure (DECISIONS.md: 1 min, 5 min, 15 min). Tests shrink it.
    */
-  AUTOMATION_RETRY_SCHEDULE_MS: z
-    .string()
-    .default('0,60000,300000,900000')
-    .transform((s) => s.split(',').map((v) => Number(v.trim())))
-    .pipe(z.array(z.number().int().min(0).max(24 * 3600 * 1000)).min(1)),
+  AUTOMATION_RETRY_SCHEDULE_MS: delayList(DEFAULT_RETRY_SCHEDULES.automation, 24 * 3600 * 1000),
   /** How long the API waits for Temporal to accept a write's workflow before answering 502 enqueue_failed. */
   WRITE_ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   /**
@@ -300,6 +311,18 @@ export type Config = Omit<z.infer<typeof configSchema>, 'DATABASE_URL'> & {
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
+}
+
+/**
+ * The retry schedules of writes, webhook deliveries and automation runs, as configured: what every start of their
+ * workflows passes in (workflows/retry.ts follows them).
+ */
+export function retrySchedulesOf(c: Config): { write: RetrySchedule; webhook: RetrySchedule; automation: RetrySchedule } {
+  return {
+    write: scheduleOfList(c.WRITE_RETRY_SCHEDULE_MS, { thenEveryMs: c.WRITE_RETRY_EVERY_MS, giveUpAfterMs: c.WRITE_RETRY_WINDOW_MS }),
+    webhook: scheduleOfList(c.WEBHOOK_RETRY_SCHEDULE_MS),
+    automation: scheduleOfList(c.AUTOMATION_RETRY_SCHEDULE_MS),
+  };
 }
 
 /**

@@ -25,22 +25,22 @@ import {
   automationScheduleIdOf,
   automationTaskQueueOf,
 } from '../domain/contract';
-import { AUTOMATION_RETRY_SCHEDULE_MS, type AutomationSchedule } from '../domain/automations';
-import type { Config } from '../config';
+import type { AutomationSchedule } from '../domain/automations';
+import type { RetrySchedule } from '../domain/retry';
+import { retrySchedulesOf, type Config } from '../config';
 import { automationTick, runAutomation } from '../workflows/automation';
 
 export interface AutomationControlDeps {
   client: Client;
   /** The automations task queue (automationTaskQueueOf the sync queue). */
   taskQueue: string;
-  /** Test override of the retry schedule of every run. */
-  scheduleMs?: readonly number[];
+  /** The retry schedule of every run (retrySchedulesOf(config).automation), passed into each. */
+  schedule: RetrySchedule;
 }
 
-/** Automation control for a deployment: its automations task queue, and its retry schedule when configured otherwise. */
+/** Automation control for a deployment: its automations task queue and its runs' retry schedule. */
 export function automationControlOf(client: Client, config: Config): AutomationControlDeps {
-  const custom = config.AUTOMATION_RETRY_SCHEDULE_MS.join() !== AUTOMATION_RETRY_SCHEDULE_MS.join();
-  return { client, taskQueue: automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE), scheduleMs: custom ? config.AUTOMATION_RETRY_SCHEDULE_MS : undefined };
+  return { client, taskQueue: automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE), schedule: retrySchedulesOf(config).automation };
 }
 
 /** Temporal's spec of an automation's schedule: an interval, or a cron expression in a time zone (UTC by default). */
@@ -62,7 +62,7 @@ function scheduleOptions(deps: AutomationControlDeps, a: AutomationRow) {
     action: {
       type: 'startWorkflow' as const,
       workflowType: automationTick,
-      args: [{ automationId: a.id, ...(deps.scheduleMs ? { scheduleMs: deps.scheduleMs } : {}) }] as Parameters<typeof automationTick>,
+      args: [{ automationId: a.id, schedule: deps.schedule }] as Parameters<typeof automationTick>,
       taskQueue: deps.taskQueue,
       // Temporal appends the scheduled time; the run itself is a child whose id is the run id.
       workflowId: `automation-tick-${a.id}`,
@@ -106,7 +106,7 @@ export async function startAutomationRun(deps: AutomationControlDeps & { db: Db 
     await deps.client.workflow.start(runAutomation, {
       taskQueue: deps.taskQueue,
       workflowId: automationRunWorkflowIdOf(run.id),
-      args: [{ runId: run.id, ...(deps.scheduleMs ? { scheduleMs: deps.scheduleMs } : {}) }],
+      args: [{ runId: run.id, schedule: deps.schedule }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: [...attributesOf(a), { key: SA_STATUS, value: 'queued' }],
     });

@@ -8,7 +8,8 @@ import { ScheduleAlreadyRunning, WorkflowExecutionAlreadyStartedError, type Clie
 import proto from '@temporalio/proto';
 import type { OperationRow } from '../db/operations';
 import { OPERATION_SWEEP_SCHEDULE_ID, SA_INTEGRATION_ID, SA_OPERATION_TYPE, SA_ORGANIZATION_ID, SA_STATUS, writeWorkflowIdOf } from '../domain/contract';
-import type { WriteRetrySchedule, WriteWorkflowInput } from '../domain/operations';
+import type { WriteWorkflowInput } from '../domain/operations';
+import type { RetrySchedule } from '../domain/retry';
 import { sweepWrites, writeOperation } from '../workflows/operation';
 
 export interface WriteControlDeps {
@@ -17,8 +18,8 @@ export interface WriteControlDeps {
   taskQueue: string;
   /** How long Temporal may take to accept the start before it counts as unreachable. */
   timeoutMs?: number;
-  /** Test override of the retry schedule, passed into every write workflow. */
-  schedule?: WriteRetrySchedule;
+  /** The retry schedule (retrySchedulesOf(config).write), passed into every write workflow. */
+  schedule: RetrySchedule;
 }
 
 export type StartableOperation = Pick<OperationRow, 'id' | 'organizationId' | 'integrationId' | 'type' | 'createdAt'> & {
@@ -32,7 +33,7 @@ export async function startWriteWorkflow(deps: WriteControlDeps, op: StartableOp
     type: op.type,
     acceptedAtMs: op.createdAt.getTime(),
     target: op.targetId ?? null,
-    ...(deps.schedule ? { schedule: deps.schedule } : {}),
+    schedule: deps.schedule,
   };
   const start = () =>
     deps.client.workflow.start(writeOperation, {

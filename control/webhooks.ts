@@ -5,7 +5,7 @@
  * run of it when it has ended), and the retention clean-up's schedule.
  */
 import { ScheduleAlreadyRunning, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import type { Config } from '../config';
+import { retrySchedulesOf, type Config } from '../config';
 import type { DeliveryRow } from '../db/webhooks';
 import {
   dispatcherWorkflowIdOf,
@@ -19,7 +19,8 @@ import {
   deliveryWorkflowIdOf,
   webhookTaskQueueOf,
 } from '../domain/contract';
-import { DELIVERY_SCHEDULE_MS, RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput, type DispatchSettings } from '../domain/webhooks';
+import { delayAfter, type RetrySchedule } from '../domain/retry';
+import { RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput, type DispatchSettings } from '../domain/webhooks';
 import { dispatchWebhooks } from '../workflows/dispatcher';
 import { deliverWebhook, purgeRetention } from '../workflows/webhook';
 
@@ -27,20 +28,20 @@ export interface DeliveryControlDeps {
   client: Client;
   /** The webhook task queue (webhookTaskQueueOf the sync queue). */
   taskQueue: string;
-  /** Test overrides of the retry schedule and the retention, passed into every delivery workflow. */
-  overrides?: Pick<DeliveryWorkflowInput, 'scheduleMs' | 'retentionMs'>;
+  /** The retry schedule (retrySchedulesOf(config).webhook), passed into every delivery and dispatcher workflow. */
+  schedule: RetrySchedule;
+  /** Test override of the retention, passed into every delivery workflow. */
+  overrides?: Pick<DeliveryWorkflowInput, 'retentionMs'>;
   /** How dispatchers work (passed into each). */
   dispatch: DispatchSettings;
 }
 
-/** Delivery control for a deployment: its webhook task queue, its dispatchers' settings, and its retry schedule when configured otherwise. */
+/** Delivery control for a deployment: its webhook task queue, its dispatchers' settings and its retry schedule. */
 export function deliveryControlOf(client: Client, config: Config): DeliveryControlDeps {
-  const schedule = config.WEBHOOK_RETRY_SCHEDULE_MS;
-  const custom = schedule.join() !== DELIVERY_SCHEDULE_MS.join();
   return {
     client,
     taskQueue: webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE),
-    overrides: custom ? { scheduleMs: schedule } : undefined,
+    schedule: retrySchedulesOf(config).webhook,
     dispatch: {
       maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
       circuitFailures: config.WEBHOOK_CIRCUIT_FAILURES,
@@ -60,7 +61,7 @@ export async function wakeDispatcher(deps: DeliveryControlDeps, sub: { id: strin
   await deps.client.workflow.signalWithStart(dispatchWebhooks, {
     taskQueue: deps.taskQueue,
     workflowId: dispatcherWorkflowIdOf(sub.id),
-    args: [{ subscriptionId: sub.id, settings: deps.dispatch, retry: deps.overrides }],
+    args: [{ subscriptionId: sub.id, settings: deps.dispatch, retry: { schedule: deps.schedule, ...deps.overrides } }],
     signal: WAKE_SIGNAL,
     signalArgs: [],
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
@@ -78,7 +79,7 @@ type DeliveryRef = Pick<DeliveryRow, 'id' | 'organizationId' | 'integrationId' |
 
 function inputOf(deps: DeliveryControlDeps, d: DeliveryRef, mode: DeliveryWorkflowInput['mode']): DeliveryWorkflowInput {
   const retention = deps.overrides?.retentionMs ?? RETENTION_MS;
-  return { deliveryId: d.id, mode, attemptsSoFar: d.attempts, expiresAtMs: d.eventCreatedAt.getTime() + retention, ...deps.overrides };
+  return { deliveryId: d.id, mode, attemptsSoFar: d.attempts, expiresAtMs: d.eventCreatedAt.getTime() + retention, schedule: deps.schedule, ...deps.overrides };
 }
 
 /** DeliveryStatus is set once a delivery leaves the happy path (a first attempt that succeeds never sets it). */
@@ -98,15 +99,21 @@ function searchAttributes(d: Pick<DeliveryRef, 'integrationId' | 'subscriptionId
  */
 export async function startRetry(deps: DeliveryControlDeps, d: Omit<DeliveryRef, 'attempts' | 'organizationId'>): Promise<boolean> {
   const retention = deps.overrides?.retentionMs ?? RETENTION_MS;
-  const input: DeliveryWorkflowInput = { deliveryId: d.id, mode: 'retry', attemptsSoFar: 1, expiresAtMs: d.eventCreatedAt.getTime() + retention, ...deps.overrides };
-  const schedule = deps.overrides?.scheduleMs ?? DELIVERY_SCHEDULE_MS;
+  const input: DeliveryWorkflowInput = {
+    deliveryId: d.id,
+    mode: 'retry',
+    attemptsSoFar: 1,
+    expiresAtMs: d.eventCreatedAt.getTime() + retention,
+    schedule: deps.schedule,
+    ...deps.overrides,
+  };
   try {
     await deps.client.workflow.start(deliverWebhook, {
       taskQueue: deps.taskQueue,
       workflowId: deliveryWorkflowIdOf(d.id),
       args: [input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: searchAttributes(d, schedule.length > 1 ? 'retrying' : 'dead_lettered'),
+      typedSearchAttributes: searchAttributes(d, delayAfter(deps.schedule, 1) !== null ? 'retrying' : 'dead_lettered'),
     });
     return true;
   } catch (err) {

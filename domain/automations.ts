@@ -4,6 +4,7 @@
  * import it.
  */
 import type { Entity } from './cdm';
+import type { RetrySchedule } from './retry';
 import { statesLeadingTo } from './states';
 
 export const AUTOMATION_STATUSES = ['active', 'paused'] as const;
@@ -58,12 +59,6 @@ export const EXPORT_ENTITIES: Record<string, Entity> = {
 };
 export const PLURAL: Record<Entity, string> = { property: 'properties', unit: 'units', resident: 'residents', lease: 'leases' };
 
-/**
- * Delays before each attempt after the previous one: the first at once, then 3 retries after a transient failure
- * (1 min, 5 min, 15 min). A permanent failure (a 4xx, a bad directory) ends the run at once.
- */
-export const AUTOMATION_RETRY_SCHEDULE_MS: readonly number[] = [0, 60_000, 300_000, 900_000];
-
 /** Shortest interval of an `every` schedule. */
 export const MIN_EVERY_SECONDS = 60;
 
@@ -83,7 +78,12 @@ export type RunTrigger = 'schedule' | 'manual';
 /** Input of the run workflow: ids only (the rows go straight from the cache to the destination). */
 export interface AutomationRunInput {
   runId: string;
-  /** Test override of the retry schedule. */
+  /**
+   * The retry schedule (AUTOMATION_RETRY_SCHEDULE_MS): after a transient failure, the next attempt; a permanent one
+   * (a 4xx, a bad directory) ends the run at once.
+   */
+  schedule?: RetrySchedule;
+  /** The list form runs started before `schedule` was passed carry (delays before each attempt, the first at once). */
   scheduleMs?: readonly number[];
 }
 
@@ -97,6 +97,9 @@ export interface AutomationRunResult {
 /** Input of the workflow an automation's Temporal Schedule starts: it creates the run, then runs it as a child. */
 export interface AutomationTickInput {
   automationId: string;
+  /** The runs' retry schedule (see AutomationRunInput). */
+  schedule?: RetrySchedule;
+  /** The list form of firings scheduled before `schedule` was passed. */
   scheduleMs?: readonly number[];
 }
 

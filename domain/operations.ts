@@ -1,7 +1,8 @@
 /**
  * Write-back rules (SPEC.md Operation and Operations rules, DECISIONS.md Writes): the Operation's types and states,
- * their transitions, and the reconcile retry schedule. Pure: workflows import it.
+ * their transitions, and the write workflow's contract. Pure: workflows import it.
  */
+import type { RetrySchedule } from './retry';
 import { statesLeadingTo } from './states';
 
 export const WRITABLE_ENTITIES = ['unit', 'resident', 'lease'] as const;
@@ -41,40 +42,6 @@ export const isTerminal = (s: OperationStatus): boolean => s === 'succeeded' || 
 export type SourceState = 'applied' | 'rejected';
 export type ReconcileState = 'pending' | 'reconciled' | 'failed';
 
-/**
- * The reconcile retry schedule: after a transient failure the next attempt waits 5 s, 15 s, 1 min, 5 min, 15 min,
- * then every 30 min; no attempt starts later than 24 h after the Operation was accepted, and the failure of the
- * last one fails the Operation with its error.
- */
-export interface WriteRetrySchedule {
-  /** Delays after the 1st, 2nd, … failed attempt. */
-  delaysMs: readonly number[];
-  /** Delay after every later failure. */
-  thenEveryMs: number;
-  /** No attempt starts later than this after the Operation was accepted. */
-  giveUpAfterMs: number;
-}
-
-export const WRITE_RETRY_SCHEDULE: WriteRetrySchedule = {
-  delaysMs: [5_000, 15_000, 60_000, 300_000, 900_000],
-  thenEveryMs: 1_800_000,
-  giveUpAfterMs: 24 * 3600_000,
-};
-
-/** Delay before the next attempt after `failures` failed attempts (1-based). */
-export function retryDelayMs(schedule: WriteRetrySchedule, failures: number): number {
-  return schedule.delaysMs[failures - 1] ?? schedule.thenEveryMs;
-}
-
-/**
- * When the next attempt would start after `failures` failed attempts, the last ending at `nowMs`; null when it
- * would start after the give-up time (the Operation fails instead).
- */
-export function nextAttemptAtMs(schedule: WriteRetrySchedule, failures: number, nowMs: number, acceptedAtMs: number): number | null {
-  const at = nowMs + retryDelayMs(schedule, failures);
-  return at - acceptedAtMs > schedule.giveUpAfterMs ? null : at;
-}
-
 /** Input of the write workflow: ids only (the body, with residents' names and phones, stays in the database). */
 export interface WriteWorkflowInput {
   operationId: string;
@@ -83,8 +50,12 @@ export interface WriteWorkflowInput {
   acceptedAtMs: number;
   /** What the operator sees as the target (the updated record's CDM id, or the property of a create). */
   target?: string | null;
-  /** Test override of the retry schedule. */
-  schedule?: WriteRetrySchedule;
+  /**
+   * The retry schedule (WRITE_RETRY_*): after a transient failure, the next attempt; no attempt starts later than its
+   * window after `acceptedAtMs`, and the failure of the last fails the Operation with its error. Absent in runs
+   * started before every start passed it (they follow the default).
+   */
+  schedule?: RetrySchedule;
 }
 
 export interface WriteWorkflowResult {

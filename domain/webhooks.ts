@@ -1,12 +1,10 @@
 /**
- * Webhook delivery rules (SPEC.md Events → Delivery, DECISIONS.md Webhook subscriptions): the retry schedule, the
- * delivery states and their transitions, and which events a subscription wants. Pure: workflows import it.
+ * Webhook delivery rules (SPEC.md Events → Delivery, DECISIONS.md Webhook subscriptions): the retention, the delivery
+ * states and their transitions, and which events a subscription wants. Pure: workflows import it.
  */
 import { OPERATIONAL_EVENT_TYPES } from './events';
+import type { RetrySchedule } from './retry';
 import { statesLeadingTo } from './states';
-
-/** Delays before each attempt, after the previous one (7 attempts in all: 0, 30 s, 1 min, 5 min, 30 min, 1 h, 6 h). */
-export const DELIVERY_SCHEDULE_MS: readonly number[] = [0, 30_000, 60_000, 300_000, 1_800_000, 3_600_000, 21_600_000];
 
 /** Events and deliveries are kept this long; a dead-lettered delivery stays replayable until then. */
 export const RETENTION_MS = 30 * 24 * 3600 * 1000;
@@ -74,8 +72,11 @@ export interface DeliveryWorkflowInput {
    */
   attemptsSoFar?: number;
   expiresAtMs?: number;
-  /** Overrides of the schedule and the retention, for tests. */
+  /** The retry schedule (WEBHOOK_RETRY_SCHEDULE_MS); its last failure dead-letters the delivery. */
+  schedule?: RetrySchedule;
+  /** The list form runs started before `schedule` was passed carry (delays before each attempt, the first at once). */
   scheduleMs?: readonly number[];
+  /** Override of the retention, for tests. */
   retentionMs?: number;
 }
 
@@ -117,8 +118,11 @@ export const DEFAULT_DISPATCH: DispatchSettings = {
 export interface DispatcherInput {
   subscriptionId: string;
   settings: DispatchSettings;
-  /** Overrides of the retry schedule and the retention for the retry workflows of failed first attempts (tests). */
-  retry?: Pick<DeliveryWorkflowInput, 'scheduleMs' | 'retentionMs'>;
+  /**
+   * The retry schedule of failed first attempts (its first delay, or none: the dead letter) and, in tests, the
+   * retention of their retry workflows. Runs started before `schedule` was passed carry `scheduleMs`, or neither.
+   */
+  retry?: Pick<DeliveryWorkflowInput, 'schedule' | 'scheduleMs' | 'retentionMs'>;
   /** The circuit as a previous run left it (continue-as-new): null closed, else the index of the next probe's delay. */
   probeIndex?: number | null;
 }

@@ -24,7 +24,7 @@ import { createQueuedListener } from '../activities/queued-listener';
 import { createSender, type Resolver, type Sender } from '../activities/webhook-http';
 import { deliveryControlOf, startRetry } from '../control/webhooks';
 import { ensureSyncSchedule, removeSyncSchedule, runStateVia } from '../control/sync';
-import type { Config } from '../config';
+import { retrySchedulesOf, type Config } from '../config';
 import type { Logger } from '../config/logger';
 import type { Db } from '../db/client';
 import { integrations } from '../db/schema';
@@ -262,8 +262,6 @@ export interface WriteWorkerDeps {
   config: Config;
   db: Db;
   connection: NativeConnection;
-  /** Test override of the retry schedule of write workflows the sweeper starts. */
-  schedule?: import('../domain/operations').WriteRetrySchedule;
   metrics?: WorkerMetrics;
   tracing?: Tracing;
 }
@@ -282,7 +280,7 @@ export async function createWriteWorker(deps: WriteWorkerDeps, bundle?: { codePa
     sourceTimeoutMs: config.WRITE_SOURCE_TIMEOUT_MS,
     metrics: deps.metrics,
     startWorkflow: async (op) => {
-      await startWriteWorkflow({ client, taskQueue, schedule: deps.schedule }, op);
+      await startWriteWorkflow({ client, taskQueue, schedule: retrySchedulesOf(config).write }, op);
     },
     workflows: {
       // A day back: the sweep runs every minute, and a Temporal that was away for hours is caught up on its return.

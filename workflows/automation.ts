@@ -1,6 +1,7 @@
 /**
- * Automation runs. `runAutomation` (workflow id = the run id) makes the export attempts on the retry schedule as
- * durable timers, each attempt one activity that streams the file once; a permanent failure ends the run at once,
+ * Automation runs. `runAutomation` (workflow id = the run id) makes the export attempts on the retry schedule its input
+ * carries (AUTOMATION_RETRY_SCHEDULE_MS), through the one retry loop (workflows/retry.ts), each attempt one activity
+ * that streams the file once; a permanent failure ends the run at once,
  * the last transient one after the retries. Its end records AUTOMATION_COMPLETED or AUTOMATION_FAILED. It ends
  * Completed only when the file was delivered, and Failed (with a type) otherwise.
  * `automationTick` is what an automation's Temporal Schedule starts: it creates the run and runs it as a child,
@@ -17,20 +18,20 @@ import {
   ParentClosePolicy,
   proxyActivities,
   setHandler,
-  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AutomationActivities } from '../activities/automations';
 import { automationRunWorkflowIdOf, SA_STATUS } from '../domain/contract';
 import {
-  AUTOMATION_RETRY_SCHEDULE_MS,
   type AutomationRunInput,
   type AutomationRunResult,
   type AutomationTickInput,
   type ExportOutcome,
   type RunStatus,
 } from '../domain/automations';
+import { DEFAULT_RETRY_SCHEDULES, scheduleOfList } from '../domain/retry';
+import { retryOnSchedule } from './retry';
 
 export const AUTOMATION_FAILURE = { permanent: 'ExportFailed', exhausted: 'ExportRetriesExhausted', cancelled: 'ExportCancelled' } as const;
 
@@ -53,7 +54,8 @@ const { exportAttempt } = proxyActivities<AutomationActivities>({
 
 export async function runAutomation(input: AutomationRunInput): Promise<AutomationRunResult> {
   const { runId } = input;
-  const schedule = input.scheduleMs ?? AUTOMATION_RETRY_SCHEDULE_MS;
+  // A run started before every start passed a schedule carries the list form, or none.
+  const schedule = input.schedule ?? (input.scheduleMs ? scheduleOfList(input.scheduleMs) : DEFAULT_RETRY_SCHEDULES.automation);
   const state = { status: 'queued' as RunStatus, attempts: 0, nextAttemptAt: null as string | null, lastError: null as string | null };
   setHandler(runStateQuery, () => state);
   const setStatus = (s: RunStatus) => {
@@ -69,40 +71,38 @@ export async function runAutomation(input: AutomationRunInput): Promise<Automati
   };
 
   try {
-    for (let i = 0; i < schedule.length; i++) {
-      const attempt = i + 1;
-      let outcome: ExportOutcome;
-      try {
-        outcome = await exportAttempt({ runId, attempt });
-      } catch (err) {
-        if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-        outcome = { outcome: 'transient', error: `attempt lost (worker stopped or timed out): ${err.cause?.message || err.message}` };
-      }
-      state.attempts = attempt;
-      switch (outcome.outcome) {
-        case 'gone':
-          return { runId, status: 'failed', attempts: attempt, recordsExported: null };
-        case 'succeeded':
-          await finishRun({ runId, status: 'succeeded', attempts: attempt, recordsExported: outcome.recordsExported });
-          setStatus('succeeded');
-          return { runId, status: 'succeeded', attempts: attempt, recordsExported: outcome.recordsExported };
-        case 'permanent':
-          return await fail(outcome.error, AUTOMATION_FAILURE.permanent);
-        case 'transient': {
-          const last = i === schedule.length - 1;
-          if (last) return await fail(outcome.error, AUTOMATION_FAILURE.exhausted);
-          const delay = schedule[i + 1]!;
-          // Date.now() in a workflow is Temporal's deterministic clock.
-          const next = Date.now() + delay;
-          state.lastError = outcome.error;
-          state.nextAttemptAt = new Date(next).toISOString();
-          await recordRunRetry({ runId, attempts: attempt, nextAttemptAtMs: next, error: outcome.error });
-          setStatus('running');
-          await sleep(delay);
+    return await retryOnSchedule<AutomationRunResult>({
+      schedule,
+      attempt: async (attempt) => {
+        let outcome: ExportOutcome;
+        try {
+          outcome = await exportAttempt({ runId, attempt });
+        } catch (err) {
+          if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+          outcome = { outcome: 'transient', error: `attempt lost (worker stopped or timed out): ${err.cause?.message || err.message}` };
         }
-      }
-    }
-    return await fail('no attempt was scheduled', AUTOMATION_FAILURE.exhausted);
+        state.attempts = attempt;
+        switch (outcome.outcome) {
+          case 'gone':
+            return { done: { runId, status: 'failed', attempts: attempt, recordsExported: null } };
+          case 'succeeded':
+            await finishRun({ runId, status: 'succeeded', attempts: attempt, recordsExported: outcome.recordsExported });
+            setStatus('succeeded');
+            return { done: { runId, status: 'succeeded', attempts: attempt, recordsExported: outcome.recordsExported } };
+          case 'permanent':
+            return await fail(outcome.error, AUTOMATION_FAILURE.permanent);
+          case 'transient':
+            return { failed: outcome.error };
+        }
+      },
+      recordRetry: async ({ attempt, error, nextAttemptAtMs }) => {
+        state.lastError = error;
+        state.nextAttemptAt = new Date(nextAttemptAtMs).toISOString();
+        await recordRunRetry({ runId, attempts: attempt, nextAttemptAtMs, error });
+        setStatus('running');
+      },
+      giveUp: ({ error }) => fail(error ?? 'no attempt was made', AUTOMATION_FAILURE.exhausted),
+    });
   } catch (err) {
     if (isCancellation(err)) await fail('cancelled by an operator', AUTOMATION_FAILURE.cancelled).catch(() => {});
     throw err;
@@ -116,7 +116,8 @@ export async function automationTick(input: AutomationTickInput): Promise<{ runI
   try {
     const r = await executeChild(runAutomation, {
       workflowId: automationRunWorkflowIdOf(created.runId),
-      args: [{ runId: created.runId, ...(input.scheduleMs ? { scheduleMs: input.scheduleMs } : {}) }],
+      // A firing scheduled before every schedule passed one carries the list form, or none (the child's default).
+      args: [{ runId: created.runId, ...(input.schedule ? { schedule: input.schedule } : input.scheduleMs ? { scheduleMs: input.scheduleMs } : {}) }],
       taskQueue: workflowInfo().taskQueue,
       // The run is its own workflow: it goes on (and stays visible) whatever happens to this firing.
       parentClosePolicy: ParentClosePolicy.ABANDON,

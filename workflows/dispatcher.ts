@@ -19,7 +19,8 @@ import {
 } from '@temporalio/workflow';
 import type { DispatchActivities } from '../activities/dispatch';
 import { dispatchTaskQueueOf, SA_DELIVERY_STATUS, WAKE_SIGNAL } from '../domain/contract';
-import { DELIVERY_SCHEDULE_MS, type BatchResult, type DispatcherEnd, type DispatcherInput } from '../domain/webhooks';
+import { DEFAULT_RETRY_SCHEDULES, delayAfter, scheduleOfList } from '../domain/retry';
+import type { BatchResult, DispatcherEnd, DispatcherInput } from '../domain/webhooks';
 
 export const wakeSignal = defineSignal(WAKE_SIGNAL);
 export interface DispatcherState {
@@ -54,7 +55,9 @@ function activitiesOn(taskQueue: string) {
 export async function dispatchWebhooks(input: DispatcherInput): Promise<{ end: DispatcherEnd }> {
   const { subscriptionId, settings } = input;
   const { dispatchBatch, markCircuit } = activitiesOn(dispatchTaskQueueOf(workflowInfo().taskQueue));
-  const scheduleMs = input.retry?.scheduleMs ?? DELIVERY_SCHEDULE_MS;
+  const { retry } = input;
+  // Where a failed first attempt goes, decided here: a retry after the schedule's first delay, or the dead letter.
+  const firstRetryDelayMs = delayAfter(retry?.schedule ?? (retry?.scheduleMs ? scheduleOfList(retry.scheduleMs) : DEFAULT_RETRY_SCHEDULES.webhook), 1);
   let woken = false;
   let probeIndex: number | null = input.probeIndex ?? null;
   const state: DispatcherState = { circuit: probeIndex === null ? 'closed' : 'open', nextProbeAtMs: null, batches: 0, succeeded: 0, failed: 0 };
@@ -74,7 +77,7 @@ export async function dispatchWebhooks(input: DispatcherInput): Promise<{ end: D
   let failureRun = 0;
   const batch = async (probe: boolean): Promise<BatchResult | null> => {
     try {
-      const r = await dispatchBatch({ subscriptionId, probe, scheduleMs, failureRun, ...settings });
+      const r = await dispatchBatch({ subscriptionId, probe, firstRetryDelayMs, failureRun, ...settings });
       failureRun = r.failureRun;
       failures = 0;
       state.batches++;

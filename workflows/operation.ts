@@ -1,9 +1,9 @@
 /**
  * One write (an Operation; the workflow id is its id). Each attempt is one activity call that writes to the source
- * once; the workflow owns the retries, on the schedule of domain/operations.ts, as durable timers, and keeps the
- * Operation row current at each step (status, attempts, next_attempt_at, last_error). A rejection fails it at once;
- * the last transient failure inside the 24-hour window fails it with that error; an operator's cancellation fails
- * it too. It ends Completed only when the Operation succeeded, and Failed (with a type) otherwise.
+ * once; the workflow owns the retries, on the schedule its input carries (WRITE_RETRY_*), through the one retry loop
+ * (workflows/retry.ts), and keeps the Operation row current at each step (status, attempts, next_attempt_at,
+ * last_error). A rejection fails it at once; the last transient failure inside the 24-hour window fails it with that
+ * error; an operator's cancellation fails it too. It ends Completed only when the Operation succeeded, and Failed (with a type) otherwise.
  */
 import {
   ActivityFailure,
@@ -13,20 +13,19 @@ import {
   isCancellation,
   proxyActivities,
   setHandler,
-  sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { AttemptResult, WriteActivities } from '../activities/operations';
 import { SA_STATUS } from '../domain/contract';
 import {
-  nextAttemptAtMs,
   parseOperationType,
-  WRITE_RETRY_SCHEDULE,
   type OperationStatus,
   type OperationView,
   type WriteWorkflowInput,
   type WriteWorkflowResult,
 } from '../domain/operations';
+import { DEFAULT_RETRY_SCHEDULES } from '../domain/retry';
+import { retryOnSchedule, type AttemptVerdict } from './retry';
 
 export const operationStateQuery = defineQuery<OperationView>('state');
 
@@ -64,7 +63,7 @@ const { storeApplied } = proxyActivities<WriteActivities>({
 
 export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWorkflowResult> {
   const { operationId } = input;
-  const schedule = input.schedule ?? WRITE_RETRY_SCHEDULE;
+  const schedule = input.schedule ?? DEFAULT_RETRY_SCHEDULES.write;
   const { action } = parseOperationType(input.type);
   const view: OperationView = { type: input.type, status: 'queued', target: input.target ?? null, attempts: 0, nextAttemptAt: null, lastError: null };
   setHandler(operationStateQuery, () => view);
@@ -80,60 +79,65 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
     throw ApplicationFailure.nonRetryable(error, type);
   };
 
+  /** One attempt: its end, or a transient failure for the schedule. */
+  const attemptOnce = async (attempt: number): Promise<AttemptVerdict<WriteWorkflowResult>> => {
+    let result: AttemptResult;
+    try {
+      // After a failed attempt, a create may have been applied all the same: look for it before sending again.
+      result = await attemptWrite({ operationId, attempt, probe: action === 'create' && attempt > 1 });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      result = { outcome: 'transient', error: `attempt lost (worker stopped or timed out): ${err.cause?.message || err.message}`, maybeApplied: true };
+    }
+    view.attempts = attempt;
+    switch (result.outcome) {
+      case 'finished':
+        // The row is terminal already (an earlier attempt, lost, had stored it): nothing to write, but the search
+        // attribute and the execution still end in the row's state.
+        setStatus(result.status);
+        if (result.status !== 'succeeded') throw ApplicationFailure.nonRetryable(`the operation had already ${result.status}`, WRITE_FAILURE.failed);
+        return { done: { operationId, status: 'succeeded', attempts: attempt } };
+      case 'succeeded':
+        setStatus('succeeded');
+        return { done: { operationId, status: 'succeeded', attempts: attempt } };
+      case 'applied': {
+        view.lastError = result.error;
+        try {
+          await storeApplied({ operationId, attempts: attempt, xId: result.xId, related: result.related, appliedAtMs: result.appliedAtMs });
+        } catch (err) {
+          if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+          return fail(`the source applied the change (${view.type} x_id ${result.xId}) but it could not be read back: ${err.cause?.message || err.message}`, 'applied', WRITE_FAILURE.failed);
+        }
+        setStatus('succeeded');
+        return { done: { operationId, status: 'succeeded', attempts: attempt } };
+      }
+      case 'rejected':
+        return fail(result.error, 'rejected', WRITE_FAILURE.rejected);
+      case 'failed':
+        return fail(result.error, null, WRITE_FAILURE.failed);
+      case 'transient':
+        return { failed: result.error };
+    }
+  };
+
   try {
-    // A write that could not even be started within the window (Temporal unreachable for a day, then the sweeper)
-    // is not sent a day late: it fails, as a write whose attempts all failed would have.
-    if (Date.now() - input.acceptedAtMs > schedule.giveUpAfterMs) {
-      return await fail('not attempted within 24 hours of being accepted (the write could not be queued); nothing was sent to the source', null, WRITE_FAILURE.gaveUp);
-    }
-    for (;;) {
-      const attempt = view.attempts + 1;
-      let result: AttemptResult;
-      try {
-        // After a failed attempt, a create may have been applied all the same: look for it before sending again.
-        result = await attemptWrite({ operationId, attempt, probe: action === 'create' && attempt > 1 });
-      } catch (err) {
-        if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-        result = { outcome: 'transient', error: `attempt lost (worker stopped or timed out): ${err.cause?.message || err.message}`, maybeApplied: true };
-      }
-      view.attempts = attempt;
-      switch (result.outcome) {
-        case 'finished':
-          // The row is terminal already (an earlier attempt, lost, had stored it): nothing to write, but the search
-          // attribute and the execution still end in the row's state.
-          setStatus(result.status);
-          if (result.status !== 'succeeded') throw ApplicationFailure.nonRetryable(`the operation had already ${result.status}`, WRITE_FAILURE.failed);
-          return { operationId, status: 'succeeded', attempts: attempt };
-        case 'succeeded':
-          setStatus('succeeded');
-          return { operationId, status: 'succeeded', attempts: attempt };
-        case 'applied': {
-          view.lastError = result.error;
-          try {
-            await storeApplied({ operationId, attempts: attempt, xId: result.xId, related: result.related, appliedAtMs: result.appliedAtMs });
-          } catch (err) {
-            if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-            return fail(`the source applied the change (${view.type} x_id ${result.xId}) but it could not be read back: ${err.cause?.message || err.message}`, 'applied', WRITE_FAILURE.failed);
-          }
-          setStatus('succeeded');
-          return { operationId, status: 'succeeded', attempts: attempt };
-        }
-        case 'rejected':
-          return fail(result.error, 'rejected', WRITE_FAILURE.rejected);
-        case 'failed':
-          return fail(result.error, null, WRITE_FAILURE.failed);
-        case 'transient': {
-          // Date.now() in a workflow is Temporal's deterministic clock.
-          const next = nextAttemptAtMs(schedule, attempt, Date.now(), input.acceptedAtMs);
-          if (next === null) return fail(`gave up after ${attempt} attempts over 24 hours; last error: ${result.error}`, null, WRITE_FAILURE.gaveUp);
-          view.lastError = result.error;
-          view.nextAttemptAt = new Date(next).toISOString();
-          await recordRetry({ operationId, attempts: attempt, nextAttemptAtMs: next, error: result.error });
-          setStatus('running');
-          await sleep(next - Date.now());
-        }
-      }
-    }
+    return await retryOnSchedule<WriteWorkflowResult>({
+      schedule,
+      windowStartMs: input.acceptedAtMs,
+      attempt: attemptOnce,
+      recordRetry: async ({ attempt, error, nextAttemptAtMs }) => {
+        view.lastError = error;
+        view.nextAttemptAt = new Date(nextAttemptAtMs).toISOString();
+        await recordRetry({ operationId, attempts: attempt, nextAttemptAtMs, error });
+        setStatus('running');
+      },
+      // A write that could not even be started within the window (Temporal unreachable for a day, then the sweeper)
+      // is not sent a day late: it fails, as a write whose attempts all failed would have.
+      giveUp: ({ attempts, error }) =>
+        attempts === 0
+          ? fail('not attempted within 24 hours of being accepted (the write could not be queued); nothing was sent to the source', null, WRITE_FAILURE.gaveUp)
+          : fail(`gave up after ${attempts} attempts over 24 hours; last error: ${error}`, null, WRITE_FAILURE.gaveUp),
+    });
   } catch (err) {
     if (isCancellation(err)) {
       await fail('cancelled by an operator before it was known to be applied; the source may or may not hold the change', null, WRITE_FAILURE.cancelled).catch(() => {});

@@ -1,7 +1,8 @@
 /**
  * Delivery of one event to one subscription, once its first attempt (made by the subscription's dispatcher) failed,
- * or when an operator replays it. Attempts follow the retry schedule as durable timers (each attempt one activity
- * call that POSTs once); after the last failure the workflow stays open as the dead letter, holding the delivery
+ * or when an operator replays it. Attempts follow the retry schedule its input carries (WEBHOOK_RETRY_SCHEDULE_MS),
+ * through the one retry loop (workflows/retry.ts), each attempt one activity call that POSTs once; a replay asked
+ * for during a wait makes the next attempt at once. After the last failure the workflow stays open as the dead letter, holding the delivery
  * until an operator replays it or the retention ends. Never completes unless the receiver took the event: a
  * cancelled delivery (subscription disabled or deleted) and an expired dead letter end Failed, each with a type.
  */
@@ -21,7 +22,9 @@ import {
 } from '@temporalio/workflow';
 import type { AttemptOutcome, WebhookActivities } from '../activities/webhooks';
 import { REPLAY_SIGNAL, SA_DELIVERY_STATUS } from '../domain/contract';
-import { DELIVERY_SCHEDULE_MS, type DeliveryStatus, type DeliveryWorkflowInput, type DeliveryWorkflowResult } from '../domain/webhooks';
+import { DEFAULT_RETRY_SCHEDULES, delayAfter, scheduleOfList, type RetrySchedule } from '../domain/retry';
+import type { DeliveryStatus, DeliveryWorkflowInput, DeliveryWorkflowResult } from '../domain/webhooks';
+import { retryOnSchedule } from './retry';
 
 export const replaySignal = defineSignal(REPLAY_SIGNAL);
 /** Added after release: a replay signalled during a successful attempt continues as a replay run. */
@@ -81,16 +84,18 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
   // A replay that started this run is the run itself.
   replayRequested = false;
 
+  /** One attempt; `nextDelayMs` null: the schedule has none after it, so its failure dead-letters the delivery. */
   async function attempt(nextDelayMs: number | null, replay: boolean): Promise<AttemptOutcome['outcome']> {
     const n = ++attempts;
+    const ifFailed = nextDelayMs === null ? 'dead_lettered' : 'retrying';
     try {
-      const r = await attemptDelivery({ deliveryId, attempt: n, nextDelayMs, replay });
+      const r = await attemptDelivery({ deliveryId, attempt: n, nextDelayMs, ifFailed, replay });
       return r.outcome;
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       // The attempt's worker died or it overran its time-out: a failed attempt like any other, unless the attempt
       // recorded its outcome before it was lost (a recorded success ends the delivery: it is never sent again).
-      return recordLostAttempt({ deliveryId, attempt: n, nextDelayMs, error: `attempt lost: ${err.cause?.message || err.message}` });
+      return recordLostAttempt({ deliveryId, attempt: n, nextDelayMs, ifFailed, error: `attempt lost: ${err.cause?.message || err.message}` });
     }
   }
   const succeeded = (): DeliveryWorkflowResult => {
@@ -115,20 +120,32 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
     throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} cancelled: its subscription is disabled or deleted`, 'DeliveryCancelled');
   };
 
-  const schedule = input.mode === 'replay' ? [0] : (input.scheduleMs ?? DELIVERY_SCHEDULE_MS);
+  // A replay run makes one attempt, then holds the dead letter. A run started before every start passed a schedule
+  // carries the list form, or none.
+  const schedule: RetrySchedule =
+    input.mode === 'replay' ? { delaysMs: [] } : (input.schedule ?? (input.scheduleMs ? scheduleOfList(input.scheduleMs) : DEFAULT_RETRY_SCHEDULES.webhook));
   // A retry goes on after the first attempt, which the subscription's dispatcher made.
-  if (input.mode === 'retry') setStatus(schedule.length > 1 ? 'retrying' : 'dead_lettered');
-  for (let i = input.mode === 'retry' ? 1 : 0; i < schedule.length; i++) {
+  if (input.mode === 'retry') setStatus(delayAfter(schedule, 1) !== null ? 'retrying' : 'dead_lettered');
+  const ended = await retryOnSchedule<'succeeded' | 'cancelled' | 'dead_lettered'>({
+    schedule,
+    failuresSoFar: input.mode === 'retry' ? 1 : 0,
     // A replay asked for while waiting makes the next attempt now.
-    if (schedule[i]! > 0) await condition(() => replayRequested, schedule[i]!);
-    const replay = input.mode === 'replay' || replayRequested;
-    replayRequested = false;
-    const last = i === schedule.length - 1;
-    const outcome = await attempt(last ? null : schedule[i + 1]!, replay);
-    if (outcome === 'succeeded') return succeededOrReplay();
-    if (outcome === 'cancelled') return cancelled();
-    setStatus(last ? 'dead_lettered' : 'retrying');
-  }
+    wait: async (ms) => {
+      if (ms > 0) await condition(() => replayRequested, ms);
+    },
+    attempt: async (_n, { last, nextDelayMs }) => {
+      const replay = input.mode === 'replay' || replayRequested;
+      replayRequested = false;
+      const outcome = await attempt(nextDelayMs, replay);
+      if (outcome !== 'failed') return { done: outcome };
+      setStatus(last ? 'dead_lettered' : 'retrying');
+      return { failed: 'failed' };
+    },
+    // The status says so already (set with the last failed attempt, or at the start of a retry run with none left).
+    giveUp: () => Promise.resolve('dead_lettered' as const),
+  });
+  if (ended === 'succeeded') return succeededOrReplay();
+  if (ended === 'cancelled') return cancelled();
 
   // The dead letter: held open until a replay, or until the event's retention ends.
   for (;;) {

@@ -9,7 +9,6 @@ import { expect } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { createApiKey, type Scope } from '../../db/tenants';
-import type { WriteRetrySchedule } from '../../domain/operations';
 import { createWriteWorker } from '../../worker';
 
 export interface WriteWorker {
@@ -19,10 +18,10 @@ export interface WriteWorker {
 }
 
 /** The write worker of this file's task queue, in this process until stop(). */
-export async function startWriteWorker(config: Config, db: Db, opts: { schedule?: WriteRetrySchedule } = {}): Promise<WriteWorker> {
+export async function startWriteWorker(config: Config, db: Db, ): Promise<WriteWorker> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const worker = await createWriteWorker({ config, db, connection, schedule: opts.schedule });
+  const worker = await createWriteWorker({ config, db, connection });
   const running = worker.run();
   return {
     client,

@@ -11,7 +11,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { AttemptInput, AttemptOutcome, PreparedDelivery, WebhookActivities } from '../../activities/webhooks';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
-import { DELIVERY_SCHEDULE_MS, RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../../domain/webhooks';
+import { DEFAULT_RETRY_SCHEDULES, listOfSchedule, scheduleOfList } from '../../domain/retry';
+import { RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../../domain/webhooks';
 import { recorder, startTimeSkipping, type Call } from '../support/time-skipping';
 import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } from '../../workflows/webhook';
 
@@ -27,6 +28,8 @@ const MINUTE = 60 * SECOND;
 const ATTEMPT_TIMEOUT = 30 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
+/** The default schedule as delays before each attempt, the first at once. */
+const DELIVERY_SCHEDULE_MS = listOfSchedule(DEFAULT_RETRY_SCHEDULES.webhook);
 /** The default schedule in full: 7 h 36 min 30 s from the first attempt to the last. */
 const SCHEDULE_TOTAL_MS = DELIVERY_SCHEDULE_MS.reduce((a, b) => a + b, 0);
 
@@ -62,7 +65,7 @@ function mockActivities(opts: MockOptions = {}) {
   const calls = {
     prepare: [] as Call<{ deliveryId: string; retentionMs?: number }>[],
     attempt: [] as Call<AttemptInput>[],
-    lost: [] as Call<{ deliveryId: string; attempt: number; nextDelayMs: number | null; error: string }>[],
+    lost: [] as Call<{ deliveryId: string; attempt: number; nextDelayMs: number | null; ifFailed?: string; error: string }>[],
     mark: [] as Call<{ deliveryId: string; status: DeliveryStatus }>[],
     purge: [] as Call<{ retentionMs?: number }>[],
   };
@@ -199,6 +202,8 @@ describe('deliverWebhook', () => {
           deliveryId: mock.calls.prepare[0]!.input.deliveryId,
           attempt: i + 1,
           nextDelayMs: DELIVERY_SCHEDULE_MS[i + 1] ?? null,
+          // The workflow decides where a failure leaves the delivery: the last attempt's dead-letters it.
+          ifFailed: i + 1 < DELIVERY_SCHEDULE_MS.length ? 'retrying' : 'dead_lettered',
           replay: false,
         })),
       );
@@ -377,9 +382,9 @@ describe('deliverWebhook', () => {
       expect(mock.calls.attempt.map((c) => c.input.attempt)).toEqual([1, 2, 3, 4]);
       const deliveryId = mock.calls.prepare[0]!.input.deliveryId;
       expect(mock.calls.lost.map((c) => c.input)).toEqual([
-        { deliveryId, attempt: 2, nextDelayMs: DELIVERY_SCHEDULE_MS[2], error: expect.stringContaining('connection to the database lost') },
+        { deliveryId, attempt: 2, nextDelayMs: DELIVERY_SCHEDULE_MS[2], ifFailed: 'retrying', error: expect.stringContaining('connection to the database lost') },
         // A real server names the time-out ("activity StartToClose timeout"); the test server leaves that message empty.
-        { deliveryId, attempt: 3, nextDelayMs: DELIVERY_SCHEDULE_MS[3], error: expect.stringMatching(/^attempt lost: /) },
+        { deliveryId, attempt: 3, nextDelayMs: DELIVERY_SCHEDULE_MS[3], ifFailed: 'retrying', error: expect.stringMatching(/^attempt lost: /) },
       ]);
       const [a1, a2, a3, a4] = mock.calls.attempt;
       const [lost2, lost3] = mock.calls.lost;
@@ -430,7 +435,7 @@ describe('deliverWebhook', () => {
     await withWorker(mock, async ({ startReplay }) => {
       const handle = await startReplay();
       await env.sleep(DAY);
-      expect(mock.calls.attempt.map((c) => c.input)).toEqual([{ deliveryId: mock.calls.prepare[0]!.input.deliveryId, attempt: 4, nextDelayMs: null, replay: true }]);
+      expect(mock.calls.attempt.map((c) => c.input)).toEqual([{ deliveryId: mock.calls.prepare[0]!.input.deliveryId, attempt: 4, nextDelayMs: null, ifFailed: 'dead_lettered', replay: true }]);
       expectAt(mock.calls.attempt[0]!.at, mock.calls.prepare[0]!.doneAt);
       expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 4 } });
     });
@@ -449,7 +454,7 @@ describe('deliverWebhook', () => {
     const scheduleMs = [0, 5 * SECOND, 20 * SECOND];
     const mock = mockActivities();
     await withWorker(mock, async ({ start }) => {
-      const handle = await start({ scheduleMs });
+      const handle = await start({ schedule: scheduleOfList(scheduleMs) });
       await env.sleep(MINUTE);
       const attempts = mock.calls.attempt;
       expect(attempts.map((c) => c.input)).toMatchObject([
