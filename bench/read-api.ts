@@ -18,12 +18,13 @@
  * one JSON object: `{"bench": "read", "ratios": {"list", "retrieve"}, "rss_mb": {...}, "ok"}`, each ratio the CPU per
  * request of the baseline over the service's (higher is better), `ok` whether every check passed (ratios null if not).
  * The same run measures the cost of observability: a second API process with its metrics listener (scraped every
- * 15 s, as Prometheus would) and tracing on (OTLP/HTTP to a sink in this process) takes the same rounds; its CPU per
- * request over the plain API's is the cost (target <= 5 %), `observability_cost` in the JSON line.
+ * 15 s, as Prometheus would) and tracing on (OTLP/HTTP to bench/lib/span-sink.ts, a process of its own that takes
+ * and drops every export) takes the same rounds, interleaved with the plain API's (which has neither); its CPU per
+ * request over the plain API's is the cost (target <= 5 %): `observability_cost` (a fraction) and `list_cost_pct`,
+ * `retrieve_cost_pct` in the ratios (per cent). The observed API must answer the same bodies, and its metrics must
+ * have counted every request answered, with one root span each at the sink: tracing and metrics were truly on.
  * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4]   (`--leases 2000`: a small data set, to try it)
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type autocannon from 'autocannon';
@@ -31,6 +32,7 @@ import postgres from 'postgres';
 import { loadConfigOrExit } from '../config';
 import { PLAN_RULES } from '../domain/plans';
 import type { LoadSpec } from './lib/load';
+import { sampleOf, startSpanSink } from './lib/observed';
 import { cpuMeter, freePort, loadAverage, rssSampler, startApi, startChild, waitHealthy } from './lib/processes';
 import { DEFAULT_LEASES, ensureBenchData } from './lib/seed';
 
@@ -63,13 +65,15 @@ const TARGETS: Record<string, { key: 'list' | 'retrieve'; target: number }> = {
 
 interface Summary {
   bench: 'read';
-  ratios: { list: number | null; retrieve: number | null };
+  /** `*_cost_pct`: the observability cost of each scenario in per cent (CPU per request, observed over plain, minus 100). */
+  ratios: { list: number | null; retrieve: number | null; list_cost_pct: number | null; retrieve_cost_pct: number | null };
   /** CPU per request of the API with metrics and tracing on over the plain API's, minus 1 (0.03: 3 % more). */
   observability_cost: { list: number | null; retrieve: number | null };
   rss_mb: { api_max: number | null; api_median: number | null };
   ok: boolean;
 }
-const summary: Summary = { bench: 'read', ratios: { list: null, retrieve: null }, observability_cost: { list: null, retrieve: null }, rss_mb: { api_max: null, api_median: null }, ok: false };
+const NO_RATIOS = { list: null, retrieve: null, list_cost_pct: null, retrieve_cost_pct: null };
+const summary: Summary = { bench: 'read', ratios: { ...NO_RATIOS }, observability_cost: { list: null, retrieve: null }, rss_mb: { api_max: null, api_median: null }, ok: false };
 
 const say = (msg: string) => console.log(`[bench:read] ${msg}`);
 
@@ -87,20 +91,6 @@ type Target = 'service' | 'observed' | 'baseline';
 const TARGETS_IN_ORDER = ['service', 'observed', 'baseline'] as const;
 /** Most the CPU per request may grow with metrics and tracing on. */
 const OBSERVABILITY_COST_TARGET = 0.05;
-
-/** An OTLP/HTTP sink: takes every export and drops it (its CPU is the bench process's, not the API's). */
-async function startSpanSink(): Promise<{ url: string; exports: () => number; close(): Promise<void> }> {
-  let n = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      n++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, exports: () => n, close: () => new Promise((r) => server.close(() => r())) };
-}
 
 interface Figures {
   p50: number[];
@@ -172,6 +162,10 @@ async function main() {
       baseline: { process: () => [baseline.pid], postgres: backends('propsync-bench-baseline') },
     };
 
+    /** Requests each target answered (the load generator's count; a window's last few in flight may reach it uncounted). */
+    const answered: Record<Target, { list: number; retrieve: number }> = { service: { list: 0, retrieve: 0 }, observed: { list: 1, retrieve: 1 }, baseline: { list: 0, retrieve: 0 } };
+    let windows = 0;
+
     /** One measured window: the load generator in its own process; any non-2xx or error fails the run. */
     async function load(target: Target, paths: string[], seconds: number, label: string): Promise<{ result: autocannon.Result; cpu: Record<string, number> }> {
       const spec: LoadSpec = {
@@ -203,6 +197,8 @@ async function main() {
       if (result.requests.total < want) {
         throw new CheckFailed(`${label} against the ${target}: ${result.requests.total} requests answered in ${seconds} s, fewer than ${Math.ceil(want)} (${RATE}/s offered)`);
       }
+      answered[target][paths[0]!.startsWith('/v1/leases?') ? 'list' : 'retrieve'] += result.requests.total;
+      windows++;
       return { result, cpu };
     }
 
@@ -215,7 +211,8 @@ async function main() {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [name, paths] of Object.entries(scenarios)) {
         results[name] ??= { service: empty(), observed: empty(), baseline: empty() };
-        for (const target of TARGETS_IN_ORDER) {
+        // The plain and the observed API take turns going first, so neither always runs right after the other.
+        for (const target of round % 2 === 1 ? TARGETS_IN_ORDER : (['observed', 'service', 'baseline'] as const)) {
           const sampler = target === 'service' ? rssSampler(api.pid) : undefined;
           const { result: r, cpu } = await load(target, paths, SECONDS, `round ${round} ${name}`);
           if (sampler) {
@@ -258,6 +255,7 @@ async function main() {
       );
       const cost = perReq(r.observed) / perReq(r.service) - 1;
       summary.observability_cost[key] = Number(cost.toFixed(3));
+      summary.ratios[`${key}_cost_pct`] = Number((cost * 100).toFixed(1));
       console.log(
         `${name.padEnd(21)} metrics + tracing on: CPU per request ${(cost * 100).toFixed(1)} % over the plain API's, p50 ${(median(r.observed.p50) / median(r.service.p50)).toFixed(2)}x ` +
           `(target <= ${OBSERVABILITY_COST_TARGET * 100} %: ${cost <= OBSERVABILITY_COST_TARGET ? 'meets target' : 'ABOVE TARGET'})\n`,
@@ -265,8 +263,27 @@ async function main() {
     }
     summary.rss_mb = { api_max: Math.max(...rss), api_median: median(rss) };
     console.log(`API process RSS under load: max ${Math.max(...rss)} MB, median ${median(rss)} MB (target <= 200 MB)`);
-    console.log(`observed API: ${scrapes} scrapes of its /metrics, ${sink.exports()} span exports received by the sink`);
-    if (sink.exports() === 0) throw new CheckFailed('the observed API sent no spans: tracing was not on');
+    // Metrics and tracing were on, and saw every request: the observed API counted each request answered (and at
+    // most the few in flight when a window ended), and exported one root span per request it counted.
+    const exposition = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const counted = {
+      list: sampleOf(exposition, 'propsync_http_request_duration_seconds_count', { method: 'GET', route: '/v1/leases', status_class: '2xx' }),
+      retrieve: sampleOf(exposition, 'propsync_http_request_duration_seconds_count', { method: 'GET', route: '/v1/leases/{id}', status_class: '2xx' }),
+    };
+    await observedApi.stop(); // its tracer provider exports what it still holds on the way out
+    const sunk = await sink.stats();
+    const rootSpans = { list: sunk.spans['GET /v1/leases'] ?? 0, retrieve: sunk.spans['GET /v1/leases/{id}'] ?? 0 };
+    console.log(
+      `observed API: ${scrapes} scrapes of its /metrics; it counted ${counted.list} list and ${counted.retrieve} retrieve requests (${answered.observed.list} and ${answered.observed.retrieve} answered to the load generator); ` +
+        `the sink received ${sunk.exports} exports, ${rootSpans.list} and ${rootSpans.retrieve} root spans of those routes`,
+    );
+    for (const k of ['list', 'retrieve'] as const) {
+      if (counted[k] < answered.observed[k] || counted[k] > answered.observed[k] + CONNECTIONS * windows) {
+        throw new CheckFailed(`the observed API's metrics counted ${counted[k]} ${k} requests, but ${answered.observed[k]} were answered: metrics were not on, or miscount`);
+      }
+      if (rootSpans[k] !== counted[k]) throw new CheckFailed(`the sink received ${rootSpans[k]} ${k} root spans for ${counted[k]} requests counted: tracing dropped or was not on`);
+    }
+    if (sunk.unparsed > 0) throw new CheckFailed(`the sink could not read ${sunk.unparsed} exports`);
     console.log(
       `checks passed: every request of every round answered 2xx (no 429, no error, no timeout) at the offered rate; service and baseline bodies identical; ` +
         `load average ${loadAverage()} at the end; the whole bench took ${((Date.now() - began) / 1000).toFixed(1)} s`,
@@ -276,7 +293,7 @@ async function main() {
     await pg.end({ timeout: 2 });
     await api.stop();
     await observedApi.stop();
-    await sink.close();
+    await sink.stop();
     await baseline.stop();
   }
 }
@@ -290,7 +307,7 @@ main().then(
   (err) => {
     console.error(err instanceof CheckFailed ? `\n[bench:read] FAILED: ${err.message}` : err);
     // No figure of a run that failed a check stands: the line says so, with no ratios.
-    console.log(JSON.stringify({ ...summary, ratios: { list: null, retrieve: null }, observability_cost: { list: null, retrieve: null }, ok: false }));
+    console.log(JSON.stringify({ ...summary, ratios: { ...NO_RATIOS }, observability_cost: { list: null, retrieve: null }, ok: false }));
     process.exit(1);
   },
 );

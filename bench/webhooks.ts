@@ -29,17 +29,28 @@
  *      waited for and reported, with the retry workflows its failed first attempts became.
  * Each rate is the median of its rounds; the latency percentiles pool the rounds' events.
  *
+ * With `--observability`, between 3 and 4, the cost of metrics and tracing: `--rounds` rounds of two worker lives,
+ * the worker restarted plain (as above: no metrics listener, no tracing) and observed (WORKER_METRICS_PORT, scraped
+ * every 15 s as Prometheus would, and OTEL_EXPORTER_OTLP_ENDPOINT to bench/lib/span-sink.ts, a process of its own that
+ * takes and drops every export), taking turns going first (off/on, then on/off, ...); each life takes an unmeasured
+ * warm-up burst, then one burst of `--events` to A, measured as in 3. Cost = 1 - median deliveries/s observed ÷ plain,
+ * and the worker's CPU per delivery observed ÷ plain - 1 (target <= 5 %). Each observed life must have counted every
+ * attempt it made in propsync_webhook_attempts_total and exported a `webhook.attempt` span for each; a plain life must
+ * have exported none. The worker is plain again for 4.
+ *
  * Before printing any ratio it checks the run: every event recorded reached A's receiver at least once with a valid
  * `X-Service-Signature` under A's secret, its own id in the body and attempt 1, and nothing else arrived there;
  * every delivery of A ended `succeeded` after one attempt, no retry workflow exists for A; A's first attempts went
  * out in seq order (`first_sent_at` never decreases along seq); every event was dispatched; every floor request was
  * answered 2xx and arrived validly signed; B has one delivery per event of its bursts, none succeeded. A failed check
  * exits 1 and prints null ratios. Timings are printed against their targets, never asserted. The last line of
- * output is one line of JSON: {"bench": "webhooks", "ratios": {...}, "rss_mb": {...}, "ok": ...}.
+ * output is one line of JSON: {"bench": "webhooks", "ratios": {...}, "rss_mb": {...}, "ok": ...}; with
+ * --observability the ratios add `deliveries_cost_pct` and `worker_cpu_cost_pct` (per cent) and rss_mb
+ * `worker_observed`.
  * Usage: npm run bench:webhooks [-- --events 10000 --per-tx 1000 --steady-rate 50 --steady-seconds 20 --warmup 2000 --rounds 3]
  *   (`--events 1000 --steady-seconds 5 --rounds 1`: to try it; `--from-source`: the worker from source through tsx
  *   instead of the built dist/worker.mjs production runs; `--profile-worker <dir>`: a V8 CPU profile of the worker, written
- *   when it stops, for diagnosis only)
+ *   when it stops, for diagnosis only; `--observability`: the cost of metrics and tracing, above)
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -60,7 +71,8 @@ import { DEFAULT_DISPATCH } from '../domain/webhooks';
 import { workerProcessEnv } from '../worker/process-env';
 import type { EventCommand, EventRunResult } from './lib/event-writer';
 import type { FloorRequest, FloorResult, FloorSpec } from './lib/http-floor';
-import { atInterrupt, buildDist, childPids, cpuMeter, freshDatabase, loadAverage, peakRssMb, rssSampler, startChild, startTemporal, waitForPollers, type Child } from './lib/processes';
+import { atInterrupt, buildDist, childPids, cpuMeter, freePort, freshDatabase, loadAverage, peakRssMb, rssSampler, startChild, startTemporal, waitForPollers, type Child } from './lib/processes';
+import { sampleOf, startSpanSink, type SpanSink } from './lib/observed';
 import { percentile } from './lib/stats';
 import type { ReceivedRecord } from './lib/webhook-receiver';
 
@@ -76,6 +88,8 @@ const { values: args } = parseArgs({
     'profile-worker': { type: 'string' },
     /** Run the worker from source through tsx (bundling its workflows at start) instead of the built dist/worker.mjs. */
     'from-source': { type: 'boolean', default: false },
+    /** Also measure what metrics and tracing cost: plain and observed worker lives, taking turns. */
+    observability: { type: 'boolean', default: false },
   },
 });
 const N = Number(args.events);
@@ -84,6 +98,7 @@ const STEADY_RATE = Number(args['steady-rate']);
 const STEADY_SECONDS = Number(args['steady-seconds']);
 const WARMUP = Number(args.warmup);
 const ROUNDS = Number(args.rounds);
+const OBSERVE = args.observability;
 const TASK_QUEUE = 'bench-webhooks';
 const WEBHOOK_QUEUE = webhookTaskQueueOf(TASK_QUEUE);
 const DISPATCH_QUEUE = dispatchTaskQueueOf(WEBHOOK_QUEUE);
@@ -93,7 +108,7 @@ const STALL_MS = 90_000;
 const CIRCUIT_WAIT_MS = 120_000;
 
 /** The targets the issue sets; printed beside the figures, never asserted. */
-const TARGETS = { throughput: 0.5, isolation: 0.9, burstP99Ms: 30_000, steadyP50Ms: 200, executionsPer1000: 20, workerRssMb: 400 };
+const TARGETS = { throughput: 0.5, isolation: 0.9, burstP99Ms: 30_000, steadyP50Ms: 200, executionsPer1000: 20, workerRssMb: 400, observabilityCostPct: 5 };
 
 const cfg = loadConfigOrExit();
 /** Requests in flight: the dispatcher's bound, and so the floor's. */
@@ -135,8 +150,8 @@ async function waitFor(label: string, probe: () => Promise<number>, target: numb
   }
 }
 
-/** Waits until a task queue has activity pollers (the dispatch queue has no workflows). */
-async function waitForActivityPollers(client: Client, taskQueue: string, timeoutMs = 120_000): Promise<void> {
+/** Waits until a task queue has activity pollers (the dispatch queue has no workflows); with `pid`, that process's. */
+async function waitForActivityPollers(client: Client, taskQueue: string, timeoutMs = 120_000, pid?: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await client.workflowService.describeTaskQueue({
@@ -144,7 +159,7 @@ async function waitForActivityPollers(client: Client, taskQueue: string, timeout
       taskQueue: { name: taskQueue },
       taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
     });
-    if ((r.pollers ?? []).length > 0) return;
+    if ((r.pollers ?? []).some((p) => pid === undefined || (p.identity ?? '').startsWith(`${pid}@`))) return;
     if (Date.now() > deadline) throw new Error(`no worker polls task queue ${taskQueue} after ${timeoutMs} ms`);
     await sleep(200);
   }
@@ -376,12 +391,13 @@ async function main(): Promise<void> {
   const rssMb: Record<string, number> = {};
   let db: Db | undefined;
   let ok = false;
-  let ratios: { throughput: number | null; isolation: number | null } = { throughput: null, isolation: null };
+  let ratios: Record<string, number | null> = { throughput: null, isolation: null, ...(OBSERVE ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}) };
   /** VmHWM of each live child, read before they stop. */
   const readRss = (name: string, child: Child | undefined) => {
     if (!child) return;
     try {
-      rssMb[name] = peakRssMb(child.pid);
+      // The highest of every process that ran under this name (the worker restarts with --observability).
+      rssMb[name] = Math.max(rssMb[name] ?? 0, peakRssMb(child.pid));
     } catch {
       // gone already
     }
@@ -392,6 +408,7 @@ async function main(): Promise<void> {
   let receiver: Child | undefined;
   let hanging: Child | undefined;
   let writerChild: Child | undefined;
+  let sink: SpanSink | undefined;
   try {
     // The receivers and the event writer, each a process of its own.
     receiver = startChild('bench/lib/webhook-receiver.ts', [], {}, '[receiver]');
@@ -430,46 +447,57 @@ async function main(): Promise<void> {
       say('building dist/ (npm run build), to run the worker as production does');
       await buildDist();
     }
-    worker = startChild(
-      args['from-source'] ? 'worker/main.ts' : 'dist/worker.mjs',
-      [],
-      {
-        ...workerProcessEnv(process.env),
-        DATABASE_URL: databaseUrl,
-        TEMPORAL_ADDRESS: temporalAddress,
-        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-        WORKER_RECONCILE_SCHEDULES: 'false',
-        SERVED_MODES: 'test',
-        LOG_LEVEL: 'warn',
-        LOG_PRETTY: 'false',
-      },
-      '[worker]',
-      {
-        nodeArgs: args['profile-worker'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-worker']}`] : [],
-        plainNode: !args['from-source'],
-        // Every line is counted by its message; long ones (a failed query lists its parameters) are cut.
-        echo: (line) => {
-          let msg = 'unparsed line';
-          try {
-            const entry = JSON.parse(line) as { msg?: string; level?: number };
-            msg = `${entry.level === 40 ? 'warn' : entry.level === 50 ? 'error' : `level ${entry.level}`} "${entry.msg}"`;
-          } catch {
-            // not a log entry
-          }
-          workerLog[msg] = (workerLog[msg] ?? 0) + 1;
-          console.log(`[worker] ${line.length > 400 ? `${line.slice(0, 400)} …(${line.length} chars)` : line}`);
-          return false;
+    if (OBSERVE) {
+      sink = await startSpanSink();
+      children.push(sink.child);
+    }
+    /** The worker, plain or observed (its metrics listener on, its spans to the sink); resolves once it polls. */
+    const startWorker = async (observed: boolean): Promise<{ child: Child; metricsUrl: string | null }> => {
+      const metricsPort = observed ? await freePort() : null;
+      const child = startChild(
+        args['from-source'] ? 'worker/main.ts' : 'dist/worker.mjs',
+        [],
+        {
+          ...workerProcessEnv(process.env),
+          DATABASE_URL: databaseUrl,
+          TEMPORAL_ADDRESS: temporalAddress,
+          TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+          WORKER_RECONCILE_SCHEDULES: 'false',
+          SERVED_MODES: 'test',
+          LOG_LEVEL: 'warn',
+          LOG_PRETTY: 'false',
+          ...(observed ? { WORKER_METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink!.url } : {}),
         },
-      },
-    );
-    children.push(worker);
-    const workerExited = new Promise<never>((_, reject) =>
-      worker!.process.once('exit', (code, signal) => reject(new Error(`worker/main.ts exited (${signal ?? code}) before it polled its task queues`))),
-    );
-    workerExited.catch(() => {});
-    await Promise.race([Promise.all([waitForPollers(client, WEBHOOK_QUEUE), waitForActivityPollers(client, DISPATCH_QUEUE)]), workerExited]);
-    say(`${args['from-source'] ? 'worker/main.ts (tsx)' : 'dist/worker.mjs'} polls ${WEBHOOK_QUEUE} and ${DISPATCH_QUEUE}; receivers at ${receiverUrl} (healthy) and ${hangingUrl} (hanging)`);
-    const workerPid = worker.pid;
+        observed ? '[worker+obs]' : '[worker]',
+        {
+          nodeArgs: args['profile-worker'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-worker']}`] : [],
+          plainNode: !args['from-source'],
+          // Every line is counted by its message; long ones (a failed query lists its parameters) are cut.
+          echo: (line) => {
+            let msg = 'unparsed line';
+            try {
+              const entry = JSON.parse(line) as { msg?: string; level?: number };
+              msg = `${entry.level === 40 ? 'warn' : entry.level === 50 ? 'error' : `level ${entry.level}`} "${entry.msg}"`;
+            } catch {
+              // not a log entry
+            }
+            workerLog[msg] = (workerLog[msg] ?? 0) + 1;
+            console.log(`[worker] ${line.length > 400 ? `${line.slice(0, 400)} …(${line.length} chars)` : line}`);
+            return false;
+          },
+        },
+      );
+      children.push(child);
+      const exited = new Promise<never>((_, reject) =>
+        child.process.once('exit', (code, signal) => reject(new Error(`worker/main.ts exited (${signal ?? code}) before it polled its task queues`))),
+      );
+      exited.catch(() => {});
+      // This process's pollers: a stopped worker's are listed for minutes.
+      await Promise.race([Promise.all([waitForPollers(client, WEBHOOK_QUEUE, 120_000, child.pid), waitForActivityPollers(client, DISPATCH_QUEUE, 120_000, child.pid)]), exited]);
+      return { child, metricsUrl: metricsPort === null ? null : `http://127.0.0.1:${metricsPort}/metrics` };
+    };
+    worker = (await startWorker(false)).child;
+    let workerPid = worker.pid;
     const workerIdleMb = rssNowMb(workerPid);
     const receiverPid = receiver.pid;
     const writerPid = writerChild.pid;
@@ -531,7 +559,7 @@ async function main(): Promise<void> {
         `commit → first arrival p50 ${int(percentile(steadyLat, 50))} ms, p99 ${int(percentile(steadyLat, 99))} ms`,
     );
 
-    const rss = rssSampler(workerPid);
+    let rss = rssSampler(workerPid);
     /** One burst of N events; done when A has every delivery succeeded. */
     const burst = async (label: string, tag: string, extra: Record<string, () => number[]> = {}): Promise<BurstFigures> => {
       await sleep(2_000);
@@ -606,6 +634,63 @@ async function main(): Promise<void> {
       alone.push(await burst(`burst ${r}/${ROUNDS}, A alone`, `b${r}-`));
       say(`floor ${r}/${ROUNDS}: the same ${int(N)} signed bodies from a bare node:http client, ${IN_FLIGHT} in flight over keep-alive, after ${int(Math.min(WARMUP, N))} to warm up`);
       floors.push(await floorRound(alone.at(-1)!, `floor ${r}/${ROUNDS}`));
+    }
+
+    // 3b. With --observability: plain and observed worker lives, taking turns, each a warm-up burst and a measured one.
+    const observability: Record<'off' | 'on', BurstFigures[]> = { off: [], on: [] };
+    if (OBSERVE) {
+      let observedNow = false;
+      let scrapes = 0;
+      let metricsUrl: string | null = null;
+      const scraper = setInterval(() => {
+        if (metricsUrl) fetch(metricsUrl).then((r) => r.text()).then(() => scrapes++, () => {});
+      }, 15_000);
+      /** Stops the running worker and starts the other kind; checks what the stopped one exported to the sink. */
+      const restart = async (observed: boolean, attemptsMade: number) => {
+        const spansBefore = lifeSpans;
+        readRss(observedNow ? 'worker_observed' : 'worker', worker);
+        await worker!.stop(); // an observed worker exports what its tracer still holds on the way out
+        const spans = (await sink!.count('webhook.attempt')) - spansBefore;
+        if (spans !== (observedNow ? attemptsMade : 0)) {
+          throw new CheckFailed(`the ${observedNow ? 'observed' : 'plain'} worker's life made ${attemptsMade} attempts and exported ${spans} webhook.attempt spans (expected ${observedNow ? attemptsMade : 0})`);
+        }
+        lifeSpans += spans;
+        const started = await startWorker(observed);
+        worker = started.child;
+        metricsUrl = started.metricsUrl;
+        workerPid = worker.pid;
+        rss.stop();
+        rss = rssSampler(workerPid);
+        observedNow = observed;
+      };
+      let lifeSpans = await sink!.count('webhook.attempt');
+      let madeThisLife = 0;
+      const warm = Math.min(WARMUP, N);
+      try {
+        for (let r = 1; r <= ROUNDS; r++) {
+          for (const mode of r % 2 === 1 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
+            say(`observability ${r}/${ROUNDS}: the worker restarted ${mode === 'on' ? 'with metrics and tracing on' : 'plain'}; ${int(warm)} events to warm it up`);
+            await restart(mode === 'on', madeThisLife);
+            await record({ kind: 'burst', count: warm, perTx: PER_TX, tag: `o${r}${mode}w-` });
+            await allDeliveredToA(`observability ${r}/${ROUNDS} ${mode}: warm-up deliveries succeeded`);
+            observability[mode].push(await burst(`observability ${r}/${ROUNDS}, metrics and tracing ${mode}`, `o${r}${mode}-`));
+            madeThisLife = warm + N;
+            if (mode === 'on') {
+              // The observed worker counted every attempt of its life, each a first attempt that succeeded.
+              const text = await (await fetch(metricsUrl!)).text();
+              const counted = sampleOf(text, 'propsync_webhook_attempts_total', { outcome: 'succeeded', attempt: '1' });
+              const failed = sampleOf(text, 'propsync_webhook_attempts_total', { outcome: 'failed', attempt: '1' });
+              if (counted !== madeThisLife || failed !== 0) {
+                throw new CheckFailed(`the observed worker's metrics counted ${counted} succeeded and ${failed} failed first attempts, not the ${madeThisLife} it made`);
+              }
+            }
+          }
+        }
+        if (observedNow) await restart(false, madeThisLife);
+      } finally {
+        clearInterval(scraper);
+      }
+      say(`observability: the observed workers' /metrics scraped ${scrapes} times besides the checks; the sink took ${(await sink!.stats()).exports} exports`);
     }
 
     // 4. Isolation: subscription B, whose receiver never answers, wants the same events.
@@ -838,9 +923,42 @@ async function main(): Promise<void> {
           : `circuit NOT open ${CIRCUIT_WAIT_MS / 1000} s after A's bursts`) +
         `; its deliveries: ${describeCounts(bAfter.byStatus)}`,
     );
+    let costs: { deliveries: number; cpu: number } | null = null;
+    if (OBSERVE) {
+      // Worker CPU per delivery of a burst, ms.
+      const cpuPer = (f: BurstFigures) => ((f.cpu.worker ?? 0) * 1000) / N;
+      // The middle value, or the mean of the middle two (an even number of rounds: plain and observed alike).
+      const mid = (xs: number[]) => {
+        const v = [...xs].sort((x, y) => x - y);
+        const h = Math.floor(v.length / 2);
+        return v.length % 2 ? v[h]! : (v[h - 1]! + v[h]!) / 2;
+      };
+      const offRate = mid(observability.off.map((f) => f.perSec));
+      const onRate = mid(observability.on.map((f) => f.perSec));
+      const offCpu = mid(observability.off.map(cpuPer));
+      const onCpu = mid(observability.on.map(cpuPer));
+      costs = { deliveries: (1 - onRate / offRate) * 100, cpu: (onCpu / offCpu - 1) * 100 };
+      console.log('');
+      console.log(`  Metrics and tracing: ${ROUNDS} round(s) of a plain and an observed worker life, taking turns, each a burst of ${int(N)} to A after ${int(Math.min(WARMUP, N))} to warm up`);
+      for (const mode of ['off', 'on'] as const) {
+        observability[mode].forEach((f, i) => {
+          console.log(
+            `  ${`${mode === 'on' ? 'observed' : 'plain'}, round ${i + 1}`.padEnd(26)}${secs(f.ms).padStart(8)}${int(f.perSec).padStart(8)}${secs(percentile(f.lat, 50)).padStart(7)}${secs(percentile(f.lat, 99)).padStart(7)}` +
+              `   CPU ms/delivery worker / postgres / receiver / temporal ${cpuOf(f.cpu)}`,
+          );
+        });
+      }
+      const mark5 = (pct: number) => (pct <= TARGETS.observabilityCostPct ? 'meets target' : 'ABOVE TARGET');
+      console.log(
+        `  deliveries/s plain ${int(offRate)}, observed ${int(onRate)} (medians): cost ${costs.deliveries.toFixed(1)} % of throughput ` +
+          `(target <= ${TARGETS.observabilityCostPct} %: ${mark5(costs.deliveries)})`,
+      );
+      console.log(`  worker CPU per delivery plain ${offCpu.toFixed(2)} ms, observed ${onCpu.toFixed(2)} ms (medians): cost ${costs.cpu.toFixed(1)} % (target <= ${TARGETS.observabilityCostPct} %: ${mark5(costs.cpu)})`);
+      console.log(`  observed worker peak RSS ${rssMb.worker_observed} MB (VmHWM), plain ${rssMb.worker} MB`);
+    }
     console.log('');
     console.log(
-      `  checks passed: ${int(expected.size)} events (warm-up ${int(WARMUP)}, steady ${int(steadyCount)}, ${2 * ROUNDS} bursts of ${int(N)}) each reached A's receiver validly signed (attempt 1), ` +
+      `  checks passed: ${int(expected.size)} events (warm-up ${int(WARMUP)}, steady ${int(steadyCount)}, ${2 * ROUNDS} bursts of ${int(N)}${OBSERVE ? `, ${2 * ROUNDS} more with plain and observed workers and their warm-ups` : ''}) each reached A's receiver validly signed (attempt 1), ` +
         `${int(allRecords.length - floorValid)} delivery requests in all, ${duplicates} event(s) received more than once; every delivery of A succeeded after one attempt, ` +
         `first attempts in seq order, no retry workflow for A, A's circuit closed, every event dispatched; the floor's ${int(floorSent)} requests answered 2xx and arrived validly signed; ` +
         `B has ${int(withCommitted.size)} deliveries, none succeeded`,
@@ -848,7 +966,11 @@ async function main(): Promise<void> {
     console.log(`  worker log (warnings and above): ${describeCounts(workerLog)}`);
     console.log(`  load average ${loadAverage()} at the end; the whole bench took ${secs(Date.now() - began)} s`);
     ok = true;
-    ratios = { throughput: Number(throughput.toFixed(3)), isolation: Number(isolation.toFixed(3)) };
+    ratios = {
+      throughput: Number(throughput.toFixed(3)),
+      isolation: Number(isolation.toFixed(3)),
+      ...(costs ? { deliveries_cost_pct: Number(costs.deliveries.toFixed(1)), worker_cpu_cost_pct: Number(costs.cpu.toFixed(1)) } : {}),
+    };
   } catch (err) {
     console.error(err instanceof CheckFailed ? `\n[bench:webhooks] FAILED: ${err.message}` : err);
     console.error(`[bench:webhooks] worker log (warnings and above): ${describeCounts(workerLog)}`);
@@ -868,6 +990,6 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   console.error(err);
-  console.log(JSON.stringify({ bench: 'webhooks', ratios: { throughput: null, isolation: null }, rss_mb: {}, ok: false }));
+  console.log(JSON.stringify({ bench: 'webhooks', ratios: { throughput: null, isolation: null, ...(OBSERVE ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}) }, rss_mb: {}, ok: false }));
   process.exit(1);
 });

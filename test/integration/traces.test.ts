@@ -1,19 +1,28 @@
 /**
- * Traces: the API and the worker run as their own processes with OTEL_EXPORTER_OTLP_ENDPOINT pointing at an OTLP/HTTP
- * receiver in this test. A write's trace reaches it whole: the API's root span (with the request id) → the workflow
- * it starts → the attempt's activity → the source call, under one trace id, each span the child of the one before,
- * with the Operation id to search by and nothing of the request's data or credentials.
+ * Traces: the API and the worker run as their own processes, on a database of this file's own (the worker's outbox
+ * relay runs), with OTEL_EXPORTER_OTLP_ENDPOINT pointing at an OTLP/HTTP receiver in this test. A write's trace
+ * reaches it whole: the API's root span (with the request id) → the workflow it starts → the attempt's activity → the
+ * source call, under one trace id, each span the child of the one before, with the Operation id to search by and
+ * nothing of the request's data or credentials. A sync's pages and the webhook attempts it causes are spans too,
+ * with the ids an operator searches by (sync job, entity, page; delivery, subscription) and nothing of the synced
+ * residents, the source's api key or the subscription's signing secret.
  */
 import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { and, eq, isNull } from 'drizzle-orm';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { closeDb, type Db } from '../../db/client';
-import { createApiKey } from '../../db/tenants';
-import { testDb } from '../support/context';
+import { closeDb, createDb, type Db } from '../../db/client';
+import { migrateDatabase } from '../../db/migrate';
+import { events, residents, webhookDeliveries } from '../../db/schema';
+import { createApiKey, createIntegration, createOrganization } from '../../db/tenants';
+import { ENTITIES } from '../../domain/cdm';
+import { testKeyring } from '../support/context';
 import { freePort, Processes, spawnWorker } from '../support/faults';
-import { sandboxIntegration, until, type SandboxIntegration } from '../support/sync';
+import { sandbox, until } from '../support/sync';
+import { startReceiver as startWebhookReceiver, type Receiver } from '../support/webhooks';
 
 interface ReceivedSpan {
   service: string;
@@ -28,10 +37,20 @@ const ADMIN = 'traces-test-admin-token-0123456789';
 const procs = new Processes();
 const spans: ReceivedSpan[] = [];
 let receiver: Server;
+let hooks: Receiver;
+let dbUrl = '';
 let db: Db;
 let api = '';
-let tenant: SandboxIntegration;
+let tenant: { integrationId: string; companyId: string; sourceApiKey: string };
 let key = '';
+
+/** A database of this file's own, so that the worker's relay dispatches this file's events alone. */
+async function ownDatabase(): Promise<string> {
+  const url = new URL(inject('adminDatabaseUrl'));
+  url.pathname = `/propsync_traces_${randomUUID().slice(0, 8)}`;
+  await migrateDatabase(url.toString());
+  return url.toString();
+}
 
 /** An OTLP/HTTP trace receiver: JSON bodies of ExportTraceServiceRequest, flattened into spans. */
 async function startReceiver(): Promise<number> {
@@ -90,11 +109,12 @@ async function ready(url: string, child: ChildProcess): Promise<void> {
 }
 
 beforeAll(async () => {
-  db = testDb();
+  dbUrl = await ownDatabase();
+  db = createDb(dbUrl, { max: 3 });
   const otlp = `http://127.0.0.1:${await startReceiver()}`;
   const [port, workerMetrics] = [await freePort(), await freePort()];
   const common = {
-    DATABASE_URL: inject('databaseUrl'),
+    DATABASE_URL: dbUrl,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_TASK_QUEUE: `test-${randomUUID()}`,
     ADMIN_TOKEN: ADMIN,
@@ -105,9 +125,19 @@ beforeAll(async () => {
   };
   const child = procs.spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { ...process.env, ...common, PORT: String(port) });
   api = `http://127.0.0.1:${port}`;
-  const worker = spawnWorker(procs, { ...common, WORKER_METRICS_PORT: String(workerMetrics) });
-  tenant = await sandboxIntegration(db, { size: 8 });
-  key = (await createApiKey(db, { organizationId: tenant.row.organizationId, mode: 'test' })).key;
+  const worker = spawnWorker(procs, { ...common, WORKER_METRICS_PORT: String(workerMetrics), WEBHOOK_RELAY: 'true' });
+  hooks = await startWebhookReceiver();
+  // A sandbox company of 8 leases (as test/support/sync.ts's sandboxIntegration makes one), keeping its api key.
+  const org = await createOrganization(db, { name: `traces-${randomUUID().slice(0, 8)}` });
+  const companyId = randomUUID();
+  const { api_key } = await sandbox().createCompany({ companyId, size: 8, seed: 7 });
+  const row = await createIntegration(
+    db,
+    { organizationId: org.id, mode: 'test', plan: 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: inject('sandboxUrl'), api_key, size: 8, seed: 7 } },
+    testKeyring(),
+  );
+  tenant = { integrationId: row.id, companyId, sourceApiKey: api_key };
+  key = (await createApiKey(db, { organizationId: org.id, mode: 'test' })).key;
   await ready(`${api}/healthz`, child);
   await ready(`http://127.0.0.1:${workerMetrics}/metrics`, worker);
 }, 180_000);
@@ -115,18 +145,89 @@ beforeAll(async () => {
 afterAll(async () => {
   await procs.killAll();
   await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+  await hooks?.close();
   if (db) await closeDb(db);
+  if (dbUrl) {
+    const sql = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
+    await sql.unsafe(`drop database if exists "${new URL(dbUrl).pathname.slice(1)}" with (force)`).catch(() => {});
+    await sql.end();
+  }
 });
+
+/** Attribute values of every span received, as text: what an operator's tracing backend stores and shows. */
+const everyAttributeValue = () => spans.flatMap((s) => Object.values(s.attributes).map((v) => String(v)));
 
 describe('traces', () => {
   it("follow a write from the API's request through its workflow and activity to the source call, under one trace id", async () => {
-    const admin = (method: string, path: string) => fetch(`${api}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.json() as Promise<any>);
-    const job = await admin('POST', `/integrations/${tenant.row.id}/syncs`);
-    await until('the sync to end', async () => ((await admin('GET', `/sync_jobs/${job.id}`)).status === 'succeeded' || undefined), 60_000);
-    // The sync's pages are spans of their own, with the job id.
-    await until('sync page spans', async () => (spans.some((s) => s.name === 'sync.page' && s.attributes['propsync.sync_job_id'] === job.id) || undefined));
+    const admin = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${api}/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const json = (await res.json()) as any;
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+      return json;
+    };
+    // Every event goes to a receiver: the second sync's resident events carry the residents' names and emails.
+    const subscription = await admin('POST', `/integrations/${tenant.integrationId}/webhook_subscriptions`, { url: hooks.url, event_types: ['*'] });
+    const secret = subscription.secret as string;
+    expect(secret).toBeTruthy();
+    const sync = async () => {
+      const started = await admin('POST', `/integrations/${tenant.integrationId}/syncs`);
+      await until('the sync to end', async () => ((await admin('GET', `/sync_jobs/${started.id}`)).status === 'succeeded' || undefined), 60_000);
+      return started as { id: string };
+    };
+    const job = await sync();
+    await sandbox().applyChanges(tenant.companyId, { update: { resident: 2 }, create: { resident: 2 } });
+    await sync();
 
-    const lease = ((await (await fetch(`${api}/v1/leases?status=active&limit=1`, { headers: { authorization: `Bearer ${key}` } })).json()) as { results: { id: string }[] }).results[0]!;
+    // The sync's pages are spans of their own, by job, entity and page: every entity's first page is there.
+    const pages = await until('sync page spans of every entity', async () => {
+      const ofJob = spans.filter((s) => s.name === 'sync.page' && s.attributes['propsync.sync_job_id'] === job.id);
+      return ENTITIES.every((e) => ofJob.some((s) => s.attributes['propsync.entity'] === e && s.attributes['propsync.page'] === 1)) ? ofJob : undefined;
+    });
+    for (const p of pages) {
+      expect(p.service).toBe('propsync-worker');
+      expect(Object.keys(p.attributes).sort()).toEqual(['propsync.entity', 'propsync.page', 'propsync.sync_job_id']);
+      expect(p.attributes['propsync.page']).toBeGreaterThanOrEqual(1);
+    }
+
+    // Each delivery's attempt is a span with its delivery id, subscription and outcome.
+    const deliveries = await until('every event relayed and every delivery succeeded', async () => {
+      const undispatched = await db.select({ id: events.id }).from(events).where(and(eq(events.integrationId, tenant.integrationId), isNull(events.dispatchedAt)));
+      if (undispatched.length > 0) return undefined;
+      const rows = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.subscriptionId, subscription.id));
+      return rows.length > 0 && rows.every((d) => d.status === 'succeeded') ? rows : undefined;
+    }, 60_000);
+    expect(hooks.received.length).toBeGreaterThanOrEqual(deliveries.length);
+    const attempts = await until('an attempt span for every delivery', async () => {
+      const ofSub = spans.filter((s) => s.name === 'webhook.attempt' && s.attributes['propsync.subscription_id'] === subscription.id);
+      return deliveries.every((d) => ofSub.some((s) => s.attributes['propsync.delivery_id'] === d.id)) ? ofSub : undefined;
+    });
+    expect(attempts).toHaveLength(deliveries.length);
+    for (const a of attempts) {
+      const d = deliveries.find((x) => x.id === a.attributes['propsync.delivery_id'])!;
+      expect(a.service).toBe('propsync-worker');
+      expect(a.attributes).toEqual({
+        'propsync.delivery_id': d.id,
+        'propsync.subscription_id': subscription.id,
+        'propsync.event_type': d.eventType,
+        'propsync.attempt': 1,
+        'propsync.outcome': 'succeeded',
+        'http.response.status_code': 200,
+      });
+    }
+
+    // A caller's own x-request-id is on the root span of its request, and the query string is not.
+    const callerRequestId = `traces-test-${randomUUID()}`;
+    const listed = await fetch(`${api}/v1/leases?status=active&limit=1`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': callerRequestId } });
+    expect(listed.headers.get('x-request-id')).toBe(callerRequestId);
+    const lease = ((await listed.json()) as { results: { id: string }[] }).results[0]!;
+    const listSpan = await until('the list request span', async () => spans.find((s) => s.attributes['propsync.request_id'] === callerRequestId));
+    expect(listSpan).toMatchObject({ service: 'propsync-api', name: 'GET /v1/leases', parentSpanId: '' });
+    expect(listSpan.attributes).toMatchObject({ 'http.route': '/v1/leases', 'http.response.status_code': 200 });
+
     const res = await fetch(`${api}/v1/leases/${lease.id}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
@@ -170,5 +271,19 @@ describe('traces', () => {
       expect(text).not.toContain('status=active');
       expect(text).not.toMatch(/"occupants"|Bearer/);
     }
-  }, 150_000);
+    // No secret and nothing of the synced residents in any attribute value: not the signing secret, not the source's
+    // api key, not a resident's name or email (which the delivered bodies held).
+    const people = await db.select({ firstName: residents.firstName, lastName: residents.lastName, email: residents.email }).from(residents).where(eq(residents.integrationId, tenant.integrationId));
+    expect(people.length).toBeGreaterThan(0);
+    const personal = people.flatMap((p) => [p.firstName, p.lastName, p.email]).filter((v): v is string => !!v && v.length >= 3);
+    expect(personal.length).toBeGreaterThan(0);
+    expect(hooks.received.some((r) => personal.some((v) => r.raw.toString('utf8').includes(v)))).toBe(true);
+    const values = everyAttributeValue();
+    expect(values.length).toBeGreaterThan(0);
+    for (const v of values) {
+      expect(v).not.toContain(secret);
+      expect(v).not.toContain(tenant.sourceApiKey);
+      for (const p of personal) expect(v, `an attribute holds a resident's "${p}"`).not.toContain(p);
+    }
+  }, 180_000);
 });
