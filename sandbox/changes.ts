@@ -15,9 +15,10 @@
  * The result names exactly the x_ids touched.
  */
 import { ENTITIES, type Entity, type LeaseStatus } from '../domain/cdm';
-import { codeOf, LEASE_STATUS_ID, LEASE_STATUS_TYPES } from '../source/codes';
-import { decimalToMinor, toIsoDate } from '../source/mapping';
-import type { NativeLease } from '../source/native';
+import { codeOf, LEASE_STATUS_ID, LEASE_STATUS_TYPES } from '../source/entrata/codes';
+import { toIsoDate } from '../source/entrata/mapping';
+import { decimalToMinor } from '../source/values';
+import type { NativeLease } from '../source/entrata/native';
 import type { SandboxChangeRequest, SandboxChangeResult } from './control';
 import { contextOf, makeCustomer, makeLease, makeProperty, makeUnit, type PropertyContext } from './generator';
 import { Rng, streamSeed } from './random';

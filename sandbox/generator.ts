@@ -8,9 +8,9 @@
  */
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { LEASE_STATUS_ID } from '../source/codes';
+import { LEASE_STATUS_ID } from '../source/entrata/codes';
 import type { LeaseStatus } from '../domain/cdm';
-import type { NativeCustomer, NativeEntity, NativeLease, NativeLeaseCustomer, NativePhone, NativeProperty, NativeUnit } from '../source/native';
+import type { NativeCustomer, NativeEntity, NativeLease, NativeLeaseCustomer, NativePhone, NativeProperty, NativeUnit } from '../source/entrata/native';
 import * as W from './names';
 import { Deck, Rng, streamSeed } from './random';
 import { refsOf, type NextIds, type Sql } from './store';

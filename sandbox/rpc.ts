@@ -19,7 +19,7 @@
  * `getPropertyPickLists`, `getUnitSpaces`, `getLeaseTerms`) are read methods too.
  */
 import { Hono, type Context } from 'hono';
-import { MAX_PER_PAGE, SERVICES, WRITE_METHODS, type NativeEntity } from '../source/native';
+import { MAX_PER_PAGE, SERVICES, WRITE_METHODS, type NativeEntity } from '../source/entrata/native';
 import { optionMethod, OptionParamError } from './options';
 import { companyByKey, consumeFault, PageCursors, readPage, type Company, type Fault, type Sql } from './store';
 import { applyWrite, BusinessError } from './writes';

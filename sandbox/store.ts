@@ -6,7 +6,7 @@
  * the change scripts need (property, unit, previous lease, customers) as columns.
  */
 import type postgres from 'postgres';
-import type { NativeEntity } from '../source/native';
+import type { NativeEntity } from '../source/entrata/native';
 
 export type Sql = postgres.Sql;
 

@@ -1,5 +1,5 @@
 /** How the sandbox writes times and dates: the property's local time with its offset, and MM/DD/YYYY dates. */
-import { zoneOffsetMs } from '../source/mapping';
+import { zoneOffsetMs } from '../source/entrata/mapping';
 
 const DAY = 86_400_000;
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');

@@ -4,9 +4,10 @@
  * field or a change to a closed lease is a business error in the reply; a success returns the native id.
  * Every write moves the record's `updatedOn`, so a sync sees it.
  */
-import { codeOf, LEASE_STATUS_TYPES } from '../source/codes';
-import { decimalToMinor, MappingError, toIsoDate } from '../source/mapping';
-import type { NativeAddress, NativeCustomer, NativeEntity, NativeLease, NativePhone, NativeUnit } from '../source/native';
+import { codeOf, LEASE_STATUS_TYPES } from '../source/entrata/codes';
+import { MappingError, toIsoDate } from '../source/entrata/mapping';
+import { decimalToMinor } from '../source/values';
+import type { NativeAddress, NativeCustomer, NativeEntity, NativeLease, NativePhone, NativeUnit } from '../source/entrata/native';
 import { ADDRESS_TYPES, codeIn, CUSTOMER_RELATIONSHIP_TYPES, LEASE_TERMS, leaseTermsAt, PHONE_NUMBER_TYPES, type Code } from './codes';
 import { contextOf } from './generator';
 import { getRecords, lockCompany, putRecords, saveCounters, type NextIds, type Sql } from './store';

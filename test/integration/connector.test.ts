@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Entity, InputOf } from '../../domain/cdm';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import { createConnector, SourcePermanentError, SourceTransientError, type LeaseCreateInput, type SourceConnector } from '../../source';
-import { toUtcIso } from '../../source/mapping';
-import { SERVICES } from '../../source/native';
+import { toUtcIso } from '../../source/entrata/mapping';
+import { SERVICES } from '../../source/entrata/native';
 
 const ENTITIES: Entity[] = ['property', 'unit', 'resident', 'lease'];
 let ctl: SandboxControl;
