@@ -49,8 +49,23 @@ export interface SandboxFault {
   methods?: SandboxFaultScope;
 }
 
+/** The wire a sandbox company is served in: the Entrata-style RPC API or the Buildium-style REST API. */
+export type SandboxDialect = 'entrata' | 'buildium';
+
+/** What a client of the company authenticates with. */
+export interface SandboxCredentials {
+  /** The entrata flavour's `X-Api-Key`; for a buildium company, the same value as `client_secret`. */
+  api_key: string;
+  dialect: SandboxDialect;
+  /** The buildium flavour's `x-buildium-client-id` (the company id); buildium companies only. */
+  client_id?: string;
+  /** The buildium flavour's `x-buildium-client-secret`; buildium companies only. */
+  client_secret?: string;
+}
+
 export interface SandboxCompanyInfo {
   company_id: string;
+  dialect: SandboxDialect;
   size: number;
   seed: number;
   change_counter: number;
@@ -58,8 +73,11 @@ export interface SandboxCompanyInfo {
 }
 
 export interface SandboxControl {
-  /** Provision a company (one per integration) with generated data; returns the API key the connector uses. */
-  createCompany(input: { companyId: string; size: number; seed: number }): Promise<{ api_key: string }>;
+  /**
+   * Provision a company (one per integration) with generated data, in one flavour (default entrata); returns the
+   * credentials its connector uses. Creating an existing company again returns its credentials, whatever is asked.
+   */
+  createCompany(input: { companyId: string; size: number; seed: number; dialect?: SandboxDialect; rate_limit_per_second?: number }): Promise<SandboxCredentials>;
   deleteCompany(companyId: string): Promise<void>;
   applyChanges(companyId: string, req: SandboxChangeRequest): Promise<SandboxChangeResult>;
   /** Set a fault (see SandboxFault); a fault of the same kind is replaced, scope and count included. */
@@ -114,7 +132,7 @@ export function sandboxControlClient(baseUrl: string, controlToken?: string): Sa
 
   return {
     async createCompany(input) {
-      return (await call<{ api_key: string }>('POST', '/companies', input)).data!;
+      return (await call<SandboxCredentials>('POST', '/companies', input)).data!;
     },
     async deleteCompany(companyId) {
       await call('DELETE', `/companies/${enc(companyId)}`);
