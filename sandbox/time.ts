@@ -59,21 +59,43 @@ function zoneYear(year: number, timeZone: string): ZoneYear {
   return z;
 }
 
+/** Per zone, the zone-year last used and the instants it spans: consecutive records mostly fall in one. */
+const lastYear = new Map<string, { from: number; to: number; z: ZoneYear }>();
+
 function offsetAt(ms: number, timeZone: string): number {
-  const z = zoneYear(new Date(ms).getUTCFullYear(), timeZone);
-  let off = z.first;
-  for (const c of z.changes) if (ms >= c.at) off = c.offset;
+  let hit = lastYear.get(timeZone);
+  if (!hit || ms < hit.from || ms >= hit.to) {
+    const year = new Date(ms).getUTCFullYear();
+    hit = { from: Date.UTC(year, 0, 1), to: Date.UTC(year + 1, 0, 1), z: zoneYear(year, timeZone) };
+    lastYear.set(timeZone, hit);
+  }
+  let off = hit.z.first;
+  for (const c of hit.z.changes) if (ms >= c.at) off = c.offset;
   return off;
+}
+
+/** "YYYY-MM-DD" of a day number, memoized: a page's times fall on a few thousand days at most. */
+const dayTexts = new Map<number, string>();
+function dayText(day: number): string {
+  let t = dayTexts.get(day);
+  if (t === undefined) {
+    if (dayTexts.size > 100_000) dayTexts.clear();
+    t = new Date(day * DAY).toISOString().slice(0, 10);
+    dayTexts.set(day, t);
+  }
+  return t;
 }
 
 /** "2025-01-31T10:04:05-06:00": local wall time in `timeZone`, whole seconds, with its UTC offset. */
 export function localTime(ms: number, timeZone: string): string {
   const off = offsetAt(ms, timeZone);
-  const d = new Date(Math.floor(ms / 1000) * 1000 + off);
+  const local = Math.floor(ms / 1000) * 1000 + off;
+  const day = Math.floor(local / DAY);
+  const secs = (local - day * DAY) / 1000;
   const sign = off < 0 ? '-' : '+';
   const abs = Math.abs(off) / 60_000;
   return (
-    `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}` +
+    `${dayText(day)}T${pad(Math.floor(secs / 3600))}:${pad(Math.floor(secs / 60) % 60)}:${pad(secs % 60)}` +
     `${sign}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`
   );
 }
