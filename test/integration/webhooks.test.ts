@@ -22,6 +22,7 @@ import { verifyWebhookSignature } from '../../domain/signature';
 import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { propertyInput } from '../support/fixtures';
+import { until } from '../support/until';
 import {
   recordEvents,
   residentUpdates,
@@ -75,16 +76,6 @@ async function deliveriesOf(subscriptionId: string, query = ''): Promise<any[]> 
   const r = await admin('GET', `/webhook_subscriptions/${subscriptionId}/deliveries?limit=100${query}`);
   expect(r.status).toBe(200);
   return r.body.results;
-}
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(v).slice(0, 500)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('subscriptions', () => {
