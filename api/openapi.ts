@@ -33,10 +33,22 @@ const DESCRIPTIONS: Record<number, string> = {
 };
 
 const requestIdHeader = { 'x-request-id': { description: 'Correlation id; echoes a valid caller-supplied one.', schema: { type: 'string' as const } } };
+/** The IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers), and the older three with the burst's figures. */
 const rateLimitHeaders = {
-  'RateLimit-Limit': { description: "The organization's requests per minute.", schema: { type: 'integer' as const } },
-  'RateLimit-Remaining': { description: 'Requests left in the current burst.', schema: { type: 'integer' as const } },
-  'RateLimit-Reset': { description: 'Seconds until the burst is fully replenished.', schema: { type: 'integer' as const } },
+  'RateLimit-Policy': {
+    description:
+      'The organization\'s two policies, shared by all its keys: `"burst";q=<requests at once>;w=<seconds an empty burst takes to refill>, "minute";q=<requests per minute>;w=60`. Sending at most `q` requests per `w` seconds of either policy is never refused.',
+    schema: { type: 'string' as const },
+    example: '"burst";q=120;w=6, "minute";q=1200;w=60',
+  },
+  RateLimit: {
+    description: 'What is left of the burst: `"burst";r=<requests left now>;t=<seconds until the burst is full again>`.',
+    schema: { type: 'string' as const },
+    example: '"burst";r=117;t=1',
+  },
+  'RateLimit-Limit': { description: 'The burst: requests that may be sent at once (the `q` of the burst policy).', schema: { type: 'integer' as const } },
+  'RateLimit-Remaining': { description: 'Requests left in the burst now (the `r` of `RateLimit`).', schema: { type: 'integer' as const } },
+  'RateLimit-Reset': { description: 'Seconds until the burst is full again (the `t` of `RateLimit`).', schema: { type: 'integer' as const } },
 };
 
 export function problemResponses(...statuses: number[]) {
