@@ -99,8 +99,10 @@ export function registerDocs(app: OpenAPIHono<AppEnv>, config: Config): void {
       'cache-control': 'public, max-age=86400',
     });
   });
-  // withDefaultFonts: false keeps the page from fetching its fonts from fonts.scalar.com (system fonts instead).
-  const scalar = Scalar({ url: '/v1/openapi.json', pageTitle: 'Property Data Sync API', cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false });
+  // Browsers ask every site for /favicon.ico; the service has no icon, and "no content" is an answer, where a 404
+  // would be logged as an error in the console of every page (/docs, the console, the error pages).
+  app.get('/favicon.ico', (c) => c.body(null, 204, { 'cache-control': 'public, max-age=86400' }));
+  const scalar = Scalar(SCALAR_CONFIGURATION);
   // The page is the same on every request: rendered once, so its inline start-up script can be allowed by its hash.
   let page: ScalarPage | undefined;
   app.get(
@@ -146,8 +148,26 @@ async function renderScalar(handler: MiddlewareHandler): Promise<ScalarPage> {
   return { html, scriptHashes: hashes.join(' ') };
 }
 
+/**
+ * The reference page's configuration. Only what works offline, against this service: withDefaultFonts: false keeps
+ * the page from fetching its fonts from fonts.scalar.com (system fonts instead); the hosted services Scalar offers on a
+ * page opened from localhost are turned off, for they cannot work here: its AI agent ("Ask AI": agent), its MCP server
+ * generator ("Generate MCP": mcp), its developer toolbar ("Deploy", "Share", "Configure": showDeveloperTools) and its
+ * telemetry. The "Test Request" client stays: it calls this API.
+ */
+export const SCALAR_CONFIGURATION = {
+  url: '/v1/openapi.json',
+  pageTitle: 'Property Data Sync API',
+  cdn: '/docs/assets/scalar-api-reference.js',
+  withDefaultFonts: false,
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  showDeveloperTools: 'never',
+  telemetry: false,
+} as const;
+
 /** Where /docs loads the reference page's script from: this service. */
-export const SCALAR_SCRIPT_PATH = '/docs/assets/scalar-api-reference.js';
+export const SCALAR_SCRIPT_PATH = SCALAR_CONFIGURATION.cdn;
 let scalarScript: Promise<Buffer> | undefined;
 
 /** The standalone browser bundle of @scalar/api-reference (the package exports no path to it: found beside its entry). */
