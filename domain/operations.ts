@@ -39,7 +39,6 @@ export const operationStatesBefore = (to: OperationStatus): OperationStatus[] =>
 export const isTerminal = (s: OperationStatus): boolean => s === 'succeeded' || s === 'failed';
 
 export type SourceState = 'applied' | 'rejected';
-export type ReconcileState = 'pending' | 'reconciled' | 'failed';
 
 /**
  * The reconcile retry schedule: after a transient failure the next attempt waits 5 s, 15 s, 1 min, 5 min, 15 min,

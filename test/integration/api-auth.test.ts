@@ -1,11 +1,10 @@
 /**
  * API-key authentication over real HTTP: every 401 case, served modes, revocation taking effect at once in every
  * API process (two apps with their own pools, keys cached for 10 minutes so only the NOTIFY can explain it),
- * surviving a lost LISTEN connection, last_used_at bookkeeping and the 403 scope guard of write endpoints.
+ * surviving a lost LISTEN connection and last_used_at bookkeeping (the 403 of a write without the `write` scope: writes.test.ts).
  */
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireScope } from '../../api/middleware/auth';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { apiKeys, organizations } from '../../db/schema';
@@ -21,18 +20,13 @@ let one: TestServer;
 let two: TestServer;
 let t: Tenant;
 
-const withScopeCheck = (app: TestServer['app']) => {
-  // Writes arrive in a later issue; a tiny write-shaped route exercises the exported guard behind the real auth.
-  app.post('/v1/scope-check', requireScope('write'), (c) => c.json({ ok: true }));
-};
-
 beforeAll(async () => {
   db = testDb(3);
   db2 = testDb(3);
   // Keys stay cached far longer than any test: only the revocation feed can make a revoked key fail quickly.
   config = testConfig({ AUTH_CACHE_MS: '600000', ...SERVE_LIVE });
-  one = await startApi(db, config, withScopeCheck);
-  two = await startApi(db2, config, withScopeCheck);
+  one = await startApi(db, config);
+  two = await startApi(db2, config);
   t = await makeTenant(db);
   await db.update(organizations).set({ rateLimitPerMinute: 100_000, rateLimitBurst: 10_000 }).where(eq(organizations.id, t.organizationId));
 });
@@ -149,23 +143,5 @@ describe('last_used_at', () => {
     }
     const [again] = await db.select({ lastUsedAt: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.id, row.id));
     expect(again!.lastUsedAt!.getTime()).toBe(first!.getTime());
-  });
-});
-
-describe('403 for a missing scope', () => {
-  it('a read-only key is refused a write endpoint; a key with write passes', async () => {
-    const { key: readOnly } = await createApiKey(db, { organizationId: t.organizationId, mode: 'test', scopes: ['read'] });
-    const refused = await fetch(`${one.url}/v1/scope-check`, { method: 'POST', headers: { authorization: `Bearer ${readOnly}` } });
-    expect(refused.status).toBe(403);
-    expect(refused.headers.get('content-type')).toBe('application/problem+json');
-    const body = (await refused.json()) as Record<string, string>;
-    expect(body).toMatchObject({ type: `${config.DOCS_BASE_URL}/errors/forbidden`, title: 'Forbidden', status: 403 });
-    expect(body.detail).toMatch(/^Insufficient permissions/);
-    // Reads are fine with the read scope.
-    expect((await one.get('/v1/leases', { key: readOnly })).status).toBe(200);
-    const allowed = await fetch(`${one.url}/v1/scope-check`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` } });
-    expect(allowed.status).toBe(200);
-    // Authentication still comes first.
-    expect((await fetch(`${one.url}/v1/scope-check`, { method: 'POST' })).status).toBe(401);
   });
 });
