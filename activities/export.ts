@@ -386,7 +386,10 @@ async function openDirectory(exportRoot: string, destinationPath: string, fileNa
     directory = await realpath(target);
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new ExportError(`the destination directory ${shown} does not exist`, true);
+    // Where it looked: the path is relative to EXPORT_ROOT, which an operator may not know (or know another value of).
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      throw new ExportError(`the destination directory ${shown} does not exist: looked for ${target} (EXPORT_ROOT is ${JSON.stringify(exportRoot)}, resolved to ${root}); create it there, or change the automation's destination`, true);
+    }
     throw err;
   }
   if (!isWithin(realRoot, directory)) throw outside();

@@ -313,16 +313,18 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       if (!deps.startWorkflow) throw new Error('the sweeper has no way to start workflows');
       const before = new Date(clock().getTime() - (input.olderThanMs ?? 30_000));
       const rows = await unstartedOperations(db, before, input.limit ?? 500);
+      // Both are marked, so that no sweep looks at them again; only the workflows started now are counted as started.
       const started: string[] = [];
+      const finished: string[] = [];
       for (const row of rows) {
         if (isTerminal(row.status)) {
-          started.push(row.id);
+          finished.push(row.id);
           continue;
         }
         await deps.startWorkflow(row);
         started.push(row.id);
       }
-      await markWorkflowStarted(db, started, clock());
+      await markWorkflowStarted(db, [...finished, ...started], clock());
       const abandoned = await failAbandoned();
       const keysPurged = await purgeIdempotencyKeys(db, clock());
       return { started: started.length, keysPurged, abandoned };

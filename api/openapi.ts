@@ -33,10 +33,22 @@ const DESCRIPTIONS: Record<number, string> = {
 };
 
 const requestIdHeader = { 'x-request-id': { description: 'Correlation id; echoes a valid caller-supplied one.', schema: { type: 'string' as const } } };
+/** The IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers), and the older three with the burst's figures. */
 const rateLimitHeaders = {
-  'RateLimit-Limit': { description: "The organization's requests per minute.", schema: { type: 'integer' as const } },
-  'RateLimit-Remaining': { description: 'Requests left in the current burst.', schema: { type: 'integer' as const } },
-  'RateLimit-Reset': { description: 'Seconds until the burst is fully replenished.', schema: { type: 'integer' as const } },
+  'RateLimit-Policy': {
+    description:
+      'The organization\'s two policies, shared by all its keys: `"burst";q=<requests at once>;w=<seconds an empty burst takes to refill>, "minute";q=<requests per minute>;w=60`. Sending at most `q` requests per `w` seconds of either policy is never refused.',
+    schema: { type: 'string' as const },
+    example: '"burst";q=120;w=6, "minute";q=1200;w=60',
+  },
+  RateLimit: {
+    description: 'What is left of the burst: `"burst";r=<requests left now>;t=<seconds until the burst is full again>`.',
+    schema: { type: 'string' as const },
+    example: '"burst";r=117;t=1',
+  },
+  'RateLimit-Limit': { description: 'The burst: requests that may be sent at once (the `q` of the burst policy).', schema: { type: 'integer' as const } },
+  'RateLimit-Remaining': { description: 'Requests left in the burst now (the `r` of `RateLimit`).', schema: { type: 'integer' as const } },
+  'RateLimit-Reset': { description: 'Seconds until the burst is full again (the `t` of `RateLimit`).', schema: { type: 'integer' as const } },
 };
 
 export function problemResponses(...statuses: number[]) {
@@ -87,8 +99,10 @@ export function registerDocs(app: OpenAPIHono<AppEnv>, config: Config): void {
       'cache-control': 'public, max-age=86400',
     });
   });
-  // withDefaultFonts: false keeps the page from fetching its fonts from fonts.scalar.com (system fonts instead).
-  const scalar = Scalar({ url: '/v1/openapi.json', pageTitle: 'Property Data Sync API', cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false });
+  // Browsers ask every site for /favicon.ico; the service has no icon, and "no content" is an answer, where a 404
+  // would be logged as an error in the console of every page (/docs, the console, the error pages).
+  app.get('/favicon.ico', (c) => c.body(null, 204, { 'cache-control': 'public, max-age=86400' }));
+  const scalar = Scalar(SCALAR_CONFIGURATION);
   // The page is the same on every request: rendered once, so its inline start-up script can be allowed by its hash.
   let page: ScalarPage | undefined;
   app.get(
@@ -134,8 +148,26 @@ async function renderScalar(handler: MiddlewareHandler): Promise<ScalarPage> {
   return { html, scriptHashes: hashes.join(' ') };
 }
 
+/**
+ * The reference page's configuration. Only what works offline, against this service: withDefaultFonts: false keeps
+ * the page from fetching its fonts from fonts.scalar.com (system fonts instead); the hosted services Scalar offers on a
+ * page opened from localhost are turned off, for they cannot work here: its AI agent ("Ask AI": agent), its MCP server
+ * generator ("Generate MCP": mcp), its developer toolbar ("Deploy", "Share", "Configure": showDeveloperTools) and its
+ * telemetry. The "Test Request" client stays: it calls this API.
+ */
+export const SCALAR_CONFIGURATION = {
+  url: '/v1/openapi.json',
+  pageTitle: 'Property Data Sync API',
+  cdn: '/docs/assets/scalar-api-reference.js',
+  withDefaultFonts: false,
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  showDeveloperTools: 'never',
+  telemetry: false,
+} as const;
+
 /** Where /docs loads the reference page's script from: this service. */
-export const SCALAR_SCRIPT_PATH = '/docs/assets/scalar-api-reference.js';
+export const SCALAR_SCRIPT_PATH = SCALAR_CONFIGURATION.cdn;
 let scalarScript: Promise<Buffer> | undefined;
 
 /** The standalone browser bundle of @scalar/api-reference (the package exports no path to it: found beside its entry). */

@@ -145,12 +145,12 @@ async function main() {
       const [sj, oj, bj] = [await s.text(), await o.text(), await b.text()];
       if (s.status !== 200 || sj !== bj) throw new CheckFailed(`service and baseline disagree on ${path}: ${s.status} ${sj.slice(0, 200)} vs ${bj.slice(0, 200)}`);
       if (o.status !== 200 || oj !== bj) throw new CheckFailed(`the observed service and baseline disagree on ${path}: ${o.status} ${oj.slice(0, 200)}`);
-      const limit = s.headers.get('ratelimit-limit');
-      if (limit !== String(LIMIT_PER_MINUTE)) throw new CheckFailed(`the API reports RateLimit-Limit ${limit}, not the enterprise plan's ${LIMIT_PER_MINUTE}`);
+      const policy = s.headers.get('ratelimit-policy');
+      if (!policy?.includes(`"minute";q=${LIMIT_PER_MINUTE};w=60`)) throw new CheckFailed(`the API reports RateLimit-Policy ${policy}, not the enterprise plan's ${LIMIT_PER_MINUTE} a minute`);
     }
     const sampleList = (await (await fetch(targets.service + listPath, { headers: { authorization: `Bearer ${data.keys[0]}` } })).json()) as { results: unknown[]; meta: unknown };
     say(`list page: ${sampleList.results.length} leases, meta ${JSON.stringify(sampleList.meta)}; service and baseline bodies are byte-identical`);
-    say(`the API answers with RateLimit-Limit ${LIMIT_PER_MINUTE} (enterprise plan, no override); ${data.keys.length} keys; offered rate ${RATE}/s, ${CONNECTIONS} connections`);
+    say(`the API answers with RateLimit-Policy "minute";q=${LIMIT_PER_MINUTE};w=60 (enterprise plan, no override); ${data.keys.length} keys; offered rate ${RATE}/s, ${CONNECTIONS} connections`);
 
     /** Postgres backends serving one target: the API's pools (queries, the key cache's LISTEN) or the baseline's. */
     const backends = (appPrefix: string) => async () =>

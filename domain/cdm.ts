@@ -35,11 +35,7 @@ export interface Phone {
 }
 export type JsonObject = Record<string, unknown>;
 
-export const LEASE_STATUSES = ['pending', 'active', 'notice', 'ended', 'terminated', 'evicted', 'cancelled'] as const;
-export type LeaseStatus = (typeof LEASE_STATUSES)[number];
-export const UNIT_STATUSES = ['vacant', 'occupied', 'notice'] as const;
-export const RESIDENT_STATUSES = ['applicant', 'current', 'notice', 'past'] as const;
-export const LEASE_RESIDENT_ROLES = ['primary', 'responsible', 'occupant', 'guarantor'] as const;
+export type LeaseStatus = 'pending' | 'active' | 'notice' | 'ended' | 'terminated' | 'evicted' | 'cancelled';
 
 interface Common {
   id: string;
@@ -53,7 +49,7 @@ interface Common {
   ps_synced_at: string | null;
 }
 
-export interface PropertyFields {
+interface PropertyFields {
   name: string | null;
   type: string | null;
   status: string | null;
@@ -82,7 +78,7 @@ export type PropertySummary = Pick<
   'id' | 'x_id' | 'organization_id' | 'integration_id' | 'name' | 'type' | 'status' | 'custom_data' | 'created_at' | 'updated_at'
 >;
 
-export interface UnitFields {
+interface UnitFields {
   unit_number: string | null;
   /** The source id of the unit's floor plan: what a lease create on this unit names as `floorplan_id`. */
   floorplan_id: string | null;
@@ -98,7 +94,7 @@ export interface UnitFields {
 }
 export type Unit = Common & { property_id: string | null } & UnitFields;
 
-export interface ResidentFields {
+interface ResidentFields {
   first_name: string | null;
   middle_name: string | null;
   last_name: string | null;
@@ -110,7 +106,7 @@ export interface ResidentFields {
 }
 export type Resident = Common & { property_id: string | null } & ResidentFields;
 
-export interface LeaseFields {
+interface LeaseFields {
   status: string | null;
   type: string | null;
   start_date: string | null;
@@ -140,8 +136,6 @@ export type Lease = Common & {
   residents: LeaseResident[];
   previous_lease_id: string | null;
 } & LeaseFields;
-
-export type CdmRecord = Property | Unit | Resident | Lease;
 
 /**
  * What the source mapping yields: the entity's own fields, `custom_data`, and references by source x_id.

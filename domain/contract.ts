@@ -4,8 +4,6 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
-export const DEFAULT_TASK_QUEUE = 'propsync';
-
 /** Search attributes registered on the namespace at worker start-up so operators can filter in the Temporal UI. */
 export const SA_ORGANIZATION_ID = defineSearchAttributeKey('OrganizationId', SearchAttributeType.KEYWORD);
 export const SA_INTEGRATION_ID = defineSearchAttributeKey('IntegrationId', SearchAttributeType.KEYWORD);

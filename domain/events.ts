@@ -10,7 +10,7 @@ export const CATALOG_CATEGORIES = ['sync_lifecycle', 'data_change', 'automation'
 export const EVENT_CATEGORIES = [...CATALOG_CATEGORIES, 'operational'] as const;
 export type EventCategory = (typeof EVENT_CATEGORIES)[number];
 
-export const EVENT_TYPES = {
+const EVENT_TYPES = {
   FIRST_SYNC_COMPLETE: 'sync_lifecycle',
   SYNC_COMPLETE: 'sync_lifecycle',
   PROPERTY_CREATED: 'data_change',
@@ -74,7 +74,7 @@ const CREATED: Record<Exclude<Entity, 'lease'>, EventType> = {
 };
 
 /** The lifecycle event a lease status move fires, or null when the status has none. */
-export function leaseLifecycleEvent(status: string | null, isRenewal: boolean | null): EventType | null {
+function leaseLifecycleEvent(status: string | null, isRenewal: boolean | null): EventType | null {
   switch (status) {
     case 'active':
       return isRenewal ? 'LEASE_RENEWED' : 'LEASE_SIGNED';
@@ -90,7 +90,7 @@ export function leaseLifecycleEvent(status: string | null, isRenewal: boolean | 
   }
 }
 
-export type ChangeKind = { kind: 'created' } | { kind: 'updated'; previousStatus: string | null; changed: string[] };
+type ChangeKind = { kind: 'created' } | { kind: 'updated'; previousStatus: string | null; changed: string[] };
 
 /**
  * Which event a record change produces and whether it carries the full record.

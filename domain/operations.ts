@@ -40,7 +40,6 @@ export const operationStatesBefore = (to: OperationStatus): OperationStatus[] =>
 export const isTerminal = (s: OperationStatus): boolean => s === 'succeeded' || s === 'failed';
 
 export type SourceState = 'applied' | 'rejected';
-export type ReconcileState = 'pending' | 'reconciled' | 'failed';
 
 /** Input of the write workflow: ids only (the body, with residents' names and phones, stays in the database). */
 export interface WriteWorkflowInput {

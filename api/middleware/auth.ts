@@ -171,14 +171,3 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
     },
   };
 }
-
-/** Guard of write endpoints: 403 for a key without the scope. */
-export function requireScope(scope: Scope): MiddlewareHandler {
-  return async (c, next) => {
-    const principal = c.get('principal' as never) as Principal | undefined;
-    if (!principal?.scopes.includes(scope)) {
-      throw new ApiError('forbidden', `Insufficient permissions: this API key does not have the \`${scope}\` scope.`);
-    }
-    await next();
-  };
-}

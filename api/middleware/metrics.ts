@@ -7,6 +7,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import { isDatabaseUnavailable } from '../../db/errors';
 import { planOfLimit, type ApiMetrics } from '../../observability/metrics';
+import { perMinuteOfPolicy } from './rate-limit';
 
 /** `/v1/leases/:id{[a-z]+}` → `/v1/leases/{id}`. */
 function templateOf(path: string): string {
@@ -33,8 +34,8 @@ export function requestMetrics(metrics: ApiMetrics): MiddlewareHandler {
       metrics.request(c.req.method, routeTemplateOf(c), status, (performance.now() - started) / 1000);
       if (status === 503 && c.error && isDatabaseUnavailable(c.error)) metrics.databaseUnavailable();
       if (status === 429 && c.req.path.startsWith('/v1/')) {
-        const limit = Number(c.res.headers.get('ratelimit-limit'));
-        if (Number.isFinite(limit) && limit > 0) metrics.rateLimited(planOfLimit(limit));
+        const perMinute = perMinuteOfPolicy(c.res.headers.get('ratelimit-policy'));
+        if (perMinute) metrics.rateLimited(planOfLimit(perMinute));
       }
     }
   };

@@ -13,6 +13,13 @@
  * The leases go through a connection of the limiter's own with `synchronous_commit` off: a bucket's row is worth no
  * disk flush per claim (a crash loses at most the last fraction of a second of bookkeeping), and the claims never
  * queue behind the request pool.
+ *
+ * Every authenticated response says where the caller stands, in the fields of the IETF RateLimit header draft
+ * (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy` names the two policies the bucket keeps, the burst
+ * (`"burst";q=<burst>;w=<seconds the bucket takes to fill>`) and the budget (`"minute";q=<per minute>;w=60`), and
+ * `RateLimit` says what is left of the burst now (`"burst";r=<remaining>;t=<seconds until it is full>`). A client
+ * that sends at most q requests per w seconds of either policy is never refused. The older `RateLimit-Limit`,
+ * `-Remaining` and `-Reset` fields (DECISIONS.md names them) carry the same burst figures, so they agree with each other.
  */
 import type { MiddlewareHandler } from 'hono';
 import postgres from 'postgres';
@@ -61,6 +68,11 @@ interface OrgState {
 export interface Decision {
   allowed: boolean;
   perMinute: number;
+  /** The bucket's size: requests that may be sent at once. */
+  burst: number;
+  /** Seconds an empty bucket takes to fill (rounded up, so that q per w never exceeds the refill rate). */
+  burstWindow: number;
+  /** Requests left in the burst now (never more than `burst`). */
   remaining: number;
   /** Seconds until the burst is full again. */
   reset: number;
@@ -73,6 +85,23 @@ export interface RateLimiter {
   middleware: MiddlewareHandler;
   /** Gives every held token back and closes the limiter's connection. */
   close(): Promise<void>;
+}
+
+/** The response headers of a decision (see the header of this file). */
+export function rateLimitHeaders(d: Decision): Record<string, string> {
+  return {
+    'ratelimit-policy': `"burst";q=${d.burst};w=${d.burstWindow}, "minute";q=${d.perMinute};w=60`,
+    ratelimit: `"burst";r=${d.remaining};t=${d.reset}`,
+    'ratelimit-limit': String(d.burst),
+    'ratelimit-remaining': String(d.remaining),
+    'ratelimit-reset': String(d.reset),
+  };
+}
+
+/** The per-minute budget a `RateLimit-Policy` value names (its "minute" policy), or undefined. */
+export function perMinuteOfPolicy(policy: string | null): number | undefined {
+  const m = /"minute";q=(\d+);w=60\b/.exec(policy ?? '');
+  return m ? Number(m[1]) : undefined;
 }
 
 /** The largest slice of an organization's bucket one process may hold. */
@@ -185,10 +214,13 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
 
   function decision(s: OrgState, allowed: boolean, now: number): Decision {
     const bucket = Math.min(s.cap, s.bucketLeft + (Math.max(0, now - s.seenAt) / 1000) * s.rate);
-    const remaining = Math.max(0, Math.floor(bucket + s.local));
+    const burst = Math.max(1, Math.floor(s.cap));
+    const remaining = Math.min(burst, Math.max(0, Math.floor(bucket + s.local)));
     return {
       allowed,
       perMinute: Math.round(s.perMinute),
+      burst,
+      burstWindow: Math.max(1, Math.ceil(burst / s.rate)),
       remaining,
       reset: Math.max(0, Math.ceil((s.cap - remaining) / s.rate)),
       retryAfter: allowed ? 0 : Math.max(1, Math.ceil((s.blockedUntil - now) / 1000)),
@@ -228,27 +260,18 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
     middleware: async (c, next) => {
       const principal = c.get('principal' as never) as Principal;
       const d = await take(principal.organizationId);
-      const limit = String(d.perMinute);
-      const remaining = String(d.remaining);
-      const reset = String(d.reset);
+      const headers = rateLimitHeaders(d);
       if (!d.allowed) {
         throw new ApiError(
           'rate_limit_exceeded',
-          `The organization's rate limit of ${d.perMinute} requests per minute is exhausted; retry after ${d.retryAfter} s.`,
-          { headers: { 'ratelimit-limit': limit, 'ratelimit-remaining': remaining, 'ratelimit-reset': reset, 'retry-after': String(d.retryAfter) } },
+          `The organization's rate limit of ${d.perMinute} requests per minute (bursts of ${d.burst}) is exhausted; retry after ${d.retryAfter} s.`,
+          { headers: { ...headers, 'retry-after': String(d.retryAfter) } },
         );
       }
       // As with x-request-id: before the route for its own response, afterwards for error responses.
-      c.header('ratelimit-limit', limit);
-      c.header('ratelimit-remaining', remaining);
-      c.header('ratelimit-reset', reset);
+      for (const [name, value] of Object.entries(headers)) c.header(name, value);
       await next();
-      if (c.res.status >= 400) {
-        const h = c.res.headers;
-        h.set('ratelimit-limit', limit);
-        h.set('ratelimit-remaining', remaining);
-        h.set('ratelimit-reset', reset);
-      }
+      if (c.res.status >= 400) for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
     },
     async close() {
       closed = true;

@@ -16,6 +16,7 @@ import { categoryOf, type EventType } from '../../domain/events';
 import { RETENTION_MS } from '../../domain/webhooks';
 import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
+import { until } from '../support/until';
 import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
 
 /** 7 attempts, 150 ms apart: the real schedule's shape, shrunk. */
@@ -62,16 +63,6 @@ function expectOrdered(rows: { created_at: string; id: string }[], dir: 'asc' | 
   const key = (r: { created_at: string; id: string }) => `${r.created_at}|${r.id}`;
   const sorted = [...rows].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   expect(rows.map(key)).toEqual((dir === 'asc' ? sorted : sorted.reverse()).map(key));
-}
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(v).slice(0, 500)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** One event recorded at `createdAt` (as the sync records it, but back-dated). */

@@ -325,6 +325,11 @@ describe('docs', () => {
     // frame it.
     const inline = [...html.matchAll(/<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/g)].map((m) => `'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`);
     expect(inline).toHaveLength(1);
+    // The page's configuration turns off what needs Scalar's hosted services, which cannot work offline: the AI
+    // agent ("Ask AI"), the MCP generator ("Generate MCP"), the developer toolbar ("Deploy") and telemetry.
+    const start = /<script(?![^>]*\ssrc=)[^>]*>\s*Scalar\.createApiReference\('#app', (\{[\s\S]*\})\s*\)\s*<\/script>/.exec(html);
+    expect(start, 'the inline start-up script').not.toBeNull();
+    expect(JSON.parse(start![1]!)).toMatchObject({ url: '/v1/openapi.json', agent: { disabled: true }, mcp: { disabled: true }, showDeveloperTools: 'never', telemetry: false, withDefaultFonts: false });
     const csp = Object.fromEntries(
       page.headers
         .get('content-security-policy')!

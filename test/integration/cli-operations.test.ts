@@ -21,6 +21,7 @@ import type { OperationType } from '../../domain/operations';
 import { startApi, type TestServer } from '../support/api-server';
 import { runCli, type CliRun } from '../support/cli';
 import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
+import { until } from '../support/until';
 
 type Json = Record<string, any>;
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -80,14 +81,6 @@ const cli = (args: string[]): Promise<CliRun> => runCli({ url: api.url, token: c
 /** The CLI through the recording proxy. */
 const proxied = (args: string[]): Promise<CliRun> => runCli({ url: proxy.url, token: config.ADMIN_TOKEN }, args);
 const pollsOf = (id: string) => polls.filter((p) => p.id === id);
-
-async function until(what: string, cond: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 

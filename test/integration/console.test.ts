@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eq } from 'drizzle-orm';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { consoleSessions, organizations } from '../../db/schema';
@@ -51,7 +51,26 @@ beforeAll(async () => {
     launchBrowser(),
   ]);
   context = await newContext(browser);
+  // Whatever a page logs as an error (a resource it asked for and did not get, a script that threw, a blocked load)
+  // fails the test that opened it: an operator would see it in the browser's console. Chrome also logs each answer
+  // of 400 or more to a page or a form the test sent on purpose (a 404 page, a refused form): those the tests check
+  // on the page, so a failed load counts unless it was such a page or form.
+  context.on('response', (r) => {
+    if (r.status() >= 400 && ['document', 'xhr', 'fetch'].includes(r.request().resourceType())) answeredPages.add(r.url());
+  });
+  context.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (/^Failed to load resource: the server responded with a status of \d+/.test(m.text()) && answeredPages.has(m.location().url)) return;
+    consoleErrors.push(`${m.location().url}: ${m.text()}`);
+  });
+  context.on('weberror', (e) => consoleErrors.push(`uncaught: ${e.error().message}`));
   page = await context.newPage();
+});
+
+const consoleErrors: string[] = [];
+const answeredPages = new Set<string>();
+afterEach(() => {
+  expect(consoleErrors.splice(0), 'errors in the browser console').toEqual([]);
 });
 
 afterAll(async () => {
@@ -184,6 +203,8 @@ describe('docs', () => {
       await p.getByText(operation).first().waitFor();
     }
     await screenshot(p, '09-docs', { fullPage: false });
+    // No button of Scalar's hosted services, which cannot work offline (it offers them on a page served from localhost).
+    expect(await p.getByRole('button', { name: /Ask AI|Generate MCP|Deploy|Developer Tools/ }).count()).toBe(0);
     // It works under its policy: nothing it needs was blocked (zod probes whether it may compile with eval, and falls
     // back when it may not).
     expect((await p.evaluate(() => (globalThis as unknown as { blocked: string[] }).blocked)).filter((b) => b !== 'script-src eval')).toEqual([]);

@@ -735,6 +735,8 @@ describe('directory destination', () => {
       permanent: true,
       message: expect.stringContaining('does not exist'),
     });
+    // It says where it looked: the path under the export root, and the root.
+    expect((await failure(exportAutomation(deps(), { automation: missing, integration: A, fileName: 'u.csv' }))).message).toContain(`looked for ${path.resolve(root, 'nope/never')} (EXPORT_ROOT is`);
     const dir = `out/${randomUUID()}`;
     await mkdir(path.join(root, dir));
     await exportAutomation(deps(), { automation: automation('unit', { destination: { type: 'directory', path: dir } }), integration: A, fileName: 'f.csv' });

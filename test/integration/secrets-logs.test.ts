@@ -13,6 +13,7 @@ import { verifyWebhookSignature } from '../../domain/signature';
 import { sandboxControlClient } from '../../sandbox/control';
 import { testDb } from '../support/context';
 import { freePort, Processes } from '../support/faults';
+import { until as poll } from '../support/until';
 import { startReceiver, type Receiver } from '../support/webhooks';
 
 const procs = new Processes();
@@ -46,15 +47,9 @@ async function stopAll(): Promise<void> {
   );
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${logs.map((l) => `--- ${l.name}\n${l.output().slice(-3000)}`).join('\n')}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** The shared helper, with this file's patience: the processes are starting; a refused connection means not yet. */
+const until = <T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 90_000) =>
+  poll(what, () => check().catch(() => undefined), { timeoutMs, intervalMs: 200, detail: () => logs.map((l) => `--- ${l.name}\n${l.output().slice(-3000)}`).join('\n') });
 
 async function admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${apiUrl}/admin/v1${path}`, {

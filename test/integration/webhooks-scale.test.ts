@@ -16,6 +16,7 @@ import { verifyWebhookSignature } from '../../domain/signature';
 import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
 import { runSync, sandbox, sandboxIntegration, startTestWorker, type TestWorker } from '../support/sync';
+import { until } from '../support/until';
 import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
 
 /** Consecutive failed first attempts that open a circuit, and the delay before each probe (the last repeats). */
@@ -64,16 +65,6 @@ async function subscribe(integrationId: string, url: string, extra: Record<strin
   const r = await admin('POST', `/integrations/${integrationId}/webhook_subscriptions`, { url, event_types: ['*'], ...extra });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body;
-}
-
-async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not met in ${timeoutMs} ms: ${JSON.stringify(v).slice(0, 300)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** A subscription's delivery rows in queue order. */

@@ -12,6 +12,7 @@ import { createApiKey } from '../../db/tenants';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../../domain/signature';
 import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
+import { until } from '../support/until';
 import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type Received, type WebhookStack } from '../support/webhooks';
 
 let db: Db;
@@ -50,16 +51,6 @@ async function subscribe(integrationId: string, path: string, extra: Record<stri
   const r = await admin('POST', `/integrations/${integrationId}/webhook_subscriptions`, { url: hookUrl(path), event_types: ['*'], ...extra });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body;
-}
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(v).slice(0, 500)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const plainHeaders = (r: Received) => Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0]! : (v ?? '')]));

@@ -22,6 +22,7 @@ import { verifyWebhookSignature } from '../../domain/signature';
 import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { propertyInput } from '../support/fixtures';
+import { until } from '../support/until';
 import {
   recordEvents,
   residentUpdates,
@@ -75,16 +76,6 @@ async function deliveriesOf(subscriptionId: string, query = ''): Promise<any[]> 
   const r = await admin('GET', `/webhook_subscriptions/${subscriptionId}/deliveries?limit=100${query}`);
   expect(r.status).toBe(200);
   return r.body.results;
-}
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(v).slice(0, 500)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('subscriptions', () => {
@@ -218,7 +209,8 @@ describe('delivery', () => {
         data: expect.objectContaining({ id: `res_bytes${i}`, changed: ['phones'] }),
       });
     }
-    const [delivery] = await deliveriesOf(sub.id, '&status=succeeded');
+    // Outcomes are recorded in batches just after the requests: wait until all three are.
+    const [delivery] = await until('the outcomes to be recorded', () => deliveriesOf(sub.id, '&status=succeeded'), (ds) => ds.length === ids.length);
     expect(delivery).toMatchObject({ status: 'succeeded', attempt_count: 1, next_attempt_at: null, attempts: [{ number: 1, response_status: 200, error: null, response_body: 'ok' }] });
     const one = await admin('GET', `/webhook_deliveries/${delivery.id}`);
     expect(one.body.payload).toEqual(JSON.parse(got.find((r) => r.body.id === delivery.event_id)!.raw.toString()));
@@ -260,10 +252,10 @@ describe('delivery', () => {
     // A subscription made after an event does not get it.
     const late = await subscribe(integ.id, hookUrl('/late'));
     const after = await recordEvents(db, integ, residentUpdates(1, 'late'));
-    await receiver.waitFor(() => at('/late').length >= 1);
-    await new Promise((r) => setTimeout(r, 300));
+    // The earlier events were fanned out before it existed: once this one has arrived, its deliveries are all there are.
+    await receiver.waitFor(() => at('/late').some((r) => r.body.id === after[0]));
     expect(at('/late').map((r) => r.body.id)).toEqual(after);
-    expect((await deliveriesOf(late.id)).length).toBe(1);
+    expect((await deliveriesOf(late.id)).map((d) => d.event_id)).toEqual(after);
     expect((await deliveriesOf(leasesOnly.id)).map((d) => d.event_type)).toEqual(['LEASE_SIGNED']);
   });
 
@@ -278,9 +270,10 @@ describe('delivery', () => {
     );
     await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'active' });
     const after = await recordEvents(db, integ, residentUpdates(1, 'dis2'));
-    await receiver.waitFor(() => at('/disabled').length >= 1);
-    await new Promise((r) => setTimeout(r, 300));
+    // The missed events were fanned out before it was enabled: once the later one has arrived, nothing else is owed.
+    await receiver.waitFor(() => at('/disabled').some((r) => r.body.id === after[0]));
     expect(at('/disabled').map((r) => r.body.id)).toEqual(after);
+    expect((await deliveriesOf(sub.id)).map((d) => d.event_id)).toEqual(after);
   });
 
   it('retries a non-2xx answer on the schedule and records every attempt', async () => {
@@ -522,15 +515,19 @@ describe('delivery', () => {
 
   it('delivers nothing for an integration moved to a plan without webhooks', async () => {
     const integ = await webhookIntegration(db, stack);
-    await subscribe(integ.id, hookUrl('/downgraded'));
+    const sub = await subscribe(integ.id, hookUrl('/downgraded'));
     await db.update(integrations).set({ plan: 'growth' }).where(eq(integrations.id, integ.id));
     const [id] = await recordEvents(db, integ, residentUpdates(1, 'down'));
     await until(
       () => db.select().from(events).where(eq(events.id, id!)),
       (rows) => rows[0]?.dispatchedAt != null,
     );
-    await new Promise((r) => setTimeout(r, 300));
-    expect(at('/downgraded')).toEqual([]);
+    // Back on a plan with webhooks, an event recorded now is delivered, and only it: the one before never will be.
+    await db.update(integrations).set({ plan: 'scale' }).where(eq(integrations.id, integ.id));
+    const later = await recordEvents(db, integ, residentUpdates(1, 'up'));
+    await receiver.waitFor(() => at('/downgraded').some((r) => r.body.id === later[0]));
+    expect(at('/downgraded').map((r) => r.body.id)).toEqual(later);
+    expect((await deliveriesOf(sub.id)).map((d) => d.event_id)).toEqual(later);
   });
 
   it('sends an event whose JSON would exceed 1 MB truncated to its identity and changed fields', async () => {

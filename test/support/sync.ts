@@ -187,16 +187,8 @@ export async function liveCount(db: Db, integrationId: string, entity: Entity): 
   return rows.length;
 }
 
-/** Poll until `check` returns a value (not undefined), or fail after `timeoutMs`. */
-export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** The polling helper, here too for the files that import their sync helpers from this one. */
+export { until } from './until';
 
 export type Snapshot = { [E in Entity]: RecordOf[E][] };
 

@@ -21,6 +21,7 @@ import type { Mode, Plan } from '../../domain/plans';
 import { createKeyring } from '../../domain/secrets';
 import { createWebhookWorker, type WebhookWorker } from '../../worker';
 import { startRelay, type Relay } from '../../worker/relay';
+import { until } from './until';
 
 export interface Received {
   headers: IncomingMessage['headers'];
@@ -89,13 +90,8 @@ export async function startReceiver(): Promise<Receiver> {
     reply(fn) {
       replyFn = fn;
     },
-    async waitFor(predicate, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(received)) {
-        if (Date.now() > deadline) throw new Error(`receiver: condition not met in ${timeoutMs} ms (${received.length} received)`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      return received;
+    waitFor(predicate, timeoutMs = 30_000) {
+      return until('the receiver to get what was awaited', () => received, predicate, { timeoutMs, intervalMs: 25, detail: () => `${received.length} received` });
     },
     async close() {
       for (const h of hanging) h();
