@@ -36,6 +36,10 @@ export interface Phone {
 export type JsonObject = Record<string, unknown>;
 
 export type LeaseStatus = 'pending' | 'active' | 'notice' | 'ended' | 'terminated' | 'evicted' | 'cancelled';
+/** The values a unit's, a resident's and a lease resident's coded fields take, whatever the source's dialect. */
+export const UNIT_STATUSES = ['vacant', 'occupied', 'notice'] as const;
+export const RESIDENT_STATUSES = ['applicant', 'current', 'notice', 'past'] as const;
+export const LEASE_RESIDENT_ROLES = ['primary', 'responsible', 'occupant', 'guarantor'] as const;
 
 interface Common {
   id: string;
