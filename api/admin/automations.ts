@@ -5,6 +5,8 @@
  * nothing changed; the worker also reconciles schedules at start-up. Destination header values may be credentials:
  * they are sealed at once and never shown again, only their names.
  */
+import { statSync } from 'node:fs';
+import path from 'node:path';
 import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
 import { and, eq, isNull } from 'drizzle-orm';
@@ -145,7 +147,11 @@ function destinationOf(
   errors: FieldError[],
   keep?: { names: string[]; sealed: string | null },
 ): { destination: StoredDestination; sealed: string | null } {
-  if (input.type === 'directory') return { destination: { type: 'directory', path: input.path }, sealed: null };
+  if (input.type === 'directory') {
+    const missing = missingDirectory(deps.config.EXPORT_ROOT, input.path);
+    if (missing) errors.push({ pointer: pointer('destination', 'path'), detail: missing });
+    return { destination: { type: 'directory', path: input.path }, sealed: null };
+  }
   let url = input.url;
   try {
     url = checkOutboundUrl(input.url, integration, pointer('destination', 'url'), { credentials: 'send credentials in `headers`, which are stored encrypted' });
@@ -161,6 +167,22 @@ function destinationOf(
     destination: { type: 'http', url, method, header_names: names },
     sealed: names.length > 0 ? sealAutomationHeaders(deps.secrets, automationId, headers) : null,
   };
+}
+
+/**
+ * Why a directory destination cannot take files, as this process sees EXPORT_ROOT (null when it can): checked when
+ * the automation is made, so a typo is a 422 now rather than a failed run later. The worker checks again at every run
+ * (its EXPORT_ROOT is the one that counts when the two run on different machines).
+ */
+function missingDirectory(exportRoot: string, destination: string): string | null {
+  const root = path.resolve(exportRoot);
+  const target = path.resolve(root, destination);
+  try {
+    if (statSync(target).isDirectory()) return null;
+    return `${target} is not a directory (EXPORT_ROOT is ${JSON.stringify(exportRoot)}, resolved to ${root})`;
+  } catch {
+    return `the directory does not exist: looked for ${target} (EXPORT_ROOT is ${JSON.stringify(exportRoot)}, resolved to ${root}); create it first`;
+  }
 }
 
 function scheduleOf(input: ScheduleInput): AutomationSchedule {

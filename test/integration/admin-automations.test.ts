@@ -19,7 +19,7 @@ import { automationRunWorkflowIdOf, automationScheduleIdOf, automationTaskQueueO
 import { openAutomationHeaders } from '../../domain/secrets';
 import type { Mode } from '../../domain/plans';
 import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb, testKeyring } from '../support/context';
+import { testConfig, testDb, testExportRoot, testKeyring } from '../support/context';
 
 let db: Db;
 let config: Config;
@@ -37,6 +37,7 @@ const replies: string[] = [];
 beforeAll(async () => {
   db = testDb(4);
   config = testConfig();
+  testExportRoot('finance/units', 'x', 'out');
   api = await startApi(db, config);
   temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
   doc = (await (await fetch(`${api.url}/admin/v1/openapi.json`)).json()) as Record<string, any>;
@@ -214,6 +215,7 @@ describe('create', () => {
       ['parent path', { destination: { type: 'directory', path: '../up' } }, ['/destination/path']],
       ['parent segment inside', { destination: { type: 'directory', path: 'a/../../b' } }, ['/destination/path']],
       ['directory with a URL', { destination: { type: 'directory', path: 'x', url: 'https://files.example.com' } }, ['/destination/url']],
+      ['directory that does not exist', { destination: { type: 'directory', path: 'finance/nowhere' } }, ['/destination/path']],
       ['unknown entity', { entity: 'tenants' }, ['entity']],
       ['empty name', { name: ' ' }, ['name']],
       ['unknown field', { colour: 'red' }, ['colour']],
@@ -223,6 +225,8 @@ describe('create', () => {
       const r = await admin('POST', `/integrations/${integ}/automations`, valid(over));
       expectProblem(r, 422, 'validation_error');
       expect(pointers(r), what).toEqual(want);
+      // A missing directory says where it looked, and what EXPORT_ROOT is.
+      if (what === 'directory that does not exist') expect(r.body.errors[0].detail).toContain(`looked for ${testExportRoot()}/finance/nowhere`);
     }
     // A live integration sends to public https only, as its webhooks do.
     for (const url of ['http://files.example.com/x', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://169.254.169.254/latest', 'https://[::127.0.0.1]/', 'https://[::ffff:0:7f00:1]/', 'https://[2002:7f00:1::]/x']) {

@@ -15,7 +15,7 @@ import { createIntegration, createOrganization } from '../../db/tenants';
 import { automationScheduleIdOf } from '../../domain/contract';
 import { startApi, type TestServer } from '../support/api-server';
 import { runCli, type CliRun } from '../support/cli';
-import { testConfig, testDb, testKeyring } from '../support/context';
+import { testConfig, testDb, testExportRoot, testKeyring } from '../support/context';
 
 let db: Db;
 let config: Config;
@@ -51,6 +51,7 @@ async function integration(): Promise<string> {
 beforeAll(async () => {
   db = testDb(3);
   config = testConfig();
+  testExportRoot('finance/units', 'x', 'out');
   api = await startApi(db, config);
   temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
 });

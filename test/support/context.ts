@@ -1,5 +1,8 @@
 /** What every test file shares: its database handle, a Temporal address, and tenant fixtures of its own. */
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { inject } from 'vitest';
 import { parseConfig, type Config } from '../../config';
 import { createDb, type Db } from '../../db/client';
@@ -11,6 +14,14 @@ export function testDb(max = 5): Db {
   return createDb(inject('databaseUrl'), { max, applicationName: 'propsync-test' });
 }
 
+let exportRoot: string | undefined;
+/** This test process's EXPORT_ROOT (a temporary directory), with the destination directories given made in it. */
+export function testExportRoot(...directories: string[]): string {
+  exportRoot ??= mkdtempSync(join(tmpdir(), 'propsync-exports-'));
+  for (const d of directories) mkdirSync(join(exportRoot, d), { recursive: true });
+  return exportRoot;
+}
+
 /** A configuration for in-process services of a test file, with its own task queue. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return parseConfig({
@@ -20,6 +31,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     ADMIN_TOKEN: 'test-admin-token-0123456789',
     LOG_LEVEL: 'silent',
     PORT: '3000',
+    EXPORT_ROOT: testExportRoot(),
     ...overrides,
   });
 }
