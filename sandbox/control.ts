@@ -57,9 +57,26 @@ export interface SandboxCompanyInfo {
   counts: Record<Entity, number>;
 }
 
+/** The wire dialects a sandbox company can speak (its flavour): the Entrata-style JSON-RPC or the Buildium-style REST. */
+export type SandboxDialect = 'entrata' | 'buildium';
+
+/**
+ * A company's credentials: `api_key` always; a `buildium` company is reached with its `client_id` and
+ * `client_secret` pair instead (the headers that dialect sends).
+ */
+export interface SandboxCompanyCreated {
+  api_key: string;
+  dialect: SandboxDialect;
+  client_id?: string;
+  client_secret?: string;
+}
+
 export interface SandboxControl {
-  /** Provision a company (one per integration) with generated data; returns the API key the connector uses. */
-  createCompany(input: { companyId: string; size: number; seed: number }): Promise<{ api_key: string }>;
+  /**
+   * Provision a company (one per integration) with generated data, in one flavour (default entrata); returns the
+   * credentials the connector of that dialect uses.
+   */
+  createCompany(input: { companyId: string; size: number; seed: number; dialect?: SandboxDialect }): Promise<SandboxCompanyCreated>;
   deleteCompany(companyId: string): Promise<void>;
   applyChanges(companyId: string, req: SandboxChangeRequest): Promise<SandboxChangeResult>;
   /** Set a fault (see SandboxFault); a fault of the same kind is replaced, scope and count included. */
@@ -114,7 +131,9 @@ export function sandboxControlClient(baseUrl: string, controlToken?: string): Sa
 
   return {
     async createCompany(input) {
-      return (await call<{ api_key: string }>('POST', '/companies', input)).data!;
+      const created = (await call<SandboxCompanyCreated>('POST', '/companies', input)).data!;
+      // A sandbox from before flavours answers with the key alone: its companies are all Entrata-style.
+      return { ...created, dialect: created.dialect ?? 'entrata' };
     },
     async deleteCompany(companyId) {
       await call('DELETE', `/companies/${enc(companyId)}`);
