@@ -1,5 +1,6 @@
 // Lint: typescript-eslint's recommended rules, plus the workflow sandbox rule: workflows/ must stay deterministic,
-// so Node built-ins and impure packages are forbidden there (activities are imported as types only).
+// so Node built-ins and impure packages are forbidden there (activities are imported as types only); and the
+// simulated PMS (sandbox/) shares no code with the connectors that talk to it (source/).
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -25,6 +26,22 @@ export default tseslint.config(
             name,
             message: 'Workflows are deterministic: this package is not allowed in workflows/.',
           })),
+        },
+      ],
+    },
+  },
+  {
+    files: ['sandbox/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../source', '../source/**', '../../source', '../../source/**'],
+              message: 'The sandbox is written independently of the connectors: nothing in sandbox/ imports source/.',
+            },
+          ],
         },
       ],
     },

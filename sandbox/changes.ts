@@ -7,24 +7,22 @@
  *   only when asked for by name, with everything at it); per-entity counts are taken as given.
  * - Deletes prefer records nothing references; when a referenced record goes, what references it goes too (a
  *   unit's leases, a resident's leases, a lease's renewals), and all of it is reported.
- * - Every updated record gets a new value in a mapped field and a new `updatedOn`.
- * - Corrupted records get one value the mapping refuses (the sync quarantines them).
+ * - Every updated record gets a new value in a mapped field; every record written gets the database clock's time as
+ *   its last-update time (what the entrata flavour serves as `updatedOn`, the buildium one as `LastUpdatedDateTime`).
+ * - Corrupted records are marked malformed: each flavour serves one value its clients cannot read (the sync
+ *   quarantines them); a later update leaves them malformed.
+ * Everything works on the record model (sandbox/model.ts), so the scripts are the same in both flavours.
  * - Lease transitions: pending -> active | cancelled; active -> notice | terminated | evicted | renewed;
  *   notice -> ended | renewed. A renewal ends the lease and creates its successor (status active, isRenewal,
  *   previousLeaseId), reported under `created.lease` and in `renewals`.
  * The result names exactly the x_ids touched.
  */
-import { ENTITIES, type Entity, type LeaseStatus } from '../domain/cdm';
-import { codeOf, LEASE_STATUS_ID, LEASE_STATUS_TYPES } from '../source/codes';
-import { decimalToMinor, toIsoDate } from '../source/mapping';
-import type { NativeLease } from '../source/native';
 import type { SandboxChangeRequest, SandboxChangeResult } from './control';
-import { contextOf, makeCustomer, makeLease, makeProperty, makeUnit, type PropertyContext } from './generator';
+import { contextOf, makeCustomer, makeLease, makeProperty, makeUnit } from './generator';
+import { ENTITIES, type AnyModel, type Entity, type LeaseModel, type LeaseState, type ModelOf, type PropertyContext, type PropertyModel } from './model';
 import { Rng, streamSeed } from './random';
-import { getRecords, lockCompany, putRecords, saveCounters, type NextIds, type RecordRow, type Sql } from './store';
-import { addMonths, DAY, dayOf, decimalOf, localTime, usDate } from './time';
-
-const usDateToIso = (day: number) => new Date(day * DAY).toISOString().slice(0, 10);
+import { getRecords, lockCompany, putRecords, saveCounters, type NextIds, type Sql } from './store';
+import { addMonths, DAY, dayOf, isoDate } from './time';
 
 export class ChangeError extends Error {}
 
@@ -35,7 +33,7 @@ interface Skeleton {
   unit_id: number | null;
   previous_id: number | null;
   customer_ids: number[] | null;
-  status: number | null;
+  status: LeaseState | null;
 }
 
 const WEIGHTS: Record<'update' | 'create' | 'delete', readonly (readonly [Entity, number])[]> = {
@@ -44,7 +42,7 @@ const WEIGHTS: Record<'update' | 'create' | 'delete', readonly (readonly [Entity
   delete: [['unit', 20], ['resident', 30], ['lease', 50]],
 };
 
-const TRANSITIONS: Record<'pending' | 'active' | 'notice', readonly (readonly [LeaseStatus | 'renewed', number])[]> = {
+const TRANSITIONS: Record<'pending' | 'active' | 'notice', readonly (readonly [LeaseState | 'renewed', number])[]> = {
   pending: [['active', 70], ['cancelled', 30]],
   active: [['notice', 40], ['renewed', 25], ['terminated', 20], ['evicted', 15]],
   notice: [['ended', 75], ['renewed', 25]],
@@ -76,8 +74,6 @@ function countsOf(
 const sizes = (of: (e: Entity) => unknown[]) =>
   Object.fromEntries(ENTITIES.map((e) => [e, of(e).length])) as Record<Entity, number>;
 
-const statusOf = (id: unknown): LeaseStatus | undefined => codeOf(LEASE_STATUS_TYPES, id)?.cdm;
-
 export type ChangeResult = SandboxChangeResult & { renewals: { x_id: string; previous_x_id: string }[] };
 
 export async function applyChanges(sql: Sql, companyId: string, req: SandboxChangeRequest): Promise<ChangeResult> {
@@ -88,13 +84,14 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     const counter = company.change_counter + 1;
     const rng = new Rng(streamSeed(company.seed, 'change', counter));
     const next: NextIds = { ...company.next_ids };
-    const now = Date.now();
+    // The database clock: the last-update time of everything written, and the business day of the new dates.
+    const now = company.now;
     const today = Math.floor(now / DAY);
     const result: ChangeResult = { updated: empty(), created: empty(), deleted: empty(), corrupted: empty(), lease_transitions: [], renewals: [] };
 
     const rows = await tx<Skeleton[]>`
       select entity, id, property_id, unit_id, previous_id, customer_ids,
-             case when entity = 'lease' then (data->>'leaseStatusTypeId')::int end as status
+             case when entity = 'lease' then model->>'state' end as status
       from sandbox.records where company_id = ${companyId} order by entity, id`;
     const all: Record<Entity, Skeleton[]> = { property: [], unit: [], resident: [], lease: [] };
     for (const r of rows) all[r.entity].push(r);
@@ -165,12 +162,11 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
       if (propertyId === null) return undefined;
       if (!contexts.has(propertyId)) {
         const [p] = await getRecords(tx, companyId, 'property', [propertyId]);
-        if (p) contexts.set(propertyId, contextOf(p.data));
+        if (p) contexts.set(propertyId, contextOf(p.model));
       }
       return contexts.get(propertyId);
     };
-    const writes: { entity: Entity; id: number; data: Record<string, unknown> }[] = [];
-    const stamp = (ctx: PropertyContext | undefined) => localTime(now, ctx?.timeZone ?? 'America/Chicago');
+    const writes: { entity: Entity; id: number; model: AnyModel }[] = [];
 
     // ---- updates
     const upd = countsOf(req.update, rng, WEIGHTS.update, sizes(alive));
@@ -178,9 +174,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
       const picked = rng.sample(alive(e), upd[e]).sort((a, b) => a.id - b.id);
       const loaded = await getRecords(tx, companyId, e, picked.map((p) => p.id));
       for (const row of loaded) {
-        const ctx = await contextFor(e === 'property' ? row.id : row.property_id);
-        const data = { ...mutate(e, row, rng, counter, today), updatedOn: stamp(ctx) };
-        writes.push({ entity: e, id: row.id, data });
+        writes.push({ entity: e, id: row.id, model: mutate(e, row.model, rng, counter, today) });
         touched[e].add(row.id);
         result.updated[e].push(String(row.id));
       }
@@ -189,48 +183,44 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     // ---- lease transitions
     if (req.lease_transitions) {
       const open = alive('lease').filter((l) => {
-        const s = statusOf(l.status);
+        const s = l.status;
         return s === 'pending' || s === 'active' || s === 'notice';
       });
       const picked = rng.sample(open, req.lease_transitions).sort((a, b) => a.id - b.id);
       const loaded = await getRecords(tx, companyId, 'lease', picked.map((p) => p.id));
       for (const row of loaded) {
-        const lease = row.data as unknown as NativeLease;
-        const from = statusOf(lease.leaseStatusTypeId) as 'pending' | 'active' | 'notice';
+        const lease = row.model as LeaseModel;
+        const from = lease.state as 'pending' | 'active' | 'notice';
         const to = rng.weighted(TRANSITIONS[from]);
         const ctx = await contextFor(row.property_id);
         const moved = transition(lease, to === 'renewed' ? 'ended' : to, today);
         if (to === 'renewed') {
           // Renewing residents stay: no move-out.
           moved.renewalOfferStatus = 'Accepted';
-          moved.moveOutDate = lease.moveOutDate;
+          moved.moveOut = lease.moveOut;
         }
-        moved.updatedOn = stamp(ctx);
-        writes.push({ entity: 'lease', id: row.id, data: moved as unknown as Record<string, unknown> });
+        writes.push({ entity: 'lease', id: row.id, model: moved });
         touched.lease.add(row.id);
         result.lease_transitions.push({ x_id: String(row.id), from, to: to === 'renewed' ? 'ended' : to });
         if (to === 'renewed' && ctx) {
-          const start = dayOf(toIsoDate(lease.leaseEndDate) ?? usDateToIso(today)) + 1;
+          const start = dayOf(lease.end) + 1;
           const id = next.lease++;
           const term = 12;
           const end = addMonths(start, term) - 1;
-          const customers = asArray(lease.customers.customer);
           const renewal = makeLease(
             rng,
             id,
             ctx,
-            { unitId: lease.unitId, marketRentCents: centsOf(lease.rent) },
+            { unitId: lease.unitId, marketRentCents: lease.rentCents },
             'active',
             { start, end, moveIn: null, moveOut: null, notice: null, signed: today, term },
-            customers,
-            { leaseId: row.id, rentCents: centsOf(lease.rent) },
+            lease.tenants,
+            { leaseId: row.id, rentCents: lease.rentCents },
             'Not Started',
             now,
-            now,
           );
-          const { rentCents: _rent, ...wire } = renewal;
-          wire.moveInDate = lease.moveInDate;
-          writes.push({ entity: 'lease', id, data: wire as unknown as Record<string, unknown> });
+          renewal.moveIn = lease.moveIn;
+          writes.push({ entity: 'lease', id, model: renewal });
           result.created.lease.push(String(id));
           result.renewals.push({ x_id: String(id), previous_x_id: String(row.id) });
         }
@@ -242,7 +232,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     for (const e of ENTITIES) {
       const picked = rng.sample(alive(e), bad[e]).sort((a, b) => a.id - b.id);
       for (const row of await getRecords(tx, companyId, e, picked.map((p) => p.id))) {
-        writes.push({ entity: e, id: row.id, data: { ...row.data, ...MALFORMED[e] } });
+        writes.push({ entity: e, id: row.id, model: { ...row.model, malformed: true } });
         touched[e].add(row.id);
         result.corrupted[e].push(String(row.id));
       }
@@ -253,9 +243,9 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     for (let i = 0; i < cre.property; i++) {
       const id = next.property++;
       let fp = id * 100;
-      const { data, ctx } = makeProperty(rng, id, 0, () => fp++, now, now);
+      const { model, ctx } = makeProperty(rng, id, 0, () => fp++, now);
       contexts.set(id, ctx);
-      writes.push({ entity: 'property', id, data: data as unknown as Record<string, unknown> });
+      writes.push({ entity: 'property', id, model });
       result.created.property.push(String(id));
     }
     const properties = present('property');
@@ -268,14 +258,13 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     for (let i = 0; i < cre.unit && properties.length > 0; i++) {
       const ctx = (await contextFor(rng.pick(properties).id))!;
       const id = next.unit++;
-      const unit = makeUnit(rng, id, ctx, `N-${id}`, 1, now, now);
-      writes.push({ entity: 'unit', id, data: unit as unknown as Record<string, unknown> });
+      writes.push({ entity: 'unit', id, model: makeUnit(rng, id, ctx, `N-${id}`, 'vacant_ready', now) });
       result.created.unit.push(String(id));
     }
     for (let i = 0; i < cre.resident && properties.length > 0; i++) {
       const ctx = (await contextFor(rng.pick(properties).id))!;
       const id = next.resident++;
-      writes.push({ entity: 'resident', id, data: makeCustomer(rng, id, ctx, null, 1, now, now) as unknown as Record<string, unknown> });
+      writes.push({ entity: 'resident', id, model: makeCustomer(rng, id, ctx, null, 'applicant', now) });
       result.created.resident.push(String(id));
     }
     for (let i = 0; i < cre.lease && units.length > 0; i++) {
@@ -289,7 +278,7 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
       else {
         // Nobody on file at this property: the applicant is new too, and reported as created.
         customerId = next.resident++;
-        writes.push({ entity: 'resident', id: customerId, data: makeCustomer(rng, customerId, ctx, null, 1, now, now) as unknown as Record<string, unknown> });
+        writes.push({ entity: 'resident', id: customerId, model: makeCustomer(rng, customerId, ctx, null, 'applicant', now) });
         result.created.resident.push(String(customerId));
         residentsByProperty.set(ctx.id, [customerId]);
       }
@@ -299,70 +288,48 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
         rng,
         id,
         ctx,
-        { unitId: unitRow.id, marketRentCents: centsOf(unit.data.marketRent) },
+        { unitId: unitRow.id, marketRentCents: unit.model.marketRentCents ?? 0 },
         'pending',
         { start, end: addMonths(start, 12) - 1, moveIn: null, moveOut: null, notice: null, signed: rng.chance(0.5) ? today : null, term: 12 },
-        [{ customerId, customerTypeId: 1 }],
+        [{ id: customerId, role: 'primary' }],
         null,
         '',
         now,
-        now,
       );
-      const { rentCents: _rent, ...wire } = lease;
-      writes.push({ entity: 'lease', id, data: wire as unknown as Record<string, unknown> });
+      writes.push({ entity: 'lease', id, model: lease });
       result.created.lease.push(String(id));
     }
 
-    await putRecords(tx, companyId, writes);
+    await putRecords(tx, companyId, now, writes);
     await saveCounters(tx, companyId, counter, next);
     for (const e of ENTITIES) result.created[e].sort((a, b) => Number(a) - Number(b));
     return result;
   });
 }
 
-/** Per entity, a value the mapping refuses, as a PMS with bad data entry would serve it. */
-const MALFORMED: Record<Entity, Record<string, unknown>> = {
-  property: { updatedOn: '2025-13-45 25:61' },
-  unit: { marketRent: 'call for price' },
-  resident: { dateOfBirth: '02/30/1990' },
-  lease: { rent: 'TBD' },
-};
-
-/** An amount in cents; 0 for none, or for a value `corrupt` made unreadable. */
-function centsOf(value: unknown): number {
-  try {
-    return decimalToMinor(String(value || '0'));
-  } catch {
-    return 0;
-  }
-}
-
-function asArray<T>(v: T | T[]): T[] {
-  return Array.isArray(v) ? v : [v];
-}
-
 /** A lease moved to `to`, with the dates a PMS records on that move. */
-function transition(lease: NativeLease, to: LeaseStatus, today: number): NativeLease {
-  const out = { ...lease, leaseStatusTypeId: LEASE_STATUS_ID[to] };
+function transition(lease: LeaseModel, to: LeaseState, today: number): LeaseModel {
+  const out = { ...lease, state: to };
+  const day = isoDate(today);
   switch (to) {
     case 'active':
-      out.leaseSignedDate = lease.leaseSignedDate || usDate(today);
-      out.moveInDate = lease.moveInDate || lease.leaseStartDate;
+      out.signed = lease.signed ?? day;
+      out.moveIn = lease.moveIn ?? lease.start;
       break;
     case 'notice':
-      out.noticeDate = usDate(today);
-      out.moveOutDate = lease.leaseEndDate;
+      out.notice = day;
+      out.moveOut = lease.end;
       out.renewalOfferStatus = 'Declined';
       break;
     case 'ended':
-      out.moveOutDate = lease.moveOutDate || lease.leaseEndDate;
+      out.moveOut = lease.moveOut ?? lease.end;
       break;
     case 'terminated':
-      out.noticeDate = lease.noticeDate || usDate(today);
-      out.moveOutDate = usDate(today);
+      out.notice = lease.notice ?? day;
+      out.moveOut = day;
       break;
     case 'evicted':
-      out.moveOutDate = usDate(today);
+      out.moveOut = day;
       out.notes = 'Eviction judgment granted';
       break;
     default:
@@ -371,42 +338,51 @@ function transition(lease: NativeLease, to: LeaseStatus, today: number): NativeL
   return out;
 }
 
-/** The record with one mapped field changed to a value it did not have. */
-function mutate(entity: Entity, row: RecordRow, rng: Rng, counter: number, today: number): Record<string, unknown> {
-  const d = { ...row.data };
-  const nudge = (amount: string, stepCents: number) => {
-    const cents = centsOf(amount);
+/** The record with one field a client maps changed to a value it did not have. */
+function mutate<E extends Entity>(entity: E, model: ModelOf[E], rng: Rng, counter: number, today: number): ModelOf[E] {
+  const nudge = (cents: number, stepCents: number) => {
     const delta = rng.int(1, 8) * stepCents * (rng.chance(0.5) || cents < 8 * stepCents ? 1 : -1);
-    return decimalOf(cents + delta);
+    return cents + delta;
   };
+  const phone = (kind: 'office' | 'mobile') => [{ number: `555-${counter % 1000}-${String(rng.int(0, 9999)).padStart(4, '0')}`, kind, primary: true }];
+  const m = { ...model } as AnyModel;
   switch (entity) {
     case 'property': {
+      const d = m as PropertyModel;
       const kind = rng.pick(['email', 'description', 'phone'] as const);
-      if (kind === 'email') d.email = `leasing.${counter}.${rng.int(100, 999)}@property${row.id}.example.com`;
-      else if (kind === 'description') d.description = `${String(d.description ?? '').replace(/ \(updated [^)]*\)$/, '')} (updated ${usDate(today)} #${counter})`;
-      else d.phones = { phone: { phoneNumber: `555-${counter % 1000}-${String(rng.int(0, 9999)).padStart(4, '0')}`, phoneNumberTypeId: 2, isPrimary: '1' } };
+      if (kind === 'email') d.email = `leasing.${counter}.${rng.int(100, 999)}@property${d.id}.example.com`;
+      else if (kind === 'description') d.description = `${d.description.replace(/ \(updated [^)]*\)$/, '')} (updated ${usDay(today)} #${counter})`;
+      else d.phones = phone('office');
       break;
     }
     case 'unit': {
+      const d = m as ModelOf['unit'];
       const kind = rng.weighted([['rent', 70], ['remarks', 30]] as const);
-      if (kind === 'rent') d.marketRent = nudge(String(d.marketRent ?? ''), 2500);
-      else d.remarks = `Inspected ${usDate(today)} (#${counter})`;
+      if (kind === 'rent') d.marketRentCents = nudge(d.marketRentCents ?? 0, 2500);
+      else d.remarks = `Inspected ${usDay(today)} (#${counter})`;
       break;
     }
     case 'resident': {
+      const d = m as ModelOf['resident'];
       const kind = rng.pick(['email', 'phone', 'lastName'] as const);
-      if (kind === 'email') d.email = `${String(d.firstName ?? 'resident').toLowerCase().replace(/[^a-z]/g, '')}.${counter}.${rng.int(100, 999)}@example.net`;
-      else if (kind === 'phone') d.phones = { phone: { phoneNumber: `555-${counter % 1000}-${String(rng.int(0, 9999)).padStart(4, '0')}`, phoneNumberTypeId: 3, isPrimary: '1' } };
-      else d.lastName = `${String(d.lastName ?? '').split('-')[0]}-${rng.pick(['Rivera', 'Okafor', 'Lindqvist', 'Tanaka', 'Moreau'])}${counter}`;
+      if (kind === 'email') d.email = `${(d.firstName || 'resident').toLowerCase().replace(/[^a-z]/g, '')}.${counter}.${rng.int(100, 999)}@example.net`;
+      else if (kind === 'phone') d.phones = phone('mobile');
+      else d.lastName = `${d.lastName.split('-')[0]}-${rng.pick(['Rivera', 'Okafor', 'Lindqvist', 'Tanaka', 'Moreau'])}${counter}`;
       break;
     }
     default: {
+      const d = m as LeaseModel;
       const kind = rng.weighted([['rent', 40], ['balance', 40], ['notes', 20]] as const);
-      if (kind === 'rent') d.rent = nudge(String(d.rent ?? ''), 1000);
-      else if (kind === 'balance') d.balance = nudge(String(d.balance ?? ''), 1234);
-      else d.notes = `Contacted ${usDate(today)} about renewal (#${counter})`;
+      if (kind === 'rent') d.rentCents = nudge(d.rentCents, 1000);
+      else if (kind === 'balance') d.balanceCents = nudge(d.balanceCents, 1234);
+      else d.notes = `Contacted ${usDay(today)} about renewal (#${counter})`;
     }
   }
-  return d;
+  return m as ModelOf[E];
 }
 
+/** A day as the notes a PMS's staff type carry it ("MM/DD/YYYY"), in the model's free text. */
+function usDay(day: number): string {
+  const iso = isoDate(day);
+  return `${iso.slice(5, 7)}/${iso.slice(8, 10)}/${iso.slice(0, 4)}`;
+}

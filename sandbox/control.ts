@@ -49,34 +49,35 @@ export interface SandboxFault {
   methods?: SandboxFaultScope;
 }
 
+/** The wire a sandbox company is served in: the Entrata-style RPC API or the Buildium-style REST API. */
+export type SandboxDialect = 'entrata' | 'buildium';
+
+/** What a client of the company authenticates with. */
+export interface SandboxCredentials {
+  /** The entrata flavour's `X-Api-Key`; for a buildium company, the same value as `client_secret`. */
+  api_key: string;
+  dialect: SandboxDialect;
+  /** The buildium flavour's `x-buildium-client-id` (the company id); buildium companies only. */
+  client_id?: string;
+  /** The buildium flavour's `x-buildium-client-secret`; buildium companies only. */
+  client_secret?: string;
+}
+
 export interface SandboxCompanyInfo {
   company_id: string;
+  dialect: SandboxDialect;
   size: number;
   seed: number;
   change_counter: number;
   counts: Record<Entity, number>;
 }
 
-/** The wire dialects a sandbox company can speak (its flavour): the Entrata-style JSON-RPC or the Buildium-style REST. */
-export type SandboxDialect = 'entrata' | 'buildium';
-
-/**
- * A company's credentials: `api_key` always; a `buildium` company is reached with its `client_id` and
- * `client_secret` pair instead (the headers that dialect sends).
- */
-export interface SandboxCompanyCreated {
-  api_key: string;
-  dialect: SandboxDialect;
-  client_id?: string;
-  client_secret?: string;
-}
-
 export interface SandboxControl {
   /**
    * Provision a company (one per integration) with generated data, in one flavour (default entrata); returns the
-   * credentials the connector of that dialect uses.
+   * credentials its connector uses. Creating an existing company again returns its credentials, whatever is asked.
    */
-  createCompany(input: { companyId: string; size: number; seed: number; dialect?: SandboxDialect }): Promise<SandboxCompanyCreated>;
+  createCompany(input: { companyId: string; size: number; seed: number; dialect?: SandboxDialect; rate_limit_per_second?: number }): Promise<SandboxCredentials>;
   deleteCompany(companyId: string): Promise<void>;
   applyChanges(companyId: string, req: SandboxChangeRequest): Promise<SandboxChangeResult>;
   /** Set a fault (see SandboxFault); a fault of the same kind is replaced, scope and count included. */
@@ -131,9 +132,7 @@ export function sandboxControlClient(baseUrl: string, controlToken?: string): Sa
 
   return {
     async createCompany(input) {
-      const created = (await call<SandboxCompanyCreated>('POST', '/companies', input)).data!;
-      // A sandbox from before flavours answers with the key alone: its companies are all Entrata-style.
-      return { ...created, dialect: created.dialect ?? 'entrata' };
+      return (await call<SandboxCredentials>('POST', '/companies', input)).data!;
     },
     async deleteCompany(companyId) {
       await call('DELETE', `/companies/${enc(companyId)}`);

@@ -4,17 +4,17 @@
  * leases (newest last, so a renewal always has a higher id than the lease it renews and pages after it); lease
  * statuses are drawn from decks so that every status is present from a few dozen leases on.
  *
- * "Now" for generated data is fixed (REF_DAY), so the same seed gives byte-identical records on any day.
+ * "Now" for generated data is fixed (REF_DAY), so the same seed gives byte-identical records on any day. The records
+ * are the flavour-neutral model (sandbox/model.ts), so a company is the same data in either flavour.
  */
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { LEASE_STATUS_ID } from '../source/codes';
-import type { LeaseStatus } from '../domain/cdm';
-import type { NativeCustomer, NativeEntity, NativeLease, NativeLeaseCustomer, NativePhone, NativeProperty, NativeUnit } from '../source/native';
+import type { LeaseModel, LeaseState, Phone, PropertyContext, PropertyModel, ResidentModel, ResidentState, TenantRole, UnitModel, UnitState } from './model';
+import { refsOf, type Entity, type Floorplan } from './model';
 import * as W from './names';
 import { Deck, Rng, streamSeed } from './random';
-import { refsOf, type NextIds, type Sql } from './store';
-import { addMonths, DAY, dayOf, decimalOf, localTime, usDate } from './time';
+import type { NextIds, Sql } from './store';
+import { addMonths, DAY, dayOf, isoDate } from './time';
 
 export const REF_DAY = dayOf('2025-06-01');
 const REF_MS = REF_DAY * DAY;
@@ -22,28 +22,15 @@ const REF_MS = REF_DAY * DAY;
 /** First native id of each entity: distinct ranges make ids recognisable in logs, as in real systems. */
 export const ID_BASE: NextIds = { property: 1001, unit: 100_001, resident: 2_000_001, lease: 5_000_001 };
 
+/** A generated record: its model and its last-update time (generated records were last changed in the past). */
 export interface GenRecord {
-  entity: NativeEntity;
+  entity: Entity;
   id: number;
-  data: Record<string, unknown>;
+  updated: number;
+  model: PropertyModel | UnitModel | ResidentModel | LeaseModel;
 }
 
-export interface Floorplan {
-  floorplanId: number;
-  name: string;
-  bedrooms: number;
-  bathrooms: number;
-  squareFeet: number;
-}
-
-/** What units, residents and leases of a property take from it. */
-export interface PropertyContext {
-  id: number;
-  timeZone: string;
-  address: NativeProperty['address'];
-  baseRentCents: number;
-  floorplans: Floorplan[];
-}
+export type { PropertyContext };
 
 export const proportions = (size: number) => {
   const units = Math.max(1, Math.round(size / 2));
@@ -54,27 +41,29 @@ const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 const phone = (area: string, rng: Rng) => `${area}-555-${pad(rng.int(100, 9999), 4)}`;
 const timeOn = (day: number, rng: Rng) => day * DAY + rng.int(7 * 3600, 19 * 3600) * 1000;
 const dollars = (cents: number) => Math.round(cents / 100) * 100;
+/** A coordinate as the PMS keeps it: six decimals. */
+const coordinate = (x: number) => Number(x.toFixed(6));
 
-export function makeProperty(rng: Rng, id: number, units: number, nextFloorplanId: () => number, createdMs: number, updatedMs: number) {
+export function makeProperty(rng: Rng, id: number, units: number, nextFloorplanId: () => number, createdMs: number) {
   const c = rng.pick(W.CITIES);
   const word = rng.pick(W.PROPERTY_WORDS);
   const name = `${word} ${rng.pick(W.PROPERTY_KINDS)}`;
   const address = {
-    streetLine1: `${rng.int(100, 9899)} ${rng.pick(W.STREETS)}`,
-    streetLine2: '',
+    line1: `${rng.int(100, 9899)} ${rng.pick(W.STREETS)}`,
+    line2: '',
     city: c.city,
     state: c.state,
     postalCode: `${c.zip}${pad(rng.int(1, 99))}`,
     country: 'US',
   };
-  const phones: NativePhone[] = [{ phoneNumber: phone(c.area, rng), phoneNumberTypeId: 2, isPrimary: '1' }];
-  if (rng.chance(0.5)) phones.push({ phoneNumber: phone(c.area, rng), phoneNumberTypeId: 4, isPrimary: '0' });
+  const phones: Phone[] = [{ number: phone(c.area, rng), kind: 'office', primary: true }];
+  if (rng.chance(0.5)) phones.push({ number: phone(c.area, rng), kind: 'fax', primary: false });
   const floorplans: Floorplan[] = [];
   const plans = rng.int(3, 5);
   for (let i = 0; i < plans; i++) {
     const bedrooms = Math.min(3, i);
     floorplans.push({
-      floorplanId: nextFloorplanId(),
+      id: nextFloorplanId(),
       name: `${String.fromCharCode(65 + bedrooms)}${i + 1} - ${bedrooms === 0 ? 'Studio' : `${bedrooms} Bed`}`,
       bedrooms,
       bathrooms: Math.max(1, bedrooms - (rng.chance(0.5) ? 1 : 0)),
@@ -83,151 +72,126 @@ export function makeProperty(rng: Rng, id: number, units: number, nextFloorplanI
   }
   const photoCount = rng.int(0, 3);
   const photos = Array.from({ length: photoCount }, (_, i) => ({ url: `https://images.example.com/p${id}/${i + 1}.jpg`, caption: i === 0 ? 'Exterior' : `Amenity ${i}` }));
-  const data: NativeProperty & { floorplans: { floorplan: Floorplan[] | Floorplan } } = {
-    propertyId: id,
-    propertyName: `${name} Apartments`,
+  // The draws below happen in this order, which the generated data depends on: keep it.
+  const model: PropertyModel = {
+    id,
+    created: createdMs,
+    zone: c.tz,
+    name: `${name} Apartments`,
     marketingName: `${name} at ${rng.pick(W.PROPERTY_WORDS)} ${c.city}`,
-    propertyType: rng.weighted([['Apartment', 85], ['Townhome', 7], ['Senior', 4], ['Student', 4]]),
-    isDisabled: '0',
+    kind: rng.weighted([['Apartment', 85], ['Townhome', 7], ['Senior', 4], ['Student', 4]] as const),
+    active: true,
     description: `${name} offers ${units} homes in ${c.city}, ${c.state}.`,
-    yearBuilt: String(rng.int(1965, 2022)),
-    numberOfUnits: units,
-    numberOfBuildings: Math.max(1, Math.ceil(units / 24)),
-    numberOfFloors: rng.int(2, 5),
-    webSite: `https://www.${word.toLowerCase()}${id}.example.com`,
+    yearBuilt: rng.int(1965, 2022),
+    units,
+    buildings: Math.max(1, Math.ceil(units / 24)),
+    floors: rng.int(2, 5),
+    website: `https://www.${word.toLowerCase()}${id}.example.com`,
     email: `leasing@${word.toLowerCase()}${id}.example.com`,
     address,
-    phones: { phone: phones.length === 1 ? phones[0]! : phones },
-    latitude: (c.lat + (rng.next() - 0.5) / 10).toFixed(6),
-    longitude: (c.lng + (rng.next() - 0.5) / 10).toFixed(6),
-    timeZone: c.tz,
+    phones,
+    latitude: coordinate(c.lat + (rng.next() - 0.5) / 10),
+    longitude: coordinate(c.lng + (rng.next() - 0.5) / 10),
     managementCompany: rng.pick(W.MANAGERS),
     taxId: `${rng.int(10, 99)}-${pad(rng.int(0, 9_999_999), 7)}`,
     petPolicy: rng.weighted([['Restricted', 60], ['Allowed', 25], ['Not Allowed', 15]]),
     smokingPolicy: rng.weighted([['Not Allowed', 75], ['Designated Areas', 20], ['Allowed', 5]]),
-    photos: photos.length === 0 ? null : { photo: photos.length === 1 ? photos[0]! : photos },
-    currencyCode: 'USD',
+    photos,
     parkingSpaces: units + rng.int(0, units),
     amenities: rng.sample(W.AMENITIES, rng.int(2, 5)).join(', '),
     officeHours: rng.pick(['Mon-Fri 9:00-18:00', 'Mon-Sat 10:00-17:00', 'Mon-Fri 8:30-17:30, Sat 10:00-16:00']),
-    floorplans: { floorplan: floorplans.length === 1 ? floorplans[0]! : floorplans },
-    createdOn: localTime(createdMs, c.tz),
-    updatedOn: localTime(updatedMs, c.tz),
+    floorplans,
   };
-  const ctx: PropertyContext = { id, timeZone: c.tz, address, baseRentCents: c.rent * 100, floorplans };
-  return { data, ctx };
+  return { model, ctx: contextOf(model) };
 }
 
-/** The context of a stored property (for records created later by changes and writes). */
-export function contextOf(p: Record<string, unknown>): PropertyContext {
-  const fp = (p.floorplans as { floorplan?: Floorplan | Floorplan[] } | undefined)?.floorplan;
-  const city = W.CITIES.find((c) => c.city === (p.address as { city?: string } | undefined)?.city);
-  return {
-    id: p.propertyId as number,
-    timeZone: (p.timeZone as string) || 'America/Chicago',
-    address: p.address as NativeProperty['address'],
-    baseRentCents: (city?.rent ?? 1400) * 100,
-    floorplans: fp === undefined ? [] : Array.isArray(fp) ? fp : [fp],
-  };
+/** The context of a property (for its records, and for records created later by changes and writes). */
+export function contextOf(p: PropertyModel): PropertyContext {
+  const city = W.CITIES.find((c) => c.city === p.address.city);
+  return { id: p.id, timeZone: p.zone, address: p.address, baseRentCents: (city?.rent ?? 1400) * 100, floorplans: p.floorplans };
 }
 
-export function makeUnit(
-  rng: Rng,
-  id: number,
-  p: PropertyContext,
-  unitNumber: string,
-  statusTypeId: number,
-  createdMs: number,
-  updatedMs: number,
-): NativeUnit {
-  const fp = p.floorplans.length > 0 ? rng.pick(p.floorplans) : { floorplanId: 0, name: '', bedrooms: 1, bathrooms: 1, squareFeet: 700 };
-  const rent = dollars(p.baseRentCents * (0.7 + fp.bedrooms * 0.25) * (0.95 + rng.next() * 0.1));
+export function makeUnit(rng: Rng, id: number, p: PropertyContext, unitNumber: string, status: UnitState, createdMs: number): UnitModel {
+  const fp = p.floorplans.length > 0 ? rng.pick(p.floorplans) : undefined;
+  const plan = fp ?? { id: null, name: '', bedrooms: 1, bathrooms: 1, squareFeet: 700 };
+  const rent = dollars(p.baseRentCents * (0.7 + plan.bedrooms * 0.25) * (0.95 + rng.next() * 0.1));
   return {
-    unitId: id,
+    id,
+    created: createdMs,
+    zone: p.timeZone,
     propertyId: p.id,
     unitNumber,
     buildingName: `Building ${unitNumber.split('-')[0]}`,
     floorNumber: Number(unitNumber.split('-')[1]?.[0] ?? 1) || 1,
-    floorplanId: fp.floorplanId,
-    floorplanName: fp.name,
-    bedrooms: String(fp.bedrooms),
-    bathrooms: String(fp.bathrooms),
-    squareFeet: String(fp.squareFeet + rng.int(-20, 20)),
-    maxOccupants: Math.max(1, fp.bedrooms) * 2,
-    marketRent: decimalOf(rent),
-    currencyCode: 'USD',
-    unitStatusTypeId: statusTypeId,
+    floorplanId: plan.id,
+    floorplanName: plan.name,
+    bedrooms: plan.bedrooms,
+    bathrooms: plan.bathrooms,
+    squareFeet: plan.squareFeet + rng.int(-20, 20),
+    maxOccupants: Math.max(1, plan.bedrooms) * 2,
+    marketRentCents: rent,
+    status,
     remarks: rng.chance(0.1) ? rng.pick(['Corner unit', 'Recently renovated', 'Faces courtyard', 'ADA accessible']) : '',
-    address: { ...p.address, streetLine2: `Apt ${unitNumber}` },
+    address: { ...p.address, line2: `Apt ${unitNumber}` },
     amenities: rng.sample(W.UNIT_AMENITIES, rng.int(1, 3)).join(', '),
-    isFurnished: rng.chance(0.05) ? '1' : '0',
+    furnished: rng.chance(0.05),
     parkingSpaces: rng.int(0, 2),
-    availableOn: statusTypeId <= 3 || statusTypeId >= 5 ? usDate(REF_DAY + rng.int(0, 60)) : '',
-    createdOn: localTime(createdMs, p.timeZone),
-    updatedOn: localTime(updatedMs, p.timeZone),
+    availableOn: status !== 'occupied' ? isoDate(REF_DAY + rng.int(0, 60)) : null,
   };
 }
 
-export function makeCustomer(
-  rng: Rng,
-  id: number,
-  p: PropertyContext,
-  unitNumber: string | null,
-  statusTypeId: number,
-  createdMs: number,
-  updatedMs: number,
-): NativeCustomer {
+export function makeCustomer(rng: Rng, id: number, p: PropertyContext, unitNumber: string | null, status: ResidentState, createdMs: number): ResidentModel {
   const first = rng.pick(W.FIRST_NAMES);
   const last = rng.pick(W.LAST_NAMES);
   const area = W.CITIES.find((c) => c.city === p.address.city)?.area ?? '512';
-  const phones: NativePhone[] = [{ phoneNumber: phone(area, rng), phoneNumberTypeId: 3, isPrimary: '1' }];
-  if (rng.chance(0.3)) phones.push({ phoneNumber: phone(area, rng), phoneNumberTypeId: 1, isPrimary: '0' });
+  const phones: Phone[] = [{ number: phone(area, rng), kind: 'mobile', primary: true }];
+  if (rng.chance(0.3)) phones.push({ number: phone(area, rng), kind: 'home', primary: false });
   const slug = (s: string) => s.toLowerCase().normalize('NFD').replace(/[^a-z]/g, '');
   const dob = dayOf('1950-01-01') + rng.int(0, 54 * 365);
   return {
-    customerId: id,
+    id,
+    created: createdMs,
+    zone: p.timeZone,
     propertyId: p.id,
     firstName: first,
     middleName: rng.chance(0.3) ? rng.pick(W.FIRST_NAMES) : '',
     lastName: last,
     email: rng.chance(0.95) ? `${slug(first)}.${slug(last)}${id % 10_000}@example.com` : '',
-    phones: { phone: phones.length === 1 ? phones[0]! : phones },
-    dateOfBirth: rng.chance(0.9) ? usDate(dob) : '',
-    address: unitNumber && rng.chance(0.9) ? { ...p.address, streetLine2: `Apt ${unitNumber}` } : null,
-    customerStatusTypeId: statusTypeId,
+    phones,
+    dateOfBirth: rng.chance(0.9) ? isoDate(dob) : null,
+    address: unitNumber && rng.chance(0.9) ? { ...p.address, line2: `Apt ${unitNumber}` } : null,
+    status,
     leadSource: rng.chance(0.8) ? rng.pick(W.LEAD_SOURCES) : '',
     preferredLanguage: rng.weighted([['en', 85], ['es', 12], ['zh', 3]]),
     employer: rng.pick(W.EMPLOYERS),
-    createdOn: localTime(createdMs, p.timeZone),
-    updatedOn: localTime(updatedMs, p.timeZone),
   };
 }
 
 /** The customer status a person has given the status of their newest lease. */
-export function customerStatusFor(status: LeaseStatus): number {
+export function customerStatusFor(status: LeaseState): ResidentState {
   switch (status) {
     case 'pending':
-      return 1;
+      return 'applicant';
     case 'active':
-      return 2;
+      return 'current';
     case 'notice':
-      return 3;
+      return 'notice';
     default:
-      return 4;
+      return 'past';
   }
 }
 
 /** The unit status given the status of the unit's newest lease. */
-export function unitStatusFor(status: LeaseStatus | null, rng: Rng): number {
+export function unitStatusFor(status: LeaseState | null, rng: Rng): UnitState {
   switch (status) {
     case 'active':
-      return 4;
+      return 'occupied';
     case 'notice':
-      return rng.chance(0.5) ? 5 : 6;
+      return rng.chance(0.5) ? 'notice_unrented' : 'notice_rented';
     case 'pending':
-      return 3;
+      return 'vacant_rented';
     default:
-      return rng.chance(0.7) ? 1 : 2;
+      return rng.chance(0.7) ? 'vacant_ready' : 'vacant_not_ready';
   }
 }
 
@@ -244,7 +208,7 @@ export interface LeaseDates {
 const pickTerm = (rng: Rng) => rng.weighted([[12, 70], [6, 8], [9, 5], [18, 10], [24, 7]] as const);
 
 /** Dates of a chain's newest lease, which may still be running around REF_DAY. */
-export function newestDates(rng: Rng, status: LeaseStatus): LeaseDates {
+export function newestDates(rng: Rng, status: LeaseState): LeaseDates {
   const term = pickTerm(rng);
   const span = (start: number) => addMonths(start, term) - 1;
   switch (status) {
@@ -280,7 +244,7 @@ export function newestDates(rng: Rng, status: LeaseStatus): LeaseDates {
 }
 
 /** Dates of a historical lease that ended before `nextStart` (the day before it when renewed). */
-export function historicalDates(rng: Rng, status: LeaseStatus, nextStart: number, renewed: boolean): LeaseDates {
+export function historicalDates(rng: Rng, status: LeaseState, nextStart: number, renewed: boolean): LeaseDates {
   const term = pickTerm(rng);
   const end = renewed ? nextStart - 1 : nextStart - rng.int(3, 45);
   const start = addMonths(end + 1, -term);
@@ -303,14 +267,13 @@ export function makeLease(
   id: number,
   p: PropertyContext,
   unit: { unitId: number; marketRentCents: number },
-  status: LeaseStatus,
+  status: LeaseState,
   dates: LeaseDates,
-  customers: NativeLeaseCustomer[],
+  tenants: LeaseModel['tenants'],
   previous: { leaseId: number; rentCents: number } | null,
   renewalOfferStatus: string,
   createdMs: number,
-  updatedMs: number,
-): NativeLease & { rentCents: number } {
+): LeaseModel {
   let rentCents = previous ? dollars(previous.rentCents * 1.03) : dollars(unit.marketRentCents * (0.92 + rng.next() * 0.13));
   if (rng.chance(0.1)) rentCents += 50;
   const live = status === 'active' || status === 'notice';
@@ -320,37 +283,37 @@ export function makeLease(
       ? rng.weighted([[0, closed ? 70 : 80], [rng.int(1, 150_000), closed ? 28 : 15], [-rng.int(1, 20_000), closed ? 2 : 5]] as const)
       : 0;
   const deposit = rng.weighted([[50_000, 60], [rentCents, 30], [null, 10]] as const);
-  const opt = (d: number | null) => (d === null ? '' : usDate(d));
+  const opt = (d: number | null) => (d === null ? null : isoDate(d));
+  // One lease in twenty runs month to month; of the fixed ones, some roll over at the end of their term (a pure
+  // function of the id, so the draws, and with them the rest of the data, are what they were before that kind).
+  const monthly = rng.chance(0.05);
   return {
-    leaseId: id,
+    id,
+    created: createdMs,
+    zone: p.timeZone,
     propertyId: p.id,
     unitId: unit.unitId,
-    leaseStatusTypeId: status === 'pending' && dates.signed !== null ? 2 : LEASE_STATUS_ID[status],
-    leaseIntervalTypeId: rng.chance(0.05) ? 2 : 1,
-    leaseStartDate: usDate(dates.start),
-    leaseEndDate: usDate(dates.end),
-    moveInDate: opt(dates.moveIn),
-    moveOutDate: opt(dates.moveOut),
-    noticeDate: opt(dates.notice),
-    leaseSignedDate: opt(dates.signed),
-    rent: decimalOf(rentCents),
-    securityDeposit: deposit === null ? '' : decimalOf(deposit),
-    balance: decimalOf(balance),
-    currencyCode: 'USD',
-    leaseTermMonths: String(dates.term),
+    state: status,
+    kind: monthly ? 'month_to_month' : id % 7 === 0 ? 'fixed_with_rollover' : 'fixed',
+    start: isoDate(dates.start),
+    end: isoDate(dates.end),
+    moveIn: opt(dates.moveIn),
+    moveOut: opt(dates.moveOut),
+    notice: opt(dates.notice),
+    signed: opt(dates.signed),
+    rentCents,
+    depositCents: deposit,
+    balanceCents: balance,
+    termMonths: dates.term,
     renewalOfferStatus,
-    isRenewal: previous ? '1' : '0',
     previousLeaseId: previous?.leaseId ?? null,
     concessions: rng.chance(0.1) ? rng.pick(W.CONCESSIONS) : '',
     notes: rng.chance(0.1) ? rng.pick(W.NOTES) : '',
-    customers: { customer: customers.length === 1 ? customers[0]! : customers },
+    tenants,
     petCount: rng.weighted([[0, 70], [1, 25], [2, 5]] as const),
     parkingSpaces: rng.int(0, 2),
-    occupants: customers.length + rng.int(0, 2),
+    occupants: tenants.length + rng.int(0, 2),
     leadSource: rng.chance(0.7) ? rng.pick(W.LEAD_SOURCES) : '',
-    createdOn: localTime(createdMs, p.timeZone),
-    updatedOn: localTime(updatedMs, p.timeZone),
-    rentCents,
   };
 }
 
@@ -400,8 +363,8 @@ export function* generateCompany(seed: number, size: number): Generator<GenRecor
   const rng = new Rng(streamSeed(seed, 'generate'));
   const { properties, units } = proportions(size);
   const counts = leasesPerUnit(rng, units, size);
-  const finals = new Deck<LeaseStatus>(rng, [['active', 11], ['notice', 3], ['pending', 2], ['ended', 1], ['terminated', 1], ['evicted', 1], ['cancelled', 1]]);
-  const history = new Deck<LeaseStatus>(rng, [['ended', 14], ['terminated', 2], ['evicted', 1], ['cancelled', 3]]);
+  const finals = new Deck<LeaseState>(rng, [['active', 11], ['notice', 3], ['pending', 2], ['ended', 1], ['terminated', 1], ['evicted', 1], ['cancelled', 1]]);
+  const history = new Deck<LeaseState>(rng, [['ended', 14], ['terminated', 2], ['evicted', 1], ['cancelled', 3]]);
   const next: NextIds = { ...ID_BASE };
   let floorplanId = 1;
   let unitIndex = 0;
@@ -409,8 +372,8 @@ export function* generateCompany(seed: number, size: number): Generator<GenRecor
   for (let pi = 0; pi < properties; pi++) {
     const unitCount = Math.floor(units / properties) + (pi < units % properties ? 1 : 0);
     const pStamp = stamps(rng, REF_DAY - rng.int(400, 3000));
-    const { data: property, ctx } = makeProperty(rng, next.property++, unitCount, () => floorplanId++, pStamp.created, pStamp.updated);
-    yield { entity: 'property', id: ctx.id, data: property as unknown as Record<string, unknown> };
+    const { model: property, ctx } = makeProperty(rng, next.property++, unitCount, () => floorplanId++, pStamp.created);
+    yield { entity: 'property', id: ctx.id, updated: pStamp.updated, model: property };
     let leasesHere = 0;
 
     for (let ui = 0; ui < unitCount; ui++, unitIndex++) {
@@ -418,7 +381,7 @@ export function* generateCompany(seed: number, size: number): Generator<GenRecor
       leasesHere += k;
       const building = String.fromCharCode(65 + Math.floor(ui / 24) % 26) + (ui >= 624 ? String(Math.floor(ui / 624)) : '');
       const unitNumber = `${building}-${1 + Math.floor((ui % 24) / 8)}${pad(1 + (ui % 8))}`;
-      const statuses: LeaseStatus[] = [];
+      const statuses: LeaseState[] = [];
       for (let j = 0; j < k; j++) statuses.push(j === k - 1 ? finals.draw() : history.draw());
       const renewal = statuses.map((_, j) => j > 0 && statuses[j - 1] === 'ended' && rng.chance(0.45));
       const dates: LeaseDates[] = new Array(k);
@@ -427,41 +390,40 @@ export function* generateCompany(seed: number, size: number): Generator<GenRecor
       }
       const unitId = next.unit++;
       const uStamp = stamps(rng, Math.min(Math.floor(pStamp.created / DAY), (dates[0]?.start ?? REF_DAY) - 30));
-      const unit = makeUnit(rng, unitId, ctx, unitNumber, unitStatusFor(statuses[k - 1] ?? null, rng), uStamp.created, uStamp.updated);
-      yield { entity: 'unit', id: unitId, data: unit as unknown as Record<string, unknown> };
-      const marketRentCents = Math.round(Number(unit.marketRent) * 100);
+      const unit = makeUnit(rng, unitId, ctx, unitNumber, unitStatusFor(statuses[k - 1] ?? null, rng), uStamp.created);
+      yield { entity: 'unit', id: unitId, updated: uStamp.updated, model: unit };
+      const marketRentCents = unit.marketRentCents ?? 0;
 
-      const people = new Map<number, { newest: LeaseStatus; firstDay: number }>();
-      let previous: { leaseId: number; rentCents: number; customers: NativeLeaseCustomer[] } | null = null;
+      const people = new Map<number, { newest: LeaseState; firstDay: number }>();
+      let previous: { leaseId: number; rentCents: number; tenants: LeaseModel['tenants'] } | null = null;
       for (let j = 0; j < k; j++) {
         const status = statuses[j]!;
         const d = dates[j]!;
-        let customers: NativeLeaseCustomer[];
-        if (renewal[j] && previous) customers = previous.customers;
+        let tenants: LeaseModel['tenants'];
+        if (renewal[j] && previous) tenants = previous.tenants;
         else {
           const n = rng.weighted([[1, 85], [2, 12], [3, 3]] as const);
-          customers = [];
+          tenants = [];
           for (let c = 0; c < n; c++) {
-            const role = c === 0 ? 1 : c === 2 && rng.chance(0.5) ? (rng.chance(0.5) ? 3 : 4) : 2;
-            customers.push({ customerId: next.resident++, customerTypeId: role });
+            const role: TenantRole = c === 0 ? 'primary' : c === 2 && rng.chance(0.5) ? (rng.chance(0.5) ? 'occupant' : 'guarantor') : 'responsible';
+            tenants.push({ id: next.resident++, role });
           }
         }
-        for (const c of customers) {
-          const seen = people.get(c.customerId);
-          people.set(c.customerId, { newest: status, firstDay: seen?.firstDay ?? (d.signed ?? d.start) - 10 });
+        for (const t of tenants) {
+          const seen = people.get(t.id);
+          people.set(t.id, { newest: status, firstDay: seen?.firstDay ?? (d.signed ?? d.start) - 10 });
         }
         const renewedNext = renewal[j + 1] ?? false;
         const offer = renewedNext ? 'Accepted' : status === 'notice' ? 'Declined' : status === 'active' && d.end - REF_DAY < 90 ? 'Offered' : status === 'active' ? 'Not Started' : '';
         const s = stamps(rng, (d.signed ?? d.start) - rng.int(0, 10));
-        const lease = makeLease(rng, next.lease++, ctx, { unitId, marketRentCents }, status, d, customers, renewal[j] && previous ? previous : null, offer, s.created, s.updated);
-        const { rentCents, ...wire } = lease;
-        yield { entity: 'lease', id: wire.leaseId, data: wire as unknown as Record<string, unknown> };
-        previous = { leaseId: wire.leaseId, rentCents, customers };
+        const lease = makeLease(rng, next.lease++, ctx, { unitId, marketRentCents }, status, d, tenants, renewal[j] && previous ? previous : null, offer, s.created);
+        yield { entity: 'lease', id: lease.id, updated: s.updated, model: lease };
+        previous = { leaseId: lease.id, rentCents: lease.rentCents, tenants };
       }
       for (const [customerId, who] of people) {
         const s = stamps(rng, who.firstDay);
-        const c = makeCustomer(rng, customerId, ctx, unitNumber, customerStatusFor(who.newest), s.created, s.updated);
-        yield { entity: 'resident', id: customerId, data: c as unknown as Record<string, unknown> };
+        const c = makeCustomer(rng, customerId, ctx, unitNumber, customerStatusFor(who.newest), s.created);
+        yield { entity: 'resident', id: customerId, updated: s.updated, model: c };
       }
     }
     // Prospects: applicants on file without a lease yet.
@@ -469,7 +431,7 @@ export function* generateCompany(seed: number, size: number): Generator<GenRecor
     for (let i = 0; i < prospects; i++) {
       const s = stamps(rng, REF_DAY - rng.int(1, 60));
       const id = next.resident++;
-      yield { entity: 'resident', id, data: makeCustomer(rng, id, ctx, null, 1, s.created, s.updated) as unknown as Record<string, unknown> };
+      yield { entity: 'resident', id, updated: s.updated, model: makeCustomer(rng, id, ctx, null, 'applicant', s.created) };
     }
   }
   return next;
@@ -479,7 +441,7 @@ export function* generateCompany(seed: number, size: number): Generator<GenRecor
 const copyText = (s: string) => s.replace(/\\/g, '\\\\');
 const copyNum = (n: number | null) => (n === null ? '\\N' : String(n));
 
-/** Generate a company's records straight into sandbox.records with COPY, in one pass and bounded memory. */
+/** Generate a company's records (models and last-update times) straight into sandbox.records with COPY, in one pass and bounded memory. */
 export async function insertGenerated(sql: Sql, companyId: string, seed: number, size: number): Promise<NextIds> {
   const gen = generateCompany(seed, size);
   let nextIds: NextIds = { ...ID_BASE };
@@ -493,10 +455,10 @@ export async function insertGenerated(sql: Sql, companyId: string, seed: number,
         break;
       }
       const r = step.value;
-      const refs = refsOf(r.entity, r.data);
+      const refs = refsOf(r.entity, r.model);
       chunk +=
         `${company}\t${r.entity}\t${r.id}\t${copyNum(refs.property_id)}\t${copyNum(refs.unit_id)}\t${copyNum(refs.previous_id)}\t` +
-        `${refs.customer_ids ? `{${refs.customer_ids.join(',')}}` : '\\N'}\t${copyText(JSON.stringify(r.data))}\n`;
+        `${refs.customer_ids ? `{${refs.customer_ids.join(',')}}` : '\\N'}\t${new Date(r.updated).toISOString()}\t${copyText(JSON.stringify(r.model))}\n`;
       if (chunk.length > 256_000) {
         yield chunk;
         chunk = '';
@@ -505,7 +467,7 @@ export async function insertGenerated(sql: Sql, companyId: string, seed: number,
     if (chunk) yield chunk;
   }
   const writable = await sql`
-    copy sandbox.records (company_id, entity, id, property_id, unit_id, previous_id, customer_ids, data) from stdin`.writable();
+    copy sandbox.records (company_id, entity, id, property_id, unit_id, previous_id, customer_ids, updated_at, model) from stdin`.writable();
   await pipeline(Readable.from(lines()), writable);
   return nextIds;
 }

@@ -1,8 +1,14 @@
 /**
- * The sandbox PMS as an HTTP service: the Entrata-style RPC API (sandbox/rpc.ts) for connectors, and control
- * endpoints under /control (bearer token) for the admin API, tests and demos:
- *   POST   /control/companies                {companyId, size, seed} -> 201 {api_key} (200 with the same key again)
- *   GET    /control/companies/:id            -> {company_id, size, seed, change_counter, counts}
+ * The sandbox PMS as an HTTP service. It serves two flavours, each one wire over the same record model
+ * (sandbox/model.ts), generator, change scripts and faults:
+ *   entrata   the Entrata-style RPC API (sandbox/entrata/): POST /<service>, key in X-Api-Key;
+ *   buildium  the Buildium-style REST API (sandbox/buildium/, docs/sources/buildium.md): /v1/..., client id and
+ *             secret headers.
+ * A company is created in one flavour and answers only there. Control endpoints under /control (bearer token) serve
+ * the admin API, tests and demos:
+ *   POST   /control/companies                {companyId, size, seed, dialect?, rate_limit_per_second?}
+ *                                            -> 201 {api_key, dialect, client_id?, client_secret?} (200, the same, again)
+ *   GET    /control/companies/:id            -> {company_id, dialect, size, seed, change_counter, counts}
  *   DELETE /control/companies/:id            -> 204
  *   POST   /control/companies/:id/changes    SandboxChangeRequest -> 200 SandboxChangeResult
  *   POST   /control/companies/:id/faults     {kind, count?, delay_ms?, methods?} -> 204 (one fault per kind: replaced)
@@ -18,9 +24,10 @@ import { z } from 'zod';
 import { config } from '../config';
 import type { Logger } from '../config/logger';
 import { applyChanges, ChangeError } from './changes';
+import { buildiumRoutes } from './buildium/routes';
+import { rpcRoutes } from './entrata/routes';
 import { insertGenerated } from './generator';
-import { rpcRoutes } from './rpc';
-import { clearFaults, ensureSchema, FAULT_KINDS, FAULT_SCOPES, setFault, type FaultKind, type FaultScope, type Sql } from './store';
+import { clearFaults, DIALECTS, ensureSchema, FAULT_KINDS, FAULT_SCOPES, setFault, type Dialect, type FaultKind, type FaultScope, type Sql } from './store';
 
 export interface SandboxOptions {
   databaseUrl: string;
@@ -48,6 +55,10 @@ const createSchema = z.object({
   companyId: companyIdSchema,
   size: z.number().int().min(1).max(MAX_SIZE),
   seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  /** The wire the company is served in (default entrata). */
+  dialect: z.enum(DIALECTS as [Dialect, ...Dialect[]]).default('entrata'),
+  /** Requests per second per client the buildium flavour accepts before answering 429 (default 50). */
+  rate_limit_per_second: z.number().int().min(1).max(100_000).default(50),
 });
 const count = z.number().int().min(0).max(100_000);
 const perEntity = z.union([count, z.object({ property: count, unit: count, resident: count, lease: count }).partial().strict()]);
@@ -99,6 +110,10 @@ function controlRoutes(sql: Sql, token: string, logger?: Logger): Hono {
   };
   const exists = async (id: string) => (await sql`select 1 from sandbox.companies where id = ${id}`).length > 0;
 
+  /** What a client of the company's flavour authenticates with. */
+  const credentials = (id: string, apiKey: string, dialect: Dialect) =>
+    dialect === 'buildium' ? { api_key: apiKey, dialect, client_id: id, client_secret: apiKey } : { api_key: apiKey, dialect };
+
   app.post('/companies', async (c) => {
     const input = await body(c, createSchema);
     if (input instanceof Response) return input;
@@ -106,7 +121,8 @@ function controlRoutes(sql: Sql, token: string, logger?: Logger): Hono {
     const created = await sql.begin(async (tx) => {
       const apiKey = `sbx_${randomBytes(24).toString('base64url')}`;
       const [row] = await tx`
-        insert into sandbox.companies (id, api_key, seed, size, next_ids) values (${input.companyId}, ${apiKey}, ${input.seed}, ${input.size}, '{}')
+        insert into sandbox.companies (id, api_key, seed, size, next_ids, dialect, rate_limit_per_second)
+        values (${input.companyId}, ${apiKey}, ${input.seed}, ${input.size}, '{}', ${input.dialect}, ${input.rate_limit_per_second})
         on conflict (id) do nothing returning api_key`;
       if (!row) return undefined;
       const nextIds = await insertGenerated(tx as unknown as Sql, input.companyId, input.seed, input.size);
@@ -116,21 +132,26 @@ function controlRoutes(sql: Sql, token: string, logger?: Logger): Hono {
     if (created) {
       // Fresh pages have no visibility map or statistics yet: without them every page read scans the heap.
       await sql`vacuum analyze sandbox.records`;
-      logger?.info({ companyId: input.companyId, size: input.size, ms: Date.now() - started }, 'sandbox company generated');
-      return c.json({ api_key: created }, 201);
+      logger?.info({ companyId: input.companyId, dialect: input.dialect, size: input.size, ms: Date.now() - started }, 'sandbox company generated');
+      return c.json(credentials(input.companyId, created, input.dialect), 201);
     }
-    const [existing] = await sql<{ api_key: string }[]>`select api_key from sandbox.companies where id = ${input.companyId}`;
-    return c.json({ api_key: existing!.api_key }, 200);
+    // The same company again: its own credentials, in the flavour it was created in.
+    const [existing] = await sql<{ api_key: string; dialect: Dialect }[]>`select api_key, dialect from sandbox.companies where id = ${input.companyId}`;
+    return c.json(credentials(input.companyId, existing!.api_key, existing!.dialect), 200);
   });
 
   app.get('/companies/:id', async (c) => {
     const id = companyId(c);
-    const [row] = id ? await sql<{ size: number; seed: string; change_counter: number }[]>`select size, seed, change_counter from sandbox.companies where id = ${id}` : [];
+    const [row] = id
+      ? await sql<{ size: number; seed: string; change_counter: number; dialect: Dialect }[]>`
+          select size, seed, change_counter, dialect from sandbox.companies where id = ${id}`
+      : [];
     if (!id || !row) return problem(c, 404, 'not_found', 'no such company');
     const counts = await sql<{ entity: string; n: number }[]>`
       select entity, count(*)::int as n from sandbox.records where company_id = ${id} group by entity`;
     return c.json({
       company_id: id,
+      dialect: row.dialect,
       size: row.size,
       seed: Number(row.seed),
       change_counter: row.change_counter,
@@ -180,6 +201,7 @@ export function sandboxApp(sql: Sql, opts: { controlToken: string; slowMs: numbe
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.route('/control', controlRoutes(sql, opts.controlToken, opts.logger));
+  app.route('/v1', buildiumRoutes({ sql, slowMs: opts.slowMs }));
   app.route('/', rpcRoutes({ sql, slowMs: opts.slowMs }));
   app.notFound((c) => problem(c, 404, 'not_found', `no route for ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {

@@ -1,8 +1,25 @@
-/** How the sandbox writes times and dates: the property's local time with its offset, and MM/DD/YYYY dates. */
-import { zoneOffsetMs } from '../source/mapping';
-
+/**
+ * The sandbox's calendar and clock arithmetic, written for it alone (nothing from source/): days since the epoch,
+ * ISO and US dates, whole-second local times with their offset, and cents as decimal text. The record model keeps
+ * dates as ISO `YYYY-MM-DD` and instants as epoch milliseconds; each flavour's wire formats them its own way.
+ */
 const DAY = 86_400_000;
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** Offset of a zone from UTC at an instant, in milliseconds (local = utc + offset), whole seconds. */
+function zoneOffsetMs(utcMs: number, timeZone: string): number {
+  let f = formatters.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    formatters.set(timeZone, f);
+  }
+  const parts = f.formatToParts(new Date(utcMs));
+  const get = (t: string) => Number(parts.find((p) => p.type === t)?.value);
+  const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  return local - Math.floor(utcMs / 1000) * 1000;
+}
 
 /**
  * A zone's offsets over one calendar year: the offset at its start, and up to two changes (DST in and out) found by
@@ -65,6 +82,27 @@ export function localTime(ms: number, timeZone: string): string {
 export function usDate(day: number): string {
   const d = new Date(day * DAY);
   return `${pad(d.getUTCMonth() + 1)}/${pad(d.getUTCDate())}/${d.getUTCFullYear()}`;
+}
+
+/** Days since the epoch as "YYYY-MM-DD". */
+export const isoDate = (day: number): string => new Date(day * DAY).toISOString().slice(0, 10);
+
+/** "MM/DD/YYYY" of an ISO date, "" for none. */
+export function usOfIso(iso: string | null): string {
+  return iso === null ? '' : `${iso.slice(5, 7)}/${iso.slice(8, 10)}/${iso.slice(0, 4)}`;
+}
+
+/** An instant as UTC "YYYY-MM-DDTHH:MM:SSZ" (whole seconds). */
+export const utcTime = (ms: number): string => `${new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19)}Z`;
+
+/** A calendar date "YYYY-MM-DD" that exists, as days since the epoch; undefined otherwise. */
+export function dayOfIso(text: string): number | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  if (!m) return undefined;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const ms = Date.UTC(y, mo - 1, d);
+  const back = new Date(ms);
+  return back.getUTCFullYear() === y && back.getUTCMonth() === mo - 1 && back.getUTCDate() === d ? ms / DAY : undefined;
 }
 
 export const dayOf = (iso: string): number => Math.floor(Date.parse(`${iso}T00:00:00Z`) / DAY);

@@ -16,7 +16,7 @@ import { createIntegration, type IntegrationRow } from '../../db/tenants';
 import { ENTITIES } from '../../domain/cdm';
 import { effectiveSyncInterval, PLAN_RULES, type Plan } from '../../domain/plans';
 import { MAX_FULL_SYNC_INTERVAL_SECONDS } from '../../domain/contract';
-import type { SandboxCompanyCreated, SandboxDialect } from '../../sandbox/control';
+import type { SandboxCredentials, SandboxDialect } from '../../sandbox/control';
 import { dialectOf } from '../../source/connector';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
@@ -95,7 +95,7 @@ function checkCadence(plan: Plan, override: number | null): void {
 }
 
 /** A sandbox integration's settings: those of the dialect its company speaks, with the credentials it was given. */
-function sandboxSettings(baseUrl: string, dialect: SandboxDialect, created: SandboxCompanyCreated): IntegrationRow['sourceConfig'] {
+function sandboxSettings(baseUrl: string, dialect: SandboxDialect, created: SandboxCredentials): IntegrationRow['sourceConfig'] {
   if (dialect === 'entrata') return { base_url: baseUrl, api_key: created.api_key };
   if (created.dialect !== 'buildium' || !created.client_id || !created.client_secret) {
     throw new ApiError('service_unavailable', `The sandbox PMS at ${baseUrl} did not create a buildium company (it answered a ${created.dialect} one without a client id and secret): is it older than the buildium flavour?`);

@@ -1,7 +1,8 @@
 /**
- * The Entrata-style connector against the running sandbox PMS over HTTP: full reads with mapping, writes with
- * read-back, the retry policy of reads under faults, the single attempt of writes and how its failures are
- * classified, and findCreated after a create whose outcome is unknown.
+ * What only the Entrata-style connector has, against the sandbox's `entrata` flavour over HTTP: its wire read
+ * field by field (decimal strings, US dates, local times, status ids, custom_data), its JSON-RPC reply shapes and
+ * business errors with their codes, and its write options' code lists. What every dialect does (reads, delta,
+ * lookups, writes, faults, findCreated) is test/integration/connector-conformance.test.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -10,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Entity, InputOf } from '../../domain/cdm';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import { createConnector, SourcePermanentError, SourceTransientError, type LeaseCreateInput, type SourceConnector } from '../../source';
-import { toUtcIso } from '../../source/mapping';
-import { SERVICES } from '../../source/native';
+import { toUtcIso } from '../../source/entrata/mapping';
+import { SERVICES } from '../../source/entrata/native';
 
 const ENTITIES: Entity[] = ['property', 'unit', 'resident', 'lease'];
 let ctl: SandboxControl;
@@ -124,68 +125,6 @@ describe('reads', () => {
 });
 
 describe('faults and failures', () => {
-  let c: { id: string; key: string };
-  beforeAll(async () => {
-    c = await company(30);
-  });
-
-  it('survives rate limiting by honouring Retry-After, and unavailability by retrying', async () => {
-    const conn = connector(c.key);
-    await ctl.setFault(c.id, { kind: 'rate_limited', count: 2 });
-    const started = Date.now();
-    const page = await conn.readPage('lease', 1, 100);
-    expect(page.records).toHaveLength(30);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(2000); // two 429s, one second each
-
-    await ctl.setFault(c.id, { kind: 'unavailable', count: 3 });
-    expect((await conn.readPage('resident', 1, 100)).records.length).toBeGreaterThan(0);
-  });
-
-  it('gives up with a transient error after its attempts, and leaves long Retry-After waits to the caller', async () => {
-    await ctl.setFault(c.id, { kind: 'unavailable', count: 3 });
-    const err = await connector(c.key, { maxAttempts: 3 }).readPage('unit', 1, 10).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(SourceTransientError);
-    expect(err).toMatchObject({ status: 503 });
-
-    await ctl.setFault(c.id, { kind: 'rate_limited', count: 1 });
-    const started = Date.now();
-    const limited = await connector(c.key, { maxRetryAfterMs: 500 }).readPage('unit', 1, 10).catch((e: unknown) => e);
-    expect(limited).toBeInstanceOf(SourceTransientError);
-    expect(limited).toMatchObject({ status: 429, retryAfterMs: 1000 });
-    expect(Date.now() - started).toBeLessThan(900);
-    expect((await connector(c.key).readPage('unit', 1, 10)).records).toHaveLength(10);
-  });
-
-  it('times out a slow source, and treats a refused connection as transient', async () => {
-    await ctl.setFault(c.id, { kind: 'slow', count: 2, delay_ms: 1500 });
-    const slow = await connector(c.key, { timeoutMs: 300, maxAttempts: 2 }).readPage('lease', 1, 10).catch((e: unknown) => e);
-    expect(slow).toBeInstanceOf(SourceTransientError);
-    expect((slow as Error).message).toMatch(/no reply within 300 ms/);
-    await ctl.clearFaults(c.id);
-
-    const closed = createServer();
-    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((r) => closed.close(() => r()));
-    const refused = await createConnector({ base_url: `http://127.0.0.1:${port}`, api_key: 'x' }, { backoffMs: 5, maxAttempts: 2 })
-      .readPage('lease', 1, 10)
-      .catch((e: unknown) => e);
-    expect(refused).toBeInstanceOf(SourceTransientError);
-    expect((refused as Error).message).toMatch(/network error/);
-  });
-
-  it('fails permanently, at once, on a bad key', async () => {
-    let calls = 0;
-    const counting: typeof fetch = (input, init) => {
-      calls++;
-      return fetch(input, init);
-    };
-    const err = await connector('sbx_not-a-key', { fetch: counting }).readPage('lease', 1, 10).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(SourcePermanentError);
-    expect(err).toMatchObject({ status: 401, code: 'AUTHENTICATION_FAILED' });
-    expect(calls).toBe(1);
-  });
-
   describe('against a broken source', () => {
     let server: Server;
     let base = '';
@@ -232,32 +171,6 @@ describe('faults and failures', () => {
   });
 });
 
-describe('lookups by id', () => {
-  it('returns the records the source has, in batches of the largest page, and nothing for ids it lacks', async () => {
-    const c = await company(30, 5);
-    const conn = connector(c.key);
-    const all = await readAll(conn, 'resident', 100);
-    const some = all.filter((_, i) => i % 3 === 0).map((r) => r.x_id);
-    const got = await conn.readByIds('resident', [...some, '999999999', 'not-a-native-id', some[0]!]);
-    expect(got.records.map((r) => r.x_id).sort()).toEqual([...some].sort());
-    expect(got.records).toEqual(all.filter((r) => some.includes(r.x_id)));
-    expect(got.skipped).toEqual([]);
-    expect(await conn.readByIds('resident', [])).toEqual({ records: [], skipped: [] });
-    // More ids than a page holds: several requests, every record once.
-    const many = await conn.readByIds('lease', (await readAll(conn, 'lease', 100)).map((r) => r.x_id).concat(Array.from({ length: 1200 }, (_, i) => String(800000 + i))));
-    expect(many.records).toHaveLength(30);
-  });
-
-  it('lists an unreadable record of a lookup as skipped, with its id and reason', async () => {
-    const c = await company(10, 6);
-    const changed = await ctl.applyChanges(c.id, { corrupt: { unit: 1 } });
-    const x = changed.corrupted.unit[0]!;
-    const got = await connector(c.key).readByIds('unit', [x]);
-    expect(got).toEqual({ records: [], skipped: [{ x_id: x, reason: expect.stringMatching(/not a decimal amount: "call for price"/) }] });
-    await expect(connector(c.key).readOne('unit', x)).rejects.toThrow(/malformed unit .*call for price/);
-  });
-});
-
 describe('writes', () => {
   let c: { id: string; key: string };
   let conn: SourceConnector;
@@ -266,34 +179,6 @@ describe('writes', () => {
     c = await company(40);
     conn = connector(c.key);
     unit = (await conn.readPage('unit', 1, 1)).records[0]!;
-  });
-
-  it('creates and updates units and residents, read back through the same mapping', async () => {
-    const u = await conn.create('unit', { property_x_id: unit.property_x_id!, unit_number: 'W-1', bedrooms: 2, bathrooms: 1, square_feet: 880, note: 'New build', market_rent: { amount: 155050, currency: 'USD' } });
-    expect(await conn.readOne('unit', u.x_id)).toMatchObject({ x_id: u.x_id, unit_number: 'W-1', bedrooms: 2, square_feet: 880, note: 'New build', market_rent: { amount: 155050, currency: 'USD' }, status: 'vacant' });
-    await conn.update('unit', u.x_id, { note: null, max_occupants: 3 });
-    expect(await conn.readOne('unit', u.x_id)).toMatchObject({ note: null, max_occupants: 3, unit_number: 'W-1' });
-
-    const r = await conn.create('resident', {
-      property_x_id: unit.property_x_id!,
-      first_name: 'Ada',
-      last_name: 'Lovelace',
-      email: 'ada@example.com',
-      phones: [{ type: 'mobile', number: '512-555-0101', primary: true }],
-      date_of_birth: '1990-12-10',
-      address: { line_1: '1 Main St', line_2: null, city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' },
-    });
-    expect(await conn.readOne('resident', r.x_id)).toMatchObject({
-      first_name: 'Ada',
-      last_name: 'Lovelace',
-      phones: [{ type: 'mobile', number: '512-555-0101', primary: true }],
-      date_of_birth: '1990-12-10',
-      status: 'applicant',
-      address: { line_1: '1 Main St', city: 'Austin' },
-    });
-    await conn.update('resident', r.x_id, { email: 'ada@lovelace.example' });
-    expect((await conn.readOne('resident', r.x_id))?.email).toBe('ada@lovelace.example');
-    expect(await conn.readOne('resident', '999999999')).toBeNull();
   });
 
   it('creates a lease with its applicant and updates its rent', async () => {
@@ -405,37 +290,6 @@ describe('writes: one attempt, classified', () => {
     expect(requests).toBe(2); // the readOne, then the one create
   });
 
-  it('times out a slow write that the source applied anyway: transient, maybe applied, and findCreated finds it', async () => {
-    const input = { property_x_id: units[1]!.property_x_id!, unit_number: 'Slow-7' };
-    await ctl.setFault(c.id, { kind: 'slow', count: 1, delay_ms: 1500, methods: 'writes' });
-    requests = 0;
-    const err = await conn({ timeoutMs: 300 }).create('unit', input).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(SourceTransientError);
-    expect(err).toMatchObject({ maybeApplied: true });
-    expect((err as Error).message).toMatch(/^sendPropertyUnits: no reply within 300 ms; the write may have been applied$/);
-    expect(requests).toBe(1);
-
-    const found = await conn().findCreated('unit', { ...input, unit_number: ' slow-7 ' });
-    expect(found).toEqual({ x_id: expect.stringMatching(/^\d+$/), related: [] });
-    expect(await conn().readOne('unit', found!.x_id)).toMatchObject({ unit_number: 'Slow-7', property_x_id: input.property_x_id });
-    // Sending it again is what findCreated prevents: the source refuses a second unit of that number.
-    await expect(conn().create('unit', input)).rejects.toMatchObject({ code: 'DUPLICATE' });
-  });
-
-  it('knows that a refused connection carried nothing', async () => {
-    const closed = createServer();
-    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((r) => closed.close(() => r()));
-    requests = 0;
-    const err = await createConnector({ base_url: `http://127.0.0.1:${port}`, api_key: 'x' }, { fetch: counting, maxAttempts: 5, backoffMs: 1 })
-      .create('unit', { property_x_id: '1', unit_number: 'X' })
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(SourceTransientError);
-    expect(err).toMatchObject({ maybeApplied: false });
-    expect((err as Error).message).toMatch(/network error: .*ECONNREFUSED/);
-    expect(requests).toBe(1);
-  });
 });
 
 /** A lease create for a unit, with a fresh applicant unless told otherwise. */
@@ -462,68 +316,6 @@ function leaseInput(unit: InputOf['unit'], floorplanId: string, over: Partial<Le
     ...over,
   };
 }
-
-describe('findCreated', () => {
-  let c: { id: string; key: string };
-  let conn: SourceConnector;
-  let units: InputOf['unit'][];
-  beforeAll(async () => {
-    c = await company(800, 23);
-    conn = connector(c.key);
-    units = await readAll(conn, 'unit', 1000);
-  });
-
-  it('finds a created unit by property and unit number, and nothing for another number or property', async () => {
-    const [here, there] = [units[0]!, units.find((u) => u.property_x_id !== units[0]!.property_x_id)!];
-    const made = await conn.create('unit', { property_x_id: here.property_x_id!, unit_number: 'FC-101', bedrooms: 1 });
-    expect(await conn.findCreated('unit', { property_x_id: here.property_x_id!, unit_number: 'fc-101 ' })).toEqual(made);
-    expect(await conn.findCreated('unit', { property_x_id: here.property_x_id!, unit_number: 'FC-102' })).toBeNull();
-    expect(await conn.findCreated('unit', { property_x_id: there.property_x_id!, unit_number: 'FC-101' })).toBeNull();
-    expect(await conn.findCreated('unit', { property_x_id: 'not-native', unit_number: 'FC-101' })).toBeNull();
-  });
-
-  it('finds a created resident by name and email, else phone, else name alone; the newest of several', async () => {
-    const property = units[0]!.property_x_id!;
-    const other = units.find((u) => u.property_x_id !== property)!.property_x_id!;
-    const withEmail = await conn.create('resident', { property_x_id: property, first_name: 'Mary', last_name: 'Jackson', email: 'Mary.Jackson@example.com' });
-    expect(await conn.findCreated('resident', { property_x_id: property, first_name: ' mary', last_name: 'JACKSON', email: 'mary.jackson@EXAMPLE.com' })).toEqual(withEmail);
-    expect(await conn.findCreated('resident', { property_x_id: property, first_name: 'Mary', last_name: 'Jackson', email: 'someone.else@example.com' })).toBeNull();
-    expect(await conn.findCreated('resident', { property_x_id: other, first_name: 'Mary', last_name: 'Jackson', email: 'mary.jackson@example.com' })).toBeNull();
-
-    const withPhone = await conn.create('resident', { property_x_id: property, first_name: 'Dorothy', last_name: 'Vaughan', phones: [{ type: 'mobile', number: '512-555-0177', primary: true }] });
-    const byPhone = { property_x_id: property, first_name: 'Dorothy', last_name: 'Vaughan', phones: [{ type: 'home', number: '(512) 555 0177', primary: true }] };
-    expect(await conn.findCreated('resident', byPhone)).toEqual(withPhone);
-    expect(await conn.findCreated('resident', { ...byPhone, phones: [{ type: 'home', number: '512-555-0178', primary: true }] })).toBeNull();
-
-    const nameOnly = { property_x_id: property, first_name: 'Christine', last_name: 'Darden' };
-    expect(await conn.findCreated('resident', nameOnly)).toBeNull();
-    const first = await conn.create('resident', nameOnly);
-    const second = await conn.create('resident', nameOnly);
-    expect(Number(second.x_id)).toBeGreaterThan(Number(first.x_id));
-    expect(await conn.findCreated('resident', nameOnly)).toEqual(second);
-  });
-
-  it('finds a created lease by unit, dates and applicant, with the applicant as related; nothing for other dates, unit or name', async () => {
-    const [unit, neighbour] = units.filter((u) => u.property_x_id === units[0]!.property_x_id);
-    const floorplan = async (u: InputOf['unit']) => (await conn.readOne('unit', u.x_id))!.floorplan_id!;
-    const input = leaseInput(unit!, await floorplan(unit!));
-    expect(await conn.findCreated('lease', input)).toBeNull();
-    const made = await conn.create('lease', input);
-    expect(made.related).toHaveLength(1);
-    expect(await conn.findCreated('lease', { ...input, first_name: 'KATHERINE ', last_name: ' johnson' })).toEqual(made);
-
-    expect(await conn.findCreated('lease', { ...input, lease_start_date: '2026-03-02' })).toBeNull();
-    expect(await conn.findCreated('lease', { ...input, lease_end_date: '2027-03-31' })).toBeNull();
-    expect(await conn.findCreated('lease', { ...input, first_name: 'Annie', last_name: 'Easley' })).toBeNull();
-    expect(await conn.findCreated('lease', { ...input, unit_space_id: neighbour!.x_id, floorplan_id: await floorplan(neighbour!) })).toBeNull();
-
-    // Another applicant's lease of the same unit and term is not ours; a second of ours is the newest.
-    await conn.create('lease', { ...input, first_name: 'Annie', last_name: 'Easley' });
-    expect(await conn.findCreated('lease', input)).toEqual(made);
-    const again = await conn.create('lease', input);
-    expect(await conn.findCreated('lease', input)).toEqual(again);
-  });
-});
 
 describe('write options', () => {
   let c: { id: string; key: string };
@@ -574,16 +366,5 @@ describe('write options', () => {
     const bare = await conn.create('unit', { property_x_id: '1001', unit_number: 'FP-2' });
     expect((await conn.readOne('unit', bare.x_id))!.floorplan_id).toBeNull();
     await expect(conn.create('unit', { property_x_id: '1001', unit_number: 'FP-3', floorplan_id: '999999' })).rejects.toBeInstanceOf(SourcePermanentError);
-  });
-
-  it('fails permanently for a property the source does not have, and transiently when the source is down', async () => {
-    await expect(conn.readWriteOptions('999999')).rejects.toMatchObject({ name: 'SourcePermanentError', code: 'NOT_FOUND' });
-    await expect(conn.readWriteOptions('not-a-number')).rejects.toBeInstanceOf(SourcePermanentError);
-    await ctl.setFault(c.id, { kind: 'unavailable', methods: 'reads' });
-    try {
-      await expect(connector(c.key, { maxAttempts: 1 }).readWriteOptions('1001')).rejects.toBeInstanceOf(SourceTransientError);
-    } finally {
-      await ctl.clearFaults(c.id);
-    }
   });
 });

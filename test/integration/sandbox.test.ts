@@ -6,8 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { sandboxControlClient, SandboxControlError, type SandboxControl } from '../../sandbox/control';
 import { startSandbox } from '../../sandbox/server';
-import { LEASE_STATUS_TYPES } from '../../source/codes';
-import { SERVICES, type NativeEntity } from '../../source/native';
+import { LEASE_STATUS_TYPES } from '../../source/entrata/codes';
+import { SERVICES, type NativeEntity } from '../../source/entrata/native';
 
 const url = () => inject('sandboxUrl');
 let ctl: SandboxControl;

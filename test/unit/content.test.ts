@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, hashRecord, inKeyOrder, recordOf } from '../../domain/content';
-import { mapUnit } from '../../source/mapping';
+import { mapUnit } from '../../source/entrata/mapping';
 
 const record = (custom_data: Record<string, unknown>) => ({ x_id: 'L1', status: 'current', rent: { amount: 103500, currency: 'USD' }, custom_data });
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { minorToDecimal, toUsDate } from '../../source/entrata';
+import { toUsDate } from '../../source/entrata/client';
+import { decimalToMinor, minorToDecimal } from '../../source/values';
 import {
   asList,
-  decimalToMinor,
   leaseStatusOf,
   localToUtcMs,
   mapLease,
@@ -17,7 +17,7 @@ import {
   toUtcIso,
   unitStatusOf,
   wrappedList,
-} from '../../source/mapping';
+} from '../../source/entrata/mapping';
 import { localTime } from '../../sandbox/time';
 
 describe('decimal strings to minor units', () => {

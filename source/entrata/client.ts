@@ -1,26 +1,14 @@
 /**
- * The Entrata-style HTTP client: the SourceConnector of the sandbox PMS and of live systems alike.
- *
- * Reads (readPage, readByIds, readOne and the lookups of findCreated) handle failures per request:
- * - network errors, timeouts (AbortSignal), 408 and 5xx are retried with exponential backoff and jitter, up to
- *   `maxAttempts` in all, then thrown as SourceTransientError;
- * - 429 waits for `Retry-After` (seconds or an HTTP date) and retries within the same attempt budget; a wait longer
- *   than `maxRetryAfterMs` is not slept through but thrown as SourceTransientError carrying `retryAfterMs`;
- * - 401, 403 and other 4xx, a business error in a 200 reply (`response.code` other than 200) and a malformed reply
- *   or record are SourcePermanentError, with the HTTP status and the source's error code.
- *
- * Writes (create, update) make exactly one request: resending a write is decided by the caller (a workflow with
- * durable timers), which alone knows whether a create may already have been applied. The outcome is classified:
- * - rejected: SourcePermanentError (4xx other than 408 and 429, a business error in a 200 reply, a malformed reply),
- *   its message carrying the source's own ("sendLeases: source rejected the request: unit space 12 does not belong
- *   to property 3") and `code` the source's error code;
- * - transient: SourceTransientError (network error, timeout, 408, 429 with `retryAfterMs` and no sleep, 5xx, a
- *   `response.code` of 429 or 5xx). `maybeApplied` is true when the request may have reached the source and been
- *   applied (a timeout, a connection lost after sending, 408, 5xx): a create is then looked for with findCreated
- *   before it is sent again. It is false for 429 and for failures before anything was sent (connection refused,
- *   DNS lookup failed, host unreachable).
+ * The Entrata-style HTTP client (JSON-RPC over POST, one service per entity, an API key header): the
+ * SourceConnector of the sandbox PMS's `entrata` flavour and of live systems alike. The HTTP, its retries and the
+ * classification of failures are source/http.ts's; this file adds what the Entrata-style wire says beyond HTTP:
+ * - a business error in a 200 reply (`response.code` other than 200) is a rejection (SourcePermanentError with the
+ *   source's message, "sendLeases: source rejected the request: unit space 12 does not belong to property 3", and
+ *   `code` the source's error code), except a reported 429 or 5xx, which is classified like the HTTP status;
+ * - a 4xx carries the source's message in `response.error`.
+ * It lists no changes in a window (capabilities.delta false) and takes no idempotency key.
  */
-import type { Entity, InputOf, Money } from '../domain/cdm';
+import type { Entity, InputOf } from '../../domain/cdm';
 import { PHONE_NUMBER_TYPES } from './codes';
 import {
   SourcePermanentError,
@@ -35,34 +23,14 @@ import {
   type UpdateInputOf,
   type WritableEntity,
   type WriteResult,
-} from './connector';
-import { exponentOf, MAPPERS, MappingError, setupOption, unitSpaceOption, wrappedList } from './mapping';
+} from '../connector';
+import { SourceHttp, type ConnectorOptions } from '../http';
+import { findCreatedIn } from '../find-created';
+import { minorToDecimal } from '../values';
+import { MAPPERS, MappingError, setupOption, unitSpaceOption, wrappedList } from './mapping';
 import { MAX_PER_PAGE, SERVICES, SETUP_METHODS, WRITE_METHODS } from './native';
 
-export interface ConnectorOptions {
-  /** Milliseconds one HTTP request may take before it is aborted and counted as a transient failure. */
-  timeoutMs?: number;
-  /** Attempts per request (the first included) before a transient failure is thrown. */
-  maxAttempts?: number;
-  /** First backoff delay; it doubles with each attempt (with jitter). */
-  backoffMs?: number;
-  /** Longest Retry-After the client sleeps through itself. */
-  maxRetryAfterMs?: number;
-  fetch?: typeof fetch;
-  sleep?: (ms: number) => Promise<void>;
-}
-
-const DEFAULTS = { timeoutMs: 30_000, maxAttempts: 5, backoffMs: 250, maxRetryAfterMs: 30_000 };
-
-/** Integer minor units to the source's decimal string, by string arithmetic: 103550 -> "1035.50". */
-export function minorToDecimal(money: Money): string {
-  const exp = exponentOf(money.currency);
-  if (!Number.isSafeInteger(money.amount)) throw new SourcePermanentError(`amount must be an integer number of minor units: ${money.amount}`);
-  const digits = String(Math.abs(money.amount)).padStart(exp + 1, '0');
-  const whole = digits.slice(0, digits.length - exp);
-  const sign = money.amount < 0 ? '-' : '';
-  return exp === 0 ? `${sign}${whole}` : `${sign}${whole}.${digits.slice(digits.length - exp)}`;
-}
+export type { ConnectorOptions };
 
 /** "2025-01-31" -> "01/31/2025"; anything else is passed on for the source to judge. */
 export function toUsDate(value: string): string {
@@ -73,13 +41,6 @@ export function toUsDate(value: string): string {
 /** Native ids are integers; an x_id that is numeric travels as a number, anything else as given. */
 const nativeId = (xId: string): number | string => (/^\d{1,15}$/.test(xId) ? Number(xId) : xId);
 
-function parseRetryAfter(value: string | null): number | undefined {
-  if (!value) return undefined;
-  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
 const defined = <T extends Record<string, unknown>>(o: T): Partial<T> =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
@@ -88,33 +49,9 @@ function phoneTypeId(type: string): number {
   throw new SourcePermanentError(`phone type "${type}" is not supported by the source (home, office, mobile, fax)`, undefined, 'VALIDATION_FAILED');
 }
 
-/** Error codes of a network failure that happened before any byte of the request was sent. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-
-/** The `code`s along a fetch failure's cause chain (and inside an AggregateError of several connect attempts). */
-function errorCodes(err: unknown, depth = 0): string[] {
-  if (!err || typeof err !== 'object' || depth > 5) return [];
-  const e = err as { code?: unknown; cause?: unknown; errors?: unknown };
-  const own = typeof e.code === 'string' ? [e.code] : [];
-  const nested = Array.isArray(e.errors) ? e.errors.flatMap((x) => errorCodes(x, depth + 1)) : [];
-  return [...own, ...nested, ...errorCodes(e.cause, depth + 1)];
-}
-
-/** Text compared the way people write it: trimmed, case-insensitive. */
-const fold = (s: string | null | undefined): string => (s ?? '').trim().toLowerCase();
-const digits = (s: string): string => s.replace(/\D/g, '');
-
-/** The record with the highest numeric x_id (the newest), if any. */
-function newest<T extends { x_id: string }>(records: T[]): T | undefined {
-  const rank = (x: string) => (/^\d{1,15}$/.test(x) ? Number(x) : -1);
-  return records.reduce<T | undefined>((best, r) => (best === undefined || rank(r.x_id) > rank(best.x_id) ? r : best), undefined);
-}
-
 export class EntrataConnector implements SourceConnector {
   private readonly base: string;
-  private readonly opts: typeof DEFAULTS;
-  private readonly fetchFn: typeof fetch;
-  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly http: SourceHttp;
   private seq = 0;
   readonly dialect = 'entrata' as const;
   /** Entrata-style list methods have no "changed since" filter, and its writes take no idempotency key. */
@@ -125,9 +62,7 @@ export class EntrataConnector implements SourceConnector {
     options: ConnectorOptions = {},
   ) {
     this.base = settings.base_url.replace(/\/$/, '');
-    this.opts = { ...DEFAULTS, ...defined(options as Record<string, unknown>) } as typeof DEFAULTS;
-    this.fetchFn = options.fetch ?? fetch;
-    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.http = new SourceHttp(options);
   }
 
   readChangedPage<E extends Entity>(entity: E): Promise<SourcePage<E>> {
@@ -264,49 +199,8 @@ export class EntrataConnector implements SourceConnector {
     }
   }
 
-  async findCreated<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult | null> {
-    switch (entity) {
-      case 'unit': {
-        const u = input as CreateInputOf['unit'];
-        const hit = newest(await this.atProperty('unit', u.property_x_id, (r) => fold(r.unit_number) === fold(u.unit_number)));
-        return hit ? { x_id: hit.x_id, related: [] } : null;
-      }
-      case 'resident': {
-        const c = input as CreateInputOf['resident'];
-        const email = fold(c.email);
-        const phones = new Set((c.phones ?? []).map((p) => digits(p.number)).filter(Boolean));
-        const hit = newest(
-          await this.atProperty('resident', c.property_x_id, (r) => {
-            if (fold(r.first_name) !== fold(c.first_name) || fold(r.last_name) !== fold(c.last_name)) return false;
-            if (email) return fold(r.email) === email;
-            if (phones.size > 0) return (r.phones ?? []).some((p) => phones.has(digits(p.number)));
-            return true;
-          }),
-        );
-        return hit ? { x_id: hit.x_id, related: [] } : null;
-      }
-      default: {
-        const l = input as CreateInputOf['lease'];
-        const leases = await this.atProperty(
-          'lease',
-          l.property_x_id,
-          (r) => r.unit_x_id === l.unit_space_id && r.start_date === l.lease_start_date && r.end_date === l.lease_end_date,
-        );
-        if (leases.length === 0) return null;
-        // The applicant is a resident of the lease: a lease of that unit and term for someone else is not ours.
-        const people = await this.readByIds('resident', [...new Set(leases.flatMap((r) => r.residents.map((p) => p.x_id)))]);
-        const named = new Set(
-          people.records.filter((r) => fold(r.first_name) === fold(l.first_name) && fold(r.last_name) === fold(l.last_name)).map((r) => r.x_id),
-        );
-        const matches = leases.flatMap((lease) => {
-          const ours = lease.residents.filter((p) => named.has(p.x_id));
-          const applicant = ours.find((p) => p.role === 'primary') ?? newest(ours);
-          return applicant ? [{ x_id: lease.x_id, applicant: applicant.x_id }] : [];
-        });
-        const hit = newest(matches);
-        return hit ? { x_id: hit.x_id, related: [{ entity: 'resident', x_id: hit.applicant }] } : null;
-      }
-    }
+  findCreated<E extends WritableEntity>(entity: E, input: CreateInputOf[E]): Promise<WriteResult | null> {
+    return findCreatedIn({ atProperty: (e, p, keep) => this.atProperty(e, p, keep), readByIds: (e, ids) => this.readByIds(e, ids) }, entity, input);
   }
 
   async readWriteOptions(propertyXId: string): Promise<SourceWriteOptions> {
@@ -403,31 +297,18 @@ export class EntrataConnector implements SourceConnector {
     return String(id);
   }
 
-  /** A read: one RPC call with the retry policy above; returns `response.result`. */
+  /** A read: one RPC call with the read retry policy (source/http.ts); returns `response.result`. */
   private async call(service: string, method: string, params: Record<string, unknown>): Promise<unknown> {
-    let last: SourceTransientError | undefined;
-    for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
-      if (last) {
-        const wait = last.retryAfterMs ?? this.opts.backoffMs * 2 ** (attempt - 2) * (0.75 + Math.random() * 0.5);
-        await this.sleep(wait);
-      }
-      const outcome = await this.request(service, method, params, false);
-      if (!(outcome instanceof SourceTransientError)) return outcome.result;
-      last = outcome;
-      if (outcome.retryAfterMs !== undefined && outcome.retryAfterMs > this.opts.maxRetryAfterMs) throw outcome;
-    }
-    throw last ?? new SourceTransientError(`${method}: no attempt made`);
+    return (await this.http.retrying(method, () => this.request(service, method, params, false))).result;
   }
 
   /** A write: exactly one RPC call, never retried here; returns `response.result`. */
   private async send(service: string, method: string, params: Record<string, unknown>): Promise<unknown> {
-    const outcome = await this.request(service, method, params, true);
-    if (outcome instanceof SourceTransientError) throw outcome;
-    return outcome.result;
+    return (await this.http.once(() => this.request(service, method, params, true))).result;
   }
 
   /**
-   * One HTTP request. A failure worth retrying is returned (the caller decides), a permanent one thrown. `write`
+   * One RPC call. A failure worth retrying is returned (the caller decides), a permanent one thrown. `write`
    * decides `maybeApplied`: a read that failed applied nothing.
    */
   private async request(
@@ -436,44 +317,19 @@ export class EntrataConnector implements SourceConnector {
     params: Record<string, unknown>,
     write: boolean,
   ): Promise<{ result: unknown } | SourceTransientError> {
-    const url = `${this.base}/${service}`;
     const requestId = `${Date.now().toString(36)}-${++this.seq}`;
-    const mayHave = write ? '; the write may have been applied' : '';
-    let status: number;
-    let retryAfter: string | null;
-    let text: string;
-    try {
-      const res = await this.fetchFn(url, {
+    const reply = await this.http.exchange({
+      label: method,
+      url: `${this.base}/${service}`,
+      init: {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': this.settings.api_key },
         body: JSON.stringify({ auth: { type: 'apikey' }, requestId, method: { name: method, version: 'r1', params } }),
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
-      });
-      status = res.status;
-      retryAfter = res.headers.get('retry-after');
-      text = await res.text();
-    } catch (err) {
-      const e = err as Error;
-      if (e.name === 'TimeoutError' || e.name === 'AbortError') {
-        return new SourceTransientError(`${method}: no reply within ${this.opts.timeoutMs} ms${mayHave}`, undefined, undefined, write);
-      }
-      // A connection never made carried nothing; one lost later may have carried the whole request.
-      const sent = !errorCodes(e).some((code) => NOT_SENT.has(code));
-      return new SourceTransientError(
-        `${method}: network error: ${(e.cause as Error | undefined)?.message ?? e.message}${sent ? mayHave : ''}`,
-        undefined,
-        undefined,
-        write && sent,
-      );
-    }
-
-    if (status === 429) {
-      const wait = parseRetryAfter(retryAfter) ?? this.opts.backoffMs;
-      return new SourceTransientError(`${method}: rate limited by the source (429)`, 429, wait);
-    }
-    if (status >= 500 || status === 408) {
-      return new SourceTransientError(`${method}: source answered HTTP ${status}${mayHave}`, status, undefined, write);
-    }
+      },
+      write,
+    });
+    if (reply instanceof SourceTransientError) return reply;
+    const { status, text } = reply;
 
     let body: { response?: { code?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } } };
     try {
@@ -490,10 +346,8 @@ export class EntrataConnector implements SourceConnector {
     }
     if (!response || typeof response !== 'object') throw new SourcePermanentError(`${method}: malformed reply without "response"`, status);
     const code = Number(response.code);
-    if (code === 429) return new SourceTransientError(`${method}: source reported 429${errorMessage ? `: ${errorMessage}` : ''}`, code);
-    if (code >= 500) {
-      return new SourceTransientError(`${method}: source reported ${code}${errorMessage ? `: ${errorMessage}` : ''}${mayHave}`, code, undefined, write);
-    }
+    const reported = this.http.transientStatus(method, code, write, undefined, errorMessage, true);
+    if (reported) return reported;
     if (code !== 200) {
       const why = errorMessage ? `: ${errorMessage}` : errorCode ? ` (${errorCode})` : ` (code ${String(response.code)})`;
       throw new SourcePermanentError(`${method}: source rejected the request${why}`, code || status, errorCode);

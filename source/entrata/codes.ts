@@ -3,7 +3,7 @@
  * lists them. The connector maps them to CDM values; the sandbox PMS implements the same API and emits them.
  * Several source codes fold into one CDM value, so the connector also keeps the raw id in custom_data.
  */
-import type { LeaseStatus } from '../domain/cdm';
+import type { LeaseStatus } from '../../domain/cdm';
 
 /** `leaseStatusTypeId` */
 export const LEASE_STATUS_TYPES = {

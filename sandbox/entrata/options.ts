@@ -1,5 +1,5 @@
 /**
- * The setup reads of the sandbox PMS: what its write methods accept at a property, served the way an Entrata-style
+ * The setup reads of the entrata flavour: what its write methods accept at a property, served the way an Entrata-style
  * system serves them, so a client can offer valid values instead of guessing codes.
  *   properties.getFloorPlans        {propertyId}                     -> {floorPlans: {floorPlan: [...]}}
  *   properties.getPropertyPickLists {propertyId}                     -> {pickLists: {customerRelationshipTypes, phoneNumberTypes, addressTypes}}
@@ -13,9 +13,10 @@
  * write methods validate with (sandbox/codes.ts, the property's floorplans, its units), so what they list is exactly
  * what a write is accepted with.
  */
+import { contextOf } from '../generator';
+import { getRecords, type Company, type Sql } from '../store';
 import { ADDRESS_TYPES, CUSTOMER_RELATIONSHIP_TYPES, leaseTermsAt, PHONE_NUMBER_TYPES, type Code } from './codes';
-import { contextOf } from './generator';
-import { getRecords, type Company, type Sql } from './store';
+import { MAX_PER_PAGE } from './wire';
 import { BusinessError } from './writes';
 
 /** A parameter the method cannot work with: the RPC layer answers 400 INVALID_PARAMS. */
@@ -23,9 +24,6 @@ export class OptionParamError extends Error {}
 
 type Params = Record<string, unknown>;
 type Handler = (sql: Sql, company: Company, params: Params) => Promise<Record<string, unknown>>;
-
-/** The most unit spaces one page holds, like every other read. */
-const MAX_PER_PAGE = 1000;
 
 function positiveInt(params: Params, key: string, fallback?: number): number {
   const v = params[key];
@@ -49,7 +47,7 @@ async function propertyOf(sql: Sql, company: Company, params: Params) {
   const propertyId = positiveInt(params, 'propertyId');
   const [row] = await getRecords(sql, company.id, 'property', [propertyId]);
   if (!row) throw new BusinessError('NOT_FOUND', `property ${propertyId} does not exist`);
-  return contextOf(row.data);
+  return contextOf(row.model);
 }
 
 const pickList = (codes: readonly Code[]) => codes.map((c) => ({ id: c.id, name: c.name }));
@@ -57,7 +55,7 @@ const pickList = (codes: readonly Code[]) => codes.map((c) => ({ id: c.id, name:
 const getFloorPlans: Handler = async (sql, company, params) => {
   const property = await propertyOf(sql, company, params);
   const plans = property.floorplans.map((f) => ({
-    floorplanId: f.floorplanId,
+    floorplanId: f.id,
     floorplanName: f.name,
     bedrooms: String(f.bedrooms),
     bathrooms: String(f.bathrooms),
@@ -90,7 +88,7 @@ const getUnitSpaces: Handler = async (sql, company, params) => {
   const perPage = Math.min(positiveInt(params, 'per_page', 100), MAX_PER_PAGE);
   const [rows, [count]] = await Promise.all([
     sql<{ id: number; unit_number: string | null; floorplan_id: number | null }[]>`
-      select id, data->>'unitNumber' as unit_number, (data->>'floorplanId')::int as floorplan_id
+      select id, model->>'unitNumber' as unit_number, (model->>'floorplanId')::int as floorplan_id
       from sandbox.records where company_id = ${company.id} and entity = 'unit' and property_id = ${property.id}
       order by id limit ${perPage} offset ${(page - 1) * perPage}`,
     sql<{ n: number }[]>`

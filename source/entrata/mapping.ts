@@ -12,9 +12,10 @@
  *   (a record's content hash is taken over its JSON: see contentHash in db/records.ts);
  * Anything malformed throws MappingError: the connector reports it as a permanent source failure.
  */
-import { inKeyOrder } from '../domain/content';
-import type { Address, JsonObject, LeaseInput, Money, Phone, PropertyInput, ResidentInput, UnitInput } from '../domain/cdm';
-import type { SourceOption, SourceUnitSpace } from './connector';
+import { inKeyOrder } from '../../domain/content';
+import type { Address, JsonObject, LeaseInput, Money, Phone, PropertyInput, ResidentInput, UnitInput } from '../../domain/cdm';
+import type { SourceOption, SourceUnitSpace } from '../connector';
+import { DECIMAL, decimalToMinor, exponentOf, Fields, MappingError, pad, validDate, type Normalize } from '../values';
 import {
   codeOf,
   CUSTOMER_STATUS_TYPES,
@@ -26,44 +27,7 @@ import {
   type CodeTable,
 } from './codes';
 
-export class MappingError extends Error {
-  override name = 'MappingError';
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Money
-// ---------------------------------------------------------------------------------------------------------------
-
-/** Minor-unit exponent of currencies that do not have two decimals (ISO 4217). */
-const EXPONENTS: Record<string, number> = { JPY: 0, KRW: 0, VND: 0, CLP: 0, ISK: 0, BHD: 3, KWD: 3, OMR: 3, JOD: 3, TND: 3 };
-export const exponentOf = (currency: string): number => EXPONENTS[currency] ?? 2;
-
-const DECIMAL = /^([+-])?(\d*)(?:\.(\d*))?$/;
-
-/**
- * A decimal string ("1035", "1035.5", "-12.30", "0.005") to integer minor units, without floating point.
- * Numbers are accepted through their shortest string form; exponent notation, separators and junk are refused.
- */
-export function decimalToMinor(value: string | number, exponent = 2): number {
-  const text = typeof value === 'number' ? (Number.isFinite(value) ? String(value) : '') : value.trim();
-  const m = DECIMAL.exec(text);
-  if (!m || (!m[2] && !m[3])) throw new MappingError(`not a decimal amount: ${JSON.stringify(value)}`);
-  const negative = m[1] === '-';
-  const whole = m[2] ?? '';
-  const fraction = m[3] ?? '';
-  const kept = fraction.slice(0, exponent).padEnd(exponent, '0');
-  let minor = BigInt(whole + kept || '0');
-  const dropped = fraction.slice(exponent);
-  if (dropped.length > 0) {
-    const first = dropped.charCodeAt(0) - 48;
-    const beyondHalf = /[1-9]/.test(dropped.slice(1));
-    const lastKeptOdd = minor % 2n === 1n;
-    if (first > 5 || (first === 5 && (beyondHalf || lastKeptOdd))) minor += 1n;
-  }
-  if (minor > BigInt(Number.MAX_SAFE_INTEGER)) throw new MappingError(`amount out of range: ${JSON.stringify(value)}`);
-  const n = Number(minor);
-  return negative && n !== 0 ? -n : n;
-}
+export { MappingError };
 
 /** A decimal amount in a currency as Money, or null when the source has no value. */
 export function moneyOf(value: unknown, currency: string): Money | null {
@@ -78,14 +42,6 @@ export function moneyOf(value: unknown, currency: string): Money | null {
 
 const US_DATE = /^(\d{1,2})\/(\d{1,2})\/(\d{4})$/;
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-function validDate(y: number, m: number, d: number): boolean {
-  if (!(m >= 1 && m <= 12 && d >= 1 && y >= 1)) return false;
-  const leap = m === 2 && (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0));
-  return d <= DAYS_IN_MONTH[m - 1]! + (leap ? 1 : 0);
-}
-const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
 /** "01/31/2025" or "2025-01-31" to "2025-01-31"; null for an absent value. */
 export function toIsoDate(value: unknown): string | null {
@@ -293,51 +249,17 @@ export const phoneTypeOf = (id: unknown) => code(PHONE_NUMBER_TYPES, id, 'phoneN
 const TIME_FIELDS = new Set(['createdOn', 'updatedOn']);
 const DATE_FIELDS = new Set(['availableOn']);
 
-/**
- * Reads fields off a source object and remembers which were used, so that everything left lands in custom_data.
- */
-class Fields {
-  private readonly used = new Set<string>();
-  constructor(
-    private readonly obj: Record<string, unknown>,
-    private readonly path: string,
-    private readonly custom: JsonObject,
-    private readonly timeZone: string | null,
-  ) {}
+/** Entrata-style leftovers: its times (in the property's zone when they carry no offset) and dates, normalized. */
+const normalizeIn =
+  (timeZone: string | null): Normalize =>
+  (key, value) =>
+    TIME_FIELDS.has(key) ? toUtcIso(value, timeZone) : DATE_FIELDS.has(key) ? toIsoDate(value) : value;
 
-  static of(value: unknown, what: string): Record<string, unknown> {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new MappingError(`${what} is not an object: ${JSON.stringify(value)}`);
-    return value as Record<string, unknown>;
-  }
-
-  take(key: string): unknown {
-    this.used.add(key);
-    return this.obj[key];
-  }
-  /** A nested object (or null) read with its own leftovers under `key.`. */
-  child(key: string): Fields | null {
-    const v = this.take(key);
-    if (v === null || v === undefined || v === '') return null;
-    return new Fields(Fields.of(v, key), `${this.path}${key}.`, this.custom, this.timeZone);
-  }
-  /** Elements of a wrapped list, each read with its leftovers under `key.<index>.`. */
-  children(key: string, inner: string): Fields[] {
-    return wrappedList(this.take(key), inner).map(
-      (v, i) => new Fields(Fields.of(v, `${key}.${inner}`), `${this.path}${key}.${i}.`, this.custom, this.timeZone),
-    );
-  }
-  /** Copy every unread field into custom_data. */
-  finish(): void {
-    for (const key in this.obj) {
-      const value = this.obj[key];
-      if (this.used.has(key) || value === undefined) continue;
-      let v = value;
-      if (TIME_FIELDS.has(key)) v = toUtcIso(value, this.timeZone);
-      else if (DATE_FIELDS.has(key)) v = toIsoDate(value);
-      this.custom[this.path ? this.path + key : key] = v as JsonObject[string];
-    }
-  }
-}
+/** Entrata-style absent objects: null, "" (and a missing field). */
+const absentObject = (v: unknown) => v === null || v === undefined || v === '';
+/** A wrapped list such as `phones: {phone: [...]}` of a record, each element read with its leftovers. */
+const children = (f: Fields, key: string, inner: string): Fields[] => f.list(key, (v) => wrappedList(v, inner), `${key}.${inner}`);
+const child = (f: Fields, key: string): Fields | null => f.child(key, absentObject);
 
 function nativeId(value: unknown, what: string): string {
   const t = text(value);
@@ -385,11 +307,11 @@ export function mapProperty(raw: unknown): PropertyInput {
   const obj = Fields.of(raw, 'property');
   const timeZone = text(obj.timeZone);
   const custom: JsonObject = {};
-  const f = new Fields(obj, '', custom, timeZone);
+  const f = new Fields(obj, '', custom, normalizeIn(timeZone));
   const xId = nativeId(f.take('propertyId'), 'propertyId');
   const disabled = bool(f.take('isDisabled'));
   const phonesRaw = obj.phones;
-  const photos = f.children('photos', 'photo');
+  const photos = children(f, 'photos', 'photo');
   const media = photos.map((p) => {
     const m: JsonObject = { type: 'photo', url: text(p.take('url')), caption: text(p.take('caption')) };
     p.finish();
@@ -400,7 +322,7 @@ export function mapProperty(raw: unknown): PropertyInput {
     name: text(f.take('propertyName')),
     type: snakeName(f.take('propertyType')),
     status: disabled === null ? null : disabled ? 'inactive' : 'active',
-    address: addressOf(f.child('address')),
+    address: addressOf(child(f, 'address')),
     description: text(f.take('description')),
     year_built: integer(f.take('yearBuilt')),
     total_units: integer(f.take('numberOfUnits')),
@@ -408,7 +330,7 @@ export function mapProperty(raw: unknown): PropertyInput {
     total_floors: integer(f.take('numberOfFloors')),
     website_url: text(f.take('webSite')),
     email: text(f.take('email')),
-    phones: phonesOf(f.children('phones', 'phone'), phonesRaw !== null && phonesRaw !== undefined && phonesRaw !== ''),
+    phones: phonesOf(children(f, 'phones', 'phone'), phonesRaw !== null && phonesRaw !== undefined && phonesRaw !== ''),
     latitude: decimal(f.take('latitude')),
     longitude: decimal(f.take('longitude')),
     timezone_id: text(f.take('timeZone')),
@@ -426,7 +348,7 @@ export function mapProperty(raw: unknown): PropertyInput {
 
 export function mapUnit(raw: unknown): UnitInput {
   const custom: JsonObject = {};
-  const f = new Fields(Fields.of(raw, 'unit'), '', custom, null);
+  const f = new Fields(Fields.of(raw, 'unit'), '', custom, normalizeIn(null));
   const statusId = f.take('unitStatusTypeId');
   const currency = currencyOf(f);
   const input: UnitInput = {
@@ -442,7 +364,7 @@ export function mapUnit(raw: unknown): UnitInput {
     market_rent: moneyOf(f.take('marketRent'), currency),
     status: unitStatusOf(statusId),
     note: text(f.take('remarks')),
-    address: addressOf(f.child('address')),
+    address: addressOf(child(f, 'address')),
     custom_data: custom,
   };
   f.finish();
@@ -455,7 +377,7 @@ export function mapUnit(raw: unknown): UnitInput {
 export function mapResident(raw: unknown): ResidentInput {
   const obj = Fields.of(raw, 'customer');
   const custom: JsonObject = {};
-  const f = new Fields(obj, '', custom, null);
+  const f = new Fields(obj, '', custom, normalizeIn(null));
   const phonesRaw = obj.phones;
   const input: ResidentInput = {
     x_id: nativeId(f.take('customerId'), 'customerId'),
@@ -464,9 +386,9 @@ export function mapResident(raw: unknown): ResidentInput {
     middle_name: text(f.take('middleName')),
     last_name: text(f.take('lastName')),
     email: text(f.take('email')),
-    phones: phonesOf(f.children('phones', 'phone'), phonesRaw !== null && phonesRaw !== undefined && phonesRaw !== ''),
+    phones: phonesOf(children(f, 'phones', 'phone'), phonesRaw !== null && phonesRaw !== undefined && phonesRaw !== ''),
     date_of_birth: toIsoDate(f.take('dateOfBirth')),
-    address: addressOf(f.child('address')),
+    address: addressOf(child(f, 'address')),
     status: residentStatusOf(f.take('customerStatusTypeId')),
     custom_data: custom,
   };
@@ -477,10 +399,10 @@ export function mapResident(raw: unknown): ResidentInput {
 
 export function mapLease(raw: unknown): LeaseInput {
   const custom: JsonObject = {};
-  const f = new Fields(Fields.of(raw, 'lease'), '', custom, null);
+  const f = new Fields(Fields.of(raw, 'lease'), '', custom, normalizeIn(null));
   const statusId = f.take('leaseStatusTypeId');
   const currency = currencyOf(f);
-  const residents = f.children('customers', 'customer').map((c) => {
+  const residents = children(f, 'customers', 'customer').map((c) => {
     const r = { x_id: nativeId(c.take('customerId'), 'customerId'), role: roleOf(c.take('customerTypeId')) ?? 'occupant' };
     c.finish();
     return r;
