@@ -21,7 +21,22 @@ import { hashRecord } from '../../domain/content';
 import type { SyncKind, SyncTrigger } from '../../domain/contract';
 import { makeTenant, testConfig, testDb, testKeyring, type Tenant } from '../support/context';
 import { propertyInput, unitInput } from '../support/fixtures';
-import { reload, runSync, sandboxIntegration, startTestWorker, waitForJob, type TestWorker } from '../support/sync';
+import {
+  eventsOf,
+  expectCacheEqualsSource,
+  expectedEvents,
+  readCache,
+  readSource,
+  reload,
+  runSync,
+  sandbox,
+  sandboxIntegration,
+  startTestWorker,
+  until,
+  waitForJob,
+  type SandboxIntegration,
+  type TestWorker,
+} from '../support/sync';
 
 let db: Db;
 
@@ -147,6 +162,81 @@ describe('full runs of an entrata source, end to end', () => {
     expect(second.windowTo!.getTime()).toBeGreaterThan(first.windowTo!.getTime());
     row = await reload(db, s.row);
     expect(row).toMatchObject({ syncedThrough: second.windowTo, lastFullSyncAt: second.windowTo });
+  });
+});
+
+describe('delta and full runs of a buildium source, interleaved with changes and deletions', () => {
+  let t: TestWorker;
+  beforeAll(async () => {
+    t = await startTestWorker(testConfig({ SYNC_PAGE_SIZE: '20' }), db);
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  /** A manual run (of the kind asked for, if any) to its end, with its data events checked against the cache's change: each once. */
+  async function run(s: SandboxIntegration, kind?: SyncKind) {
+    const before = await readCache(db, s.row.id);
+    const job = await waitForJob(t, db, (await triggerSync(t.ctl, await reload(db, s.row), { kind })).id);
+    expect(job.status, job.error ?? '').toBe('succeeded');
+    const after = await readCache(db, s.row.id);
+    const got = await eventsOf(db, s.row.id, job.id);
+    expect(got.at(-1)!.type).toBe(job.initial ? 'FIRST_SYNC_COMPLETE' : 'SYNC_COMPLETE');
+    const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
+    expect(got.slice(0, -1).map(key).sort()).toEqual(job.initial ? [] : expectedEvents(before, after).events.map(key).sort());
+    return job;
+  }
+
+  it('delta runs read what changed and delete nothing; the full run finds the deletions; no change is missed and no event repeats', async () => {
+    const s = await sandboxIntegration(db, { size: 30, seed: 11, dialect: 'buildium' });
+    const first = await run(s, 'delta');
+    expect(first).toMatchObject({ kind: 'full', initial: true });
+    await expectCacheEqualsSource(db, s.row);
+
+    // Changes only: a delta run, over the window since the first run (less the overlap), and the cache equals the source.
+    const changes = await sandbox().applyChanges(s.companyId, { update: { unit: 3, resident: 3, lease: 4 }, create: { unit: 2, resident: 2, lease: 2 }, lease_transitions: 3 });
+    const delta = await run(s);
+    expect(delta).toMatchObject({ kind: 'delta', windowFrom: new Date(first.windowTo!.getTime() - 300_000), recordsSoftDeleted: 0 });
+    // It read far fewer records than a full run does.
+    expect(delta.recordsSeen).toBeLessThan(first.recordsSeen / 2);
+    expect(delta.recordsNew).toBeGreaterThanOrEqual(changes.created.lease.length + changes.created.unit.length + changes.created.resident.length);
+    await expectCacheEqualsSource(db, s.row);
+    expect(await reload(db, s.row)).toMatchObject({ syncedThrough: delta.windowTo, lastFullSyncAt: first.windowTo });
+
+    // Deletions and changes: the delta run applies the changes and deletes nothing (no false delete, ever).
+    const gone = await sandbox().applyChanges(s.companyId, { delete: { lease: 2, resident: 1 }, update: { lease: 3 } });
+    const deltaAgain = await run(s);
+    expect(deltaAgain).toMatchObject({ kind: 'delta', recordsSoftDeleted: 0 });
+    const cached = await readCache(db, s.row.id);
+    for (const x of gone.deleted.lease) expect(cached.lease.find((r) => r.x_id === x)?.deleted_at, `lease ${x}`).toBeNull();
+    const source = await readSource(await reload(db, s.row));
+    for (const x of gone.updated.lease) {
+      const want = source.lease.find((r) => r.x_id === x)!;
+      expect(cached.lease.find((r) => r.x_id === x), `lease ${x}`).toMatchObject({ rent_amount: want.rent_amount, status: want.status });
+    }
+
+    // A full run asked for: the deletions are found (confirmed with the source), and the cache equals the source.
+    const full = await run(s, 'full');
+    expect(full).toMatchObject({ kind: 'full', recordsSoftDeleted: gone.deleted.lease.length + gone.deleted.resident.length });
+    await expectCacheEqualsSource(db, s.row);
+    expect(await reload(db, s.row)).toMatchObject({ syncedThrough: full.windowTo, lastFullSyncAt: full.windowTo });
+
+    // Nothing changed since: a delta run re-reads the overlap and announces nothing.
+    const quiet = await run(s);
+    expect(quiet).toMatchObject({ kind: 'delta', recordsNew: 0, recordsUpdated: 0, recordsSoftDeleted: 0 });
+  });
+
+  it('a full run comes once the integration\'s full-run interval has passed', async () => {
+    const s = await sandboxIntegration(db, { size: 5, seed: 12, dialect: 'buildium', fullSyncIntervalSeconds: 3600 });
+    await run(s);
+    expect((await run(s)).kind).toBe('delta');
+    // The interval shrinks below the time since the last full run began.
+    await db.update(integrations).set({ fullSyncIntervalSeconds: 1 }).where(eq(integrations.id, s.row.id));
+    await until('a second to pass on the database clock', async () => {
+      const row = await reload(db, s.row);
+      return (await databaseNow(db)).getTime() - row.lastFullSyncAt!.getTime() > 1_000 ? true : undefined;
+    });
+    expect((await run(s)).kind).toBe('full');
   });
 });
 
