@@ -8,6 +8,7 @@
  */
 import { eq } from 'drizzle-orm';
 import type { Db } from '../db/client';
+import { databaseNow } from '../db/clock';
 import { applyRecords, lockForWriteBack, type ApplyContext } from '../db/records';
 import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
 import { integrations, operations } from '../db/schema';
@@ -133,8 +134,9 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     const { entity } = parseOperationType(op.type);
     const wanted: { entity: Entity; x_id: string }[] = [...s.related, { entity, x_id: s.xId }];
     const read = new Map<Entity, InputOf[Entity][]>();
-    // A sync page read after this read-back and stored before it is the newer word: readAt keeps it.
-    const readAt = clock();
+    // A sync page read after this read-back and stored before it is the newer word: readAt keeps it. Both times are
+    // the database's (a sync page's are too): the workers' clocks may disagree by any amount.
+    const readAt = await databaseNow(db);
     for (const w of wanted) {
       const record = await connector.readOne(w.entity, w.x_id);
       if (!record) {
@@ -146,8 +148,7 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     let succeeded = false;
     // Five round trips: BEGIN, the locks, the reads, the writes with the Operation's move, COMMIT.
     const stored = await db.transaction(async (tx) => {
-      const now = clock();
-      await lockForWriteBack(tx, integration.id, [...read].flatMap(([e, records]) => records.map((r) => ({ entity: e, xId: r.x_id }))));
+      const now = await lockForWriteBack(tx, integration.id, [...read].flatMap(([e, records]) => records.map((r) => ({ entity: e, xId: r.x_id }))));
       const ctx: ApplyContext = {
         integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
         // During the integration's first sync no record events are recorded, as for the sync itself.
@@ -198,7 +199,10 @@ export function createWriteActivities(deps: WriteActivityDeps) {
         const found = await connector.findCreated(entity, op.request as unknown as CreateInputOf[typeof entity]);
         if (found) return found;
       }
-      return connector.create(entity, op.request as unknown as CreateInputOf[typeof entity]);
+      // Where the source takes an idempotency key, every attempt of the Operation sends its id: a create re-sent
+      // after an unknown outcome (which findCreated may miss while the source is slow to show it) makes nothing new.
+      const opts = connector.capabilities.idempotentCreates ? { idempotencyKey: op.id } : undefined;
+      return connector.create(entity, op.request as unknown as CreateInputOf[typeof entity], opts);
     }
     // Sending an update again sets the same values again: no look-up needed.
     if (!op.targetXId) throw new SourcePermanentError(`operation ${op.id} has no record to update`);

@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Entity, InputOf } from '../domain/cdm';
 import type { HashedRecord } from '../domain/content';
-import { SourcePermanentError, SourceTransientError, type SkippedRecord, type SourceSettings } from '../source';
+import { SourcePermanentError, SourceTransientError, type ChangeWindow, type SkippedRecord, type SourceSettings } from '../source';
 import readHashedPage, { type PageReply, type PageTask, type TaskConnectorOptions } from './page-task';
 
 export interface HashedPage<E extends Entity> {
@@ -24,6 +24,8 @@ export interface HashedPage<E extends Entity> {
 export interface PageReader {
   /** One page of an entity, mapped and hashed; rejects with SourcePermanentError or SourceTransientError. */
   read<E extends Entity>(settings: SourceSettings, entity: E, page: number, size: number): Promise<HashedPage<E>>;
+  /** One page of the records of an entity changed in the window (a delta run), mapped and hashed; rejects as `read`. */
+  readChanged<E extends Entity>(settings: SourceSettings, entity: E, window: ChangeWindow, page: number, size: number): Promise<HashedPage<E>>;
   /** The records of these x_ids the source still has, mapped and hashed (`page` 0, `hasMore` false). */
   lookup<E extends Entity>(settings: SourceSettings, entity: E, xIds: string[]): Promise<HashedPage<E>>;
   close(): Promise<void>;
@@ -108,6 +110,8 @@ export function createPageReader(opts: PageReaderOptions): PageReader {
   }
   return {
     read: (settings, entity, page, size) => run({ settings, entity, page, size, connector: opts.connector }),
+    readChanged: (settings, entity, window, page, size) =>
+      run({ settings, entity, page, size, window: { from: window.from.toISOString(), to: window.to.toISOString() }, connector: opts.connector }),
     lookup: (settings, entity, ids) => run({ settings, entity, page: 0, size: ids.length, ids, connector: opts.connector }),
     async close() {
       await pool?.close();

@@ -23,6 +23,11 @@ export interface PageTask {
   size: number;
   /** Look these x_ids up instead of reading a page (the records of the reply, whatever page they are on). */
   ids?: string[];
+  /**
+   * Read the page of the records changed in this window (ISO times: a Date does not keep its type between threads)
+   * instead of a page of all of them.
+   */
+  window?: { from: string; to: string };
   /** The connector's retry policy (what can cross to a thread: no functions). */
   connector?: TaskConnectorOptions;
 }
@@ -39,7 +44,9 @@ export default async function readHashedPage(task: PageTask): Promise<PageReply>
     const connector = createConnector(task.settings, task.connector);
     const { records, skipped, page, hasMore } = task.ids
       ? { ...(await connector.readByIds(task.entity, task.ids)), page: task.page, hasMore: false }
-      : await connector.readPage(task.entity, task.page, task.size);
+      : task.window
+        ? await connector.readChangedPage(task.entity, { from: new Date(task.window.from), to: new Date(task.window.to) }, task.page, task.size)
+        : await connector.readPage(task.entity, task.page, task.size);
     const xIds: string[] = [];
     const hashes: string[] = [];
     const jsons: string[] = [];

@@ -10,6 +10,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { and, desc, eq, getTableName, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../db/client';
+import { databaseNow } from '../db/clock';
 import { newId } from '../db/ids';
 import {
   applyHashedRecords,
@@ -25,10 +26,25 @@ import { events, integrations, leaseResidents, syncJobs } from '../db/schema';
 import { abandonedJobsOf, activeJobOf, getSyncJob, lockIntegrationSync, quarantine, type RunState, type SyncJobRow } from '../db/sync-jobs';
 import { getIntegration, type IntegrationRow } from '../db/tenants';
 import { SYNC_ORDER, type Entity } from '../domain/cdm';
-import { DEFAULT_SYNC_POLICY, type SyncPolicy, type SyncTrigger } from '../domain/contract';
+import {
+  DEFAULT_DELTA_OVERLAP_SECONDS,
+  DEFAULT_FULL_SYNC_INTERVAL_SECONDS,
+  DEFAULT_SYNC_POLICY,
+  type SyncKind,
+  type SyncPolicy,
+  type SyncTrigger,
+} from '../domain/contract';
 import type { SyncCompleteData } from '../domain/events';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
-import { SourcePermanentError, SourceTransientError, type SkippedRecord } from '../source/connector';
+import { createConnector } from '../source';
+import {
+  SourcePermanentError,
+  SourceTransientError,
+  type ChangeWindow,
+  type SkippedRecord,
+  type SourceCapabilities,
+  type SourceSettings,
+} from '../source/connector';
 import type { HashedPage, PageReader } from './page-reader';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 import { inSpan, SpanKind } from '../observability/tracing';
@@ -73,15 +89,23 @@ export interface SyncActivityDeps {
   lookupBatch?: number;
   /** Counts runs and records (Prometheus); nothing when absent. */
   metrics?: WorkerMetrics;
+  /** Seconds between full runs where the source reads deltas, for integrations that set none (SYNC_FULL_INTERVAL_SECONDS). */
+  fullSyncIntervalSeconds?: number;
+  /** How far before the last covered window's end a delta run reads from (SYNC_DELTA_OVERLAP_SECONDS). */
+  deltaOverlapSeconds?: number;
+  /** What the connector of the settings can do (tests); the connector's own answer otherwise. */
+  capabilitiesOf?: (settings: SourceSettings) => SourceCapabilities;
 }
 
 export interface StartSyncJobInput {
   integrationId: string;
   trigger: SyncTrigger;
   syncJobId?: string;
+  /** A manual trigger's request (SyncWorkflowInput.kind). */
+  kind?: SyncKind;
 }
 export type StartSyncJobResult =
-  | { skipped: false; syncJobId: string; organizationId: string; initial: boolean }
+  | { skipped: false; syncJobId: string; organizationId: string; initial: boolean; kind: SyncKind }
   | { skipped: true; syncJobId: string | null; reason: string };
 
 export interface EntityProgress {
@@ -115,6 +139,9 @@ export function createActivities(deps: SyncActivityDeps) {
   const lookupBatch = deps.lookupBatch ?? 500;
   const metrics = deps.metrics ?? NO_METRICS;
   const policy = deps.policy ?? DEFAULT_SYNC_POLICY;
+  const fullSyncIntervalSeconds = deps.fullSyncIntervalSeconds ?? DEFAULT_FULL_SYNC_INTERVAL_SECONDS;
+  const deltaOverlapSeconds = deps.deltaOverlapSeconds ?? DEFAULT_DELTA_OVERLAP_SECONDS;
+  const capabilitiesOf = deps.capabilitiesOf ?? ((settings: SourceSettings) => createConnector(settings).capabilities);
 
   /**
    * The run's retry state on its job row, so a run retrying a failing source shows its attempt, the last failure and
@@ -193,6 +220,17 @@ export function createActivities(deps: SyncActivityDeps) {
     now,
   });
 
+  /**
+   * How a run reads an entity's pages: every record (a full run), or the records changed in the job's window (a
+   * delta run). Same paging, resume points and page transactions either way.
+   */
+  function readerOf(job: SyncJobRow, settings: SourceSettings, entity: Entity): (page: number) => Promise<HashedPage<Entity>> {
+    if (job.kind !== 'delta') return (page) => deps.pages.read(settings, entity, page, pageSize);
+    if (!job.windowFrom || !job.windowTo) throw ApplicationFailure.nonRetryable(`delta run ${job.id} has no window`, SYNC_FAILURE.incomplete);
+    const window: ChangeWindow = { from: job.windowFrom, to: job.windowTo };
+    return (page) => deps.pages.readChanged(settings, entity, window, page, pageSize);
+  }
+
   /** One attempt of syncEntity (below). */
   async function syncEntityAttempt(input: { syncJobId: string; entity: Entity }): Promise<{ pages: number; records: number }> {
     const { entity, syncJobId } = input;
@@ -201,24 +239,35 @@ export function createActivities(deps: SyncActivityDeps) {
     let point: EntityProgress = job.progress[entity] ?? { page: 0, done: false };
     if (point.done) return { pages: point.page, records: 0 };
     // Nothing of the entity cached yet (a first sync, or a new kind of record): nothing to soft-delete, so the run
-    // need not record what it saw. The choice is stored with the resume point by the first page's commit; an
-    // attempt that lost that race adopts the stored choice with the stored point.
-    if (point.page === 0) point = { ...point, tracked: await hasRows(db, entity, integration.id) };
+    // need not record what it saw; nor does a delta run, which soft-deletes nothing. The choice is stored with the
+    // resume point by the first page's commit; an attempt that lost that race adopts the stored choice with the
+    // stored point.
+    if (point.page === 0) point = { ...point, tracked: job.kind === 'delta' ? false : await hasRows(db, entity, integration.id) };
     const apply = applyContext(integration, job);
     const settings = sourceSettingsOf(integration);
+    const readPage = readerOf(job, settings, entity);
     let records = 0;
 
-    /** A page being read, and when its reading began: what the cache got from the source later is newer. */
-    const read = (page: number): { page: Promise<HashedPage<Entity>>; at: Date } => {
-      const p = inSpan(
-        'sync.page',
-        { 'propsync.sync_job_id': syncJobId, 'propsync.entity': entity, 'propsync.page': page },
-        () => deps.pages.read(settings, entity, page, pageSize),
-        SpanKind.CLIENT,
-      ).catch(sourceFailure(`${entity} page ${page}`));
-      // Attach a handler at once: a prefetched page may be discarded and must not become an unhandled rejection.
+    /**
+     * A page being read, and when its reading began by the database's clock (the clock write-backs store by): what
+     * the cache got from the source later is newer. The time is asked for before the read starts.
+     */
+    const read = (page: number): { page: Promise<HashedPage<Entity>>; at: Promise<Date> } => {
+      const at = databaseNow(db);
+      const p = at
+        .then(() =>
+          inSpan(
+            'sync.page',
+            { 'propsync.sync_job_id': syncJobId, 'propsync.entity': entity, 'propsync.page': page, 'propsync.sync_kind': job.kind },
+            () => readPage(page),
+            SpanKind.CLIENT,
+          ),
+        )
+        .catch(sourceFailure(`${entity} page ${page}`));
+      // Attach handlers at once: a prefetched page may be discarded and must not become an unhandled rejection.
       p.catch(() => {});
-      return { page: p, at: clock() };
+      at.catch(() => {});
+      return { page: p, at };
     };
 
     const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => point });
@@ -226,14 +275,14 @@ export function createActivities(deps: SyncActivityDeps) {
       let next = read(point.page + 1);
       for (let n = 0; ; n++) {
         if (n % STATS_CHECK_EVERY_PAGES === 0) await watch.guard(refreshStatsIfStale(db, entity));
-        const readAt = next.at;
         const page = await watch.guard(next.page);
+        const readAt = await next.at;
         const target: EntityProgress = { page: point.page + 1, done: !page.hasMore, tracked: point.tracked };
         if (page.hasMore) next = read(target.page + 1);
         try {
           const result = await watch.guard(db.transaction(async (tx) => {
             const tracked = point.tracked !== false;
-            const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: tracked, readAt }, entity, page.records);
+            const r = await applyHashedRecords(tx, { ...apply, trackSeen: tracked, readAt }, entity, page.records);
             const skipped = await setAside(tx, syncJobId, entity, page.skipped, tracked);
             // The resume point moves only from where this attempt found it, and only while the job runs;
             // otherwise the page's writes roll back.
@@ -290,7 +339,7 @@ export function createActivities(deps: SyncActivityDeps) {
         const unseen: string[] = await watch.guard(unseenXIds(db, { integrationId: integration.id, syncJobId, entity, after, limit: lookupBatch }));
         if (unseen.length === 0) break;
         const asked = new Set(unseen);
-        const readAt = clock();
+        const readAt = await watch.guard(databaseNow(db));
         const found = await watch.guard(
           deps.pages.lookup(settings, entity, unseen).catch(sourceFailure(`looking up ${unseen.length} ${entity} records`)),
         );
@@ -298,7 +347,7 @@ export function createActivities(deps: SyncActivityDeps) {
         const unreadable = found.skipped.filter((r) => r.x_id !== null && asked.has(r.x_id));
         await watch.guard(
           db.transaction(async (tx) => {
-            const r = await applyHashedRecords(tx, { ...apply, now: clock(), trackSeen: true, readAt }, entity, records);
+            const r = await applyHashedRecords(tx, { ...apply, trackSeen: true, readAt }, entity, records);
             const skipped = await setAside(tx, syncJobId, entity, unreadable, true);
             const [counted] = await countAlong(tx).execute({
               id: syncJobId,
@@ -330,6 +379,22 @@ export function createActivities(deps: SyncActivityDeps) {
     }
   }
 
+  /**
+   * What the run starting now reads, and the window it covers; its end is the database's time now (the transaction's:
+   * the run's start), whatever the kind. Full: the integration's first run, a source that cannot list changes, no
+   * run succeeded yet, the last full run began a full-run interval ago or longer, or a manual trigger asked for it.
+   * Delta otherwise, from where the last successful run's window ended less the overlap.
+   */
+  async function runOf(tx: Tx, integration: IntegrationRow, requested: SyncKind | undefined) {
+    const windowTo = await databaseNow(tx);
+    const full = { kind: 'full' as SyncKind, windowFrom: null, windowTo };
+    if (integration.firstSyncCompletedAt === null || integration.syncedThrough === null || requested === 'full') return full;
+    if (!capabilitiesOf(sourceSettingsOf(integration)).delta) return full;
+    const everyMs = (integration.fullSyncIntervalSeconds ?? fullSyncIntervalSeconds) * 1000;
+    if (integration.lastFullSyncAt === null || windowTo.getTime() - integration.lastFullSyncAt.getTime() >= everyMs) return full;
+    return { kind: 'delta' as SyncKind, windowFrom: new Date(integration.syncedThrough.getTime() - deltaOverlapSeconds * 1000), windowTo };
+  }
+
   return {
     /**
      * Claim the run: mark the API-created job running, or (scheduled runs) create the job, unless another run of
@@ -351,19 +416,21 @@ export function createActivities(deps: SyncActivityDeps) {
             throw integrationGone(input.integrationId);
           }
           if (job.status === 'queued') {
-            await tx.update(syncJobs).set({ status: 'running', startedAt: clock(), initial }).where(eq(syncJobs.id, job.id));
-            return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial };
+            const run = await runOf(tx, integration, input.kind);
+            await tx.update(syncJobs).set({ status: 'running', startedAt: run.windowTo, initial, ...run }).where(eq(syncJobs.id, job.id));
+            return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial, kind: run.kind };
           }
-          if (job.status === 'running') return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial: job.initial };
+          if (job.status === 'running') return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial: job.initial, kind: job.kind };
           throw ApplicationFailure.nonRetryable(`sync job ${job.id} is already ${job.status}`, SYNC_FAILURE.jobNotRunning);
         }
         if (!integration || integration.deletedAt) return { skipped: true, syncJobId: null, reason: 'integration deleted' };
         const active = await activeJobOf(tx, integration.id, abandoned);
         if (active?.workflowId === workflowId) {
-          return { skipped: false, syncJobId: active.id, organizationId: active.organizationId, initial: active.initial };
+          return { skipped: false, syncJobId: active.id, organizationId: active.organizationId, initial: active.initial, kind: active.kind };
         }
         if (active) return { skipped: true, syncJobId: active.id, reason: `run ${active.id} is ${active.status}` };
         const id = newId('syncJob');
+        const run = await runOf(tx, integration, input.kind);
         await tx.insert(syncJobs).values({
           id,
           organizationId: integration.organizationId,
@@ -372,9 +439,10 @@ export function createActivities(deps: SyncActivityDeps) {
           trigger: input.trigger,
           workflowId,
           initial,
-          startedAt: clock(),
+          startedAt: run.windowTo,
+          ...run,
         });
-        return { skipped: false, syncJobId: id, organizationId: integration.organizationId, initial };
+        return { skipped: false, syncJobId: id, organizationId: integration.organizationId, initial, kind: run.kind };
       });
       if (started.skipped) metrics.syncRun('skipped', input.trigger);
       return started;
@@ -447,7 +515,7 @@ export function createActivities(deps: SyncActivityDeps) {
           .where(and(eq(events.integrationId, integration.id), eq(events.syncJobId, job.id)))
           .orderBy(desc(events.createdAt))
           .limit(1);
-        const now = new Date(Math.max(clock().getTime(), (last?.createdAt.getTime() ?? 0) + 1));
+        const now = new Date(Math.max((await databaseNow(tx)).getTime(), (last?.createdAt.getTime() ?? 0) + 1));
         let softDeleted = 0;
         const deleted: [Entity, number][] = [];
         // Leases first: nothing a run removes should point at a record that is still shown as live.
@@ -482,6 +550,14 @@ export function createActivities(deps: SyncActivityDeps) {
             .update(integrations)
             .set({ firstSyncCompletedAt: now })
             .where(and(eq(integrations.id, integration.id), isNull(integrations.firstSyncCompletedAt)));
+        }
+        // What the run covered: the next delta run reads from its window's end (less the overlap); a full run also
+        // restarts the full-run interval. (A run claimed before windows existed has none and moves neither.)
+        if (job.windowTo) {
+          await tx
+            .update(integrations)
+            .set({ syncedThrough: job.windowTo, ...(job.kind === 'full' ? { lastFullSyncAt: job.windowTo } : {}) })
+            .where(eq(integrations.id, integration.id));
         }
         await clearSeen(tx, job.id);
         ended = { job: done!, deleted };

@@ -13,14 +13,22 @@
  *     floor: a read-only pass through the worker's page reader over the changed, cold source;
  *     sync:  the real incremental run.
  *
+ *   delta (a company of the buildium flavour, which can list what changed, `--size` leases), on one integration
+ *   after its first (full) run: `--changes` % of the leases updated, then a full run asked for; `--changes` % more,
+ *   then the scheduled kind of run, a delta run (from the full run's start less the overlap). full_over_delta is
+ *   the full run's time over the delta run's (target >= 10, a delta run at most a tenth of a full one).
+ *
  * "Cold source": the sandbox keeps page cursors per company version (sandbox/store.ts PageCursors); an empty change
  * request moves the version, so the floor and the sync each start without cursors (see coldSource).
  *
  * Checks (a failure exits 1 and prints no ratio): after every initial floor and sync, the cache holds exactly the
  * records the source served, per entity, live, and the floor and the sync wrote the same content (x_ids, content
  * hashes, lease residents); after every incremental sync, records_updated equals the records the change updated,
- * the records whose updated_at moved are exactly those, nothing is new, nothing is soft-deleted.
- * Timings are printed against their targets, never asserted.
+ * the records whose updated_at moved are exactly those, nothing is new, nothing is soft-deleted; after the full
+ * and the delta run of the buildium company, the same, and the cache holds what the source served, each changed
+ * record announced by exactly one event.
+ * Timings are printed against their targets, never asserted. The last line is one JSON object:
+ * {"bench": "sync", "ratios": {...}, "rss_mb": {...}, "ok": <every check passed>}.
  * Usage: npm run bench:sync [-- --size 100000 --runs 3 --changes 1 --seed 1]   (size = leases; units ≈ size/2, residents ≈ size)
  */
 import { availableParallelism } from 'node:os';
@@ -66,6 +74,7 @@ const RUNS = Number(args.runs);
 const CHANGES_PCT = Number(args.changes);
 const TASK_QUEUE = 'bench-sync';
 const COMPANY = `bench-sync-${SIZE}-${SEED}`;
+const DELTA_COMPANY = `bench-sync-buildium-${SIZE}-${SEED}`;
 
 const say = (msg: string) => console.log(`[bench:sync] ${msg}`);
 
@@ -180,6 +189,38 @@ async function main() {
           `${int(eventCount)} events, in ${secs(s.ms)} s (worker peak RSS ${incRss.at(-1)} MB)`,
       );
     }
+    // ---- delta: a buildium company, a full run and a delta run side by side, each after the same share of leases changed
+    const { credentials, counts: deltaServed } = await ensureCompany(b, DELTA_COMPANY, SIZE, SEED, say, 'buildium');
+    await resetCache(b.db);
+    const deltaIntegration = await newIntegration(b, {
+      dialect: 'buildium',
+      base_url: b.sandboxUrl,
+      client_id: credentials.client_id!,
+      client_secret: credentials.client_secret!,
+    });
+    const warm = await runSync(b, TASK_QUEUE, deltaIntegration);
+    if (warm.job.kind !== 'full') throw new CheckFailed(`buildium first run: job ${warm.job.id} is ${String(warm.job.kind)}, not full`);
+    await checkInitial(b.db, 'buildium first run', deltaIntegration.id, deltaServed);
+    say(`buildium first (full) run: ${int(warm.job.records_seen)} records in ${secs(warm.ms)} s`);
+    const changeLeases = async () => {
+      const live = (await cacheCounts(b.db, deltaIntegration.id)).live.lease;
+      const change = await b.control.applyChanges(DELTA_COMPANY, { update: { lease: Math.max(1, Math.round((live * CHANGES_PCT) / 100)) } });
+      return change.updated.lease;
+    };
+    const measured: Record<'full' | 'delta', Run> = { full: { ms: 0, records: 0 }, delta: { ms: 0, records: 0 } };
+    const deltaRss: number[] = [];
+    for (const kind of ['full', 'delta'] as const) {
+      const changed = await changeLeases();
+      await settle(b.db);
+      rss.reset();
+      // The full run is asked for; the delta run is what the cadence decides a day within a full run.
+      const r = await runSync(b, TASK_QUEUE, deltaIntegration, kind === 'full' ? 'full' : undefined);
+      deltaRss.push(rss.peakMb());
+      if (r.job.kind !== kind) throw new CheckFailed(`buildium ${kind} run: job ${r.job.id} ran as ${String(r.job.kind)}`);
+      await checkChangedLeases(b, `buildium ${kind} run`, deltaIntegration.id, r.job, changed, deltaServed);
+      measured[kind] = { ms: r.ms, records: r.job.records_seen };
+      say(`buildium ${kind} run: ${int(r.job.records_updated)} updated of ${int(r.job.records_seen)} read (${changed.length} leases changed) in ${secs(r.ms)} s (worker peak RSS ${deltaRss.at(-1)} MB)`);
+    }
     rss.stop();
     floorRss.stop();
     const workerHwm = peakRssMb(workerPid);
@@ -195,7 +236,8 @@ async function main() {
     ] as const;
     const initialRatio = fig(initialSync).median / fig(initialFloor).median;
     const incRatio = fig(incSync).median / fig(incFloor).median;
-    const peak = Math.max(...initialRss, ...incRss);
+    const fullOverDelta = measured.full.ms / measured.delta.ms;
+    const peak = Math.max(...initialRss, ...incRss, ...deltaRss);
     const mark = (ok: boolean) => (ok ? 'meets target' : 'BELOW TARGET');
     console.log('');
     console.log(`  ${SIZE.toLocaleString('en-US')} leases; median of ${RUNS} run(s), spread min–max`);
@@ -209,6 +251,9 @@ async function main() {
     console.log(`  initial sync time / floor time        ${initialRatio.toFixed(2)}x  (target <= 2.0x: ${mark(initialRatio <= 2)})`);
     console.log(`  incremental sync time / floor time    ${incRatio.toFixed(2)}x  (target <= 1.5x: ${mark(incRatio <= 1.5)})`);
     console.log(
+      `  buildium full run / delta run         ${fullOverDelta.toFixed(1)}x  (${secs(measured.full.ms)} s over ${int(measured.full.records)} records / ${secs(measured.delta.ms)} s over ${int(measured.delta.records)}; target >= 10x: ${mark(fullOverDelta >= 10)})`,
+    );
+    console.log(
       `  worker peak RSS during syncs          ${peak} MB (target <= 512 MB: ${mark(peak <= 512)}); initial ${initialRss.join('/')} MB, incremental ${incRss.join('/')} MB; ` +
         `${workerHwm} MB over its life (VmHWM)`,
     );
@@ -220,11 +265,45 @@ async function main() {
         `created nothing and soft-deleted nothing`,
     );
     console.log(`  load average ${loadAverage()} at the end; the whole bench took ${secs(Date.now() - began)} s`);
+    const round = (x: number) => Math.round(x * 100) / 100;
+    console.log(
+      JSON.stringify({
+        bench: 'sync',
+        ratios: { full_over_delta: round(fullOverDelta), initial_over_floor: round(initialRatio), incremental_over_floor: round(incRatio) },
+        rss_mb: { peak, initial: initialRss, incremental: incRss, delta: deltaRss, worker_hwm: workerHwm, floor_hwm: floorHwm },
+        ok: true,
+      }),
+    );
   } finally {
     await worker?.stop();
     await floor?.stop();
     await b.close();
   }
+}
+
+/**
+ * A run of the buildium company after `changed` leases were updated in the source: it updated exactly those (one
+ * event each, no other), created and soft-deleted nothing, and the cache holds what the source serves.
+ */
+async function checkChangedLeases(b: SyncBench, label: string, integrationId: string, job: Awaited<ReturnType<typeof runSync>>['job'], changed: string[], served: Counts) {
+  const problems: string[] = [];
+  if (job.records_updated !== changed.length) problems.push(`records_updated ${job.records_updated}, the change updated ${changed.length} leases`);
+  if (job.records_new !== 0) problems.push(`records_new ${job.records_new}, the change created nothing`);
+  if (job.records_soft_deleted !== 0) problems.push(`records_soft_deleted ${job.records_soft_deleted}, the change deleted nothing`);
+  const after = await cacheCounts(b.db, integrationId);
+  for (const e of ENTITIES) if (after.live[e] !== served[e] || after.deleted[e] !== 0) problems.push(`${e}: ${after.live[e]} live and ${after.deleted[e]} deleted rows, the source serves ${served[e]}`);
+  const moved = await b.db.execute<{ x_id: string }>(
+    sql`select x_id from leases where integration_id = ${integrationId} and updated_at >= (select started_at from sync_jobs where id = ${job.id})`,
+  );
+  const got = new Set(moved.map((r) => r.x_id));
+  const missing = changed.filter((x) => !got.has(x));
+  if (missing.length > 0 || got.size !== changed.length) problems.push(`${missing.length} changed lease(s) not written, ${got.size - (changed.length - missing.length)} written that did not change`);
+  const [ev] = await b.db.execute<{ n: number; records: number; other: number }>(
+    sql`select count(*) filter (where category = 'data_change')::int as n, count(distinct record_id) filter (where category = 'data_change')::int as records,
+          count(*) filter (where category <> 'data_change' and type <> 'SYNC_COMPLETE')::int as other from events where sync_job_id = ${job.id}`,
+  );
+  if (ev?.n !== changed.length || ev.records !== changed.length) problems.push(`${ev?.n} data events over ${ev?.records} records, the change updated ${changed.length} leases (one event each)`);
+  if (problems.length > 0) throw new CheckFailed(`${label}:\n  - ${problems.join('\n  - ')}`);
 }
 
 function checkServed(label: string, got: Counts, want: Counts) {
@@ -273,6 +352,7 @@ main().then(
   () => process.exit(0),
   (err) => {
     console.error(err instanceof CheckFailed ? `\n[bench:sync] FAILED: ${err.message}` : err);
+    console.log(JSON.stringify({ bench: 'sync', ratios: null, rss_mb: null, ok: false }));
     process.exit(1);
   },
 );

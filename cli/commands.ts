@@ -250,19 +250,27 @@ export const NOUNS: Record<string, Noun> = {
     summary: 'Integrations (connected sources) and their sync schedules',
     verbs: {
       create: {
-        summary: 'Connect a source: the sandbox PMS (test mode) or an Entrata-style system',
+        summary: 'Connect a source: the sandbox PMS (test mode), an Entrata-style or a Buildium-style system',
         args: [],
         flags: {
           org: { type: 'string', value: '<org_id>', description: 'Organization (required)' },
           mode: { type: 'string', value: '<test|live>', description: 'Mode (required)' },
           plan: { type: 'string', value: '<plan>', description: 'starter, growth, scale or enterprise (required)' },
-          source: { type: 'string', value: '<sandbox|entrata>', description: 'Source type (default sandbox)' },
+          source: { type: 'string', value: '<sandbox|entrata|buildium>', description: 'Source type (default sandbox)' },
+          dialect: { type: 'string', value: '<entrata|buildium>', description: 'Sandbox: the wire its company speaks (default entrata)' },
           size: { type: 'string', value: '<n>', description: 'Sandbox: leases to generate (default 50)' },
           seed: { type: 'string', value: '<n>', description: 'Sandbox: generator seed (default random)' },
-          'base-url': { type: 'string', value: '<url>', description: 'Entrata: the API base address' },
+          'base-url': { type: 'string', value: '<url>', description: 'Entrata, Buildium: the API base address' },
           'api-key': { type: 'string', value: '<key>', description: 'Entrata: the API key' },
+          'client-id': { type: 'string', value: '<id>', description: 'Buildium: the API client id' },
+          'client-secret': { type: 'string', value: '<secret>', description: 'Buildium: the API client secret' },
           name: { type: 'string', value: '<name>', description: 'A label' },
           interval: { type: 'string', value: '<seconds>', description: 'Sync cadence override (default: the plan cadence)' },
+          'full-sync-interval': {
+            type: 'string',
+            value: '<seconds>',
+            description: 'Seconds between full runs where the source reads deltas (default: the service default, a day)',
+          },
           'no-initial-sync': { type: 'boolean', description: 'Do not start the first sync now' },
         },
         run: async ({ client, flags }) => {
@@ -270,13 +278,21 @@ export const NOUNS: Record<string, Noun> = {
           const source =
             type === 'entrata'
               ? { type, base_url: required('base-url', flags['base-url']), api_key: required('api-key', flags['api-key']) }
-              : defined({ type, size: int('size', flags.size), seed: int('seed', flags.seed) });
+              : type === 'buildium'
+                ? {
+                    type,
+                    base_url: required('base-url', flags['base-url']),
+                    client_id: required('client-id', flags['client-id']),
+                    client_secret: required('client-secret', flags['client-secret']),
+                  }
+                : defined({ type, dialect: flags.dialect, size: int('size', flags.size), seed: int('seed', flags.seed) });
           const body = defined({
             name: flags.name,
             mode: required('mode', flags.mode),
             plan: required('plan', flags.plan),
             source,
             sync_interval_seconds: int('interval', flags.interval),
+            full_sync_interval_seconds: int('full-sync-interval', flags['full-sync-interval']),
             initial_sync: flags['no-initial-sync'] ? false : undefined,
           });
           return { output: await client.request('POST', `/organizations/${id(required('org', flags.org))}/integrations`, body) };
@@ -294,11 +310,21 @@ export const NOUNS: Record<string, Noun> = {
         flags: {
           plan: { type: 'string', value: '<plan>', description: 'New plan' },
           interval: { type: 'string', value: '<seconds|default>', description: 'Cadence override; default = the plan cadence' },
+          'full-sync-interval': {
+            type: 'string',
+            value: '<seconds|default>',
+            description: 'Seconds between full runs where the source reads deltas; default = the service default',
+          },
           name: { type: 'string', value: '<name>', description: 'New label' },
         },
         run: async ({ client, args, flags }) => {
-          const body = defined({ plan: flags.plan, sync_interval_seconds: intOrNull('interval', flags.interval), name: flags.name });
-          if (Object.keys(body).length === 0) throw usageError('nothing to update: give --plan, --interval or --name');
+          const body = defined({
+            plan: flags.plan,
+            sync_interval_seconds: intOrNull('interval', flags.interval),
+            full_sync_interval_seconds: intOrNull('full-sync-interval', flags['full-sync-interval']),
+            name: flags.name,
+          });
+          if (Object.keys(body).length === 0) throw usageError('nothing to update: give --plan, --interval, --full-sync-interval or --name');
           return { output: await client.request('PATCH', `/integrations/${id(args[0]!)}`, body) };
         },
       },
@@ -350,9 +376,14 @@ export const NOUNS: Record<string, Noun> = {
           wait: { type: 'boolean', description: 'Poll the job with a progress display on stderr; exit 1 if it fails' },
           'poll-ms': { type: 'string', value: '<ms>', description: 'Polling interval with --wait (default 1000)' },
           timeout: { type: 'string', value: '<seconds>', description: 'Give up waiting after this long (exit 1)' },
+          kind: {
+            type: 'string',
+            value: '<full|delta>',
+            description: 'full: read every record and find deletions now; delta: only what changed (sources that can list it). Default: as the cadence decides',
+          },
         },
         run: async ({ client, args, flags }) => {
-          const job = await client.request<SyncJob>('POST', `/integrations/${id(args[0]!)}/syncs`);
+          const job = await client.request<SyncJob>('POST', `/integrations/${id(args[0]!)}/syncs`, defined({ kind: flags.kind }));
           if (!flags.wait) return { output: job };
           const timeout = int('timeout', flags.timeout);
           const final = await waitForJob(client, job, {

@@ -3,6 +3,7 @@
  * A bad value stops start-up with a message that names the variable.
  */
 import { z } from 'zod';
+import { DEFAULT_DELTA_OVERLAP_SECONDS, DEFAULT_FULL_SYNC_INTERVAL_SECONDS, MAX_FULL_SYNC_INTERVAL_SECONDS } from '../domain/contract';
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule, scheduleOfList, type RetrySchedule } from '../domain/retry';
 import { DEFAULT_DISPATCH, DISABLE_AFTER_MS } from '../domain/webhooks';
 
@@ -182,6 +183,13 @@ export const configSchema = z.object({
   SYNC_STALL_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(300_000),
   /** All attempts of a run's bookkeeping step (claim, finish, record a failure): a longer database outage fails the run. */
   SYNC_BOOKKEEPING_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(600_000),
+  /**
+   * Seconds between full runs of an integration whose source can list what changed (delta runs in between), unless
+   * the integration sets its own full_sync_interval_seconds. A full run is the only one that finds deletions.
+   */
+  SYNC_FULL_INTERVAL_SECONDS: z.coerce.number().int().min(60).max(MAX_FULL_SYNC_INTERVAL_SECONDS).default(DEFAULT_FULL_SYNC_INTERVAL_SECONDS),
+  /** A delta run reads from the end of the last covered window less this many seconds (source clock skew, late commits). */
+  SYNC_DELTA_OVERLAP_SECONDS: z.coerce.number().int().min(0).max(86_400).default(DEFAULT_DELTA_OVERLAP_SECONDS),
   /** Postgres statement_timeout of every pool of the service (0: none). A statement stuck on a lock fails instead of hanging. */
   DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(60_000),
   /** Postgres idle_in_transaction_session_timeout of every pool (0: none): a transaction left open by a stuck process ends. */

@@ -25,6 +25,7 @@ import {
   SA_SYNC_JOB_ID,
   scheduleIdOf,
   syncWorkflowIdOf,
+  type SyncKind,
   type SyncTrigger,
   type SyncWorkflowInput,
 } from '../domain/contract';
@@ -80,7 +81,7 @@ function scheduleOptions(deps: SyncControlDeps, integration: IntegrationRow) {
       ],
     },
     // SKIP: a period whose run is still going is dropped, never queued; a missed period is not caught up later
-    // beyond one minute, because the next run syncs everything anyway.
+    // beyond one minute, because the next run covers everything since the last successful one anyway.
     policies: { overlap: 'SKIP' as const, catchupWindow: '1 minute', pauseOnFailure: false },
     typedSearchAttributes: [
       { key: SA_ORGANIZATION_ID, value: integration.organizationId },
@@ -123,8 +124,8 @@ export async function removeSyncSchedule(deps: SyncControlDeps, integrationId: s
  * While a run of the integration is queued or running, a manual trigger starts nothing and returns that job:
  * the caller can follow it, and the next trigger after it ends starts a fresh run.
  */
-export async function triggerSync(deps: SyncControlDeps, integration: IntegrationRow): Promise<SyncJobRow> {
-  return startRun(deps, integration, 'manual');
+export async function triggerSync(deps: SyncControlDeps, integration: IntegrationRow, opts: { kind?: SyncKind } = {}): Promise<SyncJobRow> {
+  return startRun(deps, integration, 'manual', opts.kind);
 }
 
 /**
@@ -132,7 +133,7 @@ export async function triggerSync(deps: SyncControlDeps, integration: Integratio
  * Temporal call happens inside the transaction: which jobs are abandoned is asked before it, and the start after
  * the commit (the job's workflow id is unique, so the start is safe to retry; a start that fails fails the job).
  */
-async function startRun(deps: SyncControlDeps, integration: IntegrationRow, trigger: Exclude<SyncTrigger, 'schedule'>): Promise<SyncJobRow> {
+async function startRun(deps: SyncControlDeps, integration: IntegrationRow, trigger: Exclude<SyncTrigger, 'schedule'>, kind?: SyncKind): Promise<SyncJobRow> {
   const abandoned = await abandonedJobsOf(deps.db, integration.id, runStateVia(deps.client));
   const claimed = await deps.db.transaction(async (tx) => {
     await lockIntegrationSync(tx, integration.id);
@@ -152,7 +153,7 @@ async function startRun(deps: SyncControlDeps, integration: IntegrationRow, trig
     await deps.client.workflow.start(syncIntegration, {
       taskQueue: deps.taskQueue,
       workflowId,
-      args: [{ integrationId: integration.id, trigger, syncJobId: id }],
+      args: [{ integrationId: integration.id, trigger, syncJobId: id, ...(kind ? { kind } : {}) }],
       typedSearchAttributes: [
         { key: SA_ORGANIZATION_ID, value: integration.organizationId },
         { key: SA_INTEGRATION_ID, value: integration.id },

@@ -29,6 +29,7 @@ import { canonicalJson, hashRecord, recordOf, type HashedRecord } from '../domai
 import type { Mode } from '../domain/plans';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
+import { databaseNow } from './clock';
 import { events, leaseResidents, leases, properties, residents, syncSeen, units } from './schema';
 
 export const TABLES = { property: properties, unit: units, resident: residents, lease: leases } as const;
@@ -489,9 +490,13 @@ export interface ApplyContext {
   /** False: do not record seen x_ids (a run that will soft-delete nothing of this entity). Default true. */
   trackSeen?: boolean;
   operationId?: string;
+  /**
+   * The time the records are stored at (ps_synced_at, updated_at, the events'); default the transaction's database
+   * time. Whatever a readAt is compared with must come from the database's clock too.
+   */
   now?: Date;
   /**
-   * When the source was read for these records (a sync page). A record the cache got from the source after that
+   * When the source was read for these records (a sync page), by the database's clock (db/clock.ts). A record the cache got from the source after that
    * (a write-back's read-back while the page was in flight) is newer than the page's version and is left as it is,
    * so a sync never reverts a write it read too early (nor announces the old value as a change).
    */
@@ -523,8 +528,10 @@ export interface ApplyResult {
  * Serializes a sync's writers of one integration's entity table (a page, a run's end) with each other and with
  * write-backs, which hold the same lock shared (lockForWriteBack).
  */
-async function lockEntity(tx: Tx, integrationId: string, entity: Entity): Promise<void> {
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`${integrationId}:${entity}`}, 0))`);
+async function lockEntity(tx: Tx, integrationId: string, entity: Entity): Promise<Date> {
+  // The transaction's database time rides along (no round trip of its own): when the records are stored.
+  const [row] = await tx.execute<{ now: string | Date }>(sql`select pg_advisory_xact_lock(hashtextextended(${`${integrationId}:${entity}`}, 0)), now() as now`);
+  return new Date(row!.now);
 }
 
 /**
@@ -535,16 +542,17 @@ async function lockEntity(tx: Tx, integrationId: string, entity: Entity): Promis
  * two write-backs of one record go one after the other and write-backs of different records go side by side.
  * Then applyRecords with `recordsLocked`.
  */
-export async function lockForWriteBack(tx: Tx, integrationId: string, records: { entity: Entity; xId: string }[]): Promise<void> {
-  if (records.length === 0) return;
+export async function lockForWriteBack(tx: Tx, integrationId: string, records: { entity: Entity; xId: string }[]): Promise<Date> {
+  if (records.length === 0) return databaseNow(tx);
   const entities = [...SYNC_ORDER].reverse().filter((e) => records.some((r) => r.entity === e));
   const keys = [...new Set(records.map((r) => `${integrationId}:${r.entity}:${r.xId}`))].sort();
   const locks = [
     ...entities.map((e) => sql`pg_advisory_xact_lock_shared(hashtextextended(${`${integrationId}:${e}`}, 0))`),
     ...keys.map((k) => sql`pg_advisory_xact_lock(hashtextextended(${k}, 0))`),
   ];
-  // Evaluated left to right: the tables' locks before any record's.
-  await tx.execute(sql`select ${sql.join(locks, sql`, `)}`);
+  // Evaluated left to right: the tables' locks before any record's. The transaction's database time rides along.
+  const [row] = await tx.execute<{ now: string | Date }>(sql`select ${sql.join(locks, sql`, `)}, now() as now`);
+  return new Date(row!.now);
 }
 
 interface EventDraft {
@@ -599,10 +607,11 @@ export async function applyHashedRecords<E extends Entity>(
 ): Promise<ApplyResult> {
   const result: ApplyResult = { created: 0, updated: 0, unchanged: 0, ids: new Map(), eventIds: [] };
   if (records.length === 0) return result;
-  const now = ctx.now ?? new Date();
   const integrationId = ctx.integration.id;
   const table = tableOf(entity);
-  if (!ctx.recordsLocked) await lockEntity(tx, integrationId, entity);
+  const lockedAt = ctx.recordsLocked ? undefined : await lockEntity(tx, integrationId, entity);
+  // ps_synced_at is what the stale-page guard compares (readAt): the database's clock, never a worker's.
+  const now = ctx.now ?? lockedAt ?? (await databaseNow(tx));
 
   // The last occurrence of an x_id in a batch wins (a source may repeat a record across a page boundary).
   const byXId = new Map<string, HashedRecord<InputOf[E]>>();

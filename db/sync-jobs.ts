@@ -86,6 +86,10 @@ export function syncJobView(row: SyncJobRow) {
     integration_id: row.integrationId,
     status: row.status,
     trigger: row.trigger,
+    // Decided when the run starts (a queued job has not yet).
+    kind: row.status === 'queued' ? null : row.kind,
+    window_from: row.windowFrom?.toISOString() ?? null,
+    window_to: row.windowTo?.toISOString() ?? null,
     started_at: row.startedAt?.toISOString() ?? null,
     finished_at: row.finishedAt?.toISOString() ?? null,
     records_seen: row.recordsSeen,

@@ -4,7 +4,7 @@ import { eq, sql } from 'drizzle-orm';
 import type { Mode, Plan } from '../domain/plans';
 import { sealSourceConfig, type Keyring } from '../domain/secrets';
 import type { Tx } from './client';
-import { apiKeys, integrations, organizations } from './schema';
+import { apiKeys, integrations, organizations, type StoredSourceConfig } from './schema';
 
 export type OrganizationRow = typeof organizations.$inferSelect;
 export type IntegrationRow = typeof integrations.$inferSelect;
@@ -36,10 +36,12 @@ export interface NewIntegration {
   name?: string | null;
   mode: Mode;
   plan: Plan;
-  sourceType: 'sandbox' | 'entrata';
-  /** The source's settings with `api_key` in plaintext: it is stored encrypted. */
-  sourceConfig: { base_url: string; api_key: string; size?: number; seed?: number };
+  sourceType: 'sandbox' | 'entrata' | 'buildium';
+  /** The source's settings with its secret (`api_key`, or a buildium source's `client_secret`) in plaintext: it is stored encrypted. */
+  sourceConfig: StoredSourceConfig;
   syncIntervalSeconds?: number | null;
+  /** Seconds between full runs where the source reads deltas; null = the service default. */
+  fullSyncIntervalSeconds?: number | null;
 }
 
 /** Create an integration; its source `api_key` is stored sealed with the keyring (the row holds the ciphertext). */

@@ -71,11 +71,33 @@ export const PURGE_SCHEDULE_ID = 'webhook-retention-purge';
 
 export type SyncTrigger = 'initial' | 'schedule' | 'manual';
 
+/**
+ * What a run reads. `full`: every record, and only a full run may soft-delete (what it did not see, once the source
+ * confirms it gone). `delta`: the records the source says changed in the run's window; it deletes nothing.
+ */
+export const SYNC_KINDS = ['full', 'delta'] as const;
+export type SyncKind = (typeof SYNC_KINDS)[number];
+
+/** Seconds between full runs of an integration whose source reads deltas, unless it sets its own (SYNC_FULL_INTERVAL_SECONDS). */
+export const DEFAULT_FULL_SYNC_INTERVAL_SECONDS = 86_400;
+/** The longest full-run interval an integration may set: a source's deletions are never older than this in the cache. */
+export const MAX_FULL_SYNC_INTERVAL_SECONDS = 30 * 86_400;
+/**
+ * How far before the end of the last covered window a delta run starts reading (SYNC_DELTA_OVERLAP_SECONDS): the
+ * source's clock may run behind the database's, and a record may be committed at the source after the time it bears.
+ */
+export const DEFAULT_DELTA_OVERLAP_SECONDS = 300;
+
 export interface SyncWorkflowInput {
   integrationId: string;
   trigger: SyncTrigger;
   /** Set when the API created the job row (manual trigger); scheduled runs create theirs in the first activity. */
   syncJobId?: string;
+  /**
+   * A manual trigger's request: `full` makes the run full; `delta` lets it be a delta run where one may be (the first
+   * run of an integration, or one with no run succeeded yet, is full whatever is asked). Unset: the run decides.
+   */
+  kind?: SyncKind;
 }
 
 export interface SyncWorkflowResult {

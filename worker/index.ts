@@ -127,6 +127,8 @@ export async function createWorker(deps: WorkerDeps, bundle?: { codePath: string
     pageSize: config.SYNC_PAGE_SIZE,
     stallMs: config.SYNC_STALL_MS,
     policy: syncPolicyOf(config),
+    fullSyncIntervalSeconds: config.SYNC_FULL_INTERVAL_SECONDS,
+    deltaOverlapSeconds: config.SYNC_DELTA_OVERLAP_SECONDS,
     metrics: deps.metrics,
   });
   const create = (codePath: string) =>

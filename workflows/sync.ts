@@ -1,7 +1,8 @@
 /**
- * Sync of one integration: claim the run, sync every entity in reference order (activities do the work page by
- * page, so no record data enters history), confirm with the source that what the pages lacked is gone, then finish
- * (soft-deletes, SYNC_COMPLETE) in one step.
+ * Sync of one integration: claim the run (which decides whether it reads everything or only what changed), sync
+ * every entity in reference order (activities do the work page by page, so no record data enters history); a full
+ * run then confirms with the source that what the pages lacked is gone; then finish (soft-deletes, SYNC_COMPLETE)
+ * in one step.
  * Failure behaviour: any failure marks the job failed, sets PropsyncStatus=failed, and fails the workflow.
  */
 import {
@@ -41,6 +42,8 @@ const { syncPolicy } = proxyLocalActivities<SyncActivities>({ startToCloseTimeou
 /** Steps added after runs were already in flight (see `patched`): remove once no run of the earlier version is open. */
 const PATCH_POLICY = 'sync-policy-from-configuration';
 const PATCH_CONFIRM = 'confirm-deletions-with-source';
+/** Delta runs: the claim is told the kind a manual trigger asked for, and a delta run has no deletions to confirm. */
+const PATCH_DELTA = 'delta-runs';
 
 function activitiesUnder(policy: SyncPolicy) {
   const bookkeeping = proxyActivities<SyncActivities>({
@@ -87,7 +90,13 @@ export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWor
   const { startSyncJob, finishSyncJob, failSyncJob, syncEntity, confirmDeletions } = activitiesUnder(policy);
   let syncJobId = input.syncJobId ?? null;
   try {
-    const started = await startSyncJob({ integrationId: input.integrationId, trigger: input.trigger, syncJobId: input.syncJobId });
+    const delta = patched(PATCH_DELTA);
+    const started = await startSyncJob({
+      integrationId: input.integrationId,
+      trigger: input.trigger,
+      syncJobId: input.syncJobId,
+      ...(delta && input.kind ? { kind: input.kind } : {}),
+    });
     if (started.skipped) {
       setStatus('skipped');
       return { syncJobId: started.syncJobId, status: 'skipped' };
@@ -98,8 +107,9 @@ export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWor
     setStatus('running', jobId);
 
     for (const stage of SYNC_STAGES) await Promise.all(stage.map((entity) => syncEntity({ syncJobId: jobId, entity })));
-    // What the pages did not contain is soft-deleted only once the source confirms it gone.
-    if (patched(PATCH_CONFIRM)) {
+    // What the pages did not contain is soft-deleted only once the source confirms it gone. A delta run deletes
+    // nothing, so it has nothing to confirm (its steps would each find every entity untracked and return).
+    if (patched(PATCH_CONFIRM) && !(delta && started.kind === 'delta')) {
       for (const stage of SYNC_STAGES) await Promise.all(stage.map((entity) => confirmDeletions({ syncJobId: jobId, entity })));
     }
     await finishSyncJob({ syncJobId: jobId });

@@ -15,6 +15,9 @@ import { automations, integrations, syncJobs } from '../../db/schema';
 import { createIntegration, type IntegrationRow } from '../../db/tenants';
 import { ENTITIES } from '../../domain/cdm';
 import { effectiveSyncInterval, PLAN_RULES, type Plan } from '../../domain/plans';
+import { MAX_FULL_SYNC_INTERVAL_SECONDS } from '../../domain/contract';
+import type { SandboxCredentials, SandboxDialect } from '../../sandbox/control';
+import { dialectOf } from '../../source/connector';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import {
@@ -34,15 +37,17 @@ import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemp
 /** Leases a sandbox company gets when the create request does not say. */
 const DEFAULT_SANDBOX_SIZE = 50;
 
-export function integrationView(row: IntegrationRow) {
+/** An integration as the admin API shows it; `fullSyncDefault`: the service's full-run interval (SYNC_FULL_INTERVAL_SECONDS). */
+export function integrationView(row: IntegrationRow, fullSyncDefault: number) {
   return {
     id: row.id,
     organization_id: row.organizationId,
     name: row.name,
     mode: row.mode,
     plan: row.plan,
-    source: { type: row.sourceType },
+    source: { type: row.sourceType, dialect: dialectOf(row.sourceConfig) },
     sync_interval_seconds: effectiveSyncInterval(row.plan, row.syncIntervalSeconds),
+    full_sync_interval_seconds: row.fullSyncIntervalSeconds ?? fullSyncDefault,
     created_at: row.createdAt.toISOString(),
   };
 }
@@ -56,12 +61,27 @@ function invalid(pointer: string, detail: string): ApiError {
  * What the request's source may be in its mode: a sandbox is for test mode only, and a live integration talks to
  * its source over HTTPS only (its api key travels in every request); test mode may use http://, as the sandbox does.
  */
-function checkSource(mode: 'test' | 'live', source: { type: 'sandbox' } | { type: 'entrata'; base_url: string }): void {
+function checkSource(mode: 'test' | 'live', source: { type: 'sandbox' } | { type: 'entrata' | 'buildium'; base_url: string }): void {
   if (source.type === 'sandbox' && mode === 'live') {
-    throw invalid('/source/type', 'A sandbox source is only for test-mode integrations; a live integration connects to a real system (type entrata).');
+    throw invalid('/source/type', 'A sandbox source is only for test-mode integrations; a live integration connects to a real system (type entrata or buildium).');
   }
-  if (source.type === 'entrata' && mode === 'live' && new URL(source.base_url).protocol !== 'https:') {
-    throw invalid('/source/base_url', 'A live integration connects to its source over https:// only (its API key travels with every request); http:// is for test mode.');
+  if (source.type !== 'sandbox' && mode === 'live' && new URL(source.base_url).protocol !== 'https:') {
+    throw invalid('/source/base_url', 'A live integration connects to its source over https:// only (its credentials travel with every request); http:// is for test mode.');
+  }
+}
+
+/**
+ * The full-run interval, when set, is no shorter than the integration's cadence (a full run is one of its runs) and
+ * no longer than 30 days (the oldest a deletion may stay unseen); checked whichever of the two a request changed.
+ */
+function checkFullCadence(plan: Plan, override: number | null, full: number | null): void {
+  if (full === null) return;
+  const every = effectiveSyncInterval(plan, override);
+  if (full < every) {
+    throw invalid('full_sync_interval_seconds', `${full} s is shorter than the integration's sync interval (${every} s); a full run is one of its scheduled runs, so set at least ${every} s (null = the default).`);
+  }
+  if (full > MAX_FULL_SYNC_INTERVAL_SECONDS) {
+    throw invalid('full_sync_interval_seconds', `${full} s is longer than 30 days (${MAX_FULL_SYNC_INTERVAL_SECONDS} s), the longest a deletion may go unseen.`);
   }
 }
 
@@ -72,6 +92,15 @@ function checkCadence(plan: Plan, override: number | null): void {
     const detail = `${override} s is faster than the ${plan} plan allows; its fastest cadence is ${fastest} s (null = the plan default, ${PLAN_RULES[plan].defaultSyncIntervalSeconds} s).`;
     throw invalid('sync_interval_seconds', detail);
   }
+}
+
+/** A sandbox integration's settings: those of the dialect its company speaks, with the credentials it was given. */
+function sandboxSettings(baseUrl: string, dialect: SandboxDialect, created: SandboxCredentials): IntegrationRow['sourceConfig'] {
+  if (dialect === 'entrata') return { base_url: baseUrl, api_key: created.api_key };
+  if (created.dialect !== 'buildium' || !created.client_id || !created.client_secret) {
+    throw new ApiError('service_unavailable', `The sandbox PMS at ${baseUrl} did not create a buildium company (it answered a ${created.dialect} one without a client id and secret): is it older than the buildium flavour?`);
+  }
+  return { dialect: 'buildium', base_url: baseUrl, client_id: created.client_id, client_secret: created.client_secret };
 }
 
 const tags = ['Integrations'];
@@ -86,7 +115,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Connect a source',
       description:
-        'A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only). A live integration\'s `base_url` must be https://. The source `api_key` is stored encrypted and never shown again. The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts.',
+        'A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only), speaking the `dialect` asked for (default `entrata`). A live integration\'s `base_url` must be https://. The source\'s secret (`api_key`, or `client_secret` of a `buildium` source) is stored encrypted and never shown again. The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts (always a full run). Where the source can list what changed (`buildium`), scheduled runs read only the changes and a full run comes every `full_sync_interval_seconds`.',
       request: { params: OrgId, ...body(IntegrationCreate) },
       responses: { 201: json(Integration, 'The integration.', linkTo('GetIntegration', 'getIntegration', 'The integration created.')), ...errorResponses, ...unavailableResponse },
     }),
@@ -96,6 +125,8 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       checkSource(input.mode, input.source);
       const override = input.sync_interval_seconds ?? null;
       checkCadence(input.plan, override);
+      const fullOverride = input.full_sync_interval_seconds ?? null;
+      checkFullCadence(input.plan, override, fullOverride);
       // Fail before provisioning anything when Temporal is down.
       await withTemporal(deps, 'create the integration', async () => {});
 
@@ -104,8 +135,17 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       if (input.source.type === 'sandbox') {
         const size = input.source.size ?? DEFAULT_SANDBOX_SIZE;
         const seed = input.source.seed ?? randomInt(2_147_483_647);
-        const { api_key } = await viaSandbox(deps, 'provision the sandbox company', (s) => s.createCompany({ companyId: id, size, seed }));
-        sourceConfig = { base_url: deps.config.SANDBOX_URL, api_key, size, seed };
+        const dialect = input.source.dialect ?? 'entrata';
+        const created = await viaSandbox(deps, 'provision the sandbox company', (s) => s.createCompany({ companyId: id, size, seed, dialect }));
+        try {
+          sourceConfig = { ...sandboxSettings(deps.config.SANDBOX_URL, dialect, created), size, seed };
+        } catch (err) {
+          await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(id)).catch(() => {});
+          throw err;
+        }
+      } else if (input.source.type === 'buildium') {
+        const { base_url, client_id, client_secret } = input.source;
+        sourceConfig = { dialect: 'buildium', base_url: base_url.replace(/\/$/, ''), client_id, client_secret };
       } else {
         sourceConfig = { base_url: input.source.base_url.replace(/\/$/, ''), api_key: input.source.api_key };
       }
@@ -118,6 +158,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         sourceType: input.source.type,
         sourceConfig,
         syncIntervalSeconds: override,
+        fullSyncIntervalSeconds: fullOverride,
       }, deps.secrets);
       await withTemporal(
         deps,
@@ -136,7 +177,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
           if (input.source.type === 'sandbox') await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(id)).catch(() => {});
         },
       );
-      return c.json(integrationView(row), 201);
+      return c.json(integrationView(row, deps.config.SYNC_FULL_INTERVAL_SECONDS), 201);
     },
   );
 
@@ -159,7 +200,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, integrations.createdAt, integrations.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, integrationView), 200);
+      return c.json(pageOf(rows, { limit, offset }, (r) => integrationView(r, deps.config.SYNC_FULL_INTERVAL_SECONDS)), 200);
     },
   );
 
@@ -173,7 +214,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       request: { params: IntegrationId },
       responses: { 200: json(Integration, 'The integration.'), ...errorResponses },
     }),
-    async (c) => c.json(integrationView(await loadIntegration(deps, c.req.valid('param').id)), 200),
+    async (c) => c.json(integrationView(await loadIntegration(deps, c.req.valid('param').id), deps.config.SYNC_FULL_INTERVAL_SECONDS), 200),
   );
 
   app.openapi(
@@ -183,7 +224,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Change plan, cadence or name',
       description:
-        'The schedule moves at once. `sync_interval_seconds: null` returns to the plan default; an override faster than the plan allows is refused (422), including when a plan change makes an existing override too fast.',
+        'The schedule moves at once. `sync_interval_seconds: null` returns to the plan default; an override faster than the plan allows is refused (422), including when a plan change makes an existing override too fast. `full_sync_interval_seconds: null` returns to the service default; one shorter than the sync interval (including after a change of cadence or plan) or longer than 30 days is refused (422).',
       request: { params: IntegrationId, ...body(IntegrationUpdate) },
       responses: { 200: json(Integration, 'The integration.'), ...errorResponses, ...unavailableResponse },
     }),
@@ -193,9 +234,11 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       const plan = input.plan ?? before.plan;
       const override = input.sync_interval_seconds === undefined ? before.syncIntervalSeconds : input.sync_interval_seconds;
       checkCadence(plan, override);
+      const fullOverride = input.full_sync_interval_seconds === undefined ? before.fullSyncIntervalSeconds : input.full_sync_interval_seconds;
+      checkFullCadence(plan, override, fullOverride);
       const [row] = await deps.db
         .update(integrations)
-        .set({ plan, syncIntervalSeconds: override, ...(input.name !== undefined ? { name: input.name } : {}) })
+        .set({ plan, syncIntervalSeconds: override, fullSyncIntervalSeconds: fullOverride, ...(input.name !== undefined ? { name: input.name } : {}) })
         .where(eq(integrations.id, before.id))
         .returning();
       const cadenceMoved = plan !== before.plan || override !== before.syncIntervalSeconds;
@@ -207,11 +250,11 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
           () =>
             deps.db
               .update(integrations)
-              .set({ plan: before.plan, syncIntervalSeconds: before.syncIntervalSeconds, name: before.name })
+              .set({ plan: before.plan, syncIntervalSeconds: before.syncIntervalSeconds, fullSyncIntervalSeconds: before.fullSyncIntervalSeconds, name: before.name })
               .where(eq(integrations.id, before.id)),
         );
       }
-      return c.json(integrationView(row!), 200);
+      return c.json(integrationView(row!, deps.config.SYNC_FULL_INTERVAL_SECONDS), 200);
     },
   );
 

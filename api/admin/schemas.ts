@@ -9,6 +9,8 @@ import { ALL_EVENT_TYPES, EVENT_CATEGORIES } from '../../domain/events';
 import { OPERATION_STATUSES, OPERATION_TYPES } from '../../domain/operations';
 import { DELIVERY_STATUSES, SUBSCRIPTION_STATUSES } from '../../domain/webhooks';
 import { MODES, PLAN_RULES, PLANS } from '../../domain/plans';
+import { DEFAULT_FULL_SYNC_INTERVAL_SECONDS, MAX_FULL_SYNC_INTERVAL_SECONDS, SYNC_KINDS } from '../../domain/contract';
+import { SOURCE_DIALECTS } from '../../source/connector';
 import { datetimeField, NUL_FREE_PATTERN, plainText, SPACE_CLASS } from '../../domain/scalars';
 import { RULE } from '../middleware/validation';
 import { Operation as PublicOperation, Problem, text } from '../schemas';
@@ -139,6 +141,10 @@ const Interval = z
 export const SandboxSource = z
   .strictObject({
     type: z.literal('sandbox'),
+    dialect: z
+      .enum(SOURCE_DIALECTS)
+      .optional()
+      .openapi({ description: 'The wire the sandbox company speaks: the Entrata-style JSON-RPC (default) or the Buildium-style REST API, which can list what changed (delta runs).' }),
     size: z.number().int().min(1).max(250_000).optional().openapi({ description: 'Leases to generate (default 50).' }),
     seed: z.number().int().min(0).max(2_147_483_647).optional().openapi({ description: 'Generator seed (default random).' }),
   })
@@ -150,20 +156,41 @@ export const EntrataSource = z
     api_key: plainText().min(1).max(500).openapi({ description: 'Stored encrypted; never shown again.' }),
   })
   .openapi('EntrataSource');
+export const BuildiumSource = z
+  .strictObject({
+    type: z.literal('buildium'),
+    base_url: z.url({ protocol: /^https?$/ }).openapi({ description: 'https:// for a live integration; a test-mode one may use http://.' }),
+    client_id: plainText().min(1).max(500).openapi({ description: 'The API client id, sent with every request.' }),
+    client_secret: plainText().min(1).max(500).openapi({ description: 'The API client secret. Stored encrypted; never shown again.' }),
+  })
+  .openapi('BuildiumSource');
+/**
+ * Seconds between full runs where the source can list what changed. Its lower bound is the integration's own
+ * cadence (a state-dependent rule the route checks and says in words); the document states the fastest of any plan.
+ */
+const FullInterval = z
+  .number()
+  .int()
+  .min(FASTEST_CADENCE, `must be at least ${FASTEST_CADENCE} seconds, the fastest cadence of any plan`)
+  .max(MAX_FULL_SYNC_INTERVAL_SECONDS, `must be at most ${MAX_FULL_SYNC_INTERVAL_SECONDS} seconds (30 days)`)
+  .openapi({
+    description: `Seconds between full runs (the only runs that find deletions) of a source that can list what changed; the runs between read only the changes. At least the integration's sync interval and at most 30 days, else 422; null = the service default (${DEFAULT_FULL_SYNC_INTERVAL_SECONDS} s unless configured otherwise).`,
+  });
 export const IntegrationCreate = z
   .strictObject({
     name: text(200).nullable().optional(),
     mode: Mode,
     plan: Plan,
-    source: z.discriminatedUnion('type', [SandboxSource, EntrataSource]),
+    source: z.discriminatedUnion('type', [SandboxSource, EntrataSource, BuildiumSource]),
     sync_interval_seconds: Interval.nullable().optional(),
+    full_sync_interval_seconds: FullInterval.nullable().optional(),
     initial_sync: z.boolean().optional().openapi({ description: 'Start the first sync at once (default true).' }),
   })
   .openapi('IntegrationCreate', {
     // A sandbox source is for test mode only: a live integration connects to a real system.
     oneOf: [
       { type: 'object', properties: { mode: { const: 'test' } } },
-      { type: 'object', properties: { mode: { const: 'live' }, source: { type: 'object', properties: { type: { const: 'entrata' } } } } },
+      { type: 'object', properties: { mode: { const: 'live' }, source: { type: 'object', properties: { type: { enum: ['entrata', 'buildium'] } } } } },
     ],
   } as never);
 export const IntegrationUpdate = someField(
@@ -172,6 +199,7 @@ export const IntegrationUpdate = someField(
     name: text(200).nullable().optional(),
     plan: Plan.optional(),
     sync_interval_seconds: Interval.nullable().optional().openapi({ description: 'Override of the cadence; null = plan default.' }),
+    full_sync_interval_seconds: FullInterval.nullable().optional(),
   }),
 ).openapi('IntegrationUpdate');
 export const Integration = z
@@ -181,8 +209,14 @@ export const Integration = z
     name: z.string().nullable(),
     mode: Mode,
     plan: Plan,
-    source: z.object({ type: z.enum(['sandbox', 'entrata', 'buildium']) }),
+    source: z.object({
+      type: z.enum(['sandbox', 'entrata', 'buildium']),
+      dialect: z.enum(SOURCE_DIALECTS).openapi({ description: 'The wire the source speaks (a sandbox speaks the one it was created in).' }),
+    }),
     sync_interval_seconds: z.number().int().openapi({ description: 'The effective cadence: the override, else the plan default.' }),
+    full_sync_interval_seconds: z.number().int().openapi({
+      description: 'The effective seconds between full runs (the override, else the service default). Applies only where the source can list what changed; other sources read everything on every run.',
+    }),
     created_at: DateTime,
   })
   .openapi('Integration');
@@ -215,6 +249,11 @@ export const SyncJob = z
     integration_id: Uuid,
     status: z.enum(['queued', 'running', 'succeeded', 'failed']),
     trigger: z.enum(['initial', 'schedule', 'manual']),
+    kind: z.enum(SYNC_KINDS).nullable().openapi({
+      description: '`full`: reads every record, and alone may soft-delete what the source no longer has. `delta`: reads the records the source says changed in [window_from, window_to] and deletes nothing. Null while the job is queued: the run decides when it starts.',
+    }),
+    window_from: DateTime.nullable().openapi({ description: 'A delta run: the start of the window of changes it reads (the last covered window end less an overlap). Null for a full run.' }),
+    window_to: DateTime.nullable().openapi({ description: "When the run began (the database's clock): the end of what it covers, for either kind. Null while queued." }),
     started_at: DateTime.nullable(),
     finished_at: DateTime.nullable(),
     records_seen: z.number().int(),
@@ -235,6 +274,13 @@ export const SyncJob = z
       .openapi({ description: 'Per entity, in sync order: pages committed so far and whether the entity is complete.' }),
   })
   .openapi('SyncJob');
+
+export const SyncRequest = z
+  .strictObject({
+    kind: z.enum(SYNC_KINDS).optional().openapi({ description: 'Ask for a full run, or a run of the changes only (sources that can list them); default: as the cadence decides.' }),
+  })
+  .openapi('SyncRequest');
+export type SyncRequest = z.infer<typeof SyncRequest>;
 
 export const SkippedRecord = z
   .object({

@@ -7,6 +7,8 @@ import { integrations, organizations } from '../../db/schema';
 import type { IntegrationRow, OrganizationRow } from '../../db/tenants';
 import { blockedRangeOf, isLoopbackName } from '../../domain/addresses';
 import { isUuid } from '../../domain/ids';
+import { openSourceConfig } from '../../domain/secrets';
+import { createConnector, type SourceCapabilities } from '../../source';
 import { SandboxControlError, sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import type { ApiDeps } from '../deps';
 import { rejectNul, validationError } from '../middleware/validation';
@@ -136,6 +138,14 @@ export async function viaSandbox<T>(deps: ApiDeps, action: string, fn: (sandbox:
     deps.logger.warn({ err, action }, 'sandbox call failed');
     throw new ApiError('service_unavailable', `Could not ${action}: the sandbox PMS at ${deps.config.SANDBOX_URL} failed (${messageOf(err)}).`);
   }
+}
+
+/**
+ * What the integration's source can do, as its connector says (no request is made). The settings are opened only to
+ * build the connector: nothing of them leaves this function.
+ */
+export function capabilitiesOf(deps: ApiDeps, row: IntegrationRow): SourceCapabilities {
+  return createConnector(openSourceConfig(deps.secrets, row)).capabilities;
 }
 
 /** Sandbox controls exist only for integrations whose source is the sandbox PMS. */

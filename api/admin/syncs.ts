@@ -10,8 +10,9 @@ import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { skippedRecordsOf, skippedRecordView, syncJobView } from '../../db/sync-jobs';
-import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, SkippedRecord, SyncJob, unavailableResponse, linkTo } from './schemas';
-import { loadIntegration, withTemporal } from './support';
+import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, SkippedRecord, SyncJob, SyncRequest, unavailableResponse, linkTo } from './schemas';
+import { capabilitiesOf, invalidField, loadIntegration, withTemporal } from './support';
+import { dialectOf } from '../../source/connector';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
 export function adminSyncJobView(row: SyncJobRow) {
@@ -44,13 +45,21 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/integrations/{id}/syncs',
       tags,
       summary: 'Start a sync now',
-      description: 'Returns the new job, queued. While a run of the integration is queued or running, no second one starts: that job is returned instead.',
-      request: { params: IntegrationId },
+      description:
+        'Returns the new job, queued. While a run of the integration is queued or running, no second one starts: that job is returned instead. `kind: full` makes the run read every record (and find deletions) whatever the full-run cadence says; `kind: delta` asks for a run of the changes only, which is refused (422) for a source that cannot list them, and becomes full while the integration has no successful run. Without `kind` the run decides, as a scheduled one does.',
+      request: {
+        params: IntegrationId,
+        body: { content: { 'application/json': { schema: SyncRequest } }, required: false },
+      },
       responses: { 202: json(SyncJob, 'The job.', linkTo('GetSyncJob', 'getSyncJob', 'Follow the run.')), ...errorResponses, ...unavailableResponse },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const job = await withTemporal(deps, 'start the sync', (ctl, control) => control.triggerSync(ctl, integration));
+      const { kind } = (c.req.valid('json') as SyncRequest | undefined) ?? {};
+      if (kind === 'delta' && !capabilitiesOf(deps, integration).delta) {
+        throw invalidField('kind', `A ${dialectOf(integration.sourceConfig)} source cannot list what changed: every run of this integration reads everything (kind full).`);
+      }
+      const job = await withTemporal(deps, 'start the sync', (ctl, control) => control.triggerSync(ctl, integration, { kind }));
       return c.json(adminSyncJobView(job), 202);
     },
   );

@@ -12,10 +12,11 @@ import { closeDb, createDb, type Db } from '../../db/client';
 import { ensureDatabase } from '../../db/migrate';
 import { tableOf } from '../../db/records';
 import { createIntegration, createOrganization, type IntegrationRow } from '../../db/tenants';
+import type { StoredSourceConfig } from '../../db/schema';
 import { ENTITIES, type Entity } from '../../domain/cdm';
-import { syncWorkflowIdOf } from '../../domain/contract';
+import { syncWorkflowIdOf, type SyncKind } from '../../domain/contract';
 import { createKeyring } from '../../domain/secrets';
-import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
+import { sandboxControlClient, type SandboxControl, type SandboxCredentials, type SandboxDialect } from '../../sandbox/control';
 import { workerProcessEnv } from '../../worker/process-env';
 import { atInterrupt, freePort, freshDatabase, startChild, startTemporal, waitForPollers, waitHealthy, type Child } from './processes';
 import type { FloorCommand, FloorResult } from './sync-floor';
@@ -111,21 +112,22 @@ export async function ensureCompany(
   size: number,
   seed: number,
   say: (msg: string) => void,
-): Promise<{ apiKey: string; counts: Counts }> {
+  dialect: SandboxDialect = 'entrata',
+): Promise<{ apiKey: string; credentials: SandboxCredentials; counts: Counts }> {
   const existing = await b.control.getCompany(companyId);
-  if (existing && (existing.change_counter !== 0 || existing.size !== size || existing.seed !== seed)) {
+  if (existing && (existing.change_counter !== 0 || existing.size !== size || existing.seed !== seed || (existing.dialect ?? 'entrata') !== dialect)) {
     say(`sandbox company ${companyId} was changed by an earlier run (change counter ${existing.change_counter}); generating it anew`);
     await b.control.deleteCompany(companyId);
   }
   const t0 = performance.now();
-  const { api_key } = await b.control.createCompany({ companyId, size, seed });
+  const credentials = await b.control.createCompany({ companyId, size, seed, dialect });
   const info = (await b.control.getCompany(companyId))!;
   const pristine = existing?.change_counter === 0 && existing.size === size && existing.seed === seed;
   say(
     `sandbox company ${companyId}: ${int(total(info.counts))} records (${ENTITIES.map((e) => `${int(info.counts[e])} ${e}`).join(', ')}), ` +
       (pristine ? 'reused' : `generated in ${secs(performance.now() - t0)} s`),
   );
-  return { apiKey: api_key, counts: info.counts };
+  return { apiKey: credentials.api_key, credentials, counts: info.counts };
 }
 
 /**
@@ -157,7 +159,7 @@ export async function settle(db: Db): Promise<void> {
   await db.execute(sql`checkpoint`);
 }
 
-export async function newIntegration(b: SyncBench, settings: { base_url: string; api_key: string }): Promise<IntegrationRow> {
+export async function newIntegration(b: SyncBench, settings: StoredSourceConfig): Promise<IntegrationRow> {
   return createIntegration(
     b.db,
     { organizationId: b.organizationId, mode: 'test', plan: 'enterprise', sourceType: 'sandbox', sourceConfig: settings },
@@ -198,10 +200,10 @@ export type JobRow = { id: string; status: string; initial: boolean; records_see
 >;
 
 /** One sync run through Temporal, timed from the trigger to the workflow's end. */
-export async function runSync(b: SyncBench, taskQueue: string, integration: IntegrationRow): Promise<{ ms: number; job: JobRow }> {
+export async function runSync(b: SyncBench, taskQueue: string, integration: IntegrationRow, kind?: SyncKind): Promise<{ ms: number; job: JobRow }> {
   const ctl = { db: b.db, client: b.client, taskQueue };
   const t0 = performance.now();
-  const job = await triggerSync(ctl, integration);
+  const job = await triggerSync(ctl, integration, { kind });
   await b.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result();
   const ms = performance.now() - t0;
   const [row] = await b.db.execute<JobRow>(sql`select * from sync_jobs where id = ${job.id}`);

@@ -196,8 +196,9 @@ describe('integrations', () => {
       name: 'Main PMS',
       mode: 'live',
       plan: 'scale',
-      source: { type: 'entrata' },
+      source: { type: 'entrata', dialect: 'entrata' },
       sync_interval_seconds: 3600,
+      full_sync_interval_seconds: 86_400,
       created_at: expect.any(String),
     });
     expect(JSON.stringify(r.body)).not.toContain('super-secret');
@@ -301,6 +302,54 @@ describe('integrations', () => {
     expect(pointers(await admin('PATCH', `/integrations/${i.id}`, { plan: 'platinum' }))).toEqual(['plan']);
     expect(pointers(await admin('PATCH', `/integrations/${i.id}`, { mode: 'test' }))).toEqual(['mode']);
     expectProblem(await admin('PATCH', '/integrations/6b1d1f4e-0000-4000-8000-000000000000', { plan: 'scale' }), 404, 'not_found');
+  });
+
+  it('connects a buildium source (client id and secret, the secret stored sealed and never shown), https only when live', async () => {
+    const orgId = await newOrg();
+    const buildium = { type: 'buildium', base_url: 'https://api.pms.example.com/', client_id: 'client-7', client_secret: 'super-secret-pair' };
+    let r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: { ...buildium, base_url: 'http://api.pms.example.com' }, initial_sync: false });
+    expectProblem(r, 422, 'validation_error');
+    expect(r.body.errors).toEqual([{ pointer: '/source/base_url', detail: expect.stringContaining('https://') }]);
+    r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: { ...buildium, client_secret: undefined }, initial_sync: false });
+    expect(pointers(r)).toEqual(['/source/client_secret']);
+    r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: { ...buildium, api_key: 'k' }, initial_sync: false });
+    expect(pointers(r)).toEqual(['/source/api_key']);
+    expect(await db.select().from(integrations).where(eq(integrations.organizationId, orgId))).toEqual([]);
+
+    r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: buildium, initial_sync: false, full_sync_interval_seconds: 7_200 });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(r.body).toMatchObject({ source: { type: 'buildium', dialect: 'buildium' }, sync_interval_seconds: 3600, full_sync_interval_seconds: 7_200 });
+    expect(JSON.stringify(r.body)).not.toContain('super-secret');
+    expect(JSON.stringify((await admin('GET', `/integrations/${r.body.id}`)).body)).not.toContain('client-7');
+    const [row] = await db.select().from(integrations).where(eq(integrations.id, r.body.id));
+    expect(row!.sourceConfig).toEqual({ dialect: 'buildium', base_url: 'https://api.pms.example.com', client_id: 'client-7', client_secret: expect.stringMatching(/^enc:v1:dev:/) });
+    expect(JSON.stringify(row!.sourceConfig)).not.toContain('super-secret');
+  });
+
+  it('takes a full-run interval between the sync interval and 30 days (null: the default), checked whichever field moves', async () => {
+    const orgId = await newOrg();
+    const post = (body: Record<string, unknown>) => admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: entrata, initial_sync: false, ...body });
+    let r = await post({ full_sync_interval_seconds: 1800 });
+    expectProblem(r, 422, 'validation_error');
+    expect(r.body.errors).toEqual([{ pointer: 'full_sync_interval_seconds', detail: expect.stringContaining('3600') }]);
+    r = await post({ full_sync_interval_seconds: 30 * 86_400 + 1 });
+    expect(pointers(r)).toEqual(['full_sync_interval_seconds']);
+    r = await post({ full_sync_interval_seconds: 'daily' });
+    expect(pointers(r)).toEqual(['full_sync_interval_seconds']);
+    expect(await db.select().from(integrations).where(eq(integrations.organizationId, orgId))).toEqual([]);
+
+    const i = (await post({ sync_interval_seconds: 1800, full_sync_interval_seconds: 1800 })).body;
+    expect(i).toMatchObject({ sync_interval_seconds: 1800, full_sync_interval_seconds: 1800 });
+    // Slowing the cadence past the full-run interval is refused, the full-run interval named.
+    r = await admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 3600 });
+    expectProblem(r, 422, 'validation_error');
+    expect(pointers(r)).toEqual(['full_sync_interval_seconds']);
+    r = await admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 3600, full_sync_interval_seconds: 30 * 86_400 });
+    expect(r.body).toMatchObject({ sync_interval_seconds: 3600, full_sync_interval_seconds: 30 * 86_400 });
+    r = await admin('PATCH', `/integrations/${i.id}`, { full_sync_interval_seconds: null });
+    expect(r.body).toMatchObject({ full_sync_interval_seconds: 86_400 });
+    const [row] = await db.select().from(integrations).where(eq(integrations.id, i.id));
+    expect(row!.fullSyncIntervalSeconds).toBeNull();
   });
 
   it('deletes: schedule removed, later reads 404, records soft-deleted but kept', async () => {
@@ -411,6 +460,13 @@ describe('sync jobs', () => {
     expect(r.body).toMatchObject({ id: expect.stringMatching(/^syj_[0-9A-Z]{26}$/), integration_id: i.id, status: 'queued', trigger: 'manual' });
     // No worker polls this file's task queue, so the job stays queued and a second trigger returns it.
     expect((await admin('POST', `/integrations/${i.id}/syncs`)).body.id).toBe(r.body.id);
+    // A source that cannot list what changed cannot have a delta run; an unknown kind is no kind.
+    let refused = await admin('POST', `/integrations/${i.id}/syncs`, { kind: 'delta' });
+    expectProblem(refused, 422, 'validation_error');
+    expect(refused.body.errors).toEqual([{ pointer: 'kind', detail: expect.stringContaining('entrata') }]);
+    refused = await admin('POST', `/integrations/${i.id}/syncs`, { kind: 'partial' });
+    expect(pointers(refused)).toEqual(['kind']);
+    expect((await admin('POST', `/integrations/${i.id}/syncs`, { kind: 'full' })).body.id).toBe(r.body.id);
     const got = await admin('GET', `/sync_jobs/${r.body.id}`);
     expect(got.status).toBe(200);
     expect(got.body).toEqual({
@@ -418,6 +474,9 @@ describe('sync jobs', () => {
       integration_id: i.id,
       status: 'queued',
       trigger: 'manual',
+      kind: null,
+      window_from: null,
+      window_to: null,
       started_at: null,
       finished_at: null,
       records_seen: 0,

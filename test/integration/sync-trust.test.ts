@@ -274,6 +274,7 @@ describe('no stuck runs', () => {
     env.on('heartbeat', (d: unknown) => beats.push(d));
     const acts = syncActivitiesFor(db, {
       read: () => new Promise(() => {}),
+      readChanged: () => new Promise(() => {}),
       lookup: () => new Promise(() => {}),
       close: async () => {},
     }, { stallMs: 400, heartbeatEveryMs: 50 });
@@ -292,6 +293,7 @@ describe('no stuck runs', () => {
     const id = await runningJob();
     const acts = syncActivitiesFor(db, {
       read: () => Promise.reject(new SourceTransientError('getProperties: rate limited by the source (429)', 429, 120_000)),
+      readChanged: () => Promise.reject(new Error('unused')),
       lookup: () => Promise.reject(new Error('unused')),
       close: async () => {},
     });

@@ -12,7 +12,7 @@ import { triggerSync, type SyncControlDeps } from '../../control/sync';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { TABLES, toRecords, type RowOf } from '../../db/records';
-import { events, syncJobs } from '../../db/schema';
+import { events, syncJobs, type StoredSourceConfig } from '../../db/schema';
 import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
 import { createIntegration, createOrganization, getIntegration, type IntegrationRow } from '../../db/tenants';
 import { ENTITIES, type Entity, type InputOf, type RecordOf } from '../../domain/cdm';
@@ -20,7 +20,7 @@ import { syncWorkflowIdOf } from '../../domain/contract';
 import { openSourceConfig } from '../../domain/secrets';
 import type { Plan } from '../../domain/plans';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
-import { createConnector } from '../../source';
+import { createConnector, type SourceDialect } from '../../source';
 import { createWorker } from '../../worker';
 import { startApi, type TestServer } from './api-server';
 import { testConfig, testDb, testKeyring } from './context';
@@ -63,15 +63,34 @@ export interface SandboxIntegration {
   companyId: string;
 }
 
-/** An organization with one test-mode integration over a fresh sandbox company of `size` leases. */
-export async function sandboxIntegration(db: Db, opts: { size: number; seed?: number; plan?: Plan }): Promise<SandboxIntegration> {
+/**
+ * An organization with one test-mode integration over a fresh sandbox company of `size` leases, in the flavour of
+ * `dialect` (default entrata), with that dialect's settings.
+ */
+export async function sandboxIntegration(
+  db: Db,
+  opts: { size: number; seed?: number; plan?: Plan; dialect?: SourceDialect; fullSyncIntervalSeconds?: number },
+): Promise<SandboxIntegration> {
   const org = await createOrganization(db, { name: `sync-${randomUUID().slice(0, 8)}` });
   const companyId = randomUUID();
   const seed = opts.seed ?? 7;
-  const { api_key } = await sandbox().createCompany({ companyId, size: opts.size, seed });
+  const dialect = opts.dialect ?? 'entrata';
+  const created = await sandbox().createCompany({ companyId, size: opts.size, seed, dialect });
+  const base_url = inject('sandboxUrl');
+  const settings: StoredSourceConfig =
+    dialect === 'buildium'
+      ? { dialect, base_url, client_id: created.client_id!, client_secret: created.client_secret! }
+      : { base_url, api_key: created.api_key };
   const row = await createIntegration(
     db,
-    { organizationId: org.id, mode: 'test', plan: opts.plan ?? 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: inject('sandboxUrl'), api_key, size: opts.size, seed } },
+    {
+      organizationId: org.id,
+      mode: 'test',
+      plan: opts.plan ?? 'enterprise',
+      sourceType: 'sandbox',
+      sourceConfig: { ...settings, size: opts.size, seed },
+      fullSyncIntervalSeconds: opts.fullSyncIntervalSeconds ?? null,
+    },
     testKeyring(),
   );
   return { row, companyId };

@@ -80,7 +80,7 @@ function mockActivities(script: Script) {
       return POLICY;
     },
     async startSyncJob(): Promise<StartSyncJobResult> {
-      return { skipped: false, syncJobId: 'syj_TEST', organizationId: 'org', initial: false };
+      return { skipped: false, syncJobId: 'syj_TEST', organizationId: 'org', initial: false, kind: 'full' };
     },
     async syncEntity({ entity }) {
       const call = { ...(await now()), entity };

@@ -103,7 +103,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     // The newest run is the first row of the default view; another page or order asks for it on its own.
     const newestFirst = paging.offset === 0 && paging.order === 'desc';
     const last = newestFirst ? runs.results[0] : (await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' })).results[0];
-    const head: Child[] = ['Run', 'Status', 'Trigger', <SortHeader url={ui.url} paging={paging} label="Started" />, 'Finished', 'Seen', 'New', 'Updated', 'Deleted', 'Skipped', 'Progress', ''];
+    const head: Child[] = ['Run', 'Status', 'Trigger · kind', <SortHeader url={ui.url} paging={paging} label="Started" />, 'Finished', 'Seen', 'New', 'Updated', 'Deleted', 'Skipped', 'Progress', ''];
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${integration.id}`}>
         <div class="card">
@@ -112,8 +112,9 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
               ['Id', <code>{integration.id}</code>],
               ['Mode', <Badge status={integration.mode} />],
               ['Plan', integration.plan],
-              ['Source', integration.source.type],
+              ['Source', integration.source.type === integration.source.dialect ? integration.source.type : `${integration.source.type} (${integration.source.dialect})`],
               ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
+              ['Full runs', `${cadence(integration.full_sync_interval_seconds)} where the source lists its changes; every run otherwise`],
               [
                 'Status',
                 last ? (
@@ -144,7 +145,10 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
                 <td>
                   <Badge status={r.status} />
                 </td>
-                <td class="hide-sm">{r.trigger}</td>
+                <td class="hide-sm">
+                  {r.trigger}
+                  {r.kind ? ` · ${r.kind}` : ''}
+                </td>
                 <td>
                   <Time iso={r.started_at} />
                 </td>
@@ -184,6 +188,17 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
               rows={[
                 ['Status', <Badge status={job.status} />],
                 ['Trigger', job.trigger],
+                ['Kind', job.kind ?? <span class="muted">decided when the run starts</span>],
+                [
+                  'Window',
+                  job.window_to ? (
+                    <span>
+                      {job.window_from ? <Time iso={job.window_from} /> : 'everything'} → <Time iso={job.window_to} />
+                    </span>
+                  ) : (
+                    <span class="muted">none yet</span>
+                  ),
+                ],
                 ['Started', <Time iso={job.started_at} />],
                 ['Finished', <Time iso={job.finished_at} />],
                 ['Records seen', String(job.records_seen)],

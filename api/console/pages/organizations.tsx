@@ -246,15 +246,19 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
     const source =
       type === 'entrata'
         ? { type, base_url: await field(c, 'base_url'), api_key: await field(c, 'api_key') }
-        : { type, ...(num(await field(c, 'size')) !== undefined ? { size: num(await field(c, 'size')) } : {}) };
+        : type === 'buildium'
+          ? { type, base_url: await field(c, 'base_url'), client_id: await field(c, 'client_id'), client_secret: await field(c, 'client_secret') }
+          : { type, dialect: await field(c, 'dialect'), ...(num(await field(c, 'size')) !== undefined ? { size: num(await field(c, 'size')) } : {}) };
     const name = (await field(c, 'name')).trim();
     const interval = num(await field(c, 'sync_interval_seconds'));
+    const fullInterval = num(await field(c, 'full_sync_interval_seconds'));
     const created = await admin.post<IntegrationView>(c, `/organizations/${encodeURIComponent(id)}/integrations`, {
       ...(name ? { name } : {}),
       mode: await field(c, 'mode'),
       plan: await field(c, 'plan'),
       source,
       ...(interval !== undefined ? { sync_interval_seconds: interval } : {}),
+      ...(fullInterval !== undefined ? { full_sync_interval_seconds: fullInterval } : {}),
     });
     return c.redirect(`/console/integrations/${created.id}`, 303);
   });
@@ -277,25 +281,51 @@ const NewIntegration = ({ ui, orgId }: { ui: Ui; orgId: string }) => (
         <select name="source_type">
           <option value="sandbox">sandbox (test mode)</option>
           <option value="entrata">entrata</option>
+          <option value="buildium">buildium</option>
         </select>
       </label>
     </div>
+    <div class="row">
+      <label>
+        Sandbox dialect (sandbox only)
+        <select name="dialect">
+          <option value="entrata">entrata (JSON-RPC)</option>
+          <option value="buildium">buildium (REST, delta reads)</option>
+        </select>
+      </label>
+      <label>
+        Sandbox size (leases; sandbox only)
+        <input name="size" inputmode="numeric" placeholder="50" />
+      </label>
+    </div>
     <label>
-      Sandbox size (leases; sandbox only)
-      <input name="size" inputmode="numeric" placeholder="50" />
-    </label>
-    <label>
-      Entrata base URL (entrata only)
-      <input name="base_url" type="url" placeholder="https://example.entrata.com" />
+      Base URL (entrata and buildium)
+      <input name="base_url" type="url" placeholder="https://pms.example.com/api" />
     </label>
     <label>
       Entrata API key (entrata only; stored encrypted)
       <input name="api_key" type="password" autocomplete="off" />
     </label>
-    <label>
-      Sync every … seconds (optional; the plan's cadence otherwise)
-      <input name="sync_interval_seconds" inputmode="numeric" />
-    </label>
+    <div class="row">
+      <label>
+        Buildium client id (buildium only)
+        <input name="client_id" autocomplete="off" />
+      </label>
+      <label>
+        Buildium client secret (buildium only; stored encrypted)
+        <input name="client_secret" type="password" autocomplete="off" />
+      </label>
+    </div>
+    <div class="row">
+      <label>
+        Sync every … seconds (optional; the plan's cadence otherwise)
+        <input name="sync_interval_seconds" inputmode="numeric" />
+      </label>
+      <label>
+        Full run every … seconds (optional; a day otherwise; only where the source lists its changes)
+        <input name="full_sync_interval_seconds" inputmode="numeric" />
+      </label>
+    </div>
     <button type="submit">Connect</button>
   </Form>
 );
