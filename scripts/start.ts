@@ -243,7 +243,7 @@ async function main() {
 /** On an empty database: a demo organization with a sandbox integration and a test key, through the admin API. */
 async function seedDemo(base: string) {
   const db = createDb(databaseUrl, { max: 1 });
-  const existing = await db.select({ id: organizations.id }).from(organizations).limit(1);
+  const existing = await db.select({ id: organizations.id, name: organizations.name }).from(organizations).orderBy(organizations.createdAt).limit(6);
   await closeDb(db);
   const admin = async (path: string, body: unknown) => {
     const res = await fetch(`${base}/admin/v1${path}`, {
@@ -256,7 +256,11 @@ async function seedDemo(base: string) {
     return json;
   };
   if (existing.length > 0) {
-    say('start', `ready: API ${base}  docs ${base}/docs  console ${base}/console (admin token: ${cfg.ADMIN_TOKEN === DEV_ADMIN_TOKEN ? cfg.ADMIN_TOKEN : 'your ADMIN_TOKEN'})  (existing data; make a key with: npm run -s cli -- key create --org <id> --mode test)`);
+    say('start', `ready: API ${base}  docs ${base}/docs  console ${base}/console (admin token: ${cfg.ADMIN_TOKEN === DEV_ADMIN_TOKEN ? cfg.ADMIN_TOKEN : 'your ADMIN_TOKEN'})`);
+    // Keys are shown once: a restart cannot print the old one, so say how to make another for an organization here.
+    say('start', `existing data; organizations (all of them: npm run -s cli -- org list):`);
+    for (const o of existing.slice(0, 5)) say('start', `  ${o.id}  ${o.name}`);
+    say('start', `a new test key: npm run -s cli -- key create --org ${existing[0]!.id} --mode test`);
     return;
   }
   const org = await admin('/organizations', { name: 'Demo Property Co' });

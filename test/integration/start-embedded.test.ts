@@ -4,7 +4,7 @@
  * serves the demo key's leases, refuses a second start while it runs, stops every process it started on SIGINT,
  * the embedded Postgres included, and finds the same organization on the next start.
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort, Processes } from '../support/faults';
+import { until } from '../support/until';
+import { DEV_ADMIN_TOKEN } from '../../config';
 
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
 
@@ -48,6 +50,53 @@ afterAll(async () => {
   if (orphan !== undefined) kill(orphan, 'SIGQUIT');
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
+
+/**
+ * Runs the README's "first ten minutes" block (between its first-ten-minutes markers) with bash, as a reader pastes
+ * it: the key and integration id filled in, the API at this test's port, the receiver on a free port. Then checks
+ * what the reader is told to look for: verified LEASE_UPDATED and SYNC_COMPLETE events at the receiver, and the
+ * write's Operation succeeded (`operations get --wait` exits 1 otherwise, and `set -e` stops the block).
+ */
+async function firstTenMinutes(key: string, integrationId: string): Promise<void> {
+  const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+  const block = readme.match(/<!-- first-ten-minutes -->\n```bash\n([\s\S]*?)```\n<!-- \/first-ten-minutes -->/)?.[1];
+  expect(block, 'the README has its first-ten-minutes block').toBeDefined();
+  // The first sync must be over before the block's own sync run (two runs of one integration never overlap).
+  const base = `http://127.0.0.1:${ports.api}`;
+  const admin = { authorization: `Bearer ${DEV_ADMIN_TOKEN}` };
+  await until('the first sync to succeed', async () => {
+    const res = await fetch(`${base}/admin/v1/integrations/${integrationId}/sync_jobs`, { headers: admin });
+    const jobs = ((await res.json()) as { results: { status: string }[] }).results;
+    return jobs.length > 0 && jobs.every((j) => j.status === 'succeeded');
+  }, 60_000);
+  const receiverPort = await freePort();
+  const work = mkdtempSync(join(tmpdir(), 'propsync-readme-'));
+  const script = [
+    'set -euo pipefail',
+    block!
+      .replace(/^export KEY=.*$/m, `export KEY=${key}`)
+      .replace(/^export INTEGRATION=.*$/m, `export INTEGRATION=${integrationId}`)
+      .replace(/^export API=.*$/m, `export API=${base}`)
+      .replaceAll('127.0.0.1:4000', `127.0.0.1:${receiverPort}`)
+      .replace('node examples/receiver.mjs', `PORT=${receiverPort} node examples/receiver.mjs`)
+      .replaceAll('receiver.log', join(work, 'receiver.log')),
+  ].join('\n');
+  const repo = fileURLToPath(new URL('../..', import.meta.url));
+  const result = spawnSync('bash', ['-c', script], {
+    cwd: repo,
+    env: { ...process.env, PUBLIC_BASE_URL: base, ADMIN_TOKEN: admin.authorization.slice(7), DATABASE_URL: '', TEMPORAL_ADDRESS: '' },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  const log = existsSync(join(work, 'receiver.log')) ? readFileSync(join(work, 'receiver.log'), 'utf8') : '';
+  rmSync(work, { recursive: true, force: true });
+  expect(result.status, `the README block failed:\n${result.stdout}\n${result.stderr}`).toBe(0);
+  expect(log).toMatch(/receiver listening/);
+  expect(log).toMatch(/^LEASE_UPDATED evt_/m);
+  expect(log).toMatch(/^SYNC_COMPLETE evt_/m);
+  expect(log).not.toMatch(/bad signature/);
+  expect(result.stdout).toMatch(/"status": ?"succeeded"/);
+}
 
 /** `npm start` with DATABASE_URL unset and every port and DATA_DIR of this test's own. */
 function start(): Run {
@@ -179,7 +228,7 @@ async function interrupt(run: Run): Promise<void> {
 
 // Three starts of the whole system (two of them bundle the workflows for their worker) and a first sync: its own,
 // long timeout (it takes some 25 s on two cores, more while other files run).
-it('runs on an embedded Postgres in an empty DATA_DIR, refuses a second start, stops cleanly and keeps its data', { timeout: 180_000 }, async () => {
+it('runs on an embedded Postgres in an empty DATA_DIR, refuses a second start, stops cleanly and keeps its data', { timeout: 300_000 }, async () => {
   const first = start();
   const [, key] = await waitForOutput(first, /test key\s+(sk_test_\S+)/, 90_000);
   const [, organizationId] = first.output().match(/ organization {2}(\S+)/)!;
@@ -198,6 +247,10 @@ it('runs on an embedded Postgres in an empty DATA_DIR, refuses a second start, s
   expect(read.status).toBe(200);
   expect(read.results.length).toBeGreaterThan(0);
 
+  // The README's first ten minutes, as written, against this system.
+  const [, integrationId] = first.output().match(/ integration {3}(\S+)/)!;
+  await firstTenMinutes(key!, integrationId!);
+
   // A second start on the same data says so and exits non-zero, leaving the first one serving.
   const second = start();
   expect(await within(second.exited, 30_000)).toBe(1);
@@ -208,9 +261,12 @@ it('runs on an embedded Postgres in an empty DATA_DIR, refuses a second start, s
 
   // Started again on the same DATA_DIR: the same cluster, organization and key.
   const third = start();
-  await waitForOutput(third, /ready: API .*existing data/, 90_000);
+  await waitForOutput(third, /a new test key: npm run -s cli -- key create --org \S+ --mode test/, 90_000);
   expect(third.output()).toContain(`embedded PostgreSQL reused: data in ${pgDir}`);
   expect(third.output()).not.toContain('Demo organization created');
+  // A restart cannot show the old key: it names the organization to make a new one for.
+  expect(third.output()).toContain(`  ${organizationId}  Demo Property Co`);
+  expect(third.output()).toContain(`key create --org ${organizationId} --mode test`);
   const again = await leases(key!);
   expect(again.status).toBe(200);
   expect(again.results.length).toBeGreaterThan(0);
