@@ -281,6 +281,8 @@ function systemUser(): RunAs {
   let ids = uidOf(name);
   const errors: string[] = [];
   if (!ids) {
+    // A side effect on the machine, said once as it is done.
+    process.stderr.write(`[embedded-postgres] running as root, and PostgreSQL refuses to: creating the system user ${name} (no home, no login) to run it as\n`);
     const shell = ['/usr/sbin/nologin', '/sbin/nologin', '/bin/false'].find((s) => existsSync(s)) ?? '/bin/false';
     const attempts: [string, string[]][] = [
       ['useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', shell, '--comment', 'propsync embedded PostgreSQL', name]],

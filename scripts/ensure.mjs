@@ -33,7 +33,7 @@ const installed = join(root, 'node_modules', '.package-lock.json');
 // `npm install` (not `npm ci`): it installs the lock's exact versions just the same, and `npm ci` refuses a lock
 // that lacks optional platform packages a registry mirror does not carry (e.g. some of @swc/core's).
 if (!existsSync(installed) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(installed).mtimeMs + 1000)) {
-  log('installing npm packages');
+  log('installing npm packages (npm install: about a minute on a first install, quiet until it ends)');
   run('npm', ['install', '--no-audit', '--no-fund']);
 }
 
@@ -142,7 +142,7 @@ if (process.argv.includes('--test')) {
     }
     const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
     const apt = (args) => (asRoot ? run('apt-get', args) : run('sudo', ['-n', 'apt-get', ...args]));
-    log("installing Debian's chromium (for the console's browser tests)");
+    log(`installing Debian's chromium package with apt-get${asRoot ? ' as root' : ' through sudo'}: a system package, for the console's browser tests (CHROMIUM_PATH skips this)`);
     process.env.DEBIAN_FRONTEND = 'noninteractive';
     try {
       try {
