@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { afterAll, beforeAll } from 'vitest';
 import { SEARCH_ATTRIBUTES } from '../../domain/contract';
 import { TEMPORAL_TEST_SERVER } from '../../scripts/tools';
 
@@ -34,6 +35,18 @@ export async function startTimeSkipping(): Promise<TimeSkipping> {
     searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((sa) => [sa.name, proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
   });
   return { env, workflowCode: bundle.code };
+}
+
+/** A file's time-skipping server and bundle, started before its tests and torn down after them; `set` receives them. */
+export function onTimeSkipping(set: (started: TimeSkipping) => void): void {
+  let started: TimeSkipping | undefined;
+  beforeAll(async () => {
+    started = await startTimeSkipping();
+    set(started);
+  });
+  afterAll(async () => {
+    await started?.env.teardown();
+  });
 }
 
 /** One activity call: its input and the test server's clock when it began and when it returned (or threw). */

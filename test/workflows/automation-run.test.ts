@@ -5,14 +5,14 @@
  * the run id. Mock activities record every call with the server's clock.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { AutomationActivities, ExportAttemptInput } from '../../activities/automations';
 import type { ExportOutcome } from '../../domain/automations';
-import { recorder, startTimeSkipping, type Call } from '../support/time-skipping';
+import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
 import { AUTOMATION_FAILURE, automationTick, runAutomation, runStateQuery } from '../../workflows/automation';
 
 const SLACK_MS = 1_000;
@@ -25,12 +25,7 @@ const HEARTBEAT_TIMEOUT = MINUTE;
 let env: TestWorkflowEnvironment;
 let workflowCode: string;
 
-beforeAll(async () => {
-  ({ env, workflowCode } = await startTimeSkipping());
-});
-afterAll(async () => {
-  await env?.teardown();
-});
+onTimeSkipping((started) => ({ env, workflowCode } = started));
 
 type Script = ExportOutcome | 'silent';
 

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
@@ -17,7 +17,7 @@ import type { ConfirmResult, StartSyncJobResult, SyncActivities } from '../../ac
 import type { Entity } from '../../domain/cdm';
 import type { SyncPolicy } from '../../domain/contract';
 import type { SyncCompleteData } from '../../domain/events';
-import { startTimeSkipping } from '../support/time-skipping';
+import { onTimeSkipping } from '../support/time-skipping';
 import { syncIntegration } from '../../workflows/sync';
 
 const SECOND = 1_000;
@@ -36,13 +36,7 @@ const POLICY: SyncPolicy = {
 let env: TestWorkflowEnvironment;
 let workflowCode: string;
 
-beforeAll(async () => {
-  ({ env, workflowCode } = await startTimeSkipping());
-});
-
-afterAll(async () => {
-  await env?.teardown();
-});
+onTimeSkipping((started) => ({ env, workflowCode } = started));
 
 /** One activity call: its argument, its attempt number and the server's clock when the attempt began. */
 interface Call {

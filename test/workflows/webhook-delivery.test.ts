@@ -3,7 +3,7 @@
  * expiry and cancellation, against mock activities that record every call with the server's (skipped) clock.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
@@ -13,7 +13,7 @@ import type { AttemptInput, AttemptOutcome, PreparedDelivery, WebhookActivities 
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule, scheduleOfList } from '../../domain/retry';
 import { RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../../domain/webhooks';
-import { recorder, startTimeSkipping, type Call } from '../support/time-skipping';
+import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
 import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } from '../../workflows/webhook';
 
 /**
@@ -36,13 +36,7 @@ const SCHEDULE_TOTAL_MS = DELIVERY_SCHEDULE_MS.reduce((a, b) => a + b, 0);
 let env: TestWorkflowEnvironment;
 let workflowCode: string;
 
-beforeAll(async () => {
-  ({ env, workflowCode } = await startTimeSkipping());
-});
-
-afterAll(async () => {
-  await env?.teardown();
-});
+onTimeSkipping((started) => ({ env, workflowCode } = started));
 
 
 /** What one attempt does: an outcome, a throw (the activity fails), or going silent (a dead worker). */

@@ -5,7 +5,7 @@
  * server's (skipped) clock.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -14,7 +14,7 @@ import type { BatchInput, DispatchActivities } from '../../activities/dispatch';
 import { dispatchTaskQueueOf, SA_DELIVERY_STATUS } from '../../domain/contract';
 import type { BatchResult, DispatcherInput, DispatchSettings } from '../../domain/webhooks';
 import { dispatcherStateQuery, dispatchWebhooks, wakeSignal } from '../../workflows/dispatcher';
-import { recorder, startTimeSkipping, type Call } from '../support/time-skipping';
+import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -33,12 +33,7 @@ const SETTINGS: DispatchSettings = {
 let env: TestWorkflowEnvironment;
 let workflowCode: string;
 
-beforeAll(async () => {
-  ({ env, workflowCode } = await startTimeSkipping());
-});
-afterAll(async () => {
-  await env?.teardown();
-});
+onTimeSkipping((started) => ({ env, workflowCode } = started));
 
 type Script = BatchResult | { throws: Error };
 /** A batch's result; its failures come last unless `run` says how long the run of failures at its end is. */

@@ -4,7 +4,7 @@
  * mock activities that record every call with the server's (skipped) clock.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -12,7 +12,7 @@ import { Worker } from '@temporalio/worker';
 import type { AttemptInput, AttemptResult, FailInput, RetryInput, StoreInput, WriteActivities } from '../../activities/operations';
 import { SA_STATUS } from '../../domain/contract';
 import type { WriteWorkflowInput } from '../../domain/operations';
-import { recorder, startTimeSkipping, type Call } from '../support/time-skipping';
+import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
 import { operationStateQuery, WRITE_FAILURE, writeOperation } from '../../workflows/operation';
 
 /**
@@ -55,13 +55,7 @@ function attemptsWithinADay(firstAttemptAfterMs: number): number {
 let env: TestWorkflowEnvironment;
 let workflowCode: string;
 
-beforeAll(async () => {
-  ({ env, workflowCode } = await startTimeSkipping());
-});
-
-afterAll(async () => {
-  await env?.teardown();
-});
+onTimeSkipping((started) => ({ env, workflowCode } = started));
 
 
 /** What one attempt does: a result, a throw (the activity fails), or going silent without heartbeats (a dead worker). */
