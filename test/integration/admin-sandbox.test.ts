@@ -85,6 +85,50 @@ describe('sandbox integrations', () => {
     expect(((await leases.json()) as { results: unknown[] }).results).toHaveLength(12);
   });
 
+  it('of the buildium dialect: provisioned, synced at once, and read through the public API in the same shapes as an entrata one', async () => {
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'test', plan: 'enterprise', source: { type: 'sandbox', dialect: 'buildium', size: 12, seed: 42 } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const buildium = r.body;
+    expect(buildium).toMatchObject({ mode: 'test', source: { type: 'sandbox', dialect: 'buildium' } });
+    const [row] = await db.select().from(integrations).where(eq(integrations.id, buildium.id));
+    // Its client secret is stored encrypted, and shown nowhere.
+    expect(row!.sourceConfig).toMatchObject({ dialect: 'buildium', base_url: inject('sandboxUrl'), client_secret: expect.stringMatching(/^enc:v1:dev:/) });
+    const secret = (openSourceConfig(testKeyring(), row!) as { client_secret: string }).client_secret;
+    expect(JSON.stringify(buildium)).not.toContain(secret);
+
+    const [first] = (await admin('GET', `/integrations/${buildium.id}/sync_jobs`)).body.results;
+    const job = await finished(first.id);
+    expect(job).toMatchObject({ trigger: 'initial', kind: 'full', status: 'succeeded', error: null });
+    expect(job.records_new).toBeGreaterThan(12);
+
+    // This organization's entrata integration (the first test's) is of the same size and seed: the same records.
+    const key = (await admin('POST', `/organizations/${orgId}/api_keys`, { mode: 'test', scopes: ['read'] })).body.key;
+    const read = async (integrationId: string) => {
+      const res = await api.get(`/v1/leases?limit=100&integration_id=${integrationId}`, { key });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { results: Record<string, unknown>[] }).results;
+    };
+    const [fromBuildium, fromEntrata] = [await read(buildium.id), await read(integration.id)];
+    expect(fromBuildium).toHaveLength(12);
+    expect(fromBuildium.every((l) => l.integration_id === buildium.id)).toBe(true);
+    const shape = (l: Record<string, unknown>) => Object.keys(l).sort();
+    for (const l of fromBuildium) {
+      expect(shape(l)).toEqual(shape(fromEntrata[0]!));
+      expect(l.id).toMatch(/^lse_/);
+      expect(l.rent_amount).toEqual({ amount: expect.any(Number), currency: 'USD' });
+      expect(l.start_date).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      expect(l.residents).toEqual(expect.arrayContaining([{ resident_id: expect.stringMatching(/^res_/), x_id: expect.any(String), role: expect.any(String) }]));
+    }
+    // Field by field, the same JSON types where both hold a value.
+    const typeOf = (v: unknown) => (v === null ? null : Array.isArray(v) ? 'array' : typeof v);
+    for (const k of shape(fromEntrata[0]!)) {
+      const types = (ls: Record<string, unknown>[]) => new Set(ls.map((l) => typeOf(l[k])).filter((t) => t !== null));
+      const [b, e] = [types(fromBuildium), types(fromEntrata)];
+      if (b.size && e.size) expect([...b], k).toEqual([...e]);
+    }
+    expect((await admin('DELETE', `/integrations/${buildium.id}`)).status).toBe(204);
+  });
+
   it('take scripted changes that the next manual sync picks up', async () => {
     const r = await admin('POST', `/integrations/${integration.id}/sandbox/changes`, { update: { lease: 2 }, create: { resident: 1 }, lease_transitions: 1 });
     expect(r.status, JSON.stringify(r.body)).toBe(200);

@@ -15,6 +15,7 @@ import { createApiKey } from '../../db/tenants';
 import { startApi, type TestServer } from '../support/api-server';
 import { makeTenant, testConfig, testDb } from '../support/context';
 import { eventsOf, runSync, sandbox, sandboxIntegration, startTestWorker, type SandboxIntegration, type TestWorker } from '../support/sync';
+import { SOURCE_DIALECTS } from '../../source';
 import { getJson, keyFor, pollOperation, write, startWriteWorker, type Reply, type WriteWorker } from '../support/writes';
 
 let db: Db;
@@ -87,14 +88,24 @@ async function heldAt(property: any): Promise<{ floorplans: { value: string; lab
 
 const byName = (body: any) => new Map<string, any>(body.fields.map((f: any) => [f.name, f]));
 
-describe('GET /v1/write_options/{operation_type}', () => {
+// The answer's shape is the same for a property of either dialect's company (the values are the source's own).
+describe.each(SOURCE_DIALECTS)('GET /v1/write_options/{operation_type} for a property of a %s company', (dialect) => {
+  let k: string;
+  let property: any;
+  beforeAll(async () => {
+    const c = dialect === 'entrata' ? s : await sandboxIntegration(db, { size: 10, seed: 24, dialect });
+    if (c !== s) await runSync(syncs, db, c.row);
+    k = await keyFor(db, c.row.organizationId);
+    property = (await getJson(api.url, '/v1/properties?limit=1', k)).body.results[0];
+  });
+
   it('lists every field of each of the six writes as the document describes its body, options null where not coded', async () => {
-    const doc = (await getJson(api.url, '/v1/openapi.json', key)).body;
+    const doc = (await getJson(api.url, '/v1/openapi.json', k)).body;
     for (const type of TYPES) {
-      const r = await optionsOf(type, odd.id);
+      const r = await optionsOf(type, property.id, k);
       expect(r.status, `${type} ${JSON.stringify(r.body)}`).toBe(200);
       expect(r.headers.get('ratelimit-limit')).toEqual(expect.any(String));
-      expect(r.body).toMatchObject({ object: 'write_options', operation_type: type, property_id: odd.id });
+      expect(r.body).toMatchObject({ object: 'write_options', operation_type: type, property_id: property.id });
       const schema = doc.components.schemas[BODY_SCHEMA[type]];
       expect(r.body.fields.map((f: any) => f.name), type).toEqual(Object.keys(schema.properties));
       for (const f of r.body.fields) {
@@ -107,17 +118,20 @@ describe('GET /v1/write_options/{operation_type}', () => {
       if (type === 'lease.update' || type.startsWith('resident.')) expect(r.body.options_read_at).toBeNull();
       else expect(Date.parse(r.body.options_read_at)).toBeGreaterThan(Date.now() - 120_000);
     }
-    const lease = byName((await optionsOf('lease.create', odd.id)).body);
+    const lease = byName((await optionsOf('lease.create', property.id, k)).body);
     expect(lease.get('lease_start_date')).toMatchObject({ type: 'date', required: true, nullable: false });
     expect(lease.get('integration_id')).toMatchObject({ type: 'string', required: false });
-    const unit = byName((await optionsOf('unit.update', odd.id)).body);
+    const unit = byName((await optionsOf('unit.update', property.id, k)).body);
     expect(unit.get('bedrooms')).toMatchObject({ type: 'integer', required: false, nullable: false, options: null });
     expect(unit.get('note')).toMatchObject({ type: 'string', nullable: true });
     expect(unit.get('market_rent')).toMatchObject({ type: 'object' });
-    expect(byName((await optionsOf('resident.create', odd.id)).body).get('phones')).toMatchObject({ type: 'array', nullable: true, options: null });
+    expect(byName((await optionsOf('resident.create', property.id, k)).body).get('phones')).toMatchObject({ type: 'array', nullable: true, options: null });
   });
 
-  it('gives each coded field the values the sandbox holds for that property', async () => {
+});
+
+describe('GET /v1/write_options/{operation_type}', () => {
+  it('gives each coded field the values the sandbox holds for that property (entrata codes)', async () => {
     for (const property of [odd, even]) {
       const held = await heldAt(property);
       const lease = byName((await optionsOf('lease.create', property.id)).body);

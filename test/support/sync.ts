@@ -16,7 +16,7 @@ import { events, syncJobs, type StoredSourceConfig } from '../../db/schema';
 import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
 import { createIntegration, createOrganization, getIntegration, type IntegrationRow } from '../../db/tenants';
 import { ENTITIES, type Entity, type InputOf, type RecordOf } from '../../domain/cdm';
-import { syncWorkflowIdOf } from '../../domain/contract';
+import { syncWorkflowIdOf, type SyncKind } from '../../domain/contract';
 import { openSourceConfig } from '../../domain/secrets';
 import type { Plan } from '../../domain/plans';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
@@ -106,9 +106,9 @@ export async function waitForJob(t: TestWorker, db: Db, jobId: string): Promise<
   return (await getSyncJob(db, jobId))!;
 }
 
-/** A manual run, to its end. */
-export async function runSync(t: TestWorker, db: Db, integration: IntegrationRow): Promise<SyncJobRow> {
-  const job = await triggerSync(t.ctl, integration);
+/** A manual run (of the kind asked for, else the kind that is due), to its end. */
+export async function runSync(t: TestWorker, db: Db, integration: IntegrationRow, kind?: SyncKind): Promise<SyncJobRow> {
+  const job = await triggerSync(t.ctl, integration, { kind });
   return waitForJob(t, db, job.id);
 }
 
