@@ -15,7 +15,8 @@ import { softDeleteUnseen } from '../../db/records';
 import { integrations, leases, properties, residents, syncJobs, syncSeen, units } from '../../db/schema';
 import { ENTITIES } from '../../domain/cdm';
 import { SA_INTEGRATION_ID, SA_ORGANIZATION_ID, SA_STATUS, SA_SYNC_JOB_ID, scheduleIdOf, syncWorkflowIdOf } from '../../domain/contract';
-import { removeOrphanSchedules, WORKFLOWS_PATH } from '../../worker';
+import { removeOrphanSchedules } from '../../worker/roles/sync';
+import { WORKFLOWS_PATH } from '../../worker/workflow-bundle';
 import { testConfig, testDb } from '../support/context';
 import {
   eventsOf,

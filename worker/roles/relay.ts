@@ -12,18 +12,20 @@
  * that dies at any point loses nothing: the events stay undispatched until their deliveries are queued, and the
  * sweep wakes what a lost wake left waiting.
  *
- * One relay is active at a time: it holds a lease row renewed every pass (no lock is held across network calls);
+ * The relay role runs it (WORKER_ROLES); any number of processes may. One relay is active at a time: it holds a lease row renewed every pass (no lock is held across network calls);
  * another process takes over when the lease lapses.
  */
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
-import type { Logger } from '../config/logger';
-import type { Db, Tx } from '../db/client';
-import { markDispatched } from '../db/events';
-import { events, leaseLocks, webhookSubscriptions } from '../db/schema';
-import { activeSubscriptionsOf, queueDeliveries, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../db/webhooks';
-import { wakeDispatcher, type DeliveryControlDeps } from '../control/webhooks';
-import { wantsEvent } from '../domain/webhooks';
+import type { Logger } from '../../config/logger';
+import type { Db, Tx } from '../../db/client';
+import { markDispatched } from '../../db/events';
+import { events, leaseLocks, webhookSubscriptions } from '../../db/schema';
+import { activeSubscriptionsOf, queueDeliveries, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../../db/webhooks';
+import { deliveryControlOf, wakeDispatcher, type DeliveryControlDeps } from '../../control/webhooks';
+import { wantsEvent } from '../../domain/webhooks';
+import { eachLimit } from '../each-limit';
+import type { RoleContext, RunningRole } from './role';
 
 export const EVENTS_CHANNEL = 'events_recorded';
 const LEASE_NAME = 'outbox-relay';
@@ -201,11 +203,17 @@ export function startRelay(opts: RelayOptions): Relay {
   };
 }
 
-/** Run `fn` over `items`, at most `limit` at a time. */
-async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await fn(items[next++]!);
+/** The role as a worker process runs it: the relay over every organization, until shutdown. */
+export async function startRelayRole(ctx: RoleContext): Promise<RunningRole> {
+  let stop!: () => void;
+  const stopping = new Promise<void>((resolve) => (stop = resolve));
+  return {
+    async run() {
+      const relay = startRelay({ db: ctx.db, control: deliveryControlOf(ctx.client, ctx.config), logger: ctx.logger });
+      await stopping;
+      await relay.stop();
+    },
+    shutdown: () => stop(),
+    close: async () => {},
   };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
