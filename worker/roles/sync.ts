@@ -4,14 +4,13 @@
  */
 import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
-import { inArray } from 'drizzle-orm';
 import { createPageReader, type PageReader } from '../../activities/page-reader';
 import { createActivities } from '../../activities/sync';
 import { ensureSyncSchedule, removeSyncSchedule, runStateVia } from '../../control/sync';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
 import type { Db } from '../../db/client';
-import { integrations } from '../../db/schema';
+import { integrationsWithDeleted } from '../../db/tenants';
 import { DEFAULT_SYNC_POLICY, SCHEDULE_ID_PREFIX, scheduleIdOf, type SyncPolicy } from '../../domain/contract';
 import { createKeyring } from '../../domain/secrets';
 import type { WorkerMetrics } from '../../observability/metrics';
@@ -96,10 +95,7 @@ export async function reconcileSchedules(deps: {
   /** Only these organizations' integrations (a test sharing its database; one tenant by hand). Orphans are then left alone. */
   organizationIds?: string[];
 }): Promise<{ ensured: number; removed: number }> {
-  const rows = await deps.db
-    .select()
-    .from(integrations)
-    .where(deps.organizationIds ? inArray(integrations.organizationId, deps.organizationIds) : undefined);
+  const rows = await integrationsWithDeleted(deps.db, deps.organizationIds);
   let ensured = 0;
   let removed = 0;
   await eachLimit(rows, RECONCILE_CONCURRENCY, async (row) => {
