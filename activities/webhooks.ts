@@ -6,10 +6,8 @@
  * these are the retries that follow a failed one, and operators' replays. Retries are not held back for order, so
  * they can reorder (SPEC.md says so).
  */
-import { and, eq, inArray, sql } from 'drizzle-orm';
-import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
-import type { Db, Tx } from '../db/client';
-import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../db/schema';
+import type { Db } from '../db/client';
+import { deliveryStanding, deliveryStatusOf, deliveryToAttempt, moveDelivery, recordAttempt, recordedAttemptOf } from '../db/delivery-attempts';
 import { purgeSkippedBefore } from '../db/sync-jobs';
 import { noteOutcomes } from '../db/webhook-health';
 import { eventBody, purgeBefore } from '../db/webhooks';
@@ -27,7 +25,7 @@ import {
   standardSignature,
   standardSigningKey,
 } from '../domain/signature';
-import { DISABLE_AFTER_MS, RETENTION_MS, statesBefore, type DeliveryStatus } from '../domain/webhooks';
+import { DISABLE_AFTER_MS, RETENTION_MS, type DeliveryStatus } from '../domain/webhooks';
 import type { InFlight } from './in-flight';
 import type { Sender } from './webhook-http';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
@@ -147,14 +145,6 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
   const log = deps.log ?? (() => {});
   const metrics = deps.metrics ?? NO_METRICS;
 
-  /** Move a delivery to `to`, only from a state the transition whitelist allows (a stale write changes nothing). */
-  function moveTo(tx: Tx, deliveryId: string, to: DeliveryStatus, fields: PgUpdateSetSource<typeof webhookDeliveries> = {}) {
-    return tx
-      .update(webhookDeliveries)
-      .set({ ...fields, status: to, updatedAt: clock() })
-      .where(and(eq(webhookDeliveries.id, deliveryId), inArray(webhookDeliveries.status, statesBefore(to))));
-  }
-
   /**
    * Record attempt `n` and move the delivery to its outcome in one statement. An attempt already recorded (a
    * retried bookkeeping call) is kept as it was.
@@ -165,28 +155,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     to: DeliveryStatus,
   ): Promise<void> {
     const next = to === 'retrying' && input.nextDelayMs !== null ? new Date(r.startedAt.getTime() + r.durationMs + input.nextDelayMs) : null;
-    await db.transaction(async (tx) => {
-      await tx
-        .insert(webhookAttempts)
-        .values({
-          deliveryId: input.deliveryId,
-          number: input.attempt,
-          startedAt: r.startedAt,
-          durationMs: r.durationMs,
-          responseStatus: r.status,
-          error: r.error,
-          responseBody: r.excerpt,
-        })
-        .onConflictDoNothing();
-      await moveTo(tx, input.deliveryId, to, {
-        attempts: sql`greatest(${webhookDeliveries.attempts}, ${input.attempt})`,
-        lastAttemptAt: r.startedAt,
-        nextAttemptAt: next,
-        lastResponseStatus: r.status,
-        lastError: r.error,
-        firstSentAt: sql`coalesce(${webhookDeliveries.firstSentAt}, now())`,
-      });
-    });
+    await recordAttempt(db, input, r, to, next, clock());
   }
 
   /** An attempt that sent nothing, recorded as failed (or dead-lettered when the workflow said it was the last). */
@@ -200,28 +169,9 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 
   /** One attempt: POST the stored body, signed with the current (and, in a rotation window, the previous) secret. */
   async function attempt(input: AttemptInput): Promise<AttemptOutcome> {
-    const [row] = await db
-      .select({
-        delivery: webhookDeliveries,
-        url: webhookSubscriptions.url,
-        subStatus: webhookSubscriptions.status,
-        maxInFlight: webhookSubscriptions.maxInFlight,
-        subDeleted: webhookSubscriptions.deletedAt,
-        secret: webhookSubscriptions.secret,
-        previousSecret: webhookSubscriptions.previousSecret,
-        previousExpiresAt: webhookSubscriptions.previousSecretExpiresAt,
-        standardWebhooks: webhookSubscriptions.standardWebhooks,
-        mode: integrations.mode,
-        integrationDeleted: integrations.deletedAt,
-        body: events.body,
-      })
-      .from(webhookDeliveries)
-      .innerJoin(webhookSubscriptions, eq(webhookSubscriptions.id, webhookDeliveries.subscriptionId))
-      .innerJoin(integrations, eq(integrations.id, webhookDeliveries.integrationId))
-      .leftJoin(events, eq(events.id, webhookDeliveries.eventId))
-      .where(eq(webhookDeliveries.id, input.deliveryId));
+    const row = await deliveryToAttempt(db, input.deliveryId);
     const cancel = async (reason: string): Promise<AttemptOutcome> => {
-      await moveTo(db, input.deliveryId, 'cancelled', { nextAttemptAt: null, lastError: reason });
+      await moveDelivery(db, input.deliveryId, 'cancelled', clock(), { nextAttemptAt: null, lastError: reason });
       return { outcome: 'cancelled', reason };
     };
     if (!row) return { outcome: 'cancelled', reason: 'the delivery no longer exists (purged after the retention)' };
@@ -271,11 +221,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
   return {
     /** Where the delivery stands before its workflow begins: attempts so far and when its dead letter expires. */
     async prepareDelivery(input: { deliveryId: string; retentionMs?: number }): Promise<PreparedDelivery | null> {
-      const [row] = await db
-        .select({ attempts: webhookDeliveries.attempts, status: webhookDeliveries.status, eventCreatedAt: events.createdAt, createdAt: webhookDeliveries.createdAt })
-        .from(webhookDeliveries)
-        .leftJoin(events, eq(events.id, webhookDeliveries.eventId))
-        .where(eq(webhookDeliveries.id, input.deliveryId));
+      const row = await deliveryStanding(db, input.deliveryId);
       if (!row) return null;
       const born = (row.eventCreatedAt ?? row.createdAt).getTime();
       return { attempts: row.attempts, status: row.status, expiresAtMs: born + (input.retentionMs ?? RETENTION_MS) };
@@ -290,12 +236,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
      * the answer (a recorded success must end the delivery).
      */
     async recordLostAttempt(input: { deliveryId: string; attempt: number; nextDelayMs: number | null; ifFailed?: FailedStatus; error: string }): Promise<AttemptOutcome['outcome']> {
-      const [existing] = await db
-        .select({ status: webhookAttempts.responseStatus })
-        .from(webhookAttempts)
-        .where(and(eq(webhookAttempts.deliveryId, input.deliveryId), eq(webhookAttempts.number, input.attempt)));
-      const [row] = await db.select({ status: webhookDeliveries.status }).from(webhookDeliveries).where(eq(webhookDeliveries.id, input.deliveryId));
-      if (!row) return 'cancelled';
+      const existing = await recordedAttemptOf(db, input.deliveryId, input.attempt);
+      if ((await deliveryStatusOf(db, input.deliveryId)) === undefined) return 'cancelled';
       if (existing) return existing.status !== null && existing.status >= 200 && existing.status < 300 ? 'succeeded' : 'failed';
       await record(input, { startedAt: clock(), durationMs: 0, status: null, error: input.error, excerpt: null }, failedTo(input));
       return 'failed';
@@ -303,7 +245,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 
     /** Move a delivery to a state its workflow decided (expiry of a dead letter). */
     async markDelivery(input: { deliveryId: string; status: DeliveryStatus }): Promise<void> {
-      await moveTo(db, input.deliveryId, input.status, { nextAttemptAt: null });
+      await moveDelivery(db, input.deliveryId, input.status, clock(), { nextAttemptAt: null });
     },
 
     /**

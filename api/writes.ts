@@ -8,12 +8,9 @@
  */
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
-import { and, eq, isNull } from 'drizzle-orm';
 import { retrySchedulesOf } from '../config';
 import { acceptOperation, operationJson, requestHashOf, type OperationRow } from '../db/operations';
-import { TABLES } from '../db/records';
-import { integrations, properties } from '../db/schema';
-import { propertyXIdOf } from '../db/write-options';
+import { integrationsHoldingProperty, liveIntegrationIdsOf, liveRecordOf, propertyXIdOf } from '../db/write-options';
 import { writeTaskQueueOf } from '../domain/contract';
 import { isId } from '../domain/ids';
 import { operationTypeOf, type WritableEntity, type WriteAction } from '../domain/operations';
@@ -85,15 +82,6 @@ export function notWritableOf(record: z.ZodObject, writable: z.ZodType): Readonl
   return new Set(Object.keys(record.shape).filter((k) => !allowed.has(k)));
 }
 
-/** The integrations of the key's organization and mode that are not deleted. */
-async function integrationsOf(deps: ApiDeps, p: Principal): Promise<string[]> {
-  const rows = await deps.db
-    .select({ id: integrations.id })
-    .from(integrations)
-    .where(and(eq(integrations.organizationId, p.organizationId), eq(integrations.mode, p.mode), isNull(integrations.deletedAt)));
-  return rows.map((r) => r.id);
-}
-
 const choiceError = (detail: string) => new ApiError('validation_error', `Invalid field \`integration_id\`: ${detail}`, { errors: [{ pointer: 'integration_id', detail }] });
 
 /**
@@ -101,18 +89,15 @@ const choiceError = (detail: string) => new ApiError('validation_error', `Invali
  * it does not know is left for the source to judge, in the only integration there is or the one the body names.
  */
 export async function integrationForPropertyXId(deps: ApiDeps, p: Principal, propertyXId: string, chosen?: string): Promise<string> {
-  const own = await integrationsOf(deps, p);
+  const own = await liveIntegrationIdsOf(deps.db, p.organizationId, p.mode);
   if (chosen !== undefined) {
     const id = chosen.toLowerCase();
     // Like any id of another organization or mode: not confirmed to exist.
     if (!own.includes(id)) throw new ApiError('not_found', `No integration ${chosen} (\`integration_id\`) for this ${p.mode}-mode key.`);
     return id;
   }
-  const holders = await deps.db
-    .selectDistinct({ id: properties.integrationId })
-    .from(properties)
-    .where(and(eq(properties.organizationId, p.organizationId), eq(properties.mode, p.mode), eq(properties.xId, propertyXId), isNull(properties.deletedAt)));
-  const candidates = holders.map((h) => h.id).filter((id) => own.includes(id));
+  const holders = await integrationsHoldingProperty(deps.db, p.organizationId, p.mode, propertyXId);
+  const candidates = holders.filter((id) => own.includes(id));
   if (candidates.length === 1) return candidates[0]!;
   if (candidates.length > 1) throw choiceError(`property_x_id ${propertyXId} is held by several of your integrations (${candidates.join(', ')}); say which.`);
   if (own.length === 1) return own[0]!;
@@ -128,14 +113,7 @@ export interface TargetRecord {
 
 /** A live record of the key's organization and mode, by CDM id; anything else is a 404, as on a read. */
 export async function visibleRecord(deps: ApiDeps, p: Principal, entity: WritableEntity | 'property', id: string, field?: string): Promise<TargetRecord> {
-  const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
-  const [row] = isId(entity, id)
-    ? await deps.db
-        .select({ id: t.id, xId: t.xId, integrationId: t.integrationId })
-        .from(t)
-        .innerJoin(integrations, and(eq(integrations.id, t.integrationId), isNull(integrations.deletedAt)))
-        .where(and(eq(t.id, id), eq(t.organizationId, p.organizationId), eq(t.mode, p.mode), isNull(t.deletedAt)))
-    : [];
+  const row = isId(entity, id) ? await liveRecordOf(deps.db, entity, p.organizationId, p.mode, id) : undefined;
   if (!row) throw new ApiError('not_found', `No ${entity} with id ${id}${field ? ` (\`${field}\`)` : ''}.`);
   return row;
 }

@@ -5,7 +5,7 @@
  * escaping), streamed by a bare process into a PUT to the same destination.
  *
  * Each part is a process of its own: a Temporal dev server, the worker (worker/main.ts as the service runs it,
- * SERVED_MODES=test, WEBHOOK_RELAY=false, WORKER_RECONCILE_SCHEDULES=false), the destination
+ * SERVED_MODES=test, every role but the relay, WORKER_RECONCILE_SCHEDULES=false), the destination
  * (bench/lib/export-destination.ts: consumes each body as it arrives, counts its bytes and CSV records, checks their
  * field counts, digests their first field and the whole body, keeps the first 64 KiB) and the floor
  * (bench/lib/export-floor.ts). The cache is a fresh database holding one test-mode integration of `--leases` leases
@@ -176,7 +176,7 @@ async function main() {
     );
     children.push(floorChild);
     await floorChild.line(/^floor ready/, 120_000);
-    const worker = await startWorker({ databaseUrl, temporalAddress, client }, TASK_QUEUE, { WEBHOOK_RELAY: 'false' });
+    const worker = await startWorker({ databaseUrl, temporalAddress, client }, TASK_QUEUE, { WORKER_ROLES: 'sync,webhooks,writes,automations' });
     children.push(worker);
     await waitForPollers(client, AUTOMATION_QUEUE, 120_000, worker.pid);
     say(`worker/main.ts pid ${worker.pid} polls ${AUTOMATION_QUEUE} (AUTOMATION_MAX_ACTIVITIES ${cfg.AUTOMATION_MAX_ACTIVITIES}); destination ${destinationUrl}; floor pid ${floorChild.pid}`);

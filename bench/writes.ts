@@ -4,7 +4,7 @@
  * this process on the same Temporal server.
  *
  * The stack runs as the service runs it, each part a process of its own: a Temporal dev server, the sandbox PMS, the
- * API (`--apis`, api/main.ts), the worker (worker/main.ts, SERVED_MODES=test, WEBHOOK_RELAY=false) over a fresh
+ * API (`--apis`, api/main.ts), the worker (worker/main.ts, SERVED_MODES=test, every role but the relay) over a fresh
  * database, the floor's worker (bench/lib/floor-worker.ts with the write worker's settings) and the client that
  * writes (bench/lib/write-client.ts). One test-mode enterprise integration over a freshly generated sandbox company
  * of `--size` leases, initially synced. Its organization gets a rate-limit override through the admin API: a caller
@@ -172,7 +172,7 @@ async function main() {
     say(`sandbox company ${COMPANY} of ${int(SIZE)} leases generated in ${secs(performance.now() - t0)} s`);
     const integration = await newIntegration(b, settings);
 
-    const worker = await startWorker(b, TASK_QUEUE, { WEBHOOK_RELAY: 'false' });
+    const worker = await startWorker(b, TASK_QUEUE, { WORKER_ROLES: 'sync,webhooks,writes,automations' });
     children.push(worker);
     await waitForPollers(b.client, WRITE_QUEUE, 120_000, worker.pid);
     say(`worker/main.ts pid ${worker.pid} polls ${TASK_QUEUE} and ${WRITE_QUEUE} (WRITE_MAX_ACTIVITIES ${b.cfg.WRITE_MAX_ACTIVITIES}, no outbox relay)`);

@@ -64,6 +64,10 @@ function parseEncryptionKeys(raw: string | undefined, ctx: z.RefinementCtx): Enc
   return keys;
 }
 
+/** The roles a worker process can run (WORKER_ROLES); worker/roles/ holds one module each. */
+export const WORKER_ROLE_NAMES = ['sync', 'webhooks', 'writes', 'automations', 'relay'] as const;
+export type WorkerRole = (typeof WORKER_ROLE_NAMES)[number];
+
 export const configSchema = z.object({
   /**
    * Postgres connection string for the cache, the outbox and everything else the service keeps. Unset: `npm start`
@@ -201,6 +205,18 @@ export const configSchema = z.object({
   DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   /** statement_timeout of the API's pool: a read stuck on a lock or an overloaded database is a 503 after this long (0: DB_STATEMENT_TIMEOUT_MS). */
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(5_000),
+  /**
+   * What a worker process runs, a comma list of WORKER_ROLE_NAMES: `sync` (sync workflows), `webhooks` (the
+   * dispatchers and delivery workflows), `writes` (Operations and their sweeper), `automations` (automation runs),
+   * `relay` (the outbox relay that queues deliveries and wakes dispatchers; one is active at a time, others stand
+   * by). Default: all of them. Webhook delivery scales apart from the sync by running it in processes of its own
+   * (docker-compose.yml: worker and worker-webhooks).
+   */
+  WORKER_ROLES: z
+    .string()
+    .default(WORKER_ROLE_NAMES.join(','))
+    .transform((s) => [...new Set(s.split(',').map((r) => r.trim()).filter(Boolean))])
+    .pipe(z.array(z.enum(WORKER_ROLE_NAMES)).min(1, `name at least one of ${WORKER_ROLE_NAMES.join(', ')}`)),
   /** Sync activities (one entity of one integration each) a worker runs at once; bounds its memory. */
   WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(8),
   /** Threads a worker reads, maps and hashes source pages on (0: on its event loop). */
@@ -220,8 +236,6 @@ export const configSchema = z.object({
    * last failure dead-letters the delivery.
    */
   WEBHOOK_RETRY_SCHEDULE_MS: delayList(DEFAULT_RETRY_SCHEDULES.webhook, 30 * 24 * 3600 * 1000),
-  /** Whether this worker runs the outbox relay that queues deliveries and wakes dispatchers (one relay is active at a time; others stand by). */
-  WEBHOOK_RELAY: bool.default(true),
   /**
    * Attempts of one subscription in flight at once: its dispatcher's first attempts and, in each worker process,
    * the retries of failed ones. The rest of its queue waits in the database.

@@ -1,6 +1,6 @@
 /** Organizations, integrations and API keys: the rows the admin API, the demo seed and tests create. */
 import { hash, randomInt, randomUUID } from 'node:crypto';
-import { eq, sql } from 'drizzle-orm';
+import { eq, inArray, sql } from 'drizzle-orm';
 import type { Mode, Plan } from '../domain/plans';
 import { sealSourceConfig, type Keyring } from '../domain/secrets';
 import type { Tx } from './client';
@@ -96,4 +96,15 @@ export async function revokeApiKey(tx: Tx, id: string): Promise<ApiKeyRow | unde
     .where(eq(apiKeys.id, id))
     .returning();
   return row;
+}
+
+/**
+ * Every integration, deleted ones included (their schedules are removed), or only those of `organizationIds`: what
+ * a starting worker reconciles the sync schedules against.
+ */
+export async function integrationsWithDeleted(tx: Tx, organizationIds?: string[]): Promise<IntegrationRow[]> {
+  return tx
+    .select()
+    .from(integrations)
+    .where(organizationIds ? inArray(integrations.organizationId, organizationIds) : undefined);
 }

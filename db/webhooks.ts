@@ -113,6 +113,35 @@ export async function createSubscription(
   return { row: row!, secret };
 }
 
+/** An integration's subscriptions that are not deleted, one page (`limit + 1` rows: the extra says there is more). */
+export async function listSubscriptions(tx: Tx, integrationId: string, page: { limit: number; offset: number; order: SortOrder }): Promise<SubscriptionRow[]> {
+  return tx
+    .select()
+    .from(webhookSubscriptions)
+    .where(and(eq(webhookSubscriptions.integrationId, integrationId), isNull(webhookSubscriptions.deletedAt)))
+    .orderBy(...inOrder(page.order, webhookSubscriptions.createdAt, webhookSubscriptions.id))
+    .limit(page.limit + 1)
+    .offset(page.offset);
+}
+
+/** Change a subscription's settings; returns it as it now is. */
+export async function updateSubscription(tx: Tx, id: string, changes: Partial<Omit<SubscriptionRow, 'id' | 'updatedAt'>>): Promise<SubscriptionRow | undefined> {
+  const [row] = await tx
+    .update(webhookSubscriptions)
+    .set({ ...changes, updatedAt: new Date() })
+    .where(eq(webhookSubscriptions.id, id))
+    .returning();
+  return row;
+}
+
+/** Delete a subscription: it gets nothing from now on, and its queue is cancelled with it. */
+export async function deleteSubscription(db: Db, id: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.update(webhookSubscriptions).set({ deletedAt: new Date(), updatedAt: new Date() }).where(eq(webhookSubscriptions.id, id));
+    await cancelQueue(tx, id, 'the subscription was deleted');
+  });
+}
+
 /**
  * Give a subscription a new signing secret; the one it replaces stays valid until `previousExpiresAt`. The new one
  * is sealed with the active key; the replaced one moves as it is stored (both columns share one place, so it still

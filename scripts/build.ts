@@ -11,7 +11,7 @@
  *
  * A module that loads a file by path resolves it relative to itself (`new URL(…, import.meta.url)`), and every bundle
  * sits directly in dist/ with those files beside it, as in the source tree: db/migrate.ts → ./migrations,
- * activities/page-reader.ts → ./page-task.{ts,mjs}, worker/index.ts → ./workflows.js (compiled only). So `tsx` from
+ * activities/page-reader.ts → ./page-task.{ts,mjs}, worker/workflow-bundle.ts → ./workflows.js (compiled only). So `tsx` from
  * source and `node dist/…` both work with no path configuration.
  */
 import { spawn } from 'node:child_process';
@@ -60,7 +60,7 @@ const [{ metafile }] = await Promise.all([
     logLevel: 'warning',
     metafile: true,
   }),
-  // Two: a worker with tracing on runs the one with OpenTelemetry's workflow interceptors (worker/index.ts).
+  // Two: a worker with tracing on runs the one with OpenTelemetry's workflow interceptors (worker/workflow-bundle.ts).
   bundleWorkflows(`${dist}workflows.js`, false),
   bundleWorkflows(`${dist}workflows-traced.js`, true),
   cp(`${root}db/migrations`, `${dist}migrations`, { recursive: true }),

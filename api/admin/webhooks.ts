@@ -5,14 +5,11 @@
  */
 import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { and, eq, isNull } from 'drizzle-orm';
-import { inOrder } from '../../db/order';
-import { webhookSubscriptions } from '../../db/schema';
 import {
   attemptsOf,
-  cancelQueue,
   createSubscription,
   deadLetteredOf,
+  deleteSubscription,
   deliveriesOfEvents,
   eventBody,
   eventsInRange,
@@ -20,8 +17,10 @@ import {
   getDelivery,
   getSubscription,
   listDeliveries,
+  listSubscriptions,
   queueDeliveries,
   rotateSigningSecret,
+  updateSubscription,
   type AttemptRow,
   type QueueItem,
   type DeliveryRow,
@@ -282,13 +281,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
       const { limit, offset, order } = c.req.valid('query');
-      const rows = await deps.db
-        .select()
-        .from(webhookSubscriptions)
-        .where(and(eq(webhookSubscriptions.integrationId, integration.id), isNull(webhookSubscriptions.deletedAt)))
-        .orderBy(...inOrder(order, webhookSubscriptions.createdAt, webhookSubscriptions.id))
-        .limit(limit + 1)
-        .offset(offset);
+      const rows = await listSubscriptions(deps.db, integration.id, { limit, offset, order });
       const page = pageOf(rows, { limit, offset }, (r) => r);
       return c.json({ ...page, results: await subscriptionViews(deps, page.results) }, 200);
     },
@@ -322,22 +315,17 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const before = await loadSubscription(deps, c.req.valid('param').id);
       const integration = await loadIntegration(deps, before.integrationId);
       const input = c.req.valid('json');
-      const [row] = await deps.db
-        .update(webhookSubscriptions)
-        .set({
-          ...(input.url !== undefined ? { url: checkUrl(input.url, integration) } : {}),
-          ...(input.event_types !== undefined ? { eventTypes: normalizeTypes(input.event_types) } : {}),
-          ...(input.description !== undefined ? { description: input.description } : {}),
-          ...(input.status !== undefined ? { status: input.status } : {}),
-          ...(input.max_in_flight !== undefined ? { maxInFlight: input.max_in_flight } : {}),
-          ...(input.standard_webhooks !== undefined ? { standardWebhooks: input.standard_webhooks } : {}),
-          // Who disabled it and why, until it is enabled again.
-          ...(input.status === 'disabled' && before.status !== 'disabled' ? { disabledAt: new Date(), disabledBy: 'operator' as const, disabledReason: 'disabled by an operator' } : {}),
-          ...(input.status === 'active' ? { disabledAt: null, disabledBy: null, disabledReason: null } : {}),
-          updatedAt: new Date(),
-        })
-        .where(eq(webhookSubscriptions.id, before.id))
-        .returning();
+      const row = await updateSubscription(deps.db, before.id, {
+        ...(input.url !== undefined ? { url: checkUrl(input.url, integration) } : {}),
+        ...(input.event_types !== undefined ? { eventTypes: normalizeTypes(input.event_types) } : {}),
+        ...(input.description !== undefined ? { description: input.description } : {}),
+        ...(input.status !== undefined ? { status: input.status } : {}),
+        ...(input.max_in_flight !== undefined ? { maxInFlight: input.max_in_flight } : {}),
+        ...(input.standard_webhooks !== undefined ? { standardWebhooks: input.standard_webhooks } : {}),
+        // Who disabled it and why, until it is enabled again.
+        ...(input.status === 'disabled' && before.status !== 'disabled' ? { disabledAt: new Date(), disabledBy: 'operator' as const, disabledReason: 'disabled by an operator' } : {}),
+        ...(input.status === 'active' ? { disabledAt: null, disabledBy: null, disabledReason: null } : {}),
+      });
       // Enabled again: its queue (what waited while it was disabled) goes on. Best effort: when Temporal is away,
       // the relay's sweep wakes it shortly.
       if (before.status !== 'active' && row!.status === 'active') {
@@ -364,10 +352,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const row = await loadSubscription(deps, c.req.valid('param').id);
-      await deps.db.transaction(async (tx) => {
-        await tx.update(webhookSubscriptions).set({ deletedAt: new Date(), updatedAt: new Date() }).where(eq(webhookSubscriptions.id, row.id));
-        await cancelQueue(tx, row.id, 'the subscription was deleted');
-      });
+      await deleteSubscription(deps.db, row.id);
       return c.body(null, 204);
     },
   );

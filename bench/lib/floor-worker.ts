@@ -1,7 +1,7 @@
 /**
  * The floor's worker process: `node --import tsx bench/lib/floor-worker.ts [webhooks|writes]` with TEMPORAL_ADDRESS
  * and TEMPORAL_TASK_QUEUE set. One worker on that task queue running bench/lib/floor-workflow.ts and its no-op
- * activity, with the task-queue settings of the webhook delivery worker (worker/index.ts createWebhookWorker; the
+ * activity, with the task-queue settings of the webhook delivery worker (worker/roles/webhooks.ts createWebhookWorker; the
  * default) or of the write worker (createWriteWorker), and the SDK logging of worker/main.ts, so the only difference
  * from the real worker is the work itself.
  */
@@ -16,7 +16,7 @@ if (!config.TEMPORAL_ADDRESS) {
   process.exit(2);
 }
 
-/** The task-queue settings of the worker the floor stands for (keep in step with worker/index.ts). */
+/** The task-queue settings of the worker the floor stands for (keep in step with worker/roles/webhooks.ts and writes.ts). */
 const SETTINGS = {
   /** createWebhookWorker's. */
   webhooks: {

@@ -24,7 +24,7 @@ import { automationRunWorkflowIdOf, automationScheduleIdOf } from '../../domain/
 import { csvColumns, MONEY_FIELDS, RECORD_FIELDS } from '../../domain/automations';
 import type { Entity } from '../../domain/cdm';
 import { sealAutomationHeaders } from '../../domain/secrets';
-import { createAutomationWorker } from '../../worker';
+import { createAutomationWorker } from '../../worker/roles/automations';
 import { startApi, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { runSync, sandboxIntegration, startTestWorker, until, type SandboxIntegration, type TestWorker } from '../support/sync';

@@ -17,7 +17,7 @@ import { Client, Connection } from '@temporalio/client';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { configSchema } from '../../config';
+import { configSchema, parseConfig, WORKER_ROLE_NAMES } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { createApiKey, createIntegration, createOrganization } from '../../db/tenants';
 import { syncWorkflowIdOf } from '../../domain/contract';
@@ -55,14 +55,14 @@ describe('docker-compose.yml and the Dockerfile', () => {
   const ours = Object.entries(services).filter(([, s]) => s.build !== undefined);
 
   it('has every part of the production shape, each service on a pinned image', () => {
-    expect(Object.keys(services).sort()).toEqual(['api', 'grafana', 'migrate', 'postgres', 'prometheus', 'proxy', 'sandbox', 'temporal', 'temporal-ui', 'worker']);
+    expect(Object.keys(services).sort()).toEqual(['api', 'grafana', 'migrate', 'postgres', 'prometheus', 'proxy', 'sandbox', 'temporal', 'temporal-ui', 'worker', 'worker-webhooks']);
     for (const [name, s] of Object.entries(services)) {
       const [image, tag] = (s.image ?? '').split(':');
       expect(image, name).toBeTruthy();
       expect(tag, `${name}: ${s.image} has no tag`).toMatch(/^v?\d[\w.-]*$/);
       if (s.build !== undefined) expect(s.image, name).toBe(`propsync:${pkg.version}`);
     }
-    expect(ours.map(([n]) => n).sort()).toEqual(['api', 'migrate', 'sandbox', 'worker']);
+    expect(ours.map(([n]) => n).sort()).toEqual(['api', 'migrate', 'sandbox', 'worker', 'worker-webhooks']);
   });
 
   it('runs the compiled JavaScript of dist/ in every service of ours, never tsx', () => {
@@ -82,7 +82,14 @@ describe('docker-compose.yml and the Dockerfile', () => {
       for (const dep of Object.keys(s.depends_on ?? {})) expect(services, `${name} depends on ${dep}`).toHaveProperty([dep]);
     }
     expect(services.migrate!.restart).toBe('no');
-    for (const name of ['api', 'worker', 'sandbox']) expect(services[name]!.depends_on?.migrate?.condition, name).toBe('service_completed_successfully');
+    for (const name of ['api', 'worker', 'worker-webhooks', 'sandbox']) expect(services[name]!.depends_on?.migrate?.condition, name).toBe('service_completed_successfully');
+  });
+
+  it('runs every worker role in exactly one worker service, webhook delivery and the relay apart from the rest', () => {
+    const rolesOf = (name: string) => parseConfig({ WORKER_ROLES: String(services[name]!.environment?.WORKER_ROLES) }).WORKER_ROLES;
+    expect(rolesOf('worker-webhooks')).toEqual(['webhooks', 'relay']);
+    expect([...rolesOf('worker'), ...rolesOf('worker-webhooks')].sort()).toEqual([...WORKER_ROLE_NAMES].sort());
+    for (const name of ['worker', 'worker-webhooks']) expect(services[name]!.command, name).toEqual(['node', 'dist/worker.mjs']);
   });
 
   it('puts two API replicas behind the proxy, the only service on port 3000', () => {
@@ -171,7 +178,7 @@ describe('the compiled processes', () => {
       ADMIN_TOKEN: adminToken,
       SANDBOX_CONTROL_TOKEN: controlToken,
       SERVED_MODES: 'test',
-      WEBHOOK_RELAY: 'false',
+      WORKER_ROLES: 'sync,webhooks,writes,automations',
       WORKER_RECONCILE_SCHEDULES: 'false',
       DB_POOL_MAX: '3',
       HOST: '127.0.0.1',

@@ -88,7 +88,7 @@ beforeAll(async () => {
   const child = procs.spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { ...process.env, ...common, PORT: String(port), METRICS_PORT: String(metricsPort) });
   api = { url: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}/metrics`, child };
   // The relay runs: this database is the file's own. Two attempts, the second 200 ms after the first.
-  const worker = spawnWorker(procs, { ...common, WORKER_METRICS_PORT: String(workerPort), WEBHOOK_RELAY: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '0,200' });
+  const worker = spawnWorker(procs, { ...common, WORKER_METRICS_PORT: String(workerPort), WORKER_ROLES: 'sync,webhooks,writes,automations,relay', WEBHOOK_RETRY_SCHEDULE_MS: '0,200' });
   workerMetrics = `http://127.0.0.1:${workerPort}/metrics`;
   ok = await startReceiver();
   failing = await startReceiver();

@@ -82,7 +82,7 @@ beforeAll(async () => {
     SANDBOX_URL: sandboxUrl,
     // The test database is shared with other files: no schedule reconciliation, and only a relay scoped to this org.
     WORKER_RECONCILE_SCHEDULES: 'false',
-    WEBHOOK_RELAY: 'false',
+    WORKER_ROLES: 'sync,webhooks,writes,automations',
     WEBHOOK_RETRY_SCHEDULE_MS: '0,200,200,200,200,200,200',
     SYNC_PAGE_SIZE: '10',
     DB_POOL_MAX: '3',

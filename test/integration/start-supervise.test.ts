@@ -66,7 +66,7 @@ beforeAll(async () => {
     ADMIN_TOKEN: ADMIN,
     // The test database is shared: no schedules of other files' integrations, no relay of their events.
     WORKER_RECONCILE_SCHEDULES: 'false',
-    WEBHOOK_RELAY: 'false',
+    WORKER_ROLES: 'sync,webhooks,writes,automations',
     SYNC_PAGE_SIZE: '5',
     SYNC_RETRY_INITIAL_MS: '200',
     LOG_LEVEL: 'warn',

@@ -46,7 +46,7 @@ function spawnWorker(): ChildProcess {
       WORKER_RECONCILE_SCHEDULES: 'false',
       // An unscoped relay would take other files' events (this database is shared) and deliver them from this
       // worker's webhook queue, out of their order and on the default retry schedule.
-      WEBHOOK_RELAY: 'false',
+      WORKER_ROLES: 'sync,webhooks,writes,automations',
       // Test keys only: serving live would need secrets of its own.
       SERVED_MODES: 'test',
       SYNC_PAGE_SIZE: '25',

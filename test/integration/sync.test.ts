@@ -16,7 +16,8 @@ import { integrations, leases, properties, residents, syncJobs, syncSeen, units 
 import { ENTITIES } from '../../domain/cdm';
 import { SA_INTEGRATION_ID, SA_ORGANIZATION_ID, SA_STATUS, SA_SYNC_JOB_ID, scheduleIdOf, syncWorkflowIdOf, type SyncKind } from '../../domain/contract';
 import { SOURCE_DIALECTS, type SourceDialect } from '../../source';
-import { removeOrphanSchedules, WORKFLOWS_PATH } from '../../worker';
+import { removeOrphanSchedules } from '../../worker/roles/sync';
+import { WORKFLOWS_PATH } from '../../worker/workflow-bundle';
 import { testConfig, testDb } from '../support/context';
 import {
   eventsOf,

@@ -125,7 +125,7 @@ beforeAll(async () => {
   };
   const child = procs.spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { ...process.env, ...common, PORT: String(port) });
   api = `http://127.0.0.1:${port}`;
-  const worker = spawnWorker(procs, { ...common, WORKER_METRICS_PORT: String(workerMetrics), WEBHOOK_RELAY: 'true' });
+  const worker = spawnWorker(procs, { ...common, WORKER_METRICS_PORT: String(workerMetrics), WORKER_ROLES: 'sync,webhooks,writes,automations,relay' });
   hooks = await startWebhookReceiver();
   // A sandbox company of 8 leases (as test/support/sync.ts's sandboxIntegration makes one), keeping its api key.
   const org = await createOrganization(db, { name: `traces-${randomUUID().slice(0, 8)}` });

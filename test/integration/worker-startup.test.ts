@@ -13,7 +13,7 @@ import { closeDb, type Db } from '../../db/client';
 import { insertAutomation } from '../../db/automations';
 import { automations, integrations } from '../../db/schema';
 import { automationScheduleIdOf, scheduleIdOf } from '../../domain/contract';
-import { reconcileSchedules } from '../../worker';
+import { reconcileSchedules } from '../../worker/roles/sync';
 import { makeTenant, testConfig, testDb } from '../support/context';
 
 let db: Db;

@@ -95,8 +95,8 @@ export function spawnWorker(
     ...env,
     // The test database is shared with other files whose schedules point at their own task queues.
     WORKER_RECONCILE_SCHEDULES: 'false',
-    // An unscoped relay would dispatch other files' events onto this worker's webhook queue.
-    WEBHOOK_RELAY: 'false',
+    // Every role but the relay: an unscoped relay would dispatch other files' events onto this worker's webhook queue.
+    WORKER_ROLES: 'sync,webhooks,writes,automations',
     // Test keys only: serving live would need secrets of its own.
     SERVED_MODES: 'test',
     SYNC_PAGE_SIZE: '25',

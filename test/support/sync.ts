@@ -21,7 +21,7 @@ import { openSourceConfig } from '../../domain/secrets';
 import type { Plan } from '../../domain/plans';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import { createConnector, type SourceDialect } from '../../source';
-import { createWorker } from '../../worker';
+import { createSyncWorker } from '../../worker/roles/sync';
 import { startApi, type TestServer } from './api-server';
 import { testConfig, testDb, testKeyring } from './context';
 
@@ -38,7 +38,7 @@ export async function startTestWorker(config: Config, db: Db): Promise<TestWorke
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
-  const worker = await createWorker({ config, db, connection, pages });
+  const worker = await createSyncWorker({ config, db, connection, pages });
   const running = worker.run();
   return {
     connection,

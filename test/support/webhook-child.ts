@@ -9,8 +9,8 @@ import { loadConfigOrExit } from '../../config';
 import { createLogger } from '../../config/logger';
 import { deliveryControlOf } from '../../control/webhooks';
 import { createDb } from '../../db/client';
-import { createWebhookWorker } from '../../worker';
-import { startRelay } from '../../worker/relay';
+import { createWebhookWorker } from '../../worker/roles/webhooks';
+import { startRelay } from '../../worker/roles/relay';
 
 const config = loadConfigOrExit();
 const orgs = process.argv.slice(2);

@@ -19,8 +19,8 @@ import { createIntegration, createOrganization, type IntegrationRow } from '../.
 import { categoryOf, type EventType } from '../../domain/events';
 import type { Mode, Plan } from '../../domain/plans';
 import { createKeyring } from '../../domain/secrets';
-import { createWebhookWorker, type WebhookWorker } from '../../worker';
-import { startRelay, type Relay } from '../../worker/relay';
+import { createWebhookWorker, type WebhookWorker } from '../../worker/roles/webhooks';
+import { startRelay, type Relay } from '../../worker/roles/relay';
 import { until } from './until';
 
 export interface Received {

@@ -9,7 +9,7 @@ import { expect } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { createApiKey, type Scope } from '../../db/tenants';
-import { createWriteWorker } from '../../worker';
+import { createWriteWorker } from '../../worker/roles/writes';
 
 export interface WriteWorker {
   client: Client;

@@ -29,6 +29,13 @@ const LIVE_READY = {
 };
 
 describe('configuration', () => {
+  it('runs every worker role by default, the ones WORKER_ROLES names otherwise, and refuses a role it does not know', () => {
+    expect(parseConfig({}).WORKER_ROLES).toEqual(['sync', 'webhooks', 'writes', 'automations', 'relay']);
+    expect(parseConfig({ WORKER_ROLES: ' webhooks , relay,webhooks' }).WORKER_ROLES).toEqual(['webhooks', 'relay']);
+    expect(refusal({ WORKER_ROLES: 'webhooks,delivery' })).toMatch(/^ {2}WORKER_ROLES: .*sync.*webhooks.*writes.*automations.*relay/m);
+    expect(refusal({ WORKER_ROLES: ',' })).toMatch(/^ {2}WORKER_ROLES: name at least one of sync, webhooks, writes, automations, relay$/m);
+  });
+
   it('has working defaults and derives the addresses that depend on others', () => {
     const c = parseConfig({});
     expect(c).toMatchObject({ PORT: 3000, TEMPORAL_PORT: 7233, TEMPORAL_UI_PORT: 8233, SANDBOX_PORT: 4010, SERVED_MODES: ['test', 'live'] });

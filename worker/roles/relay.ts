@@ -12,18 +12,19 @@
  * that dies at any point loses nothing: the events stay undispatched until their deliveries are queued, and the
  * sweep wakes what a lost wake left waiting.
  *
- * One relay is active at a time: it holds a lease row renewed every pass (no lock is held across network calls);
+ * The relay role runs it (WORKER_ROLES); any number of processes may. One relay is active at a time: it holds a lease row renewed every pass (no lock is held across network calls);
  * another process takes over when the lease lapses.
  */
 import { randomUUID } from 'node:crypto';
-import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
-import type { Logger } from '../config/logger';
-import type { Db, Tx } from '../db/client';
-import { markDispatched } from '../db/events';
-import { events, leaseLocks, webhookSubscriptions } from '../db/schema';
-import { activeSubscriptionsOf, queueDeliveries, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../db/webhooks';
-import { wakeDispatcher, type DeliveryControlDeps } from '../control/webhooks';
-import { wantsEvent } from '../domain/webhooks';
+import type { Logger } from '../../config/logger';
+import type { Db, Tx } from '../../db/client';
+import { markDispatched } from '../../db/events';
+import { integrationsOfSubscriptions, releaseLease, takeLease, undispatchedEvents, type UndispatchedEvent } from '../../db/relay';
+import { activeSubscriptionsOf, queueDeliveries, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../../db/webhooks';
+import { deliveryControlOf, wakeDispatcher, type DeliveryControlDeps } from '../../control/webhooks';
+import { wantsEvent } from '../../domain/webhooks';
+import { eachLimit } from '../each-limit';
+import type { RoleContext, RunningRole } from './role';
 
 export const EVENTS_CHANNEL = 'events_recorded';
 const LEASE_NAME = 'outbox-relay';
@@ -79,13 +80,8 @@ export function startRelay(opts: RelayOptions): Relay {
     });
 
   /** Take or renew the lease; false while another relay holds it. */
-  async function lease(): Promise<boolean> {
-    const rows = await db.execute<{ holder: string }>(sql`
-      insert into ${leaseLocks} (name, holder, expires_at) values (${leaseName}, ${holder}, now() + ${`${leaseMs} milliseconds`}::interval)
-      on conflict (name) do update set holder = excluded.holder, expires_at = excluded.expires_at
-        where ${leaseLocks.holder} = ${holder} or ${leaseLocks.expiresAt} < now()
-      returning holder`);
-    return rows.length > 0;
+  function lease(): Promise<boolean> {
+    return takeLease(db, leaseName, holder, leaseMs);
   }
 
   async function pass(): Promise<number> {
@@ -94,18 +90,7 @@ export function startRelay(opts: RelayOptions): Relay {
     if (scope && scope.length === 0) return 0;
     // The payload (data) is not read here: the dispatcher that first takes a delivery of an event serializes its
     // body, off the relay's path (the relay's pass is what every subscription's first attempts wait for).
-    const batch = await db
-      .select({
-        id: events.id,
-        organizationId: events.organizationId,
-        integrationId: events.integrationId,
-        type: events.type,
-        createdAt: events.createdAt,
-      })
-      .from(events)
-      .where(and(isNull(events.dispatchedAt), scope ? inArray(events.organizationId, scope) : undefined))
-      .orderBy(asc(events.createdAt), asc(events.id))
-      .limit(batchSize);
+    const batch = await undispatchedEvents(db, { limit: batchSize, organizationIds: scope });
     if (batch.length === 0) return 0;
 
     const subs = await activeSubscriptionsOf(db, [...new Set(batch.map((e) => e.integrationId))]);
@@ -119,7 +104,7 @@ export function startRelay(opts: RelayOptions): Relay {
     return batch.length;
   }
 
-  type Batch = { id: string; organizationId: string; integrationId: string; type: string; createdAt: Date }[];
+  type Batch = UndispatchedEvent[];
 
   /** Queue the batch's deliveries (in the caller's transaction); returns the subscriptions whose dispatcher was idle. */
   async function queue(tx: Tx, batch: Batch, subs: SubscriptionRow[]): Promise<string[]> {
@@ -153,8 +138,7 @@ export function startRelay(opts: RelayOptions): Relay {
     if (scope && scope.length === 0) return;
     const ids = await subscriptionsToWake(db, { staleMs, organizationIds: scope });
     if (ids.length === 0) return;
-    const rows = await db.select({ id: webhookSubscriptions.id, integrationId: webhookSubscriptions.integrationId }).from(webhookSubscriptions).where(inArray(webhookSubscriptions.id, ids));
-    for (const r of rows) toWake.set(r.id, r.integrationId);
+    for (const r of await integrationsOfSubscriptions(db, ids)) toWake.set(r.id, r.integrationId);
   }
 
   const loop = (async () => {
@@ -196,16 +180,22 @@ export function startRelay(opts: RelayOptions): Relay {
       const l = await listening;
       await l?.unlisten().catch(() => {});
       // Let another relay take over at once.
-      await db.delete(leaseLocks).where(and(eq(leaseLocks.name, leaseName), eq(leaseLocks.holder, holder))).catch(() => {});
+      await releaseLease(db, leaseName, holder).catch(() => {});
     },
   };
 }
 
-/** Run `fn` over `items`, at most `limit` at a time. */
-async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await fn(items[next++]!);
+/** The role as a worker process runs it: the relay over every organization, until shutdown. */
+export async function startRelayRole(ctx: RoleContext): Promise<RunningRole> {
+  let stop!: () => void;
+  const stopping = new Promise<void>((resolve) => (stop = resolve));
+  return {
+    async run() {
+      const relay = startRelay({ db: ctx.db, control: deliveryControlOf(ctx.client, ctx.config), logger: ctx.logger });
+      await stopping;
+      await relay.stop();
+    },
+    shutdown: () => stop(),
+    close: async () => {},
   };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }

@@ -1,0 +1,58 @@
+/**
+ * What the outbox relay (worker/roles/relay.ts) reads and holds: its lease row, the events it has yet to turn into
+ * deliveries, and the integrations of the subscriptions it wakes. Queuing the deliveries and marking the events
+ * dispatched are db/webhooks.ts queueDeliveries and db/events.ts markDispatched.
+ */
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import type { Db } from './client';
+import { events, leaseLocks, webhookSubscriptions } from './schema';
+
+/**
+ * Take the lease `name` for `holder`, or renew it, for `leaseMs`; false while another holder's lease has not
+ * expired. One statement: no lock is held across the relay's network calls.
+ */
+export async function takeLease(db: Db, name: string, holder: string, leaseMs: number): Promise<boolean> {
+  const rows = await db.execute<{ holder: string }>(sql`
+      insert into ${leaseLocks} (name, holder, expires_at) values (${name}, ${holder}, now() + ${`${leaseMs} milliseconds`}::interval)
+      on conflict (name) do update set holder = excluded.holder, expires_at = excluded.expires_at
+        where ${leaseLocks.holder} = ${holder} or ${leaseLocks.expiresAt} < now()
+      returning holder`);
+  return rows.length > 0;
+}
+
+/** Give the lease up, if `holder` still holds it, so another process takes over at once. */
+export async function releaseLease(db: Db, name: string, holder: string): Promise<void> {
+  await db.delete(leaseLocks).where(and(eq(leaseLocks.name, name), eq(leaseLocks.holder, holder)));
+}
+
+export interface UndispatchedEvent {
+  id: string;
+  organizationId: string;
+  integrationId: string;
+  type: string;
+  createdAt: Date;
+}
+
+/**
+ * Up to `limit` events not yet dispatched, in production order (of `organizationIds` only, when given). The payload
+ * is not read: the dispatcher that first takes a delivery of an event serializes its body, off the relay's path.
+ */
+export async function undispatchedEvents(db: Db, opts: { limit: number; organizationIds?: string[] }): Promise<UndispatchedEvent[]> {
+  return db
+    .select({
+      id: events.id,
+      organizationId: events.organizationId,
+      integrationId: events.integrationId,
+      type: events.type,
+      createdAt: events.createdAt,
+    })
+    .from(events)
+    .where(and(isNull(events.dispatchedAt), opts.organizationIds ? inArray(events.organizationId, opts.organizationIds) : undefined))
+    .orderBy(asc(events.createdAt), asc(events.id))
+    .limit(opts.limit);
+}
+
+/** The integration of each of these subscriptions (what waking a dispatcher needs). */
+export async function integrationsOfSubscriptions(db: Db, subscriptionIds: string[]): Promise<{ id: string; integrationId: string }[]> {
+  return db.select({ id: webhookSubscriptions.id, integrationId: webhookSubscriptions.integrationId }).from(webhookSubscriptions).where(inArray(webhookSubscriptions.id, subscriptionIds));
+}
