@@ -14,6 +14,8 @@
  *
  * A value outside a bound parses but breaks a rule: 422 naming the parameter or field (the query parsers of
  * domain/filters.ts raise it as a `RULE` issue; see api/middleware/validation.ts).
+ *
+ * Uses @hono/zod-openapi (domain/README.md), so each scalar carries its OpenAPI `pattern`; never imported by workflows.
  */
 import { z } from '@hono/zod-openapi';
 

@@ -13,6 +13,8 @@
  * id, throws SecretError naming the key id and never the value. A value without the `enc:` prefix is a plaintext
  * stored before encryption existed: it is returned as it is, only so that everything keeps working until the
  * re-encryption pass has found and sealed it.
+ *
+ * Impure on purpose (domain/README.md): node:crypto for the cipher and its IVs; never imported by workflows.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
