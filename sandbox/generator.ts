@@ -8,12 +8,12 @@
  * are the flavour-neutral model (sandbox/model.ts), so a company is the same data in either flavour.
  */
 import { Readable } from 'node:stream';
+import type postgres from 'postgres';
 import { pipeline } from 'node:stream/promises';
 import type { LeaseModel, LeaseState, Phone, PropertyContext, PropertyModel, ResidentModel, ResidentState, TenantRole, UnitModel, UnitState } from './model';
-import { refsOf, type Entity, type Floorplan } from './model';
+import { refsOf, type Entity, type Floorplan, type NextIds } from './model';
 import * as W from './names';
 import { Deck, Rng, streamSeed } from './random';
-import type { NextIds, Sql } from './store';
 import { addMonths, DAY, dayOf, isoDate } from './time';
 
 export const REF_DAY = dayOf('2025-06-01');
@@ -442,7 +442,7 @@ const copyText = (s: string) => s.replace(/\\/g, '\\\\');
 const copyNum = (n: number | null) => (n === null ? '\\N' : String(n));
 
 /** Generate a company's records (models and last-update times) straight into sandbox.records with COPY, in one pass and bounded memory. */
-export async function insertGenerated(sql: Sql, companyId: string, seed: number, size: number): Promise<NextIds> {
+export async function insertGenerated(sql: postgres.Sql, companyId: string, seed: number, size: number): Promise<NextIds> {
   const gen = generateCompany(seed, size);
   let nextIds: NextIds = { ...ID_BASE };
   const company = copyText(companyId);

@@ -10,6 +10,8 @@
  */
 
 export type Entity = 'property' | 'unit' | 'resident' | 'lease';
+/** The next native id to give out, per entity (a company's counters). */
+export type NextIds = Record<Entity, number>;
 export const ENTITIES: readonly Entity[] = ['property', 'unit', 'resident', 'lease'];
 
 /** A lease's place in its lifecycle. */

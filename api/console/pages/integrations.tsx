@@ -10,7 +10,7 @@ import { SYNC_ORDER } from '../../../domain/cdm';
 import { syncWorkflowIdOf } from '../../../domain/contract';
 import type { Organization, SkippedRecord, SyncJob } from '../../admin/schemas';
 import type { AdminClient, Page } from '../admin';
-import { type ConsoleApp } from '../index';
+import { type ConsoleApp } from '../context';
 import { Badge, Facts, Form, Layout, Pager, pagingOf, listQuery, SortHeader, Table, Tabs, TemporalLink, Time, type Ui } from '../ui';
 import { cadence, integrationLabel, type IntegrationView } from './organizations';
 
