@@ -21,7 +21,7 @@ import { idempotencyKeys, operations } from './schema';
 export type OperationRow = typeof operations.$inferSelect;
 
 /** How long an idempotency key is remembered, per organization and mode. */
-export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 /** The Operation as the API shows it (SPEC.md Operation; DECISIONS.md names "the service" `resource`). */
 export interface OperationJson {

@@ -154,14 +154,6 @@ export interface ModelOf {
 }
 export type AnyModel = ModelOf[Entity];
 
-/** A record as the store holds it: the model, plus its last-update time (epoch ms, from the database clock). */
-export interface Stored<E extends Entity = Entity> {
-  entity: E;
-  id: number;
-  updated: number;
-  model: ModelOf[E];
-}
-
 /** The store's reference columns of a record: what the change scripts and filters look records up by. */
 export function refsOf(entity: Entity, m: AnyModel) {
   const lease = entity === 'lease' ? (m as LeaseModel) : undefined;

@@ -20,7 +20,7 @@ type Del = z.infer<typeof Delivery>;
 type Evt = z.infer<typeof Event>;
 
 /** What a redirect after a change says on the page it lands on (codes only: a link cannot make the console say anything else). */
-export function noticeOf(url: URL): string | undefined {
+function noticeOf(url: URL): string | undefined {
   const n = Number(url.searchParams.get('n') ?? '0');
   switch (url.searchParams.get('done')) {
     case 'saved':
