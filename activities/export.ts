@@ -38,7 +38,7 @@ import { openAutomationHeaders, SecretError, type Keyring } from '../domain/secr
 import { defaultResolver, GuardRefusal, lookupThrough, refusalOf, type Resolver } from './address-guard';
 
 /** The default of EXPORT_TIMEOUT_MS: how long one attempt may take in all. */
-export const DEFAULT_EXPORT_TIMEOUT_MS = 3_600_000;
+const DEFAULT_EXPORT_TIMEOUT_MS = 3_600_000;
 
 export interface ExportDeps {
   /** The cache's database: each attempt opens a connection of its own (db/exports.ts openExportConnection). */

@@ -14,7 +14,7 @@ import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyK
 import { integrations, operations } from '../db/schema';
 import type { IntegrationRow } from '../db/tenants';
 import { SYNC_ORDER, type Entity, type InputOf } from '../domain/cdm';
-import { isTerminal, parseOperationType, type OperationStatus, type OperationType } from '../domain/operations';
+import { isTerminal, parseOperationType, type OperationStatus } from '../domain/operations';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
 import {
   createConnector,
@@ -337,4 +337,3 @@ export function createWriteActivities(deps: WriteActivityDeps) {
 }
 
 export type WriteActivities = ReturnType<typeof createWriteActivities>;
-export type { OperationType };

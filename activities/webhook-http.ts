@@ -9,9 +9,9 @@ import https from 'node:https';
 import { ATTEMPT_TIMEOUT_MS, RESPONSE_EXCERPT_BYTES } from '../domain/webhooks';
 import { defaultResolver, GuardRefusal, lookupThrough, refusalOf, type Resolver } from './address-guard';
 
-export { GuardRefusal, type Resolver };
+export {  type Resolver };
 
-export interface SendRequest {
+interface SendRequest {
   url: string;
   body: string;
   headers: Record<string, string>;
@@ -21,7 +21,7 @@ export interface SendRequest {
   onSent?: () => void;
 }
 
-export interface SendResult {
+interface SendResult {
   ok: boolean;
   /** HTTP status of the response, when there was one. */
   status: number | null;

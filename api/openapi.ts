@@ -68,7 +68,7 @@ export function problemResponses(...statuses: number[]) {
 export const okHeaders = { ...requestIdHeader, ...rateLimitHeaders };
 export { requestIdHeader };
 
-export const BEARER = 'bearerAuth';
+const BEARER = 'bearerAuth';
 
 export function registerDocs(app: OpenAPIHono<AppEnv>, config: Config): void {
   app.openAPIRegistry.registerComponent('securitySchemes', BEARER, {
@@ -155,7 +155,7 @@ async function renderScalar(handler: MiddlewareHandler): Promise<ScalarPage> {
  * generator ("Generate MCP": mcp), its developer toolbar ("Deploy", "Share", "Configure": showDeveloperTools) and its
  * telemetry. The "Test Request" client stays: it calls this API.
  */
-export const SCALAR_CONFIGURATION = {
+const SCALAR_CONFIGURATION = {
   url: '/v1/openapi.json',
   pageTitle: 'Property Data Sync API',
   cdn: '/docs/assets/scalar-api-reference.js',
@@ -167,7 +167,7 @@ export const SCALAR_CONFIGURATION = {
 } as const;
 
 /** Where /docs loads the reference page's script from: this service. */
-export const SCALAR_SCRIPT_PATH = SCALAR_CONFIGURATION.cdn;
+const SCALAR_SCRIPT_PATH = SCALAR_CONFIGURATION.cdn;
 let scalarScript: Promise<Buffer> | undefined;
 
 /** The standalone browser bundle of @scalar/api-reference (the package exports no path to it: found beside its entry). */

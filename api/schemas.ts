@@ -7,7 +7,7 @@
  */
 import { z } from '@hono/zod-openapi';
 
-export { ORDER_FIELDS, PropertyListQuery, UnitListQuery, ResidentListQuery, LeaseListQuery, LIST_QUERIES, type OrderBy } from '../domain/filters';
+export {  PropertyListQuery, UnitListQuery, ResidentListQuery, LeaseListQuery,   } from '../domain/filters';
 import { boolParam } from '../domain/filters';
 import { dateField, NUL_DETAIL, plainText, SPACE_CLASS, text } from '../domain/scalars';
 
@@ -26,10 +26,10 @@ const tsOrNull = ts.nullable();
 const dateOrNull = z.iso.date().nullable();
 const uuid = z.string().openapi({ format: 'uuid' });
 
-export const Money = z
+const Money = z
   .object({ amount: z.number().int().openapi({ description: 'Integer minor units.' }), currency: z.string().openapi({ example: 'USD' }) })
   .openapi('Money');
-export const Address = z
+const Address = z
   .object({
     line_1: z.string().nullable(),
     line_2: z.string().nullable(),
@@ -39,7 +39,7 @@ export const Address = z
     country: z.string().nullable(),
   })
   .openapi('Address');
-export const Phone = z.object({ type: z.string(), number: z.string(), primary: z.boolean() }).openapi('Phone');
+const Phone = z.object({ type: z.string(), number: z.string(), primary: z.boolean() }).openapi('Phone');
 const CustomData = z.record(z.string(), z.unknown()).openapi({ description: 'Source values the CDM has no field for.' });
 
 const identity = (prefix: string) => ({
@@ -133,7 +133,7 @@ export const Resident = z
   })
   .openapi('Resident');
 
-export const LeaseResident = z
+const LeaseResident = z
   .object({ resident_id: z.string(), x_id: z.string(), role: z.string().openapi({ example: 'primary' }) })
   .openapi('LeaseResident');
 
@@ -168,7 +168,7 @@ export const Lease = z
   })
   .openapi('Lease');
 
-export const ListMeta = z
+const ListMeta = z
   .object({ limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() })
   .openapi('ListMeta');
 
@@ -217,7 +217,7 @@ const id = (description: string) => text(64).openapi({ description });
 const writeDate = dateField;
 const count = (max: number) => z.number().int('must be an integer').min(0, 'must not be negative').max(max, `must be at most ${max}`);
 
-export const MoneyInput = z
+const MoneyInput = z
   .strictObject({
     amount: z
       .number()
@@ -370,7 +370,7 @@ export const Operation = z
 
 // ---- Write options (GET /v1/write_options/{operation_type}) ----
 
-export const WriteOption = z
+const WriteOption = z
   .object({
     value: z.string().openapi({ description: 'What to send in the field.', example: '2' }),
     label: z.string().openapi({ description: 'What the source calls it.', example: '12 Months' }),
@@ -382,7 +382,7 @@ export const WriteOption = z
   })
   .openapi('WriteOption');
 
-export const WriteField = z
+const WriteField = z
   .object({
     name: z.string().openapi({ example: 'lease_term_id' }),
     required: z.boolean().openapi({ description: 'Whether a body must send it (a PATCH body needs at least one field, none in particular).' }),

@@ -77,7 +77,7 @@ const LINGER_MS = 5_000;
  * answer, so this does what Node does otherwise: nothing on a reset or closed socket, and nothing written into a
  * response already under way (that would corrupt it; the socket is only closed).
  */
-export function answerClientErrors(server: Server, bases: ProblemBases): void {
+function answerClientErrors(server: Server, bases: ProblemBases): void {
   server.on('clientError', (err: ClientError, socket: Socket) => {
     const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {

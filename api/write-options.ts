@@ -50,8 +50,8 @@ const LIST_NOUNS: Record<OptionList, string> = {
   address_types: 'address type',
 };
 
-export const FIELD_TYPES = ['string', 'date', 'integer', 'number', 'boolean', 'object', 'array'] as const;
-export type FieldType = (typeof FIELD_TYPES)[number];
+const FIELD_TYPES = ['string', 'date', 'integer', 'number', 'boolean', 'object', 'array'] as const;
+type FieldType = (typeof FIELD_TYPES)[number];
 
 /** One field of a write body, as derived from its schema. */
 interface FieldSpec {
@@ -63,7 +63,7 @@ interface FieldSpec {
   list: OptionList | null;
 }
 
-export interface WriteOptionJson {
+interface WriteOptionJson {
   value: string;
   label: string;
   /** Unit spaces only: the floor plan a lease on this unit space names. */
@@ -105,7 +105,7 @@ function shapeOf(schema: z.ZodType): Record<string, z.ZodType> {
   return def?.shape ?? (def?.in ? shapeOf(def.in) : {});
 }
 
-export function fieldsOf(body: z.ZodType, coded: Partial<Record<string, OptionList>>): FieldSpec[] {
+function fieldsOf(body: z.ZodType, coded: Partial<Record<string, OptionList>>): FieldSpec[] {
   return Object.entries(shapeOf(body)).map(([name, field]) => ({
     name,
     required: !field.safeParse(undefined).success,

@@ -10,7 +10,7 @@ export class CliError extends Error {
   }
 }
 
-export interface Problem {
+interface Problem {
   title?: string;
   status?: number;
   detail?: string;
@@ -49,7 +49,7 @@ export class AdminClient {
   }
 }
 
-export function problemLine(status: number, p: Problem | null): string {
+function problemLine(status: number, p: Problem | null): string {
   const title = p?.title ?? `HTTP ${status}`;
   const detail = p?.detail ? `: ${p.detail}` : '';
   const rid = p?.request_id ? ` (request ${p.request_id})` : '';

@@ -124,7 +124,7 @@ export interface OperationPolling {
 }
 
 /** SPEC.md Operations rule 5: exponential in the attempts, capped at 30 s; 1 s while no attempt has failed. */
-export const OPERATION_POLLING: OperationPolling = { baseMs: 1_000, capMs: 30_000 };
+const OPERATION_POLLING: OperationPolling = { baseMs: 1_000, capMs: 30_000 };
 
 export function operationPollDelayMs(attempts: number, polling: OperationPolling = OPERATION_POLLING): number {
   return Math.min(polling.capMs, polling.baseMs * 2 ** Math.max(0, attempts));

@@ -318,7 +318,7 @@ export const configSchema = z.object({
 });
 
 /** The database of a process started on its own without DATABASE_URL (`npm start` runs an embedded one instead). */
-export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/propsync';
+const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/propsync';
 
 export type Config = Omit<z.infer<typeof configSchema>, 'DATABASE_URL'> & {
   DATABASE_URL: string;

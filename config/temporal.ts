@@ -17,7 +17,7 @@ export interface TemporalConnectionOptions {
   apiKey?: string;
 }
 
-export function temporalAddressOf(config: Config): string {
+function temporalAddressOf(config: Config): string {
   return config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
 }
 

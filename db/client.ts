@@ -20,7 +20,7 @@ export interface DbOptions {
 }
 
 /** Timeouts of a pool when its creator does not say: no statement or open transaction hangs a process for ever. */
-export const DEFAULT_DB_TIMEOUT_MS = 60_000;
+const DEFAULT_DB_TIMEOUT_MS = 60_000;
 
 export function createDb(url: string, opts: DbOptions = {}): Db {
   const client = postgres(url, {

@@ -16,7 +16,7 @@ const { data: _data, body: _body, ...SUMMARY_COLUMNS } = getTableColumns(events)
 export type EventSummary = Omit<EventRow, 'data' | 'body'>;
 
 /** The oldest moment an event may have been recorded at and still be read. */
-export const retainedSince = (now = new Date()): Date => new Date(now.getTime() - RETENTION_MS);
+const retainedSince = (now = new Date()): Date => new Date(now.getTime() - RETENTION_MS);
 
 /** Events of an integration within the retention, by creation time (`order`, ties by id), optionally of some types. */
 export async function eventsOf(

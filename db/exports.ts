@@ -48,7 +48,7 @@ export const EXPORT_SESSION = {
 } as const;
 
 /** Which characters open a cell a spreadsheet would read as a formula (OWASP CSV injection): = + - @ TAB CR. */
-export const FORMULA_STARTS = ['=', '+', '-', '@', '\t', '\r'] as const;
+const FORMULA_STARTS = ['=', '+', '-', '@', '\t', '\r'] as const;
 const FORMULA_CODES = FORMULA_STARTS.map((ch) => ch.charCodeAt(0)).join(', ');
 
 /** Fields holding ids this service made (prefixed ULIDs, UUIDs): never formulas, never escaped. */
@@ -182,7 +182,7 @@ function inline(condition: SQL, b: Bindings): string {
  * a list as an array literal (its elements double-quoted, `"` and `\` backslash-escaped), a finite number, a boolean,
  * NULL. Text cannot hold NUL in Postgres; the list schemas refuse it before this.
  */
-export function literal(v: unknown): string {
+function literal(v: unknown): string {
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'string') {
     if (v.includes('\0')) throw new Error('a filter value holds a NUL character');

@@ -8,11 +8,11 @@ import type { Db } from './client';
 import { PLAN_RULES } from '../domain/plans';
 
 /** Counts stop at this many rows (a backlog of more reads as this many): each count is bounded in time. */
-export const COUNT_CAP = 100_000;
+const COUNT_CAP = 100_000;
 /** Subscriptions named in the per-subscription backlog: the ones with the most pending deliveries. */
-export const TOP_SUBSCRIPTIONS = 5;
+const TOP_SUBSCRIPTIONS = 5;
 /** An integration is overdue when its last successful sync finished longer ago than this many times its cadence. */
-export const OVERDUE_CADENCES = 3;
+const OVERDUE_CADENCES = 3;
 
 export interface HealthFacts {
   /** Seconds since the oldest event the relay has not yet turned into deliveries was recorded; 0 when none. */

@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { and, asc, eq, getTableColumns, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { canonicalJson } from '../domain/content';
 import type { Mode } from '../domain/plans';
 import {
   operationStatesBefore,
@@ -20,7 +21,7 @@ import { idempotencyKeys, operations } from './schema';
 export type OperationRow = typeof operations.$inferSelect;
 
 /** How long an idempotency key is remembered, per organization and mode. */
-export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 /** The Operation as the API shows it (SPEC.md Operation; DECISIONS.md names "the service" `resource`). */
 export interface OperationJson {
@@ -58,19 +59,10 @@ export function operationJson(row: Omit<OperationRow, 'request'>): OperationJson
   };
 }
 
-/** JSON with object keys sorted at every depth: two bodies that mean the same hash the same. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-/** What an idempotency key is bound to: the method, the path and the canonical body. */
+/**
+ * What an idempotency key is bound to: the method, the path and the canonical body (domain/content.ts). Stored with
+ * the key, so its text for a given request must never change (test/unit/content.test.ts pins it).
+ */
 export function requestHashOf(method: string, path: string, body: unknown): string {
   return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`).digest('hex');
 }

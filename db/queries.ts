@@ -34,21 +34,21 @@ export interface CommonListQuery {
   'order-by'?: OrderBy;
 }
 
-export interface PropertyFilters {
+interface PropertyFilters {
   status?: string[];
   type?: string[];
   name?: string;
 }
-export interface UnitFilters {
+interface UnitFilters {
   property_id?: string[];
   status?: string[];
 }
-export interface ResidentFilters {
+interface ResidentFilters {
   property_id?: string[];
   email?: string;
   status?: string[];
 }
-export interface LeaseFilters {
+interface LeaseFilters {
   property_id?: string[];
   unit_id?: string[];
   resident_id?: string[];

@@ -14,7 +14,7 @@ import { isPlaintext, kidOf, places, type Keyring } from '../domain/secrets';
 import type { Db } from './client';
 import { automations, integrations, webhookSubscriptions } from './schema';
 
-export interface ResealCounts {
+interface ResealCounts {
   /** Plaintext values sealed. */
   encrypted: number;
   /** Values moved from an older key to the active one. */

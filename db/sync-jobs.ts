@@ -9,8 +9,8 @@ import type { SkippedRecord } from '../source/connector';
 import { syncJobs, syncSkippedRecords } from './schema';
 
 export type SyncJobRow = typeof syncJobs.$inferSelect;
-export type SyncJobStatus = SyncJobRow['status'];
-export const ACTIVE_STATUSES = ['queued', 'running'] as const satisfies readonly SyncJobStatus[];
+type SyncJobStatus = SyncJobRow['status'];
+const ACTIVE_STATUSES = ['queued', 'running'] as const satisfies readonly SyncJobStatus[];
 
 /**
  * Where the Temporal workflow of a job stands: running, ended, or not started (yet); injected so this module stays
@@ -35,7 +35,7 @@ export async function getSyncJob(tx: Tx, id: string): Promise<SyncJobRow | undef
  * How long a queued job may wait for its workflow to start: its row commits just before the start (no Temporal
  * call is made inside the transaction), so for a moment a live job has no workflow yet.
  */
-export const START_GRACE_MS = 60_000;
+const START_GRACE_MS = 60_000;
 
 /**
  * Ids of the integration's queued or running jobs whose workflow has ended without finishing them (terminated by

@@ -13,7 +13,7 @@ export type Scope = 'read' | 'write';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** A random base62 string from a CSPRNG. */
-export function randomBase62(length: number): string {
+function randomBase62(length: number): string {
   let out = '';
   for (let i = 0; i < length; i++) out += BASE62[randomInt(62)];
   return out;

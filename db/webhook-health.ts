@@ -19,7 +19,7 @@ export interface Outcome {
 }
 
 /** How far back the success rate looks, and at most how many of the most recent deliveries it reads. */
-export const HEALTH_WINDOW_MS = 24 * 3600 * 1000;
+const HEALTH_WINDOW_MS = 24 * 3600 * 1000;
 const RATE_DELIVERIES = 1000;
 
 /**
@@ -27,7 +27,7 @@ const RATE_DELIVERIES = 1000;
  * (the first failure after its last success; null when the newest outcome after a success is a success). Returns
  * `failing_since` as it now stands.
  */
-export async function recordHealth(tx: Tx, subscriptionId: string, outcomes: readonly Outcome[]): Promise<Date | null> {
+async function recordHealth(tx: Tx, subscriptionId: string, outcomes: readonly Outcome[]): Promise<Date | null> {
   if (outcomes.length === 0) return null;
   let okMax: number | null = null;
   let failMax: number | null = null;
@@ -61,7 +61,7 @@ export async function recordHealth(tx: Tx, subscriptionId: string, outcomes: rea
  * `pending`, for when it is enabled again or replayed), and its deliveries being retried end `cancelled` at their next
  * attempt (replayable). False when it was not active.
  */
-export async function disableSubscription(tx: Tx, subscriptionId: string, by: DisabledBy, reason: string, now = new Date()): Promise<boolean> {
+async function disableSubscription(tx: Tx, subscriptionId: string, by: DisabledBy, reason: string, now = new Date()): Promise<boolean> {
   const rows = await tx
     .update(webhookSubscriptions)
     .set({ status: 'disabled', disabledAt: now, disabledBy: by, disabledReason: reason, updatedAt: now })

@@ -18,7 +18,7 @@ export type AttemptRow = typeof webhookAttempts.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
 
 /** Plans whose integrations may have subscriptions (and whose events are delivered). */
-export const WEBHOOK_PLANS = PLANS.filter((p) => PLAN_RULES[p].webhooks);
+const WEBHOOK_PLANS = PLANS.filter((p) => PLAN_RULES[p].webhooks);
 
 
 /**
@@ -26,7 +26,7 @@ export const WEBHOOK_PLANS = PLANS.filter((p) => PLAN_RULES[p].webhooks);
  * first takes one of its deliveries, or an attempt or replay that finds none) and stored in events.body; every
  * attempt sends the stored bytes.
  */
-export function envelopeOf(row: Pick<EventRow, 'id' | 'type' | 'category' | 'createdAt' | 'organizationId' | 'integrationId' | 'data'>): string {
+function envelopeOf(row: Pick<EventRow, 'id' | 'type' | 'category' | 'createdAt' | 'organizationId' | 'integrationId' | 'data'>): string {
   return JSON.stringify({
     id: row.id,
     type: row.type,
@@ -587,11 +587,4 @@ export async function subscriptionsToWake(db: Db, opts: { staleMs: number; organ
     )
     update ${webhookSubscriptions} s set dispatch_idle = false from due where s.id = due.id returning s.id`);
   return rows.map((r) => r.id);
-}
-
-/** How many deliveries wait in a subscription's queue for their first attempt. */
-export async function queuedCount(tx: Tx, subscriptionId: string): Promise<number> {
-  const [row] = await tx.execute<{ n: number }>(sql`
-    select count(*)::int as n from ${webhookDeliveries} where subscription_id = ${subscriptionId} and status = 'pending' and seq is not null`);
-  return row!.n;
 }

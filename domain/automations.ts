@@ -8,7 +8,6 @@ import type { RetrySchedule } from './retry';
 import { statesLeadingTo } from './states';
 
 export const AUTOMATION_STATUSES = ['active', 'paused'] as const;
-export type AutomationStatus = (typeof AUTOMATION_STATUSES)[number];
 
 /**
  * - `queued`: created, its first attempt not finished
@@ -19,7 +18,7 @@ export type AutomationStatus = (typeof AUTOMATION_STATUSES)[number];
 export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
-export const RUN_TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
+const RUN_TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
   queued: ['running', 'succeeded', 'failed'],
   running: ['running', 'succeeded', 'failed'],
   succeeded: [],
@@ -31,11 +30,6 @@ export const runStatesBefore = (to: RunStatus): RunStatus[] => statesLeadingTo(R
 
 /** `{every: seconds}` or `{cron, timezone?}` (IANA zone; default UTC). */
 export type AutomationSchedule = { every: number } | { cron: string; timezone?: string };
-
-export type AutomationDestination =
-  | { type: 'http'; url: string; method?: 'PUT' | 'POST'; headers?: Record<string, string> }
-  /** `path` is relative to the deployment's export root (EXPORT_ROOT); never outside it. */
-  | { type: 'directory'; path: string };
 
 /**
  * CSV-injection protection (OWASP): a text cell starting with `=`, `+`, `-`, `@`, tab or CR gets a leading `'` and

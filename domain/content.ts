@@ -2,10 +2,18 @@
  * The content identity of a mapped record: JSON with object keys in sorted order, so that equal content is equal
  * text whatever order its keys arrived in, and the content hash a sync compares before anything else. Free of
  * database and Temporal imports: the sync's page-reading threads load it.
+ *
+ * Impure on purpose (domain/README.md): node:crypto for the hash. `canonicalJson` is also what an idempotency key's
+ * request hash is taken over (db/operations.ts), so its output for a JSON body must never change.
  */
 import { hash } from 'node:crypto';
 
-/** JSON with object keys sorted at every depth, so equal content always compares equal. */
+/**
+ * JSON with object keys sorted at every depth (by UTF-16 code unit, integer-like keys included), so equal content
+ * always compares equal. Everything else is JSON.stringify's: arrays keep their order, an `undefined` property is
+ * left out, an `undefined` array element is `null`, and `undefined` itself is `null` (so a missing field compares
+ * equal to a null one). For a JSON body its output is fixed: an idempotency key's stored request hash is taken over it.
+ */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   // Most values already have their keys in order: then the native serializer writes the same text, far faster.
@@ -20,7 +28,10 @@ function sortedCopy(value: object): object {
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(value).sort()) {
     const v = (value as Record<string, unknown>)[k];
-    out[k] = v !== null && typeof v === 'object' ? sortedCopy(v) : v;
+    const c = v !== null && typeof v === 'object' ? sortedCopy(v) : v;
+    // A `__proto__` key (JSON.parse makes it an own key) must stay a key: assigning it would set the prototype.
+    if (k === '__proto__') Object.defineProperty(out, k, { value: c, enumerable: true, writable: true, configurable: true });
+    else out[k] = c;
   }
   return out;
 }

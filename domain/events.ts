@@ -40,17 +40,6 @@ export function categoryOf(type: EventType): EventCategory {
   return EVENT_TYPES[type];
 }
 
-/** The envelope of every event, as stored in the outbox and as sent to receivers. */
-export interface EventEnvelope<D = Record<string, unknown>> {
-  id: string;
-  type: EventType;
-  category: EventCategory;
-  created_at: string;
-  organization_id: string;
-  integration_id: string;
-  data: D;
-}
-
 export interface SyncCompleteData {
   sync_job_id: string;
   started_at: string;

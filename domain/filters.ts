@@ -5,6 +5,9 @@
  *
  * Parsers raise plain issues for values that cannot be parsed (400 in a query) and `RULE` issues for values that
  * parse but break a rule (422); see api/middleware/validation.ts.
+ *
+ * Uses @hono/zod-openapi (domain/README.md), zod with OpenAPI metadata, so the filters document themselves; never
+ * imported by workflows.
  */
 import { z } from '@hono/zod-openapi';
 import { PLURAL } from './automations';

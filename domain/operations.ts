@@ -5,8 +5,7 @@
 import type { RetrySchedule } from './retry';
 import { statesLeadingTo } from './states';
 
-export const WRITABLE_ENTITIES = ['unit', 'resident', 'lease'] as const;
-export type WritableEntity = (typeof WRITABLE_ENTITIES)[number];
+export type WritableEntity = 'unit' | 'resident' | 'lease';
 export type WriteAction = 'create' | 'update';
 
 export const OPERATION_TYPES = ['lease.create', 'lease.update', 'unit.create', 'unit.update', 'resident.create', 'resident.update'] as const;
@@ -27,7 +26,7 @@ export function parseOperationType(type: OperationType): { entity: WritableEntit
 export const OPERATION_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
-export const OPERATION_TRANSITIONS: Record<OperationStatus, readonly OperationStatus[]> = {
+const OPERATION_TRANSITIONS: Record<OperationStatus, readonly OperationStatus[]> = {
   queued: ['running', 'succeeded', 'failed'],
   running: ['running', 'succeeded', 'failed'],
   succeeded: [],
@@ -38,8 +37,6 @@ export const OPERATION_TRANSITIONS: Record<OperationStatus, readonly OperationSt
 export const operationStatesBefore = (to: OperationStatus): OperationStatus[] => statesLeadingTo(OPERATION_TRANSITIONS, to);
 
 export const isTerminal = (s: OperationStatus): boolean => s === 'succeeded' || s === 'failed';
-
-export type SourceState = 'applied' | 'rejected';
 
 /** Input of the write workflow: ids only (the body, with residents' names and phones, stays in the database). */
 export interface WriteWorkflowInput {

@@ -14,6 +14,8 @@
  *
  * A value outside a bound parses but breaks a rule: 422 naming the parameter or field (the query parsers of
  * domain/filters.ts raise it as a `RULE` issue; see api/middleware/validation.ts).
+ *
+ * Uses @hono/zod-openapi (domain/README.md), so each scalar carries its OpenAPI `pattern`; never imported by workflows.
  */
 import { z } from '@hono/zod-openapi';
 
@@ -53,8 +55,8 @@ export const text = (max = 200) =>
 // Datetimes and dates
 // ---------------------------------------------------------------------------------------------------------------
 
-export const FIRST_DAY = '0001-01-01';
-export const LAST_DAY = '9999-12-31';
+const FIRST_DAY = '0001-01-01';
+const LAST_DAY = '9999-12-31';
 /** The earliest and the latest instant a datetime may name. */
 export const MIN_INSTANT = new Date(`${FIRST_DAY}T00:00:00.000Z`);
 export const MAX_INSTANT = new Date(`${LAST_DAY}T23:59:59.999Z`);

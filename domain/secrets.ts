@@ -13,6 +13,8 @@
  * id, throws SecretError naming the key id and never the value. A value without the `enc:` prefix is a plaintext
  * stored before encryption existed: it is returned as it is, only so that everything keeps working until the
  * re-encryption pass has found and sealed it.
+ *
+ * Impure on purpose (domain/README.md): node:crypto for the cipher and its IVs; never imported by workflows.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
@@ -44,7 +46,7 @@ const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** Key ids travel inside the stored form, whose fields are separated by colons. */
-export const KID_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
+const KID_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
 
 /** Where a stored secret lives: the additional authenticated data that binds a value to its column and row. */
 export const places = {
@@ -124,7 +126,7 @@ export function createKeyring(keys: readonly EncryptionKey[]): Keyring {
 type AnySourceConfig = { dialect?: 'entrata'; api_key: string } | { dialect: 'buildium'; client_secret: string };
 
 /** The field of a dialect's settings that holds its secret. */
-export function sourceSecretField(config: { dialect?: string }): 'api_key' | 'client_secret' {
+function sourceSecretField(config: { dialect?: string }): 'api_key' | 'client_secret' {
   return config.dialect === 'buildium' ? 'client_secret' : 'api_key';
 }
 

@@ -12,6 +12,9 @@
  * re-serialized JSON), compare in constant time, accept either header against any of its secrets.
  * `verifyStandardWebhook` does the same for the Standard Webhooks headers, and refuses a timestamp outside the
  * tolerance (a replayed request).
+ *
+ * Impure on purpose (domain/README.md): node:crypto for the HMAC, new secrets and the constant-time compare; never
+ * imported by workflows.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 

@@ -34,7 +34,7 @@ export const DELIVERY_STATUSES = ['pending', 'retrying', 'succeeded', 'dead_lett
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** The whitelist of transitions. A replay moves any state but `pending`/`retrying` back through an attempt. */
-export const DELIVERY_TRANSITIONS: Record<DeliveryStatus, readonly DeliveryStatus[]> = {
+const DELIVERY_TRANSITIONS: Record<DeliveryStatus, readonly DeliveryStatus[]> = {
   pending: ['retrying', 'succeeded', 'dead_lettered', 'cancelled'],
   retrying: ['retrying', 'succeeded', 'dead_lettered', 'cancelled'],
   dead_lettered: ['succeeded', 'dead_lettered', 'cancelled', 'expired'],

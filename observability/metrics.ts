@@ -15,8 +15,8 @@ import type { SyncTrigger } from '../domain/contract';
 import type { OperationType } from '../domain/operations';
 import { PLAN_RULES } from '../domain/plans';
 
-export type SyncRunOutcome = 'succeeded' | 'failed' | 'skipped';
-export type RecordChange = 'created' | 'updated' | 'deleted' | 'skipped';
+type SyncRunOutcome = 'succeeded' | 'failed' | 'skipped';
+type RecordChange = 'created' | 'updated' | 'deleted' | 'skipped';
 
 /** What the worker's activities count. Every method is cheap (an in-memory increment). */
 export interface WorkerMetrics {
@@ -38,7 +38,7 @@ export const NO_METRICS: WorkerMetrics = {
 };
 
 /** Attempt numbers beyond the schedule's 7 (replays continue the count) share one label value. */
-export function attemptLabel(attempt: number): string {
+function attemptLabel(attempt: number): string {
   return attempt <= 7 ? String(Math.max(1, Math.floor(attempt))) : '8+';
 }
 
@@ -139,8 +139,6 @@ export function cachedHealthFacts(read: () => Promise<HealthFacts>, opts: { ttlM
     },
   };
 }
-
-export type StatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx';
 
 export interface ApiMetrics {
   registry: Registry;

@@ -19,9 +19,9 @@
  */
 import type { SandboxChangeRequest, SandboxChangeResult } from './control';
 import { contextOf, makeCustomer, makeLease, makeProperty, makeUnit } from './generator';
-import { ENTITIES, type AnyModel, type Entity, type LeaseModel, type LeaseState, type ModelOf, type PropertyContext, type PropertyModel } from './model';
+import { ENTITIES, type AnyModel, type Entity, type LeaseModel, type LeaseState, type ModelOf, type NextIds, type PropertyContext, type PropertyModel } from './model';
 import { Rng, streamSeed } from './random';
-import { getRecords, lockCompany, putRecords, saveCounters, type NextIds, type Sql } from './store';
+import { getRecords, lockCompany, putRecords, saveCounters, type Sql } from './store';
 import { addMonths, DAY, dayOf, isoDate } from './time';
 
 export class ChangeError extends Error {}

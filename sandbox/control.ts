@@ -5,7 +5,7 @@
 import { config } from '../config';
 import type { Entity } from '../domain/cdm';
 
-export type PerEntity<T> = Partial<Record<Entity, T>>;
+type PerEntity<T> = Partial<Record<Entity, T>>;
 
 export interface SandboxChangeRequest {
   /** Records to change: a total spread over entities, or counts per entity. */
@@ -32,11 +32,11 @@ export interface SandboxChangeResult {
   renewals: { x_id: string; previous_x_id: string }[];
 }
 
-export type SandboxFaultKind = 'unavailable' | 'rate_limited' | 'slow' | 'reject_writes';
+type SandboxFaultKind = 'unavailable' | 'rate_limited' | 'slow' | 'reject_writes';
 /** Which requests a fault affects: every request, the read methods only, or the write methods only. */
-export type SandboxFaultScope = 'all' | 'reads' | 'writes';
+type SandboxFaultScope = 'all' | 'reads' | 'writes';
 
-export interface SandboxFault {
+interface SandboxFault {
   kind: SandboxFaultKind;
   /** How many requests the fault affects (only requests in its scope count); omitted = until cleared. */
   count?: number;
@@ -63,7 +63,7 @@ export interface SandboxCredentials {
   client_secret?: string;
 }
 
-export interface SandboxCompanyInfo {
+interface SandboxCompanyInfo {
   company_id: string;
   dialect: SandboxDialect;
   size: number;

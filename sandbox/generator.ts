@@ -8,22 +8,22 @@
  * are the flavour-neutral model (sandbox/model.ts), so a company is the same data in either flavour.
  */
 import { Readable } from 'node:stream';
+import type postgres from 'postgres';
 import { pipeline } from 'node:stream/promises';
 import type { LeaseModel, LeaseState, Phone, PropertyContext, PropertyModel, ResidentModel, ResidentState, TenantRole, UnitModel, UnitState } from './model';
-import { refsOf, type Entity, type Floorplan } from './model';
+import { refsOf, type Entity, type Floorplan, type NextIds } from './model';
 import * as W from './names';
 import { Deck, Rng, streamSeed } from './random';
-import type { NextIds, Sql } from './store';
 import { addMonths, DAY, dayOf, isoDate } from './time';
 
-export const REF_DAY = dayOf('2025-06-01');
+const REF_DAY = dayOf('2025-06-01');
 const REF_MS = REF_DAY * DAY;
 
 /** First native id of each entity: distinct ranges make ids recognisable in logs, as in real systems. */
-export const ID_BASE: NextIds = { property: 1001, unit: 100_001, resident: 2_000_001, lease: 5_000_001 };
+const ID_BASE: NextIds = { property: 1001, unit: 100_001, resident: 2_000_001, lease: 5_000_001 };
 
 /** A generated record: its model and its last-update time (generated records were last changed in the past). */
-export interface GenRecord {
+interface GenRecord {
   entity: Entity;
   id: number;
   updated: number;
@@ -32,7 +32,7 @@ export interface GenRecord {
 
 export type { PropertyContext };
 
-export const proportions = (size: number) => {
+const proportions = (size: number) => {
   const units = Math.max(1, Math.round(size / 2));
   return { properties: Math.max(1, Math.min(units, Math.round(size / 400))), units };
 };
@@ -168,7 +168,7 @@ export function makeCustomer(rng: Rng, id: number, p: PropertyContext, unitNumbe
 }
 
 /** The customer status a person has given the status of their newest lease. */
-export function customerStatusFor(status: LeaseState): ResidentState {
+function customerStatusFor(status: LeaseState): ResidentState {
   switch (status) {
     case 'pending':
       return 'applicant';
@@ -182,7 +182,7 @@ export function customerStatusFor(status: LeaseState): ResidentState {
 }
 
 /** The unit status given the status of the unit's newest lease. */
-export function unitStatusFor(status: LeaseState | null, rng: Rng): UnitState {
+function unitStatusFor(status: LeaseState | null, rng: Rng): UnitState {
   switch (status) {
     case 'active':
       return 'occupied';
@@ -208,7 +208,7 @@ export interface LeaseDates {
 const pickTerm = (rng: Rng) => rng.weighted([[12, 70], [6, 8], [9, 5], [18, 10], [24, 7]] as const);
 
 /** Dates of a chain's newest lease, which may still be running around REF_DAY. */
-export function newestDates(rng: Rng, status: LeaseState): LeaseDates {
+function newestDates(rng: Rng, status: LeaseState): LeaseDates {
   const term = pickTerm(rng);
   const span = (start: number) => addMonths(start, term) - 1;
   switch (status) {
@@ -244,7 +244,7 @@ export function newestDates(rng: Rng, status: LeaseState): LeaseDates {
 }
 
 /** Dates of a historical lease that ended before `nextStart` (the day before it when renewed). */
-export function historicalDates(rng: Rng, status: LeaseState, nextStart: number, renewed: boolean): LeaseDates {
+function historicalDates(rng: Rng, status: LeaseState, nextStart: number, renewed: boolean): LeaseDates {
   const term = pickTerm(rng);
   const end = renewed ? nextStart - 1 : nextStart - rng.int(3, 45);
   const start = addMonths(end + 1, -term);
@@ -318,7 +318,7 @@ export function makeLease(
 }
 
 /** Created and last-modified instants of a record first entered on `day`. */
-export function stamps(rng: Rng, day: number): { created: number; updated: number } {
+function stamps(rng: Rng, day: number): { created: number; updated: number } {
   const created = timeOn(Math.min(day, REF_DAY - 1), rng);
   const updated = Math.min(REF_MS + 10 * 3600_000, created + rng.int(0, Math.max(0, REF_DAY - day)) * DAY + rng.int(0, 3600) * 1000);
   return { created, updated };
@@ -359,7 +359,7 @@ function leasesPerUnit(rng: Rng, units: number, total: number): Uint8Array {
 }
 
 /** All records of a company, property by property. Returns the next free id of each entity. */
-export function* generateCompany(seed: number, size: number): Generator<GenRecord, NextIds> {
+function* generateCompany(seed: number, size: number): Generator<GenRecord, NextIds> {
   const rng = new Rng(streamSeed(seed, 'generate'));
   const { properties, units } = proportions(size);
   const counts = leasesPerUnit(rng, units, size);
@@ -442,7 +442,7 @@ const copyText = (s: string) => s.replace(/\\/g, '\\\\');
 const copyNum = (n: number | null) => (n === null ? '\\N' : String(n));
 
 /** Generate a company's records (models and last-update times) straight into sandbox.records with COPY, in one pass and bounded memory. */
-export async function insertGenerated(sql: Sql, companyId: string, seed: number, size: number): Promise<NextIds> {
+export async function insertGenerated(sql: postgres.Sql, companyId: string, seed: number, size: number): Promise<NextIds> {
   const gen = generateCompany(seed, size);
   let nextIds: NextIds = { ...ID_BASE };
   const company = copyText(companyId);

@@ -10,6 +10,8 @@
  */
 
 export type Entity = 'property' | 'unit' | 'resident' | 'lease';
+/** The next native id to give out, per entity (a company's counters). */
+export type NextIds = Record<Entity, number>;
 export const ENTITIES: readonly Entity[] = ['property', 'unit', 'resident', 'lease'];
 
 /** A lease's place in its lifecycle. */
@@ -151,14 +153,6 @@ export interface ModelOf {
   lease: LeaseModel;
 }
 export type AnyModel = ModelOf[Entity];
-
-/** A record as the store holds it: the model, plus its last-update time (epoch ms, from the database clock). */
-export interface Stored<E extends Entity = Entity> {
-  entity: E;
-  id: number;
-  updated: number;
-  model: ModelOf[E];
-}
 
 /** The store's reference columns of a record: what the change scripts and filters look records up by. */
 export function refsOf(entity: Entity, m: AnyModel) {

@@ -48,7 +48,7 @@ export interface RunningSandbox {
 }
 
 /** Largest company the generator makes (leases). */
-export const MAX_SIZE = 250_000;
+const MAX_SIZE = 250_000;
 
 const companyIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'letters, digits and _ . : - only, at most 200');
 const createSchema = z.object({
@@ -197,7 +197,7 @@ function controlRoutes(sql: Sql, token: string, logger?: Logger): Hono {
 }
 
 /** Build the sandbox's Hono app over a Postgres pool (schema already ensured). */
-export function sandboxApp(sql: Sql, opts: { controlToken: string; slowMs: number; logger?: Logger }): Hono {
+function sandboxApp(sql: Sql, opts: { controlToken: string; slowMs: number; logger?: Logger }): Hono {
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.route('/control', controlRoutes(sql, opts.controlToken, opts.logger));

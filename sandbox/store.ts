@@ -8,7 +8,7 @@
  * wire when it serves a page; nothing here knows a wire.
  */
 import type postgres from 'postgres';
-import { refsOf, type AnyModel, type Entity, type ModelOf } from './model';
+import { refsOf, type AnyModel, type Entity, type ModelOf, type NextIds } from './model';
 
 export type Sql = postgres.Sql;
 
@@ -122,8 +122,6 @@ export interface Company {
   createdAt: number;
   faults: Fault[];
 }
-
-export type NextIds = Record<Entity, number>;
 
 /**
  * The company of a flavour whose credentials these are, with its active faults (one round trip per request):

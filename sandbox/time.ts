@@ -100,12 +100,6 @@ export function localTime(ms: number, timeZone: string): string {
   );
 }
 
-/** Days since the epoch as "MM/DD/YYYY". */
-export function usDate(day: number): string {
-  const d = new Date(day * DAY);
-  return `${pad(d.getUTCMonth() + 1)}/${pad(d.getUTCDate())}/${d.getUTCFullYear()}`;
-}
-
 /** Days since the epoch as "YYYY-MM-DD". */
 export const isoDate = (day: number): string => new Date(day * DAY).toISOString().slice(0, 10);
 

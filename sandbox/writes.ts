@@ -5,8 +5,8 @@
  * names, its codes, its error messages) and calls these; so a write made in either flavour is the same record.
  */
 import { contextOf } from './generator';
-import type { AnyModel, Entity, LeaseModel, ModelOf, PropertyContext, ResidentModel, UnitModel } from './model';
-import { getRecords, lockCompany, putRecords, saveCounters, type NextIds, type RecordRow, type Sql } from './store';
+import type { AnyModel, Entity, LeaseModel, NextIds, PropertyContext, ResidentModel, UnitModel } from './model';
+import { getRecords, lockCompany, putRecords, saveCounters, type RecordRow, type Sql } from './store';
 
 /** One write's view of its company, inside its transaction. */
 export interface WriteTx {
@@ -141,4 +141,3 @@ export function newLease(
 /** Leases in these states are closed: no write changes them. */
 export const CLOSED_LEASE: ReadonlySet<LeaseModel['state']> = new Set(['ended', 'terminated', 'evicted', 'cancelled']);
 
-export type { ModelOf };

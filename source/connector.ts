@@ -177,12 +177,12 @@ export interface LeaseCreateInput {
   state_code: string;
   postal_code: string;
 }
-export interface LeaseUpdateInput {
+interface LeaseUpdateInput {
   move_in_date?: string;
   occupants?: number;
   rent_amount?: Money;
 }
-export interface UnitCreateInput {
+interface UnitCreateInput {
   property_x_id: string;
   unit_number: string;
   /** The source id of one of the property's floor plans. */
@@ -194,8 +194,8 @@ export interface UnitCreateInput {
   note?: string | null;
   market_rent?: Money | null;
 }
-export type UnitUpdateInput = Partial<Omit<UnitCreateInput, 'property_x_id'>>;
-export interface ResidentCreateInput {
+type UnitUpdateInput = Partial<Omit<UnitCreateInput, 'property_x_id'>>;
+interface ResidentCreateInput {
   property_x_id: string;
   first_name: string;
   last_name: string;
@@ -205,7 +205,7 @@ export interface ResidentCreateInput {
   date_of_birth?: string | null;
   address?: Address | null;
 }
-export type ResidentUpdateInput = Partial<Omit<ResidentCreateInput, 'property_x_id'>>;
+type ResidentUpdateInput = Partial<Omit<ResidentCreateInput, 'property_x_id'>>;
 
 export interface CreateInputOf {
   unit: UnitCreateInput;

@@ -38,7 +38,7 @@ export interface ConnectorOptions {
 const DEFAULTS = { timeoutMs: 30_000, maxAttempts: 5, backoffMs: 250, maxRetryAfterMs: 30_000 };
 
 /** A `Retry-After` value (whole seconds or an HTTP date) in milliseconds from `now`; undefined when unreadable. */
-export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
+function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
   if (!value) return undefined;
   if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
   const at = Date.parse(value);

@@ -10,7 +10,7 @@ import { ApiError } from '../problem';
 import { ApiKey, ApiKeyCreate, ApiKeyCreated, body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery } from './schemas';
 import { loadOrganization, uuidOr404 } from './support';
 
-export function apiKeyView(row: ApiKeyRow) {
+function apiKeyView(row: ApiKeyRow) {
   return {
     id: row.id,
     organization_id: row.organizationId,

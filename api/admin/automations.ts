@@ -55,7 +55,7 @@ type StoredDestination = ({ type: 'http'; url: string; method?: 'PUT' | 'POST'; 
 type DestinationInput = z.infer<typeof AutomationCreate>['destination'];
 type ScheduleInput = z.infer<typeof AutomationCreate>['schedule'];
 
-export function automationView(row: AutomationRow): z.infer<typeof Automation> {
+function automationView(row: AutomationRow): z.infer<typeof Automation> {
   const d = row.destination as StoredDestination;
   return {
     id: row.id,
@@ -75,7 +75,7 @@ export function automationView(row: AutomationRow): z.infer<typeof Automation> {
   };
 }
 
-export function automationRunView(row: AutomationRunRow): z.infer<typeof AutomationRun> {
+function automationRunView(row: AutomationRunRow): z.infer<typeof AutomationRun> {
   return {
     id: row.id,
     automation_id: row.automationId,

@@ -28,7 +28,7 @@ import {
 import { loadIntegration } from './support';
 import { forbidden, redeliver, requireWebhookPlan } from './webhooks';
 
-export function eventView(row: EventSummary, deliveries: DeliveryCounts): z.infer<typeof Event> {
+function eventView(row: EventSummary, deliveries: DeliveryCounts): z.infer<typeof Event> {
   return {
     id: row.id,
     integration_id: row.integrationId,

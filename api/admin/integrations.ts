@@ -38,7 +38,7 @@ import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemp
 const DEFAULT_SANDBOX_SIZE = 50;
 
 /** An integration as the admin API shows it; `fullSyncDefault`: the service's full-run interval (SYNC_FULL_INTERVAL_SECONDS). */
-export function integrationView(row: IntegrationRow, fullSyncDefault: number) {
+function integrationView(row: IntegrationRow, fullSyncDefault: number) {
   return {
     id: row.id,
     organization_id: row.organizationId,

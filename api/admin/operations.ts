@@ -20,7 +20,7 @@ import { loadIntegration } from './support';
 const { request: _request, ...SUMMARY_COLUMNS } = getTableColumns(operations);
 type OperationSummary = Omit<OperationRow, 'request'>;
 
-export function adminOperationView(row: OperationSummary): z.infer<typeof AdminOperation> {
+function adminOperationView(row: OperationSummary): z.infer<typeof AdminOperation> {
   return {
     ...operationJson(row),
     organization_id: row.organizationId,

@@ -21,7 +21,7 @@ import {
 } from './schemas';
 import { loadOrganization } from './support';
 
-export function organizationView(row: OrganizationRow) {
+function organizationView(row: OrganizationRow) {
   return {
     id: row.id,
     name: row.name,

@@ -116,7 +116,7 @@ export async function viaTemporal<T>(deps: ApiDeps, action: string, fn: (client:
   }
 }
 
-export function sandboxOf(deps: ApiDeps): SandboxControl {
+function sandboxOf(deps: ApiDeps): SandboxControl {
   return sandboxControlClient(deps.config.SANDBOX_URL, deps.config.SANDBOX_CONTROL_TOKEN);
 }
 

@@ -15,7 +15,7 @@ import { capabilitiesOf, invalidField, loadIntegration, withTemporal } from './s
 import { dialectOf } from '../../source/connector';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
-export function adminSyncJobView(row: SyncJobRow) {
+function adminSyncJobView(row: SyncJobRow) {
   return {
     ...syncJobView(row),
     attempt: row.attempt,

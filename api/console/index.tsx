@@ -16,37 +16,20 @@ import type { ApiDeps } from '../deps';
 import { ApiError, problemBody, type ProblemBody } from '../problem';
 import { adminClient, AdminProblem } from './admin';
 import { CONSOLE_CSS, CONSOLE_JS, htmxSource } from './assets';
+import { field, type ConsoleEnv } from './context';
 import { registerAutomationPages } from './pages/automations';
 import { registerIntegrationPages } from './pages/integrations';
 import { registerOperationPages } from './pages/operations';
 import { registerOrganizationPages } from './pages/organizations';
 import { registerWebhookPages } from './pages/webhooks';
-import { createSessions, sameSecret, type ConsoleSession } from './session';
+import { createSessions, sameSecret } from './session';
 import { Layout, ProblemView, type Ui } from './ui';
-
-export type ConsoleEnv = { Variables: { session: ConsoleSession; ui: Ui } };
-export type ConsoleApp = Hono<ConsoleEnv>;
 
 const MAX_FORM_BYTES = 64 * 1024;
 
 /** Where to go after signing in: a console page of this site only (never another host or a protocol-relative path). */
 function safeNext(next: string | undefined): string {
   return next && /^\/console(\/[^/\\]|$|\?)/.test(next) && !next.includes('//') ? next : '/console/organizations';
-}
-
-/** The form field, as a string ('' when absent or a file). */
-export async function field(c: Context, name: string): Promise<string> {
-  const body = await c.req.parseBody({ all: true });
-  const v = body[name];
-  const first = Array.isArray(v) ? v[0] : v;
-  return typeof first === 'string' ? first : '';
-}
-
-/** Every value of a repeated form field (checkboxes). */
-export async function fields(c: Context, name: string): Promise<string[]> {
-  const body = await c.req.parseBody({ all: true });
-  const v = body[name];
-  return (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
 }
 
 export function createConsole(deps: ApiDeps, adminRoutes: Hono, adminToken: AdminTokenGuard): Hono {

@@ -19,8 +19,8 @@ import type { Db } from '../../db/client';
 import { consoleSessions } from '../../db/schema';
 import { keyFromAdminToken } from '../admin/auth';
 
-export const SESSION_COOKIE = 'propsync_console';
-export const CONSOLE_PATH = '/console';
+const SESSION_COOKIE = 'propsync_console';
+const CONSOLE_PATH = '/console';
 
 export interface ConsoleSession {
   csrf: string;
@@ -36,7 +36,7 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 /** Whether the browser reached the console over HTTPS (directly, or through a proxy that says so). */
-export function isHttps(c: Context, publicBaseUrl: string): boolean {
+function isHttps(c: Context, publicBaseUrl: string): boolean {
   const forwarded = c.req.header('x-forwarded-proto')?.split(',')[0]?.trim();
   return new URL(c.req.url).protocol === 'https:' || forwarded === 'https' || publicBaseUrl.startsWith('https:');
 }
@@ -89,5 +89,3 @@ export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number
     },
   };
 }
-
-export type Sessions = ReturnType<typeof createSessions>;

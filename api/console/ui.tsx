@@ -88,9 +88,7 @@ export const Time: FC<{ iso: string | null | undefined }> = ({ iso }) =>
 
 export const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge ${status}`}>{status}</span>;
 
-export const Id: FC<{ id: string; href?: string }> = ({ id, href }) => (href ? <a href={href} class="mono">{id}</a> : <code>{id}</code>);
-
-export const Empty: FC<PropsWithChildren> = ({ children }) => <div class="empty">{children}</div>;
+const Empty: FC<PropsWithChildren> = ({ children }) => <div class="empty">{children}</div>;
 
 /** The link to a workflow in the Temporal UI: the same id the console shows. */
 export const TemporalLink: FC<{ ui: Ui; workflowId: string; label?: string }> = ({ ui, workflowId, label }) => (
@@ -133,7 +131,7 @@ export const Facts: FC<{ rows: [string, Child][] }> = ({ rows }) => (
 );
 
 /** The URL of this page with some query parameters changed (undefined removes one). */
-export function withQuery(url: URL, changes: Record<string, string | number | undefined>): string {
+function withQuery(url: URL, changes: Record<string, string | number | undefined>): string {
   const next = new URL(url);
   for (const [k, v] of Object.entries(changes)) {
     if (v === undefined || v === '') next.searchParams.delete(k);

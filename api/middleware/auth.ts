@@ -15,7 +15,7 @@ import { ApiError } from '../problem';
 import type { Principal } from './env';
 
 /** Channel of the trigger in db/migrations (api_keys_notify_change); the payload is the key's sha256. */
-export const API_KEYS_CHANNEL = 'api_keys_changed';
+const API_KEYS_CHANNEL = 'api_keys_changed';
 
 const KEY = /^sk_(test|live)_[A-Za-z0-9]{32,128}$/;
 const MAX_CACHED = 10_000;

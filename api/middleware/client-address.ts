@@ -13,7 +13,7 @@ import type { Context } from 'hono';
 import ipaddr from 'ipaddr.js';
 
 /** An IP address in one spelling per client, or undefined when `raw` is not an IP address. */
-export function addressKeyOf(raw: string): string | undefined {
+function addressKeyOf(raw: string): string | undefined {
   const text = raw.trim();
   if (!ipaddr.IPv4.isValidFourPartDecimal(text) && !ipaddr.IPv6.isValid(text)) return undefined;
   const ip = ipaddr.process(text);

@@ -30,7 +30,7 @@ import { ApiError } from '../problem';
 import type { Principal } from './env';
 
 /** Tokens a process has not spent this long after its last claim go back to the bucket. */
-export const LEASE_MS = 1_000;
+const LEASE_MS = 1_000;
 /** A slice never exceeds this share of the burst, nor MAX_SLICE tokens. */
 const SLICE_SHARE = 0.1;
 const MAX_SLICE = 100;
@@ -65,7 +65,7 @@ interface OrgState {
   timer?: NodeJS.Timeout;
 }
 
-export interface Decision {
+interface Decision {
   allowed: boolean;
   perMinute: number;
   /** The bucket's size: requests that may be sent at once. */
@@ -88,7 +88,7 @@ export interface RateLimiter {
 }
 
 /** The response headers of a decision (see the header of this file). */
-export function rateLimitHeaders(d: Decision): Record<string, string> {
+function rateLimitHeaders(d: Decision): Record<string, string> {
   return {
     'ratelimit-policy': `"burst";q=${d.burst};w=${d.burstWindow}, "minute";q=${d.perMinute};w=60`,
     ratelimit: `"burst";r=${d.remaining};t=${d.reset}`,

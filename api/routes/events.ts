@@ -53,7 +53,7 @@ const afterParam = z
       'start over without `after` (and re-read the records, since events older than 30 days are gone).',
   });
 
-export const EventListQuery = z.object({
+const EventListQuery = z.object({
   after: afterParam,
   limit: intParam({ min: 1, max: 100, default: 25, description: 'Page size, 1 to 100.' }),
   types: typesParam,
@@ -72,7 +72,7 @@ const EXAMPLE_EVENT = {
   data: { id: 'lse_01JH0000000000000000000000', x_id: '10452', rent_amount: { amount: 185000, currency: 'USD' }, updated_at: '2025-01-31T17:04:05.100Z', changed: ['rent_amount'] },
 };
 
-export const EventEnvelope = z
+const EventEnvelope = z
   .object({
     id: z.string().openapi({ pattern: idPattern('event'), example: EXAMPLE_ID }),
     type: z.enum(ALL_EVENT_TYPES as [string, ...string[]]),

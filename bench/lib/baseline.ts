@@ -4,7 +4,7 @@
  * else: no auth, no rate limit, no validation, no framework. Run as its own process:
  * `node --import tsx bench/lib/baseline.ts <db url> <port> <organization id> <mode>`.
  */
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import postgres from 'postgres';
 
 const [databaseUrl, portArg, organizationId, mode] = process.argv.slice(2);
@@ -84,7 +84,8 @@ function send(res: ServerResponse, status: number, body: unknown) {
   res.end(json);
 }
 
-const server = createServer(async (req, res) => {
+/** Answers one request; every failure becomes a 500, so the promise never rejects. */
+const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
   try {
     const url = new URL(req.url ?? '/', 'http://baseline');
     if (url.pathname === '/healthz') return send(res, 200, { status: 'ok' });
@@ -113,7 +114,9 @@ const server = createServer(async (req, res) => {
   } catch (err) {
     send(res, 500, { error: String(err) });
   }
-});
+};
+
+const server = createServer((req, res) => void handle(req, res));
 
 server.listen(Number(portArg), '127.0.0.1', () => console.log(`baseline listening on ${portArg}`));
 process.on('SIGTERM', () => server.close(() => void sql.end({ timeout: 2 }).then(() => process.exit(0))));

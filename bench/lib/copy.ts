@@ -14,7 +14,7 @@ import type { Entity, InputOf, LeaseInput } from '../../domain/cdm';
 import type { Mode } from '../../domain/plans';
 
 /** Column order and name of a table. */
-export function copyShape(table: PgTable) {
+function copyShape(table: PgTable) {
   const columns = Object.entries(getTableColumns(table)).map(([key, col]) => ({ key, name: col.name, json: col.columnType === 'PgJsonb' }));
   return { name: getTableName(table), columns };
 }

@@ -28,7 +28,7 @@ export interface Legs {
 }
 
 /** The legs of a workflow that ran one activity (the first one, when it ran more). */
-export async function legsOf(client: Client, workflowId: string): Promise<Legs> {
+async function legsOf(client: Client, workflowId: string): Promise<Legs> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   const at = (type: number, nth = 0) => {
     const e = (history.events ?? []).filter((ev) => ev.eventType === type)[nth];

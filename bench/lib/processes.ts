@@ -14,7 +14,7 @@ import { migrateDatabase } from '../../db/migrate';
 import { SEARCH_ATTRIBUTES } from '../../domain/contract';
 import { TEMPORAL_CLI } from '../../scripts/tools';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** `<service database>_<suffix>`, dropped and migrated from scratch. */
 export async function freshDatabase(serviceUrl: string, suffix: string): Promise<string> {

@@ -43,7 +43,7 @@ export interface BenchData {
 }
 
 /** The bench database sits next to the service's, under its own name (one per size, so a small try never touches the full data). */
-export function benchDatabaseUrl(serviceUrl: string, leases = DEFAULT_LEASES): string {
+function benchDatabaseUrl(serviceUrl: string, leases = DEFAULT_LEASES): string {
   const u = new URL(serviceUrl);
   u.pathname = leases === DEFAULT_LEASES ? '/propsync_bench_read' : `/propsync_bench_read_${leases}`;
   return u.toString();

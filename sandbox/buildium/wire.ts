@@ -14,7 +14,7 @@ export const PHONE_TYPES = { home: 'Home', office: 'Work', mobile: 'Mobile', fax
 export const ADDRESS_TYPES = ['Primary', 'Alternate'] as const;
 
 /** Lease statuses fold the model's lifecycle into three: not yet begun, running (notice included), over. */
-export function leaseStatus(state: LeaseState): 'Active' | 'Past' | 'Future' {
+function leaseStatus(state: LeaseState): 'Active' | 'Past' | 'Future' {
   if (state === 'pending') return 'Future';
   return state === 'active' || state === 'notice' ? 'Active' : 'Past';
 }
@@ -35,8 +35,8 @@ export const BATHROOMS: readonly (readonly [number, string])[] = [
   [6, 'FivePlusBath'],
 ];
 
-export const bedroomsOut = (n: number | null) => (n === null ? 'NotSet' : BEDROOMS[Math.min(Math.max(0, Math.floor(n)), 9)]!);
-export function bathroomsOut(n: number | null): string {
+const bedroomsOut = (n: number | null) => (n === null ? 'NotSet' : BEDROOMS[Math.min(Math.max(0, Math.floor(n)), 9)]!);
+function bathroomsOut(n: number | null): string {
   if (n === null || n < 1) return 'NotSet';
   if (n > 5) return 'FivePlusBath';
   // The nearest half at or below.

@@ -30,7 +30,7 @@ const oneOrMany = <T>(items: T[]): T | T[] => (items.length === 1 ? items[0]! : 
 const money = (cents: number | null) => (cents === null ? '' : decimalOf(cents));
 const num = (n: number | null) => (n === null ? '' : String(n));
 
-export const addressOut = (a: Address) => ({ streetLine1: a.line1, streetLine2: a.line2, city: a.city, state: a.state, postalCode: a.postalCode, country: a.country });
+const addressOut = (a: Address) => ({ streetLine1: a.line1, streetLine2: a.line2, city: a.city, state: a.state, postalCode: a.postalCode, country: a.country });
 const phoneOut = (p: Phone) => ({ phoneNumber: p.number, phoneNumberTypeId: PHONE_TYPE_ID[p.kind], isPrimary: p.primary ? '1' : '0' });
 
 /** Per entity, a value the connector's mapping refuses, as a PMS with bad data entry would serve it. */

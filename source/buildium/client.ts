@@ -47,7 +47,7 @@ import {
 } from './mapping';
 
 /** The collection of each entity. */
-export const COLLECTIONS = {
+const COLLECTIONS = {
   property: '/v1/rentals',
   unit: '/v1/rentals/units',
   resident: '/v1/leases/tenants',
@@ -55,7 +55,7 @@ export const COLLECTIONS = {
 } as const satisfies Record<Entity, string>;
 
 /** The most records one list request may ask for (`limit`), and the most ids one `ids` filter may name. */
-export const MAX_LIMIT = 1000;
+const MAX_LIMIT = 1000;
 
 /** The fields a PUT replaces, per entity: every one must be sent. */
 const WRITABLE = {

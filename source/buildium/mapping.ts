@@ -31,7 +31,7 @@ export function str(value: unknown): string | null {
   return t === '' ? null : t;
 }
 
-export function int(value: unknown): number | null {
+function int(value: unknown): number | null {
   if (value === null || value === undefined) return null;
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new MappingError(`not an integer: ${JSON.stringify(value)}`);
   return value;
@@ -90,7 +90,7 @@ function oneOf<T>(table: Record<string, T>, value: unknown, what: string): T | n
 }
 
 /** "MultiFamily" -> "multi_family": PascalCase names to CDM-style ones. */
-export function snakeOf(value: unknown): string | null {
+function snakeOf(value: unknown): string | null {
   const t = str(value);
   if (t === null) return null;
   return (
@@ -106,10 +106,10 @@ export function snakeOf(value: unknown): string | null {
 // Vocabularies (the page's lists, and what each folds into)
 // ---------------------------------------------------------------------------------------------------------------
 
-export const LEASE_STATUSES = { Active: 'active', Future: 'pending', Past: 'ended' } as const;
+const LEASE_STATUSES = { Active: 'active', Future: 'pending', Past: 'ended' } as const;
 export const LEASE_TYPES = { Fixed: 'fixed', FixedWithRollover: 'fixed_with_rollover', AtWill: 'month_to_month' } as const;
-export const OCCUPANCY_STATUSES = { Vacant: 'vacant', Occupied: 'occupied', Notice: 'notice' } as const;
-export const TENANT_STATUSES = { Future: 'applicant', Current: 'current', Past: 'past' } as const;
+const OCCUPANCY_STATUSES = { Vacant: 'vacant', Occupied: 'occupied', Notice: 'notice' } as const;
+const TENANT_STATUSES = { Future: 'applicant', Current: 'current', Past: 'past' } as const;
 export const TENANT_ROLES = { Primary: 'primary', CoTenant: 'responsible', Occupant: 'occupant', Cosigner: 'guarantor' } as const;
 export const PHONE_TYPES = { Home: 'home', Work: 'office', Mobile: 'mobile', Fax: 'fax' } as const;
 export const ADDRESS_TYPES = ['Primary', 'Alternate'] as const;

@@ -17,17 +17,6 @@ export const LEASE_STATUS_TYPES = {
   8: { name: 'Evicted', cdm: 'evicted' },
 } as const satisfies Record<number, { name: string; cdm: LeaseStatus }>;
 
-/** The id the sandbox emits for each CDM lease status (the first listed). */
-export const LEASE_STATUS_ID: Record<LeaseStatus, number> = {
-  pending: 1,
-  active: 3,
-  notice: 4,
-  ended: 5,
-  cancelled: 6,
-  terminated: 7,
-  evicted: 8,
-};
-
 /** `unitStatusTypeId` */
 export const UNIT_STATUS_TYPES = {
   1: { name: 'Vacant Unrented Ready', cdm: 'vacant' },
@@ -68,31 +57,10 @@ export const PHONE_NUMBER_TYPES = {
   4: { name: 'Fax', cdm: 'fax' },
 } as const satisfies Record<number, { name: string; cdm: string }>;
 
-/** `address_type_id` accepted on lease creation. */
-export const ADDRESS_TYPES = {
-  1: { name: 'Current' },
-  2: { name: 'Mailing' },
-  3: { name: 'Previous' },
-} as const;
-
-/** `lease_term_id` accepted on lease creation, with its length in months. */
-export const LEASE_TERMS = {
-  1: { name: '6 Months', months: 6 },
-  2: { name: '12 Months', months: 12 },
-  3: { name: '18 Months', months: 18 },
-  4: { name: '24 Months', months: 24 },
-} as const;
-
 export type CodeTable = Record<number, { name: string; cdm?: string }>;
 
 /** The code table entry for an id (number or numeric string), or undefined. */
 export function codeOf<T extends CodeTable>(table: T, id: unknown): T[keyof T] | undefined {
   const n = typeof id === 'number' ? id : typeof id === 'string' && /^\d+$/.test(id.trim()) ? Number(id) : NaN;
   return Number.isInteger(n) ? (table as Record<number, T[keyof T]>)[n] : undefined;
-}
-
-/** The first id of a table whose CDM value is `cdm`. */
-export function idOf(table: CodeTable, cdm: string): number {
-  for (const [id, entry] of Object.entries(table)) if (entry.cdm === cdm) return Number(id);
-  throw new Error(`no code for ${cdm}`);
 }

@@ -82,7 +82,7 @@ function formatterOf(timeZone: string): Intl.DateTimeFormat {
 }
 
 /** Offset of a zone from UTC at an instant, in milliseconds (local = utc + offset). */
-export function zoneOffsetMs(utcMs: number, timeZone: string): number {
+function zoneOffsetMs(utcMs: number, timeZone: string): number {
   const parts = formatterOf(timeZone).formatToParts(new Date(utcMs));
   const get = (t: string) => Number(parts.find((p) => p.type === t)?.value);
   const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
@@ -223,7 +223,7 @@ function bool(value: unknown): boolean | null {
 }
 
 /** "Not Allowed" -> "not_allowed": free-text enumerations to CDM-style names. */
-export function snakeName(value: unknown): string | null {
+function snakeName(value: unknown): string | null {
   const t = text(value);
   return t === null ? null : t.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '') || null;
 }
@@ -238,8 +238,8 @@ export const leaseStatusOf = (id: unknown) => code(LEASE_STATUS_TYPES, id, 'leas
 export const unitStatusOf = (id: unknown) => code(UNIT_STATUS_TYPES, id, 'unitStatusTypeId');
 export const residentStatusOf = (id: unknown) => code(CUSTOMER_STATUS_TYPES, id, 'customerStatusTypeId');
 export const roleOf = (id: unknown) => code(CUSTOMER_TYPES, id, 'customerTypeId');
-export const leaseTypeOf = (id: unknown) => code(LEASE_INTERVAL_TYPES, id, 'leaseIntervalTypeId');
-export const phoneTypeOf = (id: unknown) => code(PHONE_NUMBER_TYPES, id, 'phoneNumberTypeId');
+const leaseTypeOf = (id: unknown) => code(LEASE_INTERVAL_TYPES, id, 'leaseIntervalTypeId');
+const phoneTypeOf = (id: unknown) => code(PHONE_NUMBER_TYPES, id, 'phoneNumberTypeId');
 
 // ---------------------------------------------------------------------------------------------------------------
 // Records

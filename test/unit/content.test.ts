@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { requestHashOf } from '../../db/operations';
 import { canonicalJson, hashRecord, inKeyOrder, recordOf } from '../../domain/content';
 import { mapUnit } from '../../source/entrata/mapping';
 
@@ -40,5 +41,46 @@ describe('content identity of a mapped record', () => {
     const u = mapUnit({ unitId: 7, propertyId: 1, zeta: 'z', unitStatusTypeId: 2, alpha: 'a', address: { county: 'X', streetLine1: '1 Main' } });
     expect(Object.keys(u.custom_data)).toEqual([...Object.keys(u.custom_data)].sort());
     expect(u.custom_data).toEqual({ alpha: 'a', 'address.county': 'X', unitStatusTypeId: 2, zeta: 'z' });
+  });
+});
+
+describe('canonicalJson, the one both record comparison and idempotency keys use', () => {
+  it('sorts keys at every depth, arrays inside arrays included, and keeps array order', () => {
+    expect(canonicalJson({ b: [[{ d: 1, c: 2 }, 'x'], { f: { h: 1, g: 2 }, e: [] }], a: {} })).toBe('{"a":{},"b":[[{"c":2,"d":1},"x"],{"e":[],"f":{"g":2,"h":1}}]}');
+    expect(canonicalJson([3, 1, 2])).toBe('[3,1,2]');
+  });
+
+  it('orders integer-like keys as text, not as every object lists them', () => {
+    expect(canonicalJson({ 9: 'a', 10: 'b', x: 'c' })).toBe('{"10":"b","9":"a","x":"c"}');
+  });
+
+  it('leaves undefined properties out, writes an undefined element as null, and undefined itself as null', () => {
+    expect(canonicalJson({ b: undefined, a: 1 })).toBe('{"a":1}');
+    expect(canonicalJson({ a: [1, undefined, null] })).toBe('{"a":[1,null,null]}');
+    expect(canonicalJson(undefined)).toBe('null');
+    expect(canonicalJson(undefined)).toBe(canonicalJson(null));
+  });
+
+  it('keeps a __proto__ key of a parsed body as a key', () => {
+    expect(canonicalJson(JSON.parse('{"b":1,"__proto__":{"y":1,"x":2},"a":0}'))).toBe('{"__proto__":{"x":2,"y":1},"a":0,"b":1}');
+    expect(canonicalJson(JSON.parse('{"b":1,"__proto__":2}'))).toBe('{"__proto__":2,"b":1}');
+  });
+
+  // The request hash is stored with its idempotency key for 24 hours: a different text for the same body would turn a
+  // retry of an accepted write into a 409. These are the bytes and the hash the service has always produced.
+  const body = JSON.parse('{"unit_id":"uni_01","z":[3,{"b":[[2,1],{"y":null,"x":"é\\u2028\\""}],"a":true}],"10":1,"9":{"":0,"A":-0.5e-7},"custom_data":{"k":[]},"empty":{},"name":"Ünïcode 😀"}');
+
+  it('writes a request body exactly as idempotency keys were stored', () => {
+    expect(canonicalJson(body)).toBe('{"10":1,"9":{"":0,"A":-5e-8},"custom_data":{"k":[]},"empty":{},"name":"Ünïcode 😀","unit_id":"uni_01","z":[3,{"a":true,"b":[[2,1],{"x":"é\u2028\\"","y":null}]}]}');
+    expect(requestHashOf('post', '/v1/leases/lea_01/residents', body)).toBe('6ae15b8ab04a00f4642ad7d383043734392872325eef3d9165d3b6bcfb08400c');
+  });
+
+  it('binds the hash to the method, the path and the content, not to the key order', () => {
+    const a = { status: 'active', residents: [{ role: 'primary', id: 'res_1' }], custom_data: { b: 1, a: { d: [1], c: null } } };
+    const b = { custom_data: { a: { c: null, d: [1] }, b: 1 }, residents: [{ id: 'res_1', role: 'primary' }], status: 'active' };
+    expect(requestHashOf('POST', '/v1/leases/lea_01/residents', a)).toBe(requestHashOf('post', '/v1/leases/lea_01/residents', b));
+    expect(requestHashOf('PATCH', '/v1/leases/lea_01/residents', body)).not.toBe(requestHashOf('POST', '/v1/leases/lea_01/residents', body));
+    expect(requestHashOf('POST', '/v1/leases/lea_02/residents', body)).not.toBe(requestHashOf('POST', '/v1/leases/lea_01/residents', body));
+    expect(requestHashOf('POST', '/v1/leases/lea_01/residents', { ...body, name: 'other' })).not.toBe(requestHashOf('POST', '/v1/leases/lea_01/residents', body));
   });
 });

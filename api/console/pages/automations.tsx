@@ -3,7 +3,7 @@ import type { z } from '@hono/zod-openapi';
 import { automationRunWorkflowIdOf } from '../../../domain/contract';
 import type { Automation, AutomationRun } from '../../admin/schemas';
 import type { AdminClient, Page } from '../admin';
-import { field, type ConsoleApp } from '../index';
+import { field, type ConsoleApp } from '../context';
 import { Badge, Facts, Form, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
 import { cadence } from './organizations';

@@ -10,7 +10,7 @@ import { SYNC_ORDER } from '../../../domain/cdm';
 import { syncWorkflowIdOf } from '../../../domain/contract';
 import type { Organization, SkippedRecord, SyncJob } from '../../admin/schemas';
 import type { AdminClient, Page } from '../admin';
-import { type ConsoleApp } from '../index';
+import { type ConsoleApp } from '../context';
 import { Badge, Facts, Form, Layout, Pager, pagingOf, listQuery, SortHeader, Table, Tabs, TemporalLink, Time, type Ui } from '../ui';
 import { cadence, integrationLabel, type IntegrationView } from './organizations';
 
@@ -87,7 +87,7 @@ const Counts = ({ job }: { job: Job }) => (
 );
 
 /** "2/4 entities · 7 pages": how far a run got, as the CLI says it (the run's page shows each entity). */
-export function progressText(job: Job): string {
+function progressText(job: Job): string {
   const done = SYNC_ORDER.filter((e) => job.progress[e]?.done).length;
   const pages = SYNC_ORDER.reduce((n, e) => n + (job.progress[e]?.pages ?? 0), 0);
   return `${done}/${SYNC_ORDER.length} entities · ${pages} page${pages === 1 ? '' : 's'}`;

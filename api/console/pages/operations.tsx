@@ -4,7 +4,7 @@ import type { FC } from 'hono/jsx';
 import { OPERATION_STATUSES } from '../../../domain/operations';
 import type { AdminOperation } from '../../admin/schemas';
 import type { AdminClient, Page } from '../admin';
-import { type ConsoleApp } from '../index';
+import { type ConsoleApp } from '../context';
 import { Badge, Facts, FilterForm, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
 

@@ -4,7 +4,7 @@ import { MODES, PLANS } from '../../../domain/plans';
 import type { ApiKey, ApiKeyCreated, Integration, Organization } from '../../admin/schemas';
 import type { Health } from '../../admin/health';
 import type { AdminClient, Page } from '../admin';
-import { field, fields, type ConsoleApp } from '../index';
+import { field, fields, type ConsoleApp } from '../context';
 import { Badge, Facts, Form, Layout, Select, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, Time, type Ui } from '../ui';
 
 type Org = z.infer<typeof Organization>;

@@ -10,7 +10,7 @@ import { deliveryWorkflowIdOf } from '../../../domain/contract';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, DELIVERY_STATUSES } from '../../../domain/webhooks';
 import type { Delivery, DeliveryWithPayload, Event, EventResendResult, EventWithPayload, ReplayResult, RotatedSecret, Subscription, SubscriptionCreated } from '../../admin/schemas';
 import type { AdminClient, Page } from '../admin';
-import { field, fields, type ConsoleApp } from '../index';
+import { field, fields, type ConsoleApp } from '../context';
 import { Badge, Facts, FilterForm, Form, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, TemporalLink, Time, type Ui } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
 import { num } from './organizations';
@@ -20,7 +20,7 @@ type Del = z.infer<typeof Delivery>;
 type Evt = z.infer<typeof Event>;
 
 /** What a redirect after a change says on the page it lands on (codes only: a link cannot make the console say anything else). */
-export function noticeOf(url: URL): string | undefined {
+function noticeOf(url: URL): string | undefined {
   const n = Number(url.searchParams.get('n') ?? '0');
   switch (url.searchParams.get('done')) {
     case 'saved':
