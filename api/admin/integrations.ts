@@ -10,7 +10,7 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { automationsOf } from '../../db/automations';
 import { newId } from '../../db/ids';
 import { inOrder } from '../../db/order';
-import { softDeleteUnseen } from '../../db/records';
+import { softDeleteUnseen } from '../../db/seen';
 import { automations, integrations, syncJobs } from '../../db/schema';
 import { createIntegration, type IntegrationRow } from '../../db/tenants';
 import { ENTITIES } from '../../domain/cdm';
