@@ -20,18 +20,8 @@ import type { SandboxCredentials, SandboxDialect } from '../../sandbox/control';
 import { dialectOf } from '../../source/connector';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import {
-  body,
-  errorResponses,
-  IdParam,
-  Integration,
-  IntegrationCreate,
-  IntegrationUpdate,
-  json,
-  listOf,
-  orderedDescription,
-  OrderedListQuery,
-  unavailableResponse, linkTo } from './schemas';
+import { Integration, IntegrationCreate, IntegrationUpdate } from './integrations.schemas';
+import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
 import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */
