@@ -3,13 +3,13 @@
  * write is not idempotent; the workflow owns the retries as durable timers) and classifies its outcome; after an
  * attempt whose outcome is unknown, a create is first looked up in the source by what identifies it, so that a
  * write the source applied is never sent again. An applied write is read back from the source and stored through
- * the sync's own write path (db/records.ts), with the change events a sync would record, before the Operation
+ * the sync's own write path (db/apply.ts), with the change events a sync would record, before the Operation
  * turns `succeeded`. No source call runs inside a database transaction.
  */
 import { eq } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { databaseNow } from '../db/clock';
-import { applyRecords, lockForWriteBack, type ApplyContext } from '../db/records';
+import { applyRecords, lockForWriteBack, type ApplyContext } from '../db/apply';
 import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
 import { integrations, operations } from '../db/schema';
 import type { IntegrationRow } from '../db/tenants';

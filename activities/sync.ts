@@ -12,16 +12,9 @@ import { and, desc, eq, getTableName, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../db/client';
 import { databaseNow } from '../db/clock';
 import { newId } from '../db/ids';
-import {
-  applyHashedRecords,
-  clearSeen,
-  markSeen,
-  softDeleteUnseen,
-  TABLES,
-  unseenXIds,
-  type ApplyContext,
-  type ApplyResult,
-} from '../db/records';
+import { applyHashedRecords, type ApplyContext, type ApplyResult } from '../db/apply';
+import { TABLES } from '../db/records';
+import { clearSeen, markSeen, softDeleteUnseen, unseenXIds } from '../db/seen';
 import { events, integrations, leaseResidents, syncJobs } from '../db/schema';
 import { abandonedJobsOf, activeJobOf, getSyncJob, lockIntegrationSync, quarantine, type RunState, type SyncJobRow } from '../db/sync-jobs';
 import { getIntegration, type IntegrationRow } from '../db/tenants';

@@ -5,7 +5,8 @@
 import { parseArgs } from 'node:util';
 import { loadConfigOrExit } from '../config';
 import { AdminClient, CliError } from './client';
-import { NOUNS, usageError, type Command, type Flag, type FlagValue } from './commands';
+import { usageError, type Command, type Flag, type FlagValue } from './command';
+import { NOUNS } from './commands';
 
 const GLOBAL: Record<string, Flag & { short?: string }> = {
   url: { type: 'string', value: '<url>', description: 'Address of the API (default: PUBLIC_BASE_URL)' },

@@ -1,7 +1,7 @@
 /**
  * Reads of the cache as the public API serves them: list (filters, order, offset pages) and retrieve, always scoped
  * to the key's organization AND mode, which lead every index of the entity tables. Rows are serialized by
- * db/records.ts, the one serializer. An export's COPY (db/exports.ts) reads through listWhere and orderColumn.
+ * db/serialize.ts, the one serializer. An export's COPY (db/exports.ts) reads through listWhere and orderColumn.
  *
  * The hot path: queries are written with Drizzle, but every value goes in as a placeholder (lists as one array, so a
  * list's length does not change the SQL), which makes the SQL text depend only on the query's shape. The text is
@@ -14,7 +14,8 @@ import type { Entity, LeaseResident, PropertySummary, RecordOf } from '../domain
 import type { OrderBy } from '../domain/filters';
 import type { Mode } from '../domain/plans';
 import type { Db } from './client';
-import { leaseRecord, propertySummary, tableOf, TABLES, toRecords, type LeaseRow, type PropertyRow, type RowOf } from './records';
+import { tableOf, TABLES, type LeaseRow, type PropertyRow, type RowOf } from './records';
+import { leaseRecord, propertySummary, toRecords } from './serialize';
 
 /** Whose records a query may see: an API key's organization and mode (an export's: its integration's). */
 export interface Principal {

@@ -97,7 +97,7 @@ export interface HashedRecord<T = unknown> {
 /**
  * sha256 of a mapped record's JSON, with its `custom_data` in key order. The mapping builds every record with its
  * keys in a fixed order and its `custom_data` keys sorted, so equal content is equal text. The hash only spares the
- * comparison of unchanged records: a record whose hash differs is compared field by field (db/records.ts
+ * comparison of unchanged records: a record whose hash differs is compared field by field (db/apply.ts
  * applyRecords), so another hash of the same content costs a rehash, never an event.
  */
 export function hashRecord<T extends { x_id: string; custom_data: unknown }>(input: T, keep = true): HashedRecord<T> {

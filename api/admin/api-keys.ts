@@ -7,7 +7,8 @@ import { apiKeys } from '../../db/schema';
 import { createApiKey, revokeApiKey, type ApiKeyRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { ApiKey, ApiKeyCreate, ApiKeyCreated, body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery } from './schemas';
+import { ApiKey, ApiKeyCreate, ApiKeyCreated } from './api-keys.schemas';
+import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery } from './schemas';
 import { loadOrganization, uuidOr404 } from './support';
 
 function apiKeyView(row: ApiKeyRow) {

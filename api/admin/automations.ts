@@ -24,19 +24,8 @@ import { sealAutomationHeaders } from '../../domain/secrets';
 import type { AutomationControlDeps } from '../../control/automations';
 import type { ApiDeps } from '../deps';
 import { ApiError, type FieldError } from '../problem';
-import {
-  Automation,
-  AutomationCreate,
-  AutomationRun,
-  AutomationUpdate,
-  body,
-  errorResponses,
-  IdParam,
-  json,
-  listOf,
-  orderedDescription,
-  OrderedListQuery,
-  unavailableResponse, linkTo } from './schemas';
+import { Automation, AutomationCreate, AutomationRun, AutomationUpdate } from './automations.schemas';
+import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
 import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
 
 /** The Temporal side of automations, loaded on first use like sync control (reads never load the Temporal SDK). */

@@ -12,19 +12,8 @@ import { isId } from '../../domain/ids';
 import { wantsEvent } from '../../domain/webhooks';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import {
-  errorResponses,
-  Event,
-  EventQuery,
-  EventResendResult,
-  EventWithPayload,
-  IdParam,
-  json,
-  linkTo,
-  listOf,
-  orderedDescription,
-  unavailableResponse,
-} from './schemas';
+import { Event, EventQuery, EventResendResult, EventWithPayload } from './events.schemas';
+import { errorResponses, IdParam, json, linkTo, listOf, orderedDescription, unavailableResponse } from './schemas';
 import { loadIntegration } from './support';
 import { forbidden, redeliver, requireWebhookPlan } from './webhooks';
 

@@ -10,7 +10,7 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { automationsOf } from '../../db/automations';
 import { newId } from '../../db/ids';
 import { inOrder } from '../../db/order';
-import { softDeleteUnseen } from '../../db/records';
+import { softDeleteUnseen } from '../../db/seen';
 import { automations, integrations, syncJobs } from '../../db/schema';
 import { createIntegration, type IntegrationRow } from '../../db/tenants';
 import { ENTITIES } from '../../domain/cdm';
@@ -20,18 +20,8 @@ import type { SandboxCredentials, SandboxDialect } from '../../sandbox/control';
 import { dialectOf } from '../../source/connector';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import {
-  body,
-  errorResponses,
-  IdParam,
-  Integration,
-  IntegrationCreate,
-  IntegrationUpdate,
-  json,
-  listOf,
-  orderedDescription,
-  OrderedListQuery,
-  unavailableResponse, linkTo } from './schemas';
+import { Integration, IntegrationCreate, IntegrationUpdate } from './integrations.schemas';
+import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
 import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */

@@ -13,7 +13,8 @@ import { writeWorkflowIdOf } from '../../domain/contract';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { AdminOperation, errorResponses, IdParam, json, listOf, OperationQuery, orderedDescription, linkTo } from './schemas';
+import { AdminOperation, OperationQuery } from './operations.schemas';
+import { errorResponses, IdParam, json, listOf, orderedDescription, linkTo } from './schemas';
 import { loadIntegration } from './support';
 
 /** Every column but `request`. */

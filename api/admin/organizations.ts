@@ -6,19 +6,8 @@ import { inOrder } from '../../db/order';
 import { organizations } from '../../db/schema';
 import { createOrganization, type OrganizationRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
-import {
-  body,
-  errorResponses,
-  IdParam,
-  json,
-  linkTo,
-  listOf,
-  orderedDescription,
-  OrderedListQuery,
-  Organization,
-  OrganizationCreate,
-  OrganizationUpdate,
-} from './schemas';
+import { Organization, OrganizationCreate, OrganizationUpdate } from './organizations.schemas';
+import { body, errorResponses, IdParam, json, linkTo, listOf, orderedDescription, OrderedListQuery } from './schemas';
 import { loadOrganization } from './support';
 
 function organizationView(row: OrganizationRow) {

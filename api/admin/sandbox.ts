@@ -1,18 +1,8 @@
 /** Controls of the sandbox PMS behind a sandbox integration: scripted changes and faults, for tests and demos. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { ApiDeps } from '../deps';
-import {
-  body,
-  conflictResponse,
-  errorResponses,
-  IdParam,
-  json,
-  SandboxChangeResult,
-  SandboxChanges,
-  SandboxFault,
-  SandboxFaultSet,
-  unavailableResponse,
-} from './schemas';
+import { conflictResponse, SandboxChangeResult, SandboxChanges, SandboxFault, SandboxFaultSet } from './sandbox.schemas';
+import { body, errorResponses, IdParam, json, unavailableResponse } from './schemas';
 import { loadIntegration, requireSandbox, viaSandbox } from './support';
 
 const tags = ['Sandbox'];

@@ -10,7 +10,8 @@ import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { skippedRecordsOf, skippedRecordView, syncJobView } from '../../db/sync-jobs';
-import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, SkippedRecord, SyncJob, SyncRequest, unavailableResponse, linkTo } from './schemas';
+import { SkippedRecord, SyncJob, SyncRequest } from './syncs.schemas';
+import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
 import { capabilitiesOf, invalidField, loadIntegration, withTemporal } from './support';
 import { dialectOf } from '../../source/connector';
 

@@ -34,26 +34,8 @@ import { PLAN_RULES } from '../../domain/plans';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, RETENTION_MS } from '../../domain/webhooks';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import {
-  body,
-  Delivery,
-  DeliveryQuery,
-  DeliveryWithPayload,
-  errorResponses,
-  IdParam,
-  json,
-  listOf,
-  orderedDescription,
-  OrderedListQuery,
-  ReplayResult,
-  RotatedSecret,
-  RotateSecret,
-  Subscription,
-  SubscriptionCreate,
-  SubscriptionCreated,
-  SubscriptionReplay,
-  SubscriptionUpdate,
-  unavailableResponse, linkTo } from './schemas';
+import { Delivery, DeliveryQuery, DeliveryWithPayload, ReplayResult, RotatedSecret, RotateSecret, Subscription, SubscriptionCreate, SubscriptionCreated, SubscriptionReplay, SubscriptionUpdate } from './webhooks.schemas';
+import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
 import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
 
 /** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */

@@ -1,6 +1,6 @@
 /**
  * Writing cache rows with Postgres COPY, as the benches' floors and loaders do: the rows a sync writes for mapped
- * records (db/records.ts rowValuesOf, the content hash, the lease residents), as CSV in each table's column order,
+ * records (db/row-values.ts rowValuesOf, the content hash, the lease residents), as CSV in each table's column order,
  * sent with `COPY … FROM STDIN`. Shared by the sync floor (bench/lib/sync-floor.ts) and the export bench's loader
  * (bench/lib/export-data.ts).
  */
@@ -8,7 +8,8 @@ import { getTableColumns, getTableName } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import { stringify } from 'csv-stringify/sync';
 import type postgres from 'postgres';
-import { rowValuesOf, TABLES, type Refs } from '../../db/records';
+import { TABLES } from '../../db/records';
+import { rowValuesOf, type Refs } from '../../db/row-values';
 import { leaseResidents } from '../../db/schema';
 import type { Entity, InputOf, LeaseInput } from '../../domain/cdm';
 import type { Mode } from '../../domain/plans';

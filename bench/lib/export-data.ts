@@ -7,7 +7,7 @@
  */
 import type postgres from 'postgres';
 import { newId } from '../../db/ids';
-import type { Refs } from '../../db/records';
+import type { Refs } from '../../db/row-values';
 import type { Entity, InputOf } from '../../domain/cdm';
 import { hashRecord } from '../../domain/content';
 import type { Mode } from '../../domain/plans';

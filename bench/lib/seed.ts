@@ -1,6 +1,6 @@
 /**
  * The read benchmark's data: one organization with 250 properties, 50k units, 100k residents and 100k leases in a
- * dedicated database, written through db/records.ts applyRecords (the sync's own path) in big batches. Reused
+ * dedicated database, written through db/apply.ts applyRecords (the sync's own path) in big batches. Reused
  * across runs when complete; rebuilt from scratch otherwise. Its integration is on the enterprise plan and it has no
  * rate-limit override, so the API limits it as it would a customer on that plan. Its record generators (property,
  * unit, resident, lease: the CDM input of record `i`) are also the export bench's (bench/lib/export-data.ts).
@@ -10,7 +10,7 @@ import postgres from 'postgres';
 import { config } from '../../config';
 import { closeDb, createDb, type Db } from '../../db/client';
 import { migrateDatabase } from '../../db/migrate';
-import { applyRecords, type ApplyContext } from '../../db/records';
+import { applyRecords, type ApplyContext } from '../../db/apply';
 import { integrations, leases, organizations } from '../../db/schema';
 import { createApiKey, createIntegration, createOrganization } from '../../db/tenants';
 import type { InputOf, LeaseStatus } from '../../domain/cdm';

@@ -6,7 +6,7 @@
  * It reads every page of the source the way a sync does and nothing more: through the worker's own page reader
  * (activities/page-reader.ts, the same threads), one page in flight per entity with the next one read while the
  * current one is handled, the entities in the workflow's stages (property; unit and resident side by side; lease).
- *   - `initial`: each page's records mapped to the same rows the sync writes (db/records.ts rowValuesOf, the reader's
+ *   - `initial`: each page's records mapped to the same rows the sync writes (db/row-values.ts rowValuesOf, the reader's
  *     content hash, the same lease_residents) and written with COPY ... FROM STDIN (CSV), one COPY per table and
  *     page, each committed on its own as a sync commits each page (what its resume point needs). References are
  *     resolved from memory, with no lookup of what is cached: the cache starts empty.
@@ -21,7 +21,7 @@ import postgres from 'postgres';
 import { createPageReader, type HashedPage } from '../../activities/page-reader';
 import { loadConfigOrExit } from '../../config';
 import { newId } from '../../db/ids';
-import type { Refs } from '../../db/records';
+import type { Refs } from '../../db/row-values';
 import type { Entity, InputOf } from '../../domain/cdm';
 import type { Mode } from '../../domain/plans';
 import type { SourceSettings } from '../../source';

@@ -9,7 +9,7 @@
  * - status ids to CDM names through source/codes.ts;
  * - every field the CDM has no column for lands in custom_data under its source name (nested ones under a dotted
  *   path, e.g. "address.county"), with its dates and times normalized as above, and its keys in sorted order
- *   (a record's content hash is taken over its JSON: see contentHash in db/records.ts);
+ *   (a record's content hash is taken over its JSON: see contentHash in db/apply.ts);
  * Anything malformed throws MappingError: the connector reports it as a permanent source failure.
  */
 import { inKeyOrder } from '../../domain/content';

@@ -7,7 +7,7 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
-import { applyRecords } from '../../db/records';
+import { applyRecords } from '../../db/apply';
 import { integrations, organizations, properties, syncJobs } from '../../db/schema';
 import { scheduleIdOf } from '../../domain/contract';
 import { startApi, type TestServer } from '../support/api-server';

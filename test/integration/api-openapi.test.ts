@@ -10,7 +10,7 @@ import addFormats from 'ajv-formats';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDb, type Db } from '../../db/client';
-import { applyRecords } from '../../db/records';
+import { applyRecords } from '../../db/apply';
 import { organizations } from '../../db/schema';
 import { startApi, type TestServer } from '../support/api-server';
 import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';

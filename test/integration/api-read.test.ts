@@ -1,13 +1,14 @@
 /**
  * The public read API over real HTTP and real Postgres: every list filter of every entity, order-by, pagination
  * edges, soft-delete visibility, the 400/422 split, retrieve, and isolation between organizations and modes.
- * Records are seeded only through db/records.ts (applyRecords, softDeleteUnseen), the path the sync uses.
+ * Records are seeded only through db/apply.ts applyRecords and db/seen.ts softDeleteUnseen, the path the sync uses.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inArray } from 'drizzle-orm';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
-import { applyRecords, softDeleteUnseen, type ApplyContext } from '../../db/records';
+import { applyRecords, type ApplyContext } from '../../db/apply';
+import { softDeleteUnseen } from '../../db/seen';
 import { organizations } from '../../db/schema';
 import { createApiKey, createIntegration } from '../../db/tenants';
 import type { Entity, InputOf } from '../../domain/cdm';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { newId } from '../../db/ids';
-import { applyRecords } from '../../db/records';
+import { applyRecords } from '../../db/apply';
 import { events } from '../../db/schema';
 import { createApiKey, createIntegration, type IntegrationRow } from '../../db/tenants';
 import { RETENTION_MS } from '../../domain/webhooks';

@@ -16,7 +16,8 @@ import { ExportError, exportAutomation, type ExportDeps, type ExportedAutomation
 import type { Resolver } from '../../activities/address-guard';
 import { closeDb, type Db } from '../../db/client';
 import { listRecords, retrieveRecord, type CommonListQuery, type FiltersOf } from '../../db/queries';
-import { applyRecords, softDeleteUnseen, type ApplyContext } from '../../db/records';
+import { applyRecords, type ApplyContext } from '../../db/apply';
+import { softDeleteUnseen } from '../../db/seen';
 import { createIntegration } from '../../db/tenants';
 import { exportFileName, MONEY_FIELDS, RECORD_FIELDS } from '../../domain/automations';
 import type { Entity, InputOf } from '../../domain/cdm';

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq, sql } from 'drizzle-orm';
 import { closeDb, type Db, type Tx } from '../../db/client';
-import { applyRecords, lockForWriteBack, softDeleteUnseen, toRecords, type ApplyContext } from '../../db/records';
+import { applyRecords, lockForWriteBack, type ApplyContext } from '../../db/apply';
+import { softDeleteUnseen } from '../../db/seen';
+import { toRecords } from '../../db/serialize';
 import type { LeaseInput } from '../../domain/cdm';
 import { events, leases } from '../../db/schema';
 import { makeTenant, testDb, type Tenant } from '../support/context';

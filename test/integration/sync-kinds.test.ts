@@ -13,7 +13,7 @@ import { triggerSync } from '../../control/sync';
 import { closeDb, type Db } from '../../db/client';
 import { databaseNow } from '../../db/clock';
 import { newId } from '../../db/ids';
-import { applyRecords } from '../../db/records';
+import { applyRecords } from '../../db/apply';
 import { integrations, syncJobs, units } from '../../db/schema';
 import { getSyncJob } from '../../db/sync-jobs';
 import type { Entity } from '../../domain/cdm';

@@ -11,7 +11,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSyncSchedule, removeSyncSchedule, triggerSync } from '../../control/sync';
 import { closeDb, type Db } from '../../db/client';
-import { softDeleteUnseen } from '../../db/records';
+import { softDeleteUnseen } from '../../db/seen';
 import { integrations, leases, properties, residents, syncJobs, syncSeen, units } from '../../db/schema';
 import { ENTITIES } from '../../domain/cdm';
 import { SA_INTEGRATION_ID, SA_ORGANIZATION_ID, SA_STATUS, SA_SYNC_JOB_ID, scheduleIdOf, syncWorkflowIdOf, type SyncKind } from '../../domain/contract';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../../db/schema';
-import { applyRecords } from '../../db/records';
+import { applyRecords } from '../../db/apply';
 import { createSubscription, purgeBefore } from '../../db/webhooks';
 import { ensurePurgeSchedule } from '../../control/webhooks';
 import { PURGE_SCHEDULE_ID, webhookTaskQueueOf } from '../../domain/contract';

@@ -1,4 +1,4 @@
-/** CDM input builders for seeding through the one write path (db/records.ts applyRecords). */
+/** CDM input builders for seeding through the one write path (db/apply.ts applyRecords). */
 import type { LeaseInput, PropertyInput, ResidentInput, UnitInput } from '../../domain/cdm';
 
 const address = (n: number) => ({

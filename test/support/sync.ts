@@ -11,7 +11,8 @@ import { createPageReader } from '../../activities/page-reader';
 import { triggerSync, type SyncControlDeps } from '../../control/sync';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
-import { TABLES, toRecords, type RowOf } from '../../db/records';
+import { TABLES, type RowOf } from '../../db/records';
+import { toRecords } from '../../db/serialize';
 import { events, syncJobs, type StoredSourceConfig } from '../../db/schema';
 import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
 import { createIntegration, createOrganization, getIntegration, type IntegrationRow } from '../../db/tenants';
@@ -281,7 +282,7 @@ export function expectedEvents(before: Snapshot, after: Snapshot): { events: Exp
   return { events: out, created, updated, deleted };
 }
 
-/** SPEC.md payload rule 2, written out independently of db/records.ts: id, x_id, updated_at, changed and the changed fields. */
+/** SPEC.md payload rule 2, written out independently of db/apply.ts: id, x_id, updated_at, changed and the changed fields. */
 function onlyChanged(rec: Record<string, unknown>, changed: string[]): Record<string, unknown> {
   const data: Record<string, unknown> = { id: rec.id, x_id: rec.x_id, updated_at: rec.updated_at, changed };
   for (const k of changed) data[k] = rec[k];

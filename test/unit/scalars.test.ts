@@ -5,7 +5,7 @@
  * value, as a JSON Schema validator (ECMA regex) reads it.
  */
 import { describe, expect, it } from 'vitest';
-import { SubscriptionReplay } from '../../api/admin/schemas';
+import { SubscriptionReplay } from '../../api/admin/webhooks.schemas';
 import { validationError } from '../../api/middleware/validation';
 import { ApiError } from '../../api/problem';
 import { LeaseCreateBody, LeaseListQuery, ResidentCreateBody, ResidentListQuery } from '../../api/schemas';

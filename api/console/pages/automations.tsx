@@ -1,7 +1,7 @@
 /** Automations (scheduled CSV exports) of an integration and their runs: run now, pause and resume. */
 import type { z } from '@hono/zod-openapi';
 import { automationRunWorkflowIdOf } from '../../../domain/contract';
-import type { Automation, AutomationRun } from '../../admin/schemas';
+import type { Automation, AutomationRun } from '../../admin/automations.schemas';
 import type { AdminClient, Page } from '../admin';
 import { field, type ConsoleApp } from '../context';
 import { Badge, Facts, Form, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';

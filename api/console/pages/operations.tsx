@@ -2,7 +2,7 @@
 import type { z } from '@hono/zod-openapi';
 import type { FC } from 'hono/jsx';
 import { OPERATION_STATUSES } from '../../../domain/operations';
-import type { AdminOperation } from '../../admin/schemas';
+import type { AdminOperation } from '../../admin/operations.schemas';
 import type { AdminClient, Page } from '../admin';
 import { type ConsoleApp } from '../context';
 import { Badge, Facts, FilterForm, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';

@@ -1,7 +1,9 @@
 /** Organizations, their API keys (the key shown once at creation; revoke) and their integrations. */
 import type { z } from '@hono/zod-openapi';
 import { MODES, PLANS } from '../../../domain/plans';
-import type { ApiKey, ApiKeyCreated, Integration, Organization } from '../../admin/schemas';
+import type { ApiKey, ApiKeyCreated } from '../../admin/api-keys.schemas';
+import type { Integration } from '../../admin/integrations.schemas';
+import type { Organization } from '../../admin/organizations.schemas';
 import type { Health } from '../../admin/health';
 import type { AdminClient, Page } from '../admin';
 import { field, fields, type ConsoleApp } from '../context';

@@ -1,0 +1,96 @@
+/** `integration`: integrations (connected sources) and their sync schedules. */
+import { int, intOrNull, required, defined, id, usageError, type Noun } from '../command';
+
+export const integration: Noun = {
+  summary: 'Integrations (connected sources) and their sync schedules',
+  verbs: {
+    create: {
+      summary: 'Connect a source: the sandbox PMS (test mode), an Entrata-style or a Buildium-style system',
+      args: [],
+      flags: {
+        org: { type: 'string', value: '<org_id>', description: 'Organization (required)' },
+        mode: { type: 'string', value: '<test|live>', description: 'Mode (required)' },
+        plan: { type: 'string', value: '<plan>', description: 'starter, growth, scale or enterprise (required)' },
+        source: { type: 'string', value: '<sandbox|entrata|buildium>', description: 'Source type (default sandbox)' },
+        dialect: { type: 'string', value: '<entrata|buildium>', description: 'Sandbox: the wire its company speaks (default entrata)' },
+        size: { type: 'string', value: '<n>', description: 'Sandbox: leases to generate (default 50)' },
+        seed: { type: 'string', value: '<n>', description: 'Sandbox: generator seed (default random)' },
+        'base-url': { type: 'string', value: '<url>', description: 'Entrata, Buildium: the API base address' },
+        'api-key': { type: 'string', value: '<key>', description: 'Entrata: the API key' },
+        'client-id': { type: 'string', value: '<id>', description: 'Buildium: the API client id' },
+        'client-secret': { type: 'string', value: '<secret>', description: 'Buildium: the API client secret' },
+        name: { type: 'string', value: '<name>', description: 'A label' },
+        interval: { type: 'string', value: '<seconds>', description: 'Sync cadence override (default: the plan cadence)' },
+        'full-sync-interval': {
+          type: 'string',
+          value: '<seconds>',
+          description: 'Seconds between full runs where the source reads deltas (default: the service default, a day)',
+        },
+        'no-initial-sync': { type: 'boolean', description: 'Do not start the first sync now' },
+      },
+      run: async ({ client, flags }) => {
+        const type = (flags.source as string | undefined) ?? 'sandbox';
+        const source =
+          type === 'entrata'
+            ? { type, base_url: required('base-url', flags['base-url']), api_key: required('api-key', flags['api-key']) }
+            : type === 'buildium'
+              ? {
+                  type,
+                  base_url: required('base-url', flags['base-url']),
+                  client_id: required('client-id', flags['client-id']),
+                  client_secret: required('client-secret', flags['client-secret']),
+                }
+              : defined({ type, dialect: flags.dialect, size: int('size', flags.size), seed: int('seed', flags.seed) });
+        const body = defined({
+          name: flags.name,
+          mode: required('mode', flags.mode),
+          plan: required('plan', flags.plan),
+          source,
+          sync_interval_seconds: int('interval', flags.interval),
+          full_sync_interval_seconds: int('full-sync-interval', flags['full-sync-interval']),
+          initial_sync: flags['no-initial-sync'] ? false : undefined,
+        });
+        return { output: await client.request('POST', `/organizations/${id(required('org', flags.org))}/integrations`, body) };
+      },
+    },
+    get: {
+      summary: 'Show an integration',
+      args: ['integration_id'],
+      flags: {},
+      run: async ({ client, args }) => ({ output: await client.request('GET', `/integrations/${id(args[0]!)}`) }),
+    },
+    update: {
+      summary: 'Change plan, cadence or name (the schedule moves at once)',
+      args: ['integration_id'],
+      flags: {
+        plan: { type: 'string', value: '<plan>', description: 'New plan' },
+        interval: { type: 'string', value: '<seconds|default>', description: 'Cadence override; default = the plan cadence' },
+        'full-sync-interval': {
+          type: 'string',
+          value: '<seconds|default>',
+          description: 'Seconds between full runs where the source reads deltas; default = the service default',
+        },
+        name: { type: 'string', value: '<name>', description: 'New label' },
+      },
+      run: async ({ client, args, flags }) => {
+        const body = defined({
+          plan: flags.plan,
+          sync_interval_seconds: intOrNull('interval', flags.interval),
+          full_sync_interval_seconds: intOrNull('full-sync-interval', flags['full-sync-interval']),
+          name: flags.name,
+        });
+        if (Object.keys(body).length === 0) throw usageError('nothing to update: give --plan, --interval, --full-sync-interval or --name');
+        return { output: await client.request('PATCH', `/integrations/${id(args[0]!)}`, body) };
+      },
+    },
+    delete: {
+      summary: 'Disconnect: remove the schedule; its records are soft-deleted, never erased',
+      args: ['integration_id'],
+      flags: {},
+      run: async ({ client, args }) => {
+        await client.request('DELETE', `/integrations/${id(args[0]!)}`);
+        return { output: { id: args[0], deleted: true } };
+      },
+    },
+  },
+};

@@ -1,0 +1,58 @@
+/** `sandbox`: controls of the sandbox PMS behind a sandbox integration. */
+import { int, required, defined, id, usageError, type Noun, type FlagValue } from '../command';
+
+/** `5` (a total) or `lease=3,unit=2` (per entity). */
+function counts(name: string, value: FlagValue): number | Record<string, number> | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && /^\d+$/.test(value)) return Number(value);
+  if (typeof value !== 'string' || !/^(\w+=\d+)(,\w+=\d+)*$/.test(value)) {
+    throw usageError(`--${name} must be a count (5) or counts per entity (lease=3,unit=2), got ${JSON.stringify(value)}`);
+  }
+  return Object.fromEntries(value.split(',').map((kv) => kv.split('=')).map(([k, v]) => [k!, Number(v)]));
+}
+
+export const sandbox: Noun = {
+  summary: 'Controls of the sandbox PMS behind a sandbox integration',
+  verbs: {
+    changes: {
+      summary: 'Change source data; prints the x_ids touched',
+      args: ['integration_id'],
+      flags: {
+        update: { type: 'string', value: '<n|entity=n,...>', description: 'Records to update' },
+        create: { type: 'string', value: '<n|entity=n,...>', description: 'Records to create' },
+        delete: { type: 'string', value: '<n|entity=n,...>', description: 'Records to delete' },
+        'lease-transitions': { type: 'string', value: '<n>', description: 'Leases whose status moves on' },
+      },
+      run: async ({ client, args, flags }) => {
+        const body = defined({
+          update: counts('update', flags.update),
+          create: counts('create', flags.create),
+          delete: counts('delete', flags.delete),
+          lease_transitions: int('lease-transitions', flags['lease-transitions']),
+        });
+        if (Object.keys(body).length === 0) throw usageError('nothing to change: give --update, --create, --delete or --lease-transitions');
+        return { output: await client.request('POST', `/integrations/${id(args[0]!)}/sandbox/changes`, body) };
+      },
+    },
+    fault: {
+      summary: 'Inject a fault: unavailable, rate_limited, slow or reject_writes',
+      args: ['integration_id'],
+      flags: {
+        kind: { type: 'string', value: '<kind>', description: 'unavailable, rate_limited, slow or reject_writes (required)' },
+        count: { type: 'string', value: '<n>', description: 'Requests affected (default: until cleared)' },
+      },
+      run: async ({ client, args, flags }) => ({
+        output: await client.request('POST', `/integrations/${id(args[0]!)}/sandbox/faults`, defined({ kind: required('kind', flags.kind), count: int('count', flags.count) })),
+      }),
+    },
+    'clear-faults': {
+      summary: 'Clear every fault',
+      args: ['integration_id'],
+      flags: {},
+      run: async ({ client, args }) => {
+        await client.request('DELETE', `/integrations/${id(args[0]!)}/sandbox/faults`);
+        return { output: { integration_id: args[0], faults_cleared: true } };
+      },
+    },
+  },
+};

@@ -1,0 +1,64 @@
+/** `sync`: sync runs. */
+import { int, defined, page, pageQuery, id, type Noun } from '../command';
+import { waitForJob, type SyncJob } from '../progress';
+
+export const sync: Noun = {
+  summary: 'Sync runs',
+  verbs: {
+    run: {
+      summary: 'Start a sync now; with --wait, follow it to its end',
+      args: ['integration_id'],
+      flags: {
+        wait: { type: 'boolean', description: 'Poll the job with a progress display on stderr; exit 1 if it fails' },
+        'poll-ms': { type: 'string', value: '<ms>', description: 'Polling interval with --wait (default 1000)' },
+        timeout: { type: 'string', value: '<seconds>', description: 'Give up waiting after this long (exit 1)' },
+        kind: {
+          type: 'string',
+          value: '<full|delta>',
+          description: 'full: read every record and find deletions now; delta: only what changed (sources that can list it). Default: as the cadence decides',
+        },
+      },
+      run: async ({ client, args, flags }) => {
+        const job = await client.request<SyncJob>('POST', `/integrations/${id(args[0]!)}/syncs`, defined({ kind: flags.kind }));
+        if (!flags.wait) return { output: job };
+        const timeout = int('timeout', flags.timeout);
+        const final = await waitForJob(client, job, {
+          pollMs: int('poll-ms', flags['poll-ms']) ?? 1000,
+          timeoutMs: timeout === undefined ? undefined : timeout * 1000,
+        });
+        if (final.status === 'failed') {
+          process.stderr.write(`error: sync job ${final.id} failed: ${final.error ?? 'no error recorded'}\n`);
+          return { output: final, exitCode: 1 };
+        }
+        if (final.status !== 'succeeded') {
+          process.stderr.write(`error: sync job ${final.id} is still ${final.status} after ${timeout} s\n`);
+          return { output: final, exitCode: 1 };
+        }
+        if (final.records_skipped > 0) {
+          process.stderr.write(
+            `warning: ${final.records_skipped} record(s) could not be read from the source and were skipped; see: sync skipped ${final.id}\n`,
+          );
+        }
+        return { output: final };
+      },
+    },
+    get: {
+      summary: 'Show a sync job',
+      args: ['sync_job_id'],
+      flags: {},
+      run: async ({ client, args }) => ({ output: await client.request('GET', `/sync_jobs/${id(args[0]!)}`) }),
+    },
+    list: {
+      summary: "List an integration's sync jobs, most recent first",
+      args: ['integration_id'],
+      flags: page,
+      run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/integrations/${id(args[0]!)}/sync_jobs${pageQuery(flags)}`) }),
+    },
+    skipped: {
+      summary: 'List the records a sync job quarantined (unreadable in the source), with the reason',
+      args: ['sync_job_id'],
+      flags: page,
+      run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/sync_jobs/${id(args[0]!)}/skipped_records${pageQuery(flags)}`) }),
+    },
+  },
+};

@@ -1,0 +1,121 @@
+/** Webhook subscriptions, their deliveries, attempts and health. */
+import { sql } from 'drizzle-orm';
+import { bigint, boolean, index, integer, pgTable, primaryKey, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { ts } from './columns';
+
+/** Webhook subscriptions of an integration (scale and enterprise plans): where its events go and how they are signed. */
+export const webhookSubscriptions = pgTable(
+  'webhook_subscriptions',
+  {
+    id: text('id').primaryKey(),
+    organizationId: uuid('organization_id').notNull(),
+    integrationId: uuid('integration_id').notNull(),
+    url: text('url').notNull(),
+    /** Event types the subscription wants, or `["*"]` for all. */
+    eventTypes: text('event_types').array().notNull(),
+    description: text('description'),
+    status: text('status', { enum: ['active', 'disabled'] }).notNull(),
+    /** Signing secret (`whsec_…`), as shown once at creation; read only inside delivery activities. */
+    secret: text('secret').notNull(),
+    /** The secret before the last rotation, still signing (X-Service-Signature-Previous) until it expires. */
+    previousSecret: text('previous_secret'),
+    previousSecretExpiresAt: ts('previous_secret_expires_at'),
+    /** Deliveries the outbox relay has made for the subscription: each new one takes the next number (first-attempt order). */
+    deliverySeq: bigint('delivery_seq', { mode: 'number' }).notNull().default(0),
+    /**
+     * Whether the subscription's dispatcher has nothing queued and waits to be woken: the relay signals it when it
+     * queues a delivery while this is true (and sets it false in the same transaction), and only then.
+     */
+    dispatchIdle: boolean('dispatch_idle').notNull().default(true),
+    /** Attempts in flight at once; null: the deployment's WEBHOOK_MAX_IN_FLIGHT. */
+    maxInFlight: integer('max_in_flight'),
+    /** The dispatcher's circuit breaker: open since (a run of failed first attempts), and when it next probes. Null: closed. */
+    circuitOpenedAt: ts('circuit_opened_at'),
+    circuitNextProbeAt: ts('circuit_next_probe_at'),
+    /**
+     * Sign deliveries the Standard Webhooks way too (`webhook-id`, `webhook-timestamp`, `webhook-signature`), besides
+     * X-Service-Signature. On for subscriptions made since it exists; older ones opt in.
+     */
+    standardWebhooks: boolean('standard_webhooks').notNull().default(false),
+    /** Why the subscription is disabled, when it is: by an operator, or by the service (its receiver failing or gone). */
+    disabledAt: ts('disabled_at'),
+    disabledBy: text('disabled_by', { enum: ['operator', 'failures', 'gone'] }),
+    disabledReason: text('disabled_reason'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+    deletedAt: ts('deleted_at'),
+  },
+  (t) => [index('webhook_subscriptions_integration_idx').on(t.integrationId, t.createdAt)],
+);
+
+/** One delivery of one event to one subscription: its state, held by (and mirrored from) its Temporal workflow. */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    eventId: text('event_id').notNull(),
+    subscriptionId: text('subscription_id').notNull(),
+    organizationId: uuid('organization_id').notNull(),
+    integrationId: uuid('integration_id').notNull(),
+    eventType: text('event_type').notNull(),
+    status: text('status', { enum: ['pending', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'expired'] }).notNull(),
+    /**
+     * Position in the subscription's queue: its dispatcher makes first attempts in this order. Null for deliveries
+     * made before the queue existed, whose own workflow made their first attempt.
+     */
+    seq: bigint('seq', { mode: 'number' }),
+    attempts: integer('attempts').notNull().default(0),
+    /**
+     * When the dispatcher took the delivery for its first attempt. Set while still `pending` means the outcome is not
+     * recorded yet: after a crash the attempt counts as lost and the delivery's own workflow retries it.
+     */
+    firstStartedAt: ts('first_started_at'),
+    /** When the first attempt's request went out. */
+    firstSentAt: ts('first_sent_at'),
+    lastAttemptAt: ts('last_attempt_at'),
+    nextAttemptAt: ts('next_attempt_at'),
+    lastResponseStatus: integer('last_response_status'),
+    lastError: text('last_error'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('webhook_deliveries_event_subscription_idx').on(t.eventId, t.subscriptionId),
+    index('webhook_deliveries_subscription_idx').on(t.subscriptionId, t.createdAt, t.id),
+    index('webhook_deliveries_subscription_status_idx').on(t.subscriptionId, t.status, t.createdAt),
+    uniqueIndex('webhook_deliveries_subscription_seq_idx').on(t.subscriptionId, t.seq),
+    index('webhook_deliveries_created_idx').on(t.createdAt),
+    // The subscriptions' queues: what each dispatcher takes next, in order.
+    index('webhook_deliveries_queue_idx').on(t.subscriptionId, t.seq).where(sql`${t.status} = 'pending'`),
+    // The metrics' and the console's health numbers (backlogs and dead letters, per subscription for the top few).
+    index('webhook_deliveries_open_idx').on(t.status, t.subscriptionId).where(sql`${t.status} in ('pending', 'retrying', 'dead_lettered')`),
+  ],
+);
+
+/**
+ * A subscription's endpoint health, kept by the attempts as they are recorded (a row of its own, so the dispatchers'
+ * writes never wait on the relay's lock of the subscription row): its last success and failure, and since when every
+ * attempt has failed (null while the last recorded outcome after a success is a success).
+ */
+export const webhookSubscriptionHealth = pgTable('webhook_subscription_health', {
+  subscriptionId: text('subscription_id').primaryKey(),
+  lastSuccessAt: ts('last_success_at'),
+  lastFailureAt: ts('last_failure_at'),
+  failingSince: ts('failing_since'),
+});
+
+/** Every attempt of a delivery: when, how long, what the receiver answered (or why there was no answer). */
+export const webhookAttempts = pgTable(
+  'webhook_attempts',
+  {
+    deliveryId: text('delivery_id').notNull(),
+    number: integer('number').notNull(),
+    startedAt: ts('started_at').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    responseStatus: integer('response_status'),
+    error: text('error'),
+    /** The first bytes of the response body. */
+    responseBody: text('response_body'),
+  },
+  (t) => [primaryKey({ columns: [t.deliveryId, t.number] })],
+);

@@ -1,0 +1,197 @@
+/** The one serializer from rows to API records, so events and reads show records identically. */
+import { inArray } from 'drizzle-orm';
+import type { Entity, Lease, LeaseResident, Money, Property, PropertySummary, RecordOf, Resident, Unit } from '../domain/cdm';
+import type { Tx } from './client';
+import type { LeaseRow, PropertyRow, ResidentRow, RowOf, UnitRow } from './records';
+import { leaseResidents } from './schema';
+
+export const iso = (d: Date): string => d.toISOString();
+const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null);
+const money = (amount: number | null, currency: string | null): Money | null =>
+  amount === null || currency === null ? null : { amount: Number(amount), currency };
+
+function timesOf(row: PropertyRow | UnitRow | ResidentRow | LeaseRow) {
+  return {
+    custom_data: row.customData ?? {},
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+    deleted_at: isoOrNull(row.deletedAt),
+    ps_synced_at: isoOrNull(row.psSyncedAt),
+  };
+}
+
+// Each serializer spells out the identity fields instead of starting with a spread: an object literal that starts
+// with a spread and goes on with many fields falls off V8's fast path (about 65 µs instead of 2.5 µs per lease).
+export function propertyRecord(r: PropertyRow): Property {
+  return {
+    id: r.id,
+    x_id: r.xId,
+    organization_id: r.organizationId,
+    integration_id: r.integrationId,
+    name: r.name,
+    type: r.type,
+    status: r.status,
+    address: r.address ?? null,
+    description: r.description,
+    year_built: r.yearBuilt,
+    total_units: r.totalUnits,
+    total_buildings: r.totalBuildings,
+    total_floors: r.totalFloors,
+    website_url: r.websiteUrl,
+    email: r.email,
+    phones: r.phones ?? null,
+    latitude: r.latitude,
+    longitude: r.longitude,
+    timezone_id: r.timezoneId,
+    management_company_name: r.managementCompanyName,
+    tax_id: r.taxId,
+    pet_policy: r.petPolicy,
+    smoking_policy: r.smokingPolicy,
+    media: r.media ?? null,
+    ...timesOf(r),
+  };
+}
+
+/** The reduced record of GET /v1/properties. */
+export function propertySummary(r: PropertyRow): PropertySummary {
+  return {
+    id: r.id,
+    x_id: r.xId,
+    organization_id: r.organizationId,
+    integration_id: r.integrationId,
+    name: r.name,
+    type: r.type,
+    status: r.status,
+    custom_data: r.customData ?? {},
+    created_at: iso(r.createdAt),
+    updated_at: iso(r.updatedAt),
+  };
+}
+
+export function unitRecord(r: UnitRow): Unit {
+  return {
+    id: r.id,
+    x_id: r.xId,
+    organization_id: r.organizationId,
+    integration_id: r.integrationId,
+    property_id: r.propertyId,
+    unit_number: r.unitNumber,
+    floorplan_id: r.floorplanId,
+    floorplan_name: r.floorplanName,
+    bedrooms: r.bedrooms,
+    bathrooms: r.bathrooms,
+    square_feet: r.squareFeet,
+    max_occupants: r.maxOccupants,
+    market_rent: money(r.marketRentAmount, r.marketRentCurrency),
+    status: r.status,
+    note: r.note,
+    address: r.address ?? null,
+    ...timesOf(r),
+  };
+}
+
+export function residentRecord(r: ResidentRow): Resident {
+  return {
+    id: r.id,
+    x_id: r.xId,
+    organization_id: r.organizationId,
+    integration_id: r.integrationId,
+    property_id: r.propertyId,
+    first_name: r.firstName,
+    middle_name: r.middleName,
+    last_name: r.lastName,
+    email: r.email,
+    phones: r.phones ?? null,
+    date_of_birth: r.dateOfBirth,
+    address: r.address ?? null,
+    status: r.status,
+    ...timesOf(r),
+  };
+}
+
+export function leaseRecord(r: LeaseRow, people: LeaseResident[]): Lease {
+  return {
+    id: r.id,
+    x_id: r.xId,
+    organization_id: r.organizationId,
+    integration_id: r.integrationId,
+    property_id: r.propertyId,
+    unit_id: r.unitId,
+    resident_ids: people.map((p) => p.resident_id),
+    residents: people,
+    status: r.status,
+    type: r.type,
+    start_date: r.startDate,
+    end_date: r.endDate,
+    move_in_date: r.moveInDate,
+    move_out_date: r.moveOutDate,
+    notice_date: r.noticeDate,
+    signed_date: r.signedDate,
+    rent_amount: money(r.rentAmount, r.rentCurrency) ?? { amount: 0, currency: 'USD' },
+    security_deposit: money(r.securityDepositAmount, r.securityDepositCurrency),
+    balance: money(r.balanceAmount, r.balanceCurrency),
+    term_months: r.termMonths,
+    renewal_status: r.renewalStatus,
+    is_renewal: r.isRenewal,
+    previous_lease_id: r.previousLeaseId,
+    concessions: r.concessions,
+    notes: r.notes,
+    ...timesOf(r),
+  };
+}
+
+/** The nested `residents` of each lease, in their source order. */
+export async function loadLeaseResidents(tx: Tx, leaseIds: string[]): Promise<Map<string, LeaseResident[]>> {
+  if (leaseIds.length === 0) return new Map();
+  return byLease(
+    await tx
+      .select()
+      .from(leaseResidents)
+      .where(inArray(leaseResidents.leaseId, leaseIds))
+      .orderBy(leaseResidents.leaseId, leaseResidents.position),
+  );
+}
+
+/** Lease resident rows, in their order, as the nested `residents` of each lease (by lease id). */
+export function byLease(rows: { leaseId: string; residentId: string; xId: string; role: LeaseResident['role'] }[]): Map<string, LeaseResident[]> {
+  const out = new Map<string, LeaseResident[]>();
+  for (const r of rows) {
+    const list = out.get(r.leaseId) ?? [];
+    list.push({ resident_id: r.residentId, x_id: r.xId, role: r.role });
+    out.set(r.leaseId, list);
+  }
+  return out;
+}
+
+/** Serialize rows of any entity, loading lease residents in one query. */
+export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf[E][]): Promise<RecordOf[E][]> {
+  switch (entity) {
+    case 'property':
+      return (rows as PropertyRow[]).map(propertyRecord) as RecordOf[E][];
+    case 'unit':
+      return (rows as UnitRow[]).map(unitRecord) as RecordOf[E][];
+    case 'resident':
+      return (rows as ResidentRow[]).map(residentRecord) as RecordOf[E][];
+    default: {
+      const people = await loadLeaseResidents(
+        tx,
+        (rows as LeaseRow[]).map((r) => r.id),
+      );
+      return (rows as LeaseRow[]).map((r) => leaseRecord(r, people.get(r.id) ?? [])) as RecordOf[E][];
+    }
+  }
+}
+
+/** Serialize a row of an entity other than lease (a lease needs its residents: leaseRecord). */
+export function serializeOne<E extends Entity>(entity: E, row: RowOf[E]): RecordOf[E] {
+  switch (entity) {
+    case 'property':
+      return propertyRecord(row as PropertyRow) as RecordOf[E];
+    case 'unit':
+      return unitRecord(row as UnitRow) as RecordOf[E];
+    case 'resident':
+      return residentRecord(row as ResidentRow) as RecordOf[E];
+    default:
+      throw new Error('leases are serialized with their residents');
+  }
+}
