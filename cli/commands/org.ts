@@ -4,6 +4,12 @@ import { intOrNull, required, defined, page, pageQuery, id, usageError, type Nou
 export const org: Noun = {
   summary: 'Organizations (tenants)',
   verbs: {
+    list: {
+      summary: 'List organizations (ids and names: what `key create --org` needs after a restart)',
+      args: [],
+      flags: page,
+      run: async ({ client, flags }) => ({ output: await client.request('GET', `/organizations${pageQuery(flags)}`) }),
+    },
     create: {
       summary: 'Create an organization',
       args: [],
