@@ -43,7 +43,7 @@ import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 import { inSpan, SpanKind } from '../observability/tracing';
 
 /** Types of the non-retryable failures a sync activity raises. */
-export const SYNC_FAILURE = {
+const SYNC_FAILURE = {
   sourcePermanent: 'SourcePermanentError',
   jobNotFound: 'SyncJobNotFound',
   jobNotRunning: 'SyncJobNotRunning',
@@ -54,7 +54,7 @@ export const SYNC_FAILURE = {
 } as const;
 
 /** Types of the retryable failures a sync activity raises (each attempt's failure is visible in the history). */
-export const SYNC_RETRYABLE = {
+const SYNC_RETRYABLE = {
   /** The attempt's resume point did not move for SYNC_STALL_MS: it gave up so that a fresh attempt can resume. */
   stalled: 'SyncStalled',
   /** The source asked to be left alone for a while (Retry-After): the next attempt waits exactly that long. */
@@ -101,7 +101,7 @@ export type StartSyncJobResult =
   | { skipped: false; syncJobId: string; organizationId: string; initial: boolean; kind: SyncKind }
   | { skipped: true; syncJobId: string | null; reason: string };
 
-export interface EntityProgress {
+interface EntityProgress {
   page: number;
   done: boolean;
   /** Whether the run records seen x_ids of the entity (and so soft-deletes what it did not see). */

@@ -26,7 +26,7 @@ import type { OptionList, OptionsAt, WriteOptions } from './write-options';
 const MAX_KEY_LENGTH = 255;
 const KEY_CHARS = /^[\x21-\x7e]+$/;
 
-export const IdempotencyHeader = z.object({
+const IdempotencyHeader = z.object({
   'idempotency-key': z.string().openapi({
     pattern: '^[\\x21-\\x7e]{1,255}$',
     description: 'A caller-generated key, one per logical write (a UUID is a good choice; at most 255 visible ASCII characters). The same key with the same request returns the same Operation; with a different request, 409. Remembered 24 hours.',
@@ -35,7 +35,7 @@ export const IdempotencyHeader = z.object({
 });
 
 /** The `write` scope, then the Idempotency-Key header: both before the body is read. */
-export const writeGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
+const writeGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
   const principal = c.get('principal');
   if (!principal.scopes.includes('write')) {
     throw new ApiError('forbidden', 'Insufficient permissions: this API key has no `write` scope.');
@@ -54,7 +54,7 @@ export const writeGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
  * The validation hook of a write route: every unknown field under its own pointer, and a field of the record that
  * cannot be written said to be so (a write never silently drops what the caller sent).
  */
-export function writeHook(notWritable: ReadonlySet<string>) {
+function writeHook(notWritable: ReadonlySet<string>) {
   return (result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void => {
     if (result.success) return rejectNul(result.data, result.target as Parameters<typeof rejectNul>[1]);
     if (!result.error) return;
@@ -73,7 +73,7 @@ export function writeHook(notWritable: ReadonlySet<string>) {
 }
 
 /** The fields of a record schema that a body of `writable` fields may not set. */
-export function notWritableOf(record: z.ZodObject, writable: z.ZodType): ReadonlySet<string> {
+function notWritableOf(record: z.ZodObject, writable: z.ZodType): ReadonlySet<string> {
   const shapeOf = (s: z.ZodType): Record<string, unknown> => {
     const def = (s as unknown as { def?: { shape?: Record<string, unknown>; in?: z.ZodType } }).def;
     return def?.shape ?? (def?.in ? shapeOf(def.in) : {});
@@ -163,7 +163,7 @@ async function enqueue(deps: ApiDeps, op: OperationRow, label: string | null): P
  * Accept a write: the Operation under the caller's idempotency key (created, or the one the key already made), its
  * workflow started, and the 202. The key binds the method, the path and the canonical body.
  */
-export async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest, body: unknown): Promise<Response> {
+async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest, body: unknown): Promise<Response> {
   const principal = c.get('principal');
   const key = c.req.header('idempotency-key')!;
   const accepted = await acceptOperation(deps.db, {
@@ -264,7 +264,7 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
 }
 
 /** `integration_id` in a body whose property already decides the integration narrows the look-up: no such property there is a 404. */
-export function sameIntegration(property: TargetRecord, chosen: string | undefined): void {
+function sameIntegration(property: TargetRecord, chosen: string | undefined): void {
   if (chosen !== undefined && chosen.toLowerCase() !== property.integrationId) {
     throw new ApiError('not_found', `No property with id ${property.id} in integration ${chosen} (\`integration_id\`).`);
   }

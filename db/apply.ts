@@ -20,7 +20,7 @@ import { byLease, leaseRecord, loadLeaseResidents, serializeOne } from './serial
 import { events, leaseResidents, leases, syncSeen } from './schema';
 
 /** Max JSON size of an event; larger ones are sent truncated (DECISIONS.md). */
-export const MAX_EVENT_BYTES = 1_000_000;
+const MAX_EVENT_BYTES = 1_000_000;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Diffs (content hashes: domain/content.ts)
@@ -42,7 +42,7 @@ export function updatedPayload(record: Record<string, unknown>, changed: string[
 }
 
 /** Names of the record fields whose values differ between two serialized records. */
-export function changedFields(before: Record<string, unknown>, after: Record<string, unknown>): string[] {
+function changedFields(before: Record<string, unknown>, after: Record<string, unknown>): string[] {
   const out: string[] = [];
   for (const key of Object.keys(after)) {
     if (NOT_CONTENT.has(key)) continue;
@@ -162,7 +162,7 @@ async function leaseResidentsOfXIds(tx: Tx, integrationId: string, xIds: string[
 // Upsert
 // ---------------------------------------------------------------------------------------------------------------
 
-export interface IntegrationRef {
+interface IntegrationRef {
   id: string;
   organizationId: string;
   mode: Mode;

@@ -22,7 +22,7 @@ function timesOf(row: PropertyRow | UnitRow | ResidentRow | LeaseRow) {
 
 // Each serializer spells out the identity fields instead of starting with a spread: an object literal that starts
 // with a spread and goes on with many fields falls off V8's fast path (about 65 µs instead of 2.5 µs per lease).
-export function propertyRecord(r: PropertyRow): Property {
+function propertyRecord(r: PropertyRow): Property {
   return {
     id: r.id,
     x_id: r.xId,
@@ -68,7 +68,7 @@ export function propertySummary(r: PropertyRow): PropertySummary {
   };
 }
 
-export function unitRecord(r: UnitRow): Unit {
+function unitRecord(r: UnitRow): Unit {
   return {
     id: r.id,
     x_id: r.xId,
@@ -90,7 +90,7 @@ export function unitRecord(r: UnitRow): Unit {
   };
 }
 
-export function residentRecord(r: ResidentRow): Resident {
+function residentRecord(r: ResidentRow): Resident {
   return {
     id: r.id,
     x_id: r.xId,

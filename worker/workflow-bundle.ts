@@ -24,7 +24,7 @@ const BUILT_TRACED_BUNDLE = fileURLToPath(new URL('./workflows-traced.js', impor
  * on, dist/workflows-traced.js: the same with OpenTelemetry's workflow interceptors); undefined from source without
  * WORKFLOW_BUNDLE_PATH (the workflows are then bundled at start-up).
  */
-export function prebuiltWorkflowBundle(config: Pick<Config, 'WORKFLOW_BUNDLE_PATH'>, traced = false): string | undefined {
+function prebuiltWorkflowBundle(config: Pick<Config, 'WORKFLOW_BUNDLE_PATH'>, traced = false): string | undefined {
   if (config.WORKFLOW_BUNDLE_PATH) return resolvePath(config.WORKFLOW_BUNDLE_PATH);
   if (!COMPILED) return undefined;
   return traced ? BUILT_TRACED_BUNDLE : BUILT_BUNDLE;

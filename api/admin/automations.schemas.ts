@@ -58,7 +58,7 @@ const MAX_EVERY_SECONDS = 366 * 86_400;
  * One object whose rules say which form it takes, rather than a union: a union's failure points at `schedule` as a
  * whole, while an operator needs to be told which member (`/schedule/every`, `/schedule/cron`) is wrong.
  */
-export const AutomationScheduleInput = z
+const AutomationScheduleInput = z
   .strictObject({
     every: z.number().int().min(MIN_EVERY_SECONDS).max(MAX_EVERY_SECONDS).optional().openapi({ description: `Seconds between runs, at least ${MIN_EVERY_SECONDS}.` }),
     cron: z.string().max(200).optional().openapi({ description: 'Five-field cron (`minute hour day-of-month month day-of-week`, single spaces), or `@daily`, `@hourly`, …', example: '0 6 * * 1-5', pattern: CRON_PATTERN }),
@@ -174,10 +174,10 @@ const DirectoryPath = plainText()
   })
   .openapi({ description: 'A directory relative to the deployment\'s export root (EXPORT_ROOT); never absolute, never `..`.', example: 'finance/leases' });
 
-export const HttpDestinationInput = z
+const HttpDestinationInput = z
   .strictObject({ type: z.literal('http'), url: DestinationUrl, method: DestinationMethod.optional(), headers: DestinationHeaders.optional() })
   .openapi('HttpDestinationInput');
-export const DirectoryDestinationInput = z.strictObject({ type: z.literal('directory'), path: DirectoryPath }).openapi('DirectoryDestinationInput');
+const DirectoryDestinationInput = z.strictObject({ type: z.literal('directory'), path: DirectoryPath }).openapi('DirectoryDestinationInput');
 const DestinationInput = z.discriminatedUnion('type', [HttpDestinationInput, DirectoryDestinationInput]);
 
 const EscapeFormulas = z.boolean().openapi({

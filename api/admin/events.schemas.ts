@@ -10,7 +10,7 @@ import { DateTime, Uuid, OrderedListQuery, enumListParam } from './schemas';
 export const EventQuery = OrderedListQuery('desc').extend({
   type: enumListParam(ALL_EVENT_TYPES, 'Only events of this type.'),
 });
-export const DeliveryCounts = z
+const DeliveryCounts = z
   .object({
     total: z.number().int().openapi({ description: 'Deliveries of the event, one per subscription it was sent (or re-sent) to.' }),
     ...(Object.fromEntries(DELIVERY_STATUSES.map((s) => [s, z.number().int()])) as Record<(typeof DELIVERY_STATUSES)[number], z.ZodNumber>),

@@ -23,7 +23,7 @@ const Interval = z
   .openapi({
     description: `Seconds between scheduled syncs; no faster than the plan's fastest cadence (${PLANS.map((p) => `${p} ${PLAN_RULES[p].fastestSyncIntervalSeconds}`).join(', ')}), else 422.`,
   });
-export const SandboxSource = z
+const SandboxSource = z
   .strictObject({
     type: z.literal('sandbox'),
     dialect: z
@@ -34,14 +34,14 @@ export const SandboxSource = z
     seed: z.number().int().min(0).max(2_147_483_647).optional().openapi({ description: 'Generator seed (default random).' }),
   })
   .openapi('SandboxSource');
-export const EntrataSource = z
+const EntrataSource = z
   .strictObject({
     type: z.literal('entrata'),
     base_url: z.url({ protocol: /^https?$/ }).openapi({ description: 'https:// for a live integration; a test-mode one may use http://.' }),
     api_key: plainText().min(1).max(500).openapi({ description: 'Stored encrypted; never shown again.' }),
   })
   .openapi('EntrataSource');
-export const BuildiumSource = z
+const BuildiumSource = z
   .strictObject({
     type: z.literal('buildium'),
     base_url: z.url({ protocol: /^https?$/ }).openapi({ description: 'https:// for a live integration; a test-mode one may use http://.' }),

@@ -110,7 +110,7 @@ export const RotatedSecret = z
     previous_secret_expires_at: DateTime.openapi({ description: 'Until then deliveries also carry X-Service-Signature-Previous.' }),
   })
   .openapi('WebhookSecretRotated');
-export const Attempt = z
+const Attempt = z
   .object({
     number: z.number().int(),
     started_at: DateTime,

@@ -43,7 +43,7 @@ const MAX_RANGE_REPLAY = 10_000;
 
 const loadDeliveryControl = () => import('../../control/webhooks');
 
-export function subscriptionView(row: SubscriptionRow, health: Health = NO_HEALTH) {
+function subscriptionView(row: SubscriptionRow, health: Health = NO_HEALTH) {
   const windowOpen = row.previousSecretExpiresAt && row.previousSecretExpiresAt.getTime() > Date.now();
   const iso = (d: Date | null) => d?.toISOString() ?? null;
   return {
@@ -78,12 +78,12 @@ export function subscriptionView(row: SubscriptionRow, health: Health = NO_HEALT
 }
 
 /** Subscriptions as the admin API shows them, each with its endpoint health (one query for them all). */
-export async function subscriptionViews(deps: Pick<ApiDeps, 'db'>, rows: SubscriptionRow[]) {
+async function subscriptionViews(deps: Pick<ApiDeps, 'db'>, rows: SubscriptionRow[]) {
   const health = await healthOf(deps.db, rows.map((r) => r.id));
   return rows.map((r) => subscriptionView(r, health.get(r.id)));
 }
 
-export function deliveryView(row: DeliveryRow, attempts: AttemptRow[]) {
+function deliveryView(row: DeliveryRow, attempts: AttemptRow[]) {
   return {
     id: row.id,
     event_id: row.eventId,

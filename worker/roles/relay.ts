@@ -26,7 +26,7 @@ import { wantsEvent } from '../../domain/webhooks';
 import { eachLimit } from '../each-limit';
 import type { RoleContext, RunningRole } from './role';
 
-export const EVENTS_CHANNEL = 'events_recorded';
+const EVENTS_CHANNEL = 'events_recorded';
 const LEASE_NAME = 'outbox-relay';
 
 export interface RelayOptions {

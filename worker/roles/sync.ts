@@ -66,7 +66,7 @@ export async function createSyncWorker(deps: SyncWorkerDeps, bundle?: { codePath
 }
 
 /** The sync workflow's retry and time-out policy, from configuration. */
-export function syncPolicyOf(config: Config): SyncPolicy {
+function syncPolicyOf(config: Config): SyncPolicy {
   return {
     retry: {
       initialIntervalMs: config.SYNC_RETRY_INITIAL_MS,
