@@ -4,7 +4,7 @@
  * secret is read here and never enters workflow history or logs. The bookkeeping activities are idempotent and
  * retried until the database answers. First attempts are made by the subscription's dispatcher (dispatch.ts);
  * these are the retries that follow a failed one, and operators' replays. Retries are not held back for order, so
- * they can reorder (SPEC.md says so).
+ * they can reorder (docs/api.md says so).
  */
 import type { Db } from '../db/client';
 import { deliveryStanding, deliveryStatusOf, deliveryToAttempt, moveDelivery, recordAttempt, recordedAttemptOf } from '../db/delivery-attempts';

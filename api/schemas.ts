@@ -210,7 +210,7 @@ const Checks = z.object({ database: Check, temporal: Check });
 export const Readiness = z.object({ status: z.literal('ok'), checks: Checks }).openapi('Readiness');
 export const NotReady = Problem.extend({ checks: Checks }).openapi('NotReady');
 
-// ---- Writes (SPEC.md Leases and Units; DECISIONS.md Writes) ----
+// ---- Writes (docs/api.md Leases and Units; docs/decisions.md Writes) ----
 
 // Text (not blank, no NUL), dates (0001-01-01 to 9999-12-31) and their patterns: domain/scalars.ts.
 const id = (description: string) => text(64).openapi({ description });
@@ -284,7 +284,7 @@ export const LeaseCreateBody = z
   })
   .openapi('LeaseCreate', {
     description:
-      'Source-native names, as SPEC.md lists them. Every field but `integration_id` is required. The coded fields (`lease_term_id`, `floorplan_id`, ' +
+      'Source-native names, as the contract lists them. Every field but `integration_id` is required. The coded fields (`lease_term_id`, `floorplan_id`, ' +
       '`unit_space_id`, `customer_relationship_type_id`, `phone_number_type_id`, `address_type_id`) take the values ' +
       '`GET /v1/write_options/lease.create?property_id=…` lists for the property.',
   });

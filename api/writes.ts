@@ -1,5 +1,5 @@
 /**
- * What every write endpoint shares (SPEC.md Operations rules, DECISIONS.md Writes): the `write` scope and the
+ * What every write endpoint shares (docs/api.md Operations rules, docs/decisions.md Writes): the `write` scope and the
  * `Idempotency-Key` header, checked before the body; 422s that name each unknown or non-writable field; finding the
  * target integration; the check of coded fields against the source's write options (api/write-options.ts); and
  * accepting the write as an Operation, committed first and only then handed to Temporal.

@@ -123,7 +123,7 @@ export interface OperationPolling {
   capMs: number;
 }
 
-/** SPEC.md Operations rule 5: exponential in the attempts, capped at 30 s; 1 s while no attempt has failed. */
+/** docs/api.md Operations rule 5: exponential in the attempts, capped at 30 s; 1 s while no attempt has failed. */
 const OPERATION_POLLING: OperationPolling = { baseMs: 1_000, capMs: 30_000 };
 
 export function operationPollDelayMs(attempts: number, polling: OperationPolling = OPERATION_POLLING): number {

@@ -231,7 +231,7 @@ export const configSchema = z.object({
   /** Webhook retry and replay attempts a worker runs at once (each is one HTTP exchange of at most 10 s). */
   WEBHOOK_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(2000).default(200),
   /**
-   * Delays before each webhook attempt, after the previous one, in milliseconds (7 attempts: SPEC.md's schedule).
+   * Delays before each webhook attempt, after the previous one, in milliseconds (7 attempts: docs/api.md's schedule).
    * The first value is the first attempt's, which the subscription's dispatcher makes at once. Tests shrink it; the
    * last failure dead-letters the delivery.
    */
@@ -267,7 +267,7 @@ export const configSchema = z.object({
   /** How long one write to the source may take before its outcome counts as unknown (a later attempt looks it up first). */
   WRITE_SOURCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   /**
-   * Delays before each write attempt after the previous one, in milliseconds: the first at once, then DECISIONS.md's
+   * Delays before each write attempt after the previous one, in milliseconds: the first at once, then docs/decisions.md's
    * 5 s, 15 s, 1 min, 5 min, 15 min. Tests shrink it.
    */
   WRITE_RETRY_SCHEDULE_MS: delayList(DEFAULT_RETRY_SCHEDULES.write, 24 * 3600 * 1000),
@@ -283,7 +283,7 @@ export const configSchema = z.object({
   EXPORT_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(3_600_000),
   /**
    * Delays before each export attempt after the previous one, in milliseconds: the first at once, then 3 retries of a
-   * transient failure (DECISIONS.md: 1 min, 5 min, 15 min). Tests shrink it.
+   * transient failure (docs/decisions.md: 1 min, 5 min, 15 min). Tests shrink it.
    */
   AUTOMATION_RETRY_SCHEDULE_MS: delayList(DEFAULT_RETRY_SCHEDULES.automation, 24 * 3600 * 1000),
   /** How long the API waits for Temporal to accept a write's workflow before answering 502 enqueue_failed. */

@@ -19,7 +19,7 @@ import { rowValuesOf, type Refs } from './row-values';
 import { byLease, leaseRecord, loadLeaseResidents, serializeOne } from './serialize';
 import { events, leaseResidents, leases, syncSeen } from './schema';
 
-/** Max JSON size of an event; larger ones are sent truncated (DECISIONS.md). */
+/** Max JSON size of an event; larger ones are sent truncated (docs/decisions.md). */
 const MAX_EVENT_BYTES = 1_000_000;
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -34,7 +34,7 @@ const contentFields = (record: Record<string, unknown>): string[] => Object.keys
 const firstSightingChanges = (record: Record<string, unknown>): string[] => contentFields(record).filter((k) => k !== 'x_id');
 
 /**
- * The data of every `*_UPDATED` event (SPEC.md payload rule 2): exactly `id`, `x_id`, `updated_at`, `changed` and
+ * The data of every `*_UPDATED` event (docs/api.md payload rule 2): exactly `id`, `x_id`, `updated_at`, `changed` and
  * the fields named in `changed`, in the names and shapes of a full record.
  */
 export function updatedPayload(record: Record<string, unknown>, changed: string[]): Record<string, unknown> {

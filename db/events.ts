@@ -120,7 +120,7 @@ export interface FeedPage {
 
 /**
  * A page of the reader's events within the retention in production order (events.position), the ones the relay has
- * numbered only, SPEC.md's catalog only (operational notices go to the subscriptions that name them). Undefined when `after` names no event of the reader within the retention (unknown, another
+ * numbered only, docs/api.md's catalog only (operational notices go to the subscriptions that name them). Undefined when `after` names no event of the reader within the retention (unknown, another
  * organization's or mode's, or expired). Events of a removed integration are not shown.
  */
 export async function feedPage(tx: Tx, reader: FeedReader, q: FeedQuery, now = new Date()): Promise<FeedPage | undefined> {

@@ -1,7 +1,7 @@
 /**
  * An export's CSV, written by Postgres: one `COPY (SELECT …) TO STDOUT WITH (FORMAT csv, HEADER …)` over the rows,
  * filters and order of the entity's list endpoint (db/queries.ts listWhere and orderColumn), whose SELECT spells out
- * the file format of DECISIONS.md (Automations) column by column, so no row is decoded or encoded in JavaScript:
+ * the file format of docs/decisions.md (Automations) column by column, so no row is decoded or encoded in JavaScript:
  *
  * - the header is the CDM field names, Money split into `<field>_amount` (integer minor units) and `<field>_currency`;
  * - NULL is an empty field and an empty string `""` (COPY's CSV rules), text is written as it is, quoted when it

@@ -23,7 +23,7 @@ export type OperationRow = typeof operations.$inferSelect;
 /** How long an idempotency key is remembered, per organization and mode. */
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
-/** The Operation as the API shows it (SPEC.md Operation; DECISIONS.md names "the service" `resource`). */
+/** The Operation as the API shows it (docs/api.md Operation; docs/decisions.md names "the service" `resource`). */
 export interface OperationJson {
   id: string;
   object: 'operation';

@@ -141,7 +141,7 @@ function entityFilters<E extends Entity>(b: Bindings, entity: E, q: FiltersOf[E]
   }
 }
 
-/** Columns `order-by` may name, per entity (DECISIONS.md Reads). */
+/** Columns `order-by` may name, per entity (docs/decisions.md Reads). */
 export function orderColumn(entity: Entity, field: string): PgColumn {
   const t = TABLES[entity] as unknown as Record<string, PgColumn>;
   const col = t[field.replace(/_([a-z])/g, (_, ch: string) => ch.toUpperCase())];

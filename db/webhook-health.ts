@@ -72,7 +72,7 @@ async function disableSubscription(tx: Tx, subscriptionId: string, by: DisabledB
 
 /**
  * The operators' notice that the service disabled a subscription: a SUBSCRIPTION_DISABLED event in its integration's
- * outbox, delivered (like any event, signed, retried) to the subscriptions that name that type. It is not in SPEC.md's
+ * outbox, delivered (like any event, signed, retried) to the subscriptions that name that type. It is not in docs/api.md's
  * catalog, so `["*"]` does not cover it and the public feed leaves it out.
  */
 async function recordDisabledNotice(tx: Tx, subscriptionId: string, by: DisabledBy, reason: string, now: Date, health: { failingSince: Date | null }): Promise<void> {

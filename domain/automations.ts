@@ -1,5 +1,5 @@
 /**
- * Automations (SPEC.md Events → AUTOMATION_*, DECISIONS.md Automations): scheduled CSV exports of one entity of an
+ * Automations (docs/api.md Events → AUTOMATION_*, docs/decisions.md Automations): scheduled CSV exports of one entity of an
  * integration. Their schedule, destination, run states and retry schedule, and the workflow contract. Pure: workflows
  * import it.
  */

@@ -1,6 +1,6 @@
 /**
  * The Common Data Model: the four synced entities as the API shows them, and the shape the source mapping
- * produces before references are resolved to CDM ids. Field lists follow SPEC.md and DECISIONS.md; every field is
+ * produces before references are resolved to CDM ids. Field lists follow docs/api.md and docs/decisions.md; every field is
  * always present, `null` where the source has no value.
  */
 export const ENTITIES = ['property', 'unit', 'resident', 'lease'] as const;

@@ -1,10 +1,10 @@
-/** The event catalogue (SPEC.md Events) and the rules that pick an event for a record change (DECISIONS.md). */
+/** The event catalogue (docs/api.md Events) and the rules that pick an event for a record change (docs/decisions.md). */
 import type { Entity } from './cdm';
 
-/** SPEC.md's categories: what receivers and the public events feed get. */
+/** docs/api.md's categories: what receivers and the public events feed get. */
 export const CATALOG_CATEGORIES = ['sync_lifecycle', 'data_change', 'automation'] as const;
 /**
- * And `operational`: notices for operators about the delivery itself (SUBSCRIPTION_DISABLED), outside SPEC.md's
+ * And `operational`: notices for operators about the delivery itself (SUBSCRIPTION_DISABLED), outside docs/api.md's
  * catalog, so sent only to subscriptions that name them (`["*"]` does not cover them) and not in the public feed.
  */
 export const EVENT_CATEGORIES = [...CATALOG_CATEGORIES, 'operational'] as const;
@@ -33,7 +33,7 @@ export type EventType = keyof typeof EVENT_TYPES;
 export const ALL_EVENT_TYPES = Object.keys(EVENT_TYPES) as EventType[];
 /** Types only a subscription that names them receives, left out of the public feed. */
 export const OPERATIONAL_EVENT_TYPES = ALL_EVENT_TYPES.filter((t) => EVENT_TYPES[t] === 'operational');
-/** SPEC.md's catalog: every type but the operational ones. */
+/** docs/api.md's catalog: every type but the operational ones. */
 export const CATALOG_EVENT_TYPES = ALL_EVENT_TYPES.filter((t) => EVENT_TYPES[t] !== 'operational');
 
 export function categoryOf(type: EventType): EventCategory {

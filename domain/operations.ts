@@ -1,5 +1,5 @@
 /**
- * Write-back rules (SPEC.md Operation and Operations rules, DECISIONS.md Writes): the Operation's types and states,
+ * Write-back rules (docs/api.md Operation and Operations rules, docs/decisions.md Writes): the Operation's types and states,
  * their transitions, and the write workflow's contract. Pure: workflows import it.
  */
 import type { RetrySchedule } from './retry';

@@ -1,4 +1,4 @@
-/** Plans (DECISIONS.md): cadence, webhooks and the organization-wide API rate limit. */
+/** Plans (docs/decisions.md): cadence, webhooks and the organization-wide API rate limit. */
 export const PLANS = ['starter', 'growth', 'scale', 'enterprise'] as const;
 export type Plan = (typeof PLANS)[number];
 export const MODES = ['test', 'live'] as const;

@@ -1,5 +1,5 @@
 /**
- * Webhook delivery rules (SPEC.md Events → Delivery, DECISIONS.md Webhook subscriptions): the retention, the delivery
+ * Webhook delivery rules (docs/api.md Events → Delivery, docs/decisions.md Webhook subscriptions): the retention, the delivery
  * states and their transitions, and which events a subscription wants. Pure: workflows import it.
  */
 import { OPERATIONAL_EVENT_TYPES } from './events';

@@ -1,5 +1,5 @@
 /**
- * Automations of an integration (DECISIONS.md Automations): scheduled CSV exports of one entity, filtered as its
+ * Automations of an integration (docs/decisions.md Automations): scheduled CSV exports of one entity, filtered as its
  * list endpoint filters, each with its Temporal Schedule, and their runs. The row and the schedule change together:
  * when Temporal cannot be reached (or refuses the schedule) the row change is undone, so a 503 or a 422 always means
  * nothing changed; the worker also reconciles schedules at start-up. Destination header values may be credentials:

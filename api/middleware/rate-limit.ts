@@ -1,5 +1,5 @@
 /**
- * The organization-wide rate limit (DECISIONS.md Plans), shared by every API process through one token bucket row per
+ * The organization-wide rate limit (docs/decisions.md Plans), shared by every API process through one token bucket row per
  * organization (db/rate-limits.ts). The budget per minute is the organization's override, else the highest plan among
  * its integrations; the bucket holds the burst (override, else 10 % of the budget) and refills continuously.
  *
@@ -19,7 +19,7 @@
  * (`"burst";q=<burst>;w=<seconds the bucket takes to fill>`) and the budget (`"minute";q=<per minute>;w=60`), and
  * `RateLimit` says what is left of the burst now (`"burst";r=<remaining>;t=<seconds until it is full>`). A client
  * that sends at most q requests per w seconds of either policy is never refused. The older `RateLimit-Limit`,
- * `-Remaining` and `-Reset` fields (DECISIONS.md names them) carry the same burst figures, so they agree with each other.
+ * `-Remaining` and `-Reset` fields (docs/decisions.md names them) carry the same burst figures, so they agree with each other.
  */
 import type { MiddlewareHandler } from 'hono';
 import postgres from 'postgres';

@@ -1,5 +1,5 @@
 /**
- * Turns zod failures into the 400-versus-422 split of SPEC.md/DECISIONS.md. In the query, path and headers a value
+ * Turns zod failures into the 400-versus-422 split of docs/api.md/docs/decisions.md. In the query, path and headers a value
  * that cannot be parsed (not a number, not a datetime, not a boolean, a repeated parameter) is 400; one that parses
  * but breaks a rule (out of range, unknown sort field) is 422 with `errors[].pointer` = the parameter name.
  * A JSON body that parsed is well-formed, so everything wrong in it is 422 with a pointer to the field.

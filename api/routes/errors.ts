@@ -8,7 +8,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../middleware/env';
 import { ApiError, STATUS, TITLES, type ProblemSlug } from '../problem';
 
-/** When each problem occurs and what the caller does about it (SPEC.md Errors, DECISIONS.md). */
+/** When each problem occurs and what the caller does about it (docs/api.md Errors, docs/decisions.md). */
 const GUIDE: Record<ProblemSlug, { when: string; action: string }> = {
   bad_request: {
     when: 'The request is malformed: a query parameter that cannot be parsed (a non-numeric `limit`, an invalid datetime, date or boolean, a non-UUID `integration_id`, text with a NUL character), a query parameter a list does not know (a misspelt filter), bad JSON, or a missing `Idempotency-Key` header; or bytes that are not an HTTP/1.1 request at all (the connection is then closed).',

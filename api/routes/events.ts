@@ -80,7 +80,7 @@ const EventEnvelope = z
     created_at: z.iso.datetime().openapi({ example: '2025-01-31T17:04:05.123Z' }),
     organization_id: z.string().openapi({ format: 'uuid' }),
     integration_id: z.string().openapi({ format: 'uuid' }),
-    data: z.record(z.string(), z.unknown()).openapi({ description: "Shape depends on the type (SPEC.md's catalog and payload rules)." }),
+    data: z.record(z.string(), z.unknown()).openapi({ description: "Shape depends on the type (the event catalog and its payload rules)." }),
   })
   .openapi('Event', { description: 'An event, exactly as webhooks deliver it (the same bytes, parsed).', example: EXAMPLE_EVENT });
 

@@ -3,7 +3,7 @@ import { index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core'
 import { ts } from './columns';
 
 /**
- * Automations (DECISIONS.md Automations): a scheduled CSV export of one entity of an integration, with the filters
+ * Automations (docs/decisions.md Automations): a scheduled CSV export of one entity of an integration, with the filters
  * of that entity's list endpoint, to an HTTP endpoint or a directory. Its Temporal Schedule is `automation-<id>`.
  */
 export const automations = pgTable(

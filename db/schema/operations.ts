@@ -4,7 +4,7 @@ import { index, integer, jsonb, pgTable, primaryKey, text, uuid } from 'drizzle-
 import { ts } from './columns';
 
 /**
- * Writes (SPEC.md Operation): one row per accepted write, whose Temporal workflow (id = the Operation id) gets the
+ * Writes (docs/api.md Operation): one row per accepted write, whose Temporal workflow (id = the Operation id) gets the
  * change into the source and the cache. The row is what GET /v1/operations/{id} shows; the workflow keeps it current.
  */
 export const operations = pgTable(

@@ -206,7 +206,7 @@ describe('GET /admin/v1/integrations/{id}/operations', () => {
 });
 
 describe('operations get and list', () => {
-  it('waits 1 s × 2^attempts between polls, at most 30 s (SPEC.md Operations rule 5)', () => {
+  it('waits 1 s × 2^attempts between polls, at most 30 s (docs/api.md Operations rule 5)', () => {
     expect([0, 1, 2, 3, 4, 5, 6, 1_000].map((a) => operationPollDelayMs(a))).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
   });
 

@@ -1,7 +1,7 @@
 /**
  * The sync engine end to end: the real worker on this file's task queue, the real Temporal dev server, the sandbox
  * PMS over HTTP and the real database. Events are checked against an oracle built from the cache before and after
- * each run and SPEC.md's payload rules, not from the write path's own code.
+ * each run and docs/api.md's payload rules, not from the write path's own code.
  */
 import { Worker } from '@temporalio/worker';
 import { ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';

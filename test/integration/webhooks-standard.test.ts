@@ -246,7 +246,7 @@ describe('endpoint health', () => {
     });
     await receiver.waitFor(() => at('/gone-all').length >= 5);
     expect(at('/gone-all').map((r) => r.body.type)).not.toContain('SUBSCRIPTION_DISABLED');
-    // Nor is it in the public feed, whose types are SPEC.md's catalog.
+    // Nor is it in the public feed, whose types are docs/api.md's catalog.
     const feed = (await (await api.get('/v1/events?limit=100', { key })).json()) as { results: { type: string }[] };
     expect(feed.results.map((e) => e.type)).toEqual(['RESIDENT_UPDATED', 'RESIDENT_UPDATED', 'RESIDENT_UPDATED', 'RESIDENT_UPDATED', 'RESIDENT_UPDATED']);
     expect((await api.get(`/v1/events/${notice!.body.id as string}`, { key })).status).toBe(404);

@@ -233,7 +233,7 @@ interface ExpectedEvent {
 }
 
 /**
- * The events a run must record, derived from the cache before and after it (SPEC.md payload rules, DECISIONS.md
+ * The events a run must record, derived from the cache before and after it (docs/api.md payload rules, docs/decisions.md
  * lease lifecycle): created records in full, changed ones with only what moved, soft-deletes with deleted_at.
  */
 export function expectedEvents(before: Snapshot, after: Snapshot): { events: ExpectedEvent[]; created: number; updated: number; deleted: number } {
@@ -282,7 +282,7 @@ export function expectedEvents(before: Snapshot, after: Snapshot): { events: Exp
   return { events: out, created, updated, deleted };
 }
 
-/** SPEC.md payload rule 2, written out independently of db/apply.ts: id, x_id, updated_at, changed and the changed fields. */
+/** docs/api.md payload rule 2, written out independently of db/apply.ts: id, x_id, updated_at, changed and the changed fields. */
 function onlyChanged(rec: Record<string, unknown>, changed: string[]): Record<string, unknown> {
   const data: Record<string, unknown> = { id: rec.id, x_id: rec.x_id, updated_at: rec.updated_at, changed };
   for (const k of changed) data[k] = rec[k];
@@ -308,7 +308,7 @@ function changedBetween(a: Record<string, unknown>, b: Record<string, unknown>):
 }
 
 
-/** DECISIONS.md, "Lease lifecycle events", written out independently of domain/events.ts. */
+/** docs/decisions.md, "Lease lifecycle events", written out independently of domain/events.ts. */
 export function lifecycleOf(status: string | null, isRenewal: boolean | null): string | null {
   if (status === 'active') return isRenewal ? 'LEASE_RENEWED' : 'LEASE_SIGNED';
   if (status === 'ended' || status === 'terminated') return 'LEASE_ENDED';

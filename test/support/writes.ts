@@ -72,7 +72,7 @@ export async function getJson(url: string, path: string, key: string): Promise<R
   return { status: res.status, body: await res.json(), headers: res.headers };
 }
 
-/** Poll an Operation as SPEC.md rule 5 recommends (short waits here) until it is terminal. */
+/** Poll an Operation as docs/api.md rule 5 recommends (short waits here) until it is terminal. */
 export async function pollOperation(url: string, key: string, id: string, timeoutMs = 60_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   let wait = 50;

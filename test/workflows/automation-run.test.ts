@@ -1,5 +1,5 @@
 /**
- * The automation run workflow on the time-skipping test server: the retry schedule to the second (DECISIONS.md:
+ * The automation run workflow on the time-skipping test server: the retry schedule to the second (docs/decisions.md:
  * 3 retries, 1 min, 5 min, 15 min), a permanent failure at once, the run's end reported once with the attempt
  * number, a lost attempt, cancellation; and the schedule's firing workflow running the run as a child whose id is
  * the run id. Mock activities record every call with the server's clock.
@@ -17,7 +17,7 @@ import { AUTOMATION_FAILURE, automationTick, runAutomation, runStateQuery } from
 
 const SLACK_MS = 1_000;
 const MINUTE = 60_000;
-/** DECISIONS.md (Automations), written out rather than read from the code: delays before attempts 2, 3 and 4. */
+/** docs/decisions.md (Automations), written out rather than read from the code: delays before attempts 2, 3 and 4. */
 const SPEC_RETRY_DELAYS = [MINUTE, 5 * MINUTE, 15 * MINUTE];
 /** The export attempt's heartbeat time-out (workflows/automation.ts). */
 const HEARTBEAT_TIMEOUT = MINUTE;

@@ -31,7 +31,7 @@ const HEARTBEAT_TIMEOUT = 15 * SECOND;
 const STORE_TIMEOUT = 6 * HOUR;
 
 /**
- * The schedule as DECISIONS.md (Writes) states it, written out here rather than read from domain/operations.ts so
+ * The schedule as docs/decisions.md (Writes) states it, written out here rather than read from domain/operations.ts so
  * that the test checks the code against the decision: the delay after the k-th failed attempt.
  */
 const SPEC_DELAYS_MS = [5 * SECOND, 15 * SECOND, MINUTE, 5 * MINUTE, 15 * MINUTE];
