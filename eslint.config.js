@@ -43,7 +43,24 @@ export default tseslint.config(
               message: 'This part of domain/ uses node:crypto or Hono (domain/README.md): not for workflows.',
             },
           ],
-          paths: ['fs', 'path', 'crypto', 'http', 'https', 'net', 'os', 'child_process', 'drizzle-orm', 'postgres', 'ulid', 'hono', 'pino', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'].map((name) => ({
+          paths: [
+            'fs',
+            'path',
+            'crypto',
+            'http',
+            'https',
+            'net',
+            'os',
+            'child_process',
+            'drizzle-orm',
+            'postgres',
+            'ulid',
+            'hono',
+            'pino',
+            '@temporalio/activity',
+            '@temporalio/client',
+            '@temporalio/worker',
+          ].map((name) => ({
             name,
             message: 'Workflows are deterministic: this package is not allowed in workflows/.',
           })),
@@ -64,7 +81,9 @@ export default tseslint.config(
   },
   {
     files: ['domain/filters.ts', 'domain/scalars.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['node:*', 'hono', 'hono/*', '@hono/*', '!@hono/zod-openapi'], message: DOMAIN_PURE }] }] },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['node:*', 'hono', 'hono/*', '@hono/*', '!@hono/zod-openapi'], message: DOMAIN_PURE }] }],
+    },
   },
   {
     files: ['sandbox/**/*.ts'],

@@ -19,7 +19,15 @@ export default defineConfig({
       // Workflows on the time-skipping test server each file starts for itself (test/support/time-skipping.ts).
       { extends: true, test: { name: 'workflows', include: ['test/workflows/**/*.test.ts'] } },
       // A fresh database, one Temporal dev server and the sandbox for the whole run (test/global-setup.ts).
-      { extends: true, test: { name: 'services', include: ['test/integration/**/*.test.ts'], globalSetup: ['test/global-setup.ts'], setupFiles: ['test/support/quiet-runtime.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'services',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/global-setup.ts'],
+          setupFiles: ['test/support/quiet-runtime.ts'],
+        },
+      },
     ],
   },
 });

@@ -37,7 +37,12 @@ export function lookupThrough(resolver: Resolver, guard: boolean): LookupFunctio
     resolver(hostname, (err, addresses) => {
       if (err) return callback(err, '', 0);
       const blocked = guard ? addresses.map((a) => ({ address: a.address, range: blockedRangeOf(a.address) })).find((a) => a.range) : undefined;
-      if (blocked) return callback(new GuardRefusal(`refused: ${hostname} resolves to ${blocked.address}, a special-purpose address (${blocked.range}), not a public one`), '', 0);
+      if (blocked)
+        return callback(
+          new GuardRefusal(`refused: ${hostname} resolves to ${blocked.address}, a special-purpose address (${blocked.range}), not a public one`),
+          '',
+          0,
+        );
       if (addresses.length === 0) {
         const message = `${hostname} did not resolve`;
         return callback(guard ? new GuardRefusal(`refused: ${message}`) : new Error(message), '', 0);

@@ -82,7 +82,13 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
 
     /** An attempt failed transiently: the run is `running` until the next one. */
     async recordRunRetry(input: { runId: string; attempts: number; nextAttemptAtMs: number; error: string }): Promise<void> {
-      await moveRun(db, input.runId, 'running', { attempts: input.attempts, nextAttemptAt: new Date(input.nextAttemptAtMs), error: clip(input.error) }, clock());
+      await moveRun(
+        db,
+        input.runId,
+        'running',
+        { attempts: input.attempts, nextAttemptAt: new Date(input.nextAttemptAtMs), error: clip(input.error) },
+        clock(),
+      );
     },
 
     /** The run's end and its event (AUTOMATION_COMPLETED or AUTOMATION_FAILED), once. */

@@ -138,7 +138,15 @@ export function createDispatchActivities(deps: DispatchDeps) {
       if (lost.length > 0) {
         const now = clock();
         await write(
-          lost.map((d) => ({ deliveryId: d.id, startedAt: now, durationMs: 0, responseStatus: null, error: LOST, responseBody: null, ...failed(input, now, 0) })),
+          lost.map((d) => ({
+            deliveryId: d.id,
+            startedAt: now,
+            durationMs: 0,
+            responseStatus: null,
+            error: LOST,
+            responseBody: null,
+            ...failed(input, now, 0),
+          })),
           lost.map((d) => refOf(subId, d)),
         );
         log({ subscription_id: subId, lost: lost.length }, 'first attempts lost with an earlier batch handed to their retries');
@@ -171,10 +179,13 @@ export function createDispatchActivities(deps: DispatchDeps) {
         const [r, q] = [records, retries];
         records = [];
         retries = [];
-        writing = writing.then(() => write(r, q)).then(() => note(r)).catch((err: unknown) => {
-          writeError ??= err;
-          stop ??= 'budget';
-        });
+        writing = writing
+          .then(() => write(r, q))
+          .then(() => note(r))
+          .catch((err: unknown) => {
+            writeError ??= err;
+            stop ??= 'budget';
+          });
       };
       const timer = setInterval(flush, FLUSH_EVERY_MS);
 
@@ -222,7 +233,10 @@ export function createDispatchActivities(deps: DispatchDeps) {
               { 'propsync.delivery_id': d.id, 'propsync.subscription_id': subId, 'propsync.event_type': d.eventType, 'propsync.attempt': 1 },
               async (span) => {
                 const r = await sender.send({ url: to.url, body, headers, guard: to.mode === 'live', onSent });
-                span.setAttributes({ 'propsync.outcome': r.ok ? 'succeeded' : 'failed', ...(r.status === null ? {} : { 'http.response.status_code': r.status }) });
+                span.setAttributes({
+                  'propsync.outcome': r.ok ? 'succeeded' : 'failed',
+                  ...(r.status === null ? {} : { 'http.response.status_code': r.status }),
+                });
                 return r;
               },
               SpanKind.CLIENT,
@@ -235,11 +249,28 @@ export function createDispatchActivities(deps: DispatchDeps) {
         if (ok) {
           result.succeeded++;
           failureRun = 0;
-          records.push({ deliveryId: d.id, startedAt, durationMs, responseStatus: status, error: null, responseBody: excerpt, to: 'succeeded', nextAttemptAt: null });
+          records.push({
+            deliveryId: d.id,
+            startedAt,
+            durationMs,
+            responseStatus: status,
+            error: null,
+            responseBody: excerpt,
+            to: 'succeeded',
+            nextAttemptAt: null,
+          });
         } else {
           result.failed++;
           failureRun++;
-          records.push({ deliveryId: d.id, startedAt, durationMs, responseStatus: status, error, responseBody: excerpt, ...failed(input, startedAt, durationMs) });
+          records.push({
+            deliveryId: d.id,
+            startedAt,
+            durationMs,
+            responseStatus: status,
+            error,
+            responseBody: excerpt,
+            ...failed(input, startedAt, durationMs),
+          });
           retries.push(refOf(subId, d));
           if (failureRun >= input.circuitFailures) stop ??= 'circuit';
           // Gone: nothing more is sent; the flush disables the subscription.
@@ -291,8 +322,8 @@ export function createDispatchActivities(deps: DispatchDeps) {
               return 0;
             })
             .finally(() => {
-            claiming = null;
-          });
+              claiming = null;
+            });
           return claiming;
         };
         for (;;) {
@@ -350,7 +381,10 @@ export function createDispatchActivities(deps: DispatchDeps) {
         }
         // A claim still under way lands in the queue, and whatever is left there keeps its place.
         await (claiming as Promise<number> | null);
-        await unclaim(db, queue.map((d) => d.id));
+        await unclaim(
+          db,
+          queue.map((d) => d.id),
+        );
         await Promise.all(open);
         clearInterval(timer);
         flush();
@@ -377,7 +411,11 @@ export function createDispatchActivities(deps: DispatchDeps) {
     dispatchBatch,
     /** Mirror the circuit on the subscription row. */
     async markCircuit(input: { subscriptionId: string; openedAtMs: number; nextProbeAtMs: number } | { subscriptionId: string; closed: true }): Promise<void> {
-      await setCircuit(db, input.subscriptionId, 'closed' in input ? null : { openedAt: new Date(input.openedAtMs), nextProbeAt: new Date(input.nextProbeAtMs) });
+      await setCircuit(
+        db,
+        input.subscriptionId,
+        'closed' in input ? null : { openedAt: new Date(input.openedAtMs), nextProbeAt: new Date(input.nextProbeAtMs) },
+      );
     },
   };
 }

@@ -68,7 +68,10 @@ export class ExportError extends Error {
 
 type AutomationRow = typeof automations.$inferSelect;
 /** What an export reads of an automation (a full row will do). */
-export type ExportedAutomation = Pick<AutomationRow, 'id' | 'entity' | 'organizationId' | 'integrationId' | 'filters' | 'columns' | 'destination' | 'destinationHeaders'>;
+export type ExportedAutomation = Pick<
+  AutomationRow,
+  'id' | 'entity' | 'organizationId' | 'integrationId' | 'filters' | 'columns' | 'destination' | 'destinationHeaders'
+>;
 
 export interface ExportInput {
   automation: ExportedAutomation;
@@ -166,7 +169,14 @@ export async function exportAutomation(deps: ExportDeps, input: ExportInput): Pr
 function isDatabaseError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const e = err as Error & { severity?: string; code?: string };
-  return e.name === 'PostgresError' || e.severity !== undefined || (typeof e.code === 'string' && e.code.startsWith('CONNECT')) || e.code === 'CONNECTION_CLOSED' || e.code === 'CONNECTION_DESTROYED' || e.code === 'CONNECTION_ENDED';
+  return (
+    e.name === 'PostgresError' ||
+    e.severity !== undefined ||
+    (typeof e.code === 'string' && e.code.startsWith('CONNECT')) ||
+    e.code === 'CONNECTION_CLOSED' ||
+    e.code === 'CONNECTION_DESTROYED' ||
+    e.code === 'CONNECTION_ENDED'
+  );
 }
 
 /** The cache's side (the database) failed: another attempt may do better. */
@@ -284,7 +294,10 @@ function openHttp(
   } catch (err) {
     // Header names and values the destination holds never appear in the message (they may be credentials).
     const code = (err as { code?: string }).code;
-    throw new ExportError(`the request cannot be sent: ${code === 'ERR_INVALID_HTTP_TOKEN' || code === 'ERR_INVALID_CHAR' ? 'a destination header is invalid' : (err as Error).message}`, true);
+    throw new ExportError(
+      `the request cannot be sent: ${code === 'ERR_INVALID_HTTP_TOKEN' || code === 'ERR_INVALID_CHAR' ? 'a destination header is invalid' : (err as Error).message}`,
+      true,
+    );
   }
 
   let failure: ExportError | undefined;
@@ -388,7 +401,10 @@ async function openDirectory(exportRoot: string, destinationPath: string, fileNa
     const code = (err as { code?: string }).code;
     // Where it looked: the path is relative to EXPORT_ROOT, which an operator may not know (or know another value of).
     if (code === 'ENOENT' || code === 'ENOTDIR') {
-      throw new ExportError(`the destination directory ${shown} does not exist: looked for ${target} (EXPORT_ROOT is ${JSON.stringify(exportRoot)}, resolved to ${root}); create it there, or change the automation's destination`, true);
+      throw new ExportError(
+        `the destination directory ${shown} does not exist: looked for ${target} (EXPORT_ROOT is ${JSON.stringify(exportRoot)}, resolved to ${root}); create it there, or change the automation's destination`,
+        true,
+      );
     }
     throw err;
   }

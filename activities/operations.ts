@@ -148,7 +148,11 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     let succeeded = false;
     // Five round trips: BEGIN, the locks, the reads, the writes with the Operation's move, COMMIT.
     const stored = await db.transaction(async (tx) => {
-      const now = await lockForWriteBack(tx, integration.id, [...read].flatMap(([e, records]) => records.map((r) => ({ entity: e, xId: r.x_id }))));
+      const now = await lockForWriteBack(
+        tx,
+        integration.id,
+        [...read].flatMap(([e, records]) => records.map((r) => ({ entity: e, xId: r.x_id }))),
+      );
       const ctx: ApplyContext = {
         integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
         // During the integration's first sync no record events are recorded, as for the sync itself.
@@ -216,19 +220,30 @@ export function createWriteActivities(deps: WriteActivityDeps) {
   async function failAbandoned(): Promise<number> {
     if (!deps.workflows) return 0;
     const closed = await deps.workflows.closedStillOpen();
-    const open = await openOperationIds(db, closed.map((c) => c.operationId));
+    const open = await openOperationIds(
+      db,
+      closed.map((c) => c.operationId),
+    );
     let failed = 0;
     for (const c of closed) {
       if (!open.has(c.operationId)) continue;
       const reason = await deps.workflows.closeReasonOf(c.operationId, c.runId);
-      const moved = await moveOperation(db, c.operationId, 'failed', {
-        sourceState: null,
-        reconcileState: 'failed',
-        nextAttemptAt: null,
-        lastError: clip(`its workflow was ${reason} before the write finished; the source may or may not hold the change (look there before writing it again)`),
-        resourceId: null,
-        resourceXId: null,
-      }, clock());
+      const moved = await moveOperation(
+        db,
+        c.operationId,
+        'failed',
+        {
+          sourceState: null,
+          reconcileState: 'failed',
+          nextAttemptAt: null,
+          lastError: clip(
+            `its workflow was ${reason} before the write finished; the source may or may not hold the change (look there before writing it again)`,
+          ),
+          resourceId: null,
+          resourceXId: null,
+        },
+        clock(),
+      );
       if (moved) {
         failed++;
         metrics.operationCompleted(moved.type, 'failed');
@@ -287,24 +302,36 @@ export function createWriteActivities(deps: WriteActivityDeps) {
 
     /** An attempt failed transiently: the Operation is `running` until the next one. */
     async recordRetry(input: RetryInput): Promise<void> {
-      await moveOperation(db, input.operationId, 'running', {
-        attempts: input.attempts,
-        nextAttemptAt: new Date(input.nextAttemptAtMs),
-        lastError: clip(input.error),
-      }, clock());
+      await moveOperation(
+        db,
+        input.operationId,
+        'running',
+        {
+          attempts: input.attempts,
+          nextAttemptAt: new Date(input.nextAttemptAtMs),
+          lastError: clip(input.error),
+        },
+        clock(),
+      );
     },
 
     /** The Operation failed: rejected by the source, given up after 24 hours, or cancelled by an operator. */
     async failOperation(input: FailInput): Promise<void> {
-      const failed = await moveOperation(db, input.operationId, 'failed', {
-        attempts: input.attempts,
-        sourceState: input.sourceState,
-        reconcileState: 'failed',
-        nextAttemptAt: null,
-        lastError: clip(input.error),
-        resourceId: null,
-        resourceXId: null,
-      }, clock());
+      const failed = await moveOperation(
+        db,
+        input.operationId,
+        'failed',
+        {
+          attempts: input.attempts,
+          sourceState: input.sourceState,
+          reconcileState: 'failed',
+          nextAttemptAt: null,
+          lastError: clip(input.error),
+          resourceId: null,
+          resourceXId: null,
+        },
+        clock(),
+      );
       if (failed) metrics.operationCompleted(failed.type, 'failed');
     },
 

@@ -7,14 +7,7 @@
  */
 import type { Entity } from '../domain/cdm';
 import { hashRecord } from '../domain/content';
-import {
-  createConnector,
-  SourcePermanentError,
-  SourceTransientError,
-  type ConnectorOptions,
-  type SkippedRecord,
-  type SourceSettings,
-} from '../source';
+import { createConnector, SourcePermanentError, SourceTransientError, type ConnectorOptions, type SkippedRecord, type SourceSettings } from '../source';
 
 export interface PageTask {
   settings: SourceSettings;

@@ -143,7 +143,11 @@ export function createActivities(deps: SyncActivityDeps) {
    */
   async function attemptBegins(syncJobId: string): Promise<void> {
     const attempt = Context.current().info.attempt;
-    if (attempt > 1) await db.update(syncJobs).set({ attempt, nextAttemptAt: null }).where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
+    if (attempt > 1)
+      await db
+        .update(syncJobs)
+        .set({ attempt, nextAttemptAt: null })
+        .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
   }
   async function attemptFailed(syncJobId: string, err: unknown): Promise<void> {
     if (err instanceof CancelledFailure) return;
@@ -178,23 +182,26 @@ export function createActivities(deps: SyncActivityDeps) {
     try {
       return openSourceConfig(deps.secrets, integration);
     } catch (err) {
-      if (err instanceof SecretError) throw ApplicationFailure.nonRetryable(`the source credentials cannot be read: ${err.message}`, SYNC_FAILURE.secretUnavailable);
+      if (err instanceof SecretError)
+        throw ApplicationFailure.nonRetryable(`the source credentials cannot be read: ${err.message}`, SYNC_FAILURE.secretUnavailable);
       throw err;
     }
   };
 
   /** A source failure as the activity raises it: permanent ones end the run, a Retry-After sets the next attempt. */
-  const sourceFailure = (what: string) => (err: unknown): never => {
-    if (err instanceof SourcePermanentError) throw ApplicationFailure.nonRetryable(`${what}: ${err.message}`, SYNC_FAILURE.sourcePermanent);
-    if (err instanceof SourceTransientError && err.retryAfterMs !== undefined) {
-      throw ApplicationFailure.create({
-        type: SYNC_RETRYABLE.rateLimited,
-        message: `${what}: ${err.message}; the source asked for ${Math.ceil(err.retryAfterMs / 1000)} s`,
-        nextRetryDelay: Math.max(1_000, err.retryAfterMs),
-      });
-    }
-    throw err;
-  };
+  const sourceFailure =
+    (what: string) =>
+    (err: unknown): never => {
+      if (err instanceof SourcePermanentError) throw ApplicationFailure.nonRetryable(`${what}: ${err.message}`, SYNC_FAILURE.sourcePermanent);
+      if (err instanceof SourceTransientError && err.retryAfterMs !== undefined) {
+        throw ApplicationFailure.create({
+          type: SYNC_RETRYABLE.rateLimited,
+          message: `${what}: ${err.message}; the source asked for ${Math.ceil(err.retryAfterMs / 1000)} s`,
+          nextRetryDelay: Math.max(1_000, err.retryAfterMs),
+        });
+      }
+      throw err;
+    };
 
   async function loadRunning(tx: Tx, syncJobId: string): Promise<{ job: SyncJobRow; integration: IntegrationRow }> {
     const job = await getSyncJob(tx, syncJobId);
@@ -273,25 +280,27 @@ export function createActivities(deps: SyncActivityDeps) {
         const target: EntityProgress = { page: point.page + 1, done: !page.hasMore, tracked: point.tracked };
         if (page.hasMore) next = read(target.page + 1);
         try {
-          const result = await watch.guard(db.transaction(async (tx) => {
-            const tracked = point.tracked !== false;
-            const r = await applyHashedRecords(tx, { ...apply, trackSeen: tracked, readAt }, entity, page.records);
-            const skipped = await setAside(tx, syncJobId, entity, page.skipped, tracked);
-            // The resume point moves only from where this attempt found it, and only while the job runs;
-            // otherwise the page's writes roll back.
-            const [moved] = await advanceProgress(tx).execute({
-              id: syncJobId,
-              entity,
-              from: point.page,
-              target: JSON.stringify({ [entity]: target }),
-              seen: r.created + r.updated + r.unchanged,
-              created: r.created,
-              updated: r.updated,
-              skipped,
-            });
-            if (!moved) throw await whyNotMoved(tx, syncJobId);
-            return { ...r, skipped };
-          }));
+          const result = await watch.guard(
+            db.transaction(async (tx) => {
+              const tracked = point.tracked !== false;
+              const r = await applyHashedRecords(tx, { ...apply, trackSeen: tracked, readAt }, entity, page.records);
+              const skipped = await setAside(tx, syncJobId, entity, page.skipped, tracked);
+              // The resume point moves only from where this attempt found it, and only while the job runs;
+              // otherwise the page's writes roll back.
+              const [moved] = await advanceProgress(tx).execute({
+                id: syncJobId,
+                entity,
+                from: point.page,
+                target: JSON.stringify({ [entity]: target }),
+                seen: r.created + r.updated + r.unchanged,
+                created: r.created,
+                updated: r.updated,
+                skipped,
+              });
+              if (!moved) throw await whyNotMoved(tx, syncJobId);
+              return { ...r, skipped };
+            }),
+          );
           point = target;
           watch.moved();
           records += countOf(result);
@@ -333,25 +342,25 @@ export function createActivities(deps: SyncActivityDeps) {
         if (unseen.length === 0) break;
         const asked = new Set(unseen);
         const readAt = await watch.guard(databaseNow(db));
-        const found = await watch.guard(
-          deps.pages.lookup(settings, entity, unseen).catch(sourceFailure(`looking up ${unseen.length} ${entity} records`)),
-        );
+        const found = await watch.guard(deps.pages.lookup(settings, entity, unseen).catch(sourceFailure(`looking up ${unseen.length} ${entity} records`)));
         const records = found.records.filter((r) => asked.has(r.x_id));
         const unreadable = found.skipped.filter((r) => r.x_id !== null && asked.has(r.x_id));
         await watch.guard(
-          db.transaction(async (tx) => {
-            const r = await applyHashedRecords(tx, { ...apply, trackSeen: true, readAt }, entity, records);
-            const skipped = await setAside(tx, syncJobId, entity, unreadable, true);
-            const [counted] = await countAlong(tx).execute({
-              id: syncJobId,
-              seen: r.created + r.updated + r.unchanged,
-              created: r.created,
-              updated: r.updated,
-              skipped,
-            });
-            if (!counted) throw await whyNotMoved(tx, syncJobId);
-            return { ...r, skipped };
-          }).then((counted) => countRecords(entity, counted)),
+          db
+            .transaction(async (tx) => {
+              const r = await applyHashedRecords(tx, { ...apply, trackSeen: true, readAt }, entity, records);
+              const skipped = await setAside(tx, syncJobId, entity, unreadable, true);
+              const [counted] = await countAlong(tx).execute({
+                id: syncJobId,
+                seen: r.created + r.updated + r.unchanged,
+                created: r.created,
+                updated: r.updated,
+                skipped,
+              });
+              if (!counted) throw await whyNotMoved(tx, syncJobId);
+              return { ...r, skipped };
+            })
+            .then((counted) => countRecords(entity, counted)),
         );
         const present = new Set([...records.map((r) => r.x_id), ...unreadable.map((r) => r.x_id!)]).size;
         result.checked += unseen.length;
@@ -410,7 +419,10 @@ export function createActivities(deps: SyncActivityDeps) {
           }
           if (job.status === 'queued') {
             const run = await runOf(tx, integration, input.kind);
-            await tx.update(syncJobs).set({ status: 'running', startedAt: run.windowTo, initial, ...run }).where(eq(syncJobs.id, job.id));
+            await tx
+              .update(syncJobs)
+              .set({ status: 'running', startedAt: run.windowTo, initial, ...run })
+              .where(eq(syncJobs.id, job.id));
             return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial, kind: run.kind };
           }
           if (job.status === 'running') return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial: job.initial, kind: job.kind };
@@ -617,7 +629,13 @@ function countAlong(tx: Tx) {
  */
 async function setAside(tx: Tx, syncJobId: string, entity: Entity, skipped: SkippedRecord[], tracked: boolean): Promise<number> {
   if (skipped.length === 0) return 0;
-  if (tracked) await markSeen(tx, syncJobId, entity, skipped.flatMap((r) => (r.x_id === null ? [] : [r.x_id])));
+  if (tracked)
+    await markSeen(
+      tx,
+      syncJobId,
+      entity,
+      skipped.flatMap((r) => (r.x_id === null ? [] : [r.x_id])),
+    );
   return quarantine(tx, syncJobId, entity, skipped);
 }
 
@@ -687,7 +705,11 @@ const STATS_CHECK_EVERY_PAGES = 10;
 /** Whether the integration has any row of the entity, soft-deleted ones included. */
 async function hasRows(db: Db, entity: Entity, integrationId: string): Promise<boolean> {
   const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
-  const rows = await db.select({ one: sql`1` }).from(t).where(eq(t.integrationId, integrationId)).limit(1);
+  const rows = await db
+    .select({ one: sql`1` })
+    .from(t)
+    .where(eq(t.integrationId, integrationId))
+    .limit(1);
   return rows.length > 0;
 }
 

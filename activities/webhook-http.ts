@@ -9,7 +9,7 @@ import https from 'node:https';
 import { ATTEMPT_TIMEOUT_MS, RESPONSE_EXCERPT_BYTES } from '../domain/webhooks';
 import { defaultResolver, GuardRefusal, lookupThrough, refusalOf, type Resolver } from './address-guard';
 
-export {  type Resolver };
+export { type Resolver };
 
 interface SendRequest {
   url: string;

@@ -208,8 +208,15 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       );
       const to: DeliveryStatus = result.ok ? 'succeeded' : failedTo(input);
       await record(input, { startedAt: now, durationMs: result.durationMs, status: result.status, error: result.error, excerpt: result.excerpt }, to);
-      const disabledBy = await noteOutcomes(db, d.subscriptionId, [{ at: now, ok: result.ok, status: result.status }], { disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_MS, now: clock() });
-      if (disabledBy) (deps.notice ?? log)({ subscription_id: d.subscriptionId, delivery_id: d.id, disabled_by: disabledBy }, 'webhook subscription disabled by its endpoint health');
+      const disabledBy = await noteOutcomes(db, d.subscriptionId, [{ at: now, ok: result.ok, status: result.status }], {
+        disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_MS,
+        now: clock(),
+      });
+      if (disabledBy)
+        (deps.notice ?? log)(
+          { subscription_id: d.subscriptionId, delivery_id: d.id, disabled_by: disabledBy },
+          'webhook subscription disabled by its endpoint health',
+        );
       metrics.webhookAttempt(result.ok ? 'succeeded' : 'failed', input.attempt, result.durationMs / 1000);
       log({ delivery_id: d.id, event_id: d.eventId, attempt: input.attempt, status: result.status, error: result.error, outcome: to }, 'webhook attempt');
       return result.ok ? { outcome: 'succeeded', status: result.status! } : { outcome: 'failed', status: result.status, error: result.error ?? 'failed' };
@@ -235,7 +242,13 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
      * failed attempt, unless the attempt itself managed to record its outcome first, in which case that outcome is
      * the answer (a recorded success must end the delivery).
      */
-    async recordLostAttempt(input: { deliveryId: string; attempt: number; nextDelayMs: number | null; ifFailed?: FailedStatus; error: string }): Promise<AttemptOutcome['outcome']> {
+    async recordLostAttempt(input: {
+      deliveryId: string;
+      attempt: number;
+      nextDelayMs: number | null;
+      ifFailed?: FailedStatus;
+      error: string;
+    }): Promise<AttemptOutcome['outcome']> {
       const existing = await recordedAttemptOf(db, input.deliveryId, input.attempt);
       if ((await deliveryStatusOf(db, input.deliveryId)) === undefined) return 'cancelled';
       if (existing) return existing.status !== null && existing.status >= 200 && existing.status < 300 ? 'succeeded' : 'failed';

@@ -68,7 +68,12 @@ export function createApp(deps: ApiDeps): App {
   const rateLimit = createRateLimiter(deps);
   const health = cachedHealthFacts(() => readHealthFacts(deps.db));
   const metrics = createApiMetrics(health);
-  const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), { auth, metrics, health, close: async () => void (await Promise.all([auth.close(), rateLimit.close()])) });
+  const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), {
+    auth,
+    metrics,
+    health,
+    close: async () => void (await Promise.all([auth.close(), rateLimit.close()])),
+  });
 
   app.use('*', requestId());
   // Requests are observed only where the metrics are served (METRICS_PORT): off, the hot path carries nothing.

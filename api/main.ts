@@ -32,7 +32,12 @@ server.on('error', (err) => {
 });
 let metricsServer: MetricsServer | undefined;
 if (config.METRICS_PORT !== undefined) {
-  serveMetrics({ registry: app.metrics.registry, host: config.METRICS_HOST, port: config.METRICS_PORT, onError: (err) => logger.error({ err }, 'metrics could not be collected') }).then(
+  serveMetrics({
+    registry: app.metrics.registry,
+    host: config.METRICS_HOST,
+    port: config.METRICS_PORT,
+    onError: (err) => logger.error({ err }, 'metrics could not be collected'),
+  }).then(
     (m) => {
       metricsServer = m;
       logger.info({ address: `http://${config.METRICS_HOST}:${m.port}/metrics` }, 'API metrics listening');

@@ -57,7 +57,10 @@ export function problemResponses(...statuses: number[]) {
       s,
       {
         description: DESCRIPTIONS[s] ?? 'Error.',
-        headers: s === 429 ? { ...requestIdHeader, ...rateLimitHeaders, 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' as const } } } : requestIdHeader,
+        headers:
+          s === 429
+            ? { ...requestIdHeader, ...rateLimitHeaders, 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' as const } } }
+            : requestIdHeader,
         content: { 'application/problem+json': { schema: Problem } },
       },
     ]),

@@ -7,15 +7,14 @@
  */
 import { z } from '@hono/zod-openapi';
 
-export {  PropertyListQuery, UnitListQuery, ResidentListQuery, LeaseListQuery,   } from '../domain/filters';
+export { PropertyListQuery, UnitListQuery, ResidentListQuery, LeaseListQuery } from '../domain/filters';
 import { boolParam } from '../domain/filters';
 import { dateField, NUL_DETAIL, plainText, SPACE_CLASS, text } from '../domain/scalars';
 
 export { text };
 
 export const RetrieveQuery = z.object({ include_deleted: boolParam('Return the record even when it is soft-deleted.') });
-export const IdParam = (example: string) =>
-  z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example }) });
+export const IdParam = (example: string) => z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example }) });
 
 // ---------------------------------------------------------------------------------------------------------------
 // Records
@@ -100,10 +99,9 @@ export const Unit = z
     ...identity('unt_'),
     property_id: z.string().nullable(),
     unit_number: z.string().nullable(),
-    floorplan_id: z
-      .string()
-      .nullable()
-      .openapi({ description: "The source id of the unit's floor plan: the `floorplan_id` a lease create on this unit names (its `unit_space_id` is the unit's `x_id`)." }),
+    floorplan_id: z.string().nullable().openapi({
+      description: "The source id of the unit's floor plan: the `floorplan_id` a lease create on this unit names (its `unit_space_id` is the unit's `x_id`).",
+    }),
     floorplan_name: z.string().nullable(),
     bedrooms: z.number().int().nullable(),
     bathrooms: z.number().int().nullable(),
@@ -133,9 +131,7 @@ export const Resident = z
   })
   .openapi('Resident');
 
-const LeaseResident = z
-  .object({ resident_id: z.string(), x_id: z.string(), role: z.string().openapi({ example: 'primary' }) })
-  .openapi('LeaseResident');
+const LeaseResident = z.object({ resident_id: z.string(), x_id: z.string(), role: z.string().openapi({ example: 'primary' }) }).openapi('LeaseResident');
 
 export const Lease = z
   .object({
@@ -144,10 +140,7 @@ export const Lease = z
     unit_id: z.string().nullable(),
     resident_ids: z.array(z.string()),
     residents: z.array(LeaseResident),
-    status: z
-      .string()
-      .nullable()
-      .openapi({ description: '`pending`, `active`, `notice`, `ended`, `terminated`, `evicted` or `cancelled`.' }),
+    status: z.string().nullable().openapi({ description: '`pending`, `active`, `notice`, `ended`, `terminated`, `evicted` or `cancelled`.' }),
     type: z.string().nullable(),
     start_date: dateOrNull,
     end_date: dateOrNull,
@@ -168,12 +161,9 @@ export const Lease = z
   })
   .openapi('Lease');
 
-const ListMeta = z
-  .object({ limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() })
-  .openapi('ListMeta');
+const ListMeta = z.object({ limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() }).openapi('ListMeta');
 
-export const listOf = <T extends z.ZodTypeAny>(item: T, name: string) =>
-  z.object({ meta: ListMeta, results: z.array(item) }).openapi(name);
+export const listOf = <T extends z.ZodTypeAny>(item: T, name: string) => z.object({ meta: ListMeta, results: z.array(item) }).openapi(name);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Problems and health
@@ -225,7 +215,10 @@ const MoneyInput = z
       .min(0, 'must not be negative')
       .max(100_000_000_000, 'must be at most 100000000000 minor units')
       .openapi({ description: 'Integer minor units.', example: 185000 }),
-    currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD').openapi({ example: 'USD' }),
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD')
+      .openapi({ example: 'USD' }),
   })
   .openapi('MoneyInput');
 const PhoneInput = z
@@ -271,7 +264,7 @@ export const LeaseCreateBody = z
     unit_space_id: id('The source id of the unit (its `x_id`).'),
     first_name: text(100),
     last_name: text(100),
-    customer_relationship_type_id: id('The source id of the applicant\'s relationship (primary, responsible…).'),
+    customer_relationship_type_id: id("The source id of the applicant's relationship (primary, responsible…)."),
     phone_number: text(40),
     phone_number_type_id: id('The source id of the phone type.'),
     address_type_id: id('The source id of the address type.'),
@@ -299,7 +292,9 @@ export const LeaseUpdateBody = notEmpty(
 
 const unitFields = {
   unit_number: text(20),
-  floorplan_id: id("The source id of one of the property's floor plans (`GET /v1/write_options/unit.create` lists them); the source takes the unit's bedrooms, bathrooms and square feet from it unless the body sets them."),
+  floorplan_id: id(
+    "The source id of one of the property's floor plans (`GET /v1/write_options/unit.create` lists them); the source takes the unit's bedrooms, bathrooms and square feet from it unless the body sets them.",
+  ),
   bedrooms: count(20),
   bathrooms: count(20),
   square_feet: z.number().int('must be an integer').min(1, 'must be at least 1').max(100_000, 'must be at most 100000'),
@@ -318,7 +313,9 @@ const residentFields = {
   email: z
     .string()
     .max(254, 'must be at most 254 characters')
-    .regex(new RegExp(`^${EMAIL_PART}+@${EMAIL_PART}+\\.${EMAIL_PART}+$`), { error: (i) => (typeof i.input === 'string' && i.input.includes('\u0000') ? NUL_DETAIL : 'must be an email address') })
+    .regex(new RegExp(`^${EMAIL_PART}+@${EMAIL_PART}+\\.${EMAIL_PART}+$`), {
+      error: (i) => (typeof i.input === 'string' && i.input.includes('\u0000') ? NUL_DETAIL : 'must be an email address'),
+    })
     .nullable(),
   phones: z.array(PhoneInput).max(10, 'at most 10 phones').nullable(),
   date_of_birth: dateField('Date of birth.').nullable(),
@@ -348,7 +345,8 @@ export const Operation = z
     object: z.literal('operation'),
     type: z.enum(['lease.create', 'lease.update', 'unit.create', 'unit.update', 'resident.create', 'resident.update']),
     status: z.enum(['queued', 'running', 'succeeded', 'failed']).openapi({
-      description: '`queued`: accepted, no attempt finished yet; `running`: an attempt failed transiently and another is scheduled; `succeeded` and `failed` are terminal.',
+      description:
+        '`queued`: accepted, no attempt finished yet; `running`: an attempt failed transiently and another is scheduled; `succeeded` and `failed` are terminal.',
     }),
     source: z.object({ state: z.enum(['applied', 'rejected']).nullable(), applied_at: tsOrNull }),
     reconcile: z.object({
@@ -386,12 +384,14 @@ const WriteField = z
   .object({
     name: z.string().openapi({ example: 'lease_term_id' }),
     required: z.boolean().openapi({ description: 'Whether a body must send it (a PATCH body needs at least one field, none in particular).' }),
-    type: z.enum(['string', 'date', 'integer', 'number', 'boolean', 'object', 'array']).openapi({ description: 'Its JSON type; `date` is a `YYYY-MM-DD` string.' }),
+    type: z
+      .enum(['string', 'date', 'integer', 'number', 'boolean', 'object', 'array'])
+      .openapi({ description: 'Its JSON type; `date` is a `YYYY-MM-DD` string.' }),
     nullable: z.boolean().openapi({ description: 'Whether it takes `null` (which clears the value on a PATCH).' }),
-    options: z
-      .array(WriteOption)
-      .nullable()
-      .openapi({ description: 'For a coded field, the values the source accepts for this property, in the source\'s order; null for a field that takes any value of its type.' }),
+    options: z.array(WriteOption).nullable().openapi({
+      description:
+        "For a coded field, the values the source accepts for this property, in the source's order; null for a field that takes any value of its type.",
+    }),
   })
   .openapi('WriteField');
 
@@ -400,7 +400,9 @@ export const WriteOptions = z
     object: z.literal('write_options'),
     operation_type: z.enum(['lease.create', 'lease.update', 'unit.create', 'unit.update', 'resident.create', 'resident.update']),
     property_id: z.string().openapi({ example: 'prp_01JH0000000000000000000000' }),
-    options_read_at: tsOrNull.openapi({ description: 'When the options were read from the source (they are reused for up to a minute); null when no field is coded.' }),
-    fields: z.array(WriteField).openapi({ description: 'Every field of the write body, in the body\'s order.' }),
+    options_read_at: tsOrNull.openapi({
+      description: 'When the options were read from the source (they are reused for up to a minute); null when no field is coded.',
+    }),
+    fields: z.array(WriteField).openapi({ description: "Every field of the write body, in the body's order." }),
   })
   .openapi('WriteOptions');

@@ -11,7 +11,6 @@ export interface TemporalGetter {
   close(): Promise<void>;
 }
 
-
 /** The SDK is imported on first use: it weighs ~40 MB of RSS that an API process serving only reads never needs. */
 export function lazyTemporalClient(config: Config, opts: { connectTimeoutMs?: number; tracing?: boolean } = {}): TemporalGetter {
   let pending: Promise<Client> | undefined;

@@ -330,7 +330,11 @@ export function createWriteOptions(deps: ApiDeps, opts: WriteOptionsOptions = {}
           nullable: f.nullable,
           options:
             f.list && options
-              ? options[f.list].map((o) => (f.list === 'unit_spaces' ? { value: o.value, label: o.label, floorplan_id: (o as SourceUnitSpace).floorplan_id } : { value: o.value, label: o.label }))
+              ? options[f.list].map((o) =>
+                  f.list === 'unit_spaces'
+                    ? { value: o.value, label: o.label, floorplan_id: (o as SourceUnitSpace).floorplan_id }
+                    : { value: o.value, label: o.label },
+                )
               : null,
         })),
       };

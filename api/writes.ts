@@ -29,7 +29,8 @@ const KEY_CHARS = /^[\x21-\x7e]+$/;
 const IdempotencyHeader = z.object({
   'idempotency-key': z.string().openapi({
     pattern: '^[\\x21-\\x7e]{1,255}$',
-    description: 'A caller-generated key, one per logical write (a UUID is a good choice; at most 255 visible ASCII characters). The same key with the same request returns the same Operation; with a different request, 409. Remembered 24 hours.',
+    description:
+      'A caller-generated key, one per logical write (a UUID is a good choice; at most 255 visible ASCII characters). The same key with the same request returns the same Operation; with a different request, 409. Remembered 24 hours.',
     example: '5f0c2a8e-3b1d-4c55-9a43-0d6f1f7a9e21',
   }),
 });
@@ -42,7 +43,10 @@ const writeGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
   const key = c.req.header('idempotency-key');
   if (key === undefined || key.trim() === '') {
-    throw new ApiError('bad_request', 'Missing `Idempotency-Key` header: every write needs a caller-generated key, one per logical write (for example a UUID).');
+    throw new ApiError(
+      'bad_request',
+      'Missing `Idempotency-Key` header: every write needs a caller-generated key, one per logical write (for example a UUID).',
+    );
   }
   if (key.length > MAX_KEY_LENGTH || !KEY_CHARS.test(key)) {
     throw new ApiError('bad_request', `Malformed \`Idempotency-Key\` header: at most ${MAX_KEY_LENGTH} visible ASCII characters, no spaces.`);
@@ -82,7 +86,8 @@ function notWritableOf(record: z.ZodObject, writable: z.ZodType): ReadonlySet<st
   return new Set(Object.keys(record.shape).filter((k) => !allowed.has(k)));
 }
 
-const choiceError = (detail: string) => new ApiError('validation_error', `Invalid field \`integration_id\`: ${detail}`, { errors: [{ pointer: 'integration_id', detail }] });
+const choiceError = (detail: string) =>
+  new ApiError('validation_error', `Invalid field \`integration_id\`: ${detail}`, { errors: [{ pointer: 'integration_id', detail }] });
 
 /**
  * The integration of a lease create: the one holding `property_x_id`. The cache may lag the source, so a property
@@ -221,7 +226,12 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
   const type = operationTypeOf(spec.entity, action);
   options.register(type, spec.body, spec.coded ?? {});
   const path = action === 'create' ? `/v1/${spec.path}` : `/v1/${spec.path}/{id}`;
-  const params = action === 'update' ? { params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: `${spec.entity.slice(0, 3)}_01JH0000000000000000000000` }) }) } : {};
+  const params =
+    action === 'update'
+      ? {
+          params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: `${spec.entity.slice(0, 3)}_01JH0000000000000000000000` }) }),
+        }
+      : {};
   app.openapi(
     createRoute({
       method: spec.method,
@@ -246,7 +256,11 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
           },
           content: { 'application/json': { schema: Operation } },
           links: {
-            GetOperation: { operationId: 'retrieve_operation', parameters: { id: '$response.body#/id' }, description: 'Poll the Operation until it is terminal.' },
+            GetOperation: {
+              operationId: 'retrieve_operation',
+              parameters: { id: '$response.body#/id' },
+              description: 'Poll the Operation until it is terminal.',
+            },
           },
         },
         ...problemResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502),

@@ -78,7 +78,15 @@ async function seed(databaseUrl: string, secretsConfig: ReturnType<typeof loadCo
       const { row } = await ensureDelivery(db, sub, event);
       deliveryIds.push(row.id);
       await db.insert(webhookAttempts).values(
-        [1, 2, 3].map((number) => ({ deliveryId: row.id, number, startedAt: new Date(), durationMs: 12 * number, responseStatus: 503, error: 'HTTP 503', responseBody: 'busy' })),
+        [1, 2, 3].map((number) => ({
+          deliveryId: row.id,
+          number,
+          startedAt: new Date(),
+          durationMs: 12 * number,
+          responseStatus: 503,
+          error: 'HTTP 503',
+          responseBody: 'busy',
+        })),
       );
     }
     return { subscriptionId: sub.id, deliveryIds };
@@ -114,7 +122,9 @@ async function main() {
     if (missing.length > 0) throw new CheckFailed(`the console page lacks ${missing.length} of the ${DELIVERIES} deliveries`);
     const json = (await (await fetch(api.url + targets.floor.path, { headers: targets.floor.headers })).json()) as { results: unknown[] };
     if (json.results.length !== DELIVERIES) throw new CheckFailed(`the admin list holds ${json.results.length} deliveries, not ${DELIVERIES}`);
-    say(`the page lists all ${DELIVERIES} deliveries (${(page.length / 1024).toFixed(0)} KiB of HTML); the JSON holds ${DELIVERIES} (${(JSON.stringify(json).length / 1024).toFixed(0)} KiB)`);
+    say(
+      `the page lists all ${DELIVERIES} deliveries (${(page.length / 1024).toFixed(0)} KiB of HTML); the JSON holds ${DELIVERIES} (${(JSON.stringify(json).length / 1024).toFixed(0)} KiB)`,
+    );
 
     async function load(name: keyof typeof targets, seconds: number): Promise<autocannon.Result> {
       const spec: LoadSpec = { url: api.url, paths: [targets[name].path], headers: targets[name].headers, connections: CONNECTIONS, duration: seconds };
@@ -134,17 +144,27 @@ async function main() {
       say(`round ${round}/${ROUNDS} done`);
     }
 
-    console.log(`\nConsole page vs the admin API's JSON of its list: ${ROUNDS} alternating rounds x ${SECONDS} s, ${CONNECTIONS} connections, ${DELIVERIES} deliveries x 3 attempts; median over rounds\n`);
+    console.log(
+      `\nConsole page vs the admin API's JSON of its list: ${ROUNDS} alternating rounds x ${SECONDS} s, ${CONNECTIONS} connections, ${DELIVERIES} deliveries x 3 attempts; median over rounds\n`,
+    );
     console.log('target    requests/s  p50 ms  p99 ms');
     const row = (name: 'console' | 'floor') => {
       const rs = figures[name];
       const rps = median(rs.map((r) => r.requests.average));
-      console.log(`${name.padEnd(9)} ${rps.toFixed(1).padStart(10)} ${median(rs.map((r) => r.latency.p50)).toFixed(1).padStart(7)} ${median(rs.map((r) => r.latency.p99)).toFixed(1).padStart(7)}`);
+      console.log(
+        `${name.padEnd(9)} ${rps.toFixed(1).padStart(10)} ${median(rs.map((r) => r.latency.p50))
+          .toFixed(1)
+          .padStart(7)} ${median(rs.map((r) => r.latency.p99))
+          .toFixed(1)
+          .padStart(7)}`,
+      );
       return rps;
     };
     const c = row('console');
     const f = row('floor');
-    console.log(`\nratio (console / floor throughput): ${(c / f).toFixed(2)}  (the page makes four admin reads in-process and renders ${(page.length / 1024).toFixed(0)} KiB of HTML)`);
+    console.log(
+      `\nratio (console / floor throughput): ${(c / f).toFixed(2)}  (the page makes four admin reads in-process and renders ${(page.length / 1024).toFixed(0)} KiB of HTML)`,
+    );
   } finally {
     await api.stop();
   }

@@ -41,7 +41,13 @@ const db = createDb(data.databaseUrl, { max: 1, applicationName: 'propsync-bench
 const principal: Principal = { keyId: 'bench', organizationId: data.organizationId, mode: 'test', scopes: ['read'] };
 
 const pick = async (table: string, column: string) =>
-  String(((await db.$client.unsafe(`select ${column} as v from ${table} where organization_id = $1 and ${column} is not null limit 1 offset 37`, [data.organizationId])) as { v: unknown }[])[0]!.v);
+  String(
+    (
+      (await db.$client.unsafe(`select ${column} as v from ${table} where organization_id = $1 and ${column} is not null limit 1 offset 37`, [
+        data.organizationId,
+      ])) as { v: unknown }[]
+    )[0]!.v,
+  );
 const propertyId = await pick('properties', 'id');
 const unitId = await pick('units', 'id');
 const residentId = await pick('residents', 'id');

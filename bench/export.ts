@@ -48,7 +48,20 @@ import { exportStatementOf } from '../activities/export';
 import { loadExportData } from './lib/export-data';
 import type { Received } from './lib/export-destination';
 import type { ExportFloorCommand, ExportFloorResult } from './lib/export-floor';
-import { atInterrupt, childPids, cpuMeter, cpuSeconds, freshDatabase, loadAverage, peakRssMb, rssSampler, startChild, startTemporal, waitForPollers, type Child } from './lib/processes';
+import {
+  atInterrupt,
+  childPids,
+  cpuMeter,
+  cpuSeconds,
+  freshDatabase,
+  loadAverage,
+  peakRssMb,
+  rssSampler,
+  startChild,
+  startTemporal,
+  waitForPollers,
+  type Child,
+} from './lib/processes';
 import { sizeOf } from './lib/seed';
 import { CheckFailed, int, secs, settle, spread, startWorker } from './lib/sync-harness';
 
@@ -117,7 +130,10 @@ function headCells(head: Buffer): unknown[][] {
   for (let end = head.lastIndexOf(0x0a); end > 0; end = head.lastIndexOf(0x0a, end - 1)) {
     let records: (string | null)[][];
     try {
-      records = parse(head.subarray(0, end + 1), { cast: (value: string, ctx: { quoting: boolean }) => (value === '' && !ctx.quoting ? null : value) }) as (string | null)[][];
+      records = parse(head.subarray(0, end + 1), { cast: (value: string, ctx: { quoting: boolean }) => (value === '' && !ctx.quoting ? null : value) }) as (
+        | string
+        | null
+      )[][];
     } catch {
       continue;
     }
@@ -147,7 +163,13 @@ async function main() {
     const newIntegration = () =>
       createIntegration(
         db,
-        { organizationId: org.id, mode: 'test', plan: 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
+        {
+          organizationId: org.id,
+          mode: 'test',
+          plan: 'enterprise',
+          sourceType: 'sandbox',
+          sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+        },
         keyring,
       );
     const integration = await newIntegration();
@@ -167,19 +189,18 @@ async function main() {
     children.push(destination);
     const [, port] = await destination.line(/^destination listening (\d+)$/);
     const destinationUrl = `http://127.0.0.1:${port}`;
-    const floorChild = startChild(
-      'bench/lib/export-floor.ts',
-      [],
-      { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', LOG_PRETTY: 'false' },
-      '[floor]',
-      { stdin: true, echo: (l) => !l.startsWith('floor-result ') },
-    );
+    const floorChild = startChild('bench/lib/export-floor.ts', [], { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', LOG_PRETTY: 'false' }, '[floor]', {
+      stdin: true,
+      echo: (l) => !l.startsWith('floor-result '),
+    });
     children.push(floorChild);
     await floorChild.line(/^floor ready/, 120_000);
     const worker = await startWorker({ databaseUrl, temporalAddress, client }, TASK_QUEUE, { WORKER_ROLES: 'sync,webhooks,writes,automations' });
     children.push(worker);
     await waitForPollers(client, AUTOMATION_QUEUE, 120_000, worker.pid);
-    say(`worker/main.ts pid ${worker.pid} polls ${AUTOMATION_QUEUE} (AUTOMATION_MAX_ACTIVITIES ${cfg.AUTOMATION_MAX_ACTIVITIES}); destination ${destinationUrl}; floor pid ${floorChild.pid}`);
+    say(
+      `worker/main.ts pid ${worker.pid} polls ${AUTOMATION_QUEUE} (AUTOMATION_MAX_ACTIVITIES ${cfg.AUTOMATION_MAX_ACTIVITIES}); destination ${destinationUrl}; floor pid ${floorChild.pid}`,
+    );
 
     // ---- what every body must hold: the integration's live lease ids, in the export's order (all, or up to a bound)
     const expected = async (createdBefore?: string) => {
@@ -213,7 +234,16 @@ async function main() {
       });
     // The floor runs the very statement an export of every lease runs.
     const statement = exportStatementOf(
-      { id: 'atm_FLOOR', entity: 'lease', organizationId: org.id, integrationId: integration.id, filters: {}, columns: null, destination: { type: 'http', url: destinationUrl }, destinationHeaders: null },
+      {
+        id: 'atm_FLOOR',
+        entity: 'lease',
+        organizationId: org.id,
+        integrationId: integration.id,
+        filters: {},
+        columns: null,
+        destination: { type: 'http', url: destinationUrl },
+        destinationHeaders: null,
+      },
       integrationRef,
     );
     // What the API lists first, for the head of every body.
@@ -223,7 +253,9 @@ async function main() {
 
     // Asked for once the writer is done: the destination prints its line before it answers (lines are kept).
     const received = (path: string) =>
-      destination.line(new RegExp(`^received (\\{"path":"${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}".*)$`), 30_000).then(([, json]) => JSON.parse(json!) as Received);
+      destination
+        .line(new RegExp(`^received (\\{"path":"${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}".*)$`), 30_000)
+        .then(([, json]) => JSON.parse(json!) as Received);
     const databaseName = new URL(databaseUrl).pathname.slice(1);
     const pgPids = async () =>
       (await db.execute<{ pid: number }>(sql`select pid from pg_stat_activity where datname = ${databaseName} and pid <> pg_backend_pid()`)).map((r) => r.pid);
@@ -336,9 +368,12 @@ async function main() {
       const peakMb = rss.peakMb();
       const row = (await getRun(db, run.id))!;
       const label = `export ${n} (run ${run.id})`;
-      if (result.status !== 'succeeded' || result.recordsExported !== w.n) problems.push(`${label}: the workflow ended ${result.status} with ${result.recordsExported} records`);
+      if (result.status !== 'succeeded' || result.recordsExported !== w.n)
+        problems.push(`${label}: the workflow ended ${result.status} with ${result.recordsExported} records`);
       if (row.status !== 'succeeded' || row.recordsExported !== w.n || row.attempts !== 1) {
-        problems.push(`${label}: the run row says ${row.status}, records_exported ${row.recordsExported}, ${row.attempts} attempt(s)${row.error ? `: ${row.error}` : ''}`);
+        problems.push(
+          `${label}: the run row says ${row.status}, records_exported ${row.recordsExported}, ${row.attempts} attempt(s)${row.error ? `: ${row.error}` : ''}`,
+        );
       }
       const r = await received(path);
       check(label, r, w, csvColumns('lease').length, true);
@@ -396,8 +431,12 @@ async function main() {
         `${int(written.lease_residents ?? 0)} lease residents; another integration's ${OTHER_LEASES} leases left out), loaded with COPY; ${RUNS} round(s), the floor then the export`,
     );
     console.log(`  rows/s from the request's arrival to its last byte at the destination: median (min–max) of ${RUNS}`);
-    console.log(`    export: automation run on worker/main.ts (no filters)      ${range(exportRate, int)} rows/s; ${range(spread(exportRuns.map((e) => e.ms)), secs)} s`);
-    console.log(`    floor:  the same COPY TO STDOUT → PUT, bare process        ${range(floorRate, int)} rows/s; ${range(spread(floorRuns.map((f) => f.ms)), secs)} s`);
+    console.log(
+      `    export: automation run on worker/main.ts (no filters)      ${range(exportRate, int)} rows/s; ${range(spread(exportRuns.map((e) => e.ms)), secs)} s`,
+    );
+    console.log(
+      `    floor:  the same COPY TO STDOUT → PUT, bare process        ${range(floorRate, int)} rows/s; ${range(spread(floorRuns.map((f) => f.ms)), secs)} s`,
+    );
     console.log(`  export / floor                        ${ratio.toFixed(2)} (target >= ${MIN_RATIO}: ${mark(ratio >= MIN_RATIO)})`);
     console.log(
       `  export end to end                     ${range(spread(exportRuns.map((e) => e.endToEndMs)), secs)} s from startAutomationRun to the workflow's result ` +
@@ -419,13 +458,13 @@ async function main() {
     console.log(`    floor:  ${cpuLine(floorRuns)}`);
     console.log('');
     console.log(
-      '  How close it is: the floor runs the export\'s own statement (activities/export.ts exportStatementOf: the same columns, the lease residents joined',
+      "  How close it is: the floor runs the export's own statement (activities/export.ts exportStatementOf: the same columns, the lease residents joined",
     );
     console.log(
       '  in, the same rows, order and formula escaping) on a connection it keeps open, and pipes the COPY into the PUT. The export adds its workflow and',
     );
     console.log(
-      '  activity, a connection of its own per attempt (opened before the request), the byte order mark, and gathers the COPY\'s row-sized chunks into',
+      "  activity, a connection of its own per attempt (opened before the request), the byte order mark, and gathers the COPY's row-sized chunks into",
     );
     console.log('  64 KiB writes.');
     console.log('');
@@ -469,7 +508,16 @@ function workerMemory(pid: number): string {
 
 /** The last line: one JSON object anyone can compare runs by. */
 function lastLine(): void {
-  console.log(JSON.stringify({ bench: 'export', ratios: result?.ratios ?? {}, rss_mb: result?.rss_mb ?? {}, rows_per_s: result?.rows_per_s ?? {}, leases: LEASES, ok: ok && result !== undefined }));
+  console.log(
+    JSON.stringify({
+      bench: 'export',
+      ratios: result?.ratios ?? {},
+      rss_mb: result?.rss_mb ?? {},
+      rows_per_s: result?.rows_per_s ?? {},
+      leases: LEASES,
+      ok: ok && result !== undefined,
+    }),
+  );
 }
 
 main().then(

@@ -73,7 +73,13 @@ interface Summary {
   ok: boolean;
 }
 const NO_RATIOS = { list: null, retrieve: null, list_cost_pct: null, retrieve_cost_pct: null };
-const summary: Summary = { bench: 'read', ratios: { ...NO_RATIOS }, observability_cost: { list: null, retrieve: null }, rss_mb: { api_max: null, api_median: null }, ok: false };
+const summary: Summary = {
+  bench: 'read',
+  ratios: { ...NO_RATIOS },
+  observability_cost: { list: null, retrieve: null },
+  rss_mb: { api_max: null, api_median: null },
+  ok: false,
+};
 
 const say = (msg: string) => console.log(`[bench:read] ${msg}`);
 
@@ -105,10 +111,13 @@ interface Figures {
 
 async function main() {
   const began = Date.now();
-  if (!(RATE > 0 && SECONDS > 0 && ROUNDS >= 1 && KEYS >= 1 && CONNECTIONS >= 1)) throw new Error('--rate, --seconds, --rounds, --keys and --connections must be positive');
+  if (!(RATE > 0 && SECONDS > 0 && ROUNDS >= 1 && KEYS >= 1 && CONNECTIONS >= 1))
+    throw new Error('--rate, --seconds, --rounds, --keys and --connections must be positive');
   // The limit's bucket holds 10 % of a minute and refills at the limit's rate: a steady rate below it never runs dry.
   if (RATE >= LIMIT_PER_MINUTE / 60) {
-    throw new CheckFailed(`--rate ${RATE}/s is not within the enterprise limit of ${LIMIT_PER_MINUTE}/min (${LIMIT_PER_MINUTE / 60}/s): the API would answer 429`);
+    throw new CheckFailed(
+      `--rate ${RATE}/s is not within the enterprise limit of ${LIMIT_PER_MINUTE}/min (${LIMIT_PER_MINUTE / 60}/s): the API would answer 429`,
+    );
   }
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const config = loadConfigOrExit();
@@ -119,7 +128,12 @@ async function main() {
   const observedApi = await startApi(data.databaseUrl, { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url }, '[api+obs]');
   let scrapes = 0;
   const scraper = setInterval(() => {
-    fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text()).then(() => scrapes++, () => {});
+    fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+      .then((r) => r.text())
+      .then(
+        () => scrapes++,
+        () => {},
+      );
   }, 15_000);
   const basePort = await freePort();
   const baseline = startChild('bench/lib/baseline.ts', [data.databaseUrl, String(basePort), data.organizationId, data.mode], {}, '[baseline]');
@@ -143,18 +157,27 @@ async function main() {
         fetch(targets.baseline + path),
       ]);
       const [sj, oj, bj] = [await s.text(), await o.text(), await b.text()];
-      if (s.status !== 200 || sj !== bj) throw new CheckFailed(`service and baseline disagree on ${path}: ${s.status} ${sj.slice(0, 200)} vs ${bj.slice(0, 200)}`);
+      if (s.status !== 200 || sj !== bj)
+        throw new CheckFailed(`service and baseline disagree on ${path}: ${s.status} ${sj.slice(0, 200)} vs ${bj.slice(0, 200)}`);
       if (o.status !== 200 || oj !== bj) throw new CheckFailed(`the observed service and baseline disagree on ${path}: ${o.status} ${oj.slice(0, 200)}`);
       const policy = s.headers.get('ratelimit-policy');
-      if (!policy?.includes(`"minute";q=${LIMIT_PER_MINUTE};w=60`)) throw new CheckFailed(`the API reports RateLimit-Policy ${policy}, not the enterprise plan's ${LIMIT_PER_MINUTE} a minute`);
+      if (!policy?.includes(`"minute";q=${LIMIT_PER_MINUTE};w=60`))
+        throw new CheckFailed(`the API reports RateLimit-Policy ${policy}, not the enterprise plan's ${LIMIT_PER_MINUTE} a minute`);
     }
-    const sampleList = (await (await fetch(targets.service + listPath, { headers: { authorization: `Bearer ${data.keys[0]}` } })).json()) as { results: unknown[]; meta: unknown };
+    const sampleList = (await (await fetch(targets.service + listPath, { headers: { authorization: `Bearer ${data.keys[0]}` } })).json()) as {
+      results: unknown[];
+      meta: unknown;
+    };
     say(`list page: ${sampleList.results.length} leases, meta ${JSON.stringify(sampleList.meta)}; service and baseline bodies are byte-identical`);
-    say(`the API answers with RateLimit-Policy "minute";q=${LIMIT_PER_MINUTE};w=60 (enterprise plan, no override); ${data.keys.length} keys; offered rate ${RATE}/s, ${CONNECTIONS} connections`);
+    say(
+      `the API answers with RateLimit-Policy "minute";q=${LIMIT_PER_MINUTE};w=60 (enterprise plan, no override); ${data.keys.length} keys; offered rate ${RATE}/s, ${CONNECTIONS} connections`,
+    );
 
     /** Postgres backends serving one target: the API's pools (queries, the key cache's LISTEN) or the baseline's. */
     const backends = (appPrefix: string) => async () =>
-      (await pg<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and application_name like ${`${appPrefix}%`}`).map((r) => r.pid);
+      (await pg<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database() and application_name like ${`${appPrefix}%`}`).map(
+        (r) => r.pid,
+      );
     // Both APIs' backends count for each (both name themselves propsync-api); the idle one's add next to nothing.
     const groups = {
       service: { process: () => [api.pid], postgres: backends('propsync-api') },
@@ -163,7 +186,11 @@ async function main() {
     };
 
     /** Requests each target answered (the load generator's count; a window's last few in flight may reach it uncounted). */
-    const answered: Record<Target, { list: number; retrieve: number }> = { service: { list: 0, retrieve: 0 }, observed: { list: 1, retrieve: 1 }, baseline: { list: 0, retrieve: 0 } };
+    const answered: Record<Target, { list: number; retrieve: number }> = {
+      service: { list: 0, retrieve: 0 },
+      observed: { list: 1, retrieve: 1 },
+      baseline: { list: 0, retrieve: 0 },
+    };
     let windows = 0;
 
     /** One measured window: the load generator in its own process; any non-2xx or error fails the run. */
@@ -195,7 +222,9 @@ async function main() {
       }
       const want = RATE * seconds * MIN_SENT_SHARE;
       if (result.requests.total < want) {
-        throw new CheckFailed(`${label} against the ${target}: ${result.requests.total} requests answered in ${seconds} s, fewer than ${Math.ceil(want)} (${RATE}/s offered)`);
+        throw new CheckFailed(
+          `${label} against the ${target}: ${result.requests.total} requests answered in ${seconds} s, fewer than ${Math.ceil(want)} (${RATE}/s offered)`,
+        );
       }
       answered[target][paths[0]!.startsWith('/v1/leases?') ? 'list' : 'retrieve'] += result.requests.total;
       windows++;
@@ -279,9 +308,12 @@ async function main() {
     );
     for (const k of ['list', 'retrieve'] as const) {
       if (counted[k] < answered.observed[k] || counted[k] > answered.observed[k] + CONNECTIONS * windows) {
-        throw new CheckFailed(`the observed API's metrics counted ${counted[k]} ${k} requests, but ${answered.observed[k]} were answered: metrics were not on, or miscount`);
+        throw new CheckFailed(
+          `the observed API's metrics counted ${counted[k]} ${k} requests, but ${answered.observed[k]} were answered: metrics were not on, or miscount`,
+        );
       }
-      if (rootSpans[k] !== counted[k]) throw new CheckFailed(`the sink received ${rootSpans[k]} ${k} root spans for ${counted[k]} requests counted: tracing dropped or was not on`);
+      if (rootSpans[k] !== counted[k])
+        throw new CheckFailed(`the sink received ${rootSpans[k]} ${k} root spans for ${counted[k]} requests counted: tracing dropped or was not on`);
     }
     if (sunk.unparsed > 0) throw new CheckFailed(`the sink could not read ${sunk.unparsed} exports`);
     console.log(

@@ -13,7 +13,20 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ENTITIES } from '../domain/cdm';
 import { loadAverage, peakRssMb, rssSampler, type Child } from './lib/processes';
-import { CheckFailed, checkInitial, ensureCompany, int, newIntegration, resetCache, runSync, secs, startSyncBench, startWorker, total, type Counts } from './lib/sync-harness';
+import {
+  CheckFailed,
+  checkInitial,
+  ensureCompany,
+  int,
+  newIntegration,
+  resetCache,
+  runSync,
+  secs,
+  startSyncBench,
+  startWorker,
+  total,
+  type Counts,
+} from './lib/sync-harness';
 
 const { values: args } = parseArgs({
   options: {
@@ -70,10 +83,13 @@ async function main() {
       const hwmMb = peakRssMb(worker.pid);
       await worker.stop();
       worker = undefined;
-      if (s.job.records_seen !== total(served)) throw new CheckFailed(`${int(size)} leases: job saw ${s.job.records_seen} records, the source served ${total(served)}`);
+      if (s.job.records_seen !== total(served))
+        throw new CheckFailed(`${int(size)} leases: job saw ${s.job.records_seen} records, the source served ${total(served)}`);
       await checkInitial(b.db, `${int(size)} leases`, integration.id, served);
       points.push({ size, served, ms: s.ms, peakMb, hwmMb, beforeMb });
-      say(`${int(size)} leases: ${int(total(served))} records in ${secs(s.ms)} s; worker RSS ${beforeMb} MB before, peak ${peakMb} MB during the sync, VmHWM ${hwmMb} MB`);
+      say(
+        `${int(size)} leases: ${int(total(served))} records in ${secs(s.ms)} s; worker RSS ${beforeMb} MB before, peak ${peakMb} MB during the sync, VmHWM ${hwmMb} MB`,
+      );
     }
 
     const first = points[0]!;
@@ -81,7 +97,9 @@ async function main() {
     const growth = last.peakMb / first.peakMb;
     console.log('');
     console.log(`  one first sync per size, each on a fresh worker process; peak = sampled VmRSS while the sync ran`);
-    console.log(`  ${'leases'.padStart(9)}${'records'.padStart(10)}${'seconds'.padStart(10)}${'records/s'.padStart(11)}${'before MB'.padStart(11)}${'peak MB'.padStart(9)}${'VmHWM MB'.padStart(10)}`);
+    console.log(
+      `  ${'leases'.padStart(9)}${'records'.padStart(10)}${'seconds'.padStart(10)}${'records/s'.padStart(11)}${'before MB'.padStart(11)}${'peak MB'.padStart(9)}${'VmHWM MB'.padStart(10)}`,
+    );
     for (const p of points) {
       console.log(
         `  ${int(p.size).padStart(9)}${int(total(p.served)).padStart(10)}${secs(p.ms).padStart(10)}${int(total(p.served) / (p.ms / 1000)).padStart(11)}` +
@@ -92,7 +110,7 @@ async function main() {
     const grows = growth > MAX_GROWTH;
     console.log(
       `  peak RSS at ${int(last.size)} leases / at ${int(first.size)} leases: ${growth.toFixed(2)} (limit ${MAX_GROWTH}): ` +
-        (grows ? 'the worker\'s memory GROWS with the size of the source' : 'the worker\'s memory does not grow with the size of the source'),
+        (grows ? "the worker's memory GROWS with the size of the source" : "the worker's memory does not grow with the size of the source"),
     );
     console.log(
       `  checks passed: every sync cached exactly the records served (${points.map((p) => `${int(p.size)}: ${ENTITIES.map((e) => int(p.served[e])).join('/')}`).join('; ')} property/unit/resident/lease)`,

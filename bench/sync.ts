@@ -170,7 +170,11 @@ async function main() {
       // The change moved the company's version: the source is cold for the floor.
       await settle(b.db);
       floorRss.reset();
-      const f = await floor.run({ kind: 'incremental', settings, integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode } });
+      const f = await floor.run({
+        kind: 'incremental',
+        settings,
+        integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
+      });
       checkServed(`incremental floor ${i}`, f.served, served);
       incFloor.push({ ms: f.ms, records: total(f.served) });
       say(`incremental floor ${i}/${RUNS}: read-only pass over ${int(total(f.served))} records in ${secs(f.ms)} s (floor peak RSS ${floorRss.peakMb()} MB)`);
@@ -219,7 +223,9 @@ async function main() {
       if (r.job.kind !== kind) throw new CheckFailed(`buildium ${kind} run: job ${r.job.id} ran as ${String(r.job.kind)}`);
       await checkChangedLeases(b, `buildium ${kind} run`, deltaIntegration.id, r.job, changed, deltaServed);
       measured[kind] = { ms: r.ms, records: r.job.records_seen };
-      say(`buildium ${kind} run: ${int(r.job.records_updated)} updated of ${int(r.job.records_seen)} read (${changed.length} leases changed) in ${secs(r.ms)} s (worker peak RSS ${deltaRss.at(-1)} MB)`);
+      say(
+        `buildium ${kind} run: ${int(r.job.records_updated)} updated of ${int(r.job.records_seen)} read (${changed.length} leases changed) in ${secs(r.ms)} s (worker peak RSS ${deltaRss.at(-1)} MB)`,
+      );
     }
     rss.stop();
     floorRss.stop();
@@ -285,30 +291,42 @@ async function main() {
  * A run of the buildium company after `changed` leases were updated in the source: it updated exactly those (one
  * event each, no other), created and soft-deleted nothing, and the cache holds what the source serves.
  */
-async function checkChangedLeases(b: SyncBench, label: string, integrationId: string, job: Awaited<ReturnType<typeof runSync>>['job'], changed: string[], served: Counts) {
+async function checkChangedLeases(
+  b: SyncBench,
+  label: string,
+  integrationId: string,
+  job: Awaited<ReturnType<typeof runSync>>['job'],
+  changed: string[],
+  served: Counts,
+) {
   const problems: string[] = [];
   if (job.records_updated !== changed.length) problems.push(`records_updated ${job.records_updated}, the change updated ${changed.length} leases`);
   if (job.records_new !== 0) problems.push(`records_new ${job.records_new}, the change created nothing`);
   if (job.records_soft_deleted !== 0) problems.push(`records_soft_deleted ${job.records_soft_deleted}, the change deleted nothing`);
   const after = await cacheCounts(b.db, integrationId);
-  for (const e of ENTITIES) if (after.live[e] !== served[e] || after.deleted[e] !== 0) problems.push(`${e}: ${after.live[e]} live and ${after.deleted[e]} deleted rows, the source serves ${served[e]}`);
+  for (const e of ENTITIES)
+    if (after.live[e] !== served[e] || after.deleted[e] !== 0)
+      problems.push(`${e}: ${after.live[e]} live and ${after.deleted[e]} deleted rows, the source serves ${served[e]}`);
   const moved = await b.db.execute<{ x_id: string }>(
     sql`select x_id from leases where integration_id = ${integrationId} and updated_at >= (select started_at from sync_jobs where id = ${job.id})`,
   );
   const got = new Set(moved.map((r) => r.x_id));
   const missing = changed.filter((x) => !got.has(x));
-  if (missing.length > 0 || got.size !== changed.length) problems.push(`${missing.length} changed lease(s) not written, ${got.size - (changed.length - missing.length)} written that did not change`);
+  if (missing.length > 0 || got.size !== changed.length)
+    problems.push(`${missing.length} changed lease(s) not written, ${got.size - (changed.length - missing.length)} written that did not change`);
   const [ev] = await b.db.execute<{ n: number; records: number; other: number }>(
     sql`select count(*) filter (where category = 'data_change')::int as n, count(distinct record_id) filter (where category = 'data_change')::int as records,
           count(*) filter (where category <> 'data_change' and type <> 'SYNC_COMPLETE')::int as other from events where sync_job_id = ${job.id}`,
   );
-  if (ev?.n !== changed.length || ev.records !== changed.length) problems.push(`${ev?.n} data events over ${ev?.records} records, the change updated ${changed.length} leases (one event each)`);
+  if (ev?.n !== changed.length || ev.records !== changed.length)
+    problems.push(`${ev?.n} data events over ${ev?.records} records, the change updated ${changed.length} leases (one event each)`);
   if (problems.length > 0) throw new CheckFailed(`${label}:\n  - ${problems.join('\n  - ')}`);
 }
 
 function checkServed(label: string, got: Counts, want: Counts) {
   const off = ENTITIES.filter((e) => got[e] !== want[e]);
-  if (off.length > 0) throw new CheckFailed(`${label}: read ${off.map((e) => `${got[e]} ${e}`).join(', ')}; the sandbox holds ${off.map((e) => want[e]).join(', ')}`);
+  if (off.length > 0)
+    throw new CheckFailed(`${label}: read ${off.map((e) => `${got[e]} ${e}`).join(', ')}; the sandbox holds ${off.map((e) => want[e]).join(', ')}`);
 }
 
 /** An incremental run changed exactly what the source changed: counters, which rows moved, no new or deleted rows. */
@@ -342,7 +360,9 @@ async function checkIncremental(
     const missing = [...want].filter((x) => !got.has(x));
     const extra = [...got].filter((x) => !want.has(x));
     if (missing.length > 0 || extra.length > 0) {
-      problems.push(`${e}: ${missing.length} updated record(s) not written (e.g. ${missing.slice(0, 3).join(', ')}), ${extra.length} written that did not change (e.g. ${extra.slice(0, 3).join(', ')})`);
+      problems.push(
+        `${e}: ${missing.length} updated record(s) not written (e.g. ${missing.slice(0, 3).join(', ')}), ${extra.length} written that did not change (e.g. ${extra.slice(0, 3).join(', ')})`,
+      );
     }
   }
   if (problems.length > 0) throw new CheckFailed(`incremental sync ${i}:\n  - ${problems.join('\n  - ')}`);

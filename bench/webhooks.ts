@@ -71,7 +71,21 @@ import { DEFAULT_DISPATCH } from '../domain/webhooks';
 import { workerProcessEnv } from '../worker/process-env';
 import type { EventCommand, EventRunResult } from './lib/event-writer';
 import type { FloorRequest, FloorResult, FloorSpec } from './lib/http-floor';
-import { atInterrupt, buildDist, childPids, cpuMeter, freePort, freshDatabase, loadAverage, peakRssMb, rssSampler, startChild, startTemporal, waitForPollers, type Child } from './lib/processes';
+import {
+  atInterrupt,
+  buildDist,
+  childPids,
+  cpuMeter,
+  freePort,
+  freshDatabase,
+  loadAverage,
+  peakRssMb,
+  rssSampler,
+  startChild,
+  startTemporal,
+  waitForPollers,
+  type Child,
+} from './lib/processes';
 import { sampleOf, startSpanSink, type SpanSink } from './lib/observed';
 import { percentile } from './lib/stats';
 import type { ReceivedRecord } from './lib/webhook-receiver';
@@ -299,7 +313,14 @@ async function deliveriesOf(db: Db, subscriptionId: string, eventIds: string[]) 
  * last first attempt to this one's first: what taking the next claim cost, nothing being started meanwhile).
  */
 async function claimsOf(db: Db, subscriptionId: string, eventIds: string[]) {
-  const [row] = await db.execute<{ claims: number; avg_size: number; within_ms: number; between_ms: number; p50_between_ms: number; p50_to_first_ms: number }>(sql`
+  const [row] = await db.execute<{
+    claims: number;
+    avg_size: number;
+    within_ms: number;
+    between_ms: number;
+    p50_between_ms: number;
+    p50_to_first_ms: number;
+  }>(sql`
     with d as (select first_started_at, first_sent_at from webhook_deliveries where subscription_id = ${subscriptionId} and event_id = any(${sql.param(eventIds)}::text[])),
     c as (select first_started_at as claimed, count(*) as n, min(first_sent_at) as first_send, max(first_sent_at) as last_send from d group by 1),
     g as (select *, lag(last_send) over (order by claimed) as prev_last from c)
@@ -326,7 +347,9 @@ interface Subscription {
 }
 
 async function succeededOf(db: Db, subscriptionId: string): Promise<number> {
-  const [row] = await db.execute<{ n: number }>(sql`select count(*)::int as n from webhook_deliveries where subscription_id = ${subscriptionId} and status = 'succeeded'`);
+  const [row] = await db.execute<{ n: number }>(
+    sql`select count(*)::int as n from webhook_deliveries where subscription_id = ${subscriptionId} and status = 'succeeded'`,
+  );
   return row!.n;
 }
 
@@ -391,7 +414,11 @@ async function main(): Promise<void> {
   const rssMb: Record<string, number> = {};
   let db: Db | undefined;
   let ok = false;
-  let ratios: Record<string, number | null> = { throughput: null, isolation: null, ...(OBSERVE ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}) };
+  let ratios: Record<string, number | null> = {
+    throughput: null,
+    isolation: null,
+    ...(OBSERVE ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}),
+  };
   /** VmHWM of each live child, read before they stop. */
   const readRss = (name: string, child: Child | undefined) => {
     if (!child) return;
@@ -493,7 +520,10 @@ async function main(): Promise<void> {
       );
       exited.catch(() => {});
       // This process's pollers: a stopped worker's are listed for minutes.
-      await Promise.race([Promise.all([waitForPollers(client, WEBHOOK_QUEUE, 120_000, child.pid), waitForActivityPollers(client, DISPATCH_QUEUE, 120_000, child.pid)]), exited]);
+      await Promise.race([
+        Promise.all([waitForPollers(client, WEBHOOK_QUEUE, 120_000, child.pid), waitForActivityPollers(client, DISPATCH_QUEUE, 120_000, child.pid)]),
+        exited,
+      ]);
       return { child, metricsUrl: metricsPort === null ? null : `http://127.0.0.1:${metricsPort}/metrics` };
     };
     worker = (await startWorker(false)).child;
@@ -593,7 +623,21 @@ async function main(): Promise<void> {
       const timeline = await deliveriesOf(db!, a.row.id, [...committed.keys()]);
       const claims = await claimsOf(db!, a.row.id, [...committed.keys()]);
       say(`  ${label}: ${int(N)} deliveries to A in ${secs(ms)} s (${int(N / (ms / 1000))}/s)`);
-      return { run, committed, first, ms, perSec: N / (ms / 1000), lat: latencies(committed, first), from, to, executions: xs, cpu, workerRssMb, timeline, claims };
+      return {
+        run,
+        committed,
+        first,
+        ms,
+        perSec: N / (ms / 1000),
+        lat: latencies(committed, first),
+        from,
+        to,
+        executions: xs,
+        cpu,
+        workerRssMb,
+        timeline,
+        claims,
+      };
     };
 
     /** One floor round: the bodies and headers of a burst's deliveries, in A's queue order, to the same receiver process. */
@@ -604,7 +648,10 @@ async function main(): Promise<void> {
       const stored = { secret: a.row.secret, previousSecret: null, previousExpiresAt: null, standardWebhooks: a.row.standardWebhooks };
       const requests: FloorRequest[] = bodies.map((r) => {
         if (r.body === null) throw new CheckFailed(`event ${r.event_id} has no stored body after its delivery`);
-        return { body: r.body, headers: attemptHeaders(secrets, a.row.id, stored, r.body, { eventId: r.event_id, eventType: r.event_type, attempt: 1 }, new Date()) };
+        return {
+          body: r.body,
+          headers: attemptHeaders(secrets, a.row.id, stored, r.body, { eventId: r.event_id, eventType: r.event_type, attempt: 1 }, new Date()),
+        };
       });
       if (requests.length !== N) throw new CheckFailed(`floor: ${requests.length} bodies for ${N} events`);
       await sleep(2_000);
@@ -632,7 +679,9 @@ async function main(): Promise<void> {
     const floors: FloorFigures[] = [];
     for (let r = 1; r <= ROUNDS; r++) {
       alone.push(await burst(`burst ${r}/${ROUNDS}, A alone`, `b${r}-`));
-      say(`floor ${r}/${ROUNDS}: the same ${int(N)} signed bodies from a bare node:http client, ${IN_FLIGHT} in flight over keep-alive, after ${int(Math.min(WARMUP, N))} to warm up`);
+      say(
+        `floor ${r}/${ROUNDS}: the same ${int(N)} signed bodies from a bare node:http client, ${IN_FLIGHT} in flight over keep-alive, after ${int(Math.min(WARMUP, N))} to warm up`,
+      );
       floors.push(await floorRound(alone.at(-1)!, `floor ${r}/${ROUNDS}`));
     }
 
@@ -643,7 +692,13 @@ async function main(): Promise<void> {
       let scrapes = 0;
       let metricsUrl: string | null = null;
       const scraper = setInterval(() => {
-        if (metricsUrl) fetch(metricsUrl).then((r) => r.text()).then(() => scrapes++, () => {});
+        if (metricsUrl)
+          fetch(metricsUrl)
+            .then((r) => r.text())
+            .then(
+              () => scrapes++,
+              () => {},
+            );
       }, 15_000);
       /** Stops the running worker and starts the other kind; checks what the stopped one exported to the sink. */
       const restart = async (observed: boolean, attemptsMade: number) => {
@@ -652,7 +707,9 @@ async function main(): Promise<void> {
         await worker!.stop(); // an observed worker exports what its tracer still holds on the way out
         const spans = (await sink!.count('webhook.attempt')) - spansBefore;
         if (spans !== (observedNow ? attemptsMade : 0)) {
-          throw new CheckFailed(`the ${observedNow ? 'observed' : 'plain'} worker's life made ${attemptsMade} attempts and exported ${spans} webhook.attempt spans (expected ${observedNow ? attemptsMade : 0})`);
+          throw new CheckFailed(
+            `the ${observedNow ? 'observed' : 'plain'} worker's life made ${attemptsMade} attempts and exported ${spans} webhook.attempt spans (expected ${observedNow ? attemptsMade : 0})`,
+          );
         }
         lifeSpans += spans;
         const started = await startWorker(observed);
@@ -669,7 +726,9 @@ async function main(): Promise<void> {
       try {
         for (let r = 1; r <= ROUNDS; r++) {
           for (const mode of r % 2 === 1 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
-            say(`observability ${r}/${ROUNDS}: the worker restarted ${mode === 'on' ? 'with metrics and tracing on' : 'plain'}; ${int(warm)} events to warm it up`);
+            say(
+              `observability ${r}/${ROUNDS}: the worker restarted ${mode === 'on' ? 'with metrics and tracing on' : 'plain'}; ${int(warm)} events to warm it up`,
+            );
             await restart(mode === 'on', madeThisLife);
             await record({ kind: 'burst', count: warm, perTx: PER_TX, tag: `o${r}${mode}w-` });
             await allDeliveredToA(`observability ${r}/${ROUNDS} ${mode}: warm-up deliveries succeeded`);
@@ -681,7 +740,9 @@ async function main(): Promise<void> {
               const counted = sampleOf(text, 'propsync_webhook_attempts_total', { outcome: 'succeeded', attempt: '1' });
               const failed = sampleOf(text, 'propsync_webhook_attempts_total', { outcome: 'failed', attempt: '1' });
               if (counted !== madeThisLife || failed !== 0) {
-                throw new CheckFailed(`the observed worker's metrics counted ${counted} succeeded and ${failed} failed first attempts, not the ${madeThisLife} it made`);
+                throw new CheckFailed(
+                  `the observed worker's metrics counted ${counted} succeeded and ${failed} failed first attempts, not the ${madeThisLife} it made`,
+                );
               }
             }
           }
@@ -724,10 +785,11 @@ async function main(): Promise<void> {
     // Retry workflows are named by their delivery's id: whose subscription is each?
     const retryIds = allExecutions.filter((x) => x.type === 'deliverWebhook').map((x) => x.workflowId);
     const retryOwner = new Map(
-      (await db.execute<{ id: string; subscription_id: string }>(sql`select id, subscription_id from webhook_deliveries where id = any(${sql.param(retryIds)}::text[])`)).map((r) => [
-        r.id,
-        r.subscription_id,
-      ]),
+      (
+        await db.execute<{ id: string; subscription_id: string }>(
+          sql`select id, subscription_id from webhook_deliveries where id = any(${sql.param(retryIds)}::text[])`,
+        )
+      ).map((r) => [r.id, r.subscription_id]),
     );
     const bRetries = allExecutions.filter((x) => x.type === 'deliverWebhook' && retryOwner.get(x.workflowId) === b.row.id);
     const bDispatcherRuns = allExecutions.filter((x) => x.workflowId === dispatcherWorkflowIdOf(b.row.id));
@@ -771,10 +833,12 @@ async function main(): Promise<void> {
     const duplicates = [...valid.values()].filter((n) => n > 1).length;
     const floorSent = floors.reduce((n, f) => n + N + f.warmup, 0);
     if (bad.length > 0) problems.push(`${bad.length} request(s) at the healthy receiver went wrong, e.g. ${bad.slice(0, 3).join('; ')}`);
-    if (missing.length > 0) problems.push(`${missing.length} of ${expected.size} events never reached A's receiver validly signed, e.g. ${missing.slice(0, 3).join(', ')}`);
+    if (missing.length > 0)
+      problems.push(`${missing.length} of ${expected.size} events never reached A's receiver validly signed, e.g. ${missing.slice(0, 3).join(', ')}`);
     if (unexpected.size > 0) problems.push(`${unexpected.size} event id(s) the bench never recorded reached A's receiver`);
     for (const [i, f] of floors.entries()) {
-      if (f.result.ok !== N || f.result.failures.length > 0) problems.push(`floor ${i + 1}: ${f.result.ok} of ${N} timed requests answered 2xx: ${f.result.failures.join('; ')}`);
+      if (f.result.ok !== N || f.result.failures.length > 0)
+        problems.push(`floor ${i + 1}: ${f.result.ok} of ${N} timed requests answered 2xx: ${f.result.failures.join('; ')}`);
     }
     if (floorValid !== floorSent) problems.push(`floor: the receiver got ${floorValid} validly signed floor requests, not ${floorSent}`);
 
@@ -789,7 +853,9 @@ async function main(): Promise<void> {
       problems.push(`A's deliveries: expected ${expected.size} succeeded, found ${aRows!.n}: ${JSON.stringify(aRows!.by_status)}`);
     }
     if (aRows!.multi > 0 || aRows!.attempts !== expected.size || aRows!.not_ok > 0) {
-      problems.push(`A's attempts: ${aRows!.attempts} recorded for ${expected.size} deliveries, ${aRows!.multi} deliveries with other than one attempt, ${aRows!.not_ok} not a first attempt answered 200`);
+      problems.push(
+        `A's attempts: ${aRows!.attempts} recorded for ${expected.size} deliveries, ${aRows!.multi} deliveries with other than one attempt, ${aRows!.not_ok} not a first attempt answered 200`,
+      );
     }
     const [aOrder] = await db.execute<{ links: number; backwards: number; worst_ms: number | null; unsent: number; no_seq: number }>(sql`
       select count(prev)::int as links, (count(*) filter (where first_sent_at < prev))::int as backwards,
@@ -803,13 +869,19 @@ async function main(): Promise<void> {
       );
     }
     const aRetries = allExecutions.filter((x) => x.type === 'deliverWebhook' && retryOwner.get(x.workflowId) !== b.row.id);
-    if (aRetries.length > 0) problems.push(`${aRetries.length} retry workflow(s) not of B's deliveries (A's first attempts should all have succeeded), e.g. ${aRetries[0]!.workflowId}`);
-    const [aCircuit] = await db.execute<{ opened: string | null }>(sql`select circuit_opened_at::text as opened from webhook_subscriptions where id = ${a.row.id}`);
+    if (aRetries.length > 0)
+      problems.push(
+        `${aRetries.length} retry workflow(s) not of B's deliveries (A's first attempts should all have succeeded), e.g. ${aRetries[0]!.workflowId}`,
+      );
+    const [aCircuit] = await db.execute<{ opened: string | null }>(
+      sql`select circuit_opened_at::text as opened from webhook_subscriptions where id = ${a.row.id}`,
+    );
     if (aCircuit!.opened) problems.push(`A's circuit is open (since ${aCircuit!.opened})`);
     const [evs] = await db.execute<{ total: number; undispatched: number }>(
       sql`select count(*)::int as total, (count(*) filter (where dispatched_at is null))::int as undispatched from events`,
     );
-    if (evs!.total !== expected.size || evs!.undispatched !== 0) problems.push(`events: expected ${expected.size} all dispatched, found ${evs!.total} with ${evs!.undispatched} undispatched`);
+    if (evs!.total !== expected.size || evs!.undispatched !== 0)
+      problems.push(`events: expected ${expected.size} all dispatched, found ${evs!.total} with ${evs!.undispatched} undispatched`);
     if (bAfter.n !== withCommitted.size || (bAfter.byStatus.succeeded ?? 0) > 0) {
       problems.push(`B's deliveries: expected ${withCommitted.size}, none succeeded; found ${bAfter.n}: ${JSON.stringify(bAfter.byStatus)}`);
     }
@@ -820,7 +892,9 @@ async function main(): Promise<void> {
     if (problems.length > 0) throw new CheckFailed(`the run is broken:\n  - ${problems.join('\n  - ')}`);
 
     // Order at the receiver: first arrivals of A's events along seq.
-    const seqOrder = (await db.execute<{ event_id: string }>(sql`select event_id from webhook_deliveries where subscription_id = ${a.row.id} order by seq`)).map((r) => r.event_id);
+    const seqOrder = (
+      await db.execute<{ event_id: string }>(sql`select event_id from webhook_deliveries where subscription_id = ${a.row.id} order by seq`)
+    ).map((r) => r.event_id);
     const arrivalIndex = firstArrivals(allRecords, '/hooks');
     let inversions = 0;
     let latest = -1;
@@ -854,7 +928,9 @@ async function main(): Promise<void> {
     const cpuOf = (c: Record<string, number>) => ['worker', 'postgres', 'receiver', 'temporal'].map((k) => (((c[k] ?? 0) * 1000) / N).toFixed(2)).join(' / ');
     console.log('');
     const txs = Math.ceil(N / PER_TX);
-    console.log(`  Bursts of ${int(N)} events (${txs} transaction${txs === 1 ? '' : 's'} of up to ${int(PER_TX)}) to subscription A, ${ROUNDS} round(s) each; times from each burst's first commit.`);
+    console.log(
+      `  Bursts of ${int(N)} events (${txs} transaction${txs === 1 ? '' : 's'} of up to ${int(PER_TX)}) to subscription A, ${ROUNDS} round(s) each; times from each burst's first commit.`,
+    );
     console.log(
       `  ${'run'.padEnd(26)}${'seconds'.padStart(8)}${'per s'.padStart(8)}${'p50 s'.padStart(7)}${'p99 s'.padStart(7)}${'relay'.padStart(9)}` +
         `${'sending'.padStart(15)}${'claims'.padStart(7)}${'within'.padStart(8)}${'between'.padStart(9)}   CPU ms/delivery worker / postgres / receiver / temporal`,
@@ -883,10 +959,16 @@ async function main(): Promise<void> {
     );
     console.log('');
     console.log(`  deliveries/s to A alone (median of rounds)         ${int(alonePerSec)}`);
-    console.log(`  floor requests/s (median of rounds)                 ${int(floorPerSec)}   (node:http, ${IN_FLIGHT} in flight, same bodies, headers and receiver)`);
-    console.log(`  throughput: deliveries/s ÷ floor requests/s         ${throughput.toFixed(2)}   (target >= ${TARGETS.throughput}: ${mark(throughput >= TARGETS.throughput)})`);
+    console.log(
+      `  floor requests/s (median of rounds)                 ${int(floorPerSec)}   (node:http, ${IN_FLIGHT} in flight, same bodies, headers and receiver)`,
+    );
+    console.log(
+      `  throughput: deliveries/s ÷ floor requests/s         ${throughput.toFixed(2)}   (target >= ${TARGETS.throughput}: ${mark(throughput >= TARGETS.throughput)})`,
+    );
     console.log(`  deliveries/s to A with hanging B (median of rounds) ${int(withPerSec)}`);
-    console.log(`  isolation: A's rate with hanging B ÷ alone          ${isolation.toFixed(2)}   (target >= ${TARGETS.isolation}: ${mark(isolation >= TARGETS.isolation)})`);
+    console.log(
+      `  isolation: A's rate with hanging B ÷ alone          ${isolation.toFixed(2)}   (target >= ${TARGETS.isolation}: ${mark(isolation >= TARGETS.isolation)})`,
+    );
     console.log(
       `  commit → first arrival, bursts alone                p50 ${secs(percentile(aloneLat, 50))} s, p99 ${secs(aloneP99)} s (target p99 <= ${TARGETS.burstP99Ms / 1000} s: ${mark(aloneP99 <= TARGETS.burstP99Ms)})`,
     );
@@ -939,7 +1021,9 @@ async function main(): Promise<void> {
       const onCpu = mid(observability.on.map(cpuPer));
       costs = { deliveries: (1 - onRate / offRate) * 100, cpu: (onCpu / offCpu - 1) * 100 };
       console.log('');
-      console.log(`  Metrics and tracing: ${ROUNDS} round(s) of a plain and an observed worker life, taking turns, each a burst of ${int(N)} to A after ${int(Math.min(WARMUP, N))} to warm up`);
+      console.log(
+        `  Metrics and tracing: ${ROUNDS} round(s) of a plain and an observed worker life, taking turns, each a burst of ${int(N)} to A after ${int(Math.min(WARMUP, N))} to warm up`,
+      );
       for (const mode of ['off', 'on'] as const) {
         observability[mode].forEach((f, i) => {
           console.log(
@@ -953,7 +1037,9 @@ async function main(): Promise<void> {
         `  deliveries/s plain ${int(offRate)}, observed ${int(onRate)} (medians): cost ${costs.deliveries.toFixed(1)} % of throughput ` +
           `(target <= ${TARGETS.observabilityCostPct} %: ${mark5(costs.deliveries)})`,
       );
-      console.log(`  worker CPU per delivery plain ${offCpu.toFixed(2)} ms, observed ${onCpu.toFixed(2)} ms (medians): cost ${costs.cpu.toFixed(1)} % (target <= ${TARGETS.observabilityCostPct} %: ${mark5(costs.cpu)})`);
+      console.log(
+        `  worker CPU per delivery plain ${offCpu.toFixed(2)} ms, observed ${onCpu.toFixed(2)} ms (medians): cost ${costs.cpu.toFixed(1)} % (target <= ${TARGETS.observabilityCostPct} %: ${mark5(costs.cpu)})`,
+      );
       console.log(`  observed worker peak RSS ${rssMb.worker_observed} MB (VmHWM), plain ${rssMb.worker} MB`);
     }
     console.log('');
@@ -990,6 +1076,13 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   console.error(err);
-  console.log(JSON.stringify({ bench: 'webhooks', ratios: { throughput: null, isolation: null, ...(OBSERVE ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}) }, rss_mb: {}, ok: false }));
+  console.log(
+    JSON.stringify({
+      bench: 'webhooks',
+      ratios: { throughput: null, isolation: null, ...(OBSERVE ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}) },
+      rss_mb: {},
+      ok: false,
+    }),
+  );
   process.exit(1);
 });

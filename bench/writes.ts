@@ -158,7 +158,8 @@ function checkOutcomes(label: string, outcomes: WriteOutcome[], expected: number
 async function main() {
   const began = Date.now();
   const positive = [SIZE, WRITES, FLOOR, ROUNDS, THROUGHPUT, CALLERS, POLL_MS, THROUGHPUT_POLL_MS, APIS].every((n) => Number.isInteger(n) && n >= 1);
-  if (!positive || !(WARMUP >= 0)) throw new Error('--size, --writes, --floor, --rounds, --throughput, --callers, --poll-ms, --throughput-poll-ms and --apis must be positive integers');
+  if (!positive || !(WARMUP >= 0))
+    throw new Error('--size, --writes, --floor, --rounds, --throughput, --callers, --poll-ms, --throughput-poll-ms and --apis must be positive integers');
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const b = await startSyncBench('bench_writes', say, TEMPORAL_DYNAMIC_CONFIG);
   say(`Temporal dev server with ${TEMPORAL_DYNAMIC_CONFIG.length ? TEMPORAL_DYNAMIC_CONFIG.join(', ') : 'its default dynamic config'}`);
@@ -182,7 +183,11 @@ async function main() {
 
     const apis: (Child & { url: string })[] = [];
     for (let i = 0; i < APIS; i++) {
-      const api = await startApi(b.databaseUrl, { TEMPORAL_ADDRESS: b.temporalAddress, TEMPORAL_TASK_QUEUE: TASK_QUEUE }, APIS > 1 ? `[api ${i + 1}]` : '[api]');
+      const api = await startApi(
+        b.databaseUrl,
+        { TEMPORAL_ADDRESS: b.temporalAddress, TEMPORAL_TASK_QUEUE: TASK_QUEUE },
+        APIS > 1 ? `[api ${i + 1}]` : '[api]',
+      );
       apis.push(api);
       children.push(api);
     }
@@ -197,7 +202,8 @@ async function main() {
       .from(leases)
       .where(and(eq(leases.integrationId, integration.id), eq(leases.status, 'active'), isNull(leases.deletedAt)))
       .orderBy(asc(leases.id));
-    if (all.length < WARMUP + WRITES) throw new CheckFailed(`the company has ${all.length} active leases; the bench writes to ${WARMUP + WRITES} (raise --size)`);
+    if (all.length < WARMUP + WRITES)
+      throw new CheckFailed(`the company has ${all.length} active leases; the bench writes to ${WARMUP + WRITES} (raise --size)`);
     const warmLeases = all.slice(0, WARMUP);
     const measured = all.slice(WARMUP, WARMUP + WRITES);
     /** Every write sent, in order: the last one to each lease is what the source and the cache must hold. */
@@ -257,8 +263,18 @@ async function main() {
       latencyOutcomes.push(...res.outcomes);
       writeMs.push(...res.outcomes.map((o) => o.ms));
       say(
-        `latency round ${r + 1}/${ROUNDS}: floor p50 ${ms1(percentile(floorLatency.slice(f0).map((f) => f.ms), 50))} ms over ${f1 - f0}; ` +
-          `write p50 ${ms1(percentile(res.outcomes.map((o) => o.ms), 50))} ms over ${w1 - w0}`,
+        `latency round ${r + 1}/${ROUNDS}: floor p50 ${ms1(
+          percentile(
+            floorLatency.slice(f0).map((f) => f.ms),
+            50,
+          ),
+        )} ms over ${f1 - f0}; ` +
+          `write p50 ${ms1(
+            percentile(
+              res.outcomes.map((o) => o.ms),
+              50,
+            ),
+          )} ms over ${w1 - w0}`,
       );
     }
     outcomes.push(...latencyOutcomes);
@@ -274,7 +290,11 @@ async function main() {
     // Postgres backends of the bench's two databases (the cache's and the sandbox's), not of anything else on the server.
     const databases = [b.databaseUrl, sandboxDatabaseUrl(b.cfg.DATABASE_URL)].map((u) => new URL(u).pathname.slice(1));
     const pgPids = async () =>
-      (await b.db.execute<{ pid: number }>(sql`select pid from pg_stat_activity where datname in (${databases[0]!}, ${databases[1]!}) and pid <> pg_backend_pid()`)).map((r) => r.pid);
+      (
+        await b.db.execute<{ pid: number }>(
+          sql`select pid from pg_stat_activity where datname in (${databases[0]!}, ${databases[1]!}) and pid <> pg_backend_pid()`,
+        )
+      ).map((r) => r.pid);
     const meter = cpuMeter({
       api: () => apis.map((a) => a.pid),
       worker: () => [worker.pid],
@@ -297,7 +317,11 @@ async function main() {
 
     // The floor's throughput, the same way: CALLERS concurrent callers, each starting and awaiting one at a time.
     let floorLeft = THROUGHPUT;
-    const stopFloorMeter = await cpuMeter({ temporal: () => childPids('temporal'), 'floor worker': () => [floorWorker.pid], bench: () => [process.pid] }).start();
+    const stopFloorMeter = await cpuMeter({
+      temporal: () => childPids('temporal'),
+      'floor worker': () => [floorWorker.pid],
+      bench: () => [process.pid],
+    }).start();
     const ft0 = performance.now();
     await Promise.all(
       Array.from({ length: CALLERS }, async () => {
@@ -316,7 +340,14 @@ async function main() {
 
     // Where the time went: legs of a sample of workflow histories of the latency phase, lined up with the callers.
     const legs = async (runs: { id: string; sentAt: number; doneAt: number }[]) =>
-      [...(await legsOfAll(b.client, sample(runs, HISTORY_SAMPLE).map((r) => r.id))).entries()].map(([id, l]) => {
+      [
+        ...(
+          await legsOfAll(
+            b.client,
+            sample(runs, HISTORY_SAMPLE).map((r) => r.id),
+          )
+        ).entries(),
+      ].map(([id, l]) => {
         const r = runs.find((x) => x.id === id)!;
         return { ...l, toStarted: l.startedAt - r.sentAt, seen: r.doneAt - l.activityEndedAt };
       });
@@ -347,12 +378,19 @@ async function main() {
       `  ${int(SIZE)}-lease sandbox company, enterprise integration (test mode), ${APIS} API process(es), one worker process; ` +
         `latency in ${ROUNDS} alternating blocks, one at a time; Temporal dev server with ${TEMPORAL_DYNAMIC_CONFIG.join(', ') || 'its defaults'}`,
     );
-    console.log(`  ${'latency, one at a time'.padEnd(52)}${'n'.padStart(7)}${'p50 ms'.padStart(9)}${'p90 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'max ms'.padStart(9)}`);
+    console.log(
+      `  ${'latency, one at a time'.padEnd(52)}${'n'.padStart(7)}${'p50 ms'.padStart(9)}${'p90 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'max ms'.padStart(9)}`,
+    );
     row(`write: PATCH sent → poll shows succeeded (every ${POLL_MS} ms)`, writeMs);
     row('  of which PATCH sent → 202 read', accept);
-    row(`  in the database: accepted → succeeded`, latencyOutcomes.map((o) => checked.serverMs.get(o.operationId!)!));
+    row(
+      `  in the database: accepted → succeeded`,
+      latencyOutcomes.map((o) => checked.serverMs.get(o.operationId!)!),
+    );
     row('floor: workflow + no-op activity, start → result', floorMs);
-    console.log(`  (a write took ${percentile(polls, 50)} polls at the median; polling adds up to ${POLL_MS} ms plus one GET to the moment its Operation turned succeeded)`);
+    console.log(
+      `  (a write took ${percentile(polls, 50)} polls at the median; polling adds up to ${POLL_MS} ms plus one GET to the moment its Operation turned succeeded)`,
+    );
     console.log('');
     console.log(
       `  write p50 / floor p50                 ${ratio.toFixed(2)}x  (target <= ${TARGET.p50}x: ${mark(ratio <= TARGET.p50)}); ` +
@@ -361,7 +399,17 @@ async function main() {
     console.log(
       `  throughput, ${CALLERS} concurrent callers     ${writesPerSec.toFixed(1)} writes/s (${int(THROUGHPUT)} writes in ${secs(tp.ms)} s, ${tpErrors} errors, target 0; ` +
         `polls every ${THROUGHPUT_POLL_MS} ms: ${int(tpPolls)} polls, ${int(tpPolls / (tp.ms / 1000))}/s); ` +
-        `per write p50 ${ms1(percentile(tp.outcomes.map((o) => o.ms), 50))} ms, p99 ${ms1(percentile(tp.outcomes.map((o) => o.ms), 99))} ms`,
+        `per write p50 ${ms1(
+          percentile(
+            tp.outcomes.map((o) => o.ms),
+            50,
+          ),
+        )} ms, p99 ${ms1(
+          percentile(
+            tp.outcomes.map((o) => o.ms),
+            99,
+          ),
+        )} ms`,
     );
     console.log(
       `  floor throughput, ${CALLERS} callers           ${floorPerSec.toFixed(1)} workflows/s (${int(THROUGHPUT)} in ${secs(floorTpMs)} s); ` +
@@ -386,11 +434,24 @@ async function main() {
       ['floor', floorLegs],
       ['write', writeLegs],
     ] as const) {
-      console.log(`  ${name.padEnd(8)}${legCols.map((c) => ms1(percentile(rows.map((r) => r[c]), 50)).padStart(14)).join('')}`);
+      console.log(
+        `  ${name.padEnd(8)}${legCols
+          .map((c) =>
+            ms1(
+              percentile(
+                rows.map((r) => r[c]),
+                50,
+              ),
+            ).padStart(14),
+          )
+          .join('')}`,
+      );
     }
     console.log('  (toStarted: the caller sends (the PATCH, or the start call) → workflow started; firstTaskWait / activityWait: waiting on the task queue;');
-    console.log('   activity: the no-op, or the source write, read-back and cache update; seen: activity end → the caller has the result (the floor: its result;');
-    console.log('   a write: the poll that shows succeeded, which the activity already committed); close: activity end → workflow closed, off a write\'s path)');
+    console.log(
+      '   activity: the no-op, or the source write, read-back and cache update; seen: activity end → the caller has the result (the floor: its result;',
+    );
+    console.log("   a write: the poll that shows succeeded, which the activity already committed); close: activity end → workflow closed, off a write's path)");
     console.log('');
     console.log(
       `  checks passed: ${int(outcomes.length)} writes (warm-up ${WARMUP}, latency ${WRITES}, throughput ${int(THROUGHPUT)}) to ${int(checked.leases)} leases, ` +
@@ -475,8 +536,12 @@ async function checkRun(
     }
   }
   if (source.skipped.length > 0) problems.push(`the source served ${source.skipped.length} written lease(s) unreadably`);
-  if (sourceOff.length > 0) problems.push(`the source holds another rent than the last written for ${sourceOff.length} of ${last.size} leases, e.g. ${sourceOff.slice(0, 5).join('; ')}`);
-  if (cacheOff.length > 0) problems.push(`the cache shows another rent than the last written for ${cacheOff.length} of ${last.size} leases, e.g. ${cacheOff.slice(0, 5).join('; ')}`);
+  if (sourceOff.length > 0)
+    problems.push(
+      `the source holds another rent than the last written for ${sourceOff.length} of ${last.size} leases, e.g. ${sourceOff.slice(0, 5).join('; ')}`,
+    );
+  if (cacheOff.length > 0)
+    problems.push(`the cache shows another rent than the last written for ${cacheOff.length} of ${last.size} leases, e.g. ${cacheOff.slice(0, 5).join('; ')}`);
   if (problems.length > 0) throw new CheckFailed(`the run is broken:\n  - ${problems.join('\n  - ')}`);
   return { serverMs: new Map(ops.map((o) => [o.id, Number(o.ms)])), leases: last.size };
 }

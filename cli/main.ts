@@ -43,7 +43,17 @@ function topHelp(): string {
 function nounHelp(name: string): string {
   const noun = NOUNS[name]!;
   const verbs = Object.entries(noun.verbs).map(([v, c]) => `  ${[v, ...c.args.map((a) => `<${a}>`)].join(' ').padEnd(34)} ${c.summary}`);
-  return [`Usage: ${PROG} ${name} <verb> [arguments] [--flags]`, '', `${noun.summary}.`, '', 'Verbs:', ...verbs, '', 'Global flags:', ...flagLines(GLOBAL)].join('\n');
+  return [
+    `Usage: ${PROG} ${name} <verb> [arguments] [--flags]`,
+    '',
+    `${noun.summary}.`,
+    '',
+    'Verbs:',
+    ...verbs,
+    '',
+    'Global flags:',
+    ...flagLines(GLOBAL),
+  ].join('\n');
 }
 
 function verbHelp(noun: string, verb: string, cmd: Command): string {
@@ -88,7 +98,10 @@ async function main(argv: string[]): Promise<number> {
     parsed = parseArgs({
       args: argv.slice(2),
       options: Object.fromEntries(
-        Object.entries({ ...GLOBAL, ...cmd.flags }).map(([k, f]) => [k, { type: f.type, ...('short' in f && f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) }]),
+        Object.entries({ ...GLOBAL, ...cmd.flags }).map(([k, f]) => [
+          k,
+          { type: f.type, ...('short' in f && f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) },
+        ]),
       ),
       allowPositionals: true,
       strict: true,

@@ -69,18 +69,16 @@ export async function waitForJob(
   let job = first;
   const live = stream.isTTY === true;
   const bar = live
-    ? new SingleBar(
-        {
-          stream,
-          format: `sync ${job.id} [{bar}] {value}/{total} entities | {current} | seen {seen} new {created} updated {updated} soft-deleted {deleted} | {elapsed}`,
-          barsize: 20,
-          hideCursor: true,
-          clearOnComplete: false,
-          fps: 10,
-          barCompleteChar: '█',
-          barIncompleteChar: '░',
-        },
-      )
+    ? new SingleBar({
+        stream,
+        format: `sync ${job.id} [{bar}] {value}/{total} entities | {current} | seen {seen} new {created} updated {updated} soft-deleted {deleted} | {elapsed}`,
+        barsize: 20,
+        hideCursor: true,
+        clearOnComplete: false,
+        fps: 10,
+        barCompleteChar: '█',
+        barIncompleteChar: '░',
+      })
     : undefined;
   bar?.start(stage(job).total, stage(job).done, payload(job, startedAt));
   let lastLine = '';

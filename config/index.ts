@@ -16,9 +16,7 @@ const delayList = (defaults: RetrySchedule, maxMs: number) =>
     .pipe(z.array(z.number().int().min(0).max(maxMs)).min(1));
 
 const port = z.coerce.number().int().min(1).max(65535);
-const bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 /** Development defaults of the two bearer tokens: fine on a laptop, refused by a deployment that serves live mode. */
 export const DEV_ADMIN_TOKEN = 'dev-admin-token-change-me';
@@ -44,7 +42,10 @@ const KID = /^[A-Za-z0-9_-]{1,32}$/;
 function parseEncryptionKeys(raw: string | undefined, ctx: z.RefinementCtx): EncryptionKey[] {
   if (raw === undefined) return [DEV_ENCRYPTION_KEY];
   const keys: EncryptionKey[] = [];
-  const entries = raw.split(',').map((e) => e.trim()).filter(Boolean);
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   const fail = (message: string) => ctx.addIssue({ code: 'custom', message });
   if (entries.length === 0) fail('no key; expected kid:base64 entries separated by commas');
   entries.forEach((entry, i) => {
@@ -56,7 +57,9 @@ function parseEncryptionKeys(raw: string | undefined, ctx: z.RefinementCtx): Enc
     if (!KID.test(kid)) return fail(`${where}: the key id must be 1-32 characters of A-Z a-z 0-9 _ -`);
     const key = Buffer.from(material, 'base64');
     if (!BASE64.test(material) || key.length !== 32) {
-      return fail(`${where}: the key must be 32 random bytes in base64 (44 characters); this one is not (generate one: node -e "console.log('k1:'+require('crypto').randomBytes(32).toString('base64'))")`);
+      return fail(
+        `${where}: the key must be 32 random bytes in base64 (44 characters); this one is not (generate one: node -e "console.log('k1:'+require('crypto').randomBytes(32).toString('base64'))")`,
+      );
     }
     if (keys.some((k) => k.kid === kid)) return fail(`${where}: the key id ${kid} appears more than once`);
     keys.push({ kid, key });
@@ -100,7 +103,11 @@ export const configSchema = z.object({
    */
   TEMPORAL_UI_URL: z.string().url().optional(),
   /** Hours an operator console sign-in lasts; the session then ends and the console asks for the admin token again. */
-  CONSOLE_SESSION_HOURS: z.coerce.number().min(0.01).max(24 * 30).default(12),
+  CONSOLE_SESSION_HOURS: z.coerce
+    .number()
+    .min(0.01)
+    .max(24 * 30)
+    .default(12),
   /** Temporal namespace for every workflow of the service. */
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   /** Connect to Temporal over TLS (implied by a client certificate or an API key, e.g. Temporal Cloud). */
@@ -146,11 +153,26 @@ export const configSchema = z.object({
   /** Characters of a presented admin token that make its prefix (family) for ADMIN_AUTH_PREFIX_FAILURES. */
   ADMIN_AUTH_PREFIX_LENGTH: z.coerce.number().int().min(1).max(64).default(6),
   /** An address's or prefix's wrong admin tokens are forgotten once this long has passed without one (and after its block). */
-  ADMIN_AUTH_FAILURE_WINDOW_MS: z.coerce.number().int().min(1_000).max(30 * 24 * 3_600_000).default(900_000),
+  ADMIN_AUTH_FAILURE_WINDOW_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(30 * 24 * 3_600_000)
+    .default(900_000),
   /** The delay the first wrong admin token beyond the allowance blocks for; each further one doubles it. */
-  ADMIN_AUTH_DELAY_MS: z.coerce.number().int().min(1).max(24 * 3_600_000).default(1_000),
+  ADMIN_AUTH_DELAY_MS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 3_600_000)
+    .default(1_000),
   /** The longest such delay. */
-  ADMIN_AUTH_MAX_DELAY_MS: z.coerce.number().int().min(1).max(7 * 24 * 3_600_000).default(900_000),
+  ADMIN_AUTH_MAX_DELAY_MS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3_600_000)
+    .default(900_000),
   /**
    * Keys that encrypt stored secrets (source api keys, webhook signing secrets): `kid:base64(32 bytes)` entries
    * separated by commas. The first encrypts; the others only decrypt (rotation: put the new key first, keep the old
@@ -165,7 +187,12 @@ export const configSchema = z.object({
   SERVED_MODES: z
     .string()
     .default('test,live')
-    .transform((s) => s.split(',').map((m) => m.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((m) => m.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.enum(['test', 'live'])).min(1)),
   /** Public base address of the API, used in links and the OpenAPI document. Defaults to http://HOST:PORT. */
   PUBLIC_BASE_URL: z.string().url().optional(),
@@ -178,15 +205,35 @@ export const configSchema = z.object({
   /** First delay before a failed sync activity (a source outage) is tried again; it doubles per attempt. */
   SYNC_RETRY_INITIAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(2_000),
   /** Longest delay between two attempts of a sync activity. */
-  SYNC_RETRY_MAX_INTERVAL_MS: z.coerce.number().int().min(100).max(24 * 3_600_000).default(120_000),
+  SYNC_RETRY_MAX_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(24 * 3_600_000)
+    .default(120_000),
   /** Attempts of one entity of a run (the first included) before the run fails; the next scheduled run starts over. */
   SYNC_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1_000).default(10),
   /** All attempts of one entity of a run together (Temporal's schedule-to-close timeout); beyond it the run fails. */
-  SYNC_ENTITY_TIMEOUT_MS: z.coerce.number().int().min(10_000).max(7 * 24 * 3_600_000).default(6 * 3_600_000),
+  SYNC_ENTITY_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(10_000)
+    .max(7 * 24 * 3_600_000)
+    .default(6 * 3_600_000),
   /** A sync attempt whose resume point has not moved for this long fails (and is retried) instead of heartbeating on. */
-  SYNC_STALL_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(300_000),
+  SYNC_STALL_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3_600_000)
+    .default(300_000),
   /** All attempts of a run's bookkeeping step (claim, finish, record a failure): a longer database outage fails the run. */
-  SYNC_BOOKKEEPING_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(600_000),
+  SYNC_BOOKKEEPING_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3_600_000)
+    .default(600_000),
   /**
    * Seconds between full runs of an integration whose source can list what changed (delta runs in between), unless
    * the integration sets its own full_sync_interval_seconds. A full run is the only one that finds deletions.
@@ -195,16 +242,31 @@ export const configSchema = z.object({
   /** A delta run reads from the end of the last covered window less this many seconds (source clock skew, late commits). */
   SYNC_DELTA_OVERLAP_SECONDS: z.coerce.number().int().min(0).max(86_400).default(DEFAULT_DELTA_OVERLAP_SECONDS),
   /** Postgres statement_timeout of every pool of the service (0: none). A statement stuck on a lock fails instead of hanging. */
-  DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(60_000),
+  DB_STATEMENT_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 3_600_000)
+    .default(60_000),
   /** Postgres idle_in_transaction_session_timeout of every pool (0: none): a transaction left open by a stuck process ends. */
-  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(60_000),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 3_600_000)
+    .default(60_000),
   /**
    * How long opening a Postgres connection may take, in every process. A database that does not answer (stopped, cut
    * off) then fails requests within this time: the API answers 503 with Retry-After instead of hanging.
    */
   DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   /** statement_timeout of the API's pool: a read stuck on a lock or an overloaded database is a 503 after this long (0: DB_STATEMENT_TIMEOUT_MS). */
-  API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(24 * 3_600_000).default(5_000),
+  API_STATEMENT_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 3_600_000)
+    .default(5_000),
   /**
    * What a worker process runs, a comma list of WORKER_ROLE_NAMES: `sync` (sync workflows), `webhooks` (the
    * dispatchers and delivery workflows), `writes` (Operations and their sweeper), `automations` (automation runs),
@@ -215,7 +277,14 @@ export const configSchema = z.object({
   WORKER_ROLES: z
     .string()
     .default(WORKER_ROLE_NAMES.join(','))
-    .transform((s) => [...new Set(s.split(',').map((r) => r.trim()).filter(Boolean))])
+    .transform((s) => [
+      ...new Set(
+        s
+          .split(',')
+          .map((r) => r.trim())
+          .filter(Boolean),
+      ),
+    ])
     .pipe(z.array(z.enum(WORKER_ROLE_NAMES)).min(1, `name at least one of ${WORKER_ROLE_NAMES.join(', ')}`)),
   /** Sync activities (one entity of one integration each) a worker runs at once; bounds its memory. */
   WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(8),
@@ -248,9 +317,24 @@ export const configSchema = z.object({
     .string()
     .default(DEFAULT_DISPATCH.probeScheduleMs.join(','))
     .transform((s) => s.split(',').map((v) => Number(v.trim())))
-    .pipe(z.array(z.number().int().min(0).max(24 * 3600 * 1000)).min(1)),
+    .pipe(
+      z
+        .array(
+          z
+            .number()
+            .int()
+            .min(0)
+            .max(24 * 3600 * 1000),
+        )
+        .min(1),
+    ),
   /** How long a subscription's dispatcher waits with nothing queued before its workflow completes (a new one starts with the next delivery). */
-  WEBHOOK_DISPATCH_IDLE_MS: z.coerce.number().int().min(0).max(24 * 3600 * 1000).default(DEFAULT_DISPATCH.idleMs),
+  WEBHOOK_DISPATCH_IDLE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 3600 * 1000)
+    .default(DEFAULT_DISPATCH.idleMs),
   /** Longest one dispatcher batch (one activity) takes deliveries before handing back to its workflow. */
   WEBHOOK_BATCH_MS: z.coerce.number().int().min(100).max(120_000).default(DEFAULT_DISPATCH.batchMs),
   /** How long a batch whose queue ran empty waits for more before it settles idle. */
@@ -261,7 +345,12 @@ export const configSchema = z.object({
    * Endpoint health: a subscription whose every attempt has failed for this long (its first failure after its last
    * success is this old, and an attempt fails again) is disabled, with a record of why. Default 5 days.
    */
-  WEBHOOK_DISABLE_AFTER_MS: z.coerce.number().int().min(1_000).max(365 * 24 * 3600 * 1000).default(DISABLE_AFTER_MS),
+  WEBHOOK_DISABLE_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(365 * 24 * 3600 * 1000)
+    .default(DISABLE_AFTER_MS),
   /** Write-back attempts (one source write, its read-back and the cache update each) a worker runs at once. */
   WRITE_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
   /** How long one write to the source may take before its outcome counts as unknown (a later attempt looks it up first). */
@@ -272,15 +361,30 @@ export const configSchema = z.object({
    */
   WRITE_RETRY_SCHEDULE_MS: delayList(DEFAULT_RETRY_SCHEDULES.write, 24 * 3600 * 1000),
   /** Delay before every write attempt after those of WRITE_RETRY_SCHEDULE_MS (30 min). */
-  WRITE_RETRY_EVERY_MS: z.coerce.number().int().min(0).max(24 * 3600 * 1000).default(DEFAULT_RETRY_SCHEDULES.write.thenEveryMs),
+  WRITE_RETRY_EVERY_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 3600 * 1000)
+    .default(DEFAULT_RETRY_SCHEDULES.write.thenEveryMs),
   /** No write attempt starts later than this after the write was accepted; the last one's failure fails it (24 h). */
-  WRITE_RETRY_WINDOW_MS: z.coerce.number().int().min(1_000).max(30 * 24 * 3600 * 1000).default(DEFAULT_RETRY_SCHEDULES.write.giveUpAfterMs),
+  WRITE_RETRY_WINDOW_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(30 * 24 * 3600 * 1000)
+    .default(DEFAULT_RETRY_SCHEDULES.write.giveUpAfterMs),
   /** Directory under which automations with a directory destination write their files (a destination's path is relative to it). */
   EXPORT_ROOT: z.string().min(1).default('.data/exports'),
   /** Export attempts (each streams one file from the cache to its destination) a worker runs at once. */
   AUTOMATION_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(100).default(4),
   /** How long one export attempt may take in all (reading the cache and sending the file). */
-  EXPORT_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(3_600_000),
+  EXPORT_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3_600_000)
+    .default(3_600_000),
   /**
    * Delays before each export attempt after the previous one, in milliseconds: the first at once, then 3 retries of a
    * transient failure (docs/decisions.md: 1 min, 5 min, 15 min). Tests shrink it.
@@ -357,7 +461,8 @@ export function liveModeRefusal(c: Config): string | undefined {
   if (!c.SERVED_MODES.includes('live')) return undefined;
   const lines: string[] = [];
   if (c.ADMIN_TOKEN === DEV_ADMIN_TOKEN) lines.push('  ADMIN_TOKEN: is the development default; set a long random token of your own');
-  if (c.SANDBOX_CONTROL_TOKEN === DEV_SANDBOX_CONTROL_TOKEN) lines.push('  SANDBOX_CONTROL_TOKEN: is the development default; set a long random token of your own');
+  if (c.SANDBOX_CONTROL_TOKEN === DEV_SANDBOX_CONTROL_TOKEN)
+    lines.push('  SANDBOX_CONTROL_TOKEN: is the development default; set a long random token of your own');
   if (c.ENCRYPTION_KEYS[0]!.key.equals(DEV_ENCRYPTION_KEY.key)) {
     lines.push('  ENCRYPTION_KEYS: unset, or its first (active) key is the public development key; put a kid:base64(32 bytes) key of your own first');
   }
@@ -376,7 +481,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   }
   const c = parsed.data;
   if ((c.TEMPORAL_TLS_CERT_PATH === undefined) !== (c.TEMPORAL_TLS_KEY_PATH === undefined)) {
-    throw new ConfigError('Invalid configuration:\n  TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: set both (an mTLS client certificate and its key) or neither');
+    throw new ConfigError(
+      'Invalid configuration:\n  TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: set both (an mTLS client certificate and its key) or neither',
+    );
   }
   const publicBase = (c.PUBLIC_BASE_URL ?? `http://${c.HOST === '0.0.0.0' ? '127.0.0.1' : c.HOST}:${c.PORT}`).replace(/\/$/, '');
   return {

@@ -96,9 +96,7 @@ export function createLogger(name: string, opts: { level?: string; pretty?: bool
     // Errors are serialized (and redacted) by redactLogObject; pino's own serializer would re-type them `Object`.
     serializers: { err: (err: unknown) => err },
     hooks: { streamWrite: redactText },
-    ...(opts.pretty
-      ? { transport: { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,hostname', messageFormat: '[{name}] {msg}' } } }
-      : {}),
+    ...(opts.pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,hostname', messageFormat: '[{name}] {msg}' } } } : {}),
   });
   // pino writes a child's bindings without the log formatter: redact them when the child is made (children of
   // children inherit this method).

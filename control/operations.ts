@@ -88,7 +88,10 @@ export async function ensureSweepSchedule(deps: { client: Client; taskQueue: str
  * stopped from outside (terminated, timed out) before it could. Asks Temporal's visibility (one list, paged), then
  * closeReasonOf tells why each one closed. Visibility lags the close by a moment; the next sweep sees what this one missed.
  */
-export async function closedWritesStillOpen(client: Client, opts: { withinMs: number; limit: number; now?: Date }): Promise<{ operationId: string; runId: string; status: string }[]> {
+export async function closedWritesStillOpen(
+  client: Client,
+  opts: { withinMs: number; limit: number; now?: Date },
+): Promise<{ operationId: string; runId: string; status: string }[]> {
   const since = new Date((opts.now ?? new Date()).getTime() - opts.withinMs).toISOString();
   const query = `WorkflowType = '${writeOperation.name}' AND ExecutionStatus != 'Running' AND ${SA_STATUS.name} IN ('queued', 'running') AND CloseTime > '${since}'`;
   const out: { operationId: string; runId: string; status: string }[] = [];

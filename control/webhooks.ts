@@ -142,7 +142,13 @@ export async function replayDelivery(deps: DeliveryControlDeps, d: DeliveryRef &
 
 /** The daily retention clean-up (events and deliveries older than 30 days). Idempotent. */
 export async function ensurePurgeSchedule(deps: { client: Client; taskQueue: string }): Promise<void> {
-  const action = { type: 'startWorkflow' as const, workflowType: purgeRetention, args: [{}] as [{ retentionMs?: number }], taskQueue: deps.taskQueue, workflowId: PURGE_SCHEDULE_ID };
+  const action = {
+    type: 'startWorkflow' as const,
+    workflowType: purgeRetention,
+    args: [{}] as [{ retentionMs?: number }],
+    taskQueue: deps.taskQueue,
+    workflowId: PURGE_SCHEDULE_ID,
+  };
   try {
     await deps.client.schedule.create({
       scheduleId: PURGE_SCHEDULE_ID,

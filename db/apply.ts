@@ -86,7 +86,10 @@ async function readWhole<E extends Entity>(
 ): Promise<{ rows: RowOf[E][]; people: Map<string, LeaseResident[]>; refs: Refs }> {
   const table = tableOf(entity);
   const [rows, people, refs] = await Promise.all([
-    tx.select().from(table).where(and(eq(table.integrationId, integrationId), anyOf(table.xId, xIds))),
+    tx
+      .select()
+      .from(table)
+      .where(and(eq(table.integrationId, integrationId), anyOf(table.xId, xIds))),
     entity === 'lease' ? leaseResidentsOfXIds(tx, integrationId, xIds) : Promise.resolve(new Map<string, LeaseResident[]>()),
     resolveRefs(tx, integrationId, wantedRefs(inputs)),
   ]);
@@ -131,9 +134,11 @@ function lookupByXIds(tx: Tx, entity: Entity) {
  */
 function lookupMarkingSeen(tx: Tx, entity: Entity) {
   const t = tableOf(entity);
-  const seen = tx.$with('seen', { xIds: syncSeen.xIds }).as(
-    sql`insert into ${syncSeen} (sync_job_id, entity, x_ids) values (${sql.placeholder('syncJobId')}, ${sql.placeholder('entity')}, ${sql.placeholder('xIds')}::text[]) returning x_ids`,
-  );
+  const seen = tx
+    .$with('seen', { xIds: syncSeen.xIds })
+    .as(
+      sql`insert into ${syncSeen} (sync_job_id, entity, x_ids) values (${sql.placeholder('syncJobId')}, ${sql.placeholder('entity')}, ${sql.placeholder('xIds')}::text[]) returning x_ids`,
+    );
   return tx
     .with(seen)
     .select(storedColumns(entity))
@@ -210,7 +215,6 @@ export interface ApplyResult {
   eventIds: string[];
 }
 
-
 /**
  * Serializes a sync's writers of one integration's entity table (a page, a run's end) with each other and with
  * write-backs, which hold the same lock shared (lockForWriteBack).
@@ -282,16 +286,16 @@ export function eventRow(ctx: ApplyContext, draft: EventDraft, createdAt: Date) 
  * changes nothing and records no event, so a retried sync page never duplicates events.
  */
 export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, entity: E, inputs: InputOf[E][]): Promise<ApplyResult> {
-  return applyHashedRecords(tx, ctx, entity, inputs.map((input) => hashRecord(input)));
+  return applyHashedRecords(
+    tx,
+    ctx,
+    entity,
+    inputs.map((input) => hashRecord(input)),
+  );
 }
 
 /** applyRecords for records hashed already (a sync page, hashed by the thread that read it). */
-export async function applyHashedRecords<E extends Entity>(
-  tx: Tx,
-  ctx: ApplyContext,
-  entity: E,
-  records: HashedRecord<InputOf[E]>[],
-): Promise<ApplyResult> {
+export async function applyHashedRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, entity: E, records: HashedRecord<InputOf[E]>[]): Promise<ApplyResult> {
   const result: ApplyResult = { created: 0, updated: 0, unchanged: 0, ids: new Map(), eventIds: [] };
   if (records.length === 0) return result;
   const integrationId = ctx.integration.id;
@@ -464,7 +468,10 @@ function anyOf(column: AnyPgColumn, values: string[]): SQL {
 export async function insertRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Promise<void> {
   if (rows.length === 0) return;
   const { names, json } = jsonRows(table, rows);
-  const cols = sql.join(names.map((n) => sql.identifier(n)), sql`, `);
+  const cols = sql.join(
+    names.map((n) => sql.identifier(n)),
+    sql`, `,
+  );
   await tx.execute(sql`insert into ${table} (${cols}) select ${cols} from json_populate_recordset(null::${table}, ${json}::json)`);
 }
 

@@ -24,7 +24,10 @@ export async function insertAutomation(db: Db | Tx, input: NewAutomation & { id?
 
 /** A live (not deleted) automation. */
 export async function getAutomation(db: Db | Tx, id: string): Promise<AutomationRow | undefined> {
-  const [row] = await db.select().from(automations).where(and(eq(automations.id, id), isNull(automations.deletedAt)));
+  const [row] = await db
+    .select()
+    .from(automations)
+    .where(and(eq(automations.id, id), isNull(automations.deletedAt)));
   return row;
 }
 

@@ -30,7 +30,14 @@ interface AttemptRecord {
  * Record attempt `attempt` and move the delivery to `to` in one transaction, with its next attempt due at `next`.
  * An attempt already recorded (a retried bookkeeping call) is kept as it was.
  */
-export async function recordAttempt(db: Db, input: { deliveryId: string; attempt: number }, r: AttemptRecord, to: DeliveryStatus, next: Date | null, now: Date): Promise<void> {
+export async function recordAttempt(
+  db: Db,
+  input: { deliveryId: string; attempt: number },
+  r: AttemptRecord,
+  to: DeliveryStatus,
+  next: Date | null,
+  now: Date,
+): Promise<void> {
   await db.transaction(async (tx) => {
     await tx
       .insert(webhookAttempts)
@@ -83,7 +90,12 @@ export async function deliveryToAttempt(db: Db, deliveryId: string) {
 /** Where a delivery stands (attempts so far, state) and when it and its event were made. */
 export async function deliveryStanding(db: Db, deliveryId: string) {
   const [row] = await db
-    .select({ attempts: webhookDeliveries.attempts, status: webhookDeliveries.status, eventCreatedAt: events.createdAt, createdAt: webhookDeliveries.createdAt })
+    .select({
+      attempts: webhookDeliveries.attempts,
+      status: webhookDeliveries.status,
+      eventCreatedAt: events.createdAt,
+      createdAt: webhookDeliveries.createdAt,
+    })
     .from(webhookDeliveries)
     .leftJoin(events, eq(events.id, webhookDeliveries.eventId))
     .where(eq(webhookDeliveries.id, deliveryId));

@@ -28,13 +28,7 @@ export async function eventsOf(
   return tx
     .select(SUMMARY_COLUMNS)
     .from(events)
-    .where(
-      and(
-        eq(events.integrationId, integrationId),
-        gte(events.createdAt, retainedSince(now)),
-        page.types ? inArray(events.type, page.types) : undefined,
-      ),
-    )
+    .where(and(eq(events.integrationId, integrationId), gte(events.createdAt, retainedSince(now)), page.types ? inArray(events.type, page.types) : undefined))
     .orderBy(...inOrder(page.order, events.createdAt, events.id))
     .limit(page.limit)
     .offset(page.offset);

@@ -7,13 +7,7 @@ import { createHash } from 'node:crypto';
 import { and, asc, eq, getTableColumns, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
 import { canonicalJson } from '../domain/content';
 import type { Mode } from '../domain/plans';
-import {
-  operationStatesBefore,
-  parseOperationType,
-  type OperationStatus,
-  type OperationType,
-  type WritableEntity,
-} from '../domain/operations';
+import { operationStatesBefore, parseOperationType, type OperationStatus, type OperationType, type WritableEntity } from '../domain/operations';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { idempotencyKeys, operations } from './schema';
@@ -64,7 +58,9 @@ export function operationJson(row: Omit<OperationRow, 'request'>): OperationJson
  * the key, so its text for a given request must never change (test/unit/content.test.ts pins it).
  */
 export function requestHashOf(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`)
+    .digest('hex');
 }
 
 export interface NewOperation {
@@ -99,7 +95,14 @@ export async function acceptOperation(db: Db, input: NewOperation, now = new Dat
   const claim = db.$with('claim', { operationId: idempotencyKeys.operationId }).as(
     db
       .insert(idempotencyKeys)
-      .values({ organizationId: input.organizationId, mode: input.mode, key: input.idempotencyKey, requestHash: input.requestHash, operationId: id, createdAt: now })
+      .values({
+        organizationId: input.organizationId,
+        mode: input.mode,
+        key: input.idempotencyKey,
+        requestHash: input.requestHash,
+        operationId: id,
+        createdAt: now,
+      })
       .onConflictDoUpdate({
         target: [idempotencyKeys.organizationId, idempotencyKeys.mode, idempotencyKeys.key],
         set: { requestHash: input.requestHash, operationId: id, createdAt: now },
@@ -164,7 +167,13 @@ function prepareVisible(db: Db) {
   return db
     .select(viewColumns)
     .from(operations)
-    .where(and(eq(operations.id, sql.placeholder('id')), eq(operations.organizationId, sql.placeholder('organizationId')), eq(operations.mode, sql.placeholder('mode'))))
+    .where(
+      and(
+        eq(operations.id, sql.placeholder('id')),
+        eq(operations.organizationId, sql.placeholder('organizationId')),
+        eq(operations.mode, sql.placeholder('mode')),
+      ),
+    )
     .prepare('visible_operation');
 }
 
@@ -178,7 +187,10 @@ export async function getVisibleOperation(db: Db, id: string, organizationId: st
 
 export async function markWorkflowStarted(db: Db, ids: string[], now = new Date()): Promise<void> {
   if (ids.length === 0) return;
-  await db.update(operations).set({ workflowStartedAt: now }).where(and(inArray(operations.id, ids), isNull(operations.workflowStartedAt)));
+  await db
+    .update(operations)
+    .set({ workflowStartedAt: now })
+    .where(and(inArray(operations.id, ids), isNull(operations.workflowStartedAt)));
 }
 
 /** Queued Operations accepted before `before` whose workflow no one is known to have started (the sweeper's work). */
@@ -226,7 +238,9 @@ export async function moveOperation(
   db: Db | Tx,
   id: string,
   status: OperationStatus,
-  fields: Partial<Pick<OperationRow, 'sourceState' | 'appliedAt' | 'reconcileState' | 'attempts' | 'nextAttemptAt' | 'lastError' | 'resourceId' | 'resourceXId'>>,
+  fields: Partial<
+    Pick<OperationRow, 'sourceState' | 'appliedAt' | 'reconcileState' | 'attempts' | 'nextAttemptAt' | 'lastError' | 'resourceId' | 'resourceXId'>
+  >,
   now = new Date(),
 ): Promise<OperationRow | undefined> {
   const [row] = await db

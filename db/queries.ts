@@ -226,7 +226,10 @@ function compile(shape: string, build: () => { toSQL(): { sql: string; params: u
 
 /** The SQL text and parameter values of a built query, as sent to Postgres. */
 export function sqlOf(built: { query: { toSQL(): { sql: string; params: unknown[] } }; bindings: Bindings; shape: string }) {
-  return fill(compile(built.shape, () => built.query), built.bindings.values);
+  return fill(
+    compile(built.shape, () => built.query),
+    built.bindings.values,
+  );
 }
 
 function fill(c: Compiled, values: Map<string, unknown>) {
@@ -280,7 +283,10 @@ async function leaseResidentsOf(db: Db, leaseIds: string[]): Promise<Map<string,
 
 async function serialize<E extends Entity>(db: Db, entity: E, rows: RowOf[E][]): Promise<RecordOf[E][]> {
   if (entity !== 'lease') return toRecords(db, entity, rows);
-  const people = await leaseResidentsOf(db, rows.map((r) => r.id));
+  const people = await leaseResidentsOf(
+    db,
+    rows.map((r) => r.id),
+  );
   return (rows as LeaseRow[]).map((r) => leaseRecord(r, people.get(r.id) ?? [])) as RecordOf[E][];
 }
 

@@ -54,5 +54,8 @@ export async function undispatchedEvents(db: Db, opts: { limit: number; organiza
 
 /** The integration of each of these subscriptions (what waking a dispatcher needs). */
 export async function integrationsOfSubscriptions(db: Db, subscriptionIds: string[]): Promise<{ id: string; integrationId: string }[]> {
-  return db.select({ id: webhookSubscriptions.id, integrationId: webhookSubscriptions.integrationId }).from(webhookSubscriptions).where(inArray(webhookSubscriptions.id, subscriptionIds));
+  return db
+    .select({ id: webhookSubscriptions.id, integrationId: webhookSubscriptions.integrationId })
+    .from(webhookSubscriptions)
+    .where(inArray(webhookSubscriptions.id, subscriptionIds));
 }

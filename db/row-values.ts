@@ -1,7 +1,6 @@
 /** Mapping CDM input to the column values of the cache's rows, references resolved by x_id. */
 import type { Entity, InputOf, LeaseInput, PropertyInput, ResidentInput, UnitInput } from '../domain/cdm';
 
-
 /** CDM ids of referenced records, by entity and source x_id. */
 export interface Refs {
   property: Map<string, string>;

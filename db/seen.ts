@@ -30,30 +30,18 @@ export async function softDeleteUnseen(
   await lockEntity(tx, ctx.integration.id, entity);
   // sync_seen_pages fills and empties with every run, so its statistics are usually stale (empty): the planner would
   // then pick a nested-loop anti join, quadratic in the size of the run. A hash or merge anti join stays linear.
-  const [setting] = await tx.execute<{ prev: string }>(
-    sql`select current_setting('enable_nestloop') as prev, set_config('enable_nestloop', 'off', true)`,
-  );
+  const [setting] = await tx.execute<{ prev: string }>(sql`select current_setting('enable_nestloop') as prev, set_config('enable_nestloop', 'off', true)`);
   const gone = await tx
     .update(table)
     .set({ deletedAt: now, updatedAt: now })
-    .where(
-      and(
-        eq(table.integrationId, ctx.integration.id),
-        isNull(table.deletedAt),
-        unseenBy(table, ctx.syncJobId, entity),
-      ),
-    )
+    .where(and(eq(table.integrationId, ctx.integration.id), isNull(table.deletedAt), unseenBy(table, ctx.syncJobId, entity)))
     .returning({ id: table.id, xId: table.xId });
   await tx.execute(sql`select set_config('enable_nestloop', ${setting?.prev ?? 'on'}, true)`);
   const eventIds: string[] = [];
   if (ctx.emitEvents && gone.length > 0) {
     const type = (entity === 'lease' ? 'LEASE_UPDATED' : `${entity.toUpperCase()}_UPDATED`) as EventType;
     const rows = gone.map((g) =>
-      eventRow(
-        ctx,
-        { type, recordId: g.id, data: updatedPayload({ id: g.id, x_id: g.xId, deleted_at: iso(now), updated_at: iso(now) }, ['deleted_at']) },
-        now,
-      ),
+      eventRow(ctx, { type, recordId: g.id, data: updatedPayload({ id: g.id, x_id: g.xId, deleted_at: iso(now), updated_at: iso(now) }, ['deleted_at']) }, now),
     );
     await insertRows(tx, events, rows);
     eventIds.push(...rows.map((r) => r.id));

@@ -144,11 +144,7 @@ export function leaseRecord(r: LeaseRow, people: LeaseResident[]): Lease {
 export async function loadLeaseResidents(tx: Tx, leaseIds: string[]): Promise<Map<string, LeaseResident[]>> {
   if (leaseIds.length === 0) return new Map();
   return byLease(
-    await tx
-      .select()
-      .from(leaseResidents)
-      .where(inArray(leaseResidents.leaseId, leaseIds))
-      .orderBy(leaseResidents.leaseId, leaseResidents.position),
+    await tx.select().from(leaseResidents).where(inArray(leaseResidents.leaseId, leaseIds)).orderBy(leaseResidents.leaseId, leaseResidents.position),
   );
 }
 

@@ -67,10 +67,7 @@ export async function getIntegration(tx: Tx, id: string): Promise<IntegrationRow
 }
 
 /** Create a key; the returned `key` is the only time the secret exists outside the caller. */
-export async function createApiKey(
-  tx: Tx,
-  input: { organizationId: string; mode: Mode; scopes?: Scope[] },
-): Promise<{ row: ApiKeyRow; key: string }> {
+export async function createApiKey(tx: Tx, input: { organizationId: string; mode: Mode; scopes?: Scope[] }): Promise<{ row: ApiKeyRow; key: string }> {
   const key = `sk_${input.mode}_${randomBase62(32)}`;
   const [row] = await tx
     .insert(apiKeys)

@@ -75,7 +75,14 @@ async function disableSubscription(tx: Tx, subscriptionId: string, by: DisabledB
  * outbox, delivered (like any event, signed, retried) to the subscriptions that name that type. It is not in docs/api.md's
  * catalog, so `["*"]` does not cover it and the public feed leaves it out.
  */
-async function recordDisabledNotice(tx: Tx, subscriptionId: string, by: DisabledBy, reason: string, now: Date, health: { failingSince: Date | null }): Promise<void> {
+async function recordDisabledNotice(
+  tx: Tx,
+  subscriptionId: string,
+  by: DisabledBy,
+  reason: string,
+  now: Date,
+  health: { failingSince: Date | null },
+): Promise<void> {
   await tx.execute(sql`
     insert into ${events} (id, organization_id, integration_id, mode, type, category, data, created_at)
     select ${newId('event')}, s.organization_id, s.integration_id, i.mode, 'SUBSCRIPTION_DISABLED', 'operational',
@@ -141,7 +148,16 @@ export interface Health {
   deadLettered: number;
 }
 
-export const NO_HEALTH: Health = { successRate: null, attempts: 0, lastSuccessAt: null, lastFailureAt: null, failingSince: null, pending: 0, retrying: 0, deadLettered: 0 };
+export const NO_HEALTH: Health = {
+  successRate: null,
+  attempts: 0,
+  lastSuccessAt: null,
+  lastFailureAt: null,
+  failingSince: null,
+  pending: 0,
+  retrying: 0,
+  deadLettered: 0,
+};
 
 /** The health of these subscriptions, in one statement. */
 export async function healthOf(tx: Tx, subscriptionIds: readonly string[], now = new Date()): Promise<Map<string, Health>> {

@@ -20,7 +20,6 @@ export type EventRow = typeof events.$inferSelect;
 /** Plans whose integrations may have subscriptions (and whose events are delivered). */
 const WEBHOOK_PLANS = PLANS.filter((p) => PLAN_RULES[p].webhooks);
 
-
 /**
  * The envelope of an event as receivers get it, in a fixed field order. Called once per event (the dispatcher that
  * first takes one of its deliveries, or an attempt or replay that finds none) and stored in events.body; every
@@ -58,7 +57,10 @@ export async function eventBody(tx: Tx, eventId: string): Promise<string | null>
 export async function eventBodies(tx: Tx, eventIds: readonly string[]): Promise<Map<string, string>> {
   const bodies = new Map<string, string>();
   if (eventIds.length === 0) return bodies;
-  const rows = await tx.select().from(events).where(inArray(events.id, [...new Set(eventIds)]));
+  const rows = await tx
+    .select()
+    .from(events)
+    .where(inArray(events.id, [...new Set(eventIds)]));
   const unserialized = rows.filter((r) => r.body === null);
   for (const r of rows) if (r.body !== null) bodies.set(r.id, r.body);
   if (unserialized.length === 0) return bodies;
@@ -125,7 +127,11 @@ export async function listSubscriptions(tx: Tx, integrationId: string, page: { l
 }
 
 /** Change a subscription's settings; returns it as it now is. */
-export async function updateSubscription(tx: Tx, id: string, changes: Partial<Omit<SubscriptionRow, 'id' | 'updatedAt'>>): Promise<SubscriptionRow | undefined> {
+export async function updateSubscription(
+  tx: Tx,
+  id: string,
+  changes: Partial<Omit<SubscriptionRow, 'id' | 'updatedAt'>>,
+): Promise<SubscriptionRow | undefined> {
   const [row] = await tx
     .update(webhookSubscriptions)
     .set({ ...changes, updatedAt: new Date() })
@@ -223,11 +229,7 @@ export async function eventsInRange(tx: Tx, sub: SubscriptionRow, since: Date, u
     .select({ id: events.id, type: events.type })
     .from(events)
     .where(
-      and(
-        eq(events.integrationId, sub.integrationId),
-        sql`${events.createdAt} >= ${since.toISOString()}`,
-        sql`${events.createdAt} <= ${until.toISOString()}`,
-      ),
+      and(eq(events.integrationId, sub.integrationId), sql`${events.createdAt} >= ${since.toISOString()}`, sql`${events.createdAt} <= ${until.toISOString()}`),
     )
     .orderBy(asc(events.createdAt), asc(events.id))
     .limit(limit);
@@ -327,7 +329,10 @@ export interface QueueItem {
  * was idle (the caller wakes them once the transaction has committed: no network call inside it); a busy
  * dispatcher hears of its new work by a notification sent at commit.
  */
-export async function queueDeliveries(tx: Tx, items: QueueItem[]): Promise<{ idle: string[]; queued: Pick<DeliveryRow, 'id' | 'eventId' | 'subscriptionId'>[] }> {
+export async function queueDeliveries(
+  tx: Tx,
+  items: QueueItem[],
+): Promise<{ idle: string[]; queued: Pick<DeliveryRow, 'id' | 'eventId' | 'subscriptionId'>[] }> {
   const perSub = new Map<string, QueueItem[]>();
   for (const item of items) perSub.set(item.sub.id, [...(perSub.get(item.sub.id) ?? []), item]);
   const idle: string[] = [];
@@ -366,7 +371,11 @@ export async function queueDeliveries(tx: Tx, items: QueueItem[]): Promise<{ idl
             as v(id text, "eventId" text, "subscriptionId" text, "organizationId" uuid, "integrationId" uuid, "eventType" text, seq bigint)
           on conflict do nothing
           returning id, event_id, subscription_id`);
-  const queued: Pick<DeliveryRow, 'id' | 'eventId' | 'subscriptionId'>[] = made.map((r) => ({ id: r.id, eventId: r.event_id, subscriptionId: r.subscription_id }));
+  const queued: Pick<DeliveryRow, 'id' | 'eventId' | 'subscriptionId'>[] = made.map((r) => ({
+    id: r.id,
+    eventId: r.event_id,
+    subscriptionId: r.subscription_id,
+  }));
   const busy = [...perSub.keys()].filter((id) => !idle.includes(id));
   // One array parameter (sql.param): a bare array in a sql template is expanded into a row `($1, $2)`, which no cast makes an array.
   if (busy.length > 0) await tx.execute(sql`select pg_notify(${QUEUED_CHANNEL}, id) from unnest(${sql.param(busy)}::text[]) as id`);
@@ -426,7 +435,15 @@ export interface ClaimedDelivery {
  * taken (first_started_at) before anything is sent.
  */
 export async function claimQueued(tx: Tx, subscriptionId: string, limit: number): Promise<ClaimedDelivery[]> {
-  const rows = await tx.execute<{ id: string; seq: number; event_id: string; event_type: string; integration_id: string; body: string | null; event_created_at: string | null }>(sql`
+  const rows = await tx.execute<{
+    id: string;
+    seq: number;
+    event_id: string;
+    event_type: string;
+    integration_id: string;
+    body: string | null;
+    event_created_at: string | null;
+  }>(sql`
     update ${webhookDeliveries} d set first_started_at = now()
     where d.id in (
       select id from ${webhookDeliveries}
@@ -561,7 +578,10 @@ export async function setCircuit(tx: Tx, subscriptionId: string, circuit: { open
     .update(webhookSubscriptions)
     .set(
       circuit
-        ? { circuitOpenedAt: sql`coalesce(${webhookSubscriptions.circuitOpenedAt}, ${circuit.openedAt.toISOString()}::timestamptz)`, circuitNextProbeAt: circuit.nextProbeAt }
+        ? {
+            circuitOpenedAt: sql`coalesce(${webhookSubscriptions.circuitOpenedAt}, ${circuit.openedAt.toISOString()}::timestamptz)`,
+            circuitNextProbeAt: circuit.nextProbeAt,
+          }
         : { circuitOpenedAt: null, circuitNextProbeAt: null },
     )
     .where(eq(webhookSubscriptions.id, subscriptionId));

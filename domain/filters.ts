@@ -98,8 +98,8 @@ export const datetimeParam = (description: string) =>
 
 /** A date `YYYY-MM-DD` from 0001-01-01 to 9999-12-31 (domain/scalars.ts), else a 422 naming the parameter. */
 const dateParam = (description: string) =>
-  z
-    .iso.date({ error: 'must be a date written YYYY-MM-DD' })
+  z.iso
+    .date({ error: 'must be a date written YYYY-MM-DD' })
     .refine(dateInBounds, { message: DATE_BOUNDS_DETAIL, params: RULE, when: (payload) => payload.issues.length === 0 })
     .optional()
     .openapi({ type: 'string', format: 'date', pattern: DATE_BOUNDS.source, description: `${description} ${DATE_RANGE}` } as never) as unknown as z.ZodType<
@@ -108,10 +108,7 @@ const dateParam = (description: string) =>
   >;
 
 /** A free-text parameter: any text without NUL (domain/scalars.ts). */
-const textParam = (description: string) =>
-  plainText()
-    .optional()
-    .openapi({ description }) as unknown as z.ZodType<string | undefined, string | undefined>;
+const textParam = (description: string) => plainText().optional().openapi({ description }) as unknown as z.ZodType<string | undefined, string | undefined>;
 
 export function splitList(s: string): string[] {
   return s
@@ -146,10 +143,11 @@ export const uuidListParam = (description: string) =>
       return values.map((v) => v.toLowerCase());
     })
     .optional()
-    .openapi({ type: 'string', pattern: UUID_LIST_PATTERN, description: `${description} Comma-separated list of UUIDs matches any.` } as never) as unknown as z.ZodType<
-    string[] | undefined,
-    string | undefined
-  >;
+    .openapi({
+      type: 'string',
+      pattern: UUID_LIST_PATTERN,
+      description: `${description} Comma-separated list of UUIDs matches any.`,
+    } as never) as unknown as z.ZodType<string[] | undefined, string | undefined>;
 
 export interface OrderBy<F extends string = string> {
   field: F;
@@ -227,7 +225,6 @@ export const LeaseListQuery = z.object({
   end_date_gte: dateParam('`end_date` on or after this date.'),
   end_date_lte: dateParam('`end_date` on or before this date.'),
 });
-
 
 export const LIST_QUERIES = {
   property: PropertyListQuery,

@@ -16,9 +16,7 @@ export const ID_PREFIX = {
 export type IdKind = keyof typeof ID_PREFIX;
 
 const ULID = '[0-9A-HJKMNP-TV-Z]{26}';
-const patterns = Object.fromEntries(
-  Object.entries(ID_PREFIX).map(([k, p]) => [k, new RegExp(`^${p}${ULID}$`)]),
-) as Record<IdKind, RegExp>;
+const patterns = Object.fromEntries(Object.entries(ID_PREFIX).map(([k, p]) => [k, new RegExp(`^${p}${ULID}$`)])) as Record<IdKind, RegExp>;
 
 /** The pattern of an id of one kind, as an OpenAPI document states it. */
 export function idPattern(kind: IdKind): string {

@@ -24,7 +24,8 @@ for (;;) {
   url.searchParams.set('limit', '100');
   if (after) url.searchParams.set('after', after);
   const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-  if (res.status === 404) throw new Error(`checkpoint ${after} is older than 30 days or unknown: delete ${checkpointFile}, start over, and re-read the records`);
+  if (res.status === 404)
+    throw new Error(`checkpoint ${after} is older than 30 days or unknown: delete ${checkpointFile}, start over, and re-read the records`);
   if (!res.ok) throw new Error(`GET ${url} answered ${res.status}: ${await res.text()}`);
   const page = await res.json();
   for (const event of page.results) {

@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 const secret = process.env.WEBHOOK_SECRET;
 const port = Number(process.env.PORT ?? 4000);
 if (!secret) {
-  console.error('set WEBHOOK_SECRET to the subscription\'s signing secret (whsec_…)');
+  console.error("set WEBHOOK_SECRET to the subscription's signing secret (whsec_…)");
   process.exit(2);
 }
 
@@ -24,8 +24,7 @@ createServer((req, res) => {
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
     const body = Buffer.concat(chunks); // the bytes as received: never re-serialized JSON
-    const ok = signedWith(secret, body, req.headers['x-service-signature']) ||
-      signedWith(secret, body, req.headers['x-service-signature-previous']);
+    const ok = signedWith(secret, body, req.headers['x-service-signature']) || signedWith(secret, body, req.headers['x-service-signature-previous']);
     if (!ok) {
       res.writeHead(401).end();
       console.log('refused a request with a bad signature');

@@ -55,7 +55,12 @@ export interface WorkerRegistry {
 
 export function createWorkerMetrics(): WorkerRegistry {
   const registry = withDefaults();
-  const syncRuns = new Counter({ name: 'propsync_sync_runs_total', help: 'Sync runs ended, by outcome and trigger kind.', labelNames: ['outcome', 'kind'], registers: [registry] });
+  const syncRuns = new Counter({
+    name: 'propsync_sync_runs_total',
+    help: 'Sync runs ended, by outcome and trigger kind.',
+    labelNames: ['outcome', 'kind'],
+    registers: [registry],
+  });
   const syncDuration = new Histogram({
     name: 'propsync_sync_run_duration_seconds',
     help: 'Wall time of sync runs from claim to end, by outcome and trigger kind.',
@@ -82,8 +87,18 @@ export function createWorkerMetrics(): WorkerRegistry {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const operations = new Counter({ name: 'propsync_operations_completed_total', help: 'Operations (writes) that ended, by type and outcome.', labelNames: ['type', 'outcome'], registers: [registry] });
-  const automations = new Counter({ name: 'propsync_automation_runs_total', help: 'Automation runs that ended, by outcome.', labelNames: ['outcome'], registers: [registry] });
+  const operations = new Counter({
+    name: 'propsync_operations_completed_total',
+    help: 'Operations (writes) that ended, by type and outcome.',
+    labelNames: ['type', 'outcome'],
+    registers: [registry],
+  });
+  const automations = new Counter({
+    name: 'propsync_automation_runs_total',
+    help: 'Automation runs that ended, by outcome.',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
   return {
     registry,
     metrics: {
@@ -168,7 +183,12 @@ export function createApiMetrics(facts: HealthFactsSource): ApiMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const limited = new Counter({ name: 'propsync_rate_limited_requests_total', help: 'Requests refused by the organization-wide rate limit (429), by plan.', labelNames: ['plan'], registers: [registry] });
+  const limited = new Counter({
+    name: 'propsync_rate_limited_requests_total',
+    help: 'Requests refused by the organization-wide rate limit (429), by plan.',
+    labelNames: ['plan'],
+    registers: [registry],
+  });
   const dbDown = new Counter({
     name: 'propsync_database_unavailable_total',
     help: 'Requests answered 503 because Postgres could not be reached within its connection or statement timeout.',
@@ -200,12 +220,20 @@ export function createApiMetrics(facts: HealthFactsSource): ApiMetrics {
   fact('propsync_webhook_deliveries_in_flight', 'First attempts sent by a dispatcher and not yet recorded.', (f) => f.deliveriesInFlight);
   fact('propsync_webhook_deliveries_retrying', 'Deliveries whose last attempt failed, waiting for the next.', (f) => f.deliveriesRetrying);
   fact('propsync_webhook_dead_letters_open', 'Dead-lettered deliveries not yet replayed or expired.', (f) => f.deadLettersOpen);
-  fact('propsync_operation_oldest_queued_age_seconds', 'Age of the oldest Operation not finished (queued, or running between attempts); 0 when none.', (f) => f.oldestOpenOperationSeconds);
+  fact(
+    'propsync_operation_oldest_queued_age_seconds',
+    'Age of the oldest Operation not finished (queued, or running between attempts); 0 when none.',
+    (f) => f.oldestOpenOperationSeconds,
+  );
   fact('propsync_records_quarantined', 'Records sync runs listed as unreadable (kept for the retention).', (f) => f.recordsQuarantined);
   fact('propsync_integrations_failing', 'Live integrations whose newest finished sync run failed.', (f) => f.integrationsFailing);
   fact('propsync_integrations_sync_overdue', 'Live integrations with no successful sync within 3 times their cadence.', (f) => f.integrationsOverdue);
   fact('propsync_sync_runs_retrying', 'Sync runs whose current step is being retried (attempt 2 or later).', (f) => f.syncRunsRetrying);
-  fact('propsync_webhook_circuits_open', 'Subscriptions whose circuit is open: their receiver failed a run of attempts and no probe has succeeded since.', (f) => f.circuitsOpen);
+  fact(
+    'propsync_webhook_circuits_open',
+    'Subscriptions whose circuit is open: their receiver failed a run of attempts and no probe has succeeded since.',
+    (f) => f.circuitsOpen,
+  );
   fact('propsync_webhook_circuit_open_oldest_seconds', 'Seconds since the oldest circuit still open opened; 0 when none.', (f) => f.oldestOpenCircuitSeconds);
   new Gauge({
     name: 'propsync_webhook_subscription_deliveries_pending',

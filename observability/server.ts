@@ -26,7 +26,9 @@ export async function serveMetrics(opts: MetricsServerOptions): Promise<MetricsS
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      res.writeHead(path === '/metrics' ? 405 : 404, { 'content-type': 'text/plain' }).end(path === '/metrics' ? 'GET only\n' : 'not found: the metrics are at /metrics\n');
+      res
+        .writeHead(path === '/metrics' ? 405 : 404, { 'content-type': 'text/plain' })
+        .end(path === '/metrics' ? 'GET only\n' : 'not found: the metrics are at /metrics\n');
       return;
     }
     void (async () => {

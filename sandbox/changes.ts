@@ -19,7 +19,17 @@
  */
 import type { SandboxChangeRequest, SandboxChangeResult } from './control';
 import { contextOf, makeCustomer, makeLease, makeProperty, makeUnit } from './generator';
-import { ENTITIES, type AnyModel, type Entity, type LeaseModel, type LeaseState, type ModelOf, type NextIds, type PropertyContext, type PropertyModel } from './model';
+import {
+  ENTITIES,
+  type AnyModel,
+  type Entity,
+  type LeaseModel,
+  type LeaseState,
+  type ModelOf,
+  type NextIds,
+  type PropertyContext,
+  type PropertyModel,
+} from './model';
 import { Rng, streamSeed } from './random';
 import { getRecords, lockCompany, putRecords, saveCounters, type Sql } from './store';
 import { addMonths, DAY, dayOf, isoDate } from './time';
@@ -37,15 +47,40 @@ interface Skeleton {
 }
 
 const WEIGHTS: Record<'update' | 'create' | 'delete', readonly (readonly [Entity, number])[]> = {
-  update: [['property', 5], ['unit', 25], ['resident', 35], ['lease', 35]],
-  create: [['property', 2], ['unit', 20], ['resident', 38], ['lease', 40]],
-  delete: [['unit', 20], ['resident', 30], ['lease', 50]],
+  update: [
+    ['property', 5],
+    ['unit', 25],
+    ['resident', 35],
+    ['lease', 35],
+  ],
+  create: [
+    ['property', 2],
+    ['unit', 20],
+    ['resident', 38],
+    ['lease', 40],
+  ],
+  delete: [
+    ['unit', 20],
+    ['resident', 30],
+    ['lease', 50],
+  ],
 };
 
 const TRANSITIONS: Record<'pending' | 'active' | 'notice', readonly (readonly [LeaseState | 'renewed', number])[]> = {
-  pending: [['active', 70], ['cancelled', 30]],
-  active: [['notice', 40], ['renewed', 25], ['terminated', 20], ['evicted', 15]],
-  notice: [['ended', 75], ['renewed', 25]],
+  pending: [
+    ['active', 70],
+    ['cancelled', 30],
+  ],
+  active: [
+    ['notice', 40],
+    ['renewed', 25],
+    ['terminated', 20],
+    ['evicted', 15],
+  ],
+  notice: [
+    ['ended', 75],
+    ['renewed', 25],
+  ],
 };
 
 const empty = (): Record<Entity, string[]> => ({ property: [], unit: [], resident: [], lease: [] });
@@ -71,8 +106,7 @@ function countsOf(
   return out;
 }
 
-const sizes = (of: (e: Entity) => unknown[]) =>
-  Object.fromEntries(ENTITIES.map((e) => [e, of(e).length])) as Record<Entity, number>;
+const sizes = (of: (e: Entity) => unknown[]) => Object.fromEntries(ENTITIES.map((e) => [e, of(e).length])) as Record<Entity, number>;
 
 export type ChangeResult = SandboxChangeResult & { renewals: { x_id: string; previous_x_id: string }[] };
 
@@ -120,7 +154,13 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
       const first = rng.sample(candidates, n);
       if (first.length >= n) return first;
       const taken = new Set(first);
-      return [...first, ...rng.sample(fallback.filter((r) => !taken.has(r)), n - first.length)];
+      return [
+        ...first,
+        ...rng.sample(
+          fallback.filter((r) => !taken.has(r)),
+          n - first.length,
+        ),
+      ];
     };
     if (del.property > 0) {
       for (const p of rng.sample(alive('property'), del.property)) {
@@ -132,7 +172,11 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     if (del.unit > 0) {
       const leased = new Set(all.lease.filter((l) => !gone.lease.has(l.id)).map((l) => l.unit_id));
       const units = alive('unit');
-      for (const u of pickWithFallback(units.filter((u) => !leased.has(u.id)), units, del.unit)) {
+      for (const u of pickWithFallback(
+        units.filter((u) => !leased.has(u.id)),
+        units,
+        del.unit,
+      )) {
         gone.unit.add(u.id);
         for (const l of leasesOfUnit.get(u.id) ?? []) dropLease(l);
       }
@@ -140,14 +184,23 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     if (del.resident > 0) {
       const onLease = new Set(all.lease.filter((l) => !gone.lease.has(l.id)).flatMap((l) => l.customer_ids ?? []));
       const residents = alive('resident');
-      for (const r of pickWithFallback(residents.filter((r) => !onLease.has(r.id)), residents, del.resident)) {
+      for (const r of pickWithFallback(
+        residents.filter((r) => !onLease.has(r.id)),
+        residents,
+        del.resident,
+      )) {
         gone.resident.add(r.id);
         for (const l of leasesOfCustomer.get(r.id) ?? []) dropLease(l);
       }
     }
     if (del.lease > 0) {
       const leases = alive('lease');
-      for (const l of pickWithFallback(leases.filter((l) => !renewedBy.has(l.id)), leases, del.lease)) dropLease(l.id);
+      for (const l of pickWithFallback(
+        leases.filter((l) => !renewedBy.has(l.id)),
+        leases,
+        del.lease,
+      ))
+        dropLease(l.id);
     }
     for (const e of ENTITIES) {
       const ids = [...gone[e]].sort((a, b) => a - b);
@@ -172,7 +225,12 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     const upd = countsOf(req.update, rng, WEIGHTS.update, sizes(alive));
     for (const e of ENTITIES) {
       const picked = rng.sample(alive(e), upd[e]).sort((a, b) => a.id - b.id);
-      const loaded = await getRecords(tx, companyId, e, picked.map((p) => p.id));
+      const loaded = await getRecords(
+        tx,
+        companyId,
+        e,
+        picked.map((p) => p.id),
+      );
       for (const row of loaded) {
         writes.push({ entity: e, id: row.id, model: mutate(e, row.model, rng, counter, today) });
         touched[e].add(row.id);
@@ -187,7 +245,12 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
         return s === 'pending' || s === 'active' || s === 'notice';
       });
       const picked = rng.sample(open, req.lease_transitions).sort((a, b) => a.id - b.id);
-      const loaded = await getRecords(tx, companyId, 'lease', picked.map((p) => p.id));
+      const loaded = await getRecords(
+        tx,
+        companyId,
+        'lease',
+        picked.map((p) => p.id),
+      );
       for (const row of loaded) {
         const lease = row.model as LeaseModel;
         const from = lease.state as 'pending' | 'active' | 'notice';
@@ -231,7 +294,12 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
     const bad = countsOf(req.corrupt, rng, WEIGHTS.update, sizes(alive));
     for (const e of ENTITIES) {
       const picked = rng.sample(alive(e), bad[e]).sort((a, b) => a.id - b.id);
-      for (const row of await getRecords(tx, companyId, e, picked.map((p) => p.id))) {
+      for (const row of await getRecords(
+        tx,
+        companyId,
+        e,
+        picked.map((p) => p.id),
+      )) {
         writes.push({ entity: e, id: row.id, model: { ...row.model, malformed: true } });
         touched[e].add(row.id);
         result.corrupted[e].push(String(row.id));
@@ -357,7 +425,10 @@ function mutate<E extends Entity>(entity: E, model: ModelOf[E], rng: Rng, counte
     }
     case 'unit': {
       const d = m as ModelOf['unit'];
-      const kind = rng.weighted([['rent', 70], ['remarks', 30]] as const);
+      const kind = rng.weighted([
+        ['rent', 70],
+        ['remarks', 30],
+      ] as const);
       if (kind === 'rent') d.marketRentCents = nudge(d.marketRentCents ?? 0, 2500);
       else d.remarks = `Inspected ${usDay(today)} (#${counter})`;
       break;
@@ -372,7 +443,11 @@ function mutate<E extends Entity>(entity: E, model: ModelOf[E], rng: Rng, counte
     }
     default: {
       const d = m as LeaseModel;
-      const kind = rng.weighted([['rent', 40], ['balance', 40], ['notes', 20]] as const);
+      const kind = rng.weighted([
+        ['rent', 40],
+        ['balance', 40],
+        ['notes', 20],
+      ] as const);
       if (kind === 'rent') d.rentCents = nudge(d.rentCents, 1000);
       else if (kind === 'balance') d.balanceCents = nudge(d.balanceCents, 1234);
       else d.notes = `Contacted ${usDay(today)} about renewal (#${counter})`;

@@ -77,7 +77,13 @@ export interface SandboxControl {
    * Provision a company (one per integration) with generated data, in one flavour (default entrata); returns the
    * credentials its connector uses. Creating an existing company again returns its credentials, whatever is asked.
    */
-  createCompany(input: { companyId: string; size: number; seed: number; dialect?: SandboxDialect; rate_limit_per_second?: number }): Promise<SandboxCredentials>;
+  createCompany(input: {
+    companyId: string;
+    size: number;
+    seed: number;
+    dialect?: SandboxDialect;
+    rate_limit_per_second?: number;
+  }): Promise<SandboxCredentials>;
   deleteCompany(companyId: string): Promise<void>;
   applyChanges(companyId: string, req: SandboxChangeRequest): Promise<SandboxChangeResult>;
   /** Set a fault (see SandboxFault); a fault of the same kind is replaced, scope and count included. */

@@ -71,7 +71,10 @@ export function makeProperty(rng: Rng, id: number, units: number, nextFloorplanI
     });
   }
   const photoCount = rng.int(0, 3);
-  const photos = Array.from({ length: photoCount }, (_, i) => ({ url: `https://images.example.com/p${id}/${i + 1}.jpg`, caption: i === 0 ? 'Exterior' : `Amenity ${i}` }));
+  const photos = Array.from({ length: photoCount }, (_, i) => ({
+    url: `https://images.example.com/p${id}/${i + 1}.jpg`,
+    caption: i === 0 ? 'Exterior' : `Amenity ${i}`,
+  }));
   // The draws below happen in this order, which the generated data depends on: keep it.
   const model: PropertyModel = {
     id,
@@ -79,7 +82,12 @@ export function makeProperty(rng: Rng, id: number, units: number, nextFloorplanI
     zone: c.tz,
     name: `${name} Apartments`,
     marketingName: `${name} at ${rng.pick(W.PROPERTY_WORDS)} ${c.city}`,
-    kind: rng.weighted([['Apartment', 85], ['Townhome', 7], ['Senior', 4], ['Student', 4]] as const),
+    kind: rng.weighted([
+      ['Apartment', 85],
+      ['Townhome', 7],
+      ['Senior', 4],
+      ['Student', 4],
+    ] as const),
     active: true,
     description: `${name} offers ${units} homes in ${c.city}, ${c.state}.`,
     yearBuilt: rng.int(1965, 2022),
@@ -94,8 +102,16 @@ export function makeProperty(rng: Rng, id: number, units: number, nextFloorplanI
     longitude: coordinate(c.lng + (rng.next() - 0.5) / 10),
     managementCompany: rng.pick(W.MANAGERS),
     taxId: `${rng.int(10, 99)}-${pad(rng.int(0, 9_999_999), 7)}`,
-    petPolicy: rng.weighted([['Restricted', 60], ['Allowed', 25], ['Not Allowed', 15]]),
-    smokingPolicy: rng.weighted([['Not Allowed', 75], ['Designated Areas', 20], ['Allowed', 5]]),
+    petPolicy: rng.weighted([
+      ['Restricted', 60],
+      ['Allowed', 25],
+      ['Not Allowed', 15],
+    ]),
+    smokingPolicy: rng.weighted([
+      ['Not Allowed', 75],
+      ['Designated Areas', 20],
+      ['Allowed', 5],
+    ]),
     photos,
     parkingSpaces: units + rng.int(0, units),
     amenities: rng.sample(W.AMENITIES, rng.int(2, 5)).join(', '),
@@ -146,7 +162,11 @@ export function makeCustomer(rng: Rng, id: number, p: PropertyContext, unitNumbe
   const area = W.CITIES.find((c) => c.city === p.address.city)?.area ?? '512';
   const phones: Phone[] = [{ number: phone(area, rng), kind: 'mobile', primary: true }];
   if (rng.chance(0.3)) phones.push({ number: phone(area, rng), kind: 'home', primary: false });
-  const slug = (s: string) => s.toLowerCase().normalize('NFD').replace(/[^a-z]/g, '');
+  const slug = (s: string) =>
+    s
+      .toLowerCase()
+      .normalize('NFD')
+      .replace(/[^a-z]/g, '');
   const dob = dayOf('1950-01-01') + rng.int(0, 54 * 365);
   return {
     id,
@@ -162,7 +182,11 @@ export function makeCustomer(rng: Rng, id: number, p: PropertyContext, unitNumbe
     address: unitNumber && rng.chance(0.9) ? { ...p.address, line2: `Apt ${unitNumber}` } : null,
     status,
     leadSource: rng.chance(0.8) ? rng.pick(W.LEAD_SOURCES) : '',
-    preferredLanguage: rng.weighted([['en', 85], ['es', 12], ['zh', 3]]),
+    preferredLanguage: rng.weighted([
+      ['en', 85],
+      ['es', 12],
+      ['zh', 3],
+    ]),
     employer: rng.pick(W.EMPLOYERS),
   };
 }
@@ -205,7 +229,14 @@ export interface LeaseDates {
   term: number;
 }
 
-const pickTerm = (rng: Rng) => rng.weighted([[12, 70], [6, 8], [9, 5], [18, 10], [24, 7]] as const);
+const pickTerm = (rng: Rng) =>
+  rng.weighted([
+    [12, 70],
+    [6, 8],
+    [9, 5],
+    [18, 10],
+    [24, 7],
+  ] as const);
 
 /** Dates of a chain's newest lease, which may still be running around REF_DAY. */
 function newestDates(rng: Rng, status: LeaseState): LeaseDates {
@@ -280,9 +311,17 @@ export function makeLease(
   const closed = status === 'ended' || status === 'terminated' || status === 'evicted';
   const balance =
     live || closed
-      ? rng.weighted([[0, closed ? 70 : 80], [rng.int(1, 150_000), closed ? 28 : 15], [-rng.int(1, 20_000), closed ? 2 : 5]] as const)
+      ? rng.weighted([
+          [0, closed ? 70 : 80],
+          [rng.int(1, 150_000), closed ? 28 : 15],
+          [-rng.int(1, 20_000), closed ? 2 : 5],
+        ] as const)
       : 0;
-  const deposit = rng.weighted([[50_000, 60], [rentCents, 30], [null, 10]] as const);
+  const deposit = rng.weighted([
+    [50_000, 60],
+    [rentCents, 30],
+    [null, 10],
+  ] as const);
   const opt = (d: number | null) => (d === null ? null : isoDate(d));
   // One lease in twenty runs month to month; of the fixed ones, some roll over at the end of their term (a pure
   // function of the id, so the draws, and with them the rest of the data, are what they were before that kind).
@@ -310,7 +349,11 @@ export function makeLease(
     concessions: rng.chance(0.1) ? rng.pick(W.CONCESSIONS) : '',
     notes: rng.chance(0.1) ? rng.pick(W.NOTES) : '',
     tenants,
-    petCount: rng.weighted([[0, 70], [1, 25], [2, 5]] as const),
+    petCount: rng.weighted([
+      [0, 70],
+      [1, 25],
+      [2, 5],
+    ] as const),
     parkingSpaces: rng.int(0, 2),
     occupants: tenants.length + rng.int(0, 2),
     leadSource: rng.chance(0.7) ? rng.pick(W.LEAD_SOURCES) : '',
@@ -328,11 +371,21 @@ function stamps(rng: Rng, day: number): { created: number; updated: number } {
 function leasesPerUnit(rng: Rng, units: number, total: number): Uint8Array {
   const counts = new Uint8Array(units);
   const empty = Math.floor(units * 0.05);
-  const emptySet = new Set(rng.sample(Array.from({ length: units }, (_, i) => i), empty));
+  const emptySet = new Set(
+    rng.sample(
+      Array.from({ length: units }, (_, i) => i),
+      empty,
+    ),
+  );
   let sum = 0;
   for (let i = 0; i < units; i++) {
     if (emptySet.has(i)) continue;
-    counts[i] = rng.weighted([[1, 30], [2, 35], [3, 25], [4, 10]] as const);
+    counts[i] = rng.weighted([
+      [1, 30],
+      [2, 35],
+      [3, 25],
+      [4, 10],
+    ] as const);
     sum += counts[i]!;
   }
   const candidates = Array.from({ length: units }, (_, i) => i).filter((i) => !emptySet.has(i));
@@ -363,8 +416,21 @@ function* generateCompany(seed: number, size: number): Generator<GenRecord, Next
   const rng = new Rng(streamSeed(seed, 'generate'));
   const { properties, units } = proportions(size);
   const counts = leasesPerUnit(rng, units, size);
-  const finals = new Deck<LeaseState>(rng, [['active', 11], ['notice', 3], ['pending', 2], ['ended', 1], ['terminated', 1], ['evicted', 1], ['cancelled', 1]]);
-  const history = new Deck<LeaseState>(rng, [['ended', 14], ['terminated', 2], ['evicted', 1], ['cancelled', 3]]);
+  const finals = new Deck<LeaseState>(rng, [
+    ['active', 11],
+    ['notice', 3],
+    ['pending', 2],
+    ['ended', 1],
+    ['terminated', 1],
+    ['evicted', 1],
+    ['cancelled', 1],
+  ]);
+  const history = new Deck<LeaseState>(rng, [
+    ['ended', 14],
+    ['terminated', 2],
+    ['evicted', 1],
+    ['cancelled', 3],
+  ]);
   const next: NextIds = { ...ID_BASE };
   let floorplanId = 1;
   let unitIndex = 0;
@@ -379,7 +445,7 @@ function* generateCompany(seed: number, size: number): Generator<GenRecord, Next
     for (let ui = 0; ui < unitCount; ui++, unitIndex++) {
       const k = counts[unitIndex] ?? 0;
       leasesHere += k;
-      const building = String.fromCharCode(65 + Math.floor(ui / 24) % 26) + (ui >= 624 ? String(Math.floor(ui / 624)) : '');
+      const building = String.fromCharCode(65 + (Math.floor(ui / 24) % 26)) + (ui >= 624 ? String(Math.floor(ui / 624)) : '');
       const unitNumber = `${building}-${1 + Math.floor((ui % 24) / 8)}${pad(1 + (ui % 8))}`;
       const statuses: LeaseState[] = [];
       for (let j = 0; j < k; j++) statuses.push(j === k - 1 ? finals.draw() : history.draw());
@@ -402,7 +468,11 @@ function* generateCompany(seed: number, size: number): Generator<GenRecord, Next
         let tenants: LeaseModel['tenants'];
         if (renewal[j] && previous) tenants = previous.tenants;
         else {
-          const n = rng.weighted([[1, 85], [2, 12], [3, 3]] as const);
+          const n = rng.weighted([
+            [1, 85],
+            [2, 12],
+            [3, 3],
+          ] as const);
           tenants = [];
           for (let c = 0; c < n; c++) {
             const role: TenantRole = c === 0 ? 'primary' : c === 2 && rng.chance(0.5) ? (rng.chance(0.5) ? 'occupant' : 'guarantor') : 'responsible';
@@ -414,9 +484,28 @@ function* generateCompany(seed: number, size: number): Generator<GenRecord, Next
           people.set(t.id, { newest: status, firstDay: seen?.firstDay ?? (d.signed ?? d.start) - 10 });
         }
         const renewedNext = renewal[j + 1] ?? false;
-        const offer = renewedNext ? 'Accepted' : status === 'notice' ? 'Declined' : status === 'active' && d.end - REF_DAY < 90 ? 'Offered' : status === 'active' ? 'Not Started' : '';
+        const offer = renewedNext
+          ? 'Accepted'
+          : status === 'notice'
+            ? 'Declined'
+            : status === 'active' && d.end - REF_DAY < 90
+              ? 'Offered'
+              : status === 'active'
+                ? 'Not Started'
+                : '';
         const s = stamps(rng, (d.signed ?? d.start) - rng.int(0, 10));
-        const lease = makeLease(rng, next.lease++, ctx, { unitId, marketRentCents }, status, d, tenants, renewal[j] && previous ? previous : null, offer, s.created);
+        const lease = makeLease(
+          rng,
+          next.lease++,
+          ctx,
+          { unitId, marketRentCents },
+          status,
+          d,
+          tenants,
+          renewal[j] && previous ? previous : null,
+          offer,
+          s.created,
+        );
         yield { entity: 'lease', id: lease.id, updated: s.updated, model: lease };
         previous = { leaseId: lease.id, rentCents: lease.rentCents, tenants };
       }
@@ -471,4 +560,3 @@ export async function insertGenerated(sql: postgres.Sql, companyId: string, seed
   await pipeline(Readable.from(lines()), writable);
   return nextIds;
 }
-

@@ -62,10 +62,7 @@ const createSchema = z.object({
 });
 const count = z.number().int().min(0).max(100_000);
 const perEntity = z.union([count, z.object({ property: count, unit: count, resident: count, lease: count }).partial().strict()]);
-const changesSchema = z
-  .object({ update: perEntity, create: perEntity, delete: perEntity, lease_transitions: count, corrupt: perEntity })
-  .partial()
-  .strict();
+const changesSchema = z.object({ update: perEntity, create: perEntity, delete: perEntity, lease_transitions: count, corrupt: perEntity }).partial().strict();
 const faultSchema = z
   .object({
     kind: z.enum(FAULT_KINDS as [FaultKind, ...FaultKind[]]),

@@ -129,7 +129,9 @@ export interface Company {
  * of one flavour opens nothing in the other.
  */
 export async function companyByCredentials(sql: Sql, dialect: Dialect, secret: string, clientId?: string): Promise<Company | undefined> {
-  const [row] = await sql<{ id: string; dialect: Dialect; seed: string; size: number; rate_limit_per_second: number; version: string; created_at: Date; faults: Fault[] | null }[]>`
+  const [row] = await sql<
+    { id: string; dialect: Dialect; seed: string; size: number; rate_limit_per_second: number; version: string; created_at: Date; faults: Fault[] | null }[]
+  >`
     select c.id, c.dialect, c.seed, c.size, c.rate_limit_per_second, c.version, c.created_at,
       (select json_agg(json_build_object('kind', f.kind, 'remaining', f.remaining, 'delay_ms', f.delay_ms, 'methods', f.methods))
          from sandbox.faults f where f.company_id = c.id and (f.remaining is null or f.remaining > 0)) as faults
@@ -308,10 +310,7 @@ export async function getRecords<E extends Entity>(sql: Sql, companyId: string, 
  * Lock a company for a change (serializes change scripts and writes of one company) and return its counters, and
  * the database clock's time now: the last-update time of everything the change writes.
  */
-export async function lockCompany(
-  sql: Sql,
-  companyId: string,
-): Promise<{ seed: number; change_counter: number; next_ids: NextIds; now: number } | undefined> {
+export async function lockCompany(sql: Sql, companyId: string): Promise<{ seed: number; change_counter: number; next_ids: NextIds; now: number } | undefined> {
   const [row] = await sql<{ seed: string; change_counter: number; next_ids: NextIds; now: number }[]>`
     select seed, change_counter, next_ids, (extract(epoch from clock_timestamp()) * 1000)::float8 as now
     from sandbox.companies where id = ${companyId} for update`;

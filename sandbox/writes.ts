@@ -140,4 +140,3 @@ export function newLease(
 
 /** Leases in these states are closed: no write changes them. */
 export const CLOSED_LEASE: ReadonlySet<LeaseModel['state']> = new Set(['ended', 'terminated', 'evicted', 'cancelled']);
-

@@ -35,7 +35,10 @@ const ENTRIES: Record<string, string> = {
 
 async function bundleWorkflows(out: string, traced: boolean): Promise<void> {
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/bundle.ts', out, ...(traced ? ['--traced'] : [])], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/bundle.ts', out, ...(traced ? ['--traced'] : [])], {
+      cwd: root,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     child.once('error', reject);
     child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bundling the workflows failed (exit ${code})`))));
   });
@@ -70,4 +73,8 @@ const [{ metafile }] = await Promise.all([
 for (const [out, { inputs }] of Object.entries(metafile.outputs)) {
   if (!out.endsWith('/migrate.mjs') && inputs['db/migrate.ts']) throw new Error(`${out} includes db/migrate.ts, which would run the migrations when it starts`);
 }
-console.log(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.keys(ENTRIES).map((n) => `${n}.mjs`).join(', ')}, workflows.js, workflows-traced.js, migrations/`);
+console.log(
+  `built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.keys(ENTRIES)
+    .map((n) => `${n}.mjs`)
+    .join(', ')}, workflows.js, workflows-traced.js, migrations/`,
+);

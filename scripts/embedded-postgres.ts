@@ -110,12 +110,17 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     const proc = spawn(
       bin.postgres,
       [
-        '-D', dataDir,
-        '-p', String(port),
-        '-c', 'listen_addresses=127.0.0.1',
+        '-D',
+        dataDir,
+        '-p',
+        String(port),
+        '-c',
+        'listen_addresses=127.0.0.1',
         // TCP only: a socket path under a deep data directory could pass the 107-byte limit of a Unix socket name.
-        '-c', 'unix_socket_directories=',
-        '-c', 'log_checkpoints=off',
+        '-c',
+        'unix_socket_directories=',
+        '-c',
+        'log_checkpoints=off',
       ],
       { cwd: '/', env: serverEnv(), uid: runAs.uid, gid: runAs.gid, detached: opts.detached ?? false, stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -285,7 +290,10 @@ function systemUser(): RunAs {
     process.stderr.write(`[embedded-postgres] running as root, and PostgreSQL refuses to: creating the system user ${name} (no home, no login) to run it as\n`);
     const shell = ['/usr/sbin/nologin', '/sbin/nologin', '/bin/false'].find((s) => existsSync(s)) ?? '/bin/false';
     const attempts: [string, string[]][] = [
-      ['useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', shell, '--comment', 'propsync embedded PostgreSQL', name]],
+      [
+        'useradd',
+        ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', shell, '--comment', 'propsync embedded PostgreSQL', name],
+      ],
       // BusyBox (Alpine): a system user (-S) without a home (-H) or password (-D).
       ['adduser', ['-S', '-D', '-H', '-h', '/nonexistent', '-s', shell, name]],
     ];
@@ -336,7 +344,10 @@ function reachableBy(user: RunAs, path: string): boolean {
 function checkReachable(user: RunAs, parent: string, postgresBin: string): void {
   const st = statSync(parent);
   if ((st.mode & 0o001) === 0 && !reachableBy(user, parent)) chmodSync(parent, st.mode | 0o001);
-  for (const [path, what] of [[parent, 'its data directory'], [postgresBin, 'the Postgres binaries']] as const) {
+  for (const [path, what] of [
+    [parent, 'its data directory'],
+    [postgresBin, 'the Postgres binaries'],
+  ] as const) {
     if (reachableBy(user, path)) continue;
     let blocking = path;
     let dir = '/';
@@ -389,11 +400,13 @@ function initialise(dataDir: string, user: RunAs, initdb: string, log: (line: st
   mkdirSync(staging, { mode: 0o700 });
   if (user.uid !== undefined) execFileSync('chown', [`${user.uid}:${user.gid}`, staging]);
   log(`initialising a new cluster in ${dataDir} (as ${user.name})`);
-  const r = spawnSync(
-    initdb,
-    ['-D', staging, '-U', SUPERUSER, '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions'],
-    { cwd: '/', env: serverEnv(), uid: user.uid, gid: user.gid, encoding: 'utf8' },
-  );
+  const r = spawnSync(initdb, ['-D', staging, '-U', SUPERUSER, '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions'], {
+    cwd: '/',
+    env: serverEnv(),
+    uid: user.uid,
+    gid: user.gid,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) {
     rmSync(staging, { recursive: true, force: true });
     throw new EmbeddedPostgresError(`initdb failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`}):\n${r.stdout ?? ''}${r.stderr ?? ''}`);
@@ -432,7 +445,8 @@ async function waitReady(url: string, exited: () => boolean, timeoutMs: number):
       await sql`select 1`;
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new EmbeddedPostgresError(`the embedded PostgreSQL did not accept connections within ${timeoutMs / 1000}s (${(err as Error).message})`);
+      if (Date.now() > deadline)
+        throw new EmbeddedPostgresError(`the embedded PostgreSQL did not accept connections within ${timeoutMs / 1000}s (${(err as Error).message})`);
     } finally {
       await sql.end({ timeout: 1 });
     }

@@ -43,8 +43,18 @@ if (!existsSync(installed) || (existsSync(lock) && statSync(lock).mtimeMs > stat
 function ensurePatches() {
   const dir = join(root, 'patches');
   if (!existsSync(dir) || !existsSync(installed)) return;
-  const names = readdirSync(dir).filter((n) => n.endsWith('.patch')).sort();
-  const stamp = JSON.stringify({ installed: statSync(installed).mtimeMs, patches: names.map((n) => [n, createHash('sha256').update(readFileSync(join(dir, n))).digest('hex')]) });
+  const names = readdirSync(dir)
+    .filter((n) => n.endsWith('.patch'))
+    .sort();
+  const stamp = JSON.stringify({
+    installed: statSync(installed).mtimeMs,
+    patches: names.map((n) => [
+      n,
+      createHash('sha256')
+        .update(readFileSync(join(dir, n)))
+        .digest('hex'),
+    ]),
+  });
   const marker = join(root, 'node_modules', '.patches-applied');
   if (existsSync(marker) && readFileSync(marker, 'utf8') === stamp) return;
   log('applying patches/ to node_modules');
@@ -142,7 +152,9 @@ if (process.argv.includes('--test')) {
     }
     const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
     const apt = (args) => (asRoot ? run('apt-get', args) : run('sudo', ['-n', 'apt-get', ...args]));
-    log(`installing Debian's chromium package with apt-get${asRoot ? ' as root' : ' through sudo'}: a system package, for the console's browser tests (CHROMIUM_PATH skips this)`);
+    log(
+      `installing Debian's chromium package with apt-get${asRoot ? ' as root' : ' through sudo'}: a system package, for the console's browser tests (CHROMIUM_PATH skips this)`,
+    );
     process.env.DEBIAN_FRONTEND = 'noninteractive';
     try {
       try {
@@ -182,7 +194,9 @@ if (process.argv.includes('--test')) {
       run('dpkg-deb', ['-x', deb, dir], dir);
       rmSync(join(dir, deb));
     } catch {
-      console.error("[ensure] could not fetch Debian's prometheus package with apt-get download (promtool comes in it). Install the `prometheus` package, or unpack it into .tools/prometheus, and retry.");
+      console.error(
+        "[ensure] could not fetch Debian's prometheus package with apt-get download (promtool comes in it). Install the `prometheus` package, or unpack it into .tools/prometheus, and retry.",
+      );
       process.exit(1);
     }
   }

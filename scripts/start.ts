@@ -47,7 +47,7 @@ let stopping = false;
 
 const COLORS: Record<string, string> = { postgres: '34', temporal: '35', sandbox: '33', worker: '36', api: '32', start: '1' };
 function say(name: string, line: string) {
-  const color = process.stdout.isTTY ? COLORS[name] ?? '0' : '';
+  const color = process.stdout.isTTY ? (COLORS[name] ?? '0') : '';
   const tag = `[${name}]`.padEnd(10);
   process.stdout.write(color ? `\x1b[${color}m${tag}\x1b[0m ${line}\n` : `${tag} ${line}\n`);
 }
@@ -95,7 +95,10 @@ function supervise(name: string, cmd: string, args: string[], env: Record<string
       const next = tracker.crashed(Date.now(), upFor);
       if (!next.restart) {
         say('start', `${why}`);
-        say('start', `${name} crashed ${next.crashes} times within ${DEFAULT_RESTART_POLICY.loopWindowMs / 60_000} min: a crash loop, which a restart will not fix; stopping everything`);
+        say(
+          'start',
+          `${name} crashed ${next.crashes} times within ${DEFAULT_RESTART_POLICY.loopWindowMs / 60_000} min: a crash loop, which a restart will not fix; stopping everything`,
+        );
         void stop(1);
         return;
       }
@@ -181,7 +184,9 @@ async function startPostgres(): Promise<void> {
     void stop(1);
   });
   databaseUrl = pg.url('propsync');
-  const psql = spawnSync('psql', ['--version']).error ? '  (psql is not installed: it comes with the PostgreSQL client, e.g. apt-get install postgresql-client)' : '';
+  const psql = spawnSync('psql', ['--version']).error
+    ? '  (psql is not installed: it comes with the PostgreSQL client, e.g. apt-get install postgresql-client)'
+    : '';
   say('start', `embedded PostgreSQL ${pg.created ? 'created' : 'reused'}: data in ${pgDir} (server runs as OS user ${pg.osUser}), port ${pg.port}`);
   say('start', `  DATABASE_URL=${databaseUrl}`);
   say('start', `  psql "${databaseUrl}"${psql}`);
@@ -201,12 +206,18 @@ async function main() {
       run('temporal', TEMPORAL_CLI, [
         'server',
         'start-dev',
-        '--ip', '127.0.0.1',
-        '--port', String(cfg.TEMPORAL_PORT),
-        '--ui-port', String(cfg.TEMPORAL_UI_PORT),
-        '--db-filename', temporalDbFile(cfg.TEMPORAL_PORT),
-        '--namespace', cfg.TEMPORAL_NAMESPACE,
-        '--log-level', 'warn',
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(cfg.TEMPORAL_PORT),
+        '--ui-port',
+        String(cfg.TEMPORAL_UI_PORT),
+        '--db-filename',
+        temporalDbFile(cfg.TEMPORAL_PORT),
+        '--namespace',
+        cfg.TEMPORAL_NAMESPACE,
+        '--log-level',
+        'warn',
         '--ui-disable-news-fetch',
         ...SEARCH_ATTRIBUTES.flatMap((sa) => ['--search-attribute', `${sa.name}=Keyword`]),
       ]);
@@ -219,7 +230,10 @@ async function main() {
   say('start', 'database migrated');
   say('start', describeReseal(resealed!));
   if (!liveAsked) {
-    say('start', 'serving test-mode keys only; to serve live keys too, set SERVED_MODES=test,live with ADMIN_TOKEN, SANDBOX_CONTROL_TOKEN and ENCRYPTION_KEYS of your own');
+    say(
+      'start',
+      'serving test-mode keys only; to serve live keys too, set SERVED_MODES=test,live with ADMIN_TOKEN, SANDBOX_CONTROL_TOKEN and ENCRYPTION_KEYS of your own',
+    );
   }
 
   const env = { DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, LOG_PRETTY: process.env.LOG_PRETTY ?? 'true' };
@@ -227,7 +241,11 @@ async function main() {
   const workerMetricsPort = cfg.WORKER_METRICS_PORT ?? (await portOr(DEFAULT_WORKER_METRICS_PORT));
   const tsx = ['--import', 'tsx'];
   supervise('sandbox', process.execPath, [...tsx, 'sandbox/main.ts'], env);
-  supervise('worker', process.execPath, [...tsx, 'worker/main.ts'], { ...workerProcessEnv(process.env), ...env, WORKER_METRICS_PORT: String(workerMetricsPort) });
+  supervise('worker', process.execPath, [...tsx, 'worker/main.ts'], {
+    ...workerProcessEnv(process.env),
+    ...env,
+    WORKER_METRICS_PORT: String(workerMetricsPort),
+  });
   supervise('api', process.execPath, [...tsx, 'api/main.ts'], { ...env, METRICS_PORT: String(metricsPort) });
   const how = cfg.METRICS_PORT === undefined || cfg.WORKER_METRICS_PORT === undefined ? ' (METRICS_PORT / WORKER_METRICS_PORT choose others)' : '';
   say('start', `metrics: API http://${cfg.METRICS_HOST}:${metricsPort}/metrics, worker http://${cfg.METRICS_HOST}:${workerMetricsPort}/metrics${how}`);
@@ -256,7 +274,10 @@ async function seedDemo(base: string) {
     return json;
   };
   if (existing.length > 0) {
-    say('start', `ready: API ${base}  docs ${base}/docs  console ${base}/console (admin token: ${cfg.ADMIN_TOKEN === DEV_ADMIN_TOKEN ? cfg.ADMIN_TOKEN : 'your ADMIN_TOKEN'})`);
+    say(
+      'start',
+      `ready: API ${base}  docs ${base}/docs  console ${base}/console (admin token: ${cfg.ADMIN_TOKEN === DEV_ADMIN_TOKEN ? cfg.ADMIN_TOKEN : 'your ADMIN_TOKEN'})`,
+    );
     // Keys are shown once: a restart cannot print the old one, so say how to make another for an organization here.
     say('start', `existing data; organizations (all of them: npm run -s cli -- org list):`);
     for (const o of existing.slice(0, 5)) say('start', `  ${o.id}  ${o.name}`);

@@ -88,7 +88,14 @@ export class SourceHttp {
    * A status that is a transient failure (429, 408, 5xx) as its error, else undefined. Also for a status a source
    * reports inside a 200 reply. `detail` is the source's own message, when it gave one.
    */
-  transientStatus(label: string, status: number, write: boolean, retryAfter?: string | null, detail?: string, reported = false): SourceTransientError | undefined {
+  transientStatus(
+    label: string,
+    status: number,
+    write: boolean,
+    retryAfter?: string | null,
+    detail?: string,
+    reported = false,
+  ): SourceTransientError | undefined {
     const mayHave = write ? '; the write may have been applied' : '';
     const said = detail ? `: ${detail}` : '';
     const what = reported ? `source reported ${status}` : status === 429 ? 'rate limited by the source (429)' : `source answered HTTP ${status}`;

@@ -65,7 +65,7 @@ const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 /** Whether year, month and day name a day of the calendar (30 February does not). */
 export function validDate(y: number, m: number, d: number): boolean {
   if (!(m >= 1 && m <= 12 && d >= 1 && y >= 1)) return false;
-  const leap = m === 2 && (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0));
+  const leap = m === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
   return d <= DAYS_IN_MONTH[m - 1]! + (leap ? 1 : 0);
 }
 export const pad = (n: number, w = 2) => String(n).padStart(w, '0');

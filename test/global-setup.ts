@@ -30,7 +30,6 @@ declare module 'vitest' {
   }
 }
 
-
 let BASE = '';
 let env: TestWorkflowEnvironment | undefined;
 let dbName = '';

@@ -36,12 +36,10 @@ try {
       taskQueue: { name: queue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
       taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
     });
-    const lastPoll = Math.max(
-      0,
-      ...pollers.filter((p) => p.identity?.endsWith(suffix)).map((p) => Number(p.lastAccessTime?.seconds?.toString() ?? 0) * 1000),
-    );
+    const lastPoll = Math.max(0, ...pollers.filter((p) => p.identity?.endsWith(suffix)).map((p) => Number(p.lastAccessTime?.seconds?.toString() ?? 0) * 1000));
     if (lastPoll === 0) fail(`no worker of ${hostname()} polls task queue ${queue}`);
-    if (Date.now() - lastPoll > STALE_MS) fail(`the last poll of task queue ${queue} from ${hostname()} is ${Math.round((Date.now() - lastPoll) / 1000)} s old`);
+    if (Date.now() - lastPoll > STALE_MS)
+      fail(`the last poll of task queue ${queue} from ${hostname()} is ${Math.round((Date.now() - lastPoll) / 1000)} s old`);
   }
   console.log(queues.length > 0 ? `healthy: polling ${queues.join(', ')}` : 'healthy: Temporal answers (the relay polls no task queue)');
 } finally {

@@ -68,7 +68,13 @@ async function connect(address: string): Promise<NativeConnection> {
 
 async function main() {
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
-  const db = createDb(config.DATABASE_URL, { max: config.DB_POOL_MAX, applicationName: 'propsync-worker', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS, connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS });
+  const db = createDb(config.DATABASE_URL, {
+    max: config.DB_POOL_MAX,
+    applicationName: 'propsync-worker',
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+    idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+  });
   const connection = await connect(address);
   let metricsServer: MetricsServer | undefined;
   try {

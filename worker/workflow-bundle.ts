@@ -58,7 +58,9 @@ export async function bundleWorkflows<T>(use: (codePath: string) => Promise<T>, 
   const codePath = join(dir, 'workflows.js');
   try {
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', BUNDLE_SCRIPT, codePath, ...(traced ? ['--traced'] : [])], { stdio: ['ignore', 'inherit', 'inherit'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', BUNDLE_SCRIPT, codePath, ...(traced ? ['--traced'] : [])], {
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
       child.once('error', reject);
       child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bundling the workflows failed (exit ${code})`))));
     });

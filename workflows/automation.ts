@@ -23,13 +23,7 @@ import {
 } from '@temporalio/workflow';
 import type { AutomationActivities } from '../activities/automations';
 import { automationRunWorkflowIdOf, SA_STATUS } from '../domain/contract';
-import {
-  type AutomationRunInput,
-  type AutomationRunResult,
-  type AutomationTickInput,
-  type ExportOutcome,
-  type RunStatus,
-} from '../domain/automations';
+import { type AutomationRunInput, type AutomationRunResult, type AutomationTickInput, type ExportOutcome, type RunStatus } from '../domain/automations';
 import { DEFAULT_RETRY_SCHEDULES, scheduleOfList } from '../domain/retry';
 import { retryOnSchedule } from './retry';
 

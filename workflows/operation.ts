@@ -17,13 +17,7 @@ import {
 } from '@temporalio/workflow';
 import type { AttemptResult, WriteActivities } from '../activities/operations';
 import { SA_STATUS } from '../domain/contract';
-import {
-  parseOperationType,
-  type OperationStatus,
-  type OperationView,
-  type WriteWorkflowInput,
-  type WriteWorkflowResult,
-} from '../domain/operations';
+import { parseOperationType, type OperationStatus, type OperationView, type WriteWorkflowInput, type WriteWorkflowResult } from '../domain/operations';
 import { DEFAULT_RETRY_SCHEDULES } from '../domain/retry';
 import { retryOnSchedule, type AttemptVerdict } from './retry';
 
@@ -106,7 +100,11 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
           await storeApplied({ operationId, attempts: attempt, xId: result.xId, related: result.related, appliedAtMs: result.appliedAtMs });
         } catch (err) {
           if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-          return fail(`the source applied the change (${view.type} x_id ${result.xId}) but it could not be read back: ${err.cause?.message || err.message}`, 'applied', WRITE_FAILURE.failed);
+          return fail(
+            `the source applied the change (${view.type} x_id ${result.xId}) but it could not be read back: ${err.cause?.message || err.message}`,
+            'applied',
+            WRITE_FAILURE.failed,
+          );
         }
         setStatus('succeeded');
         return { done: { operationId, status: 'succeeded', attempts: attempt } };
@@ -140,7 +138,9 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
     });
   } catch (err) {
     if (isCancellation(err)) {
-      await fail('cancelled by an operator before it was known to be applied; the source may or may not hold the change', null, WRITE_FAILURE.cancelled).catch(() => {});
+      await fail('cancelled by an operator before it was known to be applied; the source may or may not hold the change', null, WRITE_FAILURE.cancelled).catch(
+        () => {},
+      );
     }
     throw err;
   }

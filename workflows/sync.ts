@@ -71,12 +71,8 @@ function activitiesUnder(policy: SyncPolicy) {
   };
 }
 
-
 function setStatus(status: SyncRunStatus, syncJobId?: string | null) {
-  upsertSearchAttributes([
-    { key: SA_STATUS, value: status },
-    ...(syncJobId ? [{ key: SA_SYNC_JOB_ID, value: syncJobId }] : []),
-  ]);
+  upsertSearchAttributes([{ key: SA_STATUS, value: status }, ...(syncJobId ? [{ key: SA_SYNC_JOB_ID, value: syncJobId }] : [])]);
 }
 
 export async function syncIntegration(input: SyncWorkflowInput): Promise<SyncWorkflowResult> {

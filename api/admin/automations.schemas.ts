@@ -29,10 +29,15 @@ const ExportFilters = z.record(plainText(), plainText()).openapi({
   propertyNames: { type: 'string', enum: FILTER_NAMES },
   additionalProperties: { type: 'string', pattern: NUL_FREE_PATTERN },
 } as never);
-const ExportColumns = z.array(plainText().max(100)).min(1).max(100).openapi({
-  description: "Fields of the entity's record to export, in this order (each at most once). Money fields become `<field>_amount` (minor units) and `<field>_currency`.",
-  example: ['id', 'unit_id', 'status', 'start_date', 'rent_amount'],
-});
+const ExportColumns = z
+  .array(plainText().max(100))
+  .min(1)
+  .max(100)
+  .openapi({
+    description:
+      "Fields of the entity's record to export, in this order (each at most once). Money fields become `<field>_amount` (minor units) and `<field>_currency`.",
+    example: ['id', 'unit_id', 'status', 'start_date', 'rent_amount'],
+  });
 
 /** The cron forms accepted: five fields (minute hour day-of-month month day-of-week), or a predefined name. */
 /** One cron field of values in [`min`, `max`]: `*`, a value or a range, each with an optional step, comma-separated. */
@@ -41,18 +46,13 @@ const cronField = (value: string) => {
   return `${item}(,${item})*`;
 };
 /** What a five-field schedule may say, field by field (minute, hour, day of month, month, day of week). */
-const CRON_PATTERN = `^(@(yearly|annually|monthly|weekly|daily|hourly)|${[
-  '[0-5]?[0-9]',
-  '1?[0-9]|2[0-3]',
-  '0?[1-9]|[12][0-9]|3[01]',
-  '0?[1-9]|1[0-2]',
-  '[0-6]',
-].map(cronField).join(' ')})$`;
+const CRON_PATTERN = `^(@(yearly|annually|monthly|weekly|daily|hourly)|${['[0-5]?[0-9]', '1?[0-9]|2[0-3]', '0?[1-9]|[12][0-9]|3[01]', '0?[1-9]|1[0-2]', '[0-6]']
+  .map(cronField)
+  .join(' ')})$`;
 const CRON = new RegExp(CRON_PATTERN);
 /** IANA zones this runtime knows (the document lists them). */
 const TIME_ZONES: readonly string[] = ['UTC', ...Intl.supportedValuesOf('timeZone').filter((z) => z !== 'UTC')];
 const MAX_EVERY_SECONDS = 366 * 86_400;
-
 
 /**
  * One object whose rules say which form it takes, rather than a union: a union's failure points at `schedule` as a
@@ -60,9 +60,23 @@ const MAX_EVERY_SECONDS = 366 * 86_400;
  */
 const AutomationScheduleInput = z
   .strictObject({
-    every: z.number().int().min(MIN_EVERY_SECONDS).max(MAX_EVERY_SECONDS).optional().openapi({ description: `Seconds between runs, at least ${MIN_EVERY_SECONDS}.` }),
-    cron: z.string().max(200).optional().openapi({ description: 'Five-field cron (`minute hour day-of-month month day-of-week`, single spaces), or `@daily`, `@hourly`, …', example: '0 6 * * 1-5', pattern: CRON_PATTERN }),
-    timezone: z.string().max(100).optional().openapi({ description: 'IANA time zone of a `cron` schedule (`Area/City`); default `UTC`.', example: 'America/Chicago', enum: TIME_ZONES } as never),
+    every: z
+      .number()
+      .int()
+      .min(MIN_EVERY_SECONDS)
+      .max(MAX_EVERY_SECONDS)
+      .optional()
+      .openapi({ description: `Seconds between runs, at least ${MIN_EVERY_SECONDS}.` }),
+    cron: z.string().max(200).optional().openapi({
+      description: 'Five-field cron (`minute hour day-of-month month day-of-week`, single spaces), or `@daily`, `@hourly`, …',
+      example: '0 6 * * 1-5',
+      pattern: CRON_PATTERN,
+    }),
+    timezone: z
+      .string()
+      .max(100)
+      .optional()
+      .openapi({ description: 'IANA time zone of a `cron` schedule (`Area/City`); default `UTC`.', example: 'America/Chicago', enum: TIME_ZONES } as never),
   })
   .superRefine((s, ctx) => {
     if (s.every === undefined && s.cron === undefined) {
@@ -70,9 +84,15 @@ const AutomationScheduleInput = z
       return;
     }
     if (s.every !== undefined && s.cron !== undefined) ctx.addIssue({ code: 'custom', path: ['cron'], message: 'give either `every` or `cron`, not both' });
-    if (s.every !== undefined && s.timezone !== undefined) ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'a time zone applies to a `cron` schedule only' });
+    if (s.every !== undefined && s.timezone !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'a time zone applies to a `cron` schedule only' });
     if (s.cron !== undefined && !CRON.test(s.cron)) {
-      ctx.addIssue({ code: 'custom', path: ['cron'], message: 'must be five cron fields (minute hour day-of-month month day-of-week, e.g. "0 6 * * 1-5") or one of @yearly, @annually, @monthly, @weekly, @daily, @hourly' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cron'],
+        message:
+          'must be five cron fields (minute hour day-of-month month day-of-week, e.g. "0 6 * * 1-5") or one of @yearly, @annually, @monthly, @weekly, @daily, @hourly',
+      });
     }
     if (s.timezone !== undefined && !TIME_ZONES.includes(s.timezone)) {
       ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'not a known IANA time zone (e.g. America/Chicago, Europe/Paris, UTC)' });
@@ -143,7 +163,8 @@ const DestinationHeaders = z
       const value = headers[name]!;
       const lower = name.toLowerCase();
       if (!HEADER_NAME.test(name) || name.length > 100) ctx.addIssue({ code: 'custom', path: [name], message: 'not a valid HTTP header name' });
-      else if (RESERVED_HEADERS.has(lower)) ctx.addIssue({ code: 'custom', path: [name], message: `${name} describes the connection, not the file; the export sets it itself` });
+      else if (RESERVED_HEADERS.has(lower))
+        ctx.addIssue({ code: 'custom', path: [name], message: `${name} describes the connection, not the file; the export sets it itself` });
       else if (seen.has(lower)) ctx.addIssue({ code: 'custom', path: [name], message: 'given twice (header names are case-insensitive)' });
       else {
         const problem = headerValueProblem(value);
@@ -153,26 +174,29 @@ const DestinationHeaders = z
     }
   })
   .openapi({
-    description:
-      `Headers sent with the file (e.g. \`Authorization\`), at most ${MAX_HEADERS}. Names are HTTP tokens; values are RFC 9110 field values of at most ${MAX_HEADER_VALUE} characters: visible ASCII with spaces and tabs inside (not leading or trailing), no line breaks or control characters, and no character above U+00FF (U+0080 to U+00FF are sent as single bytes); anything else is a 422 at \`/destination/headers/<name>\`. Values are stored encrypted and never shown again; replies list the names only.`,
+    description: `Headers sent with the file (e.g. \`Authorization\`), at most ${MAX_HEADERS}. Names are HTTP tokens; values are RFC 9110 field values of at most ${MAX_HEADER_VALUE} characters: visible ASCII with spaces and tabs inside (not leading or trailing), no line breaks or control characters, and no character above U+00FF (U+0080 to U+00FF are sent as single bytes); anything else is a 422 at \`/destination/headers/<name>\`. Values are stored encrypted and never shown again; replies list the names only.`,
     example: { Authorization: 'Bearer s3cr3t' },
     maxProperties: MAX_HEADERS,
     propertyNames: { type: 'string', pattern: HEADER_NAME_PATTERN },
     additionalProperties: { type: 'string', maxLength: MAX_HEADER_VALUE, pattern: HEADER_VALUE_PATTERN },
   } as never);
 const DestinationUrl = plainText().min(1).max(2048).openapi({
-  description: 'Where the file is sent. Live integrations: HTTPS to a public host: not `localhost`, nor a loopback, private, link-local or other special-purpose address (IPv4 embedded in IPv6 included), neither as written nor as resolved when sending. Test integrations may use http:// and loopback.',
+  description:
+    'Where the file is sent. Live integrations: HTTPS to a public host: not `localhost`, nor a loopback, private, link-local or other special-purpose address (IPv4 embedded in IPv6 included), neither as written nor as resolved when sending. Test integrations may use http:// and loopback.',
   example: 'https://files.example.com/exports/leases.csv',
 });
-const DestinationMethod = z.enum(['PUT', 'POST']).openapi({ description: 'How the file is sent: it is the request body, `content-type: text/csv; charset=utf-8` unless `headers` name another. Default `PUT`.' });
+const DestinationMethod = z.enum(['PUT', 'POST']).openapi({
+  description: 'How the file is sent: it is the request body, `content-type: text/csv; charset=utf-8` unless `headers` name another. Default `PUT`.',
+});
 const DirectoryPath = plainText()
   .min(1)
   .max(500)
   .superRefine((path, ctx) => {
     if (/^([/\\]|[A-Za-z]:)/.test(path)) ctx.addIssue({ code: 'custom', message: 'must be relative to the export root (EXPORT_ROOT), not absolute' });
-    else if (path.split(/[/\\]/).includes('..')) ctx.addIssue({ code: 'custom', message: 'must not contain `..` segments: a directory destination stays inside the export root' });
+    else if (path.split(/[/\\]/).includes('..'))
+      ctx.addIssue({ code: 'custom', message: 'must not contain `..` segments: a directory destination stays inside the export root' });
   })
-  .openapi({ description: 'A directory relative to the deployment\'s export root (EXPORT_ROOT); never absolute, never `..`.', example: 'finance/leases' });
+  .openapi({ description: "A directory relative to the deployment's export root (EXPORT_ROOT); never absolute, never `..`.", example: 'finance/leases' });
 
 const HttpDestinationInput = z
   .strictObject({ type: z.literal('http'), url: DestinationUrl, method: DestinationMethod.optional(), headers: DestinationHeaders.optional() })
@@ -198,8 +222,7 @@ export const AutomationCreate = z
   })
   .openapi('AutomationCreate');
 export const AutomationUpdate = someField(
-  z
-  .strictObject({
+  z.strictObject({
     name: AutomationName.optional(),
     filters: ExportFilters.optional().openapi({ description: 'Replaces the filters (`{}`: every record).' }),
     columns: ExportColumns.nullable().optional().openapi({ description: 'Replaces the columns; null = every field of the entity.' }),
@@ -208,7 +231,10 @@ export const AutomationUpdate = someField(
       description:
         'Replaces the destination. For an HTTP destination that stays HTTP, omitting `headers` keeps the stored ones (their values are never shown, so they cannot be sent back); `headers: {}` removes them.',
     }),
-    status: z.enum(AUTOMATION_STATUSES).optional().openapi({ description: '`paused` stops scheduled runs (a manual run still starts); `active` resumes them.' }),
+    status: z
+      .enum(AUTOMATION_STATUSES)
+      .optional()
+      .openapi({ description: '`paused` stops scheduled runs (a manual run still starts); `active` resumes them.' }),
     escape_formulas: EscapeFormulas.optional(),
   }),
 ).openapi('AutomationUpdate');
@@ -238,7 +264,10 @@ export const Automation = z
     destination: z.discriminatedUnion('type', [HttpDestination, DirectoryDestination]),
     escape_formulas: EscapeFormulas,
     status: z.enum(AUTOMATION_STATUSES),
-    schedule_id: z.string().openapi({ description: "The automation's Temporal Schedule (see it in the Temporal UI).", example: 'automation-schedule-atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
+    schedule_id: z.string().openapi({
+      description: "The automation's Temporal Schedule (see it in the Temporal UI).",
+      example: 'automation-schedule-atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8',
+    }),
     created_at: DateTime,
     updated_at: DateTime,
   })

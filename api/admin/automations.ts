@@ -55,7 +55,8 @@ function automationView(row: AutomationRow): z.infer<typeof Automation> {
     filters: row.filters,
     columns: row.columns,
     schedule: 'every' in row.schedule ? { every: row.schedule.every } : { cron: row.schedule.cron, timezone: row.schedule.timezone ?? 'UTC' },
-    destination: d.type === 'http' ? { type: 'http', url: d.url, method: d.method ?? 'PUT', headers: d.header_names ?? [] } : { type: 'directory', path: d.path },
+    destination:
+      d.type === 'http' ? { type: 'http', url: d.url, method: d.method ?? 'PUT', headers: d.header_names ?? [] } : { type: 'directory', path: d.path },
     escape_formulas: escapeFormulasOf(d),
     status: row.status,
     schedule_id: automationScheduleIdOf(row.id),
@@ -85,7 +86,10 @@ function automationRunView(row: AutomationRunRow): z.infer<typeof AutomationRun>
 const pointer = (...path: (string | number)[]) => `/${path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 
 function invalid(errors: FieldError[]): ApiError {
-  const detail = errors.length === 1 ? `Invalid field \`${errors[0]!.pointer}\`: ${errors[0]!.detail}` : `${errors.length} invalid values: ${errors.map((e) => `\`${e.pointer}\``).join(', ')}.`;
+  const detail =
+    errors.length === 1
+      ? `Invalid field \`${errors[0]!.pointer}\`: ${errors[0]!.detail}`
+      : `${errors.length} invalid values: ${errors.map((e) => `\`${e.pointer}\``).join(', ')}.`;
   return new ApiError('validation_error', detail, { errors });
 }
 
@@ -196,7 +200,12 @@ async function ensureSchedule(ctl: AutomationControlDeps, control: AutomationCon
 }
 
 /** Runs `fn` with the automation control of this process; Temporal failing is a 503 after `undo`. */
-function viaControl<T>(deps: ApiDeps, action: string, fn: (ctl: AutomationControlDeps, control: AutomationControl) => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
+function viaControl<T>(
+  deps: ApiDeps,
+  action: string,
+  fn: (ctl: AutomationControlDeps, control: AutomationControl) => Promise<T>,
+  undo?: () => Promise<unknown>,
+): Promise<T> {
   return viaTemporal(
     deps,
     action,
@@ -212,7 +221,10 @@ function viaControl<T>(deps: ApiDeps, action: string, fn: (ctl: AutomationContro
 async function loadAutomation(deps: ApiDeps, id: string): Promise<AutomationRow> {
   const row = isId('automation', id) ? await getAutomation(deps.db, id) : undefined;
   const [integration] = row
-    ? await deps.db.select({ id: integrations.id }).from(integrations).where(and(eq(integrations.id, row.integrationId), isNull(integrations.deletedAt)))
+    ? await deps.db
+        .select({ id: integrations.id })
+        .from(integrations)
+        .where(and(eq(integrations.id, row.integrationId), isNull(integrations.deletedAt)))
     : [];
   if (!row || !integration) throw new ApiError('not_found', `No automation ${id}.`);
   return row;
@@ -233,7 +245,11 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       description:
         "A scheduled CSV export of one entity to an HTTP(S) endpoint or a directory under the export root. `filters` are the entity's list endpoint query parameters, checked now by the same rules (422 at `/filters/<name>`). Destination header values are stored encrypted and never shown again. The Temporal Schedule is made at once; if Temporal is unreachable nothing is created (503).",
       request: { params: IntegrationId, ...body(AutomationCreate) },
-      responses: { 201: json(Automation, 'The automation.', linkTo('GetAutomation', 'getAutomation', 'The automation created.')), ...errorResponses, ...unavailableResponse },
+      responses: {
+        201: json(Automation, 'The automation.', linkTo('GetAutomation', 'getAutomation', 'The automation created.')),
+        ...errorResponses,
+        ...unavailableResponse,
+      },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
@@ -337,7 +353,9 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       if (errors.length > 0) throw invalid(errors);
       // The option lives with the destination: a new destination keeps it unless the request changes it too.
       const destination: StoredDestination | undefined =
-        dest || input.escape_formulas !== undefined ? { ...(dest?.destination ?? old), escape_formulas: input.escape_formulas ?? escapeFormulasOf(old) } : undefined;
+        dest || input.escape_formulas !== undefined
+          ? { ...(dest?.destination ?? old), escape_formulas: input.escape_formulas ?? escapeFormulasOf(old) }
+          : undefined;
 
       const [row] = await deps.db
         .update(automations)
@@ -405,7 +423,11 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       description:
         'Starts a run at once (also of a paused automation) → the run, `queued`; its workflow id is the run id. Follow it at `/automation_runs/{id}`. Temporal unreachable: 503; if the run was already recorded when starting its workflow failed, it is marked `failed` and the reply names it.',
       request: { params: AutomationId },
-      responses: { 202: json(AutomationRun, 'The run.', linkTo('GetAutomationRun', 'getAutomationRun', 'Follow the run.')), ...errorResponses, ...unavailableResponse },
+      responses: {
+        202: json(AutomationRun, 'The run.', linkTo('GetAutomationRun', 'getAutomationRun', 'Follow the run.')),
+        ...errorResponses,
+        ...unavailableResponse,
+      },
     }),
     async (c) => {
       const automation = await loadAutomation(deps, c.req.valid('param').id);

@@ -15,7 +15,10 @@ const DeliveryCounts = z
     total: z.number().int().openapi({ description: 'Deliveries of the event, one per subscription it was sent (or re-sent) to.' }),
     ...(Object.fromEntries(DELIVERY_STATUSES.map((s) => [s, z.number().int()])) as Record<(typeof DELIVERY_STATUSES)[number], z.ZodNumber>),
   })
-  .openapi('EventDeliveryCounts', { description: 'How many deliveries of the event there are, in all and per status.', example: { total: 2, pending: 0, retrying: 0, succeeded: 1, dead_lettered: 1, cancelled: 0, expired: 0 } });
+  .openapi('EventDeliveryCounts', {
+    description: 'How many deliveries of the event there are, in all and per status.',
+    example: { total: 2, pending: 0, retrying: 0, succeeded: 1, dead_lettered: 1, cancelled: 0, expired: 0 },
+  });
 export const Event = z
   .object({
     id: z.string().openapi({ example: 'evt_01J8Z5Q3M3W6X9K0V7B2C4D6E8' }),
@@ -27,7 +30,9 @@ export const Event = z
     operation_id: z.string().nullable().openapi({ description: 'The write Operation that recorded the event, if any.' }),
     automation_run_id: z.string().nullable().openapi({ description: 'The automation run an AUTOMATION_* event reports.' }),
     record_id: z.string().nullable().openapi({ description: 'The record a data_change event is about.' }),
-    dispatched_at: DateTime.nullable().openapi({ description: 'When the outbox relay had started a delivery to every subscription that wanted it; null until then.' }),
+    dispatched_at: DateTime.nullable().openapi({
+      description: 'When the outbox relay had started a delivery to every subscription that wanted it; null until then.',
+    }),
     deliveries: DeliveryCounts,
   })
   .openapi('Event');

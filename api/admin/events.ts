@@ -64,8 +64,14 @@ export function registerEvents(app: OpenAPIHono, deps: ApiDeps): void {
       const { limit, offset, order, type } = c.req.valid('query');
       const rows = await eventsOf(deps.db, integration.id, { types: type, order, limit: limit + 1, offset });
       const page = rows.slice(0, limit);
-      const counts = await deliveryCountsOf(deps.db, page.map((r) => r.id));
-      return c.json(pageOf(rows, { limit, offset }, (r) => eventView(r, counts.get(r.id)!)), 200);
+      const counts = await deliveryCountsOf(
+        deps.db,
+        page.map((r) => r.id),
+      );
+      return c.json(
+        pageOf(rows, { limit, offset }, (r) => eventView(r, counts.get(r.id)!)),
+        200,
+      );
     },
   );
 
@@ -76,7 +82,8 @@ export function registerEvents(app: OpenAPIHono, deps: ApiDeps): void {
       operationId: 'getEvent',
       tags,
       summary: 'Retrieve an event',
-      description: 'With its deliveries per status and the payload exactly as sent (null while the outbox relay has not serialized it yet). 404 once it is older than 30 days.',
+      description:
+        'With its deliveries per status and the payload exactly as sent (null while the outbox relay has not serialized it yet). 404 once it is older than 30 days.',
       request: { params: EventId },
       responses: { 200: json(EventWithPayload, 'The event.'), ...errorResponses },
     }),
@@ -95,7 +102,7 @@ export function registerEvents(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Resend an event',
       description:
-        "Sends the event again to every active subscription of its integration that wants its type (`*` or the type), as they stand now: a subscription that already has a delivery of it gets one more attempt on that delivery (as `POST /webhook_deliveries/{id}/replay`); one that never got it (created later, or disabled at the time) gets a new delivery. Same event id and bytes, signed with the current secret(s). When no active subscription wants the event, nothing is sent: 202 with `resent: 0`. Scale and enterprise plans only.",
+        'Sends the event again to every active subscription of its integration that wants its type (`*` or the type), as they stand now: a subscription that already has a delivery of it gets one more attempt on that delivery (as `POST /webhook_deliveries/{id}/replay`); one that never got it (created later, or disabled at the time) gets a new delivery. Same event id and bytes, signed with the current secret(s). When no active subscription wants the event, nothing is sent: 202 with `resent: 0`. Scale and enterprise plans only.',
       request: { params: EventId },
       responses: { 202: json(EventResendResult, 'What was sent again.'), ...errorResponses, ...forbidden, ...unavailableResponse },
     }),

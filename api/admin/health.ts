@@ -18,7 +18,7 @@ export const Health = z
     webhook_deliveries_retrying: count('Deliveries waiting for their next attempt.'),
     webhook_dead_letters_open: count('Dead letters not yet replayed or expired.'),
     webhook_circuits_open: count('Subscriptions whose circuit is open.'),
-    integrations_failing: count("Live integrations whose newest finished sync run failed."),
+    integrations_failing: count('Live integrations whose newest finished sync run failed.'),
     integrations_sync_overdue: count('Live integrations without a successful sync within 3 times their cadence.'),
     sync_runs_retrying: count('Sync runs retrying a step (attempt 2 or later).'),
     operation_oldest_queued_age_seconds: seconds('Age of the oldest Operation still queued or running; 0 when none.'),
@@ -33,7 +33,8 @@ export function registerHealthFacts(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/health',
       tags: ['Health'],
       summary: 'Health numbers of the deployment',
-      description: 'Backlogs, dead letters, failing integrations and the oldest unfinished Operation, read from the database (cached for 5 s). Counts stop at 100,000.',
+      description:
+        'Backlogs, dead letters, failing integrations and the oldest unfinished Operation, read from the database (cached for 5 s). Counts stop at 100,000.',
       responses: { 200: json(Health, 'The numbers.'), ...errorResponses, ...unavailableResponse },
     }),
     async (c) => {

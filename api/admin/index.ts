@@ -37,7 +37,8 @@ export function createAdminRoutes(deps: ApiDeps, guard: AdminTokenGuard): Hono {
     info: {
       title: 'Property Data Sync admin API',
       version: '1.0.0',
-      description: 'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, write Operations, sandbox controls, webhook subscriptions, deliveries and replays, events and their resend, automations (scheduled CSV exports) and their runs. Lists ordered by creation time take `order` (`asc`/`desc`). Errors are problem+json.',
+      description:
+        'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, write Operations, sandbox controls, webhook subscriptions, deliveries and replays, events and their resend, automations (scheduled CSV exports) and their runs. Lists ordered by creation time take `order` (`asc`/`desc`). Errors are problem+json.',
     },
     servers: [{ url: `${deps.config.PUBLIC_BASE_URL}/admin/v1` }],
     security: [{ [SECURITY]: [] }],

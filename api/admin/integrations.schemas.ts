@@ -26,10 +26,10 @@ const Interval = z
 const SandboxSource = z
   .strictObject({
     type: z.literal('sandbox'),
-    dialect: z
-      .enum(SOURCE_DIALECTS)
-      .optional()
-      .openapi({ description: 'The wire the sandbox company speaks: the Entrata-style JSON-RPC (default) or the Buildium-style REST API, which can list what changed (delta runs).' }),
+    dialect: z.enum(SOURCE_DIALECTS).optional().openapi({
+      description:
+        'The wire the sandbox company speaks: the Entrata-style JSON-RPC (default) or the Buildium-style REST API, which can list what changed (delta runs).',
+    }),
     size: z.number().int().min(1).max(250_000).optional().openapi({ description: 'Leases to generate (default 50).' }),
     seed: z.number().int().min(0).max(2_147_483_647).optional().openapi({ description: 'Generator seed (default random).' }),
   })
@@ -79,8 +79,7 @@ export const IntegrationCreate = z
     ],
   } as never);
 export const IntegrationUpdate = someField(
-  z
-  .strictObject({
+  z.strictObject({
     name: text(200).nullable().optional(),
     plan: Plan.optional(),
     sync_interval_seconds: Interval.nullable().optional().openapi({ description: 'Override of the cadence; null = plan default.' }),
@@ -100,7 +99,8 @@ export const Integration = z
     }),
     sync_interval_seconds: z.number().int().openapi({ description: 'The effective cadence: the override, else the plan default.' }),
     full_sync_interval_seconds: z.number().int().openapi({
-      description: 'The effective seconds between full runs (the override, else the service default). Applies only where the source can list what changed; other sources read everything on every run.',
+      description:
+        'The effective seconds between full runs (the override, else the service default). Applies only where the source can list what changed; other sources read everything on every run.',
     }),
     created_at: DateTime,
   })

@@ -53,10 +53,16 @@ function invalid(pointer: string, detail: string): ApiError {
  */
 function checkSource(mode: 'test' | 'live', source: { type: 'sandbox' } | { type: 'entrata' | 'buildium'; base_url: string }): void {
   if (source.type === 'sandbox' && mode === 'live') {
-    throw invalid('/source/type', 'A sandbox source is only for test-mode integrations; a live integration connects to a real system (type entrata or buildium).');
+    throw invalid(
+      '/source/type',
+      'A sandbox source is only for test-mode integrations; a live integration connects to a real system (type entrata or buildium).',
+    );
   }
   if (source.type !== 'sandbox' && mode === 'live' && new URL(source.base_url).protocol !== 'https:') {
-    throw invalid('/source/base_url', 'A live integration connects to its source over https:// only (its credentials travel with every request); http:// is for test mode.');
+    throw invalid(
+      '/source/base_url',
+      'A live integration connects to its source over https:// only (its credentials travel with every request); http:// is for test mode.',
+    );
   }
 }
 
@@ -68,10 +74,16 @@ function checkFullCadence(plan: Plan, override: number | null, full: number | nu
   if (full === null) return;
   const every = effectiveSyncInterval(plan, override);
   if (full < every) {
-    throw invalid('full_sync_interval_seconds', `${full} s is shorter than the integration's sync interval (${every} s); a full run is one of its scheduled runs, so set at least ${every} s (null = the default).`);
+    throw invalid(
+      'full_sync_interval_seconds',
+      `${full} s is shorter than the integration's sync interval (${every} s); a full run is one of its scheduled runs, so set at least ${every} s (null = the default).`,
+    );
   }
   if (full > MAX_FULL_SYNC_INTERVAL_SECONDS) {
-    throw invalid('full_sync_interval_seconds', `${full} s is longer than 30 days (${MAX_FULL_SYNC_INTERVAL_SECONDS} s), the longest a deletion may go unseen.`);
+    throw invalid(
+      'full_sync_interval_seconds',
+      `${full} s is longer than 30 days (${MAX_FULL_SYNC_INTERVAL_SECONDS} s), the longest a deletion may go unseen.`,
+    );
   }
 }
 
@@ -88,7 +100,10 @@ function checkCadence(plan: Plan, override: number | null): void {
 function sandboxSettings(baseUrl: string, dialect: SandboxDialect, created: SandboxCredentials): IntegrationRow['sourceConfig'] {
   if (dialect === 'entrata') return { base_url: baseUrl, api_key: created.api_key };
   if (created.dialect !== 'buildium' || !created.client_id || !created.client_secret) {
-    throw new ApiError('service_unavailable', `The sandbox PMS at ${baseUrl} did not create a buildium company (it answered a ${created.dialect} one without a client id and secret): is it older than the buildium flavour?`);
+    throw new ApiError(
+      'service_unavailable',
+      `The sandbox PMS at ${baseUrl} did not create a buildium company (it answered a ${created.dialect} one without a client id and secret): is it older than the buildium flavour?`,
+    );
   }
   return { dialect: 'buildium', base_url: baseUrl, client_id: created.client_id, client_secret: created.client_secret };
 }
@@ -105,9 +120,13 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Connect a source',
       description:
-        'A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only), speaking the `dialect` asked for (default `entrata`). A live integration\'s `base_url` must be https://. The source\'s secret (`api_key`, or `client_secret` of a `buildium` source) is stored encrypted and never shown again. The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts (always a full run). Where the source can list what changed (`buildium`), scheduled runs read only the changes and a full run comes every `full_sync_interval_seconds`.',
+        "A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only), speaking the `dialect` asked for (default `entrata`). A live integration's `base_url` must be https://. The source's secret (`api_key`, or `client_secret` of a `buildium` source) is stored encrypted and never shown again. The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts (always a full run). Where the source can list what changed (`buildium`), scheduled runs read only the changes and a full run comes every `full_sync_interval_seconds`.",
       request: { params: OrgId, ...body(IntegrationCreate) },
-      responses: { 201: json(Integration, 'The integration.', linkTo('GetIntegration', 'getIntegration', 'The integration created.')), ...errorResponses, ...unavailableResponse },
+      responses: {
+        201: json(Integration, 'The integration.', linkTo('GetIntegration', 'getIntegration', 'The integration created.')),
+        ...errorResponses,
+        ...unavailableResponse,
+      },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
@@ -139,17 +158,21 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       } else {
         sourceConfig = { base_url: input.source.base_url.replace(/\/$/, ''), api_key: input.source.api_key };
       }
-      const row = await createIntegration(deps.db, {
-        id,
-        organizationId: org.id,
-        name: input.name ?? null,
-        mode: input.mode,
-        plan: input.plan,
-        sourceType: input.source.type,
-        sourceConfig,
-        syncIntervalSeconds: override,
-        fullSyncIntervalSeconds: fullOverride,
-      }, deps.secrets);
+      const row = await createIntegration(
+        deps.db,
+        {
+          id,
+          organizationId: org.id,
+          name: input.name ?? null,
+          mode: input.mode,
+          plan: input.plan,
+          sourceType: input.source.type,
+          sourceConfig,
+          syncIntervalSeconds: override,
+          fullSyncIntervalSeconds: fullOverride,
+        },
+        deps.secrets,
+      );
       await withTemporal(
         deps,
         'schedule the integration',
@@ -190,7 +213,10 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         .orderBy(...inOrder(order, integrations.createdAt, integrations.id))
         .limit(limit + 1)
         .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, (r) => integrationView(r, deps.config.SYNC_FULL_INTERVAL_SECONDS)), 200);
+      return c.json(
+        pageOf(rows, { limit, offset }, (r) => integrationView(r, deps.config.SYNC_FULL_INTERVAL_SECONDS)),
+        200,
+      );
     },
   );
 
@@ -240,7 +266,12 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
           () =>
             deps.db
               .update(integrations)
-              .set({ plan: before.plan, syncIntervalSeconds: before.syncIntervalSeconds, fullSyncIntervalSeconds: before.fullSyncIntervalSeconds, name: before.name })
+              .set({
+                plan: before.plan,
+                syncIntervalSeconds: before.syncIntervalSeconds,
+                fullSyncIntervalSeconds: before.fullSyncIntervalSeconds,
+                name: before.name,
+              })
               .where(eq(integrations.id, before.id)),
         );
       }
@@ -276,7 +307,10 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       await deps.db.transaction(async (tx) => {
         await tx.update(integrations).set({ deletedAt: now }).where(eq(integrations.id, row.id));
         // Its automations go with it: nothing is left to export, and their schedules are gone.
-        await tx.update(automations).set({ deletedAt: now, updatedAt: now }).where(and(eq(automations.integrationId, row.id), isNull(automations.deletedAt)));
+        await tx
+          .update(automations)
+          .set({ deletedAt: now, updatedAt: now })
+          .where(and(eq(automations.integrationId, row.id), isNull(automations.deletedAt)));
         // A run id that saw nothing: every live record of the integration counts as gone.
         const ctx = { integration: row, emitEvents: false, syncJobId: newId('syncJob'), now };
         for (const entity of ENTITIES) await softDeleteUnseen(tx, ctx, entity);

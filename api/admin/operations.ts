@@ -66,7 +66,14 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
       summary: "List an integration's Operations",
       description: 'Newest first by default (`order=asc`: oldest first). Filter by `status` and `type` (each a comma-separated list matching any).',
       request: { params: IntegrationId, query: OperationQuery },
-      responses: { 200: json(listOf(AdminOperation, 'AdminOperationList'), orderedDescription('desc'), linkTo('GetOperation', 'getOperation', 'The first Operation of the page.', '/results/0/id')), ...errorResponses },
+      responses: {
+        200: json(
+          listOf(AdminOperation, 'AdminOperationList'),
+          orderedDescription('desc'),
+          linkTo('GetOperation', 'getOperation', 'The first Operation of the page.', '/results/0/id'),
+        ),
+        ...errorResponses,
+      },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);

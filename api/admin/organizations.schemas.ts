@@ -18,8 +18,7 @@ export const Organization = z
   .openapi('Organization');
 export const OrganizationCreate = z.strictObject({ name: text(200) }).openapi('OrganizationCreate');
 export const OrganizationUpdate = someField(
-  z
-  .strictObject({
+  z.strictObject({
     name: text(200).optional(),
     rate_limit_per_minute: RateLimit.nullable().optional(),
     rate_limit_burst: RateLimit.nullable().optional(),

@@ -49,7 +49,11 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
       description: 'Every organization of the deployment, oldest first by default (`order=desc`: newest first).',
       request: { query: OrgQuery },
       responses: {
-        200: json(listOf(Organization, 'OrganizationList'), orderedDescription('asc'), linkTo('GetOrganization', 'getOrganization', 'The first organization of the page.', '/results/0/id')),
+        200: json(
+          listOf(Organization, 'OrganizationList'),
+          orderedDescription('asc'),
+          linkTo('GetOrganization', 'getOrganization', 'The first organization of the page.', '/results/0/id'),
+        ),
         ...errorResponses,
       },
     }),

@@ -9,7 +9,9 @@ import { Uuid, problemResponse } from './schemas';
 export const conflictResponse = { 409: problemResponse('The integration does not have a sandbox source.') } as const;
 
 const Count = z.number().int().min(0).max(100_000);
-const PerEntityCount = z.strictObject(Object.fromEntries(ENTITIES.map((e) => [e, Count.optional()])) as Record<(typeof ENTITIES)[number], z.ZodOptional<typeof Count>>);
+const PerEntityCount = z.strictObject(
+  Object.fromEntries(ENTITIES.map((e) => [e, Count.optional()])) as Record<(typeof ENTITIES)[number], z.ZodOptional<typeof Count>>,
+);
 const Counts = z.union([Count, PerEntityCount]).optional().openapi({ description: 'A total spread over entities, or counts per entity.' });
 export const SandboxChanges = z
   .strictObject({
@@ -38,7 +40,8 @@ const FaultKind = z.enum(['unavailable', 'rate_limited', 'slow', 'reject_writes'
     '`unavailable`: 503 with an HTML page; `rate_limited`: 429 with Retry-After; `slow`: replies after `delay_ms` (a slow write is applied first, so a client that gives up sooner sees a timeout for a write that was made); `reject_writes`: writes answered with a business error.',
 });
 const FaultScope = z.enum(['all', 'reads', 'writes']).openapi({
-  description: 'Which requests the fault affects, and is counted against: every request (the default), reads only or writes only. `reject_writes` affects writes only (`reads` is refused).',
+  description:
+    'Which requests the fault affects, and is counted against: every request (the default), reads only or writes only. `reject_writes` affects writes only (`reads` is refused).',
 });
 export const SandboxFault = z
   .strictObject({

@@ -22,7 +22,8 @@ export function registerSandbox(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/integrations/{id}/sandbox/changes',
       tags,
       summary: 'Change data in the sandbox PMS',
-      description: 'Counts of records to update, create and delete (a total or per entity) and of lease status transitions. The next sync picks the changes up.',
+      description:
+        'Counts of records to update, create and delete (a total or per entity) and of lease status transitions. The next sync picks the changes up.',
       request: { params: IntegrationId, ...body(SandboxChanges) },
       responses: { 200: json(SandboxChangeResult, 'The x_ids touched, per kind and entity.'), ...responses },
     }),
@@ -48,7 +49,10 @@ export function registerSandbox(app: OpenAPIHono, deps: ApiDeps): void {
       const row = await sandboxIntegration(c.req.valid('param').id);
       const fault = c.req.valid('json');
       await viaSandbox(deps, 'set the sandbox fault', (s) => s.setFault(row.id, fault));
-      return c.json({ integration_id: row.id, kind: fault.kind, count: fault.count ?? null, delay_ms: fault.delay_ms ?? null, methods: fault.methods ?? 'all' }, 200);
+      return c.json(
+        { integration_id: row.id, kind: fault.kind, count: fault.count ?? null, delay_ms: fault.delay_ms ?? null, methods: fault.methods ?? 'all' },
+        200,
+      );
     },
   );
 

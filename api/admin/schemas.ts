@@ -74,7 +74,11 @@ export const unavailableResponse = {
   503: problemResponse('Temporal or the sandbox PMS is unreachable; nothing was changed. Safe to retry.'),
 } as const;
 
-export const json = <T extends z.ZodType>(schema: T, description: string, links?: Record<string, { operationId: string; parameters: Record<string, string>; description: string }>) => ({
+export const json = <T extends z.ZodType>(
+  schema: T,
+  description: string,
+  links?: Record<string, { operationId: string; parameters: Record<string, string>; description: string }>,
+) => ({
   content: { 'application/json': { schema } },
   description,
   ...(links ? { links } : {}),
@@ -109,7 +113,14 @@ export const enumListParam = <T extends string>(values: readonly T[], descriptio
   z
     .string()
     .transform((s, ctx) => {
-      const list = [...new Set(s.split(',').map((v) => v.trim()).filter(Boolean))];
+      const list = [
+        ...new Set(
+          s
+            .split(',')
+            .map((v) => v.trim())
+            .filter(Boolean),
+        ),
+      ];
       // Empty means no filter, as on /v1 (`status=`).
       if (list.length === 0) return undefined;
       const unknown = list.filter((v) => !values.includes(v as T));
@@ -124,7 +135,4 @@ export const enumListParam = <T extends string>(values: readonly T[], descriptio
       type: 'string',
       pattern: listPattern(values.map((v) => v.replace(/[.]/g, '\\.')).join('|')),
       description: `${description} One of ${values.map((v) => `\`${v}\``).join(', ')}, or a comma-separated list matching any.`,
-    } as never) as unknown as z.ZodType<
-    T[] | undefined,
-    string | undefined
-  >;
+    } as never) as unknown as z.ZodType<T[] | undefined, string | undefined>;

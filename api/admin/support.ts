@@ -39,7 +39,10 @@ export function uuidOr404(id: string, what: string): string {
 }
 
 export async function loadOrganization(deps: ApiDeps, id: string): Promise<OrganizationRow> {
-  const [row] = await deps.db.select().from(organizations).where(eq(organizations.id, uuidOr404(id, 'organization')));
+  const [row] = await deps.db
+    .select()
+    .from(organizations)
+    .where(eq(organizations.id, uuidOr404(id, 'organization')));
   if (!row) throw new ApiError('not_found', `No organization ${id}.`);
   return row;
 }
@@ -96,12 +99,7 @@ export async function withTemporal<T>(
   fn: (ctl: SyncControlDeps, control: SyncControl) => Promise<T>,
   undo?: () => Promise<unknown>,
 ): Promise<T> {
-  return viaTemporal(
-    deps,
-    action,
-    async (client) => fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, await loadSyncControl()),
-    undo,
-  );
+  return viaTemporal(deps, action, async (client) => fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, await loadSyncControl()), undo);
 }
 
 /** withTemporal for any Temporal call: the client of this process, and a 503 that says nothing changed. */
@@ -112,7 +110,10 @@ export async function viaTemporal<T>(deps: ApiDeps, action: string, fn: (client:
     if (undo) await undo();
     if (err instanceof ApiError) throw err;
     deps.logger.warn({ err, action }, 'temporal call failed');
-    throw new ApiError('service_unavailable', `Could not ${action}: Temporal is unreachable or refused the request (${messageOf(err)}). Nothing was changed; retry later.`);
+    throw new ApiError(
+      'service_unavailable',
+      `Could not ${action}: Temporal is unreachable or refused the request (${messageOf(err)}). Nothing was changed; retry later.`,
+    );
   }
 }
 

@@ -14,10 +14,15 @@ export const SyncJob = z
     status: z.enum(['queued', 'running', 'succeeded', 'failed']),
     trigger: z.enum(['initial', 'schedule', 'manual']),
     kind: z.enum(SYNC_KINDS).nullable().openapi({
-      description: '`full`: reads every record, and alone may soft-delete what the source no longer has. `delta`: reads the records the source says changed in [window_from, window_to] and deletes nothing. Null while the job is queued: the run decides when it starts.',
+      description:
+        '`full`: reads every record, and alone may soft-delete what the source no longer has. `delta`: reads the records the source says changed in [window_from, window_to] and deletes nothing. Null while the job is queued: the run decides when it starts.',
     }),
-    window_from: DateTime.nullable().openapi({ description: 'A delta run: the start of the window of changes it reads (the last covered window end less an overlap). Null for a full run.' }),
-    window_to: DateTime.nullable().openapi({ description: "When the run began (the database's clock): the end of what it covers, for either kind. Null while queued." }),
+    window_from: DateTime.nullable().openapi({
+      description: 'A delta run: the start of the window of changes it reads (the last covered window end less an overlap). Null for a full run.',
+    }),
+    window_to: DateTime.nullable().openapi({
+      description: "When the run began (the database's clock): the end of what it covers, for either kind. Null while queued.",
+    }),
     started_at: DateTime.nullable(),
     finished_at: DateTime.nullable(),
     records_seen: z.number().int(),
@@ -25,14 +30,20 @@ export const SyncJob = z
     records_updated: z.number().int(),
     records_soft_deleted: z.number().int(),
     records_skipped: z.number().int().openapi({
-      description: 'Records the source served that the mapping could not read: left as they were in the cache (never soft-deleted) and listed under /sync_jobs/{id}/skipped_records. The run still succeeds.',
+      description:
+        'Records the source served that the mapping could not read: left as they were in the cache (never soft-deleted) and listed under /sync_jobs/{id}/skipped_records. The run still succeeds.',
     }),
     error: z.string().nullable(),
     attempt: z.number().int().openapi({
-      description: "The attempt of the run's current step (1 until a step fails; a step retried after a source outage is at 2, 3, …; back to 1 when it succeeds).",
+      description:
+        "The attempt of the run's current step (1 until a step fails; a step retried after a source outage is at 2, 3, …; back to 1 when it succeeds).",
     }),
-    last_error: z.string().nullable().openapi({ description: 'Why the last attempt of the current step failed, while it is being retried; null otherwise. A failed run says why in `error`.' }),
-    next_attempt_at: DateTime.nullable().openapi({ description: 'When the step is tried again, while the run waits between attempts; null while an attempt runs or none is due.' }),
+    last_error: z.string().nullable().openapi({
+      description: 'Why the last attempt of the current step failed, while it is being retried; null otherwise. A failed run says why in `error`.',
+    }),
+    next_attempt_at: DateTime.nullable().openapi({
+      description: 'When the step is tried again, while the run waits between attempts; null while an attempt runs or none is due.',
+    }),
     progress: z
       .record(z.enum(ENTITIES), z.object({ pages: z.number().int(), done: z.boolean() }))
       .openapi({ description: 'Per entity, in sync order: pages committed so far and whether the entity is complete.' }),
@@ -41,7 +52,10 @@ export const SyncJob = z
 
 export const SyncRequest = z
   .strictObject({
-    kind: z.enum(SYNC_KINDS).optional().openapi({ description: 'Ask for a full run, or a run of the changes only (sources that can list them); default: as the cadence decides.' }),
+    kind: z
+      .enum(SYNC_KINDS)
+      .optional()
+      .openapi({ description: 'Ask for a full run, or a run of the changes only (sources that can list them); default: as the cadence decides.' }),
   })
   .openapi('SyncRequest');
 export type SyncRequest = z.infer<typeof SyncRequest>;

@@ -58,7 +58,10 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
       const { kind } = (c.req.valid('json') as SyncRequest | undefined) ?? {};
       if (kind === 'delta' && !capabilitiesOf(deps, integration).delta) {
-        throw invalidField('kind', `A ${dialectOf(integration.sourceConfig)} source cannot list what changed: every run of this integration reads everything (kind full).`);
+        throw invalidField(
+          'kind',
+          `A ${dialectOf(integration.sourceConfig)} source cannot list what changed: every run of this integration reads everything (kind full).`,
+        );
       }
       const job = await withTemporal(deps, 'start the sync', (ctl, control) => control.triggerSync(ctl, integration, { kind }));
       return c.json(adminSyncJobView(job), 202);

@@ -15,22 +15,16 @@ const EventTypes = z
   .max(ALL_EVENT_TYPES.length + 1)
   .openapi({ description: 'Event types to receive, or `["*"]` for every type.', example: ['LEASE_SIGNED', 'LEASE_UPDATED'] });
 const WebhookUrl = plainText().min(1).max(2048).openapi({
-  description: 'Where events are POSTed. Live integrations: HTTPS to a public host: not `localhost`, nor a loopback, private, link-local or other special-purpose address (IPv4 embedded in IPv6 included), neither as written nor as resolved when sending. Test integrations may use http:// and loopback.',
+  description:
+    'Where events are POSTed. Live integrations: HTTPS to a public host: not `localhost`, nor a loopback, private, link-local or other special-purpose address (IPv4 embedded in IPv6 included), neither as written nor as resolved when sending. Test integrations may use http:// and loopback.',
   example: 'https://example.com/webhooks/propsync',
 });
 const Description = plainText().max(500).trim().nullable().optional();
-const MaxInFlight = z
-  .number()
-  .int()
-  .min(1)
-  .max(256)
-  .nullable()
-  .optional()
-  .openapi({
-    description:
-      'Attempts of this subscription in flight at once (null: the deployment default, WEBHOOK_MAX_IN_FLIGHT, 16). First attempts go out in production order either way; with 1 they also arrive in that order, one after another.',
-    example: 16,
-  });
+const MaxInFlight = z.number().int().min(1).max(256).nullable().optional().openapi({
+  description:
+    'Attempts of this subscription in flight at once (null: the deployment default, WEBHOOK_MAX_IN_FLIGHT, 16). First attempts go out in production order either way; with 1 they also arrive in that order, one after another.',
+  example: 16,
+});
 const StandardWebhooks = z.boolean().optional().openapi({
   description:
     'Also sign each delivery the Standard Webhooks way: `webhook-id`, `webhook-timestamp` and `webhook-signature` (`v1,<base64>`), verifiable with the published `standardwebhooks` libraries, besides `X-Service-Signature`. Default on for a new subscription.',
@@ -57,7 +51,9 @@ export const Subscription = z
     description: z.string().nullable(),
     status: z.enum(SUBSCRIPTION_STATUSES),
     max_in_flight: z.number().int().nullable().openapi({ description: 'Attempts in flight at once; null: the deployment default.' }),
-    standard_webhooks: z.boolean().openapi({ description: 'Whether deliveries also carry the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`).' }),
+    standard_webhooks: z
+      .boolean()
+      .openapi({ description: 'Whether deliveries also carry the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`).' }),
     previous_secret_expires_at: DateTime.nullable().openapi({ description: 'End of the current rotation window, when one is open.' }),
     disabled: z
       .object({
@@ -72,11 +68,15 @@ export const Subscription = z
       }),
     health: z
       .object({
-        success_rate: z.number().min(0).max(1).nullable().openapi({ description: 'Succeeded attempts over attempts of the last 24 hours (of its 1,000 most recent deliveries at most); null without attempts.' }),
+        success_rate: z.number().min(0).max(1).nullable().openapi({
+          description: 'Succeeded attempts over attempts of the last 24 hours (of its 1,000 most recent deliveries at most); null without attempts.',
+        }),
         attempts: z.number().int().openapi({ description: 'Attempts that rate counts.' }),
         last_success_at: DateTime.nullable(),
         last_failure_at: DateTime.nullable(),
-        failing_since: DateTime.nullable().openapi({ description: 'Since when every attempt has failed (the first failure after the last success); null when the last outcome was a success.' }),
+        failing_since: DateTime.nullable().openapi({
+          description: 'Since when every attempt has failed (the first failure after the last success); null when the last outcome was a success.',
+        }),
         pending: z.number().int().openapi({ description: 'Deliveries waiting in its queue for their first attempt.' }),
         retrying: z.number().int().openapi({ description: 'Deliveries waiting for a retry.' }),
         dead_lettered: z.number().int(),
@@ -101,7 +101,13 @@ export const SubscriptionCreated = Subscription.extend({
 }).openapi('WebhookSubscriptionCreated');
 export const RotateSecret = z
   .strictObject({
-    grace_period_seconds: z.number().int().min(0).max(30 * 86_400).optional().openapi({ description: 'How long the previous secret keeps signing (default 86400).' }),
+    grace_period_seconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(30 * 86_400)
+      .optional()
+      .openapi({ description: 'How long the previous secret keeps signing (default 86400).' }),
   })
   .openapi('WebhookSecretRotate');
 export const RotatedSecret = z
@@ -151,6 +157,4 @@ export const SubscriptionReplay = z
   .openapi('WebhookSubscriptionReplay', {
     description: 'Replay every dead-lettered delivery (`{status: "dead_lettered"}`), or every event in a time range of the last 30 days (`{since, until}`).',
   });
-export const ReplayResult = z
-  .object({ replayed: z.number().int(), delivery_ids: z.array(z.string()) })
-  .openapi('WebhookReplayResult');
+export const ReplayResult = z.object({ replayed: z.number().int(), delivery_ids: z.array(z.string()) }).openapi('WebhookReplayResult');

@@ -34,7 +34,19 @@ import { PLAN_RULES } from '../../domain/plans';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, RETENTION_MS } from '../../domain/webhooks';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { Delivery, DeliveryQuery, DeliveryWithPayload, ReplayResult, RotatedSecret, RotateSecret, Subscription, SubscriptionCreate, SubscriptionCreated, SubscriptionReplay, SubscriptionUpdate } from './webhooks.schemas';
+import {
+  Delivery,
+  DeliveryQuery,
+  DeliveryWithPayload,
+  ReplayResult,
+  RotatedSecret,
+  RotateSecret,
+  Subscription,
+  SubscriptionCreate,
+  SubscriptionCreated,
+  SubscriptionReplay,
+  SubscriptionUpdate,
+} from './webhooks.schemas';
 import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
 import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
 
@@ -56,7 +68,8 @@ function subscriptionView(row: SubscriptionRow, health: Health = NO_HEALTH) {
     max_in_flight: row.maxInFlight,
     standard_webhooks: row.standardWebhooks,
     previous_secret_expires_at: windowOpen ? row.previousSecretExpiresAt!.toISOString() : null,
-    disabled: row.status === 'disabled' ? { at: iso(row.disabledAt ?? row.updatedAt)!, by: row.disabledBy ?? ('operator' as const), reason: row.disabledReason } : null,
+    disabled:
+      row.status === 'disabled' ? { at: iso(row.disabledAt ?? row.updatedAt)!, by: row.disabledBy ?? ('operator' as const), reason: row.disabledReason } : null,
     health: {
       success_rate: health.successRate,
       attempts: health.attempts,
@@ -79,7 +92,10 @@ function subscriptionView(row: SubscriptionRow, health: Health = NO_HEALTH) {
 
 /** Subscriptions as the admin API shows them, each with its endpoint health (one query for them all). */
 async function subscriptionViews(deps: Pick<ApiDeps, 'db'>, rows: SubscriptionRow[]) {
-  const health = await healthOf(deps.db, rows.map((r) => r.id));
+  const health = await healthOf(
+    deps.db,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => subscriptionView(r, health.get(r.id)));
 }
 
@@ -145,14 +161,18 @@ async function loadDelivery(deps: ApiDeps, id: string): Promise<DeliveryRow> {
 async function replayable(deps: ApiDeps, sub: SubscriptionRow): Promise<void> {
   const integration = await loadIntegration(deps, sub.integrationId);
   requireWebhookPlan(integration);
-  if (sub.status !== 'active') throw new ApiError('conflict', `Webhook subscription ${sub.id} is disabled; enable it (PATCH status "active") before replaying.`);
+  if (sub.status !== 'active')
+    throw new ApiError('conflict', `Webhook subscription ${sub.id} is disabled; enable it (PATCH status "active") before replaying.`);
 }
 
 type Replayable = DeliveryRow & { eventCreatedAt: Date };
 
 /** Deliveries with the time their event was recorded (its dead letter expires with the event's retention). */
 async function withEventTimes(deps: ApiDeps, rows: DeliveryRow[]): Promise<Replayable[]> {
-  const times = await eventTimes(deps.db, rows.map((r) => r.eventId));
+  const times = await eventTimes(
+    deps.db,
+    rows.map((r) => r.eventId),
+  );
   return rows.map((r) => ({ ...r, eventCreatedAt: times.get(r.eventId) ?? r.createdAt }));
 }
 
@@ -193,7 +213,15 @@ export async function redeliver(deps: ApiDeps, work: Redelivery, action = 'repla
   }
   const waiting: string[] = [];
   for (const { sub, events } of perSub.values()) {
-    const have = new Map((await deliveriesOfEvents(deps.db, sub.id, events.map((e) => e.id))).map((d) => [d.eventId, d]));
+    const have = new Map(
+      (
+        await deliveriesOfEvents(
+          deps.db,
+          sub.id,
+          events.map((e) => e.id),
+        )
+      ).map((d) => [d.eventId, d]),
+    );
     for (const event of events) {
       const d = have.get(event.id);
       if (!d) toQueue.push({ sub, event });
@@ -215,8 +243,18 @@ const tags = ['Webhooks'];
 const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 const SubscriptionId = IdParam('whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook subscription id (`whs_` + ULID).');
 const DeliveryId = IdParam('whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook delivery id (`whd_` + ULID).');
-export const forbidden = { 403: { content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } }, description: 'The integration is on a plan without webhooks.' } };
-const conflict = { 409: { content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } }, description: 'The subscription is disabled.' } };
+export const forbidden = {
+  403: {
+    content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } },
+    description: 'The integration is on a plan without webhooks.',
+  },
+};
+const conflict = {
+  409: {
+    content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } },
+    description: 'The subscription is disabled.',
+  },
+};
 
 export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
@@ -228,7 +266,15 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       description:
         'The response is the only one that shows the signing `secret`. Events recorded from now on that match `event_types` are delivered to `url`. Scale and enterprise plans only.',
       request: { params: IntegrationId, ...body(SubscriptionCreate) },
-      responses: { 201: json(SubscriptionCreated, 'The subscription, with its secret.', linkTo('GetSubscription', 'getWebhookSubscription', 'The subscription created (without its secret).')), ...errorResponses, ...forbidden },
+      responses: {
+        201: json(
+          SubscriptionCreated,
+          'The subscription, with its secret.',
+          linkTo('GetSubscription', 'getWebhookSubscription', 'The subscription created (without its secret).'),
+        ),
+        ...errorResponses,
+        ...forbidden,
+      },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
@@ -305,7 +351,9 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
         ...(input.max_in_flight !== undefined ? { maxInFlight: input.max_in_flight } : {}),
         ...(input.standard_webhooks !== undefined ? { standardWebhooks: input.standard_webhooks } : {}),
         // Who disabled it and why, until it is enabled again.
-        ...(input.status === 'disabled' && before.status !== 'disabled' ? { disabledAt: new Date(), disabledBy: 'operator' as const, disabledReason: 'disabled by an operator' } : {}),
+        ...(input.status === 'disabled' && before.status !== 'disabled'
+          ? { disabledAt: new Date(), disabledBy: 'operator' as const, disabledReason: 'disabled by an operator' }
+          : {}),
         ...(input.status === 'active' ? { disabledAt: null, disabledBy: null, disabledReason: null } : {}),
       });
       // Enabled again: its queue (what waited while it was disabled) goes on. Best effort: when Temporal is away,
@@ -328,7 +376,8 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/webhook_subscriptions/{id}',
       tags,
       summary: 'Delete a webhook subscription',
-      description: 'It gets nothing from now on: its queue and the deliveries still being retried end `cancelled`. Its delivery history stays readable until the retention ends.',
+      description:
+        'It gets nothing from now on: its queue and the deliveries still being retried end `cancelled`. Its delivery history stays readable until the retention ends.',
       request: { params: SubscriptionId },
       responses: { 204: { description: 'Deleted.' }, ...errorResponses },
     }),
@@ -375,8 +424,14 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const { limit, offset, order, status, event_type } = c.req.valid('query');
       const rows = await listDeliveries(deps.db, sub.id, { status, eventType: event_type || undefined, order, limit: limit + 1, offset });
       const page = rows.slice(0, limit);
-      const attempts = await attemptsOf(deps.db, page.map((r) => r.id));
-      return c.json(pageOf(rows, { limit, offset }, (r) => deliveryView(r, attempts.get(r.id)!)), 200);
+      const attempts = await attemptsOf(
+        deps.db,
+        page.map((r) => r.id),
+      );
+      return c.json(
+        pageOf(rows, { limit, offset }, (r) => deliveryView(r, attempts.get(r.id)!)),
+        200,
+      );
     },
   );
 
@@ -404,9 +459,15 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Replay a delivery',
       description:
-        'One more attempt now, on the same delivery record: the same event id and bytes, signed with the current secret(s). Works for a dead-lettered delivery, one still being retried, and one that succeeded; a delivery still waiting in its subscription\'s queue for its first attempt is refused with 409 (it goes out in its turn).',
+        "One more attempt now, on the same delivery record: the same event id and bytes, signed with the current secret(s). Works for a dead-lettered delivery, one still being retried, and one that succeeded; a delivery still waiting in its subscription's queue for its first attempt is refused with 409 (it goes out in its turn).",
       request: { params: DeliveryId },
-      responses: { 202: json(Delivery, 'The delivery, as it stands before the attempt.'), ...errorResponses, ...forbidden, ...conflict, ...unavailableResponse },
+      responses: {
+        202: json(Delivery, 'The delivery, as it stands before the attempt.'),
+        ...errorResponses,
+        ...forbidden,
+        ...conflict,
+        ...unavailableResponse,
+      },
     }),
     async (c) => {
       const row = await loadDelivery(deps, c.req.valid('param').id);

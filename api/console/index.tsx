@@ -62,20 +62,33 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono, adminToken: Admi
     if (err instanceof ApiError) return render(c, problemBody(deps.config, err, path, requestId), ui);
     if (err instanceof HTTPException && err.status === 403) {
       // hono/csrf: the browser said the form came from another site.
-      const refused = new ApiError('forbidden', 'Cross-site form posts are refused: this form was not sent from a console page of this site. Nothing was changed.');
+      const refused = new ApiError(
+        'forbidden',
+        'Cross-site form posts are refused: this form was not sent from a console page of this site. Nothing was changed.',
+      );
       return render(c, problemBody(deps.config, refused, path, requestId), ui);
     }
     if (err instanceof HTTPException && err.status < 500) {
       return render(c, problemBody(deps.config, new ApiError('bad_request', err.message || 'The request could not be processed.'), path, requestId), ui);
     }
     deps.logger.error({ err, request_id: requestId, method: c.req.method, path }, 'console error');
-    return render(c, problemBody(deps.config, new ApiError('internal_error', 'An unexpected error occurred; quote the request id if it persists.'), path, requestId), ui);
+    return render(
+      c,
+      problemBody(deps.config, new ApiError('internal_error', 'An unexpected error occurred; quote the request id if it persists.'), path, requestId),
+      ui,
+    );
   });
 
   // Static assets: versioned with the service, cacheable, public (the sign-in page needs them).
   const asset = (type: string, body: () => string) => (c: Context) => c.body(body(), 200, { 'content-type': type, 'cache-control': 'public, max-age=3600' });
-  app.get('/assets/console.css', asset('text/css; charset=utf-8', () => CONSOLE_CSS));
-  app.get('/assets/console.js', asset('text/javascript; charset=utf-8', () => CONSOLE_JS));
+  app.get(
+    '/assets/console.css',
+    asset('text/css; charset=utf-8', () => CONSOLE_CSS),
+  );
+  app.get(
+    '/assets/console.js',
+    asset('text/javascript; charset=utf-8', () => CONSOLE_JS),
+  );
   app.get('/assets/htmx.min.js', asset('text/javascript; charset=utf-8', htmxSource));
 
   app.use(
@@ -159,7 +172,10 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono, adminToken: Admi
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       const token = await field(c, '_csrf');
       if (!token || !sameSecret(token, session.csrf)) {
-        throw new ApiError('forbidden', 'The form is missing its CSRF token or carries one of another session (was it open in an older tab?). Reload the page and submit it again. Nothing was changed.');
+        throw new ApiError(
+          'forbidden',
+          'The form is missing its CSRF token or carries one of another session (was it open in an older tab?). Reload the page and submit it again. Nothing was changed.',
+        );
       }
     }
     await next();
@@ -182,7 +198,9 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono, adminToken: Admi
 const SignIn = ({ next, error, problem }: { next: string; error?: string; problem?: ProblemBody }) => (
   <Layout ui={null} title="Sign in">
     <div class="signin card">
-      <p>Sign in with the deployment's admin token (the <code>ADMIN_TOKEN</code> the API was started with). The session lasts until you sign out or it expires.</p>
+      <p>
+        Sign in with the deployment's admin token (the <code>ADMIN_TOKEN</code> the API was started with). The session lasts until you sign out or it expires.
+      </p>
       {error && (
         <p class="problem" role="alert">
           {error}

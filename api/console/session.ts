@@ -57,8 +57,12 @@ export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number
       const now = new Date();
       const session = { csrf: randomBytes(32).toString('base64url'), expiresAt: new Date(now.getTime() + opts.ttlMs) };
       const previous = getCookie(c, SESSION_COOKIE);
-      await db.delete(consoleSessions).where(previous ? or(lt(consoleSessions.expiresAt, now), eq(consoleSessions.tokenHash, stored(previous))) : lt(consoleSessions.expiresAt, now));
-      await db.insert(consoleSessions).values({ tokenHash: stored(token), csrfToken: session.csrf, adminTokenHash, createdAt: now, expiresAt: session.expiresAt });
+      await db
+        .delete(consoleSessions)
+        .where(previous ? or(lt(consoleSessions.expiresAt, now), eq(consoleSessions.tokenHash, stored(previous))) : lt(consoleSessions.expiresAt, now));
+      await db
+        .insert(consoleSessions)
+        .values({ tokenHash: stored(token), csrfToken: session.csrf, adminTokenHash, createdAt: now, expiresAt: session.expiresAt });
       setCookie(c, SESSION_COOKIE, token, {
         path: CONSOLE_PATH,
         httpOnly: true,
@@ -77,7 +81,9 @@ export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number
       const [row] = await db
         .select({ csrf: consoleSessions.csrfToken, expiresAt: consoleSessions.expiresAt })
         .from(consoleSessions)
-        .where(and(eq(consoleSessions.tokenHash, stored(token)), eq(consoleSessions.adminTokenHash, adminTokenHash), gt(consoleSessions.expiresAt, new Date())));
+        .where(
+          and(eq(consoleSessions.tokenHash, stored(token)), eq(consoleSessions.adminTokenHash, adminTokenHash), gt(consoleSessions.expiresAt, new Date())),
+        );
       return row;
     },
 

@@ -15,7 +15,13 @@ export interface Ui {
   url: URL;
 }
 
-export const Layout: FC<PropsWithChildren<{ ui: Ui | null; title: string; crumbs?: [string, string?][]; notice?: string }>> = ({ ui, title, crumbs, notice, children }) => (
+export const Layout: FC<PropsWithChildren<{ ui: Ui | null; title: string; crumbs?: [string, string?][]; notice?: string }>> = ({
+  ui,
+  title,
+  crumbs,
+  notice,
+  children,
+}) => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />
@@ -167,7 +173,10 @@ export const SortHeader: FC<{ url: URL; paging: Paging; label: string }> = ({ ur
   const next = paging.order === 'desc' ? 'asc' : 'desc';
   const arrow = paging.order === 'desc' ? '↓' : '↑';
   return (
-    <a href={withQuery(url, { [`${paging.prefix}order`]: next, [`${paging.prefix}offset`]: undefined })} title={`Sort ${next === 'asc' ? 'oldest' : 'newest'} first`}>
+    <a
+      href={withQuery(url, { [`${paging.prefix}order`]: next, [`${paging.prefix}offset`]: undefined })}
+      title={`Sort ${next === 'asc' ? 'oldest' : 'newest'} first`}
+    >
       {label} {arrow}
     </a>
   );
@@ -179,9 +188,7 @@ export const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ u
   return (
     <nav class="pager" aria-label="Pages">
       {offset > 0 ? <a href={withQuery(url, { [`${paging.prefix}offset`]: Math.max(0, offset - limit) || undefined })}>← Previous page</a> : <span />}
-      <span>
-        {page.results.length === 0 ? 'No rows' : `Rows ${offset + 1}–${offset + page.results.length}`}
-      </span>
+      <span>{page.results.length === 0 ? 'No rows' : `Rows ${offset + 1}–${offset + page.results.length}`}</span>
       {page.meta.hasMore && <a href={withQuery(url, { [`${paging.prefix}offset`]: offset + limit })}>Next page →</a>}
     </nav>
   );
@@ -189,7 +196,14 @@ export const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ u
 
 /** A table with its header cells; `empty` shows instead when there are no rows. */
 /** `narrow`: indexes of the columns hidden at phone width (their cells carry class "hide-sm" too). */
-export const Table: FC<PropsWithChildren<{ head: Child[]; empty: Child; rows: number; label?: string; narrow?: number[] }>> = ({ head, empty, rows, label, narrow, children }) =>
+export const Table: FC<PropsWithChildren<{ head: Child[]; empty: Child; rows: number; label?: string; narrow?: number[] }>> = ({
+  head,
+  empty,
+  rows,
+  label,
+  narrow,
+  children,
+}) =>
   rows === 0 ? (
     <Empty>{empty}</Empty>
   ) : (
@@ -230,7 +244,13 @@ export const SecretOnce: FC<PropsWithChildren<{ label: string; value: string }>>
 );
 
 /** A labelled select of `values`; `any` adds a first, empty choice (no filter). */
-export const Select: FC<{ name: string; label: string; values: readonly string[]; selected?: string; any?: boolean }> = ({ name, label, values, selected, any }) => (
+export const Select: FC<{ name: string; label: string; values: readonly string[]; selected?: string; any?: boolean }> = ({
+  name,
+  label,
+  values,
+  selected,
+  any,
+}) => (
   <label>
     {label}
     <select name={name}>

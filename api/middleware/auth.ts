@@ -37,8 +37,7 @@ export interface ApiKeyAuth {
   close(): Promise<void>;
 }
 
-const unauthorized = (detail: string) =>
-  new ApiError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer realm="api"' } });
+const unauthorized = (detail: string) => new ApiError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer realm="api"' } });
 
 export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger }): ApiKeyAuth {
   const { config, db, logger } = deps;

@@ -128,7 +128,22 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
     let s = orgs.get(orgId);
     if (!s) {
       const now = Date.now();
-      s = { orgId, local: 0, leaseUntil: 0, blockedUntil: 0, perMinute: 0, cap: 1, rate: 1, bucketLeft: 0, seenAt: now, traffic: 0, counted: 0, countedSince: now, lastUsed: now, waiting: 0 };
+      s = {
+        orgId,
+        local: 0,
+        leaseUntil: 0,
+        blockedUntil: 0,
+        perMinute: 0,
+        cap: 1,
+        rate: 1,
+        bucketLeft: 0,
+        seenAt: now,
+        traffic: 0,
+        counted: 0,
+        countedSince: now,
+        lastUsed: now,
+        waiting: 0,
+      };
       orgs.set(orgId, s);
     }
     return s;

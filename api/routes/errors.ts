@@ -60,7 +60,8 @@ const GUIDE: Record<ProblemSlug, { when: string; action: string }> = {
   },
   rate_limit_exceeded: {
     when: "The organization's rate limit, shared by all its keys and all API processes, is exhausted; or (admin API, console sign-in) too many wrong admin tokens came from this address, or began like this one.",
-    action: 'Wait the `Retry-After` seconds; `RateLimit-Policy` names the burst and the per-minute budget, `RateLimit` what is left of the burst and when it is full again: pace at most `q` requests per `w` seconds. While admin-token guesses are throttled, every token, the right one too, is refused until then.',
+    action:
+      'Wait the `Retry-After` seconds; `RateLimit-Policy` names the burst and the per-minute budget, `RateLimit` what is left of the burst and when it is full again: pace at most `q` requests per `w` seconds. While admin-token guesses are throttled, every token, the right one too, is refused until then.',
   },
   internal_error: {
     when: 'A fault inside the service.',

@@ -28,7 +28,8 @@ const typesParam = z
   .transform((s, ctx) => {
     const values = [...new Set(splitList(s))];
     const unknown = values.filter((v) => !(ALL_EVENT_TYPES as string[]).includes(v));
-    if (unknown.length > 0) ctx.addIssue({ code: 'custom', message: `not an event type: ${unknown.join(', ')}; one of ${ALL_EVENT_TYPES.join(', ')}`, params: RULE });
+    if (unknown.length > 0)
+      ctx.addIssue({ code: 'custom', message: `not an event type: ${unknown.join(', ')}; one of ${ALL_EVENT_TYPES.join(', ')}`, params: RULE });
     return values;
   })
   .optional()
@@ -69,7 +70,13 @@ const EXAMPLE_EVENT = {
   created_at: '2025-01-31T17:04:05.123Z',
   organization_id: '0b6f8f5e-5d3c-4b8e-9a39-2a4f3c1e7d10',
   integration_id: '6f1d2c3b-8a7e-4f60-b5d4-3c2b1a0f9e8d',
-  data: { id: 'lse_01JH0000000000000000000000', x_id: '10452', rent_amount: { amount: 185000, currency: 'USD' }, updated_at: '2025-01-31T17:04:05.100Z', changed: ['rent_amount'] },
+  data: {
+    id: 'lse_01JH0000000000000000000000',
+    x_id: '10452',
+    rent_amount: { amount: 185000, currency: 'USD' },
+    updated_at: '2025-01-31T17:04:05.100Z',
+    changed: ['rent_amount'],
+  },
 };
 
 const EventEnvelope = z
@@ -80,7 +87,7 @@ const EventEnvelope = z
     created_at: z.iso.datetime().openapi({ example: '2025-01-31T17:04:05.123Z' }),
     organization_id: z.string().openapi({ format: 'uuid' }),
     integration_id: z.string().openapi({ format: 'uuid' }),
-    data: z.record(z.string(), z.unknown()).openapi({ description: "Shape depends on the type (the event catalog and its payload rules)." }),
+    data: z.record(z.string(), z.unknown()).openapi({ description: 'Shape depends on the type (the event catalog and its payload rules).' }),
   })
   .openapi('Event', { description: 'An event, exactly as webhooks deliver it (the same bytes, parsed).', example: EXAMPLE_EVENT });
 
@@ -97,7 +104,12 @@ const KNOWN = Object.keys(EventListQuery.shape);
 const knownParametersOnly: MiddlewareHandler = async (c, next) => {
   const issues = Object.keys(c.req.queries())
     .filter((name) => !KNOWN.includes(name))
-    .map((name) => ({ code: 'custom' as const, path: [name], message: `not a query parameter of GET /v1/events; one of ${KNOWN.join(', ')}`, input: undefined }));
+    .map((name) => ({
+      code: 'custom' as const,
+      path: [name],
+      message: `not a query parameter of GET /v1/events; one of ${KNOWN.join(', ')}`,
+      input: undefined,
+    }));
   if (issues.length > 0) throw validationError(new z.ZodError(issues), 'query');
   await next();
 };
@@ -112,7 +124,7 @@ export function registerEvents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
       summary: 'List events',
       description:
         "Your organization's events of the last 30 days (of the key's mode), in production order: the order in which they were handed to webhook delivery, " +
-        'which is also the order a subscription\'s first attempts go out in. Each result is the event exactly as a webhook delivers it. ' +
+        "which is also the order a subscription's first attempts go out in. Each result is the event exactly as a webhook delivers it. " +
         'Page with `after` = the `id` of the last result: every later event is on a later page exactly once, also while new events are being recorded ' +
         '(an event appears only once every event before it has been committed, so a page never skips one that commits late). ' +
         '`hasMore: false` means you have caught up for now; poll again later with the same `after`. ' +
@@ -145,7 +157,9 @@ export function registerEvents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
       });
       if (!page) throw new ApiError('not_found', `No event ${q.after} of the last 30 days for this key: start over without \`after\`.`);
       // The stored envelopes go out as they are: the bytes a webhook carries.
-      return c.body(`{"meta":{"limit":${q.limit},"hasMore":${page.hasMore}},"results":[${page.bodies.join(',')}]}`, 200, { 'content-type': 'application/json' }) as never;
+      return c.body(`{"meta":{"limit":${q.limit},"hasMore":${page.hasMore}},"results":[${page.bodies.join(',')}]}`, 200, {
+        'content-type': 'application/json',
+      }) as never;
     },
   );
   app.openapi(
@@ -155,7 +169,8 @@ export function registerEvents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
       tags: ['Events'],
       operationId: 'retrieve_event',
       summary: 'Retrieve an event',
-      description: 'One of your events of the last 30 days, exactly as a webhook delivers it. Another organization\'s or mode\'s event, and one older than 30 days, is a 404.',
+      description:
+        "One of your events of the last 30 days, exactly as a webhook delivers it. Another organization's or mode's event, and one older than 30 days, is a 404.",
       request: { params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: EXAMPLE_ID }) }) },
       responses: {
         200: { description: 'The event.', headers: okHeaders, content: { 'application/json': { schema: EventEnvelope } } },

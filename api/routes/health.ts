@@ -60,9 +60,8 @@ async function check(deps: ApiDeps, name: string, probe: () => Promise<unknown>)
 const ok = { 200: { description: 'Up.', headers: requestIdHeader, content: { 'application/json': { schema: Health } } } };
 
 export function registerHealth(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
-  app.openapi(
-    createRoute({ method: 'get', path: '/healthz', tags: ['Health'], summary: 'The process is up', security: [], responses: ok }),
-    (c) => c.json({ status: 'ok' as const }, 200),
+  app.openapi(createRoute({ method: 'get', path: '/healthz', tags: ['Health'], summary: 'The process is up', security: [], responses: ok }), (c) =>
+    c.json({ status: 'ok' as const }, 200),
   );
   app.openapi(
     createRoute({

@@ -26,7 +26,7 @@ export function registerResidents(app: OpenAPIHono<AppEnv>, deps: ApiDeps, optio
     body: ResidentCreateBody,
     record: Resident,
     summary: 'Create a resident',
-    description: 'Creates a resident at a property, in the source of the property\'s integration.',
+    description: "Creates a resident at a property, in the source of the property's integration.",
     build: atProperty(deps),
   });
   registerWrite(app, deps, options, {

@@ -30,7 +30,12 @@ function recordLinks(entity: Entity, id: string) {
   const links: Record<string, { operationId: string; parameters: Record<string, string>; description: string }> = {
     [`Retrieve${capital(entity)}`]: { operationId: `retrieve_${entity}`, parameters: { id }, description: `The ${entity} by its id.` },
   };
-  if (entity !== 'property') links[`Update${capital(entity)}`] = { operationId: `update_${entity}`, parameters: { id }, description: `Change the ${entity} (a write: 202 with an Operation).` };
+  if (entity !== 'property')
+    links[`Update${capital(entity)}`] = {
+      operationId: `update_${entity}`,
+      parameters: { id },
+      description: `Change the ${entity} (a write: 202 with an Operation).`,
+    };
   return links;
 }
 const capital = (s: string) => s[0]!.toUpperCase() + s.slice(1);
@@ -87,7 +92,12 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
       summary: `Retrieve a ${entity}`,
       request: { params: IdParam(spec.idExample), query: RetrieveQuery },
       responses: {
-        200: { description: `The ${entity}.`, headers: okHeaders, content: { 'application/json': { schema: spec.record } }, links: recordLinks(entity, '$response.body#/id') },
+        200: {
+          description: `The ${entity}.`,
+          headers: okHeaders,
+          content: { 'application/json': { schema: spec.record } },
+          links: recordLinks(entity, '$response.body#/id'),
+        },
         ...problemResponses(400, 401, 404, 429, 500),
       },
     }),
@@ -99,9 +109,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
       if (!record) {
         throw new ApiError(
           'not_found',
-          include_deleted
-            ? `No ${entity} with id ${id}.`
-            : `No ${entity} with id ${id}. If it was deleted at the source, retry with include_deleted=true.`,
+          include_deleted ? `No ${entity} with id ${id}.` : `No ${entity} with id ${id}. If it was deleted at the source, retry with include_deleted=true.`,
         );
       }
       return c.json(record as never, 200);

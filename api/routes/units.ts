@@ -27,7 +27,7 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: 
     record: Unit,
     summary: 'Create a unit',
     description:
-      'Creates a unit at a property, in the source of the property\'s integration. `floorplan_id` takes one of the property\'s floor plans ' +
+      "Creates a unit at a property, in the source of the property's integration. `floorplan_id` takes one of the property's floor plans " +
       '(`GET /v1/write_options/unit.create`); another value is a 422 at `floorplan_id`.',
     coded: { floorplan_id: 'floorplans' },
     build: atProperty(deps),
@@ -42,7 +42,7 @@ export function registerUnits(app: OpenAPIHono<AppEnv>, deps: ApiDeps, options: 
     summary: 'Update a unit',
     description:
       'Changes the fields sent of a unit in its source; the others stay as they are. `floorplan_id` takes one of the floor plans of the ' +
-      'unit\'s property (`GET /v1/write_options/unit.update`); another value is a 422 at `floorplan_id`.',
+      "unit's property (`GET /v1/write_options/unit.update`); another value is a 422 at `floorplan_id`.",
     coded: { floorplan_id: 'floorplans' },
     build: ofRecord(deps, 'unit'),
   });

@@ -65,7 +65,12 @@ function exampleOf(fields: WriteFieldJson[]): WriteOptionsJson {
 const onlyPropertyId: MiddlewareHandler = async (c, next) => {
   const issues = Object.keys(c.req.queries())
     .filter((name) => name !== 'property_id')
-    .map((name) => ({ code: 'custom' as const, path: [name], message: 'is not a parameter of this endpoint; its one query parameter is `property_id`', input: undefined }));
+    .map((name) => ({
+      code: 'custom' as const,
+      path: [name],
+      message: 'is not a parameter of this endpoint; its one query parameter is `property_id`',
+      input: undefined,
+    }));
   if (issues.length > 0) throw validationError(new z.ZodError(issues), 'query');
   await next();
 };
@@ -83,7 +88,7 @@ export function registerWriteOptions(app: OpenAPIHono<AppEnv>, deps: ApiDeps, op
         'required, its type, and for a coded field (`lease_term_id`, `floorplan_id`, `unit_space_id`, `customer_relationship_type_id`, ' +
         '`phone_number_type_id`, `address_type_id`) the values the source accepts at the property: `value` is what to send, `label` what the ' +
         'source calls it, and a unit space also names its `floorplan_id`. `options` is null for a field that is not coded. The values are read ' +
-        'from the source and reused for up to a minute. A write that sends a value not listed is answered 422 at the field\'s pointer. ' +
+        "from the source and reused for up to a minute. A write that sends a value not listed is answered 422 at the field's pointer. " +
         '`property_id` is the one query parameter: any other is a 400 naming it.',
       middleware: [onlyPropertyId] as const,
       request: {
@@ -103,7 +108,8 @@ export function registerWriteOptions(app: OpenAPIHono<AppEnv>, deps: ApiDeps, op
               param: { required: true },
               // The shape of a property id: anything else (NUL included) is refused, 422 at `property_id`.
               pattern: idPattern('property'),
-              description: 'The property (`prp_…`) whose accepted values to list: the unit\'s or resident\'s property, or the one a lease is at. Missing or not a property id: 422 at `property_id`.',
+              description:
+                "The property (`prp_…`) whose accepted values to list: the unit's or resident's property, or the one a lease is at. Missing or not a property id: 422 at `property_id`.",
               example: 'prp_01JH0000000000000000000000',
             } as never),
         }),

@@ -97,6 +97,14 @@ const endedAt = Date.now();
 const cpu = process.cpuUsage(cpuBefore);
 agent.destroy();
 const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-const result: FloorResult = { startedAt, endedAt, sent: spec.requests.length, ok, failures, cpuMs: (cpu.user + cpu.system) / 1000, rssMb: hwm ? Math.round(Number(hwm[1]) / 1024) : 0 };
+const result: FloorResult = {
+  startedAt,
+  endedAt,
+  sent: spec.requests.length,
+  ok,
+  failures,
+  cpuMs: (cpu.user + cpu.system) / 1000,
+  rssMb: hwm ? Math.round(Number(hwm[1]) / 1024) : 0,
+};
 console.log(`floor-result ${JSON.stringify(result)}`);
 process.exit(0);

@@ -49,7 +49,14 @@ function benchDatabaseUrl(serviceUrl: string, leases = DEFAULT_LEASES): string {
   return u.toString();
 }
 
-const address = (n: number) => ({ line_1: `${n} Main St`, line_2: n % 7 === 0 ? `Suite ${n % 100}` : null, city: 'Austin', state: 'TX', postal_code: `787${String(n % 100).padStart(2, '0')}`, country: 'US' });
+const address = (n: number) => ({
+  line_1: `${n} Main St`,
+  line_2: n % 7 === 0 ? `Suite ${n % 100}` : null,
+  city: 'Austin',
+  state: 'TX',
+  postal_code: `787${String(n % 100).padStart(2, '0')}`,
+  country: 'US',
+});
 
 export function property(i: number): InputOf['property'] {
   return {
@@ -209,7 +216,14 @@ export async function ensureBenchData(serviceUrl: string, log: (msg: string) => 
       .innerJoin(organizations, eq(organizations.id, integrations.organizationId))
       .where(eq(organizations.name, orgNameOf(SIZE.leases)));
     const count = existing
-      ? Number((await db.select({ n: sql<string>`count(*)` }).from(leases).where(eq(leases.integrationId, existing.integrationId)))[0]!.n)
+      ? Number(
+          (
+            await db
+              .select({ n: sql<string>`count(*)` })
+              .from(leases)
+              .where(eq(leases.integrationId, existing.integrationId))
+          )[0]!.n,
+        )
       : 0;
     if (!existing || count !== SIZE.leases) {
       if (existing) {

@@ -30,7 +30,8 @@ const server = createServer((req, res) => {
     exports++;
     try {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ExportRequest;
-      for (const rs of body.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans[s.name ?? ''] = (spans[s.name ?? ''] ?? 0) + 1;
+      for (const rs of body.resourceSpans ?? [])
+        for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans[s.name ?? ''] = (spans[s.name ?? ''] ?? 0) + 1;
     } catch {
       // Counted: the bench's checks fail on a sink that could not read what it was sent.
       unparsed++;

@@ -143,7 +143,8 @@ export async function coldSource(b: SyncBench, companyId: string): Promise<void>
   if (touched !== 0) throw new CheckFailed(`an empty change request changed ${touched} record(s) of the sandbox company`);
   // The change counter and the version move together (sandbox/store.ts saveCounters); the version is not exposed.
   const after = (await b.control.getCompany(companyId))?.change_counter;
-  if (before === undefined || after !== before + 1) throw new CheckFailed(`an empty change request did not move the sandbox company's version (${before} → ${after})`);
+  if (before === undefined || after !== before + 1)
+    throw new CheckFailed(`an empty change request did not move the sandbox company's version (${before} → ${after})`);
 }
 
 /** Empty cache tables, fresh statistics and no dirty buffers: the state every initial run starts from. */
@@ -194,10 +195,15 @@ export async function startWorker(
 }
 
 /** The sync job's row as stored, whatever columns it has gained. */
-export type JobRow = { id: string; status: string; initial: boolean; records_seen: number; records_new: number; records_updated: number; records_soft_deleted: number } & Record<
-  string,
-  unknown
->;
+export type JobRow = {
+  id: string;
+  status: string;
+  initial: boolean;
+  records_seen: number;
+  records_new: number;
+  records_updated: number;
+  records_soft_deleted: number;
+} & Record<string, unknown>;
 
 /** One sync run through Temporal, timed from the trigger to the workflow's end. */
 export async function runSync(b: SyncBench, taskQueue: string, integration: IntegrationRow, kind?: SyncKind): Promise<{ ms: number; job: JobRow }> {
@@ -219,7 +225,10 @@ export async function cacheCounts(db: Db, integrationId: string): Promise<{ live
   for (const e of ENTITIES) {
     const t = tableOf(e);
     const [r] = await db
-      .select({ live: sql<number>`(count(*) filter (where ${t.deletedAt} is null))::int`, deleted: sql<number>`(count(*) filter (where ${t.deletedAt} is not null))::int` })
+      .select({
+        live: sql<number>`(count(*) filter (where ${t.deletedAt} is null))::int`,
+        deleted: sql<number>`(count(*) filter (where ${t.deletedAt} is not null))::int`,
+      })
       .from(t)
       .where(sql`${t.integrationId} = ${integrationId}`);
     live[e] = r?.live ?? 0;

@@ -78,7 +78,9 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 // A hanging receiver keeps its sockets for as long as the client does.
 server.requestTimeout = 0;
-server.listen(Number(args.port), '127.0.0.1', () => console.log(`receiver listening on ${(server.address() as AddressInfo).port}${HANG ? ' (hanging: never answers)' : ''}`));
+server.listen(Number(args.port), '127.0.0.1', () =>
+  console.log(`receiver listening on ${(server.address() as AddressInfo).port}${HANG ? ' (hanging: never answers)' : ''}`),
+);
 process.on('SIGTERM', () => {
   for (const res of held) res.destroy();
   server.closeAllConnections();

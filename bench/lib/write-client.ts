@@ -77,7 +77,20 @@ async function writeOne(cmd: WriteCommand, base: string, lane: number, w: LeaseW
   const body = JSON.stringify({ rent_amount: { amount: w.rent, currency: 'USD' } });
   const t0 = performance.now();
   const sentAt = Date.now();
-  const out: WriteOutcome = { ...w, lane, idempotencyKey, startMs: t0 - began, sentAt, doneAt: 0, ms: 0, acceptMs: 0, polls: 0, operationId: null, status: null, error: null };
+  const out: WriteOutcome = {
+    ...w,
+    lane,
+    idempotencyKey,
+    startMs: t0 - began,
+    sentAt,
+    doneAt: 0,
+    ms: 0,
+    acceptMs: 0,
+    polls: 0,
+    operationId: null,
+    status: null,
+    error: null,
+  };
   const done = (error: string | null) => {
     out.ms = performance.now() - t0;
     out.doneAt = sentAt + out.ms;

@@ -24,8 +24,15 @@ function filters(value: FlagValue): Record<string, string> | undefined {
 function columns(value: FlagValue, allowAll: boolean): string[] | null | undefined {
   if (value === undefined) return undefined;
   if (allowAll && value === 'all') return null;
-  const list = typeof value === 'string' ? value.split(',').map((c) => c.trim()).filter(Boolean) : [];
-  if (list.length === 0) throw usageError(`--columns must list field names (id,status,rent_amount)${allowAll ? ' or be all' : ''}, got ${JSON.stringify(value)}`);
+  const list =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((c) => c.trim())
+          .filter(Boolean)
+      : [];
+  if (list.length === 0)
+    throw usageError(`--columns must list field names (id,status,rent_amount)${allowAll ? ' or be all' : ''}, got ${JSON.stringify(value)}`);
   return list;
 }
 
@@ -70,13 +77,23 @@ function destination(flags: Record<string, FlagValue>, isRequired: boolean): Rec
 }
 
 const exportFlags: Record<string, Flag> = {
-  filter: { type: 'string', multiple: true, value: '<name=value>', description: "A query parameter of the entity's list endpoint, e.g. status=active,notice (repeatable)" },
+  filter: {
+    type: 'string',
+    multiple: true,
+    value: '<name=value>',
+    description: "A query parameter of the entity's list endpoint, e.g. status=active,notice (repeatable)",
+  },
   every: { type: 'string', value: '<seconds>', description: 'Run every this many seconds (at least 60)' },
   cron: { type: 'string', value: '"<expr>"', description: 'Or run on a five-field cron, e.g. "0 6 * * 1-5"' },
   timezone: { type: 'string', value: '<Area/City>', description: 'Time zone of --cron (default UTC)' },
   'http-url': { type: 'string', value: '<url>', description: 'Send the file to this URL (live integrations: public https only)' },
   method: { type: 'string', value: '<PUT|POST>', description: 'With --http-url: how the file is sent (default PUT)' },
-  header: { type: 'string', multiple: true, value: '"<Name: value>"', description: 'With --http-url: a header to send, stored encrypted, never shown again (repeatable)' },
+  header: {
+    type: 'string',
+    multiple: true,
+    value: '"<Name: value>"',
+    description: 'With --http-url: a header to send, stored encrypted, never shown again (repeatable)',
+  },
   directory: { type: 'string', value: '<path>', description: 'Or write the file to this directory, relative to the export root' },
   'escape-formulas': {
     type: 'string',
@@ -148,7 +165,8 @@ export const automation: Noun = {
           destination: destination(flags, false),
           escape_formulas: escapeFormulas(flags['escape-formulas']),
         });
-        if (Object.keys(body).length === 0) throw usageError('nothing to update: give --name, --filter, --clear-filters, --columns, --escape-formulas, a schedule or a destination');
+        if (Object.keys(body).length === 0)
+          throw usageError('nothing to update: give --name, --filter, --clear-filters, --columns, --escape-formulas, a schedule or a destination');
         return { output: await client.request('PATCH', `/automations/${id(args[0]!)}`, body) };
       },
     },

@@ -13,7 +13,13 @@ export const key: Noun = {
         scopes: { type: 'string', value: '<read,write>', description: 'Comma-separated scopes (default read,write)' },
       },
       run: async ({ client, flags }) => {
-        const scopes = typeof flags.scopes === 'string' ? flags.scopes.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
+        const scopes =
+          typeof flags.scopes === 'string'
+            ? flags.scopes
+                .split(',')
+                .map((s) => s.trim())
+                .filter(Boolean)
+            : undefined;
         const body = defined({ mode: required('mode', flags.mode), scopes });
         return { output: await client.request('POST', `/organizations/${id(required('org', flags.org))}/api_keys`, body) };
       },

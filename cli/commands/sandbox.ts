@@ -8,7 +8,12 @@ function counts(name: string, value: FlagValue): number | Record<string, number>
   if (typeof value !== 'string' || !/^(\w+=\d+)(,\w+=\d+)*$/.test(value)) {
     throw usageError(`--${name} must be a count (5) or counts per entity (lease=3,unit=2), got ${JSON.stringify(value)}`);
   }
-  return Object.fromEntries(value.split(',').map((kv) => kv.split('=')).map(([k, v]) => [k!, Number(v)]));
+  return Object.fromEntries(
+    value
+      .split(',')
+      .map((kv) => kv.split('='))
+      .map(([k, v]) => [k!, Number(v)]),
+  );
 }
 
 export const sandbox: Noun = {
@@ -42,7 +47,11 @@ export const sandbox: Noun = {
         count: { type: 'string', value: '<n>', description: 'Requests affected (default: until cleared)' },
       },
       run: async ({ client, args, flags }) => ({
-        output: await client.request('POST', `/integrations/${id(args[0]!)}/sandbox/faults`, defined({ kind: required('kind', flags.kind), count: int('count', flags.count) })),
+        output: await client.request(
+          'POST',
+          `/integrations/${id(args[0]!)}/sandbox/faults`,
+          defined({ kind: required('kind', flags.kind), count: int('count', flags.count) }),
+        ),
       }),
     },
     'clear-faults': {

@@ -12,7 +12,13 @@ function onOff(name: string, value: FlagValue | undefined): boolean | undefined 
 /** `LEASE_SIGNED,LEASE_UPDATED` or `*` (every type) as the API's `event_types`. */
 function eventTypes(name: string, value: FlagValue): string[] | undefined {
   if (value === undefined) return undefined;
-  const types = typeof value === 'string' ? value.split(',').map((t) => t.trim()).filter(Boolean) : [];
+  const types =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean)
+      : [];
   if (types.length === 0) throw usageError(`--${name} must list event types (LEASE_SIGNED,LEASE_UPDATED) or be *, got ${JSON.stringify(value)}`);
   return types;
 }
@@ -30,7 +36,11 @@ export const webhook: Noun = {
         endpoint: { type: 'string', value: '<url>', description: 'Where events are POSTed (required; live integrations: public https only)' },
         events: { type: 'string', value: '<TYPE,...|*>', description: "Comma-separated event types, or '*' for every type (required)" },
         description: { type: 'string', value: '<text>', description: 'A label' },
-        'standard-webhooks': { type: 'string', value: '<on|off>', description: 'Also sign with the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature); default on' },
+        'standard-webhooks': {
+          type: 'string',
+          value: '<on|off>',
+          description: 'Also sign with the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature); default on',
+        },
       },
       run: async ({ client, args, flags }) => {
         const body = defined({
@@ -46,7 +56,9 @@ export const webhook: Noun = {
       summary: "List an integration's webhook subscriptions (without secrets), oldest first",
       args: ['integration_id'],
       flags: page,
-      run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/integrations/${id(args[0]!)}/webhook_subscriptions${pageQuery(flags)}`) }),
+      run: async ({ client, args, flags }) => ({
+        output: await client.request('GET', `/integrations/${id(args[0]!)}/webhook_subscriptions${pageQuery(flags)}`),
+      }),
     },
     get: {
       summary: 'Show a webhook subscription (without its secret)',
@@ -85,15 +97,27 @@ export const webhook: Noun = {
         return { output: { id: sub.id, url: sub.url, status: sub.status, disabled: sub.disabled, ...(sub.health as object) } };
       },
     },
-    enable: patchVerb('Set the status to active (what it missed is not resent: see replay-all)', 'subscription_id', (s) => `/webhook_subscriptions/${s}`, { status: 'active' }),
-    disable: patchVerb('Set the status to disabled: it gets nothing, retries stop', 'subscription_id', (s) => `/webhook_subscriptions/${s}`, { status: 'disabled' }),
-    delete: deleteVerb('Delete a subscription; its delivery history stays readable until the retention ends', 'subscription_id', (s) => `/webhook_subscriptions/${s}`),
+    enable: patchVerb('Set the status to active (what it missed is not resent: see replay-all)', 'subscription_id', (s) => `/webhook_subscriptions/${s}`, {
+      status: 'active',
+    }),
+    disable: patchVerb('Set the status to disabled: it gets nothing, retries stop', 'subscription_id', (s) => `/webhook_subscriptions/${s}`, {
+      status: 'disabled',
+    }),
+    delete: deleteVerb(
+      'Delete a subscription; its delivery history stays readable until the retention ends',
+      'subscription_id',
+      (s) => `/webhook_subscriptions/${s}`,
+    ),
     'rotate-secret': {
       summary: 'Rotate the signing secret; the new one is printed this once',
       args: ['subscription_id'],
       flags: { 'grace-seconds': { type: 'string', value: '<n>', description: 'How long the previous secret keeps signing too (default 86400)' } },
       run: async ({ client, args, flags }) => ({
-        output: await client.request('POST', `/webhook_subscriptions/${id(args[0]!)}/rotate_secret`, defined({ grace_period_seconds: int('grace-seconds', flags['grace-seconds']) })),
+        output: await client.request(
+          'POST',
+          `/webhook_subscriptions/${id(args[0]!)}/rotate_secret`,
+          defined({ grace_period_seconds: int('grace-seconds', flags['grace-seconds']) }),
+        ),
       }),
     },
     deliveries: {
@@ -106,7 +130,10 @@ export const webhook: Noun = {
       },
       run: async ({ client, args, flags }) => {
         const q = new URLSearchParams(
-          defined({ status: flags.status, event_type: flags['event-type'], limit: int('limit', flags.limit), offset: int('offset', flags.offset) }) as Record<string, string>,
+          defined({ status: flags.status, event_type: flags['event-type'], limit: int('limit', flags.limit), offset: int('offset', flags.offset) }) as Record<
+            string,
+            string
+          >,
         );
         return { output: await client.request('GET', `/webhook_subscriptions/${id(args[0]!)}/deliveries${q.size ? `?${q}` : ''}`) };
       },

@@ -43,12 +43,20 @@ export const events = pgTable(
   (t) => [
     index('events_integration_created_idx').on(t.integrationId, t.createdAt, t.id),
     // The public feed: an organization's events of one mode in production order.
-    uniqueIndex('events_feed_idx').on(t.organizationId, t.mode, t.position).where(sql`${t.position} is not null`),
-    index('events_undispatched_idx').on(t.createdAt).where(sql`${t.dispatchedAt} is null`),
+    uniqueIndex('events_feed_idx')
+      .on(t.organizationId, t.mode, t.position)
+      .where(sql`${t.position} is not null`),
+    index('events_undispatched_idx')
+      .on(t.createdAt)
+      .where(sql`${t.dispatchedAt} is null`),
     // A sync run's lifecycle event is recorded once, however often its activity is retried.
-    uniqueIndex('events_sync_lifecycle_idx').on(t.syncJobId, t.type).where(sql`${t.category} = 'sync_lifecycle'`),
+    uniqueIndex('events_sync_lifecycle_idx')
+      .on(t.syncJobId, t.type)
+      .where(sql`${t.category} = 'sync_lifecycle'`),
     // An automation run reports its end once (completed or failed), however often its last activity is retried.
-    uniqueIndex('events_automation_run_idx').on(t.automationRunId).where(sql`${t.category} = 'automation'`),
+    uniqueIndex('events_automation_run_idx')
+      .on(t.automationRunId)
+      .where(sql`${t.category} = 'automation'`),
   ],
 );
 

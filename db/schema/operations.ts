@@ -38,9 +38,13 @@ export const operations = pgTable(
   (t) => [
     index('operations_org_created_idx').on(t.organizationId, t.mode, t.createdAt),
     // What the sweeper looks for: accepted writes whose workflow may never have been started.
-    index('operations_unstarted_idx').on(t.createdAt).where(sql`${t.workflowStartedAt} is null`),
+    index('operations_unstarted_idx')
+      .on(t.createdAt)
+      .where(sql`${t.workflowStartedAt} is null`),
     // The oldest Operation not yet finished (a metric and an alert): the head of this index.
-    index('operations_open_idx').on(t.createdAt).where(sql`${t.status} in ('queued', 'running')`),
+    index('operations_open_idx')
+      .on(t.createdAt)
+      .where(sql`${t.status} in ('queued', 'running')`),
   ],
 );
 

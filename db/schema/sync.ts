@@ -19,7 +19,9 @@ export const syncJobs = pgTable(
      * `full` reads every record and alone may soft-delete; `delta` reads the records the source says changed in
      * [windowFrom, windowTo] and deletes nothing.
      */
-    kind: text('kind', { enum: ['full', 'delta'] }).notNull().default('full'),
+    kind: text('kind', { enum: ['full', 'delta'] })
+      .notNull()
+      .default('full'),
     windowFrom: ts('window_from'),
     /** Database time when the run began: the end of what it covers (a full run's too). */
     windowTo: ts('window_to'),
@@ -51,7 +53,9 @@ export const syncJobs = pgTable(
   (t) => [
     index('sync_jobs_integration_idx').on(t.integrationId, t.createdAt),
     // The metrics' and the console's health numbers: runs retrying now.
-    index('sync_jobs_retrying_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'running' and ${t.attempt} > 1`),
+    index('sync_jobs_retrying_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} = 'running' and ${t.attempt} > 1`),
   ],
 );
 

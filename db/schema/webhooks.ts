@@ -86,9 +86,13 @@ export const webhookDeliveries = pgTable(
     uniqueIndex('webhook_deliveries_subscription_seq_idx').on(t.subscriptionId, t.seq),
     index('webhook_deliveries_created_idx').on(t.createdAt),
     // The subscriptions' queues: what each dispatcher takes next, in order.
-    index('webhook_deliveries_queue_idx').on(t.subscriptionId, t.seq).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries_queue_idx')
+      .on(t.subscriptionId, t.seq)
+      .where(sql`${t.status} = 'pending'`),
     // The metrics' and the console's health numbers (backlogs and dead letters, per subscription for the top few).
-    index('webhook_deliveries_open_idx').on(t.status, t.subscriptionId).where(sql`${t.status} in ('pending', 'retrying', 'dead_lettered')`),
+    index('webhook_deliveries_open_idx')
+      .on(t.status, t.subscriptionId)
+      .where(sql`${t.status} in ('pending', 'retrying', 'dead_lettered')`),
   ],
 );
 

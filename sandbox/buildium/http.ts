@@ -28,4 +28,3 @@ export const errorBody = (message: string, errors: { Key: string; Value: string 
 export function answer(c: Context, status: number, text: string): Response {
   return c.body(text, status as 200, { 'content-type': 'application/json; charset=utf-8' });
 }
-

@@ -128,13 +128,24 @@ export function buildiumRoutes(opts: BuildiumOptions): Hono<Env> {
       };
       const limit = intParam(c, 'limit', 50, 1, MAX_LIMIT);
       const offset = intParam(c, 'offset', 0, 0, 1_000_000_000);
-      const { rows, total } = await readPage(opts.sql, { company: c.get('company'), entity, offset, limit, filter, withUnitNumber: entity === 'lease' }, cursors);
+      const { rows, total } = await readPage(
+        opts.sql,
+        { company: c.get('company'), entity, offset, limit, filter, withUnitNumber: entity === 'lease' },
+        cursors,
+      );
       c.header('X-Total-Count', String(total));
       return answer(c, 200, toJson(rows.map((r) => encode(entity, r.model, r.updated, r.unit_number))));
     });
     app.get(`${path}/:id{[0-9]+}`, async (c) => {
       const id = Number(c.req.param('id'));
-      const { rows } = await readPage(opts.sql, { company: c.get('company'), entity, offset: 0, limit: 1, filter: { ids: [id] }, withUnitNumber: entity === 'lease' });
+      const { rows } = await readPage(opts.sql, {
+        company: c.get('company'),
+        entity,
+        offset: 0,
+        limit: 1,
+        filter: { ids: [id] },
+        withUnitNumber: entity === 'lease',
+      });
       const r = rows[0];
       if (!r) throw new WireError(404, `no ${name} with Id ${id}`);
       return answer(c, 200, toJson(encode(entity, r.model, r.updated, r.unit_number)));

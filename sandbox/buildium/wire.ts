@@ -175,7 +175,12 @@ function malformed(entity: Entity, id: number): Record<string, unknown> {
  * A stored record as the buildium wire's object (money still marked: finish with toJson). `updated` is its
  * last-update time (epoch ms); `unitNumber` a lease's unit's number.
  */
-export function encode(entity: Entity, model: PropertyModel | UnitModel | ResidentModel | LeaseModel, updated: number, unitNumber?: string | null): Record<string, unknown> {
+export function encode(
+  entity: Entity,
+  model: PropertyModel | UnitModel | ResidentModel | LeaseModel,
+  updated: number,
+  unitNumber?: string | null,
+): Record<string, unknown> {
   let out: Record<string, unknown>;
   switch (entity) {
     case 'property':

@@ -168,7 +168,8 @@ async function unitFields(w: WriteTx, f: Fields, ctx: PropertyContext | undefine
   if (rent !== undefined) out.marketRentCents = rent;
   const description = f.string('Description', { max: 2000 });
   if (description !== undefined) out.remarks = description ?? '';
-  if (ctx && out.unitNumber && (await w.unitNumberTaken(ctx.id, out.unitNumber, base.id))) f.fail('UnitNumber', `${out.unitNumber} already exists at rental property ${ctx.id}`);
+  if (ctx && out.unitNumber && (await w.unitNumberTaken(ctx.id, out.unitNumber, base.id)))
+    f.fail('UnitNumber', `${out.unitNumber} already exists at rental property ${ctx.id}`);
   return out;
 }
 
@@ -275,7 +276,8 @@ async function createLease(w: WriteTx, body: Obj) {
   if (typeof unitId === 'number' && ctx) {
     unit = (await w.one('unit', unitId))?.model;
     if (!unit || unit.propertyId !== ctx.id) f.fail('UnitId', `no rental unit with Id ${unitId} at rental property ${ctx.id}`);
-    else if (floorplanId !== undefined && floorplanId !== unit.floorplanId) f.fail('FloorPlanId', `must be the unit's floor plan (${unit.floorplanId ?? 'null'})`);
+    else if (floorplanId !== undefined && floorplanId !== unit.floorplanId)
+      f.fail('FloorPlanId', `must be the unit's floor plan (${unit.floorplanId ?? 'null'})`);
   }
   f.check();
   const person = newResident(w, ctx!, tenant!);
@@ -325,15 +327,20 @@ export function writeRoutes(opts: BuildiumOptions): Hono<Env> {
     const company = c.get('company');
     const key = status === 201 ? c.req.header('idempotency-key') : undefined;
     if (key !== undefined && !/^[\x21-\x7e]{1,255}$/.test(key)) {
-      throw new WireError(400, 'Idempotency-Key must be 1 to 255 visible characters.', [{ Key: 'Idempotency-Key', Value: 'must be 1 to 255 visible characters' }]);
+      throw new WireError(400, 'Idempotency-Key must be 1 to 255 visible characters.', [
+        { Key: 'Idempotency-Key', Value: 'must be 1 to 255 visible characters' },
+      ]);
     }
     const input = await body(c);
     if (await rejectsWrite(opts.sql, company)) throw new WireError(400, 'The property management system is not accepting changes at this time.');
-    const hash = createHash('sha256').update(`${c.req.method} ${c.req.path}\n${JSON.stringify(input)}`).digest('hex');
+    const hash = createHash('sha256')
+      .update(`${c.req.method} ${c.req.path}\n${JSON.stringify(input)}`)
+      .digest('hex');
     const done = await inWrite(opts.sql, company.id, async (w) => {
       if (key !== undefined) {
         const before = await idempotentAnswer(w.sql, company.id, key);
-        if (before && before.request_hash !== hash) throw new WireError(409, 'This Idempotency-Key was used with another request.', [{ Key: 'Idempotency-Key', Value: 'was used with another request' }]);
+        if (before && before.request_hash !== hash)
+          throw new WireError(409, 'This Idempotency-Key was used with another request.', [{ Key: 'Idempotency-Key', Value: 'was used with another request' }]);
         if (before) return { status: before.status, text: before.body };
       }
       const made = await run(w, input);

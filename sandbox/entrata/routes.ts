@@ -33,9 +33,7 @@ export interface RpcOptions {
   retryAfterSeconds?: number;
 }
 
-const ENTITY_OF_SERVICE = new Map<string, Entity>(
-  (Object.keys(SERVICES) as Entity[]).map((e) => [SERVICES[e].service, e]),
-);
+const ENTITY_OF_SERVICE = new Map<string, Entity>((Object.keys(SERVICES) as Entity[]).map((e) => [SERVICES[e].service, e]));
 
 class RpcError extends Error {
   constructor(

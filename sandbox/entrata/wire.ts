@@ -70,7 +70,9 @@ function property(m: PropertyModel, updatedOn: string) {
     amenities: m.amenities,
     officeHours: m.officeHours,
     floorplans: {
-      floorplan: oneOrMany(m.floorplans.map((f) => ({ floorplanId: f.id, name: f.name, bedrooms: f.bedrooms, bathrooms: f.bathrooms, squareFeet: f.squareFeet }))),
+      floorplan: oneOrMany(
+        m.floorplans.map((f) => ({ floorplanId: f.id, name: f.name, bedrooms: f.bedrooms, bathrooms: f.bathrooms, squareFeet: f.squareFeet })),
+      ),
     },
     createdOn: localTime(m.created, m.zone),
     updatedOn,

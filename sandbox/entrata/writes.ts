@@ -8,7 +8,17 @@
 import type { Address, Entity, Floorplan, LeaseModel, Phone, ResidentModel, UnitModel } from '../model';
 import { dayOfIso, isoDate } from '../time';
 import { CLOSED_LEASE, inWrite, newLease, newResident, newUnit, type WriteTx } from '../writes';
-import { ADDRESS_TYPES, codeIn, CUSTOMER_RELATIONSHIP_TYPES, LEASE_TERMS, leaseTermsAt, PHONE_KIND_OF_ID, PHONE_NUMBER_TYPES, ROLE_OF_ID, type Code } from './codes';
+import {
+  ADDRESS_TYPES,
+  codeIn,
+  CUSTOMER_RELATIONSHIP_TYPES,
+  LEASE_TERMS,
+  leaseTermsAt,
+  PHONE_KIND_OF_ID,
+  PHONE_NUMBER_TYPES,
+  ROLE_OF_ID,
+  type Code,
+} from './codes';
 
 export class BusinessError extends Error {
   constructor(
@@ -138,7 +148,13 @@ const UNIT_FIELDS = ['unitNumber', 'floorplanId', 'bedrooms', 'bathrooms', 'squa
 const CUSTOMER_FIELDS = ['firstName', 'middleName', 'lastName', 'email', 'phones', 'dateOfBirth', 'address'] as const;
 
 /** Apply one write for a company, under its lock. Returns the reply's `result`. */
-export async function applyWrite(sql: Parameters<typeof inWrite>[0], companyId: string, entity: 'unit' | 'resident' | 'lease', action: 'create' | 'update', params: Obj): Promise<Obj> {
+export async function applyWrite(
+  sql: Parameters<typeof inWrite>[0],
+  companyId: string,
+  entity: 'unit' | 'resident' | 'lease',
+  action: 'create' | 'update',
+  params: Obj,
+): Promise<Obj> {
   const done = await inWrite(sql, companyId, async (w) => {
     switch (`${entity}.${action}`) {
       case 'unit.create':
@@ -189,7 +205,8 @@ async function createUnit(w: WriteTx, params: Obj): Promise<Obj> {
   const input = object(params.unit, 'unit')!;
   onlyKnown(input, UNIT_FIELDS, 'unit');
   const fields = unitFields(input, ctx.floorplans, true);
-  if (await w.unitNumberTaken(ctx.id, fields.unitNumber!)) throw new BusinessError('DUPLICATE', `unit number ${fields.unitNumber} already exists at property ${ctx.id}`);
+  if (await w.unitNumberTaken(ctx.id, fields.unitNumber!))
+    throw new BusinessError('DUPLICATE', `unit number ${fields.unitNumber} already exists at property ${ctx.id}`);
   const unit = newUnit(w, ctx, { ...fields, unitNumber: fields.unitNumber! });
   await w.put([{ entity: 'unit', id: unit.id, model: unit }]);
   return { unit: { unitId: unit.id } };
@@ -268,7 +285,8 @@ async function createLease(w: WriteTx, params: Obj): Promise<Obj> {
   const unitRow = await one(w, 'unit', int(input, 'unitSpaceId', true, 1), 'unit space');
   const unit = unitRow.model;
   if (unit.propertyId !== ctx.id) throw new BusinessError('NOT_FOUND', `unit space ${unitRow.id} does not belong to property ${ctx.id}`);
-  if ((unit.floorplanId ?? 0) !== floorplanId) throw invalid(`floorplanId ${floorplanId} does not match unit space ${unitRow.id} (floorplan ${unit.floorplanId ?? 0})`);
+  if ((unit.floorplanId ?? 0) !== floorplanId)
+    throw invalid(`floorplanId ${floorplanId} does not match unit space ${unitRow.id} (floorplan ${unit.floorplanId ?? 0})`);
   const applicant = object(input.applicant, 'applicant')!;
   onlyKnown(applicant, ['firstName', 'lastName', 'customerRelationshipTypeId', 'phone', 'address'], 'applicant');
   const firstName = str(applicant, 'firstName', true, 100)!;

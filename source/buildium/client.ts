@@ -114,7 +114,10 @@ export class BuildiumConnector implements SourceConnector {
   readChangedPage<E extends Entity>(entity: E, window: ChangeWindow, page: number, perPage: number): Promise<SourcePage<E>> {
     const from = Math.floor(window.from.getTime() / 1000) * 1000;
     const to = Math.ceil(window.to.getTime() / 1000) * 1000;
-    if (!(from <= to)) return Promise.reject(new SourcePermanentError(`a change window must not end before it starts (${window.from.toISOString()} .. ${window.to.toISOString()})`));
+    if (!(from <= to))
+      return Promise.reject(
+        new SourcePermanentError(`a change window must not end before it starts (${window.from.toISOString()} .. ${window.to.toISOString()})`),
+      );
     return this.page(entity, page, perPage, { lastupdatedfrom: wireTime(from), lastupdatedto: wireTime(to) });
   }
 
@@ -140,7 +143,9 @@ export class BuildiumConnector implements SourceConnector {
         // A source that ignored the id list would make every record it did not return look deleted.
         const stray = [...records.map((r) => r.x_id), ...skipped.map((r) => r.x_id)].find((x) => x === null || !asked.has(x));
         if (stray !== undefined) {
-          throw new SourcePermanentError(`GET ${COLLECTIONS[entity]} answered an id lookup with a record not asked for (${stray ?? 'without an id'}): the source does not filter by ids`);
+          throw new SourcePermanentError(
+            `GET ${COLLECTIONS[entity]} answered an id lookup with a record not asked for (${stray ?? 'without an id'}): the source does not filter by ids`,
+          );
         }
         out.records.push(...records);
         out.skipped.push(...skipped);
@@ -157,7 +162,8 @@ export class BuildiumConnector implements SourceConnector {
     try {
       return (MAPPERS[entity] as (raw: unknown) => InputOf[E])(raw);
     } catch (err) {
-      if (err instanceof MappingError) throw new SourcePermanentError(`malformed ${entity} ${xId} from GET ${COLLECTIONS[entity]}/${xId}: ${err.message.slice(0, 500)}`);
+      if (err instanceof MappingError)
+        throw new SourcePermanentError(`malformed ${entity} ${xId} from GET ${COLLECTIONS[entity]}/${xId}: ${err.message.slice(0, 500)}`);
       throw err;
     }
   }
@@ -251,7 +257,8 @@ export class BuildiumConnector implements SourceConnector {
 
   async readWriteOptions(propertyXId: string): Promise<SourceWriteOptions> {
     const id = wireId(propertyXId);
-    if (id === null) throw new SourcePermanentError(`property ${JSON.stringify(propertyXId)} is not an id of the source: it has no such property`, 404, 'NOT_FOUND');
+    if (id === null)
+      throw new SourcePermanentError(`property ${JSON.stringify(propertyXId)} is not an id of the source: it has no such property`, 404, 'NOT_FOUND');
     const plansPath = `${COLLECTIONS.property}/${id}/floorplans`;
     const [plans, units] = await Promise.all([this.read(plansPath, {}, true), this.allAt(COLLECTIONS.unit, id)]);
     if (plans === null) throw new SourcePermanentError(`GET ${plansPath}: the source has no property ${id}`, 404, 'NOT_FOUND');
@@ -291,7 +298,8 @@ export class BuildiumConnector implements SourceConnector {
 
   /** Money as the wire's JSON number with two decimals, in the company's currency only. */
   private amount(money: Money): number {
-    if (money.currency !== this.currency) throw new SourcePermanentError(`the source keeps amounts in ${this.currency}, not ${money.currency}`, undefined, 'VALIDATION_FAILED');
+    if (money.currency !== this.currency)
+      throw new SourcePermanentError(`the source keeps amounts in ${this.currency}, not ${money.currency}`, undefined, 'VALIDATION_FAILED');
     return Number(minorToDecimal(money));
   }
 
@@ -374,7 +382,12 @@ export class BuildiumConnector implements SourceConnector {
     const qs = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString();
     const label = `GET ${path}`;
     return this.http.retrying(label, async () => {
-      const reply = await this.http.exchange({ label, url: `${this.base}${path}${qs ? `?${qs}` : ''}`, init: { method: 'GET', headers: this.headers() }, write: false });
+      const reply = await this.http.exchange({
+        label,
+        url: `${this.base}${path}${qs ? `?${qs}` : ''}`,
+        init: { method: 'GET', headers: this.headers() },
+        write: false,
+      });
       if (reply instanceof SourceTransientError) return reply;
       if (missing && reply.status === 404) return null;
       return { json: this.body(label, reply.status, reply.text), headers: reply.headers };
@@ -416,7 +429,8 @@ export class BuildiumConnector implements SourceConnector {
       .map((x) => (x.Key ? `${String(x.Key)}: ${String(x.Value ?? '')}` : String(x.Value)));
     const said = [message, fields.length > 0 ? fields.join('; ') : undefined].filter(Boolean).join(': ');
     const code = REFUSALS[status] ?? `HTTP_${status}`;
-    if (status === 400 || status === 409) throw new SourcePermanentError(`${label}: source rejected the request${said ? `: ${said}` : ` (HTTP ${status})`}`, status, code);
+    if (status === 400 || status === 409)
+      throw new SourcePermanentError(`${label}: source rejected the request${said ? `: ${said}` : ` (HTTP ${status})`}`, status, code);
     throw new SourcePermanentError(`${label}: source refused the request (HTTP ${status}${said ? `: ${said}` : ''})`, status, code);
   }
 }
@@ -438,7 +452,8 @@ function phonesOut(phones: Phone[] | null): Raw[] {
   const ordered = [...(phones ?? [])].sort((a, b) => Number(b.primary) - Number(a.primary));
   return ordered.map((p) => {
     const type = nameOf(PHONE_TYPES, p.type as (typeof PHONE_TYPES)[keyof typeof PHONE_TYPES]);
-    if (type === undefined) throw new SourcePermanentError(`phone type "${p.type}" is not supported by the source (home, office, mobile, fax)`, undefined, 'VALIDATION_FAILED');
+    if (type === undefined)
+      throw new SourcePermanentError(`phone type "${p.type}" is not supported by the source (home, office, mobile, fax)`, undefined, 'VALIDATION_FAILED');
     return { Number: p.number, Type: type };
   });
 }

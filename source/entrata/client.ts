@@ -41,8 +41,7 @@ export function toUsDate(value: string): string {
 /** Native ids are integers; an x_id that is numeric travels as a number, anything else as given. */
 const nativeId = (xId: string): number | string => (/^\d{1,15}$/.test(xId) ? Number(xId) : xId);
 
-const defined = <T extends Record<string, unknown>>(o: T): Partial<T> =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+const defined = <T extends Record<string, unknown>>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 function phoneTypeId(type: string): number {
   for (const [id, entry] of Object.entries(PHONE_NUMBER_TYPES)) if (entry.cdm === type) return Number(id);
@@ -100,7 +99,9 @@ export class EntrataConnector implements SourceConnector {
         const asked = new Set(batch);
         const stray = [...records.map((r) => r.x_id), ...skipped.map((r) => r.x_id)].find((x) => x === null || !asked.has(x));
         if (stray !== undefined) {
-          throw new SourcePermanentError(`${svc.read} answered an id lookup with a record not asked for (${stray ?? 'without an id'}): the source does not filter by ${svc.ids}`);
+          throw new SourcePermanentError(
+            `${svc.read} answered an id lookup with a record not asked for (${stray ?? 'without an id'}): the source does not filter by ${svc.ids}`,
+          );
         }
         out.records.push(...records);
         out.skipped.push(...skipped);
@@ -205,7 +206,8 @@ export class EntrataConnector implements SourceConnector {
 
   async readWriteOptions(propertyXId: string): Promise<SourceWriteOptions> {
     const property = propertyXId.trim();
-    if (!/^\d{1,15}$/.test(property)) throw new SourcePermanentError(`property ${JSON.stringify(propertyXId)} is not a native id: the source has no such property`);
+    if (!/^\d{1,15}$/.test(property))
+      throw new SourcePermanentError(`property ${JSON.stringify(propertyXId)} is not a native id: the source has no such property`);
     const propertyId = Number(property);
     const { floorPlans, pickLists, leaseTerms } = SETUP_METHODS;
     const [plans, picks, terms, spaces] = await Promise.all([
@@ -311,12 +313,7 @@ export class EntrataConnector implements SourceConnector {
    * One RPC call. A failure worth retrying is returned (the caller decides), a permanent one thrown. `write`
    * decides `maybeApplied`: a read that failed applied nothing.
    */
-  private async request(
-    service: string,
-    method: string,
-    params: Record<string, unknown>,
-    write: boolean,
-  ): Promise<{ result: unknown } | SourceTransientError> {
+  private async request(service: string, method: string, params: Record<string, unknown>, write: boolean): Promise<{ result: unknown } | SourceTransientError> {
     const requestId = `${Date.now().toString(36)}-${++this.seq}`;
     const reply = await this.http.exchange({
       label: method,

@@ -119,8 +119,14 @@ function offsetTimeMs(s: string): number | undefined {
   if (s.length !== 25 || s.charCodeAt(10) !== 84 /* T */ || s.charCodeAt(22) !== 58 /* : */) return undefined;
   const sign = s.charCodeAt(19) === 45 ? -1 : s.charCodeAt(19) === 43 ? 1 : 0;
   if (sign === 0 || s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58) return undefined;
-  const y = digitsAt(s, 0, 4), mo = digitsAt(s, 5, 2), d = digitsAt(s, 8, 2), h = digitsAt(s, 11, 2), mi = digitsAt(s, 14, 2);
-  const sec = digitsAt(s, 17, 2), oh = digitsAt(s, 20, 2), om = digitsAt(s, 23, 2);
+  const y = digitsAt(s, 0, 4),
+    mo = digitsAt(s, 5, 2),
+    d = digitsAt(s, 8, 2),
+    h = digitsAt(s, 11, 2),
+    mi = digitsAt(s, 14, 2);
+  const sec = digitsAt(s, 17, 2),
+    oh = digitsAt(s, 20, 2),
+    om = digitsAt(s, 23, 2);
   if (!validDate(y, mo, d) || !(h <= 23 && mi <= 59 && sec <= 59 && oh <= 23 && om <= 59)) return undefined;
   return Date.UTC(y, mo - 1, d, h, mi, sec) - sign * (oh * 60 + om) * 60_000;
 }
@@ -225,7 +231,12 @@ function bool(value: unknown): boolean | null {
 /** "Not Allowed" -> "not_allowed": free-text enumerations to CDM-style names. */
 function snakeName(value: unknown): string | null {
   const t = text(value);
-  return t === null ? null : t.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '') || null;
+  return t === null
+    ? null
+    : t
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '_')
+        .replace(/^_|_$/g, '') || null;
 }
 
 function code(table: CodeTable, value: unknown, what: string): string | null {

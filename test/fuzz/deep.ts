@@ -49,7 +49,9 @@ async function main(): Promise<number> {
   // The worker's activities fail by design here (the fuzzer makes integrations whose sources do not exist): only
   // errors of the SDK itself are worth a line among Schemathesis's report.
   Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
-  console.log(`fuzz:deep seed ${opts.seed}, ${opts.examples} examples per operation (reproduce: npm run fuzz:deep -- --seed ${opts.seed} --examples ${opts.examples})`);
+  console.log(
+    `fuzz:deep seed ${opts.seed}, ${opts.examples} examples per operation (reproduce: npm run fuzz:deep -- --seed ${opts.seed} --examples ${opts.examples})`,
+  );
   const provided: Partial<FuzzEnvironment> = {};
   let stack: FuzzStack | undefined;
   let stopping = false;
@@ -77,7 +79,9 @@ async function main(): Promise<number> {
     console.log(`\n=== fuzz:deep seed ${opts.seed}, ${opts.examples} examples per operation ===`);
     for (const r of results) {
       const found = curls(r.output);
-      console.log(`${r.name}: ${r.code === 0 ? 'no failures' : `FAILED (exit ${r.code}, ${found.length} reproducing curl${found.length === 1 ? '' : 's'})`} in ${r.seconds} s`);
+      console.log(
+        `${r.name}: ${r.code === 0 ? 'no failures' : `FAILED (exit ${r.code}, ${found.length} reproducing curl${found.length === 1 ? '' : 's'})`} in ${r.seconds} s`,
+      );
       for (const c of found) console.log(`  ${c.trim()}`);
     }
     return results.every((r) => r.code === 0) ? 0 : 1;

@@ -128,14 +128,21 @@ export async function startFuzzStack(env: FuzzEnvironment, opts: { size?: number
  */
 export function fuzzArgs(opts: { seed: number; examples: number }): string[] {
   return [
-    '--generation-database', 'none',
-    '--checks', 'all',
-    '--phases', 'examples,coverage,fuzzing,stateful',
-    '--seed', String(opts.seed),
-    '--max-examples', String(opts.examples),
-    '--workers', '1',
+    '--generation-database',
+    'none',
+    '--checks',
+    'all',
+    '--phases',
+    'examples,coverage,fuzzing,stateful',
+    '--seed',
+    String(opts.seed),
+    '--max-examples',
+    String(opts.examples),
+    '--workers',
+    '1',
     '--no-color',
-    '--request-timeout', '10',
+    '--request-timeout',
+    '10',
   ];
 }
 

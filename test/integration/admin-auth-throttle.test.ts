@@ -60,7 +60,9 @@ async function reply(res: Response): Promise<Reply> {
 
 /** An admin API request from `address` (the proxy's X-Forwarded-For: the client first, then any proxies). */
 async function bearer(api: TestServer, token: string, address: string): Promise<Reply> {
-  return reply(await fetch(`${api.url}/admin/v1/organizations?limit=1`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': `${address}, 172.18.0.5` } }));
+  return reply(
+    await fetch(`${api.url}/admin/v1/organizations?limit=1`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': `${address}, 172.18.0.5` } }),
+  );
 }
 
 /** The console's sign-in form posted from `address`, as the browser sends it. */
@@ -95,7 +97,7 @@ describe('wrong admin bearers', () => {
     expectUnauthorized(await bearer(two, wrongToken(), freshAddress()));
   });
 
-  it('the right token resets its address\'s count', async () => {
+  it("the right token resets its address's count", async () => {
     const address = freshAddress();
     for (let i = 0; i < 2; i++) expectUnauthorized(await bearer(one, wrongToken(), address));
     expect((await bearer(two, config.ADMIN_TOKEN, address)).status).toBe(200);
@@ -195,7 +197,12 @@ describe('console sessions', () => {
     const key = Buffer.from(hkdfSync('sha256', config.ADMIN_TOKEN, 'propsync admin token', 'console session token', 32));
     const hmac = createHmac('sha256', key).update(token).digest('hex');
     expect(await db.select({ csrf: consoleSessions.csrfToken }).from(consoleSessions).where(eq(consoleSessions.tokenHash, hmac))).toHaveLength(1);
-    expect(await db.select().from(consoleSessions).where(eq(consoleSessions.tokenHash, sha256(token)))).toEqual([]);
+    expect(
+      await db
+        .select()
+        .from(consoleSessions)
+        .where(eq(consoleSessions.tokenHash, sha256(token))),
+    ).toEqual([]);
     // The session is every process's.
     const page = await fetch(`${two.url}/console/organizations`, { headers: { cookie: `propsync_console=${token}` } });
     expect(page.status).toBe(200);

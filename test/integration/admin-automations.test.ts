@@ -176,8 +176,17 @@ describe('create', () => {
     expect(s.spec.calendars![0]).toMatchObject({ hour: [{ start: 6, end: 6, step: 1 }], minute: [{ start: 0, end: 0, step: 1 }] });
 
     // A cron without a zone runs in UTC, and says so; POST and no headers.
-    const b = await create(integ, { entity: 'residents', filters: { email: 'a@example.com' }, schedule: { cron: '@daily' }, destination: { type: 'http', url: 'http://127.0.0.1:9/in', method: 'POST' } });
-    expect(b).toMatchObject({ entity: 'residents', schedule: { cron: '@daily', timezone: 'UTC' }, destination: { type: 'http', url: 'http://127.0.0.1:9/in', method: 'POST', headers: [] } });
+    const b = await create(integ, {
+      entity: 'residents',
+      filters: { email: 'a@example.com' },
+      schedule: { cron: '@daily' },
+      destination: { type: 'http', url: 'http://127.0.0.1:9/in', method: 'POST' },
+    });
+    expect(b).toMatchObject({
+      entity: 'residents',
+      schedule: { cron: '@daily', timezone: 'UTC' },
+      destination: { type: 'http', url: 'http://127.0.0.1:9/in', method: 'POST', headers: [] },
+    });
     expect((await describeSchedule(b.id)).spec.timezone).toBe('UTC');
   });
 
@@ -207,10 +216,26 @@ describe('create', () => {
       ['not http(s)', { destination: { type: 'http', url: 'ftp://files.example.com/x' } }, ['/destination/url']],
       ['credentials in the URL', { destination: { type: 'http', url: 'https://user:pw@files.example.com/x' } }, ['/destination/url']],
       ['bad method', { destination: { type: 'http', url: 'https://files.example.com/x', method: 'GET' } }, ['/destination/method']],
-      ['bad header name', { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'Bad Header': 'x' } } }, ['/destination/headers/Bad Header']],
-      ['framing header', { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'Content-Length': '1' } } }, ['/destination/headers/Content-Length']],
-      ['header twice', { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'X-Key': 'a', 'x-key': 'b' } } }, ['/destination/headers/x-key']],
-      ['two-line header value', { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'X-Key': 'a\r\nX-Evil: 1' } } }, ['/destination/headers/X-Key']],
+      [
+        'bad header name',
+        { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'Bad Header': 'x' } } },
+        ['/destination/headers/Bad Header'],
+      ],
+      [
+        'framing header',
+        { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'Content-Length': '1' } } },
+        ['/destination/headers/Content-Length'],
+      ],
+      [
+        'header twice',
+        { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'X-Key': 'a', 'x-key': 'b' } } },
+        ['/destination/headers/x-key'],
+      ],
+      [
+        'two-line header value',
+        { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'X-Key': 'a\r\nX-Evil: 1' } } },
+        ['/destination/headers/X-Key'],
+      ],
       ['absolute path', { destination: { type: 'directory', path: '/etc' } }, ['/destination/path']],
       ['parent path', { destination: { type: 'directory', path: '../up' } }, ['/destination/path']],
       ['parent segment inside', { destination: { type: 'directory', path: 'a/../../b' } }, ['/destination/path']],
@@ -229,7 +254,16 @@ describe('create', () => {
       if (what === 'directory that does not exist') expect(r.body.errors[0].detail).toContain(`looked for ${testExportRoot()}/finance/nowhere`);
     }
     // A live integration sends to public https only, as its webhooks do.
-    for (const url of ['http://files.example.com/x', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://169.254.169.254/latest', 'https://[::127.0.0.1]/', 'https://[::ffff:0:7f00:1]/', 'https://[2002:7f00:1::]/x']) {
+    for (const url of [
+      'http://files.example.com/x',
+      'https://127.0.0.1/x',
+      'https://localhost/x',
+      'https://[::1]/x',
+      'https://169.254.169.254/latest',
+      'https://[::127.0.0.1]/',
+      'https://[::ffff:0:7f00:1]/',
+      'https://[2002:7f00:1::]/x',
+    ]) {
       const r = await admin('POST', `/integrations/${live}/automations`, valid({ destination: { type: 'http', url } }));
       expectProblem(r, 422, 'validation_error');
       expect(pointers(r), url).toEqual(['/destination/url']);
@@ -273,13 +307,15 @@ describe('create', () => {
     expect((await rowsOf(integ))[0]!.destinationHeaders).toBe(sealed);
 
     // What HTTP can carry is kept as given: spaces and tabs inside, Latin-1 (sent as single bytes), an empty value.
-    const ok = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'X-Key': 'caf\u00e9 \t au lait', 'X-Empty': '' } } });
+    const ok = await admin('PATCH', `/automations/${a.id}`, {
+      destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'X-Key': 'caf\u00e9 \t au lait', 'X-Empty': '' } },
+    });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body.destination.headers).toEqual(['X-Key', 'X-Empty']);
     expect(openAutomationHeaders(testKeyring(), (await rowsOf(integ))[0]!)).toEqual({ 'X-Key': 'caf\u00e9 \t au lait', 'X-Empty': '' });
   });
 
-  it('refuses a cron outside the fields\' ranges with a 422 at /schedule/cron, leaving no row and no schedule', async () => {
+  it("refuses a cron outside the fields' ranges with a 422 at /schedule/cron, leaving no row and no schedule", async () => {
     const integ = await integration();
     const r = await admin('POST', `/integrations/${integ}/automations`, valid({ schedule: { cron: '61 * * * *' } }));
     expectProblem(r, 422, 'validation_error');
@@ -365,10 +401,15 @@ describe('update', () => {
     let r = await admin('PATCH', `/automations/${a.id}`, { name: 'Renamed', filters: { status: 'past' }, columns: ['id', 'end_date'] });
     expect(r.body).toMatchObject({ name: 'Renamed', filters: { status: 'past' }, columns: ['id', 'end_date'] });
     r = await admin('PATCH', `/automations/${a.id}`, { columns: null, destination: { type: 'http', url: 'https://other.example.com/in', method: 'POST' } });
-    expect(r.body).toMatchObject({ columns: null, destination: { type: 'http', url: 'https://other.example.com/in', method: 'POST', headers: ['Authorization'] } });
+    expect(r.body).toMatchObject({
+      columns: null,
+      destination: { type: 'http', url: 'https://other.example.com/in', method: 'POST', headers: ['Authorization'] },
+    });
     expect((await rowsOf(integ))[0]!.destinationHeaders).toBe(sealedBefore);
 
-    r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'http', url: 'https://other.example.com/in', headers: { 'X-Api-Key': OTHER_SECRET } } });
+    r = await admin('PATCH', `/automations/${a.id}`, {
+      destination: { type: 'http', url: 'https://other.example.com/in', headers: { 'X-Api-Key': OTHER_SECRET } },
+    });
     expect(r.body.destination).toEqual({ type: 'http', url: 'https://other.example.com/in', method: 'PUT', headers: ['X-Api-Key'] });
     expect(openAutomationHeaders(testKeyring(), (await rowsOf(integ))[0]!)).toEqual({ 'X-Api-Key': OTHER_SECRET });
     r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'http', url: 'https://other.example.com/in', headers: {} } });
@@ -410,7 +451,10 @@ describe('update', () => {
     expect(bad.status).toBe(422);
     expect(pointers(bad)).toEqual(['escape_formulas']);
     // An automation stored before the option existed (no member) escapes.
-    await db.update(automations).set({ destination: { type: 'directory', path: 'out' } }).where(eq(automations.id, a.id));
+    await db
+      .update(automations)
+      .set({ destination: { type: 'directory', path: 'out' } })
+      .where(eq(automations.id, a.id));
     expect((await admin('GET', `/automations/${a.id}`)).body.escape_formulas).toBe(true);
   });
 
@@ -554,9 +598,17 @@ describe('when Temporal is unreachable or refuses', () => {
     expectProblem(r, 503, 'service_unavailable');
     const runs = await db.select().from(automationRuns).where(eq(automationRuns.automationId, a.id));
     expect(runs).toHaveLength(1);
-    expect(runs[0]).toMatchObject({ status: 'failed', trigger: 'manual', finishedAt: expect.any(Date), error: expect.stringContaining('could not be started') });
+    expect(runs[0]).toMatchObject({
+      status: 'failed',
+      trigger: 'manual',
+      finishedAt: expect.any(Date),
+      error: expect.stringContaining('could not be started'),
+    });
     expect(r.body.detail).toContain(`Run ${runs[0]!.id} was recorded and marked failed`);
     expect(r.body.run_id).toBe(runs[0]!.id);
-    expect((await admin('GET', `/automation_runs/${runs[0]!.id}`)).body).toMatchObject({ status: 'failed', error: expect.stringContaining('could not be started') });
+    expect((await admin('GET', `/automation_runs/${runs[0]!.id}`)).body).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('could not be started'),
+    });
   });
 });

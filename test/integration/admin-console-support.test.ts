@@ -90,7 +90,8 @@ async function subscribe(integrationId: string, url: string, eventTypes: string[
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body;
 }
-const deliveriesOf = async (subscriptionId: string): Promise<any[]> => (await admin('GET', `/webhook_subscriptions/${subscriptionId}/deliveries?limit=100`)).body.results;
+const deliveriesOf = async (subscriptionId: string): Promise<any[]> =>
+  (await admin('GET', `/webhook_subscriptions/${subscriptionId}/deliveries?limit=100`)).body.results;
 
 const NO_DELIVERIES = { total: 0, pending: 0, retrying: 0, succeeded: 0, dead_lettered: 0, cancelled: 0, expired: 0 };
 
@@ -184,7 +185,11 @@ describe('events', () => {
 
     expect((await admin('GET', `/integrations/${integ.id}/events?order=asc`)).body.results.map((e: any) => e.id)).toEqual([e2, e3, e4]);
     expect((await admin('GET', `/integrations/${integ.id}/events?type=LEASE_UPDATED`)).body.results.map((e: any) => e.id)).toEqual([e4, e2]);
-    expect((await admin('GET', `/integrations/${integ.id}/events?type=LEASE_UPDATED,RESIDENT_UPDATED&order=asc`)).body.results.map((e: any) => e.id)).toEqual([e2, e3, e4]);
+    expect((await admin('GET', `/integrations/${integ.id}/events?type=LEASE_UPDATED,RESIDENT_UPDATED&order=asc`)).body.results.map((e: any) => e.id)).toEqual([
+      e2,
+      e3,
+      e4,
+    ]);
     expect((await admin('GET', `/integrations/${integ.id}/events?type=LEASE_SIGNED`)).body.results).toEqual([]);
     const first = await admin('GET', `/integrations/${integ.id}/events?limit=2`);
     expect(first.body.meta.hasMore).toBe(true);
@@ -232,7 +237,10 @@ describe('POST /events/{id}/resend', () => {
     const uninterested = await subscribe(integ.id, hookUrl('/resend-other'), ['LEASE_SIGNED']);
     const [id] = await recordEvents(db, integ, residentUpdates(1, 'resend'));
     await receiver.waitFor(() => at('/resend-had').length >= 1);
-    const [first] = await until(() => deliveriesOf(had.id), (d) => d[0]?.status === 'succeeded');
+    const [first] = await until(
+      () => deliveriesOf(had.id),
+      (d) => d[0]?.status === 'succeeded',
+    );
     expect(first).toMatchObject({ event_id: id, attempt_count: 1 });
 
     const later = await subscribe(integ.id, hookUrl('/resend-later'));
@@ -250,10 +258,16 @@ describe('POST /events/{id}/resend', () => {
     expect(at('/resend-had')[1]!.raw.equals(at('/resend-had')[0]!.raw)).toBe(true);
     expect(at('/resend-later')[0]!.body.id).toBe(id);
     expect(at('/resend-later')[0]!.raw.equals(at('/resend-had')[0]!.raw)).toBe(true);
-    const [again] = await until(() => deliveriesOf(had.id), (d) => d[0]?.attempt_count === 2 && d[0]?.status === 'succeeded');
+    const [again] = await until(
+      () => deliveriesOf(had.id),
+      (d) => d[0]?.attempt_count === 2 && d[0]?.status === 'succeeded',
+    );
     expect(again!.id).toBe(first.id);
     expect(again!.attempts.map((a: any) => a.response_status)).toEqual([200, 200]);
-    const [fresh] = await until(() => deliveriesOf(later.id), (d) => d[0]?.status === 'succeeded');
+    const [fresh] = await until(
+      () => deliveriesOf(later.id),
+      (d) => d[0]?.status === 'succeeded',
+    );
     expect(fresh).toMatchObject({ event_id: id, attempt_count: 1 });
     expect(r.body.delivery_ids).toContain(fresh.id);
 
@@ -261,7 +275,10 @@ describe('POST /events/{id}/resend', () => {
     expect(await deliveriesOf(disabled.id)).toEqual([]);
     expect(at('/resend-other')).toEqual([]);
     expect(at('/resend-disabled')).toEqual([]);
-    const detail = await until(() => admin('GET', `/events/${id}`), (d) => d.body.deliveries.succeeded === 2);
+    const detail = await until(
+      () => admin('GET', `/events/${id}`),
+      (d) => d.body.deliveries.succeeded === 2,
+    );
     expect(detail.body.deliveries).toEqual({ ...NO_DELIVERIES, total: 2, succeeded: 2 });
     expect(detail.body.dispatched_at).not.toBeNull();
   });
@@ -291,7 +308,10 @@ describe('POST /events/{id}/resend', () => {
       const integ = await webhookIntegration(db, null);
       await subscribe(integ.id, hookUrl('/resend-503'));
       const id = await eventAt(integ, 'RESIDENT_UPDATED', new Date());
-      const res = await fetch(`${unreachable.url}/admin/v1/events/${id}/resend`, { method: 'POST', headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` } });
+      const res = await fetch(`${unreachable.url}/admin/v1/events/${id}/resend`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` },
+      });
       const r: Reply = { status: res.status, headers: res.headers, body: await res.json() };
       expectProblem(r, 503, 'service_unavailable');
       expect(r.body.detail).toMatch(/^Could not resend the event: Temporal is unreachable/);

@@ -57,7 +57,11 @@ describe('sandbox integrations', () => {
 
   beforeAll(async () => {
     orgId = await newOrg();
-    const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'test', plan: 'enterprise', source: { type: 'sandbox', size: 12, seed: 42 } });
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, {
+      mode: 'test',
+      plan: 'enterprise',
+      source: { type: 'sandbox', size: 12, seed: 42 },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     integration = r.body;
   });
@@ -86,7 +90,11 @@ describe('sandbox integrations', () => {
   });
 
   it('of the buildium dialect: provisioned, synced at once, and read through the public API in the same shapes as an entrata one', async () => {
-    const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'test', plan: 'enterprise', source: { type: 'sandbox', dialect: 'buildium', size: 12, seed: 42 } });
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, {
+      mode: 'test',
+      plan: 'enterprise',
+      source: { type: 'sandbox', dialect: 'buildium', size: 12, seed: 42 },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     const buildium = r.body;
     expect(buildium).toMatchObject({ mode: 'test', source: { type: 'sandbox', dialect: 'buildium' } });
@@ -117,7 +125,9 @@ describe('sandbox integrations', () => {
       expect(l.id).toMatch(/^lse_/);
       expect(l.rent_amount).toEqual({ amount: expect.any(Number), currency: 'USD' });
       expect(l.start_date).toMatch(/^\d{4}-\d{2}-\d{2}$/);
-      expect(l.residents).toEqual(expect.arrayContaining([{ resident_id: expect.stringMatching(/^res_/), x_id: expect.any(String), role: expect.any(String) }]));
+      expect(l.residents).toEqual(
+        expect.arrayContaining([{ resident_id: expect.stringMatching(/^res_/), x_id: expect.any(String), role: expect.any(String) }]),
+      );
     }
     // Field by field, the same JSON types where both hold a value.
     const typeOf = (v: unknown) => (v === null ? null : Array.isArray(v) ? 'array' : typeof v);
@@ -181,7 +191,12 @@ describe('sandbox integrations', () => {
     await expect(connector.update('unit', unit!.x_id, { note: null })).resolves.toEqual({ x_id: unit!.x_id, related: [] });
     expect((await admin('DELETE', `/integrations/${integration.id}/sandbox/faults`)).status).toBe(204);
 
-    for (const bad of [{ kind: 'slow', delay_ms: 600_001 }, { kind: 'slow', delay_ms: 1.5 }, { kind: 'slow', methods: 'some' }, { kind: 'reject_writes', methods: 'reads' }]) {
+    for (const bad of [
+      { kind: 'slow', delay_ms: 600_001 },
+      { kind: 'slow', delay_ms: 1.5 },
+      { kind: 'slow', methods: 'some' },
+      { kind: 'reject_writes', methods: 'reads' },
+    ]) {
       const r = await admin('POST', `/integrations/${integration.id}/sandbox/faults`, bad);
       expect(r.status, JSON.stringify(bad)).toBe(422);
     }
@@ -195,7 +210,9 @@ describe('sandbox integrations', () => {
 
   it('are removed from the sandbox PMS when deleted', async () => {
     const orgId2 = await newOrg();
-    const i = (await admin('POST', `/organizations/${orgId2}/integrations`, { mode: 'test', plan: 'growth', source: { type: 'sandbox', size: 3 }, initial_sync: false })).body;
+    const i = (
+      await admin('POST', `/organizations/${orgId2}/integrations`, { mode: 'test', plan: 'growth', source: { type: 'sandbox', size: 3 }, initial_sync: false })
+    ).body;
     const [row] = await db.select().from(integrations).where(eq(integrations.id, i.id));
     expect(row!.sourceConfig.size).toBe(3);
     expect(row!.sourceConfig.seed).toEqual(expect.any(Number));
@@ -205,7 +222,9 @@ describe('sandbox integrations', () => {
 
   it('answer 409 when the sandbox no longer has the company', async () => {
     const orgId3 = await newOrg();
-    const i = (await admin('POST', `/organizations/${orgId3}/integrations`, { mode: 'test', plan: 'growth', source: { type: 'sandbox', size: 3 }, initial_sync: false })).body;
+    const i = (
+      await admin('POST', `/organizations/${orgId3}/integrations`, { mode: 'test', plan: 'growth', source: { type: 'sandbox', size: 3 }, initial_sync: false })
+    ).body;
     await sandbox().deleteCompany(i.id);
     const r = await admin('POST', `/integrations/${i.id}/sandbox/changes`, { update: 1 });
     expect(r.status).toBe(409);

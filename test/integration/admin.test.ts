@@ -57,7 +57,12 @@ const admin = (method: string, path: string, body?: unknown, opts?: Parameters<t
 function expectProblem(r: Reply, status: number, slug: string) {
   expect(r.status, JSON.stringify(r.body)).toBe(status);
   expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(r.body).toMatchObject({ type: `${config.DOCS_BASE_URL}/errors/${slug}`, status, detail: expect.any(String), request_id: r.headers.get('x-request-id') });
+  expect(r.body).toMatchObject({
+    type: `${config.DOCS_BASE_URL}/errors/${slug}`,
+    status,
+    detail: expect.any(String),
+    request_id: r.headers.get('x-request-id'),
+  });
 }
 const pointers = (r: Reply) => (r.body.errors as { pointer: string }[]).map((e) => e.pointer).sort();
 
@@ -157,7 +162,12 @@ describe('organizations', () => {
     r = await admin('PATCH', `/organizations/${id}`, { name: '\u0000' });
     expect(pointers(r)).toEqual(['name']);
     expect((await admin('GET', `/organizations/${id}`)).body.name).toBe('Clean');
-    r = await admin('POST', `/organizations/${id}/integrations`, { mode: 'live', plan: 'scale', source: { ...entrata, api_key: 'k\u0000' }, initial_sync: false });
+    r = await admin('POST', `/organizations/${id}/integrations`, {
+      mode: 'live',
+      plan: 'scale',
+      source: { ...entrata, api_key: 'k\u0000' },
+      initial_sync: false,
+    });
     expectProblem(r, 422, 'validation_error');
     expect(pointers(r)).toEqual(['/source/api_key']);
     expect(await db.select().from(integrations).where(eq(integrations.organizationId, id))).toEqual([]);
@@ -188,7 +198,13 @@ describe('organizations', () => {
 describe('integrations', () => {
   it('creates one with its schedule at the plan cadence, never echoing the source credentials', async () => {
     const orgId = await newOrg();
-    const r = await admin('POST', `/organizations/${orgId}/integrations`, { name: 'Main PMS', mode: 'live', plan: 'scale', source: entrata, initial_sync: false });
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, {
+      name: 'Main PMS',
+      mode: 'live',
+      plan: 'scale',
+      source: entrata,
+      initial_sync: false,
+    });
     expect(r.status).toBe(201);
     expect(r.body).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
@@ -307,28 +323,55 @@ describe('integrations', () => {
   it('connects a buildium source (client id and secret, the secret stored sealed and never shown), https only when live', async () => {
     const orgId = await newOrg();
     const buildium = { type: 'buildium', base_url: 'https://api.pms.example.com/', client_id: 'client-7', client_secret: 'super-secret-pair' };
-    let r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: { ...buildium, base_url: 'http://api.pms.example.com' }, initial_sync: false });
+    let r = await admin('POST', `/organizations/${orgId}/integrations`, {
+      mode: 'live',
+      plan: 'scale',
+      source: { ...buildium, base_url: 'http://api.pms.example.com' },
+      initial_sync: false,
+    });
     expectProblem(r, 422, 'validation_error');
     expect(r.body.errors).toEqual([{ pointer: '/source/base_url', detail: expect.stringContaining('https://') }]);
-    r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: { ...buildium, client_secret: undefined }, initial_sync: false });
+    r = await admin('POST', `/organizations/${orgId}/integrations`, {
+      mode: 'live',
+      plan: 'scale',
+      source: { ...buildium, client_secret: undefined },
+      initial_sync: false,
+    });
     expect(pointers(r)).toEqual(['/source/client_secret']);
-    r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: { ...buildium, api_key: 'k' }, initial_sync: false });
+    r = await admin('POST', `/organizations/${orgId}/integrations`, {
+      mode: 'live',
+      plan: 'scale',
+      source: { ...buildium, api_key: 'k' },
+      initial_sync: false,
+    });
     expect(pointers(r)).toEqual(['/source/api_key']);
     expect(await db.select().from(integrations).where(eq(integrations.organizationId, orgId))).toEqual([]);
 
-    r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: buildium, initial_sync: false, full_sync_interval_seconds: 7_200 });
+    r = await admin('POST', `/organizations/${orgId}/integrations`, {
+      mode: 'live',
+      plan: 'scale',
+      source: buildium,
+      initial_sync: false,
+      full_sync_interval_seconds: 7_200,
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     expect(r.body).toMatchObject({ source: { type: 'buildium', dialect: 'buildium' }, sync_interval_seconds: 3600, full_sync_interval_seconds: 7_200 });
     expect(JSON.stringify(r.body)).not.toContain('super-secret');
     expect(JSON.stringify((await admin('GET', `/integrations/${r.body.id}`)).body)).not.toContain('client-7');
     const [row] = await db.select().from(integrations).where(eq(integrations.id, r.body.id));
-    expect(row!.sourceConfig).toEqual({ dialect: 'buildium', base_url: 'https://api.pms.example.com', client_id: 'client-7', client_secret: expect.stringMatching(/^enc:v1:dev:/) });
+    expect(row!.sourceConfig).toEqual({
+      dialect: 'buildium',
+      base_url: 'https://api.pms.example.com',
+      client_id: 'client-7',
+      client_secret: expect.stringMatching(/^enc:v1:dev:/),
+    });
     expect(JSON.stringify(row!.sourceConfig)).not.toContain('super-secret');
   });
 
   it('takes a full-run interval between the sync interval and 30 days (null: the default), checked whichever field moves', async () => {
     const orgId = await newOrg();
-    const post = (body: Record<string, unknown>) => admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: entrata, initial_sync: false, ...body });
+    const post = (body: Record<string, unknown>) =>
+      admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: entrata, initial_sync: false, ...body });
     let r = await post({ full_sync_interval_seconds: 1800 });
     expectProblem(r, 422, 'validation_error');
     expect(r.body.errors).toEqual([{ pointer: 'full_sync_interval_seconds', detail: expect.stringContaining('3600') }]);
@@ -384,7 +427,10 @@ describe('when Temporal is unreachable', () => {
     const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: entrata }, { base: down.url });
     expectProblem(r, 503, 'service_unavailable');
     expect(r.body.detail).toContain('Temporal');
-    const rows = await db.select().from(integrations).where(and(eq(integrations.organizationId, orgId), isNull(integrations.deletedAt)));
+    const rows = await db
+      .select()
+      .from(integrations)
+      .where(and(eq(integrations.organizationId, orgId), isNull(integrations.deletedAt)));
     expect(rows.map((x) => x.id)).toEqual([existing.id]);
 
     expectProblem(await admin('PATCH', `/integrations/${existing.id}`, { plan: 'enterprise' }, { base: down.url }), 503, 'service_unavailable');
@@ -497,7 +543,9 @@ describe('sync jobs', () => {
     });
     // An older finished job, to see the order and paging.
     const older = 'syj_01H00000000000000000000000';
-    await db.insert(syncJobs).values({ id: older, organizationId: orgId, integrationId: i.id, status: 'succeeded', trigger: 'schedule', createdAt: new Date(Date.now() - 60_000) });
+    await db
+      .insert(syncJobs)
+      .values({ id: older, organizationId: orgId, integrationId: i.id, status: 'succeeded', trigger: 'schedule', createdAt: new Date(Date.now() - 60_000) });
     const page = await admin('GET', `/integrations/${i.id}/sync_jobs?limit=1`);
     expect(page.body.meta).toEqual({ limit: 1, offset: 0, hasMore: true });
     expect(page.body.results.map((j: any) => j.id)).toEqual([r.body.id]);

@@ -31,13 +31,21 @@ describe('deploy/prometheus', () => {
   it('fires each alert under series that should, and none under series that should not', async () => {
     expect(await promtool('test', 'rules', 'alerts.test.yml')).toMatch(/SUCCESS/);
     // Every alert of the rules is tested both ways.
-    const rules = (parse(readFileSync(`${DIR}alerts.yml`, 'utf8')) as { groups: { rules: { alert: string }[] }[] }).groups.flatMap((g) => g.rules.map((r) => r.alert));
-    const tests = (parse(readFileSync(`${DIR}alerts.test.yml`, 'utf8')) as { tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[] }).tests.flatMap(
-      (t) => t.alert_rule_test,
+    const rules = (parse(readFileSync(`${DIR}alerts.yml`, 'utf8')) as { groups: { rules: { alert: string }[] }[] }).groups.flatMap((g) =>
+      g.rules.map((r) => r.alert),
     );
+    const tests = (
+      parse(readFileSync(`${DIR}alerts.test.yml`, 'utf8')) as { tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[] }
+    ).tests.flatMap((t) => t.alert_rule_test);
     for (const alert of rules) {
-      expect(tests.some((t) => t.alertname === alert && t.exp_alerts.length > 0), `${alert} fires somewhere`).toBe(true);
-      expect(tests.some((t) => t.alertname === alert && t.exp_alerts.length === 0), `${alert} stays quiet somewhere`).toBe(true);
+      expect(
+        tests.some((t) => t.alertname === alert && t.exp_alerts.length > 0),
+        `${alert} fires somewhere`,
+      ).toBe(true);
+      expect(
+        tests.some((t) => t.alertname === alert && t.exp_alerts.length === 0),
+        `${alert} stays quiet somewhere`,
+      ).toBe(true);
     }
   });
 });

@@ -180,7 +180,9 @@ describe('problem+json for everything that goes wrong', () => {
   it('answers an oversized request line and bytes that are not HTTP with a whole problem+json response, then closes', async () => {
     const long = await rawExchange(`GET /v1/${'p'.repeat(20 * 1024)} HTTP/1.1\r\nHost: x\r\n\r\n`);
     expect(long.head[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
-    expect(long.head).toEqual(expect.arrayContaining(['content-type: application/problem+json', 'connection: close', `content-length: ${Buffer.byteLength(long.body)}`]));
+    expect(long.head).toEqual(
+      expect.arrayContaining(['content-type: application/problem+json', 'connection: close', `content-length: ${Buffer.byteLength(long.body)}`]),
+    );
     expect(long.head).toContainEqual(expect.stringMatching(/^x-request-id: req_[0-9A-HJKMNP-TV-Z]{26}$/));
     // The path was what overflowed: it is not echoed back.
     expect(JSON.parse(long.body)).toMatchObject({ status: 431, type: `${config.DOCS_BASE_URL}/errors/request_header_fields_too_large`, instance: '' });
@@ -323,13 +325,22 @@ describe('docs', () => {
     expect(html).not.toMatch(/https?:\/\/(cdn|unpkg|fonts)\./);
     // Its policy allows scripts from this service and, by hash, the page's own inline start-up script; nothing may
     // frame it.
-    const inline = [...html.matchAll(/<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/g)].map((m) => `'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`);
+    const inline = [...html.matchAll(/<script(?![^>]*\ssrc=)[^>]*>([\s\S]*?)<\/script>/g)].map(
+      (m) => `'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`,
+    );
     expect(inline).toHaveLength(1);
     // The page's configuration turns off what needs Scalar's hosted services, which cannot work offline: the AI
     // agent ("Ask AI"), the MCP generator ("Generate MCP"), the developer toolbar ("Deploy") and telemetry.
     const start = /<script(?![^>]*\ssrc=)[^>]*>\s*Scalar\.createApiReference\('#app', (\{[\s\S]*\})\s*\)\s*<\/script>/.exec(html);
     expect(start, 'the inline start-up script').not.toBeNull();
-    expect(JSON.parse(start![1]!)).toMatchObject({ url: '/v1/openapi.json', agent: { disabled: true }, mcp: { disabled: true }, showDeveloperTools: 'never', telemetry: false, withDefaultFonts: false });
+    expect(JSON.parse(start![1]!)).toMatchObject({
+      url: '/v1/openapi.json',
+      agent: { disabled: true },
+      mcp: { disabled: true },
+      showDeveloperTools: 'never',
+      telemetry: false,
+      withDefaultFonts: false,
+    });
     const csp = Object.fromEntries(
       page.headers
         .get('content-security-policy')!

@@ -127,7 +127,9 @@ describe('last_used_at', () => {
     await one.get('/v1/leases', { key });
     let first: Date | null = null;
     await until(async () => {
-      [{ lastUsedAt: first }] = (await db.select({ lastUsedAt: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.id, row.id))) as [{ lastUsedAt: Date | null }];
+      [{ lastUsedAt: first }] = (await db.select({ lastUsedAt: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.id, row.id))) as [
+        { lastUsedAt: Date | null },
+      ];
       return first !== null;
     });
     // A process with a single connection runs its statements in the order it began them: the UPDATE its first use of

@@ -95,10 +95,14 @@ describe('Postgres unreachable', () => {
 
     // Back: the same process serves again.
     await proxy.start();
-    const back = await until('reads to work again', async () => {
-      const r = await timedGet('/v1/leases?limit=1');
-      return r.res.status === 200 ? r : undefined;
-    }, 15_000);
+    const back = await until(
+      'reads to work again',
+      async () => {
+        const r = await timedGet('/v1/leases?limit=1');
+        return r.res.status === 200 ? r : undefined;
+      },
+      15_000,
+    );
     expect(back.res.status).toBe(200);
 
     const scraped = parseExposition(await server.app.metrics.registry.metrics());

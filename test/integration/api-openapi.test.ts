@@ -31,12 +31,28 @@ beforeAll(async () => {
   await db.update(organizations).set({ rateLimitPerMinute: 100_000, rateLimitBurst: 10_000 }).where(eq(organizations.id, t.organizationId));
   const ctx = { integration: { id: t.integrationId, organizationId: t.organizationId, mode: t.mode }, emitEvents: false };
   await db.transaction(async (tx) => {
-    ids.property = (await applyRecords(tx, ctx, 'property', [propertyInput('P1', { custom_data: { amenity: 'pool', floors: [1, 2] } }), propertyInput('P2', { address: null, phones: null, name: null })])).ids.get('P1')!;
-    ids.unit = (await applyRecords(tx, ctx, 'unit', [unitInput('U1', 'P1'), unitInput('U2', 'P1', { market_rent: null, address: null, bedrooms: null })])).ids.get('U1')!;
-    ids.resident = (await applyRecords(tx, ctx, 'resident', [residentInput('R1', 'P1'), residentInput('R2', 'P1', { email: null, date_of_birth: null })])).ids.get('R1')!;
+    ids.property = (
+      await applyRecords(tx, ctx, 'property', [
+        propertyInput('P1', { custom_data: { amenity: 'pool', floors: [1, 2] } }),
+        propertyInput('P2', { address: null, phones: null, name: null }),
+      ])
+    ).ids.get('P1')!;
+    ids.unit = (
+      await applyRecords(tx, ctx, 'unit', [unitInput('U1', 'P1'), unitInput('U2', 'P1', { market_rent: null, address: null, bedrooms: null })])
+    ).ids.get('U1')!;
+    ids.resident = (
+      await applyRecords(tx, ctx, 'resident', [residentInput('R1', 'P1'), residentInput('R2', 'P1', { email: null, date_of_birth: null })])
+    ).ids.get('R1')!;
     ids.lease = (
       await applyRecords(tx, ctx, 'lease', [
-        leaseInput('L1', { property: 'P1', unit: 'U1', residents: [{ x_id: 'R1', role: 'primary' }, { x_id: 'R2', role: 'responsible' }] }),
+        leaseInput('L1', {
+          property: 'P1',
+          unit: 'U1',
+          residents: [
+            { x_id: 'R1', role: 'primary' },
+            { x_id: 'R2', role: 'responsible' },
+          ],
+        }),
         leaseInput('L2', { property: 'P1', unit: 'U2', residents: [] }, { balance: null, start_date: null, is_renewal: null, previous_lease_x_id: 'L1' }),
       ])
     ).ids.get('L1')!;
@@ -55,7 +71,14 @@ afterAll(async () => {
 const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
 function resolve(schema: Json): Json {
-  return schema.$ref ? resolve(schema.$ref.split('/').slice(1).reduce((node: Json, part: string) => node[part.replace(/~1/g, '/').replace(/~0/g, '~')], doc)) : schema;
+  return schema.$ref
+    ? resolve(
+        schema.$ref
+          .split('/')
+          .slice(1)
+          .reduce((node: Json, part: string) => node[part.replace(/~1/g, '/').replace(/~0/g, '~')], doc),
+      )
+    : schema;
 }
 
 /** Validate a real response against the document's schema for that path, method and status. */
@@ -131,7 +154,15 @@ describe('the document', () => {
     const NUL = ['\u0000', 'a\u0000', '\u0000a', 'Bearer x\u0000', '2025-01-01\u0000'];
     const DATETIME_PATTERN = '^(?!0000-)(?!(?:0001-01-01|9999-12-31)T.*[+-](?!00:00)[0-9]{2}:[0-9]{2}$)';
     for (const d of [doc, admin]) {
-      const deref = (schema: Json): Json => (schema.$ref ? deref(schema.$ref.split('/').slice(1).reduce((n: Json, k: string) => n[k], d)) : schema);
+      const deref = (schema: Json): Json =>
+        schema.$ref
+          ? deref(
+              schema.$ref
+                .split('/')
+                .slice(1)
+                .reduce((n: Json, k: string) => n[k], d),
+            )
+          : schema;
       const unsaid: string[] = [];
       const dates: string[] = [];
       const walk = (raw: Json | undefined, where: string, seen: Set<Json>) => {
@@ -239,7 +270,11 @@ describe('writes', () => {
       for (const s of ['400', '401', '403', '404', '409', '413', '422', '429', '502']) expect(op.responses[s], `${method} ${path} ${s}`).toBeDefined();
     }
     const lease = resolve(doc.components.schemas.LeaseCreate);
-    expect([...lease.required].sort()).toEqual(Object.keys(lease.properties).filter((k) => k !== 'integration_id').sort());
+    expect([...lease.required].sort()).toEqual(
+      Object.keys(lease.properties)
+        .filter((k) => k !== 'integration_id')
+        .sort(),
+    );
     expect(lease.additionalProperties).toBe(false);
     expect(doc.paths['/v1/operations/{id}'].get.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/Operation');
   });
@@ -254,7 +289,11 @@ describe('writes', () => {
     await conforms(await send('POST', '/v1/units', { unit_number: '1' }, { 'idempotency-key': '' }), '/v1/units', 'post');
     const key = crypto.randomUUID();
     await send('POST', '/v1/residents', { property_id: ids.property, first_name: 'A', last_name: 'B' }, { 'idempotency-key': key });
-    const conflict = await conforms(await send('POST', '/v1/residents', { property_id: ids.property, first_name: 'A', last_name: 'C' }, { 'idempotency-key': key }), '/v1/residents', 'post');
+    const conflict = await conforms(
+      await send('POST', '/v1/residents', { property_id: ids.property, first_name: 'A', last_name: 'C' }, { 'idempotency-key': key }),
+      '/v1/residents',
+      'post',
+    );
     expect(conflict.status).toBe(409);
   });
 });

@@ -47,7 +47,11 @@ function headersOf(res: Response) {
   expect(h.reset).toBeLessThanOrEqual(h.window);
   // q per w of the burst is never faster than the budget: pacing by either policy is never refused.
   expect(h.burst / h.window).toBeLessThanOrEqual(h.perMinute / 60);
-  expect([res.headers.get('ratelimit-limit'), res.headers.get('ratelimit-remaining'), res.headers.get('ratelimit-reset')]).toEqual([String(h.burst), String(h.remaining), String(h.reset)]);
+  expect([res.headers.get('ratelimit-limit'), res.headers.get('ratelimit-remaining'), res.headers.get('ratelimit-reset')]).toEqual([
+    String(h.burst),
+    String(h.remaining),
+    String(h.reset),
+  ]);
   return h;
 }
 
@@ -102,7 +106,13 @@ describe('org-wide rate limit', () => {
     expect(headersOf(first)).toMatchObject({ perMinute: 120, burst: 12, window: 6, remaining: 11 });
     await createIntegration(
       db,
-      { organizationId: t.organizationId, mode: 'live', plan: 'scale', sourceType: 'entrata', sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' } },
+      {
+        organizationId: t.organizationId,
+        mode: 'live',
+        plan: 'scale',
+        sourceType: 'entrata',
+        sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' },
+      },
       testKeyring(),
     );
     // The limit is read with each reservation; a starter bucket reserves one token at a time.

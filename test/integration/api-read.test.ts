@@ -28,7 +28,13 @@ const ids = new Map<string, string>(); // x_id -> CDM id (A1 unless noted)
 const T0 = Date.parse('2025-06-01T00:00:00.000Z');
 const at = (i: number) => new Date(T0 + i * 1000);
 
-async function apply<E extends Entity>(integration: { id: string; organizationId: string; mode: 'test' | 'live' }, entity: E, inputs: InputOf[E][], now: Date, syncJobId?: string) {
+async function apply<E extends Entity>(
+  integration: { id: string; organizationId: string; mode: 'test' | 'live' },
+  entity: E,
+  inputs: InputOf[E][],
+  now: Date,
+  syncJobId?: string,
+) {
   const ctx: ApplyContext = { integration, emitEvents: false, now, syncJobId };
   const r = await db.transaction((tx) => applyRecords(tx, ctx, entity, inputs));
   for (const [x, id] of r.ids) {
@@ -47,10 +53,19 @@ beforeAll(async () => {
   a = await makeTenant(db);
   b = await makeTenant(db);
   // This file is about reads; api-rate-limit.test.ts is about the limit.
-  await db.update(organizations).set({ rateLimitPerMinute: 1_000_000, rateLimitBurst: 100_000 }).where(inArray(organizations.id, [a.organizationId, b.organizationId]));
+  await db
+    .update(organizations)
+    .set({ rateLimitPerMinute: 1_000_000, rateLimitBurst: 100_000 })
+    .where(inArray(organizations.id, [a.organizationId, b.organizationId]));
   const source = { base_url: 'http://127.0.0.1:1', api_key: 'unused' };
-  a2 = (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: source }, testKeyring())).id;
-  const live = await createIntegration(db, { organizationId: a.organizationId, mode: 'live', plan: 'scale', sourceType: 'entrata', sourceConfig: source }, testKeyring());
+  a2 = (
+    await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: source }, testKeyring())
+  ).id;
+  const live = await createIntegration(
+    db,
+    { organizationId: a.organizationId, mode: 'live', plan: 'scale', sourceType: 'entrata', sourceConfig: source },
+    testKeyring(),
+  );
   aLive = { integrationId: live.id, key: (await createApiKey(db, { organizationId: a.organizationId, mode: 'live' })).key };
 
   const A = ref(a);
@@ -76,19 +91,27 @@ beforeAll(async () => {
     ],
     lease: [
       leaseInput('L1', { property: 'P1', unit: 'U1', residents: people(['R1', 'primary'], ['R2', 'responsible']) }),
-      leaseInput('L2', { property: 'P1', unit: 'U2', residents: people(['R2', 'primary']) }, {
-        status: 'pending',
-        type: 'month_to_month',
-        start_date: '2025-03-01',
-        end_date: '2026-02-28',
-      }),
-      leaseInput('L3', { property: 'P2', unit: 'U3', residents: people(['R3', 'primary']) }, {
-        status: 'ended',
-        start_date: '2024-01-01',
-        end_date: '2024-12-31',
-        security_deposit: null,
-        balance: null,
-      }),
+      leaseInput(
+        'L2',
+        { property: 'P1', unit: 'U2', residents: people(['R2', 'primary']) },
+        {
+          status: 'pending',
+          type: 'month_to_month',
+          start_date: '2025-03-01',
+          end_date: '2026-02-28',
+        },
+      ),
+      leaseInput(
+        'L3',
+        { property: 'P2', unit: 'U3', residents: people(['R3', 'primary']) },
+        {
+          status: 'ended',
+          start_date: '2024-01-01',
+          end_date: '2024-12-31',
+          security_deposit: null,
+          balance: null,
+        },
+      ),
       leaseInput('L4', { property: 'P4', unit: 'U4', residents: people(['R4', 'primary']) }, { status: 'terminated' }),
     ],
   };
@@ -124,7 +147,12 @@ beforeAll(async () => {
     await apply(integration, 'property', [propertyInput(`${tag}P`, { name: 'Sunset Towers' })], at(50));
     await apply(integration, 'unit', [unitInput(`${tag}U`, `${tag}P`)], at(51));
     await apply(integration, 'resident', [residentInput(`${tag}R`, `${tag}P`, { email: 'Ada.One@Example.com' })], at(52));
-    await apply(integration, 'lease', [leaseInput(`${tag}L`, { property: `${tag}P`, unit: `${tag}U`, residents: [{ x_id: `${tag}R`, role: 'primary' }] })], at(53));
+    await apply(
+      integration,
+      'lease',
+      [leaseInput(`${tag}L`, { property: `${tag}P`, unit: `${tag}U`, residents: [{ x_id: `${tag}R`, role: 'primary' }] })],
+      at(53),
+    );
   }
 });
 
@@ -463,7 +491,11 @@ describe('400 versus 422', () => {
 
   it('takes the first and the last instant of the bounds, in UTC', async () => {
     expect(xids(await list('/v1/leases?created_after=0001-01-01T00:00:00Z&created_before=9999-12-31T23:59:59.999Z'))).toEqual(['L1', 'L2', 'L3']);
-    expect(xids(await list('/v1/leases?updated_after=0001-01-02T00:00:00%2B23:59&start_date_gte=0001-01-01&end_date_lte=9999-12-31'))).toEqual(['L1', 'L2', 'L3']);
+    expect(xids(await list('/v1/leases?updated_after=0001-01-02T00:00:00%2B23:59&start_date_gte=0001-01-01&end_date_lte=9999-12-31'))).toEqual([
+      'L1',
+      'L2',
+      'L3',
+    ]);
     expect(xids(await list('/v1/residents?created_before=0001-01-01'))).toEqual([]);
   });
 

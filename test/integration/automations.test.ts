@@ -68,7 +68,17 @@ beforeAll(async () => {
   stack.orgs.add(s.row.organizationId);
   await runSync(syncs, db, s.row);
   key = await keyFor(db, s.row.organizationId);
-  await createSubscription(db, { organizationId: s.row.organizationId, integrationId: s.row.id, url: subscriber.url, eventTypes: ['AUTOMATION_COMPLETED', 'AUTOMATION_FAILED'], description: null }, testKeyring());
+  await createSubscription(
+    db,
+    {
+      organizationId: s.row.organizationId,
+      integrationId: s.row.id,
+      url: subscriber.url,
+      eventTypes: ['AUTOMATION_COMPLETED', 'AUTOMATION_FAILED'],
+      description: null,
+    },
+    testKeyring(),
+  );
 }, 120_000);
 afterAll(async () => {
   await stopExports?.();
@@ -106,7 +116,10 @@ const control = () => ({ ...automationControlOf(client, config), db });
 
 async function runToEnd(a: AutomationRow) {
   const run = await startAutomationRun(control(), a);
-  await client.workflow.getHandle(automationRunWorkflowIdOf(run.id)).result().catch(() => undefined);
+  await client.workflow
+    .getHandle(automationRunWorkflowIdOf(run.id))
+    .result()
+    .catch(() => undefined);
   return (await getRun(db, run.id))!;
 }
 
@@ -176,7 +189,12 @@ describe('a run', () => {
 
   it('writes the file into its directory under the export root, whole, and only the chosen columns', async () => {
     await mkdir(join(exportRoot, 'nightly'), { recursive: true });
-    const a = await automation({ entity: 'unit', filters: {}, columns: ['id', 'unit_number', 'market_rent', 'address'], destination: { type: 'directory', path: 'nightly' } });
+    const a = await automation({
+      entity: 'unit',
+      filters: {},
+      columns: ['id', 'unit_number', 'market_rent', 'address'],
+      destination: { type: 'directory', path: 'nightly' },
+    });
     const run = await runToEnd(a);
     expect(run.status).toBe('succeeded');
     expect(await readdir(join(exportRoot, 'nightly'))).toEqual([run.fileName]);
@@ -211,7 +229,13 @@ describe('failures', () => {
       expect(calls).toBe(1);
       const [ev] = await db.select().from(events).where(eq(events.automationRunId, run.id));
       expect(ev!.type).toBe('AUTOMATION_FAILED');
-      expect(ev!.data).toMatchObject({ automation_id: a.id, run_id: run.id, attempt_number: 1, error_message: expect.stringMatching(/403/), file_name: run.fileName });
+      expect(ev!.data).toMatchObject({
+        automation_id: a.id,
+        run_id: run.id,
+        attempt_number: 1,
+        error_message: expect.stringMatching(/403/),
+        file_name: run.fileName,
+      });
       await subscriber.waitFor((r) => r.some((x) => x.body.type === 'AUTOMATION_FAILED' && (x.body.data as { run_id?: string }).run_id === run.id));
     } finally {
       destination.reply(() => 200);

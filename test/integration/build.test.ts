@@ -55,7 +55,19 @@ describe('docker-compose.yml and the Dockerfile', () => {
   const ours = Object.entries(services).filter(([, s]) => s.build !== undefined);
 
   it('has every part of the production shape, each service on a pinned image', () => {
-    expect(Object.keys(services).sort()).toEqual(['api', 'grafana', 'migrate', 'postgres', 'prometheus', 'proxy', 'sandbox', 'temporal', 'temporal-ui', 'worker', 'worker-webhooks']);
+    expect(Object.keys(services).sort()).toEqual([
+      'api',
+      'grafana',
+      'migrate',
+      'postgres',
+      'prometheus',
+      'proxy',
+      'sandbox',
+      'temporal',
+      'temporal-ui',
+      'worker',
+      'worker-webhooks',
+    ]);
     for (const [name, s] of Object.entries(services)) {
       const [image, tag] = (s.image ?? '').split(':');
       expect(image, name).toBeTruthy();
@@ -82,7 +94,8 @@ describe('docker-compose.yml and the Dockerfile', () => {
       for (const dep of Object.keys(s.depends_on ?? {})) expect(services, `${name} depends on ${dep}`).toHaveProperty([dep]);
     }
     expect(services.migrate!.restart).toBe('no');
-    for (const name of ['api', 'worker', 'worker-webhooks', 'sandbox']) expect(services[name]!.depends_on?.migrate?.condition, name).toBe('service_completed_successfully');
+    for (const name of ['api', 'worker', 'worker-webhooks', 'sandbox'])
+      expect(services[name]!.depends_on?.migrate?.condition, name).toBe('service_completed_successfully');
   });
 
   it('runs every worker role in exactly one worker service, webhook delivery and the relay apart from the rest', () => {
@@ -106,7 +119,19 @@ describe('docker-compose.yml and the Dockerfile', () => {
     const known = new Set(Object.keys(configSchema.shape));
     for (const [name, s] of ours) {
       const env = Object.keys(s.environment ?? {});
-      for (const v of ['DATABASE_URL', 'ADMIN_TOKEN', 'ENCRYPTION_KEYS', 'SANDBOX_CONTROL_TOKEN', 'TEMPORAL_ADDRESS', 'TEMPORAL_TLS', 'TEMPORAL_TLS_CERT_PATH', 'TEMPORAL_TLS_KEY_PATH', 'TEMPORAL_TLS_CA_PATH', 'TEMPORAL_TLS_SERVER_NAME', 'TEMPORAL_API_KEY']) {
+      for (const v of [
+        'DATABASE_URL',
+        'ADMIN_TOKEN',
+        'ENCRYPTION_KEYS',
+        'SANDBOX_CONTROL_TOKEN',
+        'TEMPORAL_ADDRESS',
+        'TEMPORAL_TLS',
+        'TEMPORAL_TLS_CERT_PATH',
+        'TEMPORAL_TLS_KEY_PATH',
+        'TEMPORAL_TLS_CA_PATH',
+        'TEMPORAL_TLS_SERVER_NAME',
+        'TEMPORAL_API_KEY',
+      ]) {
         expect(env, `${name} lacks ${v}`).toContain(v);
       }
       for (const v of env) expect(known.has(v), `${name}: ${v} is not a configuration variable`).toBe(true);
@@ -140,7 +165,9 @@ describe('docker-compose.yml and the Dockerfile', () => {
     const builtins = new Set(builtinModules);
     for (const file of readdirSync(DIST).filter((f) => f.endsWith('.mjs'))) {
       const code = readFileSync(join(DIST, file), 'utf8');
-      const specifiers = [...code.matchAll(/^\s*import\s[^;]*?from\s*"([^"]+)"|^\s*import\s*"([^"]+)"|\bimport\(\s*"([^"]+)"\s*\)/gm)].map((m) => (m[1] ?? m[2] ?? m[3])!);
+      const specifiers = [...code.matchAll(/^\s*import\s[^;]*?from\s*"([^"]+)"|^\s*import\s*"([^"]+)"|\bimport\(\s*"([^"]+)"\s*\)/gm)].map(
+        (m) => (m[1] ?? m[2] ?? m[3])!,
+      );
       expect(specifiers.length, file).toBeGreaterThan(0);
       for (const s of specifiers) {
         if (s.startsWith('node:') || builtins.has(s)) continue;
@@ -250,12 +277,18 @@ describe('the compiled processes', () => {
     );
     const { key } = await createApiKey(db, { organizationId: org.id, mode: 'test' });
 
-    const started = await fetch(`${apiUrl}/admin/v1/integrations/${integration.id}/syncs`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` } });
+    const started = await fetch(`${apiUrl}/admin/v1/integrations/${integration.id}/syncs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}` },
+    });
     expect(started.status).toBe(202);
     const job = (await started.json()) as { id: string };
     const client = new Client({ connection });
     const ended = await Promise.race([
-      client.workflow.getHandle(syncWorkflowIdOf(job.id)).result().then(() => 'ended'),
+      client.workflow
+        .getHandle(syncWorkflowIdOf(job.id))
+        .result()
+        .then(() => 'ended'),
       new Promise((resolve) => worker.child.once('exit', () => resolve('the worker exited'))),
       new Promise((resolve) => setTimeout(resolve, 30_000, 'still running after 30 s')),
     ]);
@@ -300,7 +333,7 @@ describe('the compiled processes', () => {
     expect(await orgs.text()).toContain('<h1>Organizations</h1>');
   });
 
-  it('the worker health check sees this host\'s worker poll its task queue, and no worker on another', async () => {
+  it("the worker health check sees this host's worker poll its task queue, and no worker on another", async () => {
     const { stdout } = await node(['dist/worker-health.mjs'], envOf({}));
     expect(stdout).toMatch(/^healthy/);
     const other = await node(['dist/worker-health.mjs'], envOf({ TEMPORAL_TASK_QUEUE: `test-build-nobody-${randomUUID()}` })).then(

@@ -32,7 +32,27 @@ const procs = new Processes();
 function selfSigned(): { key: Buffer; cert: Buffer; certPath: string } {
   dir = mkdtempSync(join(tmpdir(), 'propsync-tls-'));
   const [keyPath, certPath] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   return { key: readFileSync(keyPath), cert: readFileSync(certPath), certPath };
 }
 
@@ -41,10 +61,13 @@ async function tlsFront(tls: { key: Buffer; cert: Buffer }): Promise<Server> {
   const target = new URL(inject('sandboxUrl'));
   const server = createServer(tls, (req, res) => {
     requests++;
-    const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } }, (reply) => {
-      res.writeHead(reply.statusCode!, reply.headers);
-      reply.pipe(res);
-    });
+    const upstream = httpRequest(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
+      (reply) => {
+        res.writeHead(reply.statusCode!, reply.headers);
+        reply.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
@@ -97,7 +120,11 @@ describe('a live buildium integration over HTTPS', () => {
 
   it('syncs through the TLS front at once, and its records read with a live key', async () => {
     const base_url = `https://127.0.0.1:${(front.address() as AddressInfo).port}`;
-    const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'enterprise', source: { type: 'buildium', base_url, ...credentials } });
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, {
+      mode: 'live',
+      plan: 'enterprise',
+      source: { type: 'buildium', base_url, ...credentials },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     expect(r.body).toMatchObject({ mode: 'live', source: { type: 'buildium', dialect: 'buildium' } });
     expect(JSON.stringify(r.body)).not.toContain(credentials.client_secret);
@@ -133,7 +160,11 @@ describe('a live buildium integration over HTTPS', () => {
 
   it('refuses a plain-http base_url for a live integration with 422 at /source/base_url, and keeps nothing', async () => {
     const before = (await admin('GET', `/organizations/${orgId}/integrations`)).body.results.length;
-    const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'enterprise', source: { type: 'buildium', base_url: inject('sandboxUrl'), ...credentials } });
+    const r = await admin('POST', `/organizations/${orgId}/integrations`, {
+      mode: 'live',
+      plan: 'enterprise',
+      source: { type: 'buildium', base_url: inject('sandboxUrl'), ...credentials },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(422);
     expect(r.body.errors.map((e: { pointer: string }) => e.pointer)).toEqual(['/source/base_url']);
     expect((await admin('GET', `/organizations/${orgId}/integrations`)).body.results).toHaveLength(before);

@@ -57,7 +57,14 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   // No worker will ever run them.
-  await Promise.all(started.map((id) => temporal.workflow.getHandle(id).terminate('test over').catch(() => {})));
+  await Promise.all(
+    started.map((id) =>
+      temporal.workflow
+        .getHandle(id)
+        .terminate('test over')
+        .catch(() => {}),
+    ),
+  );
   await api?.close();
   await temporal?.connection.close();
   await closeDb(db);
@@ -86,7 +93,19 @@ describe('help and usage', SPAWNS, () => {
       expect(noun.stdout).toContain(`  ${line} `);
     }
     expect(create.code).toBe(0);
-    for (const flag of ['--name <name>', '--entity <entity>', '--filter <name=value>', '--columns <field,...>', '--every <seconds>', '--cron "<expr>"', '--timezone <Area/City>', '--http-url <url>', '--method <PUT|POST>', '--header "<Name: value>"', '--directory <path>']) {
+    for (const flag of [
+      '--name <name>',
+      '--entity <entity>',
+      '--filter <name=value>',
+      '--columns <field,...>',
+      '--every <seconds>',
+      '--cron "<expr>"',
+      '--timezone <Area/City>',
+      '--http-url <url>',
+      '--method <PUT|POST>',
+      '--header "<Name: value>"',
+      '--directory <path>',
+    ]) {
       expect(create.stdout).toContain(flag);
     }
     expect(create.stdout).toContain('(repeatable)');
@@ -132,12 +151,31 @@ describe('commands', SPAWNS, () => {
   it('create, list, get, update, pause, resume and delete an automation, never printing header values', async () => {
     const integ = await integration();
     const created = await cli([
-      'automation', 'create', integ,
-      '--name', 'Nightly leases', '--entity', 'leases',
-      '--filter', 'status=active,notice', '--filter', 'start_date_gte=2025-01-01', '--filter', 'order-by=start_date:desc',
-      '--columns', 'id,status,rent_amount',
-      '--every', '3600',
-      '--http-url', 'https://files.example.com/leases', '--method', 'POST', '--header', `Authorization: ${SECRET}`, '--header', 'X-Team:finance',
+      'automation',
+      'create',
+      integ,
+      '--name',
+      'Nightly leases',
+      '--entity',
+      'leases',
+      '--filter',
+      'status=active,notice',
+      '--filter',
+      'start_date_gte=2025-01-01',
+      '--filter',
+      'order-by=start_date:desc',
+      '--columns',
+      'id,status,rent_amount',
+      '--every',
+      '3600',
+      '--http-url',
+      'https://files.example.com/leases',
+      '--method',
+      'POST',
+      '--header',
+      `Authorization: ${SECRET}`,
+      '--header',
+      'X-Team:finance',
     ]);
     const a = ok(created);
     expect(created.stdout).not.toContain(SECRET);
@@ -151,8 +189,30 @@ describe('commands', SPAWNS, () => {
       destination: { type: 'http', url: 'https://files.example.com/leases', method: 'POST', headers: ['Authorization', 'X-Team'] },
       status: 'active',
     });
-    const b = ok(await cli(['automation', 'create', integ, '--name', 'Units', '--entity', 'unit', '--cron', '0 6 * * 1-5', '--timezone', 'America/Chicago', '--directory', 'finance/units']));
-    expect(b).toMatchObject({ entity: 'units', filters: {}, columns: null, schedule: { cron: '0 6 * * 1-5', timezone: 'America/Chicago' }, destination: { type: 'directory', path: 'finance/units' } });
+    const b = ok(
+      await cli([
+        'automation',
+        'create',
+        integ,
+        '--name',
+        'Units',
+        '--entity',
+        'unit',
+        '--cron',
+        '0 6 * * 1-5',
+        '--timezone',
+        'America/Chicago',
+        '--directory',
+        'finance/units',
+      ]),
+    );
+    expect(b).toMatchObject({
+      entity: 'units',
+      filters: {},
+      columns: null,
+      schedule: { cron: '0 6 * * 1-5', timezone: 'America/Chicago' },
+      destination: { type: 'directory', path: 'finance/units' },
+    });
 
     const listed = await cli(['automation', 'list', integ]);
     expect(ok(listed).results.map((x: any) => x.id)).toEqual([a.id, b.id]);
@@ -167,7 +227,13 @@ describe('commands', SPAWNS, () => {
     expect((await temporal.schedule.getHandle(automationScheduleIdOf(a.id)).describe()).state.paused).toBe(false);
 
     const updated = ok(await cli(['automation', 'update', a.id, '--name', 'Renamed', '--clear-filters', '--columns', 'all', '--cron', '@daily']));
-    expect(updated).toMatchObject({ name: 'Renamed', filters: {}, columns: null, schedule: { cron: '@daily', timezone: 'UTC' }, destination: { headers: ['Authorization', 'X-Team'] } });
+    expect(updated).toMatchObject({
+      name: 'Renamed',
+      filters: {},
+      columns: null,
+      schedule: { cron: '@daily', timezone: 'UTC' },
+      destination: { headers: ['Authorization', 'X-Team'] },
+    });
 
     expect(ok(await cli(['automation', 'delete', b.id]))).toEqual({ id: b.id, deleted: true });
     expect(fails(await cli(['automation', 'get', b.id]))).toMatch(new RegExp(`^error: 404 Not Found: No automation ${b.id}\\.`));
@@ -179,7 +245,13 @@ describe('commands', SPAWNS, () => {
 
     const run = ok(await cli(['automation', 'run', a.id]));
     started.push(run.id);
-    expect(run).toMatchObject({ id: expect.stringMatching(/^aru_/), automation_id: a.id, status: 'queued', trigger: 'manual', file_name: `Export-${run.id}.csv` });
+    expect(run).toMatchObject({
+      id: expect.stringMatching(/^aru_/),
+      automation_id: a.id,
+      status: 'queued',
+      trigger: 'manual',
+      file_name: `Export-${run.id}.csv`,
+    });
     expect(ok(await cli(['automation', 'run-get', run.id]))).toEqual(run);
     expect(ok(await cli(['automation', 'runs', a.id])).results.map((r: any) => r.id)).toEqual([run.id]);
 
@@ -204,10 +276,14 @@ describe('commands', SPAWNS, () => {
       return { runId: runId!, result: await waiting };
     };
 
-    const failed = await waitWhile((id) => moveRun(db, id, 'failed', { attempts: 4, error: 'the destination answered HTTP 503\nService Unavailable', finishedAt: new Date() }));
+    const failed = await waitWhile((id) =>
+      moveRun(db, id, 'failed', { attempts: 4, error: 'the destination answered HTTP 503\nService Unavailable', finishedAt: new Date() }),
+    );
     expect(failed.result.code).toBe(1);
     expect(failed.result.json).toMatchObject({ id: failed.runId, status: 'failed', attempts: 4 });
-    expect(fails(failed.result)).toBe(`error: automation run ${failed.runId} failed after 4 attempt(s): the destination answered HTTP 503 Service Unavailable\n`);
+    expect(fails(failed.result)).toBe(
+      `error: automation run ${failed.runId} failed after 4 attempt(s): the destination answered HTTP 503 Service Unavailable\n`,
+    );
 
     const succeeded = await waitWhile((id) => moveRun(db, id, 'succeeded', { attempts: 1, recordsExported: 12, finishedAt: new Date() }));
     expect(ok(succeeded.result)).toMatchObject({ id: succeeded.runId, status: 'succeeded', records_exported: 12, attempts: 1 });
@@ -216,7 +292,9 @@ describe('commands', SPAWNS, () => {
   it('shows API refusals as one readable line with exit 1', async () => {
     const integ = await integration();
     const base = ['automation', 'create', integ, '--name', 'n', '--entity', 'leases', '--every', '3600', '--directory', 'x'];
-    expect(fails(await cli([...base, '--filter', 'limit=10']))).toMatch(/^error: 422 Unprocessable Entity: Invalid field `\/filters\/limit`: .*every matching record/);
+    expect(fails(await cli([...base, '--filter', 'limit=10']))).toMatch(
+      /^error: 422 Unprocessable Entity: Invalid field `\/filters\/limit`: .*every matching record/,
+    );
     expect(fails(await cli([...base, '--columns', 'id,colour']))).toMatch(/^error: 422 Unprocessable Entity: Invalid field `\/columns\/1`: /);
     expect(fails(await cli(['automation', 'create', integ, '--name', 'n', '--entity', 'leases', '--every', '3600', '--directory', '../up']))).toMatch(
       /^error: 422 Unprocessable Entity: Invalid field `\/destination\/path`: /,
@@ -229,6 +307,8 @@ describe('commands', SPAWNS, () => {
     const atm = 'atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8';
     const runs = await Promise.all(['get', 'pause', 'resume', 'delete', 'run', 'runs'].map((verb) => cli(['automation', verb, atm])));
     for (const r of runs) expect(fails(r)).toMatch(new RegExp(`^error: 404 Not Found: No automation ${atm}\\.`));
-    expect(fails(await cli(['automation', 'run-get', 'aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8']))).toMatch(/^error: 404 Not Found: No automation run aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8\./);
+    expect(fails(await cli(['automation', 'run-get', 'aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8']))).toMatch(
+      /^error: 404 Not Found: No automation run aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8\./,
+    );
   });
 });

@@ -121,7 +121,13 @@ async function accept(t: Tenant, opts: { type?: OperationType; at?: Date } = {})
 const reload = async (id: string): Promise<OperationRow> => (await getOperation(db, id))!;
 
 const succeed = (id: string) =>
-  moveOperation(db, id, 'succeeded', { sourceState: 'applied', appliedAt: new Date(), reconcileState: 'reconciled', resourceId: `res_${'0'.repeat(25)}1`, resourceXId: 'R77' });
+  moveOperation(db, id, 'succeeded', {
+    sourceState: 'applied',
+    appliedAt: new Date(),
+    reconcileState: 'reconciled',
+    resourceId: `res_${'0'.repeat(25)}1`,
+    resourceXId: 'R77',
+  });
 
 function adminView(row: OperationRow) {
   return {
@@ -138,12 +144,22 @@ describe('GET /admin/v1/operations/{id}', () => {
   it('is the public Operation plus its organization, integration, mode, updated_at and workflow id', async () => {
     const t = await makeTenant(db);
     const op = await accept(t, { type: 'lease.update' });
-    const moved = (await moveOperation(db, op.id, 'running', { attempts: 1, nextAttemptAt: new Date(Date.now() + 5_000), lastError: 'source unavailable (503)' }))!;
+    const moved = (await moveOperation(db, op.id, 'running', {
+      attempts: 1,
+      nextAttemptAt: new Date(Date.now() + 5_000),
+      lastError: 'source unavailable (503)',
+    }))!;
 
     const { status, body } = await admin(`/operations/${op.id}`, '/operations/{id}');
     expect(status).toBe(200);
     expect(body).toEqual(adminView(moved));
-    expect(body).toMatchObject({ id: op.id, object: 'operation', status: 'running', workflow_id: op.id, reconcile: { attempts: 1, last_error: 'source unavailable (503)' } });
+    expect(body).toMatchObject({
+      id: op.id,
+      object: 'operation',
+      status: 'running',
+      workflow_id: op.id,
+      reconcile: { attempts: 1, last_error: 'source unavailable (503)' },
+    });
 
     // What a key of the tenant sees is exactly the admin view without the operator fields.
     const pub = (await (await api.get(`/v1/operations/${op.id}`, { key: t.key })).json()) as Json;
@@ -337,8 +353,11 @@ describe('operations get and list', () => {
     // util-linux `script` gives the CLI a pseudo-terminal; everything it writes comes back on one stream.
     const command = [TSX, 'cli/main.ts', 'operations', 'get', op.id, '--wait', '--url', proxy.url, '--token', config.ADMIN_TOKEN].join(' ');
     const run: Promise<string> = new Promise((done, fail) =>
-      execFile('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm' }, timeout: 60_000 }, (err, stdout) =>
-        err ? fail(err) : done(stdout),
+      execFile(
+        'script',
+        ['-qec', command, '/dev/null'],
+        { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm' }, timeout: 60_000 },
+        (err, stdout) => (err ? fail(err) : done(stdout)),
       ),
     );
     await until('the first poll', () => pollsOf(op.id).length >= 1);
@@ -350,7 +369,9 @@ describe('operations get and list', () => {
     expect(progress).toEqual([
       expect.stringMatching(new RegExp(`^operation ${op.id} queued: 0 failed attempt\\(s\\), next attempt at \\S+ \\(00:0\\d\\)$`)),
       expect.stringMatching(
-        new RegExp(`^operation ${op.id} running: 1 failed attempt\\(s\\), next attempt at 2030-01-01T00:00:00.000Z, last error: source unavailable \\(503\\) \\(00:0\\d\\)$`),
+        new RegExp(
+          `^operation ${op.id} running: 1 failed attempt\\(s\\), next attempt at 2030-01-01T00:00:00.000Z, last error: source unavailable \\(503\\) \\(00:0\\d\\)$`,
+        ),
       ),
       expect.stringMatching(new RegExp(`^operation ${op.id} succeeded: 1 failed attempt\\(s\\), last error: source unavailable \\(503\\) \\(00:0\\d\\)$`)),
     ]);

@@ -37,7 +37,21 @@ afterAll(async () => stack?.stop());
 
 it('follows a run to success with progress on stderr and the final job on stdout', async () => {
   const org = JSON.parse((await cli(['org', 'create', '--name', 'Waiter'])).stdout);
-  const created = await cli(['integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'enterprise', '--source', 'sandbox', '--size', '40', '--no-initial-sync']);
+  const created = await cli([
+    'integration',
+    'create',
+    '--org',
+    org.id,
+    '--mode',
+    'test',
+    '--plan',
+    'enterprise',
+    '--source',
+    'sandbox',
+    '--size',
+    '40',
+    '--no-initial-sync',
+  ]);
   expect(created.code, created.stderr).toBe(0);
   const integration = JSON.parse(created.stdout);
 
@@ -48,20 +62,43 @@ it('follows a run to success with progress on stderr and the final job on stdout
   expect(job.records_new).toBeGreaterThan(40);
   expect(job.records_seen).toBe(job.records_new);
   const lines = r.stderr.trim().split('\n');
-  expect(lines[0]).toMatch(new RegExp(`^sync ${job.id} (queued|running): \\d/4 entities, seen=\\d+ new=\\d+ updated=\\d+ soft_deleted=\\d+ \\(\\d\\d:\\d\\d\\)$`));
-  expect(lines.at(-1)).toMatch(new RegExp(`^sync ${job.id} succeeded: 4/4 entities, seen=${job.records_seen} new=${job.records_new} updated=0 soft_deleted=0 `));
+  expect(lines[0]).toMatch(
+    new RegExp(`^sync ${job.id} (queued|running): \\d/4 entities, seen=\\d+ new=\\d+ updated=\\d+ soft_deleted=\\d+ \\(\\d\\d:\\d\\d\\)$`),
+  );
+  expect(lines.at(-1)).toMatch(
+    new RegExp(`^sync ${job.id} succeeded: 4/4 entities, seen=${job.records_seen} new=${job.records_new} updated=0 soft_deleted=0 `),
+  );
 });
 
 it('draws a live bar when stderr is a terminal', async () => {
   const org = JSON.parse((await cli(['org', 'create', '--name', 'Terminal'])).stdout);
   const integration = JSON.parse(
-    (await cli(['integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'enterprise', '--source', 'sandbox', '--size', '30', '--no-initial-sync'])).stdout,
+    (
+      await cli([
+        'integration',
+        'create',
+        '--org',
+        org.id,
+        '--mode',
+        'test',
+        '--plan',
+        'enterprise',
+        '--source',
+        'sandbox',
+        '--size',
+        '30',
+        '--no-initial-sync',
+      ])
+    ).stdout,
   );
   // util-linux `script` gives the CLI a pseudo-terminal; everything it writes comes back on one stream.
   const command = [TSX, 'cli/main.ts', 'sync', 'run', integration.id, '--wait', '--poll-ms', '100', '--url', api.url, '--token', config.ADMIN_TOKEN].join(' ');
   const out: string = await new Promise((done, fail) =>
-    execFile('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm' }, timeout: 90_000 }, (err, stdout) =>
-      err ? fail(err) : done(stdout),
+    execFile(
+      'script',
+      ['-qec', command, '/dev/null'],
+      { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm' }, timeout: 90_000 },
+      (err, stdout) => (err ? fail(err) : done(stdout)),
     ),
   );
   const plain = out.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
@@ -73,8 +110,21 @@ it('exits 1 with the job error when the run fails', async () => {
   const org = JSON.parse((await cli(['org', 'create', '--name', 'Failing'])).stdout);
   // The sandbox refuses a wrong API key: a permanent source failure, so the run fails at once.
   const created = await cli([
-    'integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'enterprise', '--source', 'entrata',
-    '--base-url', inject('sandboxUrl'), '--api-key', 'not-a-sandbox-key', '--no-initial-sync',
+    'integration',
+    'create',
+    '--org',
+    org.id,
+    '--mode',
+    'test',
+    '--plan',
+    'enterprise',
+    '--source',
+    'entrata',
+    '--base-url',
+    inject('sandboxUrl'),
+    '--api-key',
+    'not-a-sandbox-key',
+    '--no-initial-sync',
   ]);
   const integration = JSON.parse(created.stdout);
   const r = await cli(['sync', 'run', integration.id, '--wait', '--poll-ms', '100']);

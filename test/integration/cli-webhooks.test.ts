@@ -143,7 +143,17 @@ describe('commands', SPAWNS, () => {
   it('manage a subscription of a scale-plan integration: create, list, get, update, disable, enable, rotate, delete', async () => {
     const integ = await integration('scale');
     const created = ok(
-      await cli(['webhook', 'create', integ, '--endpoint', 'https://example.com/hooks/a', '--events', 'LEASE_SIGNED, LEASE_UPDATED,LEASE_SIGNED', '--description', 'leases']),
+      await cli([
+        'webhook',
+        'create',
+        integ,
+        '--endpoint',
+        'https://example.com/hooks/a',
+        '--events',
+        'LEASE_SIGNED, LEASE_UPDATED,LEASE_SIGNED',
+        '--description',
+        'leases',
+      ]),
     );
     expect(created).toMatchObject({
       id: expect.stringMatching(/^whs_/),
@@ -170,7 +180,9 @@ describe('commands', SPAWNS, () => {
     expect(secret).toEqual(expect.any(String));
     expect(ok(await cli(['webhook', 'get', created.id]))).toEqual(withoutSecret);
 
-    const updated = ok(await cli(['webhook', 'update', created.id, '--endpoint', 'https://example.com/hooks/b', '--events', '*', '--description', 'everything']));
+    const updated = ok(
+      await cli(['webhook', 'update', created.id, '--endpoint', 'https://example.com/hooks/b', '--events', '*', '--description', 'everything']),
+    );
     expect(updated).toMatchObject({ id: created.id, url: 'https://example.com/hooks/b', event_types: ['*'], description: 'everything', status: 'active' });
     expect(ok(await cli(['webhook', 'update', created.id, '--description', ''])).description).toBeNull();
     expect(ok(await cli(['webhook', 'update', created.id, '--status', 'disabled'])).status).toBe('disabled');
@@ -219,14 +231,18 @@ describe('commands', SPAWNS, () => {
 
     const none = ok(await cli(['webhook', 'deliveries', sub.id]));
     expect(none).toEqual({ meta: { limit: 25, offset: 0, hasMore: false }, results: [] });
-    const filtered = ok(await cli(['webhook', 'deliveries', sub.id, '--status', 'dead_lettered', '--event-type', 'LEASE_SIGNED', '--limit', '5', '--offset', '0']));
+    const filtered = ok(
+      await cli(['webhook', 'deliveries', sub.id, '--status', 'dead_lettered', '--event-type', 'LEASE_SIGNED', '--limit', '5', '--offset', '0']),
+    );
     expect(filtered).toEqual({ meta: { limit: 5, offset: 0, hasMore: false }, results: [] });
 
     const badStatus = fails(await cli(['webhook', 'deliveries', sub.id, '--status', 'lost']));
     expect(badStatus).toMatch(/^error: 400 Bad Request: Malformed request: query parameter `status`: .*dead_lettered/);
 
     const unknown = 'whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8';
-    expect(fails(await cli(['webhook', 'delivery', unknown]))).toMatch(new RegExp(`^error: 404 Not Found: No webhook delivery ${unknown}\\. \\(request req_\\w+\\)\\n$`));
+    expect(fails(await cli(['webhook', 'delivery', unknown]))).toMatch(
+      new RegExp(`^error: 404 Not Found: No webhook delivery ${unknown}\\. \\(request req_\\w+\\)\\n$`),
+    );
     expect(fails(await cli(['webhook', 'replay', unknown]))).toMatch(new RegExp(`^error: 404 Not Found: No webhook delivery ${unknown}\\.`));
 
     expect(ok(await cli(['webhook', 'replay-all', sub.id, '--dead-lettered']))).toEqual({ replayed: 0, delivery_ids: [] });
@@ -240,20 +256,27 @@ describe('commands', SPAWNS, () => {
     const starter = await integration('starter');
     const gated = fails(await cli(['webhook', 'create', starter, '--endpoint', 'https://example.com/hooks', '--events', '*']));
     expect(gated).toMatch(
-      new RegExp(`^error: 403 Forbidden: Webhooks are available on the scale and enterprise plans; integration ${starter} is on the starter plan .*\\(request req_\\w+\\)\\n$`),
+      new RegExp(
+        `^error: 403 Forbidden: Webhooks are available on the scale and enterprise plans; integration ${starter} is on the starter plan .*\\(request req_\\w+\\)\\n$`,
+      ),
     );
 
     const scale = await integration('scale');
     expect(fails(await cli(['webhook', 'create', scale, '--endpoint', 'https://example.com/hooks', '--events', 'LEASE_SIGNED,NOT_AN_EVENT']))).toMatch(
       /^error: 422 Unprocessable Entity: Invalid field `\/event_types\/1`: .*LEASE_SIGNED/,
     );
-    expect(fails(await cli(['webhook', 'create', scale, '--endpoint', 'not a url', '--events', '*']))).toMatch(/^error: 422 Unprocessable Entity: url: Not a valid absolute URL\./);
+    expect(fails(await cli(['webhook', 'create', scale, '--endpoint', 'not a url', '--events', '*']))).toMatch(
+      /^error: 422 Unprocessable Entity: url: Not a valid absolute URL\./,
+    );
 
     // --url and --token (the API's address and token) still work with the webhook verbs, whose endpoint is --endpoint.
-    const viaFlags = await cli(['webhook', 'create', scale, '--endpoint', 'https://example.com/hooks', '--events', '*', '--url', api.url, '--token', config.ADMIN_TOKEN], {
-      PUBLIC_BASE_URL: 'http://127.0.0.1:1',
-      ADMIN_TOKEN: 'x'.repeat(20),
-    });
+    const viaFlags = await cli(
+      ['webhook', 'create', scale, '--endpoint', 'https://example.com/hooks', '--events', '*', '--url', api.url, '--token', config.ADMIN_TOKEN],
+      {
+        PUBLIC_BASE_URL: 'http://127.0.0.1:1',
+        ADMIN_TOKEN: 'x'.repeat(20),
+      },
+    );
     expect(ok(viaFlags)).toMatchObject({ url: 'https://example.com/hooks', event_types: ['*'] });
 
     const missingInteg = randomUUID();

@@ -12,7 +12,6 @@ import { startApi, type TestServer } from '../support/api-server';
 import { runCli, type CliRun } from '../support/cli';
 import { testConfig, testDb } from '../support/context';
 
-
 let db: Db;
 let config: Config;
 let api: TestServer;
@@ -62,7 +61,13 @@ describe('help', () => {
   });
 
   it('refuses usage mistakes with exit 2 and one line on stderr', async () => {
-    const runs = await Promise.all([cli(['planet', 'get']), cli(['org', 'fly']), cli(['org', 'get']), cli(['org', 'create', '--bogus']), cli(['org', 'create'])]);
+    const runs = await Promise.all([
+      cli(['planet', 'get']),
+      cli(['org', 'fly']),
+      cli(['org', 'get']),
+      cli(['org', 'create', '--bogus']),
+      cli(['org', 'create']),
+    ]);
     for (const r of runs) {
       expect(r.code).toBe(2);
       expect(r.stdout).toBe('');
@@ -90,8 +95,23 @@ describe('commands', () => {
 
     const integration = ok(
       await cli([
-        'integration', 'create', '--org', org.id, '--mode', 'live', '--plan', 'scale', '--source', 'entrata',
-        '--base-url', 'https://pms.example.com', '--api-key', 'secret-key', '--name', 'HQ', '--no-initial-sync',
+        'integration',
+        'create',
+        '--org',
+        org.id,
+        '--mode',
+        'live',
+        '--plan',
+        'scale',
+        '--source',
+        'entrata',
+        '--base-url',
+        'https://pms.example.com',
+        '--api-key',
+        'secret-key',
+        '--name',
+        'HQ',
+        '--no-initial-sync',
       ]),
     );
     expect(integration).toMatchObject({ organization_id: org.id, name: 'HQ', plan: 'scale', source: { type: 'entrata' }, sync_interval_seconds: 3600 });
@@ -122,8 +142,22 @@ describe('commands', () => {
   it('show API errors as one readable line with exit 1', async () => {
     const org = ok(await cli(['org', 'create', '--name', 'Errors Inc']));
     const tooFast = await cli([
-      'integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'growth', '--source', 'entrata',
-      '--base-url', 'https://pms.example.com', '--api-key', 'k', '--interval', '600',
+      'integration',
+      'create',
+      '--org',
+      org.id,
+      '--mode',
+      'test',
+      '--plan',
+      'growth',
+      '--source',
+      'entrata',
+      '--base-url',
+      'https://pms.example.com',
+      '--api-key',
+      'k',
+      '--interval',
+      '600',
     ]);
     expect(tooFast.code).toBe(1);
     expect(tooFast.stdout).toBe('');

@@ -55,7 +55,8 @@ async function company(dialect: SourceDialect, size: number, seed = 31): Promise
 }
 
 /** The same settings with a secret the source does not know. */
-const badSecret = (s: SourceSettings): SourceSettings => (s.dialect === 'buildium' ? { ...s, client_secret: 'not-the-secret' } : { ...s, api_key: 'sbx_not-a-key' });
+const badSecret = (s: SourceSettings): SourceSettings =>
+  s.dialect === 'buildium' ? { ...s, client_secret: 'not-the-secret' } : { ...s, api_key: 'sbx_not-a-key' };
 
 const connector = (c: Company, opts: ConnectorOptions = {}) => createConnector(c.settings, { backoffMs: 20, ...opts });
 
@@ -230,7 +231,12 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
       const deleted = (await ctl.applyChanges(c.id, { delete: { resident: 3, lease: 2 } })).deleted;
       const got = await conn.readByIds('resident', [...all.map((r) => r.x_id), '999999999', 'not-a-native-id']);
       expect(got.skipped).toEqual([]);
-      expect(got.records.map((r) => r.x_id).sort()).toEqual(all.map((r) => r.x_id).filter((x) => !deleted.resident.includes(x)).sort());
+      expect(got.records.map((r) => r.x_id).sort()).toEqual(
+        all
+          .map((r) => r.x_id)
+          .filter((x) => !deleted.resident.includes(x))
+          .sort(),
+      );
       expect(got.records).toEqual(all.filter((r) => !deleted.resident.includes(r.x_id)));
       for (const x of deleted.lease) expect(await conn.readOne('lease', x)).toBeNull();
       expect(await conn.readByIds('resident', [])).toEqual({ records: [], skipped: [] });
@@ -279,13 +285,17 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
 
     it('gives up with a transient error after its attempts, and leaves a long Retry-After to the caller', async () => {
       await ctl.setFault(c.id, { kind: 'unavailable', count: 3 });
-      const err = await connector(c, { maxAttempts: 3 }).readPage('unit', 1, 10).catch((e: unknown) => e);
+      const err = await connector(c, { maxAttempts: 3 })
+        .readPage('unit', 1, 10)
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SourceTransientError);
       expect(err).toMatchObject({ status: 503, maybeApplied: false });
 
       await ctl.setFault(c.id, { kind: 'rate_limited', count: 1 });
       const started = Date.now();
-      const limited = await connector(c, { maxRetryAfterMs: 500 }).readPage('unit', 1, 10).catch((e: unknown) => e);
+      const limited = await connector(c, { maxRetryAfterMs: 500 })
+        .readPage('unit', 1, 10)
+        .catch((e: unknown) => e);
       expect(limited).toBeInstanceOf(SourceTransientError);
       expect(limited).toMatchObject({ status: 429, retryAfterMs: 1000 });
       expect(Date.now() - started).toBeLessThan(900);
@@ -294,7 +304,9 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
 
     it('times out a slow source, and treats a refused connection as transient', async () => {
       await ctl.setFault(c.id, { kind: 'slow', count: 2, delay_ms: 1500 });
-      const slow = await connector(c, { timeoutMs: 300, maxAttempts: 2 }).readPage('lease', 1, 10).catch((e: unknown) => e);
+      const slow = await connector(c, { timeoutMs: 300, maxAttempts: 2 })
+        .readPage('lease', 1, 10)
+        .catch((e: unknown) => e);
       expect(slow).toBeInstanceOf(SourceTransientError);
       expect((slow as Error).message).toMatch(/no reply within 300 ms/);
       await ctl.clearFaults(c.id);
@@ -308,7 +320,9 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
 
     it('fails permanently, at once, on bad credentials', async () => {
       const net = counting();
-      const err = await createConnector(badSecret(c.settings), { fetch: net.fetch }).readPage('lease', 1, 10).catch((e: unknown) => e);
+      const err = await createConnector(badSecret(c.settings), { fetch: net.fetch })
+        .readPage('lease', 1, 10)
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SourcePermanentError);
       expect(err).toMatchObject({ status: 401, code: 'AUTHENTICATION_FAILED' });
       expect(net.count()).toBe(1);
@@ -327,11 +341,38 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
 
     it('creates and updates a unit, read back through the same mapping', async () => {
       const property = units[0]!.property_x_id!;
-      const u = await conn.create('unit', { property_x_id: property, unit_number: 'W-1', bedrooms: 2, bathrooms: 1, square_feet: 880, note: 'New build', market_rent: { amount: 155050, currency: 'USD' } });
+      const u = await conn.create('unit', {
+        property_x_id: property,
+        unit_number: 'W-1',
+        bedrooms: 2,
+        bathrooms: 1,
+        square_feet: 880,
+        note: 'New build',
+        market_rent: { amount: 155050, currency: 'USD' },
+      });
       expect(u.related).toEqual([]);
-      expect(await conn.readOne('unit', u.x_id)).toMatchObject({ x_id: u.x_id, property_x_id: property, unit_number: 'W-1', bedrooms: 2, bathrooms: 1, square_feet: 880, note: 'New build', market_rent: { amount: 155050, currency: 'USD' }, status: 'vacant' });
-      expect(await conn.update('unit', u.x_id, { note: null, max_occupants: 3, market_rent: { amount: 160099, currency: 'USD' } })).toEqual({ x_id: u.x_id, related: [] });
-      expect(await conn.readOne('unit', u.x_id)).toMatchObject({ note: null, max_occupants: 3, unit_number: 'W-1', bedrooms: 2, market_rent: { amount: 160099, currency: 'USD' } });
+      expect(await conn.readOne('unit', u.x_id)).toMatchObject({
+        x_id: u.x_id,
+        property_x_id: property,
+        unit_number: 'W-1',
+        bedrooms: 2,
+        bathrooms: 1,
+        square_feet: 880,
+        note: 'New build',
+        market_rent: { amount: 155050, currency: 'USD' },
+        status: 'vacant',
+      });
+      expect(await conn.update('unit', u.x_id, { note: null, max_occupants: 3, market_rent: { amount: 160099, currency: 'USD' } })).toEqual({
+        x_id: u.x_id,
+        related: [],
+      });
+      expect(await conn.readOne('unit', u.x_id)).toMatchObject({
+        note: null,
+        max_occupants: 3,
+        unit_number: 'W-1',
+        bedrooms: 2,
+        market_rent: { amount: 160099, currency: 'USD' },
+      });
     });
 
     it('creates and updates a resident', async () => {
@@ -366,7 +407,11 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
       expect(await conn.readOne('resident', made.related[0]!.x_id)).toMatchObject({ first_name: 'Katherine', last_name: 'Johnson' });
 
       await conn.update('lease', made.x_id, { rent_amount: { amount: 123456, currency: 'USD' }, move_in_date: '2026-03-02' });
-      expect(await conn.readOne('lease', made.x_id)).toMatchObject({ rent_amount: { amount: 123456, currency: 'USD' }, move_in_date: '2026-03-02', start_date: '2026-03-01' });
+      expect(await conn.readOne('lease', made.x_id)).toMatchObject({
+        rent_amount: { amount: 123456, currency: 'USD' },
+        move_in_date: '2026-03-02',
+        start_date: '2026-03-01',
+      });
     });
 
     it('turns a refusal into a permanent error with the source’s words, in one request', async () => {
@@ -378,7 +423,9 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
       expect(net.count()).toBe(1);
 
       await ctl.setFault(c.id, { kind: 'reject_writes', count: 1 });
-      await expect(conn.create('resident', { property_x_id: units[0]!.property_x_id!, first_name: 'No', last_name: 'Body' })).rejects.toBeInstanceOf(SourcePermanentError);
+      await expect(conn.create('resident', { property_x_id: units[0]!.property_x_id!, first_name: 'No', last_name: 'Body' })).rejects.toBeInstanceOf(
+        SourcePermanentError,
+      );
       await expect(conn.update('unit', '999999999', { note: 'x' })).rejects.toBeInstanceOf(SourcePermanentError);
     });
 
@@ -404,7 +451,9 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
       const input = { property_x_id: units[2]!.property_x_id!, unit_number: 'Slow-7' };
       const key = `op_${randomUUID()}`;
       await ctl.setFault(c.id, { kind: 'slow', count: 1, delay_ms: 1500, methods: 'writes' });
-      const err = await connector(c, { timeoutMs: 300 }).create('unit', input, { idempotencyKey: key }).catch((e: unknown) => e);
+      const err = await connector(c, { timeoutMs: 300 })
+        .create('unit', input, { idempotencyKey: key })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SourceTransientError);
       expect(err).toMatchObject({ maybeApplied: true });
       expect((err as Error).message).toMatch(/no reply within 300 ms; the write may have been applied$/);
@@ -442,11 +491,25 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
     it('finds a resident by name and email, else phone, else name alone; the newest of several', async () => {
       const property = units[0]!.property_x_id!;
       const withEmail = await conn.create('resident', { property_x_id: property, first_name: 'Mary', last_name: 'Jackson', email: 'Mary.Jackson@example.com' });
-      expect(await conn.findCreated('resident', { property_x_id: property, first_name: ' mary', last_name: 'JACKSON', email: 'mary.jackson@EXAMPLE.com' })).toEqual(withEmail);
-      expect(await conn.findCreated('resident', { property_x_id: property, first_name: 'Mary', last_name: 'Jackson', email: 'someone.else@example.com' })).toBeNull();
+      expect(
+        await conn.findCreated('resident', { property_x_id: property, first_name: ' mary', last_name: 'JACKSON', email: 'mary.jackson@EXAMPLE.com' }),
+      ).toEqual(withEmail);
+      expect(
+        await conn.findCreated('resident', { property_x_id: property, first_name: 'Mary', last_name: 'Jackson', email: 'someone.else@example.com' }),
+      ).toBeNull();
 
-      const withPhone = await conn.create('resident', { property_x_id: property, first_name: 'Dorothy', last_name: 'Vaughan', phones: [{ type: 'mobile', number: '512-555-0177', primary: true }] });
-      const byPhone = { property_x_id: property, first_name: 'Dorothy', last_name: 'Vaughan', phones: [{ type: 'home', number: '(512) 555 0177', primary: true }] };
+      const withPhone = await conn.create('resident', {
+        property_x_id: property,
+        first_name: 'Dorothy',
+        last_name: 'Vaughan',
+        phones: [{ type: 'mobile', number: '512-555-0177', primary: true }],
+      });
+      const byPhone = {
+        property_x_id: property,
+        first_name: 'Dorothy',
+        last_name: 'Vaughan',
+        phones: [{ type: 'home', number: '(512) 555 0177', primary: true }],
+      };
       expect(await conn.findCreated('resident', byPhone)).toEqual(withPhone);
       expect(await conn.findCreated('resident', { ...byPhone, phones: [{ type: 'home', number: '512-555-0178', primary: true }] })).toBeNull();
 
@@ -488,7 +551,8 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
       const here = units.filter((u) => u.property_x_id === property);
       expect(options.unit_spaces).toEqual(here.map((u) => ({ value: u.x_id, label: u.unit_number, floorplan_id: u.floorplan_id })));
       for (const u of here) if (u.floorplan_id) expect(plans.has(u.floorplan_id)).toBe(true);
-      for (const list of [options.lease_terms, options.customer_relationship_types, options.phone_number_types, options.address_types]) expect(list.length).toBeGreaterThan(0);
+      for (const list of [options.lease_terms, options.customer_relationship_types, options.phone_number_types, options.address_types])
+        expect(list.length).toBeGreaterThan(0);
       expect(options.phone_number_types.map((o) => o.label.toLowerCase())).toEqual(expect.arrayContaining(['home', 'mobile', 'fax']));
 
       await expect(conn.readWriteOptions('999999')).rejects.toMatchObject({ name: 'SourcePermanentError', code: 'NOT_FOUND' });
@@ -509,13 +573,72 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
  * statuses, lease types, property types), compared below through their folds.
  */
 const SHARED: { [E in Entity]: (keyof InputOf[E])[] } = {
-  property: ['x_id', 'name', 'status', 'address', 'description', 'year_built', 'total_units', 'total_buildings', 'total_floors', 'website_url', 'email', 'latitude', 'longitude', 'timezone_id', 'management_company_name', 'tax_id', 'pet_policy', 'smoking_policy', 'media'],
-  unit: ['x_id', 'property_x_id', 'unit_number', 'floorplan_id', 'floorplan_name', 'bedrooms', 'bathrooms', 'square_feet', 'max_occupants', 'market_rent', 'status', 'note', 'address'],
+  property: [
+    'x_id',
+    'name',
+    'status',
+    'address',
+    'description',
+    'year_built',
+    'total_units',
+    'total_buildings',
+    'total_floors',
+    'website_url',
+    'email',
+    'latitude',
+    'longitude',
+    'timezone_id',
+    'management_company_name',
+    'tax_id',
+    'pet_policy',
+    'smoking_policy',
+    'media',
+  ],
+  unit: [
+    'x_id',
+    'property_x_id',
+    'unit_number',
+    'floorplan_id',
+    'floorplan_name',
+    'bedrooms',
+    'bathrooms',
+    'square_feet',
+    'max_occupants',
+    'market_rent',
+    'status',
+    'note',
+    'address',
+  ],
   resident: ['x_id', 'property_x_id', 'first_name', 'middle_name', 'last_name', 'email', 'date_of_birth', 'address'],
-  lease: ['x_id', 'property_x_id', 'unit_x_id', 'previous_lease_x_id', 'residents', 'start_date', 'move_in_date', 'move_out_date', 'notice_date', 'signed_date', 'rent_amount', 'security_deposit', 'balance', 'term_months', 'is_renewal', 'notes'],
+  lease: [
+    'x_id',
+    'property_x_id',
+    'unit_x_id',
+    'previous_lease_x_id',
+    'residents',
+    'start_date',
+    'move_in_date',
+    'move_out_date',
+    'notice_date',
+    'signed_date',
+    'rent_amount',
+    'security_deposit',
+    'balance',
+    'term_months',
+    'is_renewal',
+    'notes',
+  ],
 };
 /** The Buildium-style wire's three lease statuses and three tenant statuses, as the Entrata-style ones fold into them. */
-const LEASE_STATUS_FOLD: Record<string, string> = { pending: 'pending', active: 'active', notice: 'active', ended: 'ended', cancelled: 'ended', terminated: 'ended', evicted: 'ended' };
+const LEASE_STATUS_FOLD: Record<string, string> = {
+  pending: 'pending',
+  active: 'active',
+  notice: 'active',
+  ended: 'ended',
+  cancelled: 'ended',
+  terminated: 'ended',
+  evicted: 'ended',
+};
 const RESIDENT_STATUS_FOLD: Record<string, string> = { applicant: 'applicant', current: 'current', notice: 'current', past: 'past' };
 
 describe('both flavours of one seed', () => {
@@ -523,7 +646,10 @@ describe('both flavours of one seed', () => {
     const [entrata, buildium] = await Promise.all([company('entrata', 120, 44), company('buildium', 120, 44)]);
     for (const e of ENTITIES) {
       const [a, b] = await Promise.all([readAll(connector(entrata), e, 1000), readAll(connector(buildium), e, 1000)]);
-      expect(b.map((r) => r.x_id), e).toEqual(a.map((r) => r.x_id));
+      expect(
+        b.map((r) => r.x_id),
+        e,
+      ).toEqual(a.map((r) => r.x_id));
       const pick = (r: InputOf[typeof e]) => Object.fromEntries((SHARED[e] as string[]).map((k) => [k, (r as unknown as Record<string, unknown>)[k]]));
       const phones = (r: { phones?: { type: string; number: string }[] | null }) => (r.phones ?? []).map((p) => `${p.type} ${p.number}`).sort();
       for (let i = 0; i < a.length; i++) {

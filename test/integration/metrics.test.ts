@@ -63,7 +63,11 @@ async function ready(url: string, child: ChildProcess, timeoutMs = 120_000): Pro
     `${url} to answer`,
     async () => {
       if (!procs.running.has(child)) throw new Error(`the process exited: ${procs.stderr.get(child)}`);
-      return (await fetch(url).then((r) => r.ok).catch(() => false)) || undefined;
+      return (
+        (await fetch(url)
+          .then((r) => r.ok)
+          .catch(() => false)) || undefined
+      );
     },
     timeoutMs,
   );
@@ -85,10 +89,20 @@ beforeAll(async () => {
     LOG_LEVEL: 'warn',
     LOG_PRETTY: 'false',
   };
-  const child = procs.spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { ...process.env, ...common, PORT: String(port), METRICS_PORT: String(metricsPort) });
+  const child = procs.spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+    ...process.env,
+    ...common,
+    PORT: String(port),
+    METRICS_PORT: String(metricsPort),
+  });
   api = { url: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}/metrics`, child };
   // The relay runs: this database is the file's own. Two attempts, the second 200 ms after the first.
-  const worker = spawnWorker(procs, { ...common, WORKER_METRICS_PORT: String(workerPort), WORKER_ROLES: 'sync,webhooks,writes,automations,relay', WEBHOOK_RETRY_SCHEDULE_MS: '0,200' });
+  const worker = spawnWorker(procs, {
+    ...common,
+    WORKER_METRICS_PORT: String(workerPort),
+    WORKER_ROLES: 'sync,webhooks,writes,automations,relay',
+    WEBHOOK_RETRY_SCHEDULE_MS: '0,200',
+  });
   workerMetrics = `http://127.0.0.1:${workerPort}/metrics`;
   ok = await startReceiver();
   failing = await startReceiver();
@@ -114,10 +128,14 @@ afterAll(async () => {
 
 /** Scrape until `ready` holds (gauges are cached for a few seconds), then return that scrape. */
 async function scrapeUntil(url: string, what: string, ready: (s: Scrape) => boolean, timeoutMs = 30_000): Promise<Scrape> {
-  return until(what, async () => {
-    const s = await scrape(url);
-    return ready(s) ? s : undefined;
-  }, timeoutMs);
+  return until(
+    what,
+    async () => {
+      const s = await scrape(url);
+      return ready(s) ? s : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 describe('metrics', () => {
@@ -130,10 +148,14 @@ describe('metrics', () => {
       await admin('POST', `/integrations/${tenant.row.id}/webhook_subscriptions`, { url, event_types: ['FIRST_SYNC_COMPLETE'] });
     }
     const job = await admin('POST', `/integrations/${tenant.row.id}/syncs`);
-    const ended = await until('the sync to end', async () => {
-      const j = await admin('GET', `/sync_jobs/${job.id}`);
-      return j.status === 'succeeded' || j.status === 'failed' ? j : undefined;
-    }, 60_000);
+    const ended = await until(
+      'the sync to end',
+      async () => {
+        const j = await admin('GET', `/sync_jobs/${job.id}`);
+        return j.status === 'succeeded' || j.status === 'failed' ? j : undefined;
+      },
+      60_000,
+    );
     expect(ended.status).toBe('succeeded');
     await ok.waitFor((r) => r.length === 1);
     await until('the dead letter', async () => {
@@ -154,27 +176,41 @@ describe('metrics', () => {
     expect(patched.status).toBe(202);
     const operation = (await patched.json()) as { id: string };
     let polls = 0;
-    const done = await until('the Operation to end', async () => {
-      polls++;
-      const op = (await (await fetch(`${api.url}/v1/operations/${operation.id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { status: string };
-      return op.status === 'succeeded' || op.status === 'failed' ? op : undefined;
-    }, 60_000);
+    const done = await until(
+      'the Operation to end',
+      async () => {
+        polls++;
+        const op = (await (await fetch(`${api.url}/v1/operations/${operation.id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+          status: string;
+        };
+        return op.status === 'succeeded' || op.status === 'failed' ? op : undefined;
+      },
+      60_000,
+    );
     expect(done.status, JSON.stringify(done)).toBe('succeeded');
     // A lease that does not exist (its id in the path), and a path no route has.
     expect((await fetch(`${api.url}/v1/leases/lea_${'0'.repeat(26)}`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(404);
     expect((await fetch(`${api.url}/nowhere/${lease.id}?email=someone@example.com`)).status).toBe(404);
 
     // The worker: runs, records per entity, attempts, the write.
-    const worker = await scrapeUntil(workerMetrics, 'the worker counters', (s) => s.value('propsync_operations_completed_total', { type: 'lease.update', outcome: 'succeeded' }) === 1);
+    const worker = await scrapeUntil(
+      workerMetrics,
+      'the worker counters',
+      (s) => s.value('propsync_operations_completed_total', { type: 'lease.update', outcome: 'succeeded' }) === 1,
+    );
     expect(worker.value('propsync_sync_runs_total', { outcome: 'succeeded', kind: 'manual' })).toBe(1);
     expect(worker.all('propsync_sync_runs_total').reduce((n, s) => n + s.value, 0)).toBe(1);
     expect(worker.value('propsync_sync_run_duration_seconds_count', { outcome: 'succeeded', kind: 'manual' })).toBe(1);
     for (const entity of ENTITIES) {
       const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
-      const live = await db.select({ id: t.id }).from(t).where(and(eq(t.integrationId, tenant.row.id), isNull(t.deletedAt)));
+      const live = await db
+        .select({ id: t.id })
+        .from(t)
+        .where(and(eq(t.integrationId, tenant.row.id), isNull(t.deletedAt)));
       expect(live.length, entity).toBeGreaterThan(0);
       expect(worker.value('propsync_sync_records_total', { entity, change: 'created' }), entity).toBe(live.length);
-      for (const change of ['updated', 'deleted', 'skipped']) expect(worker.value('propsync_sync_records_total', { entity, change }), `${entity} ${change}`).toBe(0);
+      for (const change of ['updated', 'deleted', 'skipped'])
+        expect(worker.value('propsync_sync_records_total', { entity, change }), `${entity} ${change}`).toBe(0);
     }
     expect(worker.value('propsync_webhook_attempts_total', { outcome: 'succeeded', attempt: '1' })).toBe(1);
     expect(worker.value('propsync_webhook_attempts_total', { outcome: 'failed', attempt: '1' })).toBe(1);
@@ -193,7 +229,11 @@ describe('metrics', () => {
     expect(worker.types.get('nodejs_eventloop_lag_seconds')).toBe('gauge');
 
     // The API: requests by route template, and the database facts.
-    const apiNow = await scrapeUntil(api.metrics, 'the facts to settle', (s) => s.value('propsync_webhook_dead_letters_open') === 1 && s.value('propsync_outbox_lag_seconds') === 0);
+    const apiNow = await scrapeUntil(
+      api.metrics,
+      'the facts to settle',
+      (s) => s.value('propsync_webhook_dead_letters_open') === 1 && s.value('propsync_outbox_lag_seconds') === 0,
+    );
     const requests = (method: string, route: string, status_class: string) =>
       apiNow.value('propsync_http_request_duration_seconds_count', { method, route, status_class }) -
       before.api.value('propsync_http_request_duration_seconds_count', { method, route, status_class });
@@ -261,7 +301,7 @@ describe('metrics', () => {
     }
   }, 180_000);
 
-  it("has a dashboard whose every panel queries metrics the service exports (checked against the scrapes above)", () => {
+  it('has a dashboard whose every panel queries metrics the service exports (checked against the scrapes above)', () => {
     expect(scraped, 'the first test scraped both endpoints').toBeDefined();
     const families = new Set([...scraped!.api.types.keys(), ...scraped!.worker.types.keys()]);
     interface Panel {
@@ -304,7 +344,9 @@ describe('metrics', () => {
       expect(named.has(m), m).toBe(true);
     }
     // Provisioned by compose: the datasource uid the panels name, and the folder the dashboard is read from.
-    const datasource = parse(readFileSync(join(ROOT, 'deploy/grafana/provisioning/datasources/prometheus.yml'), 'utf8')) as { datasources: { uid: string; url: string }[] };
+    const datasource = parse(readFileSync(join(ROOT, 'deploy/grafana/provisioning/datasources/prometheus.yml'), 'utf8')) as {
+      datasources: { uid: string; url: string }[];
+    };
     expect(datasource.datasources[0]).toMatchObject({ uid: 'prometheus', url: 'http://prometheus:9090' });
     const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, { volumes?: string[] }> };
     expect(compose.services.grafana!.volumes).toContain('./deploy/grafana/dashboards:/var/lib/grafana/dashboards:ro');

@@ -31,7 +31,14 @@ describe('applyRecords', () => {
       await applyRecords(tx, ctx(false), 'unit', [unitInput('U1', 'P1')]);
       await applyRecords(tx, ctx(false), 'resident', [residentInput('R1', 'P1'), residentInput('R2', 'P1')]);
       const r = await applyRecords(tx, ctx(false), 'lease', [
-        leaseInput('L1', { property: 'P1', unit: 'U1', residents: [{ x_id: 'R1', role: 'primary' }, { x_id: 'R2', role: 'responsible' }] }),
+        leaseInput('L1', {
+          property: 'P1',
+          unit: 'U1',
+          residents: [
+            { x_id: 'R1', role: 'primary' },
+            { x_id: 'R2', role: 'responsible' },
+          ],
+        }),
       ]);
       expect(r.created).toBe(1);
     });
@@ -52,9 +59,7 @@ describe('applyRecords', () => {
   it('writes nothing and records nothing for unchanged content, and the changed fields otherwise', async () => {
     const refs = { property: 'P1', unit: 'U1', residents: [{ x_id: 'R1', role: 'primary' }] };
     const same = await db.transaction((tx) =>
-      applyRecords(tx, ctx(true), 'lease', [
-        leaseInput('L1', { ...refs, residents: [...refs.residents, { x_id: 'R2', role: 'responsible' }] }),
-      ]),
+      applyRecords(tx, ctx(true), 'lease', [leaseInput('L1', { ...refs, residents: [...refs.residents, { x_id: 'R2', role: 'responsible' }] })]),
     );
     expect(same).toMatchObject({ created: 0, updated: 0, unchanged: 1 });
     const moved = await db.transaction((tx) =>
@@ -93,10 +98,26 @@ describe('applyRecords', () => {
       await applyRecords(tx, ctx(false), 'property', [propertyInput('P1')]);
       await applyRecords(tx, ctx(false), 'resident', [residentInput('R1', 'P1')]);
     });
-    const lease = leaseInput('L9', { property: 'P1', unit: 'U9', residents: [{ x_id: 'R1', role: 'primary' }, { x_id: 'R9', role: 'occupant' }] });
+    const lease = leaseInput('L9', {
+      property: 'P1',
+      unit: 'U9',
+      residents: [
+        { x_id: 'R1', role: 'primary' },
+        { x_id: 'R9', role: 'occupant' },
+      ],
+    });
     const first = await db.transaction((tx) => applyRecords(tx, ctx(true), 'lease', [lease]));
     expect(first.created).toBe(1);
-    const before = (await toRecords(db, 'lease', await db.select().from(leases).where(eq(leases.id, first.ids.get('L9')!))))[0]!;
+    const before = (
+      await toRecords(
+        db,
+        'lease',
+        await db
+          .select()
+          .from(leases)
+          .where(eq(leases.id, first.ids.get('L9')!)),
+      )
+    )[0]!;
     expect(before.unit_id).toBeNull();
     expect(before.residents.map((p) => p.x_id)).toEqual(['R1']);
     // Still nothing to point at: no change, no event, however often the record comes by.
@@ -112,7 +133,16 @@ describe('applyRecords', () => {
     const [ev] = await db.select().from(events).where(eq(events.id, filled.eventIds[0]!));
     expect(ev!.type).toBe('LEASE_UPDATED');
     expect((ev!.data as { changed: string[] }).changed.sort()).toEqual(['resident_ids', 'residents', 'unit_id']);
-    const after = (await toRecords(db, 'lease', await db.select().from(leases).where(eq(leases.id, first.ids.get('L9')!))))[0]!;
+    const after = (
+      await toRecords(
+        db,
+        'lease',
+        await db
+          .select()
+          .from(leases)
+          .where(eq(leases.id, first.ids.get('L9')!)),
+      )
+    )[0]!;
     expect(after.unit_id).toMatch(/^unt_/);
     expect(after.residents.map((p) => p.x_id)).toEqual(['R1', 'R9']);
     // Resolved now: the next sighting is unchanged again.
@@ -149,14 +179,20 @@ describe('a sync page read before a write-back', () => {
     // source before the write) is applied after.
     const t1 = new Date(t0.getTime() + 1_000);
     const t2 = new Date(t0.getTime() + 2_000);
-    await db.transaction((tx) => applyRecords(tx, { ...c(t2), operationId: 'opr_01JH0000000000000000000000' }, 'unit', [unitInput('SU1', 'SP1', { bedrooms: 3 })]));
+    await db.transaction((tx) =>
+      applyRecords(tx, { ...c(t2), operationId: 'opr_01JH0000000000000000000000' }, 'unit', [unitInput('SU1', 'SP1', { bedrooms: 3 })]),
+    );
     const stale = await db.transaction((tx) => applyRecords(tx, c(new Date(t0.getTime() + 3_000), t1), 'unit', [unitInput('SU1', 'SP1', { bedrooms: 2 })]));
     expect(stale).toMatchObject({ created: 0, updated: 0, unchanged: 1 });
     const unitEvents = async () =>
-      (await db.select().from(events).where(eq(events.integrationId, tenant.integrationId)).orderBy(events.createdAt, events.id)).filter((e) => e.type === 'UNIT_UPDATED');
+      (await db.select().from(events).where(eq(events.integrationId, tenant.integrationId)).orderBy(events.createdAt, events.id)).filter(
+        (e) => e.type === 'UNIT_UPDATED',
+      );
     expect((await unitEvents()).map((e) => (e.data as { bedrooms: number }).bedrooms)).toEqual([3]);
     // A page read after the write-back is the source's newer word.
-    const fresh = await db.transaction((tx) => applyRecords(tx, c(new Date(t0.getTime() + 5_000), new Date(t0.getTime() + 4_000)), 'unit', [unitInput('SU1', 'SP1', { bedrooms: 4 })]));
+    const fresh = await db.transaction((tx) =>
+      applyRecords(tx, c(new Date(t0.getTime() + 5_000), new Date(t0.getTime() + 4_000)), 'unit', [unitInput('SU1', 'SP1', { bedrooms: 4 })]),
+    );
     expect(fresh).toMatchObject({ updated: 1 });
     expect((await unitEvents()).map((e) => (e.data as { bedrooms: number }).bedrooms)).toEqual([3, 4]);
   });
@@ -273,7 +309,9 @@ describe('a write-back store (lockForWriteBack, recordsLocked)', () => {
     // Unchanged content still runs the caller's statement.
     await db.transaction(async (tx) => {
       await lockForWriteBack(tx, w.integrationId, [{ entity: 'lease', xId: 'WL1' }]);
-      expect(await applyRecords(tx, wctx({ alongside }), 'lease', [leaseInput('WL1', two, { ...rent(555_500), notes: 'after' })])).toMatchObject({ unchanged: 1 });
+      expect(await applyRecords(tx, wctx({ alongside }), 'lease', [leaseInput('WL1', two, { ...rent(555_500), notes: 'after' })])).toMatchObject({
+        unchanged: 1,
+      });
     });
     expect(seen).toHaveLength(3);
     expect(new Set(seen).size).toBe(1);

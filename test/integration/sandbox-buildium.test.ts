@@ -100,7 +100,19 @@ describe('buildium reads', () => {
   it('speaks its own vocabulary: PascalCase, money with two decimals, ISO dates, UTC times, arrays and nulls', async () => {
     const leases = await all(c, '/leases');
     const lease = leases[0]!;
-    for (const key of ['Id', 'PropertyId', 'UnitId', 'UnitNumber', 'LeaseType', 'LeaseStatus', 'LeaseFromDate', 'Rent', 'Tenants', 'CreatedDateTime', 'LastUpdatedDateTime']) {
+    for (const key of [
+      'Id',
+      'PropertyId',
+      'UnitId',
+      'UnitNumber',
+      'LeaseType',
+      'LeaseStatus',
+      'LeaseFromDate',
+      'Rent',
+      'Tenants',
+      'CreatedDateTime',
+      'LastUpdatedDateTime',
+    ]) {
       expect(lease).toHaveProperty(key);
     }
     expect(new Set(leases.map((l) => l.LeaseStatus))).toEqual(new Set(['Active', 'Past', 'Future']));
@@ -118,11 +130,18 @@ describe('buildium reads', () => {
     expect(text).toMatch(/"Rent":\d+\.\d\d[,}]/);
     expect(text).not.toMatch(/"Rent":\d+(\.\d)?[,}]/);
     const [unit] = await all(c, '/rentals/units');
-    expect(unit).toMatchObject({ UnitBedrooms: expect.stringMatching(/^(NotSet|Studio|OneBed|TwoBed|ThreeBed)$/), OccupancyStatus: expect.stringMatching(/^(Vacant|Occupied|Notice)$/) });
+    expect(unit).toMatchObject({
+      UnitBedrooms: expect.stringMatching(/^(NotSet|Studio|OneBed|TwoBed|ThreeBed)$/),
+      OccupancyStatus: expect.stringMatching(/^(Vacant|Occupied|Notice)$/),
+    });
     const tenants = await all(c, '/leases/tenants');
     for (const t of tenants) for (const p of t.PhoneNumbers as Rec[]) expect(['Home', 'Work', 'Mobile', 'Fax']).toContain(p.Type);
     const [property] = await all(c, '/rentals');
-    expect(property).toMatchObject({ Address: { AddressLine1: expect.any(String), AddressLine2: null }, Photos: expect.any(Array), TimeZone: expect.any(String) });
+    expect(property).toMatchObject({
+      Address: { AddressLine1: expect.any(String), AddressLine2: null },
+      Photos: expect.any(Array),
+      TimeZone: expect.any(String),
+    });
     const plans = await get(c, `/rentals/${String(property!.Id)}/floorplans`);
     expect(plans.json).toEqual(expect.arrayContaining([expect.objectContaining({ Id: unit!.FloorPlanId, Name: unit!.FloorPlanName })]));
   });
@@ -232,7 +251,13 @@ describe('buildium writes', () => {
   it('creates and replaces units with 201 and 200, and answers field errors with 400', async () => {
     const created = await call(c, 'POST', '/rentals/units', { PropertyId: property.Id, ...fullUnit() });
     expect(created.status, created.text).toBe(201);
-    expect(created.json).toMatchObject({ Id: expect.any(Number), PropertyId: property.Id, UnitNumber: 'Z-900', UnitBathrooms: 'OnePointFiveBath', MarketRent: 1500.5 });
+    expect(created.json).toMatchObject({
+      Id: expect.any(Number),
+      PropertyId: property.Id,
+      UnitNumber: 'Z-900',
+      UnitBathrooms: 'OnePointFiveBath',
+      MarketRent: 1500.5,
+    });
     expect(created.text).toMatch(/"MarketRent":1500\.50/);
     expect((await get(c, `/rentals/units/${String(created.json.Id)}`)).json).toEqual(created.json);
 
@@ -243,7 +268,10 @@ describe('buildium writes', () => {
     const partial = await call(c, 'PUT', `/rentals/units/${String(created.json.Id)}`, { UnitNumber: 'Z-902' });
     expect(partial.status).toBe(400);
     expect(partial.json.Errors).toEqual(expect.arrayContaining([{ Key: 'MarketRent', Value: 'is required' }]));
-    const bad = await call(c, 'POST', '/rentals/units', { PropertyId: property.Id, ...fullUnit({ UnitNumber: unit.UnitNumber, MarketRent: '1500.00', UnitBedrooms: 'Lots' }) });
+    const bad = await call(c, 'POST', '/rentals/units', {
+      PropertyId: property.Id,
+      ...fullUnit({ UnitNumber: unit.UnitNumber, MarketRent: '1500.00', UnitBedrooms: 'Lots' }),
+    });
     expect(bad.status).toBe(400);
     expect(bad.json).toEqual({
       UserMessage: expect.any(String),
@@ -257,16 +285,40 @@ describe('buildium writes', () => {
   });
 
   it('creates and replaces tenants', async () => {
-    const created = await call(c, 'POST', '/leases/tenants', { PropertyId: property.Id, FirstName: 'Ada', LastName: 'Lovelace', PhoneNumbers: [{ Number: '512-555-0100', Type: 'Work' }] });
+    const created = await call(c, 'POST', '/leases/tenants', {
+      PropertyId: property.Id,
+      FirstName: 'Ada',
+      LastName: 'Lovelace',
+      PhoneNumbers: [{ Number: '512-555-0100', Type: 'Work' }],
+    });
     expect(created.status, created.text).toBe(201);
-    expect(created.json).toMatchObject({ FirstName: 'Ada', LastName: 'Lovelace', Email: null, PhoneNumbers: [{ Number: '512-555-0100', Type: 'Work' }], Status: 'Future' });
-    const full = { FirstName: 'Ada', LastName: 'King', MiddleName: null, Email: 'ada@example.com', PhoneNumbers: [], DateOfBirth: '1815-12-10', PrimaryAddress: null };
+    expect(created.json).toMatchObject({
+      FirstName: 'Ada',
+      LastName: 'Lovelace',
+      Email: null,
+      PhoneNumbers: [{ Number: '512-555-0100', Type: 'Work' }],
+      Status: 'Future',
+    });
+    const full = {
+      FirstName: 'Ada',
+      LastName: 'King',
+      MiddleName: null,
+      Email: 'ada@example.com',
+      PhoneNumbers: [],
+      DateOfBirth: '1815-12-10',
+      PrimaryAddress: null,
+    };
     const replaced = await call(c, 'PUT', `/leases/tenants/${String(created.json.Id)}`, full);
     expect(replaced.status, replaced.text).toBe(200);
     expect(replaced.json).toMatchObject({ LastName: 'King', Email: 'ada@example.com', PhoneNumbers: [], DateOfBirth: '1815-12-10' });
     const bad = await call(c, 'PUT', `/leases/tenants/${String(created.json.Id)}`, { ...full, Email: 'nope', DateOfBirth: '1815-02-30' });
     expect(bad.status).toBe(400);
-    expect(bad.json.Errors).toEqual(expect.arrayContaining([{ Key: 'Email', Value: 'is not an email address' }, { Key: 'DateOfBirth', Value: 'must be a date YYYY-MM-DD' }]));
+    expect(bad.json.Errors).toEqual(
+      expect.arrayContaining([
+        { Key: 'Email', Value: 'is not an email address' },
+        { Key: 'DateOfBirth', Value: 'must be a date YYYY-MM-DD' },
+      ]),
+    );
   });
 
   const leaseBody = (u: Rec) => ({
@@ -290,7 +342,14 @@ describe('buildium writes', () => {
   it('creates a lease with its applicant, replaces it, refuses a Past one', async () => {
     const created = await call(c, 'POST', '/leases', leaseBody(unit));
     expect(created.status, created.text).toBe(201);
-    expect(created.json).toMatchObject({ UnitId: unit.Id, UnitNumber: unit.UnitNumber, LeaseType: 'Fixed', LeaseStatus: 'Future', TermMonths: 12, Tenants: [{ Id: expect.any(Number), Role: 'Primary' }] });
+    expect(created.json).toMatchObject({
+      UnitId: unit.Id,
+      UnitNumber: unit.UnitNumber,
+      LeaseType: 'Fixed',
+      LeaseStatus: 'Future',
+      TermMonths: 12,
+      Tenants: [{ Id: expect.any(Number), Role: 'Primary' }],
+    });
     const tenantId = (created.json.Tenants as Rec[])[0]!.Id;
     expect((await get(c, `/leases/tenants/${String(tenantId)}`)).json).toMatchObject({ FirstName: 'Grace', LastName: 'Hopper' });
 
@@ -305,7 +364,12 @@ describe('buildium writes', () => {
     expect(refused.status).toBe(400);
     expect(refused.json).toMatchObject({ UserMessage: expect.any(String), Errors: [{ Key: 'LeaseStatus', Value: 'is Past' }] });
 
-    const wrong = await call(c, 'POST', '/leases', { ...leaseBody(unit), LeaseType: 'Weekly', LeaseToDate: '2025-07-01', Applicant: { ...leaseBody(unit).Applicant, Role: 'Boss' } });
+    const wrong = await call(c, 'POST', '/leases', {
+      ...leaseBody(unit),
+      LeaseType: 'Weekly',
+      LeaseToDate: '2025-07-01',
+      Applicant: { ...leaseBody(unit).Applicant, Role: 'Boss' },
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.json.Errors.map((e: Rec) => e.Key).sort()).toEqual(['Applicant.Role', 'LeaseType']);
   });
@@ -368,7 +432,8 @@ describe('faults and changes in both flavours', () => {
     expect((await get(c, `/leases/tenants/${res.corrupted.resident[0]!}`)).json.DateOfBirth).toBe('1990-02-30');
     for (const id of res.corrupted.lease) {
       const l = (await get(c, `/leases/${id}`)).json;
-      const readable = /^\d{4}-\d{2}-\d{2}$/.test(l.LeaseFromDate) && typeof l.Rent === 'number' && ['Fixed', 'FixedWithRollover', 'AtWill'].includes(l.LeaseType);
+      const readable =
+        /^\d{4}-\d{2}-\d{2}$/.test(l.LeaseFromDate) && typeof l.Rent === 'number' && ['Fixed', 'FixedWithRollover', 'AtWill'].includes(l.LeaseType);
       expect(readable, id).toBe(false);
     }
   });

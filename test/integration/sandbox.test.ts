@@ -17,7 +17,16 @@ const SERVICES = {
   lease: { service: 'leases', read: 'getLeases', outer: 'leases', inner: 'lease', idField: 'leaseId' },
 } as const;
 /** `leaseStatusTypeId` to the lifecycle state it means. */
-const LEASE_STATUS: Record<number, string> = { 1: 'pending', 2: 'pending', 3: 'active', 4: 'notice', 5: 'ended', 6: 'cancelled', 7: 'terminated', 8: 'evicted' };
+const LEASE_STATUS: Record<number, string> = {
+  1: 'pending',
+  2: 'pending',
+  3: 'active',
+  4: 'notice',
+  5: 'ended',
+  6: 'cancelled',
+  7: 'terminated',
+  8: 'evicted',
+};
 
 const url = () => inject('sandboxUrl');
 let ctl: SandboxControl;
@@ -97,7 +106,9 @@ describe('generator', () => {
     expect(again.api_key).toBe(a.key);
     await expect(ctl.createCompany({ companyId: 'x', size: 0, seed: 1 })).rejects.toMatchObject({ status: 422 });
     await expect(ctl.createCompany({ companyId: 'bad id!', size: 10, seed: 1 })).rejects.toBeInstanceOf(SandboxControlError);
-    await expect(sandboxControlClient(url(), 'wrong-token-0123456789').createCompany({ companyId: 'y', size: 1, seed: 1 })).rejects.toMatchObject({ status: 401 });
+    await expect(sandboxControlClient(url(), 'wrong-token-0123456789').createCompany({ companyId: 'y', size: 1, seed: 1 })).rejects.toMatchObject({
+      status: 401,
+    });
   });
 
   it('keeps realistic proportions', async () => {
@@ -193,7 +204,9 @@ describe('RPC API', () => {
   it('pages consistently when the data changes between pages, or the company is created anew', async () => {
     const d = await company(60, 12);
     const page = async (n: number) =>
-      list(((await rpc(d.key, 'leases', 'getLeases', { page_no: n, per_page: 10 })).body.response.result!.leases as { lease: unknown }).lease).map((l) => l.leaseId);
+      list(((await rpc(d.key, 'leases', 'getLeases', { page_no: n, per_page: 10 })).body.response.result!.leases as { lease: unknown }).lease).map(
+        (l) => l.leaseId,
+      );
     const first = await page(1);
     const res = await ctl.applyChanges(d.id, { delete: { lease: 20 } });
     // Only meaningful when page 1 lost records, so that continuing after its last id would skip some.
@@ -427,7 +440,10 @@ describe('writes', () => {
     const [unit] = await all(c.key, 'unit');
     const propertyId = property!.propertyId;
 
-    const newUnit = await rpc(c.key, 'propertyunits', 'sendPropertyUnits', { propertyId, unit: { unitNumber: 'Z-900', bedrooms: 2, bathrooms: 1, squareFeet: 900, marketRent: '1500.00' } });
+    const newUnit = await rpc(c.key, 'propertyunits', 'sendPropertyUnits', {
+      propertyId,
+      unit: { unitNumber: 'Z-900', bedrooms: 2, bathrooms: 1, squareFeet: 900, marketRent: '1500.00' },
+    });
     expect(newUnit.body.response).toMatchObject({ code: 200, result: { unit: { unitId: expect.any(Number) } } });
     const dup = await rpc(c.key, 'propertyunits', 'sendPropertyUnits', { propertyId, unit: { unitNumber: 'Z-900' } });
     expect(dup.body.response).toMatchObject({ code: 422, error: { code: 'DUPLICATE' } });
@@ -500,7 +516,9 @@ describe('setup reads', () => {
     const plans = await rpc(c.key, 'properties', 'getFloorPlans', { propertyId });
     const stored = (property!.floorplans as { floorplan: { floorplanId: number; name: string }[] }).floorplan;
     expect(plans.body.response.result).toEqual({
-      floorPlans: { floorPlan: stored.map((f) => expect.objectContaining({ floorplanId: f.floorplanId, floorplanName: f.name, bedrooms: expect.any(String) })) },
+      floorPlans: {
+        floorPlan: stored.map((f) => expect.objectContaining({ floorplanId: f.floorplanId, floorplanName: f.name, bedrooms: expect.any(String) })),
+      },
     });
     // A page of one unit space is the lone object, numbers where the rest of the API has them.
     const one = await rpc(c.key, 'propertyunits', 'getUnitSpaces', { propertyId, per_page: 1 });
@@ -551,7 +569,10 @@ describe('setup reads', () => {
       },
     };
     const refused = await rpc(c.key, 'leases', 'sendLeases', { propertyId, lease });
-    expect(refused.body.response).toMatchObject({ code: 422, error: { code: 'VALIDATION_FAILED', message: `leaseTermId 3 is not offered at property ${propertyId}` } });
+    expect(refused.body.response).toMatchObject({
+      code: 422,
+      error: { code: 'VALIDATION_FAILED', message: `leaseTermId 3 is not offered at property ${propertyId}` },
+    });
 
     // They are reads: a read-scoped fault answers for them, a write-scoped one does not.
     await ctl.setFault(c.id, { kind: 'unavailable', methods: 'writes' });

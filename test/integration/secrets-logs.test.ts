@@ -49,7 +49,11 @@ async function stopAll(): Promise<void> {
 
 /** The shared helper, with this file's patience: the processes are starting; a refused connection means not yet. */
 const until = <T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 90_000) =>
-  poll(what, () => check().catch(() => undefined), { timeoutMs, intervalMs: 200, detail: () => logs.map((l) => `--- ${l.name}\n${l.output().slice(-3000)}`).join('\n') });
+  poll(what, () => check().catch(() => undefined), {
+    timeoutMs,
+    intervalMs: 200,
+    detail: () => logs.map((l) => `--- ${l.name}\n${l.output().slice(-3000)}`).join('\n'),
+  });
 
 async function admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${apiUrl}/admin/v1${path}`, {
@@ -164,15 +168,22 @@ it('no secret reaches any log of a full run, and the database holds only encrypt
   expect(sourceKey).toMatch(/^sbx_/);
 
   // No admin view shows a stored value, encrypted or not.
-  for (const path of [`/integrations/${integration.id}`, `/webhook_subscriptions/${subscription.id}`, `/integrations/${integration.id}/webhook_subscriptions`]) {
+  for (const path of [
+    `/integrations/${integration.id}`,
+    `/webhook_subscriptions/${subscription.id}`,
+    `/integrations/${integration.id}/webhook_subscriptions`,
+  ]) {
     const text = JSON.stringify((await admin('GET', path)).body);
     for (const s of ['enc:v1', sourceKey, firstSecret, secondSecret]) expect(text, path).not.toContain(s);
   }
 
   // The database holds every secret encrypted with the configured key.
   const [stored] = await db.execute<{ api_key: string }>(sql`select source_config->>'api_key' as api_key from integrations where id = ${integration.id}`);
-  const [sub] = await db.execute<{ secret: string; previous_secret: string }>(sql`select secret, previous_secret from webhook_subscriptions where id = ${subscription.id}`);
-  for (const value of [stored!.api_key, sub!.secret, sub!.previous_secret]) expect(value).toMatch(/^enc:v1:k-logs:[A-Za-z0-9_-]+:[A-Za-z0-9_-]+:[A-Za-z0-9_-]+$/);
+  const [sub] = await db.execute<{ secret: string; previous_secret: string }>(
+    sql`select secret, previous_secret from webhook_subscriptions where id = ${subscription.id}`,
+  );
+  for (const value of [stored!.api_key, sub!.secret, sub!.previous_secret])
+    expect(value).toMatch(/^enc:v1:k-logs:[A-Za-z0-9_-]+:[A-Za-z0-9_-]+:[A-Za-z0-9_-]+$/);
 
   expect((await admin('DELETE', `/integrations/${integration.id}`)).status).toBe(204);
   await stopAll();

@@ -59,16 +59,20 @@ afterAll(async () => {
  */
 async function firstTenMinutes(key: string, integrationId: string): Promise<void> {
   const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
-  const block = readme.match(/<!-- first-ten-minutes -->\n```bash\n([\s\S]*?)```\n<!-- \/first-ten-minutes -->/)?.[1];
+  const block = readme.match(/<!-- first-ten-minutes -->\s*```bash\n([\s\S]*?)```\s*<!-- \/first-ten-minutes -->/)?.[1];
   expect(block, 'the README has its first-ten-minutes block').toBeDefined();
   // The first sync must be over before the block's own sync run (two runs of one integration never overlap).
   const base = `http://127.0.0.1:${ports.api}`;
   const admin = { authorization: `Bearer ${DEV_ADMIN_TOKEN}` };
-  await until('the first sync to succeed', async () => {
-    const res = await fetch(`${base}/admin/v1/integrations/${integrationId}/sync_jobs`, { headers: admin });
-    const jobs = ((await res.json()) as { results: { status: string }[] }).results;
-    return jobs.length > 0 && jobs.every((j) => j.status === 'succeeded');
-  }, 60_000);
+  await until(
+    'the first sync to succeed',
+    async () => {
+      const res = await fetch(`${base}/admin/v1/integrations/${integrationId}/sync_jobs`, { headers: admin });
+      const jobs = ((await res.json()) as { results: { status: string }[] }).results;
+      return jobs.length > 0 && jobs.every((j) => j.status === 'succeeded');
+    },
+    60_000,
+  );
   const receiverPort = await freePort();
   const work = mkdtempSync(join(tmpdir(), 'propsync-readme-'));
   const script = [

@@ -72,10 +72,14 @@ beforeAll(async () => {
     LOG_LEVEL: 'warn',
     LOG_PRETTY: 'false',
   });
-  await until('npm start to be ready', async () => {
-    if (!procs.running.has(run.child)) throw new Error(`npm start exited:\n${run.output()}`);
-    return /ready: API|Operator console: /.test(run.output()) || undefined;
-  }, 150_000).catch((err: unknown) => {
+  await until(
+    'npm start to be ready',
+    async () => {
+      if (!procs.running.has(run.child)) throw new Error(`npm start exited:\n${run.output()}`);
+      return /ready: API|Operator console: /.test(run.output()) || undefined;
+    },
+    150_000,
+  ).catch((err: unknown) => {
     throw new Error(`${(err as Error).message}; its output:\n${run.output().slice(-6000)}`);
   });
 }, 180_000);
@@ -109,10 +113,14 @@ it('restarts a killed worker with a growing delay and says why; the sync in flig
   await until('the restart to be logged', async () => (/\[worker\] *exited|worker exited \(SIGKILL\)/.test(run.output()) ? true : undefined), 15_000);
   expect(run.output()).toMatch(/worker exited \(SIGKILL\) after \d+ s.*; restarting it in 1 s \(crash 1 of 5/);
 
-  const ended = await until('the run to finish', async () => {
-    const j = (await getSyncJob(db, job.id))!;
-    return j.status === 'succeeded' || j.status === 'failed' ? j : undefined;
-  }, 120_000);
+  const ended = await until(
+    'the run to finish',
+    async () => {
+      const j = (await getSyncJob(db, job.id))!;
+      return j.status === 'succeeded' || j.status === 'failed' ? j : undefined;
+    },
+    120_000,
+  );
   expect(ended.status).toBe('succeeded');
   await sandbox().clearFaults(integration.companyId);
   // A new worker process (its metrics endpoint answers again), and the API and the sandbox were never restarted.

@@ -47,14 +47,17 @@ function watched(): { ctl: SyncControlDeps; calls: Call[] } {
     get(target, prop, receiver) {
       if (prop !== 'transaction') return Reflect.get(target, prop, receiver) as unknown;
       return (fn: (tx: unknown) => Promise<unknown>, ...rest: unknown[]) =>
-        (target.transaction as (...a: unknown[]) => Promise<unknown>)(async (tx: unknown) => {
-          open++;
-          try {
-            return await fn(tx);
-          } finally {
-            open--;
-          }
-        }, ...rest);
+        (target.transaction as (...a: unknown[]) => Promise<unknown>)(
+          async (tx: unknown) => {
+            open++;
+            try {
+              return await fn(tx);
+            } finally {
+              open--;
+            }
+          },
+          ...rest,
+        );
     },
   });
   const watchedClient = {

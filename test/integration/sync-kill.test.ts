@@ -13,16 +13,7 @@ import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
 import { ENTITIES } from '../../domain/cdm';
 import { syncWorkflowIdOf } from '../../domain/contract';
 import { testConfig, testDb } from '../support/context';
-import {
-  eventsOf,
-  expectCacheEqualsSource,
-  expectedEvents,
-  readCache,
-  sandbox,
-  sandboxIntegration,
-  until,
-  type SandboxIntegration,
-} from '../support/sync';
+import { eventsOf, expectCacheEqualsSource, expectedEvents, readCache, sandbox, sandboxIntegration, until, type SandboxIntegration } from '../support/sync';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -137,7 +128,12 @@ describe('a worker killed mid-sync', () => {
     const want = expectedEvents(before, after);
     const got = await eventsOf(db, s.row.id, job.id);
     const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
-    expect(got.filter((e) => e.type !== 'SYNC_COMPLETE').map(key).sort()).toEqual(want.events.map(key).sort());
+    expect(
+      got
+        .filter((e) => e.type !== 'SYNC_COMPLETE')
+        .map(key)
+        .sort(),
+    ).toEqual(want.events.map(key).sort());
     expect(got.filter((e) => e.type === 'SYNC_COMPLETE')).toHaveLength(1);
     expect(got.at(-1)!.type).toBe('SYNC_COMPLETE');
     expect(done).toMatchObject({ recordsNew: want.created, recordsUpdated: want.updated, recordsSoftDeleted: want.deleted });
@@ -162,7 +158,12 @@ describe('a worker killed mid-sync', () => {
     const want = expectedEvents(before, after);
     const got = await eventsOf(db, s.row.id, job.id);
     const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
-    expect(got.filter((e) => e.type !== 'SYNC_COMPLETE').map(key).sort()).toEqual(want.events.map(key).sort());
+    expect(
+      got
+        .filter((e) => e.type !== 'SYNC_COMPLETE')
+        .map(key)
+        .sort(),
+    ).toEqual(want.events.map(key).sort());
     expect(got.filter((e) => e.type === 'SYNC_COMPLETE')).toHaveLength(1);
   }, 180_000);
 });

@@ -79,7 +79,8 @@ describe('the claim decides the kind and the window', () => {
     await db.update(syncJobs).set({ status: 'succeeded', finishedAt: new Date() }).where(eq(syncJobs.id, job.id));
     return job;
   }
-  const setIntegration = (values: Partial<typeof integrations.$inferInsert>) => db.update(integrations).set(values).where(eq(integrations.id, tenant.integrationId));
+  const setIntegration = (values: Partial<typeof integrations.$inferInsert>) =>
+    db.update(integrations).set(values).where(eq(integrations.id, tenant.integrationId));
   const dbNow = () => databaseNow(db);
 
   it('first run: full, whatever is asked, its window ending at the database time of its start', async () => {
@@ -107,7 +108,7 @@ describe('the claim decides the kind and the window', () => {
     expect((await claim(DELTA)).windowFrom).toEqual(new Date(syncedThrough.getTime() - 300_000));
   });
 
-  it('full once the full-run interval has passed since the last full run began: the integration\'s own, else the default', async () => {
+  it("full once the full-run interval has passed since the last full run began: the integration's own, else the default", async () => {
     const now = await dbNow();
     await setIntegration({ syncedThrough: now, lastFullSyncAt: new Date(now.getTime() - 61_000), fullSyncIntervalSeconds: 60 });
     expect((await claim(DELTA)).kind).toBe('full');
@@ -194,7 +195,11 @@ describe('delta and full runs of a buildium source, interleaved with changes and
     await expectCacheEqualsSource(db, s.row);
 
     // Changes only: a delta run, over the window since the first run (less the overlap), and the cache equals the source.
-    const changes = await sandbox().applyChanges(s.companyId, { update: { unit: 3, resident: 3, lease: 4 }, create: { unit: 2, resident: 2, lease: 2 }, lease_transitions: 3 });
+    const changes = await sandbox().applyChanges(s.companyId, {
+      update: { unit: 3, resident: 3, lease: 4 },
+      create: { unit: 2, resident: 2, lease: 2 },
+      lease_transitions: 3,
+    });
     const delta = await run(s);
     expect(delta).toMatchObject({ kind: 'delta', windowFrom: new Date(first.windowTo!.getTime() - 300_000), recordsSoftDeleted: 0 });
     // It read far fewer records than a full run does.
@@ -212,7 +217,10 @@ describe('delta and full runs of a buildium source, interleaved with changes and
     const source = await readSource(await reload(db, s.row));
     for (const x of gone.updated.lease) {
       const want = source.lease.find((r) => r.x_id === x)!;
-      expect(cached.lease.find((r) => r.x_id === x), `lease ${x}`).toMatchObject({ rent_amount: want.rent_amount, status: want.status });
+      expect(
+        cached.lease.find((r) => r.x_id === x),
+        `lease ${x}`,
+      ).toMatchObject({ rent_amount: want.rent_amount, status: want.status });
     }
 
     // A full run asked for: the deletions are found (confirmed with the source), and the cache equals the source.
@@ -226,7 +234,7 @@ describe('delta and full runs of a buildium source, interleaved with changes and
     expect(quiet).toMatchObject({ kind: 'delta', recordsNew: 0, recordsUpdated: 0, recordsSoftDeleted: 0 });
   });
 
-  it('a full run comes once the integration\'s full-run interval has passed', async () => {
+  it("a full run comes once the integration's full-run interval has passed", async () => {
     const s = await sandboxIntegration(db, { size: 5, seed: 12, dialect: 'buildium', fullSyncIntervalSeconds: 3600 });
     await run(s);
     expect((await run(s)).kind).toBe('delta');
@@ -241,7 +249,7 @@ describe('delta and full runs of a buildium source, interleaved with changes and
 });
 
 describe('the stale-page guard', () => {
-  it('keeps a write-back stored while a page was in flight, even when the sync worker\'s clock is an hour ahead', async () => {
+  it("keeps a write-back stored while a page was in flight, even when the sync worker's clock is an hour ahead", async () => {
     const tenant = await makeTenant(db);
     const integration = { id: tenant.integrationId, organizationId: tenant.organizationId, mode: tenant.mode };
     await db.transaction(async (tx) => {
@@ -266,7 +274,9 @@ describe('the stale-page guard', () => {
       ...NO_PAGES,
       async read<E extends Entity>(_settings: unknown, entity: E): Promise<HashedPage<E>> {
         if (entity !== 'unit') throw new Error(`only units are read here, not ${entity}`);
-        await db.transaction((tx) => applyRecords(tx, { integration, emitEvents: true, operationId: newId('operation') }, 'unit', [unitInput('GU1', 'GP1', { bedrooms: 3 })]));
+        await db.transaction((tx) =>
+          applyRecords(tx, { integration, emitEvents: true, operationId: newId('operation') }, 'unit', [unitInput('GU1', 'GP1', { bedrooms: 3 })]),
+        );
         return { records: [hashRecord(unitInput('GU1', 'GP1', { bedrooms: 2 }), false)], skipped: [], page: 1, hasMore: false } as unknown as HashedPage<E>;
       },
     };
@@ -279,7 +289,9 @@ describe('the stale-page guard', () => {
     // The page counted the record as seen and changed nothing.
     expect(await getSyncJob(db, jobId)).toMatchObject({ recordsSeen: 1, recordsUpdated: 0 });
     // And the stored times are the database's, not the worker's hour-ahead clock.
-    const [stored] = await db.execute<{ skew: number }>(sql`select extract(epoch from (now() - ${units.psSyncedAt}))::float8 as skew from ${units} where ${units.integrationId} = ${tenant.integrationId}`);
+    const [stored] = await db.execute<{ skew: number }>(
+      sql`select extract(epoch from (now() - ${units.psSyncedAt}))::float8 as skew from ${units} where ${units.integrationId} = ${tenant.integrationId}`,
+    );
     expect(Math.abs(stored!.skew)).toBeLessThan(60);
   });
 });

@@ -83,7 +83,12 @@ async function expectRecordedOnce(s: SandboxIntegration, before: Snapshot, jobId
   const want = expectedEvents(before, after);
   const got = await eventsOf(db, s.row.id, jobId);
   const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
-  expect(got.filter((e) => e.type !== 'SYNC_COMPLETE').map(key).sort()).toEqual(want.events.map(key).sort());
+  expect(
+    got
+      .filter((e) => e.type !== 'SYNC_COMPLETE')
+      .map(key)
+      .sort(),
+  ).toEqual(want.events.map(key).sort());
   expect(got.filter((e) => e.type === 'SYNC_COMPLETE')).toHaveLength(1);
   expect(got.at(-1)!.type).toBe('SYNC_COMPLETE');
   expect(done).toMatchObject({ recordsNew: want.created, recordsUpdated: want.updated, recordsSoftDeleted: want.deleted });

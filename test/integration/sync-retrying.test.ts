@@ -51,10 +51,14 @@ describe('a sync retrying a failing source', () => {
     expect(started.status).toBe(202);
     const id = started.body.id as string;
 
-    const waiting = await until('the run to wait for its next attempt', async () => {
-      const r = await admin('GET', `/sync_jobs/${id}`);
-      return r.body.attempt >= 2 && r.body.next_attempt_at ? r.body : undefined;
-    }, 30_000);
+    const waiting = await until(
+      'the run to wait for its next attempt',
+      async () => {
+        const r = await admin('GET', `/sync_jobs/${id}`);
+        return r.body.attempt >= 2 && r.body.next_attempt_at ? r.body : undefined;
+      },
+      30_000,
+    );
     expect(waiting.status).toBe('running');
     expect(waiting.error).toBeNull();
     expect(waiting.last_error).toMatch(/503|unavailable/i);
@@ -83,10 +87,14 @@ describe('a sync retrying a failing source', () => {
     expect(followed.code, followed.stderr).toBe(0);
     expect(followed.stderr).toMatch(/retrying: attempt \d+ (at \d\d:\d\d:\d\dZ|\(running\)) after: .*(503|unavailable)/i);
 
-    const done = await until('the run to succeed', async () => {
-      const r = await admin('GET', `/sync_jobs/${id}`);
-      return r.body.status === 'succeeded' || r.body.status === 'failed' ? r.body : undefined;
-    }, 60_000);
+    const done = await until(
+      'the run to succeed',
+      async () => {
+        const r = await admin('GET', `/sync_jobs/${id}`);
+        return r.body.status === 'succeeded' || r.body.status === 'failed' ? r.body : undefined;
+      },
+      60_000,
+    );
     expect(done).toMatchObject({ status: 'succeeded', attempt: 1, last_error: null, next_attempt_at: null, error: null });
   }, 120_000);
 });

@@ -105,7 +105,11 @@ describe('confirm before soft-deleting', () => {
     };
     for (const e of ENTITIES) expect(falselyDeleted(e), e).toEqual([]);
     const announced = await deletedByEvents(db, s.row.id, job.id);
-    for (const e of ENTITIES) expect(announced[e].filter((x) => !change.deleted[e].includes(x)), e).toEqual([]);
+    for (const e of ENTITIES)
+      expect(
+        announced[e].filter((x) => !change.deleted[e].includes(x)),
+        e,
+      ).toEqual([]);
     // Not by luck: page-number paging skipped records the deletes shifted onto pages already read, and the run found them in the
     // source by id (without this check they were soft-deleted, and came back next run: two false events each).
     const confirmed = await confirmResults(w, job.id);
@@ -124,7 +128,9 @@ describe('confirm before soft-deleting', () => {
       const both = [...announced[e], ...all[e]].sort();
       expect(both, `${e}: each delete announced once, over the two runs`).toEqual([...change.deleted[e]].sort());
     }
-    const revived = (await eventsOf(db, s.row.id, next.id)).filter((e) => e.type.endsWith('_CREATED') && change.deleted.lease.includes((e.data as { x_id: string }).x_id));
+    const revived = (await eventsOf(db, s.row.id, next.id)).filter(
+      (e) => e.type.endsWith('_CREATED') && change.deleted.lease.includes((e.data as { x_id: string }).x_id),
+    );
     expect(revived).toEqual([]);
   });
 });
@@ -170,7 +176,10 @@ describe('quarantine', () => {
     const after = await readCache(db, s.row.id);
     for (const e of ENTITIES) {
       const x = change.corrupted[e][0]!;
-      expect(after[e].find((r) => r.x_id === x), `${e} ${x}`).toEqual(before[e].find((r) => r.x_id === x));
+      expect(
+        after[e].find((r) => r.x_id === x),
+        `${e} ${x}`,
+      ).toEqual(before[e].find((r) => r.x_id === x));
     }
     const evs = await eventsOf(db, s.row.id, job.id);
     const about = (x: string) => evs.filter((e) => (e.data as { x_id?: string }).x_id === x);
@@ -218,7 +227,10 @@ describe('quarantine', () => {
       { syncJobId: recent, entity: 'lease', xId: '1', reason: 'not a decimal amount: "TBD"', createdAt: new Date(Date.now() - 29 * day) },
     ]);
     expect(await purgeSkippedBefore(db, new Date(Date.now() - 30 * day), 1)).toBe(2);
-    const left = await db.select().from(syncSkippedRecords).where(inArray(syncSkippedRecords.syncJobId, [old, recent]));
+    const left = await db
+      .select()
+      .from(syncSkippedRecords)
+      .where(inArray(syncSkippedRecords.syncJobId, [old, recent]));
     expect(left.map((r) => r.syncJobId)).toEqual([recent]);
   });
 
@@ -272,12 +284,16 @@ describe('no stuck runs', () => {
     const beats: unknown[] = [];
     const env = new MockActivityEnvironment();
     env.on('heartbeat', (d: unknown) => beats.push(d));
-    const acts = syncActivitiesFor(db, {
-      read: () => new Promise(() => {}),
-      readChanged: () => new Promise(() => {}),
-      lookup: () => new Promise(() => {}),
-      close: async () => {},
-    }, { stallMs: 400, heartbeatEveryMs: 50 });
+    const acts = syncActivitiesFor(
+      db,
+      {
+        read: () => new Promise(() => {}),
+        readChanged: () => new Promise(() => {}),
+        lookup: () => new Promise(() => {}),
+        close: async () => {},
+      },
+      { stallMs: 400, heartbeatEveryMs: 50 },
+    );
     const t0 = Date.now();
     const err = await env.run(acts.syncEntity, { syncJobId: id, entity: 'property' as const }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApplicationFailure);

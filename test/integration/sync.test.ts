@@ -190,7 +190,10 @@ describe.each(SOURCE_DIALECTS)('sync of a sandbox integration of the %s dialect'
     expect(got.map((e) => e.type)).toEqual(['SYNC_COMPLETE']);
     expect(job).toMatchObject({ recordsNew: 0, recordsUpdated: 0, recordsSoftDeleted: 0 });
     expect(await readCache(db, s.row.id)).toEqual(before);
-    const stale = await db.select({ id: leases.id }).from(leases).where(and(eq(leases.integrationId, s.row.id), eq(leases.contentHash, 'stale')));
+    const stale = await db
+      .select({ id: leases.id })
+      .from(leases)
+      .where(and(eq(leases.integrationId, s.row.id), eq(leases.contentHash, 'stale')));
     expect(stale).toHaveLength(0);
   });
 
@@ -234,7 +237,10 @@ describe.each(SOURCE_DIALECTS)('sync of a sandbox integration of the %s dialect'
       for (const r of changes.renewals) {
         const lease = leases.get(r.x_id)!;
         const evs = got.filter((e) => e.recordId === lease.id);
-        expect(evs.map((e) => e.type), `renewal ${r.x_id}`).toEqual(['LEASE_RENEWED']);
+        expect(
+          evs.map((e) => e.type),
+          `renewal ${r.x_id}`,
+        ).toEqual(['LEASE_RENEWED']);
         expect(evs[0]!.data).toEqual(lease);
         expect(lease).toMatchObject({ status: 'active', is_renewal: true, previous_lease_id: leases.get(r.previous_x_id)!.id });
         seen.set('(new renewal) -> active', 'LEASE_RENEWED');
@@ -246,7 +252,10 @@ describe.each(SOURCE_DIALECTS)('sync of a sandbox integration of the %s dialect'
         const evs = got.filter((e) => e.recordId === lease.id);
         if (from === to) {
           // A transition the dialect's statuses cannot tell apart (buildium: active to notice) is at most an update.
-          expect(evs.map((e) => e.type), `${tr.x_id} ${tr.from}->${tr.to}`).toEqual(evs.length ? ['LEASE_UPDATED'] : []);
+          expect(
+            evs.map((e) => e.type),
+            `${tr.x_id} ${tr.from}->${tr.to}`,
+          ).toEqual(evs.length ? ['LEASE_UPDATED'] : []);
           continue;
         }
         expect(evs, `${tr.x_id} ${tr.from}->${tr.to}`).toHaveLength(1);

@@ -102,7 +102,11 @@ async function ready(url: string, child: ChildProcess): Promise<void> {
     `${url} to answer`,
     async () => {
       if (!procs.running.has(child)) throw new Error(`the process exited: ${procs.stderr.get(child)}`);
-      return (await fetch(url).then((r) => r.ok).catch(() => false)) || undefined;
+      return (
+        (await fetch(url)
+          .then((r) => r.ok)
+          .catch(() => false)) || undefined
+      );
     },
     120_000,
   );
@@ -133,7 +137,13 @@ beforeAll(async () => {
   const { api_key } = await sandbox().createCompany({ companyId, size: 8, seed: 7 });
   const row = await createIntegration(
     db,
-    { organizationId: org.id, mode: 'test', plan: 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: inject('sandboxUrl'), api_key, size: 8, seed: 7 } },
+    {
+      organizationId: org.id,
+      mode: 'test',
+      plan: 'enterprise',
+      sourceType: 'sandbox',
+      sourceConfig: { base_url: inject('sandboxUrl'), api_key, size: 8, seed: 7 },
+    },
     testKeyring(),
   );
   tenant = { integrationId: row.id, companyId, sourceApiKey: api_key };
@@ -175,7 +185,7 @@ describe('traces', () => {
     expect(secret).toBeTruthy();
     const sync = async () => {
       const started = await admin('POST', `/integrations/${tenant.integrationId}/syncs`);
-      await until('the sync to end', async () => ((await admin('GET', `/sync_jobs/${started.id}`)).status === 'succeeded' || undefined), 60_000);
+      await until('the sync to end', async () => (await admin('GET', `/sync_jobs/${started.id}`)).status === 'succeeded' || undefined, 60_000);
       return started as { id: string };
     };
     const job = await sync();
@@ -194,12 +204,19 @@ describe('traces', () => {
     }
 
     // Each delivery's attempt is a span with its delivery id, subscription and outcome.
-    const deliveries = await until('every event relayed and every delivery succeeded', async () => {
-      const undispatched = await db.select({ id: events.id }).from(events).where(and(eq(events.integrationId, tenant.integrationId), isNull(events.dispatchedAt)));
-      if (undispatched.length > 0) return undefined;
-      const rows = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.subscriptionId, subscription.id));
-      return rows.length > 0 && rows.every((d) => d.status === 'succeeded') ? rows : undefined;
-    }, 60_000);
+    const deliveries = await until(
+      'every event relayed and every delivery succeeded',
+      async () => {
+        const undispatched = await db
+          .select({ id: events.id })
+          .from(events)
+          .where(and(eq(events.integrationId, tenant.integrationId), isNull(events.dispatchedAt)));
+        if (undispatched.length > 0) return undefined;
+        const rows = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.subscriptionId, subscription.id));
+        return rows.length > 0 && rows.every((d) => d.status === 'succeeded') ? rows : undefined;
+      },
+      60_000,
+    );
     expect(hooks.received.length).toBeGreaterThanOrEqual(deliveries.length);
     const attempts = await until('an attempt span for every delivery', async () => {
       const ofSub = spans.filter((s) => s.name === 'webhook.attempt' && s.attributes['propsync.subscription_id'] === subscription.id);
@@ -237,7 +254,11 @@ describe('traces', () => {
     const requestId = res.headers.get('x-request-id')!;
     const op = (await res.json()) as { id: string };
 
-    const source = await until('the source call span', async () => spans.find((s) => s.name === 'source.write' && s.attributes['propsync.operation_id'] === op.id), 60_000);
+    const source = await until(
+      'the source call span',
+      async () => spans.find((s) => s.name === 'source.write' && s.attributes['propsync.operation_id'] === op.id),
+      60_000,
+    );
     const root = await until('the request span', async () => spans.find((s) => s.attributes['propsync.request_id'] === requestId));
     expect(root).toMatchObject({ service: 'propsync-api', name: 'PATCH /v1/leases/{id}', parentSpanId: '' });
     expect(root.attributes).toMatchObject({ 'http.route': '/v1/leases/{id}', 'http.response.status_code': 202 });
@@ -253,10 +274,14 @@ describe('traces', () => {
       for (let s: ReceivedSpan | undefined = source; s; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined) links.push(s);
       return links;
     };
-    const chain = await until('the chain up to the request span', async () => {
-      const links = chainOf();
-      return links.at(-1)?.spanId === root.spanId ? links : undefined;
-    }, 30_000).catch(() => chainOf());
+    const chain = await until(
+      'the chain up to the request span',
+      async () => {
+        const links = chainOf();
+        return links.at(-1)?.spanId === root.spanId ? links : undefined;
+      },
+      30_000,
+    ).catch(() => chainOf());
     const names = chain.map((s) => `${s.service}:${s.name}`);
     expect(names[0]).toBe('propsync-worker:source.write');
     expect(names[1]).toBe('propsync-worker:RunActivity:attemptWrite');
@@ -273,7 +298,10 @@ describe('traces', () => {
     }
     // No secret and nothing of the synced residents in any attribute value: not the signing secret, not the source's
     // api key, not a resident's name or email (which the delivered bodies held).
-    const people = await db.select({ firstName: residents.firstName, lastName: residents.lastName, email: residents.email }).from(residents).where(eq(residents.integrationId, tenant.integrationId));
+    const people = await db
+      .select({ firstName: residents.firstName, lastName: residents.lastName, email: residents.email })
+      .from(residents)
+      .where(eq(residents.integrationId, tenant.integrationId));
     expect(people.length).toBeGreaterThan(0);
     const personal = people.flatMap((p) => [p.firstName, p.lastName, p.email]).filter((v): v is string => !!v && v.length >= 3);
     expect(personal.length).toBeGreaterThan(0);

@@ -44,7 +44,11 @@ function spawnChild(orgId: string): ChildProcess {
 
 it('loses nothing and never re-sends an attempt recorded as succeeded when the worker and its relay are killed mid-burst', async () => {
   const integ = await webhookIntegration(db, null);
-  await createSubscription(db, { organizationId: integ.organizationId, integrationId: integ.id, url: receiver.url, eventTypes: ['*'], description: null }, testKeyring());
+  await createSubscription(
+    db,
+    { organizationId: integ.organizationId, integrationId: integ.id, url: receiver.url, eventTypes: ['*'], description: null },
+    testKeyring(),
+  );
   const first = spawnChild(integ.organizationId);
   // A burst recorded as a sync records it: a page's events in one insert, four pages back to back.
   const ids: string[] = [];

@@ -68,9 +68,11 @@ async function subscribe(integrationId: string, url: string, extra: Record<strin
 }
 
 /** A subscription's delivery rows in queue order. */
-const queueOf = (subscriptionId: string) => db.select().from(webhookDeliveries).where(eq(webhookDeliveries.subscriptionId, subscriptionId)).orderBy(webhookDeliveries.seq);
+const queueOf = (subscriptionId: string) =>
+  db.select().from(webhookDeliveries).where(eq(webhookDeliveries.subscriptionId, subscriptionId)).orderBy(webhookDeliveries.seq);
 
-const circuitOf = async (subscriptionId: string) => (await admin('GET', `/webhook_subscriptions/${subscriptionId}`)).body.circuit as { state: string; opened_at: string | null; next_probe_at: string | null };
+const circuitOf = async (subscriptionId: string) =>
+  (await admin('GET', `/webhook_subscriptions/${subscriptionId}`)).body.circuit as { state: string; opened_at: string | null; next_probe_at: string | null };
 
 const attemptOf = (r: { headers: Record<string, unknown> }) => Number(r.headers['x-service-delivery-attempt']);
 
@@ -119,7 +121,12 @@ it('a burst of 2,000 events reaches a healthy subscriber in seconds, once each a
 
   // The hanging neighbour: its first window of requests times out after the real 10 s; the run of failures opens
   // its circuit (shown by the admin API) once the batch has recorded every attempt it made.
-  const circuit = await until('the hanging subscription’s circuit to open', () => circuitOf(hanging.id), (c) => c.state === 'open', 40_000);
+  const circuit = await until(
+    'the hanging subscription’s circuit to open',
+    () => circuitOf(hanging.id),
+    (c) => c.state === 'open',
+    40_000,
+  );
   expect(circuit.opened_at).not.toBeNull();
   expect(circuit.next_probe_at).not.toBeNull();
   const queue = await queueOf(hanging.id);
@@ -181,7 +188,11 @@ it('a sync with a healthy and a hanging subscriber takes no longer than its twin
   const job = await runSync(worker, db, subject!.row);
   const subjectMs = Date.now() - t;
   expect(job.status).toBe('succeeded');
-  expect({ n: job.recordsNew, u: job.recordsUpdated, d: job.recordsSoftDeleted }).toEqual({ n: twinJob.recordsNew, u: twinJob.recordsUpdated, d: twinJob.recordsSoftDeleted });
+  expect({ n: job.recordsNew, u: job.recordsUpdated, d: job.recordsSoftDeleted }).toEqual({
+    n: twinJob.recordsNew,
+    u: twinJob.recordsUpdated,
+    d: twinJob.recordsSoftDeleted,
+  });
   expect(job.recordsNew + job.recordsUpdated + job.recordsSoftDeleted).toBeGreaterThanOrEqual(900);
   expect(subjectMs, `twin ${twinMs} ms`).toBeLessThanOrEqual(Math.max(2 * twinMs, twinMs + 10_000));
 
@@ -211,14 +222,22 @@ it('a failing receiver: its deliveries are dead-lettered by their own workflows,
   const sub = await subscribe(integ.id, r.url, { max_in_flight: 1 });
   const ids = await recordEvents(db, integ, residentUpdates(20, 'fail'));
 
-  const circuit = await until('the circuit to open', () => circuitOf(sub.id), (c) => c.state === 'open');
+  const circuit = await until(
+    'the circuit to open',
+    () => circuitOf(sub.id),
+    (c) => c.state === 'open',
+  );
   expect(circuit.opened_at).not.toBeNull();
   expect(Date.parse(circuit.next_probe_at!)).toBeGreaterThan(Date.parse(circuit.opened_at!));
   // The first probe: one more first attempt, no sooner than the probe delay after the run that opened the circuit.
   const firsts = () => r.received.filter((x) => attemptOf(x) === 1);
   await r.waitFor(() => firsts().length >= CIRCUIT_FAILURES + 1);
   const [third, probe] = [firsts()[CIRCUIT_FAILURES - 1]!, firsts()[CIRCUIT_FAILURES]!];
-  expect(firsts().slice(0, CIRCUIT_FAILURES + 1).map((x) => x.body.id)).toEqual(ids.slice(0, CIRCUIT_FAILURES + 1));
+  expect(
+    firsts()
+      .slice(0, CIRCUIT_FAILURES + 1)
+      .map((x) => x.body.id),
+  ).toEqual(ids.slice(0, CIRCUIT_FAILURES + 1));
   expect(probe.at - third.at).toBeGreaterThanOrEqual(PROBE_MS - 100);
   expect(Date.parse(circuit.opened_at!)).toBeLessThanOrEqual(probe.at);
   // Each failed first attempt went to a workflow of its own, which made attempts 2 and 3 and holds the dead letter.
@@ -239,7 +258,11 @@ it('a failing receiver: its deliveries are dead-lettered by their own workflows,
 
   broken = false;
   // The next probe succeeds and closes the circuit; the rest of the queue follows in order, each once.
-  const closed = await until('the circuit to close', () => circuitOf(sub.id), (c) => c.state === 'closed');
+  const closed = await until(
+    'the circuit to close',
+    () => circuitOf(sub.id),
+    (c) => c.state === 'closed',
+  );
   expect(closed).toEqual({ state: 'closed', opened_at: null, next_probe_at: null });
   const rows = await until(
     'every delivery settled',

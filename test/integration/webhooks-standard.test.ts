@@ -13,7 +13,16 @@ import { verifyStandardWebhook, verifyWebhookSignature } from '../../domain/sign
 import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
 import { until } from '../support/until';
-import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type Received, type WebhookStack } from '../support/webhooks';
+import {
+  recordEvents,
+  residentUpdates,
+  startReceiver,
+  startWebhookStack,
+  webhookIntegration,
+  type Receiver,
+  type Received,
+  type WebhookStack,
+} from '../support/webhooks';
 
 let db: Db;
 let config: Config;
@@ -47,7 +56,11 @@ const answers = new Map<string, (r: Received) => number>();
 
 beforeAll(() => receiver.reply((r) => answers.get(r.path)?.(r) ?? 200));
 
-async function subscribe(integrationId: string, path: string, extra: Record<string, unknown> = {}): Promise<{ id: string; secret: string; standard_webhooks: boolean }> {
+async function subscribe(
+  integrationId: string,
+  path: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; secret: string; standard_webhooks: boolean }> {
   const r = await admin('POST', `/integrations/${integrationId}/webhook_subscriptions`, { url: hookUrl(path), event_types: ['*'], ...extra });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body;
@@ -242,7 +255,13 @@ describe('endpoint health', () => {
       type: 'SUBSCRIPTION_DISABLED',
       category: 'operational',
       integration_id: integ.id,
-      data: { subscription_id: sub.id, url: hookUrl('/gone'), disabled_by: 'gone', reason: expect.stringContaining('410 Gone'), disabled_at: disabled.body.disabled.at },
+      data: {
+        subscription_id: sub.id,
+        url: hookUrl('/gone'),
+        disabled_by: 'gone',
+        reason: expect.stringContaining('410 Gone'),
+        disabled_at: disabled.body.disabled.at,
+      },
     });
     await receiver.waitFor(() => at('/gone-all').length >= 5);
     expect(at('/gone-all').map((r) => r.body.type)).not.toContain('SUBSCRIPTION_DISABLED');

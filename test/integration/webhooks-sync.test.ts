@@ -47,7 +47,12 @@ it('delivers what each sync run records, SYNC_COMPLETE after the run’s changes
   expect(receiver.received.map((r) => r.body.type)).toEqual(['FIRST_SYNC_COMPLETE']);
   expect(receiver.received[0]!.body.data).toMatchObject({ sync_job_id: first.id, records_new: first.recordsNew, records_updated: 0, records_soft_deleted: 0 });
 
-  await sandbox().applyChanges(s.companyId, { update: { lease: 2, resident: 2, unit: 1 }, create: { resident: 1 }, delete: { lease: 1 }, lease_transitions: 2 });
+  await sandbox().applyChanges(s.companyId, {
+    update: { lease: 2, resident: 2, unit: 1 },
+    create: { resident: 1 },
+    delete: { lease: 1 },
+    lease_transitions: 2,
+  });
   const second = await runSync(worker, db, s.row);
   await receiver.waitFor((r) => r.some((x) => x.body.type === 'SYNC_COMPLETE'));
   await new Promise((r) => setTimeout(r, 500));

@@ -23,15 +23,7 @@ import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, ty
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { propertyInput } from '../support/fixtures';
 import { until } from '../support/until';
-import {
-  recordEvents,
-  residentUpdates,
-  startReceiver,
-  startWebhookStack,
-  webhookIntegration,
-  type Receiver,
-  type WebhookStack,
-} from '../support/webhooks';
+import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
 
 /** 7 attempts, 150 ms apart: the real schedule's shape, shrunk. */
 const SCHEDULE = '0,150,150,150,150,150,150';
@@ -153,10 +145,13 @@ describe('subscriptions', () => {
       const r = await admin('POST', `/integrations/${live.id}/webhook_subscriptions`, { url, event_types: ['*'] });
       expectProblem(r, 422, 'validation_error');
       expect(r.body.errors.map((e: any) => e.pointer)).toEqual(['url']);
-      if (url.includes('[')) expect(r.body.errors[0].detail, url).toMatch(/^[0-9a-f:]+ is a special-purpose address \(.+\); a live integration delivers to public hosts only\.$/);
+      if (url.includes('['))
+        expect(r.body.errors[0].detail, url).toMatch(/^[0-9a-f:]+ is a special-purpose address \(.+\); a live integration delivers to public hosts only\.$/);
     }
     expect((await admin('GET', `/integrations/${live.id}/webhook_subscriptions`)).body.results).toEqual([]);
-    expect((await admin('POST', `/integrations/${live.id}/webhook_subscriptions`, { url: 'https://hooks.example.com/in', event_types: ['*'] })).status).toBe(201);
+    expect((await admin('POST', `/integrations/${live.id}/webhook_subscriptions`, { url: 'https://hooks.example.com/in', event_types: ['*'] })).status).toBe(
+      201,
+    );
     const test = await webhookIntegration(db, stack, { mode: 'test' });
     expect((await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url: 'http://127.0.0.1:9/in', event_types: ['*'] })).status).toBe(201);
   });
@@ -176,7 +171,11 @@ describe('subscriptions', () => {
     expectProblem(await admin('GET', '/webhook_subscriptions/nope'), 404, 'not_found');
     expectProblem(await admin('GET', '/webhook_deliveries/whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8'), 404, 'not_found');
     expectProblem(await admin('POST', '/webhook_deliveries/whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8/replay'), 404, 'not_found');
-    expectProblem(await admin('POST', '/integrations/5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f/webhook_subscriptions', { url: 'https://h.example.com', event_types: ['*'] }), 404, 'not_found');
+    expectProblem(
+      await admin('POST', '/integrations/5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f/webhook_subscriptions', { url: 'https://h.example.com', event_types: ['*'] }),
+      404,
+      'not_found',
+    );
   });
 });
 
@@ -210,8 +209,17 @@ describe('delivery', () => {
       });
     }
     // Outcomes are recorded in batches just after the requests: wait until all three are.
-    const [delivery] = await until('the outcomes to be recorded', () => deliveriesOf(sub.id, '&status=succeeded'), (ds) => ds.length === ids.length);
-    expect(delivery).toMatchObject({ status: 'succeeded', attempt_count: 1, next_attempt_at: null, attempts: [{ number: 1, response_status: 200, error: null, response_body: 'ok' }] });
+    const [delivery] = await until(
+      'the outcomes to be recorded',
+      () => deliveriesOf(sub.id, '&status=succeeded'),
+      (ds) => ds.length === ids.length,
+    );
+    expect(delivery).toMatchObject({
+      status: 'succeeded',
+      attempt_count: 1,
+      next_attempt_at: null,
+      attempts: [{ number: 1, response_status: 200, error: null, response_body: 'ok' }],
+    });
     const one = await admin('GET', `/webhook_deliveries/${delivery.id}`);
     expect(one.body.payload).toEqual(JSON.parse(got.find((r) => r.body.id === delivery.event_id)!.raw.toString()));
   });
@@ -382,7 +390,13 @@ describe('delivery', () => {
     expect(r.status).toBe(202);
     expect(r.body.replayed).toBe(3);
     await receiver.waitFor(() => at('/bulk').length >= before + 3);
-    expect(new Set(at('/bulk').slice(before).map((x) => x.body.id))).toEqual(new Set(ids));
+    expect(
+      new Set(
+        at('/bulk')
+          .slice(before)
+          .map((x) => x.body.id),
+      ),
+    ).toEqual(new Set(ids));
     await until(
       () => deliveriesOf(sub.id, '&status=succeeded'),
       (ds) => ds.length === 3,
@@ -403,7 +417,11 @@ describe('delivery', () => {
     expect(r.status).toBe(202);
     expect(r.body.replayed).toBe(2);
     await receiver.waitFor(() => at('/range').length >= 2);
-    expect(at('/range').map((x) => x.body.id).sort()).toEqual([...old].sort());
+    expect(
+      at('/range')
+        .map((x) => x.body.id)
+        .sort(),
+    ).toEqual([...old].sort());
     const bad = await admin('POST', `/webhook_subscriptions/${sub.id}/replay`, { since: new Date().toISOString(), until: since });
     expectProblem(bad, 422, 'validation_error');
     expectProblem(await admin('POST', `/webhook_subscriptions/${sub.id}/replay`, { status: 'succeeded' }), 422, 'validation_error');
@@ -483,7 +501,9 @@ describe('delivery', () => {
     );
     expect(d.attempts).toHaveLength(7);
     for (const a of d.attempts) {
-      expect(a.error).toMatch(/^not sent: the signing secret could not be decrypted \(a stored secret was sealed with key lost, which ENCRYPTION_KEYS does not hold/);
+      expect(a.error).toMatch(
+        /^not sent: the signing secret could not be decrypted \(a stored secret was sealed with key lost, which ENCRYPTION_KEYS does not hold/,
+      );
       expect(a.response_status).toBeNull();
     }
     expect(at('/undecryptable')).toEqual([]);
@@ -540,9 +560,14 @@ describe('delivery', () => {
     const [got] = at('/big');
     expect(got!.raw.length).toBeLessThanOrEqual(1_000_000);
     expect(got!.body.type).toBe('PROPERTY_CREATED');
-    expect(got!.body.data).toEqual({ id: expect.stringMatching(/^prp_/), x_id: 'BIG1', updated_at: expect.any(String), changed: expect.arrayContaining(['custom_data', 'name']), truncated: true });
+    expect(got!.body.data).toEqual({
+      id: expect.stringMatching(/^prp_/),
+      x_id: 'BIG1',
+      updated_at: expect.any(String),
+      changed: expect.arrayContaining(['custom_data', 'name']),
+      truncated: true,
+    });
   });
-
 });
 
 describe('retention', () => {
@@ -557,7 +582,13 @@ describe('retention', () => {
     const old = new Date(Date.now() - RETENTION_MS - 60_000);
     await db.update(events).set({ createdAt: old, dispatchedAt: old }).where(eq(events.id, oldEvent!));
     await db.update(events).set({ dispatchedAt: new Date() }).where(eq(events.id, newEvent!));
-    const base = { subscriptionId: sub.id, organizationId: integ.organizationId, integrationId: integ.id, eventType: 'RESIDENT_UPDATED', status: 'dead_lettered' as const };
+    const base = {
+      subscriptionId: sub.id,
+      organizationId: integ.organizationId,
+      integrationId: integ.id,
+      eventType: 'RESIDENT_UPDATED',
+      status: 'dead_lettered' as const,
+    };
     await db.insert(webhookDeliveries).values([
       { id: 'whd_01M000000000000000000PURGE', eventId: oldEvent!, createdAt: old, ...base },
       { id: 'whd_01M000000000000000000KEEP0', eventId: newEvent!, ...base },
@@ -570,7 +601,9 @@ describe('retention', () => {
     expect(removed.events).toBeGreaterThanOrEqual(1);
     expect(removed.deliveries).toBeGreaterThanOrEqual(1);
     expect((await db.select().from(events).where(eq(events.integrationId, integ.id))).map((e) => e.id)).toEqual([newEvent]);
-    expect((await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.subscriptionId, sub.id))).map((d) => d.id)).toEqual(['whd_01M000000000000000000KEEP0']);
+    expect((await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.subscriptionId, sub.id))).map((d) => d.id)).toEqual([
+      'whd_01M000000000000000000KEEP0',
+    ]);
     expect((await db.select().from(webhookAttempts).where(eq(webhookAttempts.deliveryId, 'whd_01M000000000000000000PURGE'))).length).toBe(0);
   });
 

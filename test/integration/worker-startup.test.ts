@@ -40,7 +40,7 @@ const exists = async (scheduleId: string) =>
       () => false,
     );
 
-it('makes every live integration\'s and automation\'s schedule, removes deleted ones\', and does it again idempotently', async () => {
+it("makes every live integration's and automation's schedule, removes deleted ones', and does it again idempotently", async () => {
   const tenants = await Promise.all(Array.from({ length: 12 }, () => makeTenant(db)));
   // The database is shared with other test files: only this file's organizations.
   const organizationIds = tenants.map((t) => t.organizationId);

@@ -79,7 +79,9 @@ async function operationCount(): Promise<number> {
 async function heldAt(property: any): Promise<{ floorplans: { value: string; label: string }[]; units: any[] }> {
   const full = (await getJson(api.url, `/v1/properties/${property.id}`, key)).body;
   const plans = full.custom_data.floorplans.floorplan;
-  const units = (await getJson(api.url, `/v1/units?property_id=${property.id}&limit=100`, key)).body.results.sort((a: any, b: any) => Number(a.x_id) - Number(b.x_id));
+  const units = (await getJson(api.url, `/v1/units?property_id=${property.id}&limit=100`, key)).body.results.sort(
+    (a: any, b: any) => Number(a.x_id) - Number(b.x_id),
+  );
   return {
     floorplans: (Array.isArray(plans) ? plans : [plans]).map((f: any) => ({ value: String(f.floorplanId), label: f.name })),
     units,
@@ -107,7 +109,10 @@ describe.each(SOURCE_DIALECTS)('GET /v1/write_options/{operation_type} for a pro
       expect(r.headers.get('ratelimit-limit')).toEqual(expect.any(String));
       expect(r.body).toMatchObject({ object: 'write_options', operation_type: type, property_id: property.id });
       const schema = doc.components.schemas[BODY_SCHEMA[type]];
-      expect(r.body.fields.map((f: any) => f.name), type).toEqual(Object.keys(schema.properties));
+      expect(
+        r.body.fields.map((f: any) => f.name),
+        type,
+      ).toEqual(Object.keys(schema.properties));
       for (const f of r.body.fields) {
         expect(f.required, `${type} ${f.name}`).toBe((schema.required ?? []).includes(f.name));
         const coded = (type === 'lease.create' && LEASE_CODED.includes(f.name)) || (type.startsWith('unit.') && f.name === 'floorplan_id');
@@ -127,7 +132,6 @@ describe.each(SOURCE_DIALECTS)('GET /v1/write_options/{operation_type} for a pro
     expect(unit.get('market_rent')).toMatchObject({ type: 'object' });
     expect(byName((await optionsOf('resident.create', property.id, k)).body).get('phones')).toMatchObject({ type: 'array', nullable: true, options: null });
   });
-
 });
 
 describe('GET /v1/write_options/{operation_type}', () => {
@@ -283,7 +287,9 @@ describe('writes checked against the options', () => {
     expect(r.body.errors.map((e: any) => e.pointer).sort()).toEqual(['customer_relationship_type_id', 'lease_term_id', 'unit_space_id']);
     r = await write(api.url, 'POST', '/v1/leases', { ...good, floorplan_id: otherPlan }, { key, idempotencyKey: idem });
     problem(r, 422, 'validation_error');
-    expect(r.body.errors).toEqual([{ pointer: 'floorplan_id', detail: `${otherPlan} is not the floor plan of unit space ${good.unit_space_id}, which is ${good.floorplan_id}` }]);
+    expect(r.body.errors).toEqual([
+      { pointer: 'floorplan_id', detail: `${otherPlan} is not the floor plan of unit space ${good.unit_space_id}, which is ${good.floorplan_id}` },
+    ]);
     expect(await operationCount()).toBe(before);
 
     // The key was never taken: the corrected request makes its Operation under it, and succeeds.
@@ -431,17 +437,26 @@ describe('a unit’s floor plan', () => {
     // The cache as the connector used to leave it: the floor plan inside custom_data, under another content hash.
     await db
       .update(units)
-      .set({ customData: sql`${units.customData} || jsonb_build_object('floorplanId', ${units.floorplanId}::int)`, floorplanId: null, contentHash: 'before-0012' })
+      .set({
+        customData: sql`${units.customData} || jsonb_build_object('floorplanId', ${units.floorplanId}::int)`,
+        floorplanId: null,
+        contentHash: 'before-0012',
+      })
       .where(eq(units.integrationId, t.row.id));
     // The migration's statement, kept to this integration's rows (the test database is shared).
     const statement = readFileSync(new URL('../../db/migrations/0012_unit_floorplan_id.sql', import.meta.url), 'utf8').split('--> statement-breakpoint')[1]!;
     expect(statement).toContain(`WHERE "custom_data" ? 'floorplanId'`);
-    await db.$client.unsafe(statement.replace(`WHERE "custom_data" ? 'floorplanId'`, `WHERE "custom_data" ? 'floorplanId' AND "integration_id" = '${t.row.id}'`));
+    await db.$client.unsafe(
+      statement.replace(`WHERE "custom_data" ? 'floorplanId'`, `WHERE "custom_data" ? 'floorplanId' AND "integration_id" = '${t.row.id}'`),
+    );
     expect((await getJson(api.url, '/v1/units?limit=100', tKey)).body.results).toEqual(listed);
     const job = await runSync(syncs, db, t.row);
     expect(job.status).toBe('succeeded');
     expect((await eventsOf(db, t.row.id, job.id)).filter((e) => e.type === 'UNIT_UPDATED')).toEqual([]);
-    const rehashed = await db.select({ hash: units.contentHash }).from(units).where(and(eq(units.integrationId, t.row.id), eq(units.contentHash, 'before-0012')));
+    const rehashed = await db
+      .select({ hash: units.contentHash })
+      .from(units)
+      .where(and(eq(units.integrationId, t.row.id), eq(units.contentHash, 'before-0012')));
     expect(rehashed).toEqual([]);
   });
 });

@@ -108,7 +108,11 @@ describe('Temporal stopped when a write arrives', () => {
     const opId = /opr_[0-9A-Z]{26}/.exec(r.body.detail)![0];
     await restartTemporal();
     // What the sweeper's schedule runs every minute (started here at once, and for Operations of any age).
-    const swept = await ctl.client.workflow.execute(sweepWrites, { taskQueue: writeTaskQueueOf(taskQueue), workflowId: `sweep-${randomUUID()}`, args: [{ olderThanMs: 0 }] });
+    const swept = await ctl.client.workflow.execute(sweepWrites, {
+      taskQueue: writeTaskQueueOf(taskQueue),
+      workflowId: `sweep-${randomUUID()}`,
+      args: [{ olderThanMs: 0 }],
+    });
     expect(swept.started).toBeGreaterThanOrEqual(1);
     expect((await getOperation(db, opId))!.workflowStartedAt).not.toBeNull();
     const done = await pollOperation(api.url, key, opId, 90_000);

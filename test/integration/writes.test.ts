@@ -11,7 +11,17 @@ import { events, operations } from '../../db/schema';
 import { createApiKey } from '../../db/tenants';
 import { startApi, type TestServer } from '../support/api-server';
 import { makeTenant, testConfig, testDb } from '../support/context';
-import { expectUpdatedShape, readSource, runSync, sandbox, sandboxIntegration, startTestWorker, until, type SandboxIntegration, type TestWorker } from '../support/sync';
+import {
+  expectUpdatedShape,
+  readSource,
+  runSync,
+  sandbox,
+  sandboxIntegration,
+  startTestWorker,
+  until,
+  type SandboxIntegration,
+  type TestWorker,
+} from '../support/sync';
 import { getJson, keyFor, pollOperation, startWriteWorker, write, type WriteWorker } from '../support/writes';
 import { writeTaskQueueOf } from '../../domain/contract';
 import { sweepWrites } from '../../workflows/operation';
@@ -60,7 +70,13 @@ describe.each(SOURCE_DIALECTS)('a write to a %s company, start to finish', (dial
   it('PATCH a lease: 202 queued, then succeeded, the cache and the source both hold the change', async () => {
     const lease = (await getJson(api.url, '/v1/leases?status=active&limit=1', key)).body.results[0];
     const idem = randomUUID();
-    const r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { rent_amount: { amount: 123_456, currency: 'USD' }, occupants: 3 }, { key, idempotencyKey: idem });
+    const r = await write(
+      api.url,
+      'PATCH',
+      `/v1/leases/${lease.id}`,
+      { rent_amount: { amount: 123_456, currency: 'USD' }, occupants: 3 },
+      { key, idempotencyKey: idem },
+    );
     expect(r.status).toBe(202);
     expect(r.headers.get('location')).toBe(`/v1/operations/${r.body.id}`);
     expect(r.body).toMatchObject({
@@ -90,7 +106,10 @@ describe.each(SOURCE_DIALECTS)('a write to a %s company, start to finish', (dial
     const source = (await readSource(s.row)).lease.find((l) => l.x_id === lease.x_id)!;
     expect(source.rent_amount).toEqual({ amount: 123_456, currency: 'USD' });
     // The same event a sync would record, marked with the Operation.
-    const evs = await db.select().from(events).where(and(eq(events.operationId, r.body.id)));
+    const evs = await db
+      .select()
+      .from(events)
+      .where(and(eq(events.operationId, r.body.id)));
     expect(evs.map((e) => e.type)).toEqual(['LEASE_UPDATED']);
     expect(evs[0]!.data).toMatchObject({ id: lease.id, rent_amount: { amount: 123_456, currency: 'USD' }, changed: expect.arrayContaining(['rent_amount']) });
     expectUpdatedShape(evs[0]!.type, evs[0]!.data);
@@ -98,7 +117,13 @@ describe.each(SOURCE_DIALECTS)('a write to a %s company, start to finish', (dial
 
   it('POST a unit, a resident and a lease: each GET of result.id works at once', async () => {
     const property = await first('/v1/properties');
-    const unitOp = await write(api.url, 'POST', '/v1/units', { property_id: property.id, unit_number: `W-${Date.now() % 100000}`, bedrooms: 2, bathrooms: 1, note: 'written' }, { key });
+    const unitOp = await write(
+      api.url,
+      'POST',
+      '/v1/units',
+      { property_id: property.id, unit_number: `W-${Date.now() % 100000}`, bedrooms: 2, bathrooms: 1, note: 'written' },
+      { key },
+    );
     expect(unitOp.status).toBe(202);
     expect(unitOp.body).toMatchObject({ type: 'unit.create', resource: { type: 'unit', id: null, x_id: null } });
     const unitDone = await pollOperation(api.url, key, unitOp.body.id);
@@ -106,7 +131,19 @@ describe.each(SOURCE_DIALECTS)('a write to a %s company, start to finish', (dial
     const unit = (await getJson(api.url, `/v1/units/${unitDone.result.id}`, key)).body;
     expect(unit).toMatchObject({ id: unitDone.resource.id, x_id: unitDone.resource.x_id, property_id: property.id, bedrooms: 2, note: 'written' });
 
-    const resOp = await write(api.url, 'POST', '/v1/residents', { property_id: property.id, first_name: 'Ada', last_name: 'Writer', email: 'ada.writer@example.com', phones: [{ type: 'mobile', number: '+1 312 555 0101', primary: true }] }, { key });
+    const resOp = await write(
+      api.url,
+      'POST',
+      '/v1/residents',
+      {
+        property_id: property.id,
+        first_name: 'Ada',
+        last_name: 'Writer',
+        email: 'ada.writer@example.com',
+        phones: [{ type: 'mobile', number: '+1 312 555 0101', primary: true }],
+      },
+      { key },
+    );
     const resDone = await pollOperation(api.url, key, resOp.body.id);
     expect(resDone.status).toBe('succeeded');
     const resident = (await getJson(api.url, `/v1/residents/${resDone.result.id}`, key)).body;
@@ -129,7 +166,10 @@ describe.each(SOURCE_DIALECTS)('a write to a %s company, start to finish', (dial
       expect(evs.length, op.body.type).toBeGreaterThan(0);
       for (const e of evs) expectUpdatedShape(e.type, e.data);
     }
-    const leaseEvents = await db.select().from(events).where(and(eq(events.operationId, leaseOp.body.id), eq(events.recordId, lease.id)));
+    const leaseEvents = await db
+      .select()
+      .from(events)
+      .where(and(eq(events.operationId, leaseOp.body.id), eq(events.recordId, lease.id)));
     const [leaseEvent] = leaseEvents;
     if (leaseEvent!.type === 'LEASE_UPDATED') {
       expect(leaseEvent!.data).toMatchObject({ id: lease.id, x_id: lease.x_id, updated_at: lease.updated_at, status: lease.status });
@@ -327,11 +367,17 @@ describe('a workflow stopped from outside', () => {
     try {
       const r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 4 }, { key });
       expect(r.status).toBe(202);
-      await until('the first attempt to fail', async () => ((await getJson(api.url, `/v1/operations/${r.body.id}`, key)).body.status === 'running' ? true : undefined));
+      await until('the first attempt to fail', async () =>
+        (await getJson(api.url, `/v1/operations/${r.body.id}`, key)).body.status === 'running' ? true : undefined,
+      );
       await writes.client.workflow.getHandle(r.body.id).terminate('stuck, stopped by the on-call operator');
       // What the sweeper's schedule runs every minute (here at once; Temporal's list of closed workflows lags a moment).
       const sweep = () =>
-        writes.client.workflow.execute(sweepWrites, { taskQueue: writeTaskQueueOf(config.TEMPORAL_TASK_QUEUE), workflowId: `sweep-${randomUUID()}`, args: [{}] });
+        writes.client.workflow.execute(sweepWrites, {
+          taskQueue: writeTaskQueueOf(config.TEMPORAL_TASK_QUEUE),
+          workflowId: `sweep-${randomUUID()}`,
+          args: [{}],
+        });
       const failed = await until('the sweeper to fail the Operation', async () => {
         await sweep();
         const o = (await getJson(api.url, `/v1/operations/${r.body.id}`, key)).body;
@@ -360,7 +406,9 @@ describe('a workflow stopped from outside', () => {
  * floor plan, a 12-month term, a mobile phone): so the same body suits a company of either dialect.
  */
 async function leaseBody(key: string, property: any, unit: any) {
-  const fields = new Map<string, any>((await getJson(api.url, `/v1/write_options/lease.create?property_id=${property.id}`, key)).body.fields.map((f: any) => [f.name, f]));
+  const fields = new Map<string, any>(
+    (await getJson(api.url, `/v1/write_options/lease.create?property_id=${property.id}`, key)).body.fields.map((f: any) => [f.name, f]),
+  );
   const pick = (name: string, label?: RegExp) => {
     const options = fields.get(name).options as { value: string; label: string }[];
     return ((label && options.find((o) => label.test(o.label))) || options[0]!).value;

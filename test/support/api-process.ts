@@ -31,7 +31,13 @@ export async function startApiProcess(procs: Processes, env: Record<string, stri
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (!procs.running.has(child)) throw new Error(`the API process exited: ${procs.stderr.get(child)}`);
-    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) throw new Error(`the API process did not answer in 60 s: ${procs.stderr.get(child)}`);
     await new Promise((r) => setTimeout(r, 100));
   }

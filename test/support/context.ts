@@ -62,15 +62,18 @@ export interface Tenant {
 }
 
 /** A fresh organization with one integration and a key of the given mode. */
-export async function makeTenant(
-  db: Db,
-  opts: { mode?: Mode; plan?: Plan; scopes?: Scope[]; name?: string } = {},
-): Promise<Tenant> {
+export async function makeTenant(db: Db, opts: { mode?: Mode; plan?: Plan; scopes?: Scope[]; name?: string } = {}): Promise<Tenant> {
   const mode = opts.mode ?? 'test';
   const org = await createOrganization(db, { name: opts.name ?? `org-${randomUUID().slice(0, 8)}` });
   const integration = await createIntegration(
     db,
-    { organizationId: org.id, mode, plan: opts.plan ?? 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
+    {
+      organizationId: org.id,
+      mode,
+      plan: opts.plan ?? 'enterprise',
+      sourceType: 'sandbox',
+      sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+    },
     testKeyring(),
   );
   const { key } = await createApiKey(db, { organizationId: org.id, mode, scopes: opts.scopes });

@@ -203,7 +203,10 @@ export async function jobsOf(db: Db, integrationId: string): Promise<SyncJobRow[
 
 export async function liveCount(db: Db, integrationId: string, entity: Entity): Promise<number> {
   const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
-  const rows = await db.select({ id: t.id }).from(t).where(and(eq(t.integrationId, integrationId), isNull(t.deletedAt)));
+  const rows = await db
+    .select({ id: t.id })
+    .from(t)
+    .where(and(eq(t.integrationId, integrationId), isNull(t.deletedAt)));
   return rows.length;
 }
 
@@ -298,7 +301,10 @@ export function expectUpdatedShape(type: string, data: Record<string, unknown>):
   const changed = data.changed as string[];
   expect(Array.isArray(changed), `${type} carries changed`).toBe(true);
   const allowed = new Set(['id', 'x_id', 'updated_at', 'changed', ...changed, ...(data.truncated === true ? ['truncated'] : [])]);
-  expect(Object.keys(data).filter((k) => !allowed.has(k)), `${type} fields outside changed`).toEqual([]);
+  expect(
+    Object.keys(data).filter((k) => !allowed.has(k)),
+    `${type} fields outside changed`,
+  ).toEqual([]);
   if (data.truncated !== true) for (const k of changed) expect(k in data, `${type} carries ${k}`).toBe(true);
   for (const k of ['id', 'x_id', 'updated_at']) expect(k in data, `${type} carries ${k}`).toBe(true);
 }
@@ -306,7 +312,6 @@ export function expectUpdatedShape(type: string, data: Record<string, unknown>):
 function changedBetween(a: Record<string, unknown>, b: Record<string, unknown>): string[] {
   return Object.keys(b).filter((k) => !BOOKKEEPING.has(k) && JSON.stringify(a[k]) !== JSON.stringify(b[k]));
 }
-
 
 /** docs/decisions.md, "Lease lifecycle events", written out independently of domain/events.ts. */
 export function lifecycleOf(status: string | null, isRenewal: boolean | null): string | null {

@@ -67,7 +67,8 @@ export async function startReceiver(): Promise<Receiver> {
         hanging.add(() => res.destroy());
         return;
       }
-      const answer = (status: number) => res.writeHead(status, { 'content-type': 'text/plain' }).end(status >= 200 && status < 300 ? 'ok' : `no thanks (${status})`);
+      const answer = (status: number) =>
+        res.writeHead(status, { 'content-type': 'text/plain' }).end(status >= 200 && status < 300 ? 'ok' : `no thanks (${status})`);
       if (typeof reply === 'number') return void answer(reply);
       const timer = setTimeout(() => {
         hanging.delete(cancel);
@@ -91,7 +92,11 @@ export async function startReceiver(): Promise<Receiver> {
       replyFn = fn;
     },
     waitFor(predicate, timeoutMs = 30_000) {
-      return until('the receiver to get what was awaited', () => received, predicate, { timeoutMs, intervalMs: 25, detail: () => `${received.length} received` });
+      return until('the receiver to get what was awaited', () => received, predicate, {
+        timeoutMs,
+        intervalMs: 25,
+        detail: () => `${received.length} received`,
+      });
     },
     async close() {
       for (const h of hanging) h();
@@ -143,7 +148,13 @@ export async function webhookIntegration(db: Db, stack: Pick<WebhookStack, 'orgs
   stack?.orgs.add(org.id);
   return createIntegration(
     db,
-    { organizationId: org.id, mode: opts.mode ?? 'test', plan: opts.plan ?? 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
+    {
+      organizationId: org.id,
+      mode: opts.mode ?? 'test',
+      plan: opts.plan ?? 'scale',
+      sourceType: 'sandbox',
+      sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+    },
     // Sealed with the test configuration's key (this module is also used by the bench, outside vitest).
     createKeyring(parseConfig({}).ENCRYPTION_KEYS),
   );
@@ -170,6 +181,12 @@ export async function recordEvents(db: Db, integration: IntegrationRow, drafts: 
 export function residentUpdates(n: number, tag = 'x'): { type: EventType; data: Record<string, unknown> }[] {
   return Array.from({ length: n }, (_, i) => ({
     type: 'RESIDENT_UPDATED' as const,
-    data: { id: `res_${tag}${i}`, x_id: String(1000 + i), phones: [{ type: 'mobile', number: `555-01${i}`, primary: true }], updated_at: new Date().toISOString(), changed: ['phones'] },
+    data: {
+      id: `res_${tag}${i}`,
+      x_id: String(1000 + i),
+      phones: [{ type: 'mobile', number: `555-01${i}`, primary: true }],
+      updated_at: new Date().toISOString(),
+      changed: ['phones'],
+    },
   }));
 }

@@ -18,7 +18,7 @@ export interface WriteWorker {
 }
 
 /** The write worker of this file's task queue, in this process until stop(). */
-export async function startWriteWorker(config: Config, db: Db, ): Promise<WriteWorker> {
+export async function startWriteWorker(config: Config, db: Db): Promise<WriteWorker> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const worker = await createWriteWorker({ config, db, connection });

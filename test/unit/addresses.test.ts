@@ -161,7 +161,9 @@ describe('the guard of live deliveries', () => {
       ['https://2130706433/', '127.0.0.1'],
       ['https://169.254.169.254/latest/meta-data', '169.254.169.254'],
     ] as const) {
-      expect(refusalOf(new URL(url), true), url).toMatch(new RegExp(`^refused: ${shown.replace(/[.]/g, '\\.')} is a special-purpose address \\(.+\\), not a public one$`));
+      expect(refusalOf(new URL(url), true), url).toMatch(
+        new RegExp(`^refused: ${shown.replace(/[.]/g, '\\.')} is a special-purpose address \\(.+\\), not a public one$`),
+      );
       expect(refusalOf(new URL(url), false), url).toBeNull();
     }
     expect(refusalOf(new URL('https://[2606:4700:4700::1111]/in'), true)).toBeNull();
@@ -184,7 +186,9 @@ describe('the guard of live deliveries', () => {
     for (const address of ['::ffff:0:7f00:1', '::7f00:1', '2002:a9fe:a9fe::', '64:ff9b::a00:1']) {
       const err = await lookup(['93.184.216.34', address]).catch((e: unknown) => e);
       expect(err, address).toBeInstanceOf(GuardRefusal);
-      expect((err as Error).message).toBe(`refused: rebind.example.test resolves to ${address}, a special-purpose address (${blockedRangeOf(address)}), not a public one`);
+      expect((err as Error).message).toBe(
+        `refused: rebind.example.test resolves to ${address}, a special-purpose address (${blockedRangeOf(address)}), not a public one`,
+      );
     }
     await expect(lookup(['93.184.216.34', '2606:4700:4700::1111'])).resolves.toBe('93.184.216.34');
   });

@@ -85,7 +85,8 @@ describe('dates and times', () => {
   it('reads UTC times to ISO 8601 with milliseconds, and refuses times without Z', () => {
     expect(timeOf('2025-06-30T23:59:59Z')).toBe('2025-06-30T23:59:59.000Z');
     expect(timeOf('2025-06-30T23:59:59.5Z')).toBe('2025-06-30T23:59:59.500Z');
-    for (const bad of ['2025-06-30T23:59:59', '2025-06-30T23:59:59-05:00', '2025-06-30 23:59:59Z', '2025-06-31T00:00:00Z']) expect(() => timeOf(bad)).toThrow(/not a UTC time/);
+    for (const bad of ['2025-06-30T23:59:59', '2025-06-30T23:59:59-05:00', '2025-06-30 23:59:59Z', '2025-06-31T00:00:00Z'])
+      expect(() => timeOf(bad)).toThrow(/not a UTC time/);
   });
 });
 
@@ -114,7 +115,13 @@ describe('records', () => {
       market_rent: null,
       address: null,
     });
-    expect(Object.keys(mapUnit(unit({ Zeta: 1, Alpha: 2 })).custom_data)).toEqual(['Address.AddressLine3', 'Alpha', 'CreatedDateTime', 'LastUpdatedDateTime', 'Zeta']);
+    expect(Object.keys(mapUnit(unit({ Zeta: 1, Alpha: 2 })).custom_data)).toEqual([
+      'Address.AddressLine3',
+      'Alpha',
+      'CreatedDateTime',
+      'LastUpdatedDateTime',
+      'Zeta',
+    ]);
   });
 
   it('maps a lease: status and type folded, roles, renewal, dates kept, money in minor units', () => {
@@ -142,8 +149,16 @@ describe('records', () => {
       ],
     });
     expect(m.custom_data).toMatchObject({ Occupants: 2, UnitNumber: '101' });
-    expect(mapLease(lease({ LeaseStatus: 'Active', LeaseType: 'AtWill', LeaseToDate: null }))).toMatchObject({ status: 'active', type: 'month_to_month', end_date: null });
-    expect(mapLease(lease({ LeaseStatus: 'Past', LeaseType: 'Fixed', Rent: null }))).toMatchObject({ status: 'ended', type: 'fixed', rent_amount: { amount: 0, currency: 'USD' } });
+    expect(mapLease(lease({ LeaseStatus: 'Active', LeaseType: 'AtWill', LeaseToDate: null }))).toMatchObject({
+      status: 'active',
+      type: 'month_to_month',
+      end_date: null,
+    });
+    expect(mapLease(lease({ LeaseStatus: 'Past', LeaseType: 'Fixed', Rent: null }))).toMatchObject({
+      status: 'ended',
+      type: 'fixed',
+      rent_amount: { amount: 0, currency: 'USD' },
+    });
   });
 
   it('maps a tenant: status folded, phones typed with the first one primary, the primary address', () => {
@@ -159,7 +174,15 @@ describe('records', () => {
         { Number: '757-555-0100', Type: 'Work' },
       ],
       DateOfBirth: '1918-08-26',
-      PrimaryAddress: { AddressLine1: '1 Langley Blvd', AddressLine2: null, AddressLine3: null, City: 'Hampton', State: 'VA', PostalCode: '23681', Country: null },
+      PrimaryAddress: {
+        AddressLine1: '1 Langley Blvd',
+        AddressLine2: null,
+        AddressLine3: null,
+        City: 'Hampton',
+        State: 'VA',
+        PostalCode: '23681',
+        Country: null,
+      },
       Status: 'Current',
     });
     expect(t).toMatchObject({
@@ -178,7 +201,19 @@ describe('records', () => {
 
   it('maps a rental property: active flag, sub-type and policies in CDM style, photos as media', () => {
     expect(
-      mapProperty({ Id: 3, Name: 'Elm Court', IsActive: false, RentalType: 'Residential', RentalSubType: 'MultiFamily', PetPolicy: 'Not Allowed', SmokingPolicy: 'Designated Areas', Photos: [{ Url: 'https://example.com/1.jpg', Caption: null }], Latitude: 30.25, Longitude: -97.75, YearBuilt: null }),
+      mapProperty({
+        Id: 3,
+        Name: 'Elm Court',
+        IsActive: false,
+        RentalType: 'Residential',
+        RentalSubType: 'MultiFamily',
+        PetPolicy: 'Not Allowed',
+        SmokingPolicy: 'Designated Areas',
+        Photos: [{ Url: 'https://example.com/1.jpg', Caption: null }],
+        Latitude: 30.25,
+        Longitude: -97.75,
+        YearBuilt: null,
+      }),
     ).toMatchObject({
       x_id: '3',
       name: 'Elm Court',
@@ -225,9 +260,15 @@ function wired(replies: { status: number; body?: unknown; headers?: Record<strin
       body: typeof init?.body === 'string' ? JSON.parse(init.body) : undefined,
     });
     const r = replies.shift() ?? { status: 500 };
-    return new Response(r.body === undefined ? '' : JSON.stringify(r.body), { status: r.status, headers: { 'content-type': 'application/json', ...r.headers } });
+    return new Response(r.body === undefined ? '' : JSON.stringify(r.body), {
+      status: r.status,
+      headers: { 'content-type': 'application/json', ...r.headers },
+    });
   };
-  const conn = createConnector({ dialect: 'buildium', base_url: 'http://pms.test/', client_id: 'cid', client_secret: 'secret' }, { fetch: fetchFn, backoffMs: 1, sleep: async () => {} });
+  const conn = createConnector(
+    { dialect: 'buildium', base_url: 'http://pms.test/', client_id: 'cid', client_secret: 'secret' },
+    { fetch: fetchFn, backoffMs: 1, sleep: async () => {} },
+  );
   return { conn, asked };
 }
 
@@ -262,7 +303,9 @@ describe('the client on the wire', () => {
   });
 
   it('sets a record it cannot read aside with its id and reason, and reads the rest of the page', async () => {
-    const { conn } = wired([{ status: 200, body: [unit({ MarketRent: 'call for price' }), { Name: 'no id' }, unit({ Id: 9 })], headers: { 'x-total-count': '3' } }]);
+    const { conn } = wired([
+      { status: 200, body: [unit({ MarketRent: 'call for price' }), { Name: 'no id' }, unit({ Id: 9 })], headers: { 'x-total-count': '3' } },
+    ]);
     const page = await conn.readPage('unit', 1, 50);
     expect(page.records.map((r) => r.x_id)).toEqual(['9']);
     expect(page.skipped).toEqual([
@@ -351,10 +394,16 @@ describe('the client on the wire', () => {
   });
 
   it('turns a validation failure into a permanent error carrying the source’s field messages', async () => {
-    const { conn } = wired([{ status: 400, body: { UserMessage: 'Validation failed', Errors: [{ Key: 'FloorPlanId', Value: 'The floor plan is not the unit’s.' }] } }]);
+    const { conn } = wired([
+      { status: 400, body: { UserMessage: 'Validation failed', Errors: [{ Key: 'FloorPlanId', Value: 'The floor plan is not the unit’s.' }] } },
+    ]);
     const err = await conn.create('unit', { property_x_id: '3', unit_number: 'X', floorplan_id: '99' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SourcePermanentError);
-    expect(err).toMatchObject({ status: 400, code: 'VALIDATION_FAILED', message: 'POST /v1/rentals/units: source rejected the request: Validation failed: FloorPlanId: The floor plan is not the unit’s.' });
+    expect(err).toMatchObject({
+      status: 400,
+      code: 'VALIDATION_FAILED',
+      message: 'POST /v1/rentals/units: source rejected the request: Validation failed: FloorPlanId: The floor plan is not the unit’s.',
+    });
   });
 
   it('classifies a write’s 429 and 5xx, sent once: rate limited applied nothing, a 5xx may have', async () => {
@@ -371,7 +420,10 @@ describe('the client on the wire', () => {
   });
 
   it('reads one record, and null for one the source does not have', async () => {
-    const { conn } = wired([{ status: 200, body: unit({ Id: 7 }) }, { status: 404, body: { UserMessage: 'not found' } }]);
+    const { conn } = wired([
+      { status: 200, body: unit({ Id: 7 }) },
+      { status: 404, body: { UserMessage: 'not found' } },
+    ]);
     expect((await conn.readOne('unit', '7'))!.x_id).toBe('7');
     expect(await conn.readOne('unit', '8')).toBeNull();
     expect(await conn.readOne('unit', 'not-an-id')).toBeNull();

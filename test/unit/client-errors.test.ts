@@ -12,14 +12,22 @@ function parse(raw: string) {
   const at = raw.indexOf('\r\n\r\n');
   const [status, ...headers] = raw.slice(0, at).split('\r\n');
   const body = raw.slice(at + 4);
-  return { status, headers: Object.fromEntries(headers.map((h) => h.split(': ') as [string, string])), body, json: JSON.parse(body) as Record<string, unknown> };
+  return {
+    status,
+    headers: Object.fromEntries(headers.map((h) => h.split(': ') as [string, string])),
+    body,
+    json: JSON.parse(body) as Record<string, unknown>,
+  };
 }
 
-const error = (code: string, message: string, rawPacket?: string) => Object.assign(new Error(message), { code, rawPacket: rawPacket === undefined ? undefined : Buffer.from(rawPacket, 'latin1') });
+const error = (code: string, message: string, rawPacket?: string) =>
+  Object.assign(new Error(message), { code, rawPacket: rawPacket === undefined ? undefined : Buffer.from(rawPacket, 'latin1') });
 
 describe('clientErrorResponse', () => {
   it('is a whole problem+json response that closes the connection, with a fresh request id', () => {
-    const r = parse(clientErrorResponse(error('HPE_HEADER_OVERFLOW', 'Parse Error: Header overflow', 'GET /v1/leases?limit=5 HTTP/1.1\r\nHost: x\r\nX-Big: aaaa'), bases));
+    const r = parse(
+      clientErrorResponse(error('HPE_HEADER_OVERFLOW', 'Parse Error: Header overflow', 'GET /v1/leases?limit=5 HTTP/1.1\r\nHost: x\r\nX-Big: aaaa'), bases),
+    );
     expect(r.status).toBe('HTTP/1.1 431 Request Header Fields Too Large');
     expect(r.headers).toEqual({
       'content-type': 'application/problem+json',

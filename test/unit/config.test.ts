@@ -41,7 +41,12 @@ describe('configuration', () => {
     expect(c).toMatchObject({ PORT: 3000, TEMPORAL_PORT: 7233, TEMPORAL_UI_PORT: 8233, SANDBOX_PORT: 4010, SERVED_MODES: ['test', 'live'] });
     expect(c.TEMPORAL_ADDRESS).toBeUndefined();
     // Unset DATABASE_URL: npm start runs an embedded Postgres; a process started on its own uses the local default.
-    expect(c).toMatchObject({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/propsync', DATABASE_URL_SET: false, DATA_DIR: '.data', EMBEDDED_PG_PORT: 54329 });
+    expect(c).toMatchObject({
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/propsync',
+      DATABASE_URL_SET: false,
+      DATA_DIR: '.data',
+      EMBEDDED_PG_PORT: 54329,
+    });
     expect(parseConfig({ DATABASE_URL: 'postgres://u@db:5432/x' })).toMatchObject({ DATABASE_URL: 'postgres://u@db:5432/x', DATABASE_URL_SET: true });
     expect(c.SANDBOX_URL).toBe('http://127.0.0.1:4010');
     expect(c.DOCS_BASE_URL).toBe('http://127.0.0.1:3000/docs');
@@ -125,7 +130,9 @@ describe('serving live mode', () => {
 
   it('refuses the public development key as the active key, but keeps it as an older one for re-encryption', () => {
     const dev = parseConfig({}).ENCRYPTION_KEYS[0]!.key.toString('base64');
-    expect(liveRefusal({ ...LIVE_READY, ENCRYPTION_KEYS: `mine:${dev}` })).toMatch(/^ {2}ENCRYPTION_KEYS: unset, or its first \(active\) key is the public development key/m);
+    expect(liveRefusal({ ...LIVE_READY, ENCRYPTION_KEYS: `mine:${dev}` })).toMatch(
+      /^ {2}ENCRYPTION_KEYS: unset, or its first \(active\) key is the public development key/m,
+    );
     const env = { ...LIVE_READY, ENCRYPTION_KEYS: `k1:${key()},dev:${dev}` };
     expect(parseConfig(env).ENCRYPTION_KEYS.map((k) => k.kid)).toEqual(['k1', 'dev']);
     expect(liveRefusal(env)).toBeUndefined();
@@ -139,8 +146,11 @@ describe('serving live mode', () => {
     const { execFile } = await import('node:child_process');
     const run = (env: Record<string, string>) =>
       new Promise<{ code: number | null; stderr: string }>((done) => {
-        const child = execFile(process.execPath, ['--import', 'tsx', 'api/main.ts'], { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 }, (err, _out, stderr) =>
-          done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+        const child = execFile(
+          process.execPath,
+          ['--import', 'tsx', 'api/main.ts'],
+          { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 },
+          (err, _out, stderr) => done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
         );
         child.stdin?.end();
       });
@@ -166,7 +176,12 @@ describe('the Temporal connection', () => {
   it('reads an mTLS client certificate, a CA and a server name from files', () => {
     const dir = mkdtempSync(join(tmpdir(), 'propsync-tls-'));
     try {
-      for (const [f, v] of [['c.pem', 'CERT'], ['k.pem', 'KEY'], ['ca.pem', 'CA']]) writeFileSync(join(dir, f!), v!);
+      for (const [f, v] of [
+        ['c.pem', 'CERT'],
+        ['k.pem', 'KEY'],
+        ['ca.pem', 'CA'],
+      ])
+        writeFileSync(join(dir, f!), v!);
       const c = parseConfig({
         TEMPORAL_ADDRESS: 'temporal.internal:7233',
         TEMPORAL_TLS_CERT_PATH: join(dir, 'c.pem'),

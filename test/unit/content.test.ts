@@ -46,7 +46,9 @@ describe('content identity of a mapped record', () => {
 
 describe('canonicalJson, the one both record comparison and idempotency keys use', () => {
   it('sorts keys at every depth, arrays inside arrays included, and keeps array order', () => {
-    expect(canonicalJson({ b: [[{ d: 1, c: 2 }, 'x'], { f: { h: 1, g: 2 }, e: [] }], a: {} })).toBe('{"a":{},"b":[[{"c":2,"d":1},"x"],{"e":[],"f":{"g":2,"h":1}}]}');
+    expect(canonicalJson({ b: [[{ d: 1, c: 2 }, 'x'], { f: { h: 1, g: 2 }, e: [] }], a: {} })).toBe(
+      '{"a":{},"b":[[{"c":2,"d":1},"x"],{"e":[],"f":{"g":2,"h":1}}]}',
+    );
     expect(canonicalJson([3, 1, 2])).toBe('[3,1,2]');
   });
 
@@ -68,10 +70,14 @@ describe('canonicalJson, the one both record comparison and idempotency keys use
 
   // The request hash is stored with its idempotency key for 24 hours: a different text for the same body would turn a
   // retry of an accepted write into a 409. These are the bytes and the hash the service has always produced.
-  const body = JSON.parse('{"unit_id":"uni_01","z":[3,{"b":[[2,1],{"y":null,"x":"é\\u2028\\""}],"a":true}],"10":1,"9":{"":0,"A":-0.5e-7},"custom_data":{"k":[]},"empty":{},"name":"Ünïcode 😀"}');
+  const body = JSON.parse(
+    '{"unit_id":"uni_01","z":[3,{"b":[[2,1],{"y":null,"x":"é\\u2028\\""}],"a":true}],"10":1,"9":{"":0,"A":-0.5e-7},"custom_data":{"k":[]},"empty":{},"name":"Ünïcode 😀"}',
+  );
 
   it('writes a request body exactly as idempotency keys were stored', () => {
-    expect(canonicalJson(body)).toBe('{"10":1,"9":{"":0,"A":-5e-8},"custom_data":{"k":[]},"empty":{},"name":"Ünïcode 😀","unit_id":"uni_01","z":[3,{"a":true,"b":[[2,1],{"x":"é\u2028\\"","y":null}]}]}');
+    expect(canonicalJson(body)).toBe(
+      '{"10":1,"9":{"":0,"A":-5e-8},"custom_data":{"k":[]},"empty":{},"name":"Ünïcode 😀","unit_id":"uni_01","z":[3,{"a":true,"b":[[2,1],{"x":"é\u2028\\"","y":null}]}]}',
+    );
     expect(requestHashOf('post', '/v1/leases/lea_01/residents', body)).toBe('6ae15b8ab04a00f4642ad7d383043734392872325eef3d9165d3b6bcfb08400c');
   });
 
@@ -81,6 +87,8 @@ describe('canonicalJson, the one both record comparison and idempotency keys use
     expect(requestHashOf('POST', '/v1/leases/lea_01/residents', a)).toBe(requestHashOf('post', '/v1/leases/lea_01/residents', b));
     expect(requestHashOf('PATCH', '/v1/leases/lea_01/residents', body)).not.toBe(requestHashOf('POST', '/v1/leases/lea_01/residents', body));
     expect(requestHashOf('POST', '/v1/leases/lea_02/residents', body)).not.toBe(requestHashOf('POST', '/v1/leases/lea_01/residents', body));
-    expect(requestHashOf('POST', '/v1/leases/lea_01/residents', { ...body, name: 'other' })).not.toBe(requestHashOf('POST', '/v1/leases/lea_01/residents', body));
+    expect(requestHashOf('POST', '/v1/leases/lea_01/residents', { ...body, name: 'other' })).not.toBe(
+      requestHashOf('POST', '/v1/leases/lea_01/residents', body),
+    );
   });
 });

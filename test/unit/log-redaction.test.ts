@@ -31,7 +31,10 @@ describe('redactLogObject', () => {
   });
 
   it('turns errors into plain objects and redacts their own fields and causes', () => {
-    const err = Object.assign(new Error('upstream said no', { cause: new Error('socket hang up') }), { code: 'E1', config: { headers: { Authorization: 'Bearer abc' } } });
+    const err = Object.assign(new Error('upstream said no', { cause: new Error('socket hang up') }), {
+      code: 'E1',
+      config: { headers: { Authorization: 'Bearer abc' } },
+    });
     const out = redactLogObject({ err }) as { err: Record<string, any> };
     expect(out.err).toMatchObject({ type: 'Error', message: 'upstream said no: socket hang up', code: 'E1', config: { headers: { Authorization: REDACTED } } });
     expect(out.err.stack).toContain('upstream said no');
@@ -50,7 +53,20 @@ describe('redactLogObject', () => {
   });
 
   it('recognises sensitive keys by name, whatever their case and separators', () => {
-    for (const k of ['api_key', 'apiKey', 'API-KEY', 'X-Api-Key', 'secret', 'webhook_secret', 'signingSecret', 'ADMIN_TOKEN', 'access_token', 'Authorization', 'Set-Cookie', 'encryption_keys']) {
+    for (const k of [
+      'api_key',
+      'apiKey',
+      'API-KEY',
+      'X-Api-Key',
+      'secret',
+      'webhook_secret',
+      'signingSecret',
+      'ADMIN_TOKEN',
+      'access_token',
+      'Authorization',
+      'Set-Cookie',
+      'encryption_keys',
+    ]) {
       expect(isSensitiveKey(k), k).toBe(true);
     }
     for (const k of ['key_prefix', 'base_url', 'tokens_used', 'previous_secret_expires_at', 'integration_id']) expect(isSensitiveKey(k), k).toBe(false);

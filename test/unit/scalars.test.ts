@@ -15,7 +15,11 @@ import type { z } from '@hono/zod-openapi';
 type Target = Parameters<typeof validationError>[1];
 
 /** What the caller gets: `ok` with the parsed value, or the status and the pointers of the problem. */
-function answer(schema: z.ZodType, input: unknown, target: Target): { ok: true; value: any } | { ok: false; status: number; pointers: string[]; detail: string } {
+function answer(
+  schema: z.ZodType,
+  input: unknown,
+  target: Target,
+): { ok: true; value: any } | { ok: false; status: number; pointers: string[]; detail: string } {
   const r = schema.safeParse(input);
   if (r.success) return { ok: true, value: r.data };
   const err = validationError(r.error, target);
@@ -74,7 +78,11 @@ describe('datetime bounds', () => {
   });
 
   it('an unencoded + (read as a space) is the offset it stands for, bounds included', () => {
-    expect(answer(ResidentListQuery, { created_before: '0001-01-01T01:04:22 04:05' }, 'query')).toMatchObject({ ok: false, status: 422, pointers: ['created_before'] });
+    expect(answer(ResidentListQuery, { created_before: '0001-01-01T01:04:22 04:05' }, 'query')).toMatchObject({
+      ok: false,
+      status: 422,
+      pointers: ['created_before'],
+    });
     expect(answer(ResidentListQuery, { created_before: '0001-01-02T01:04:22 04:05' }, 'query')).toMatchObject({ ok: true });
   });
 
@@ -124,15 +132,27 @@ describe('date bounds', () => {
 describe('text', () => {
   it('refuses NUL, in a query (400) and in a body (422 at the field)', () => {
     expect(answer(ResidentListQuery, { email: 'a\u0000b' }, 'query')).toMatchObject({ ok: false, status: 400, detail: expect.stringContaining('email') });
-    expect(answer(ResidentListQuery, { property_id: 'prp_1,\u0000' }, 'query')).toMatchObject({ ok: false, status: 400, detail: expect.stringContaining('property_id') });
+    expect(answer(ResidentListQuery, { property_id: 'prp_1,\u0000' }, 'query')).toMatchObject({
+      ok: false,
+      status: 400,
+      detail: expect.stringContaining('property_id'),
+    });
     const body = answer(ResidentCreateBody, { property_id: 'prp_\u0000', first_name: 'A\u0000', last_name: ' ' }, 'json');
     expect(body).toMatchObject({ ok: false, status: 422 });
     expect((body as { pointers: string[] }).pointers.sort()).toEqual(['first_name', 'last_name', 'property_id']);
   });
 
   it('says why: NUL, or blank', () => {
-    expect(text().safeParse('a\u0000').error?.issues.map((i) => i.message)).toEqual([NUL_DETAIL]);
-    expect(text().safeParse('  ').error?.issues.map((i) => i.message)).toEqual(['must not be blank']);
+    expect(
+      text()
+        .safeParse('a\u0000')
+        .error?.issues.map((i) => i.message),
+    ).toEqual([NUL_DETAIL]);
+    expect(
+      text()
+        .safeParse('  ')
+        .error?.issues.map((i) => i.message),
+    ).toEqual(['must not be blank']);
     expect(text().safeParse('  Ada ').data).toBe('Ada');
     expect(plainText().safeParse('').success).toBe(true);
   });

@@ -221,7 +221,12 @@ describe('records', () => {
     const m = mapLease({
       ...lease,
       rent: '',
-      customers: { customer: [{ customerId: 1, customerTypeId: 1 }, { customerId: 2, customerTypeId: '4' }] },
+      customers: {
+        customer: [
+          { customerId: 1, customerTypeId: 1 },
+          { customerId: 2, customerTypeId: '4' },
+        ],
+      },
     });
     expect(m.residents).toEqual([
       { x_id: '1', role: 'primary' },
@@ -285,8 +290,29 @@ describe('records', () => {
   });
 
   it('maps units and residents, keeping the raw unit status id', () => {
-    const u = mapUnit({ unitId: 7, propertyId: 1, unitNumber: 'A-101', bedrooms: '2', bathrooms: 1, squareFeet: '850', marketRent: '1450', unitStatusTypeId: 2, availableOn: '03/01/2025', isFurnished: '0' });
-    expect(u).toMatchObject({ x_id: '7', property_x_id: '1', unit_number: 'A-101', bedrooms: 2, bathrooms: 1, square_feet: 850, market_rent: { amount: 145000, currency: 'USD' }, status: 'vacant', address: null });
+    const u = mapUnit({
+      unitId: 7,
+      propertyId: 1,
+      unitNumber: 'A-101',
+      bedrooms: '2',
+      bathrooms: 1,
+      squareFeet: '850',
+      marketRent: '1450',
+      unitStatusTypeId: 2,
+      availableOn: '03/01/2025',
+      isFurnished: '0',
+    });
+    expect(u).toMatchObject({
+      x_id: '7',
+      property_x_id: '1',
+      unit_number: 'A-101',
+      bedrooms: 2,
+      bathrooms: 1,
+      square_feet: 850,
+      market_rent: { amount: 145000, currency: 'USD' },
+      status: 'vacant',
+      address: null,
+    });
     expect(u.custom_data).toEqual({ availableOn: '2025-03-01', isFurnished: '0', unitStatusTypeId: 2 });
     expect(() => mapUnit({ unitId: 7, bedrooms: '2.5' })).toThrow(/integer/);
 
@@ -297,7 +323,12 @@ describe('records', () => {
       middleName: '',
       lastName: "O'Brien",
       email: 'ada@example.com',
-      phones: { phone: [{ phoneNumber: '512-555-0101', phoneNumberTypeId: 3, isPrimary: '1' }, { phoneNumber: '512-555-0102', phoneNumberTypeId: 1, isPrimary: '0', extension: '12' }] },
+      phones: {
+        phone: [
+          { phoneNumber: '512-555-0101', phoneNumberTypeId: 3, isPrimary: '1' },
+          { phoneNumber: '512-555-0102', phoneNumberTypeId: 1, isPrimary: '0', extension: '12' },
+        ],
+      },
       dateOfBirth: '12/10/1990',
       address: null,
       customerStatusTypeId: 2,

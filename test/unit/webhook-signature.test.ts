@@ -47,7 +47,11 @@ describe('Standard Webhooks signatures', () => {
     expect(verifyStandardWebhook(specBody, headers, specSecret, { now: new Date(specTs * 1000) })).toBe(true);
     // The library checks against the current time: sign now, verify with it.
     const now = Math.floor(Date.now() / 1000);
-    const fresh = { 'webhook-id': specId, 'webhook-timestamp': String(now), 'webhook-signature': standardSignature(standardSigningKey(specSecret), specId, now, specBody) };
+    const fresh = {
+      'webhook-id': specId,
+      'webhook-timestamp': String(now),
+      'webhook-signature': standardSignature(standardSigningKey(specSecret), specId, now, specBody),
+    };
     expect(() => new Webhook(specSecret).verify(specBody, fresh)).not.toThrow();
   });
 
@@ -63,7 +67,11 @@ describe('Standard Webhooks signatures', () => {
   it('refuses a timestamp outside the tolerance, another secret, and a signature of other bytes', () => {
     const now = new Date();
     const ts = Math.floor(now.getTime() / 1000);
-    const headers = { 'webhook-id': 'evt_1', 'webhook-timestamp': String(ts), 'webhook-signature': standardSignature(standardSigningKey(secret), 'evt_1', ts, body) };
+    const headers = {
+      'webhook-id': 'evt_1',
+      'webhook-timestamp': String(ts),
+      'webhook-signature': standardSignature(standardSigningKey(secret), 'evt_1', ts, body),
+    };
     expect(verifyStandardWebhook(body, headers, [specSecret, secret], { now })).toBe(true);
     expect(verifyStandardWebhook(body, headers, secret, { now: new Date(now.getTime() + 301_000) })).toBe(false);
     expect(verifyStandardWebhook(body, headers, specSecret, { now })).toBe(false);

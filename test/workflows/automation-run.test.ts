@@ -60,7 +60,13 @@ const delivered: ExportOutcome = { outcome: 'succeeded', recordsExported: 42, fi
 
 async function withWorker(mock: ReturnType<typeof mockActivities>, body: (taskQueue: string) => Promise<void>): Promise<void> {
   const taskQueue = `automation-test-${randomUUID()}`;
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: { code: workflowCode }, activities: mock.activities, debugMode: true });
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: { code: workflowCode },
+    activities: mock.activities,
+    debugMode: true,
+  });
   await worker.runUntil(() => body(taskQueue));
 }
 
@@ -71,7 +77,7 @@ async function failureTypeOf(handle: WorkflowHandle): Promise<string | undefined
   );
   expect(err).toBeInstanceOf(WorkflowFailedError);
   const cause = (err as WorkflowFailedError).cause;
-  return cause instanceof ApplicationFailure ? cause.type ?? undefined : cause?.constructor.name;
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : cause?.constructor.name;
 }
 
 const start = (taskQueue: string, runId = `aru_${randomUUID()}`) =>

@@ -45,7 +45,10 @@ type AttemptInput = Parameters<RetryProbeActivities['attempt']>[0];
 type RecordInput = Parameters<RetryProbeActivities['record']>[0];
 
 /** Runs the probe workflow on `input` with attempts that fail until `succeedAt` (never when absent). */
-async function run(input: Parameters<typeof retryProbe>[0], opts: { succeedAt?: number; during?: (handle: { cancel(): Promise<unknown> }, calls: { attempt: Call<AttemptInput>[] }) => Promise<void> } = {}) {
+async function run(
+  input: Parameters<typeof retryProbe>[0],
+  opts: { succeedAt?: number; during?: (handle: { cancel(): Promise<unknown> }, calls: { attempt: Call<AttemptInput>[] }) => Promise<void> } = {},
+) {
   const calls = { attempt: [] as Call<AttemptInput>[], record: [] as Call<RecordInput>[] };
   const recorded = recorder(env);
   const activities: RetryProbeActivities = {

@@ -223,4 +223,3 @@ describe('sync retry policy (time-skipping)', () => {
     await Worker.runReplayHistory({ workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)) }, history, 'sync-syj_V1');
   });
 });
-

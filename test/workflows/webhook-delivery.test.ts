@@ -38,7 +38,6 @@ let workflowCode: string;
 
 onTimeSkipping((started) => ({ env, workflowCode } = started));
 
-
 /** What one attempt does: an outcome, a throw (the activity fails), or going silent (a dead worker). */
 type AttemptScript = AttemptOutcome | { throws: Error } | 'overrun';
 
@@ -376,7 +375,13 @@ describe('deliverWebhook', () => {
       expect(mock.calls.attempt.map((c) => c.input.attempt)).toEqual([1, 2, 3, 4]);
       const deliveryId = mock.calls.prepare[0]!.input.deliveryId;
       expect(mock.calls.lost.map((c) => c.input)).toEqual([
-        { deliveryId, attempt: 2, nextDelayMs: DELIVERY_SCHEDULE_MS[2], ifFailed: 'retrying', error: expect.stringContaining('connection to the database lost') },
+        {
+          deliveryId,
+          attempt: 2,
+          nextDelayMs: DELIVERY_SCHEDULE_MS[2],
+          ifFailed: 'retrying',
+          error: expect.stringContaining('connection to the database lost'),
+        },
         // A real server names the time-out ("activity StartToClose timeout"); the test server leaves that message empty.
         { deliveryId, attempt: 3, nextDelayMs: DELIVERY_SCHEDULE_MS[3], ifFailed: 'retrying', error: expect.stringMatching(/^attempt lost: /) },
       ]);
@@ -429,14 +434,19 @@ describe('deliverWebhook', () => {
     await withWorker(mock, async ({ startReplay }) => {
       const handle = await startReplay();
       await env.sleep(DAY);
-      expect(mock.calls.attempt.map((c) => c.input)).toEqual([{ deliveryId: mock.calls.prepare[0]!.input.deliveryId, attempt: 4, nextDelayMs: null, ifFailed: 'dead_lettered', replay: true }]);
+      expect(mock.calls.attempt.map((c) => c.input)).toEqual([
+        { deliveryId: mock.calls.prepare[0]!.input.deliveryId, attempt: 4, nextDelayMs: null, ifFailed: 'dead_lettered', replay: true },
+      ]);
       expectAt(mock.calls.attempt[0]!.at, mock.calls.prepare[0]!.doneAt);
       expect(await seen(handle)).toEqual({ execution: 'RUNNING', searchAttribute: 'dead_lettered', query: { status: 'dead_lettered', attempts: 4 } });
     });
   });
 
   it('continues the count of a delivery that already had attempts', async () => {
-    const mock = mockActivities({ prepared: (startMs) => ({ attempts: 2, status: 'dead_lettered', expiresAtMs: startMs + RETENTION_MS }), attempt: () => succeeded });
+    const mock = mockActivities({
+      prepared: (startMs) => ({ attempts: 2, status: 'dead_lettered', expiresAtMs: startMs + RETENTION_MS }),
+      attempt: () => succeeded,
+    });
     await withWorker(mock, async ({ start }) => {
       const handle = await start();
       expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 3 });
@@ -483,7 +493,8 @@ describe('purgeRetention', () => {
   it('purges with the retention it is given, or the default one when given none', async () => {
     const mock = mockActivities();
     await withWorker(mock, async ({ taskQueue }) => {
-      const run = (args: Parameters<typeof purgeRetention>) => env.client.workflow.execute(purgeRetention, { taskQueue, workflowId: `purge-${randomUUID()}`, args });
+      const run = (args: Parameters<typeof purgeRetention>) =>
+        env.client.workflow.execute(purgeRetention, { taskQueue, workflowId: `purge-${randomUUID()}`, args });
       expect(await run([{ retentionMs: 7 * DAY }])).toEqual({ events: 3, deliveries: 5, skippedRecords: 2 });
       expect(await run([])).toEqual({ events: 3, deliveries: 5, skippedRecords: 2 });
     });

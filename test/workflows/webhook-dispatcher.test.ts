@@ -37,7 +37,12 @@ onTimeSkipping((started) => ({ env, workflowCode } = started));
 
 type Script = BatchResult | { throws: Error };
 /** A batch's result; its failures come last unless `run` says how long the run of failures at its end is. */
-const batchOf = (stoppedBy: BatchResult['stoppedBy'], succeeded = 0, failed = 0, run = failed): BatchResult => ({ succeeded, failed, failureRun: run, stoppedBy });
+const batchOf = (stoppedBy: BatchResult['stoppedBy'], succeeded = 0, failed = 0, run = failed): BatchResult => ({
+  succeeded,
+  failed,
+  failureRun: run,
+  stoppedBy,
+});
 
 /** Batch activities as plain objects: `script(n, input)` says what batch n (from 1) does. */
 function mockActivities(script: (n: number, input: BatchInput) => Script) {
@@ -121,7 +126,9 @@ describe('dispatchWebhooks', () => {
 
   it('opens the circuit after a run of failures and probes on the schedule, the last delay repeating, until a probe succeeds', async () => {
     // Batch 1 opens the circuit; probes 2, 3, 4, 5 fail; probe 6 succeeds; batch 7 drains the queue.
-    const mock = mockActivities((n) => (n === 1 ? batchOf('circuit', 3, 10) : n <= 5 ? batchOf('probe', 0, 1) : n === 6 ? batchOf('probe', 1) : batchOf('idle', 40)));
+    const mock = mockActivities((n) =>
+      n === 1 ? batchOf('circuit', 3, 10) : n <= 5 ? batchOf('probe', 0, 1) : n === 6 ? batchOf('probe', 1) : batchOf('idle', 40),
+    );
     await withWorkers(mock, async (start) => {
       const handle = await start();
       await env.sleep(30 * MINUTE);

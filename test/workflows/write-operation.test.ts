@@ -57,11 +57,14 @@ let workflowCode: string;
 
 onTimeSkipping((started) => ({ env, workflowCode } = started));
 
-
 /** What one attempt does: a result, a throw (the activity fails), or going silent without heartbeats (a dead worker). */
 type AttemptScript = AttemptResult | { throws: Error } | 'silent';
 
-const transient = (n: number): Extract<AttemptResult, { outcome: 'transient' }> => ({ outcome: 'transient', error: `HTTP 503 from the source (attempt ${n})`, maybeApplied: true });
+const transient = (n: number): Extract<AttemptResult, { outcome: 'transient' }> => ({
+  outcome: 'transient',
+  error: `HTTP 503 from the source (attempt ${n})`,
+  maybeApplied: true,
+});
 const succeeded: AttemptResult = { outcome: 'succeeded', resourceId: 'lea_written', xId: 'x-lease-1' };
 
 interface MockOptions {
@@ -225,9 +228,7 @@ describe('writeOperation', () => {
       const { operationId } = input;
       expect(await handle.result()).toEqual({ operationId, status: 'succeeded', attempts: failures + 1 });
 
-      expect(mock.calls.attempt.map((c) => c.input)).toEqual(
-        Array.from({ length: failures + 1 }, (_, i) => ({ operationId, attempt: i + 1, probe: i > 0 })),
-      );
+      expect(mock.calls.attempt.map((c) => c.input)).toEqual(Array.from({ length: failures + 1 }, (_, i) => ({ operationId, attempt: i + 1, probe: i > 0 })));
       expect(mock.calls.retry.map((c) => c.input)).toEqual(
         Array.from({ length: failures }, (_, i) => ({ operationId, attempts: i + 1, nextAttemptAtMs: expect.any(Number), error: transient(i + 1).error })),
       );
@@ -390,7 +391,13 @@ describe('writeOperation', () => {
     await withWorker(mock, async ({ start }) => {
       const { handle, input } = await start();
       expect(await handle.result()).toEqual({ operationId: input.operationId, status: 'succeeded', attempts: 1 });
-      const stored = { operationId: input.operationId, attempts: 1, xId: 'x-lease-7', related: [{ entity: 'resident', x_id: 'x-resident-3' }], appliedAtMs: 1_700_000_000_000 };
+      const stored = {
+        operationId: input.operationId,
+        attempts: 1,
+        xId: 'x-lease-7',
+        related: [{ entity: 'resident', x_id: 'x-resident-3' }],
+        appliedAtMs: 1_700_000_000_000,
+      };
       expect(mock.calls.store.map((c) => c.input)).toEqual([stored, stored]);
       // Temporal's retry of the read-back: its initial interval, 5 s.
       expectAt(mock.calls.store[1]!.at, mock.calls.store[0]!.doneAt + 5 * SECOND);

@@ -36,7 +36,13 @@ export async function createAutomationWorker(deps: AutomationWorkerDeps, bundle?
   const activities = createAutomationActivities({
     db: deps.db,
     metrics: deps.metrics,
-    exports: { databaseUrl: config.DATABASE_URL, secrets: createKeyring(config.ENCRYPTION_KEYS), exportRoot, timeoutMs: config.EXPORT_TIMEOUT_MS, resolver: deps.resolver },
+    exports: {
+      databaseUrl: config.DATABASE_URL,
+      secrets: createKeyring(config.ENCRYPTION_KEYS),
+      exportRoot,
+      timeoutMs: config.EXPORT_TIMEOUT_MS,
+      resolver: deps.resolver,
+    },
   });
   const create = (codePath: string) =>
     Worker.create({

@@ -98,7 +98,10 @@ export function startRelay(opts: RelayOptions): Relay {
       const idle = subs.length > 0 ? await queue(tx, batch, subs) : [];
       // Last, so that the positions' lock is held only for the commit: the events take their places in the public
       // feed (GET /v1/events) in the order their deliveries were queued.
-      await markDispatched(tx, batch.map((e) => e.id));
+      await markDispatched(
+        tx,
+        batch.map((e) => e.id),
+      );
       for (const id of idle) toWake.set(id, subs.find((s) => s.id === id)!.integrationId);
     });
     return batch.length;

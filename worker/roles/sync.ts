@@ -111,7 +111,11 @@ export async function reconcileSchedules(deps: {
       deps.logger.error({ err, integration_id: row.id }, 'could not reconcile the sync schedule');
     }
   });
-  if (!deps.organizationIds) removed += await removeOrphanSchedules(deps, rows.filter((r) => !r.deletedAt).map((r) => r.id));
+  if (!deps.organizationIds)
+    removed += await removeOrphanSchedules(
+      deps,
+      rows.filter((r) => !r.deletedAt).map((r) => r.id),
+    );
   return { ensured, removed };
 }
 
@@ -120,10 +124,7 @@ export async function reconcileSchedules(deps: {
  * keep firing runs that fail: remove them, but only those that start work on our own task queue, so a deployment
  * sharing the namespace keeps its schedules.
  */
-export async function removeOrphanSchedules(
-  deps: { client: Client; taskQueue: string; logger: Logger },
-  liveIntegrationIds: string[],
-): Promise<number> {
+export async function removeOrphanSchedules(deps: { client: Client; taskQueue: string; logger: Logger }, liveIntegrationIds: string[]): Promise<number> {
   const known = new Set(liveIntegrationIds.map(scheduleIdOf));
   let removed = 0;
   for await (const summary of deps.client.schedule.list()) {

@@ -65,8 +65,20 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
   const secrets = createKeyring(config.ENCRYPTION_KEYS);
   const taskQueue = webhookTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
   const control = deliveryControlOf(new Client({ connection: deps.connection, namespace: config.TEMPORAL_NAMESPACE }), config);
-  const health = { disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS, notice: logger ? (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg) : undefined };
-  const activities = createWebhookActivities({ db: deps.db, sender, secrets, inFlight, maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT, log, metrics: deps.metrics, ...health });
+  const health = {
+    disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
+    notice: logger ? (fields: Record<string, unknown>, msg: string) => logger.warn(fields, msg) : undefined,
+  };
+  const activities = createWebhookActivities({
+    db: deps.db,
+    sender,
+    secrets,
+    inFlight,
+    maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
+    log,
+    metrics: deps.metrics,
+    ...health,
+  });
   const dispatchActivities = createDispatchActivities({
     ...health,
     db: deps.db,

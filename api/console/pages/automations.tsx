@@ -68,7 +68,15 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
         tab={`/console/integrations/${ctx.integration.id}/automations`}
         title={`Automation ${a.name}`}
         crumbs={[['Automations', `/console/integrations/${ctx.integration.id}/automations`], [a.id]]}
-        notice={done === 'started' ? 'Run started.' : done === 'paused' ? 'Paused: scheduled runs stop (a manual run still starts).' : done === 'active' ? 'Resumed.' : undefined}
+        notice={
+          done === 'started'
+            ? 'Run started.'
+            : done === 'paused'
+              ? 'Paused: scheduled runs stop (a manual run still starts).'
+              : done === 'active'
+                ? 'Resumed.'
+                : undefined
+        }
       >
         <div class="card">
           <Facts
@@ -76,11 +84,23 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
               ['Id', <code>{a.id}</code>],
               ['Status', <Badge status={a.status} />],
               ['Entity', a.entity],
-              ['Filters', Object.keys(a.filters).length === 0 ? <span class="muted">every record</span> : <code>{new URLSearchParams(a.filters).toString()}</code>],
+              [
+                'Filters',
+                Object.keys(a.filters).length === 0 ? <span class="muted">every record</span> : <code>{new URLSearchParams(a.filters).toString()}</code>,
+              ],
               ['Columns', a.columns ? a.columns.join(', ') : <span class="muted">every field</span>],
               ['Schedule', scheduleText(a)],
               ['Destination', <code>{destinationText(a)}</code>],
-              ['Temporal Schedule', <a href={`${ui.temporalUi}/namespaces/${encodeURIComponent(ui.namespace)}/schedules/${encodeURIComponent(a.schedule_id)}`} rel="noreferrer" target="_blank">{a.schedule_id}</a>],
+              [
+                'Temporal Schedule',
+                <a
+                  href={`${ui.temporalUi}/namespaces/${encodeURIComponent(ui.namespace)}/schedules/${encodeURIComponent(a.schedule_id)}`}
+                  rel="noreferrer"
+                  target="_blank"
+                >
+                  {a.schedule_id}
+                </a>,
+              ],
               ['Created', <Time iso={a.created_at} />],
             ]}
           />
@@ -101,7 +121,18 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
           <Table
             label="Runs"
             rows={runs.results.length}
-            head={['Run', 'Status', 'Trigger', <SortHeader url={ui.url} paging={paging} label="Created" />, 'Finished', 'Records', 'Attempts', 'Next attempt', 'Error', '']}
+            head={[
+              'Run',
+              'Status',
+              'Trigger',
+              <SortHeader url={ui.url} paging={paging} label="Created" />,
+              'Finished',
+              'Records',
+              'Attempts',
+              'Next attempt',
+              'Error',
+              '',
+            ]}
             empty="No runs yet: the schedule starts the first, or press “Run now”."
           >
             {runs.results.map((r) => (

@@ -33,22 +33,21 @@ export async function loadIntegrationContext(c: Context, admin: AdminClient, id:
 }
 
 /** The frame of every page of one integration: breadcrumbs and the tabs between its pages. */
-export const IntegrationFrame: FC<PropsWithChildren<{ ui: Ui; ctx: IntegrationContext; tab: string; title?: string; crumbs?: [string, string?][]; notice?: string }>> = ({
-  ui,
-  ctx,
-  tab,
-  title,
-  crumbs,
-  notice,
-  children,
-}) => {
+export const IntegrationFrame: FC<
+  PropsWithChildren<{ ui: Ui; ctx: IntegrationContext; tab: string; title?: string; crumbs?: [string, string?][]; notice?: string }>
+> = ({ ui, ctx, tab, title, crumbs, notice, children }) => {
   const base = `/console/integrations/${ctx.integration.id}`;
   return (
     <Layout
       ui={ui}
       title={title ?? integrationLabel(ctx.integration)}
       notice={notice}
-      crumbs={[['Organizations', '/console/organizations'], [ctx.org.name, `/console/organizations/${ctx.org.id}`], [integrationLabel(ctx.integration), base], ...(crumbs ?? [])]}
+      crumbs={[
+        ['Organizations', '/console/organizations'],
+        [ctx.org.name, `/console/organizations/${ctx.org.id}`],
+        [integrationLabel(ctx.integration), base],
+        ...(crumbs ?? []),
+      ]}
     >
       <Tabs
         current={tab}
@@ -103,8 +102,23 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     const runs = await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, listQuery(paging));
     // The newest run is the first row of the default view; another page or order asks for it on its own.
     const newestFirst = paging.offset === 0 && paging.order === 'desc';
-    const last = newestFirst ? runs.results[0] : (await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' })).results[0];
-    const head: Child[] = ['Run', 'Status', 'Trigger · kind', <SortHeader url={ui.url} paging={paging} label="Started" />, 'Finished', 'Seen', 'New', 'Updated', 'Deleted', 'Skipped', 'Progress', ''];
+    const last = newestFirst
+      ? runs.results[0]
+      : (await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' })).results[0];
+    const head: Child[] = [
+      'Run',
+      'Status',
+      'Trigger · kind',
+      <SortHeader url={ui.url} paging={paging} label="Started" />,
+      'Finished',
+      'Seen',
+      'New',
+      'Updated',
+      'Deleted',
+      'Skipped',
+      'Progress',
+      '',
+    ];
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${integration.id}`}>
         <div class="card">
@@ -113,7 +127,10 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
               ['Id', <code>{integration.id}</code>],
               ['Mode', <Badge status={integration.mode} />],
               ['Plan', integration.plan],
-              ['Source', integration.source.type === integration.source.dialect ? integration.source.type : `${integration.source.type} (${integration.source.dialect})`],
+              [
+                'Source',
+                integration.source.type === integration.source.dialect ? integration.source.type : `${integration.source.type} (${integration.source.dialect})`,
+              ],
               ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
               ['Full runs', `${cadence(integration.full_sync_interval_seconds)} where the source lists its changes; every run otherwise`],
               [
@@ -135,7 +152,13 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
         </Form>
         <h2>Sync runs</h2>
         <LiveRegion id="runs" ui={ui} active={runs.results.some((r) => live(r.status))}>
-          <Table label="Sync runs" rows={runs.results.length} head={head} narrow={[2, 4, 10, 11]} empty="No sync runs yet. Press “Sync now”, or wait for the schedule.">
+          <Table
+            label="Sync runs"
+            rows={runs.results.length}
+            head={head}
+            narrow={[2, 4, 10, 11]}
+            empty="No sync runs yet. Press “Sync now”, or wait for the schedule."
+          >
             {runs.results.map((r) => (
               <tr data-status={r.status}>
                 <td>
@@ -210,7 +233,16 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
                   'Attempt',
                   job.attempt > 1 && job.last_error && live(job.status) ? (
                     <span data-retrying>
-                      {job.attempt}, retrying{job.next_attempt_at ? <> at <Time iso={job.next_attempt_at} /></> : ' now'} after: {job.last_error}
+                      {job.attempt}, retrying
+                      {job.next_attempt_at ? (
+                        <>
+                          {' '}
+                          at <Time iso={job.next_attempt_at} />
+                        </>
+                      ) : (
+                        ' now'
+                      )}{' '}
+                      after: {job.last_error}
                     </span>
                   ) : (
                     String(job.attempt)
@@ -232,8 +264,16 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
           </Table>
         </LiveRegion>
         <h2>Skipped records</h2>
-        <p class="muted">Records the source served that could not be read: left as they were in the cache (never soft-deleted). Fix them at the source; the next run picks them up.</p>
-        <Table label="Skipped records" rows={skipped.results.length} head={['Entity', 'Source id', 'Reason', 'Seen']} empty="No records were skipped in this run.">
+        <p class="muted">
+          Records the source served that could not be read: left as they were in the cache (never soft-deleted). Fix them at the source; the next run picks them
+          up.
+        </p>
+        <Table
+          label="Skipped records"
+          rows={skipped.results.length}
+          head={['Entity', 'Source id', 'Reason', 'Seen']}
+          empty="No records were skipped in this run."
+        >
           {skipped.results.map((s) => (
             <tr>
               <td>{s.entity}</td>

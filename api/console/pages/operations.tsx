@@ -29,7 +29,17 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
           <Table
             label="Operations"
             rows={page.results.length}
-            head={['Operation', 'Type', 'Status', 'Source', 'Attempts', 'Next attempt', 'Last error', <SortHeader url={ui.url} paging={paging} label="Accepted" />, '']}
+            head={[
+              'Operation',
+              'Type',
+              'Status',
+              'Source',
+              'Attempts',
+              'Next attempt',
+              'Last error',
+              <SortHeader url={ui.url} paging={paging} label="Accepted" />,
+              '',
+            ]}
             empty={status ? 'No Operations in this status.' : 'No writes yet. Each POST or PATCH to /v1 becomes an Operation, listed here.'}
           >
             {page.results.map((op) => (
@@ -86,7 +96,16 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
               rows={[
                 ['Type', <code>{op.type}</code>],
                 ['Status', <Badge status={op.status} />],
-                ['Target', op.resource.id ? <code>{`${op.resource.type} ${op.resource.id}`}</code> : op.type.endsWith('.create') ? `a new ${op.resource.type}` : op.resource.type],
+                [
+                  'Target',
+                  op.resource.id ? (
+                    <code>{`${op.resource.type} ${op.resource.id}`}</code>
+                  ) : op.type.endsWith('.create') ? (
+                    `a new ${op.resource.type}`
+                  ) : (
+                    op.resource.type
+                  ),
+                ],
                 ['Source', <SourceState op={op} />],
                 ['Applied at the source', <Time iso={op.source.applied_at} />],
                 ['Cache', <Badge status={op.reconcile.state} />],

@@ -52,7 +52,10 @@ const HealthNumbers = ({ health }: { health: z.infer<typeof Health> | null }) =>
               {health.operation_oldest_queued_age_seconds === 0 ? 'none' : age(health.operation_oldest_queued_age_seconds)}
             </span>,
           ],
-          ['Deliveries', `${health.webhook_deliveries_pending} pending, ${health.webhook_deliveries_retrying} retrying, ${health.webhook_circuits_open} circuits open`],
+          [
+            'Deliveries',
+            `${health.webhook_deliveries_pending} pending, ${health.webhook_deliveries_retrying} retrying, ${health.webhook_circuits_open} circuits open`,
+          ],
         ]}
       />
     </div>
@@ -124,7 +127,10 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
           <Facts
             rows={[
               ['Id', <code>{org.id}</code>],
-              ['Rate limit', org.rate_limit_per_minute === null ? 'plan default' : `${org.rate_limit_per_minute}/min, burst ${org.rate_limit_burst ?? 'default'}`],
+              [
+                'Rate limit',
+                org.rate_limit_per_minute === null ? 'plan default' : `${org.rate_limit_per_minute}/min, burst ${org.rate_limit_burst ?? 'default'}`,
+              ],
               ['Created', <Time iso={org.created_at} />],
             ]}
           />
@@ -223,7 +229,11 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
       ...(scopes.length > 0 ? { scopes } : { scopes: [] }),
     });
     return c.html(
-      <Layout ui={ui} title="API key created" crumbs={[['Organizations', '/console/organizations'], ['Organization', `/console/organizations/${created.organization_id}`], ['New key']]}>
+      <Layout
+        ui={ui}
+        title="API key created"
+        crumbs={[['Organizations', '/console/organizations'], ['Organization', `/console/organizations/${created.organization_id}`], ['New key']]}
+      >
         <SecretOnce label={`${created.mode} key ${created.key_prefix}… (${created.scopes.join(', ')})`} value={created.key}>
           <p>
             Send it as <code>Authorization: Bearer &lt;key&gt;</code> to the <a href="/docs">public API</a>.
@@ -267,7 +277,13 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
 }
 
 export const cadence = (seconds: number) =>
-  seconds % 86_400 === 0 ? `every ${seconds / 86_400} d` : seconds % 3600 === 0 ? `every ${seconds / 3600} h` : seconds % 60 === 0 ? `every ${seconds / 60} min` : `every ${seconds} s`;
+  seconds % 86_400 === 0
+    ? `every ${seconds / 86_400} d`
+    : seconds % 3600 === 0
+      ? `every ${seconds / 3600} h`
+      : seconds % 60 === 0
+        ? `every ${seconds / 60} min`
+        : `every ${seconds} s`;
 
 const NewIntegration = ({ ui, orgId }: { ui: Ui; orgId: string }) => (
   <Form ui={ui} action={`/console/organizations/${orgId}/integrations`} class="stack">
@@ -331,4 +347,3 @@ const NewIntegration = ({ ui, orgId }: { ui: Ui; orgId: string }) => (
     <button type="submit">Connect</button>
   </Form>
 );
-

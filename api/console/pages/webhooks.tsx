@@ -27,7 +27,11 @@ function noticeOf(url: URL): string | undefined {
     case 'saved':
       return 'Saved.';
     case 'replayed':
-      return n === 0 ? 'There was nothing dead-lettered to replay.' : n === 1 ? 'Replay started: one more attempt is on its way.' : `Replay started for ${n} deliveries.`;
+      return n === 0
+        ? 'There was nothing dead-lettered to replay.'
+        : n === 1
+          ? 'Replay started: one more attempt is on its way.'
+          : `Replay started for ${n} deliveries.`;
     case 'resent':
       return n === 0 ? 'No active subscription wants this event: nothing was sent.' : `Resent to ${n} subscription${n === 1 ? '' : 's'}.`;
     case 'disabled':
@@ -171,7 +175,13 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     });
     const ctx = await loadIntegrationContext(c, admin, created.integration_id);
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/webhooks`} title="Subscription created" crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`]]}>
+      <IntegrationFrame
+        ui={ui}
+        ctx={ctx}
+        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
+        title="Subscription created"
+        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`]]}
+      >
         <SecretOnce label={`Signing secret of ${created.url}`} value={created.secret}>
           <p>
             Verify each delivery's <code>X-Service-Signature</code> with it (HMAC-SHA256 of the raw body, keyed with the secret as shown)
@@ -244,7 +254,10 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
                   <span class="muted">closed</span>
                 ),
               ],
-              ['Previous secret valid until', sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>],
+              [
+                'Previous secret valid until',
+                sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>,
+              ],
               ['Created', <Time iso={sub.created_at} />],
               ['Updated', <Time iso={sub.updated_at} />],
             ]}
@@ -278,7 +291,11 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
             narrow={[1, 5, 7]}
             rows={deliveries.results.length}
             head={['Delivery', 'Event', 'Status', 'Attempts', 'Last response', 'Last attempt', 'Next attempt', '']}
-            empty={status || eventType ? 'No deliveries match this filter.' : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'}
+            empty={
+              status || eventType
+                ? 'No deliveries match this filter.'
+                : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'
+            }
           >
             <DeliveryRows ui={ui} rows={deliveries.results} />
           </Table>
@@ -306,7 +323,9 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
           </section>
           <section>
             <h2>Rotate the signing secret</h2>
-            <p class="muted">The new secret signs every delivery from now on; during the grace window deliveries also carry a signature made with the current one.</p>
+            <p class="muted">
+              The new secret signs every delivery from now on; during the grace window deliveries also carry a signature made with the current one.
+            </p>
             <Form ui={ui} action={`${base}/rotate`} class="row" confirm="Rotate the signing secret? The new one is shown once.">
               <label>
                 Grace window (seconds)
@@ -352,14 +371,25 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const ui = c.get('ui');
     const id = c.req.param('id');
     const grace = num(await field(c, 'grace_period_seconds'));
-    const rotated = await admin.post<z.infer<typeof RotatedSecret>>(c, `/webhook_subscriptions/${encodeURIComponent(id)}/rotate_secret`, grace === undefined ? {} : { grace_period_seconds: grace });
+    const rotated = await admin.post<z.infer<typeof RotatedSecret>>(
+      c,
+      `/webhook_subscriptions/${encodeURIComponent(id)}/rotate_secret`,
+      grace === undefined ? {} : { grace_period_seconds: grace },
+    );
     const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(id)}`);
     const ctx = await loadIntegrationContext(c, admin, sub.integration_id);
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/webhooks`} title="Signing secret rotated" crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], [sub.id]]}>
+      <IntegrationFrame
+        ui={ui}
+        ctx={ctx}
+        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
+        title="Signing secret rotated"
+        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], [sub.id]]}
+      >
         <SecretOnce label={`New signing secret of ${sub.url}`} value={rotated.secret}>
           <p>
-            Until <Time iso={rotated.previous_secret_expires_at} /> deliveries also carry <code>X-Service-Signature-Previous</code>, made with the secret this replaced.
+            Until <Time iso={rotated.previous_secret_expires_at} /> deliveries also carry <code>X-Service-Signature-Previous</code>, made with the secret this
+            replaced.
           </p>
         </SecretOnce>
         <p>
@@ -388,7 +418,11 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
         ctx={ctx}
         tab={`/console/integrations/${ctx.integration.id}/webhooks`}
         title={`Delivery ${d.id}`}
-        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], ['Subscription', `/console/webhook-subscriptions/${d.subscription_id}`], [d.id]]}
+        crumbs={[
+          ['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`],
+          ['Subscription', `/console/webhook-subscriptions/${d.subscription_id}`],
+          [d.id],
+        ]}
         notice={noticeOf(ui.url)}
       >
         <LiveRegion id="delivery" ui={ui} active={active}>
@@ -408,7 +442,12 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
             <button type="submit">Replay now</button>
           </Form>
           <h2>Attempts</h2>
-          <Table label="Attempts" rows={d.attempts.length} head={['#', 'Started', 'Duration', 'Response', 'Error', 'Response body']} empty="No attempt has finished yet.">
+          <Table
+            label="Attempts"
+            rows={d.attempts.length}
+            head={['#', 'Started', 'Duration', 'Response', 'Error', 'Response body']}
+            empty="No attempt has finished yet."
+          >
             {d.attempts.map((a) => (
               <tr>
                 <td class="num">{a.number}</td>
@@ -512,7 +551,14 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
               ['Recorded', <Time iso={e.created_at} />],
               ['From', <Origin e={e} />],
               ['Dispatched', <Time iso={e.dispatched_at} />],
-              ['Deliveries', `${e.deliveries.total} in all: ${DELIVERY_STATUSES.filter((s) => e.deliveries[s] > 0).map((s) => `${e.deliveries[s]} ${s}`).join(', ') || 'none'}`],
+              [
+                'Deliveries',
+                `${e.deliveries.total} in all: ${
+                  DELIVERY_STATUSES.filter((s) => e.deliveries[s] > 0)
+                    .map((s) => `${e.deliveries[s]} ${s}`)
+                    .join(', ') || 'none'
+                }`,
+              ],
             ]}
           />
         </div>
@@ -546,4 +592,3 @@ const Origin: FC<{ e: Evt }> = ({ e }) =>
   ) : (
     <span class="muted">—</span>
   );
-
