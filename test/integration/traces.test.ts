@@ -199,8 +199,9 @@ describe('traces', () => {
     });
     for (const p of pages) {
       expect(p.service).toBe('propsync-worker');
-      expect(Object.keys(p.attributes).sort()).toEqual(['propsync.entity', 'propsync.page', 'propsync.sync_job_id']);
+      expect(Object.keys(p.attributes).sort()).toEqual(['propsync.entity', 'propsync.page', 'propsync.sync_job_id', 'propsync.sync_kind']);
       expect(p.attributes['propsync.page']).toBeGreaterThanOrEqual(1);
+      expect(p.attributes['propsync.sync_kind']).toBe('full'); // an entrata source: every run is full
     }
 
     // Each delivery's attempt is a span with its delivery id, subscription and outcome.
