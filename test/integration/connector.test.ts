@@ -126,24 +126,7 @@ describe('reads', () => {
     for (const e of ENTITIES) (read as Record<Entity, unknown>)[e] = await readAll(conn, e, 37);
   });
 
-  it('reads every record of all four entities, once each, with references that resolve', async () => {
-    const counts = (await ctl.getCompany(c.id))!.counts;
-    for (const e of ENTITIES) {
-      expect(read[e], e).toHaveLength(counts[e]);
-      expect(new Set(read[e].map((r) => r.x_id)).size, e).toBe(counts[e]);
-    }
-    const ids = (e: Entity) => new Set(read[e].map((r) => r.x_id));
-    const [properties, units, residents, leases] = [ids('property'), ids('unit'), ids('resident'), ids('lease')];
-    for (const u of read.unit) expect(properties.has(u.property_x_id!)).toBe(true);
-    for (const r of read.resident) expect(properties.has(r.property_x_id!)).toBe(true);
-    for (const l of read.lease) {
-      expect(units.has(l.unit_x_id!)).toBe(true);
-      expect(properties.has(l.property_x_id!)).toBe(true);
-      if (l.previous_lease_x_id) expect(leases.has(l.previous_lease_x_id)).toBe(true);
-      expect(l.residents.length).toBeGreaterThan(0);
-      for (const p of l.residents) expect(residents.has(p.x_id)).toBe(true);
-    }
-  });
+  // Every record once, with references that resolve: the conformance suite checks it for both dialects.
 
   it('maps to CDM values: minor units, UTC times, ISO dates, status names', async () => {
     const leases = await raw(c.key, 'lease');
