@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { sandboxControlClient, SandboxControlError, type SandboxControl } from '../../sandbox/control';
 import { startSandbox } from '../../sandbox/server';
+import { until } from '../support/until';
 
 // The wire as its documentation states it, written here (not imported from the connector or the sandbox), so
 // that a misreading on either side fails this test instead of cancelling out.
@@ -349,10 +350,14 @@ describe('faults', () => {
     let t = Date.now();
     expect((await read()).status).toBe(200);
     expect(Date.now() - t).toBeLessThan(600);
-    const pending = rpc(c.key, 'leases', 'updateLease', { leaseId: lease!.leaseId, lease: { rent: '1111.00' } });
-    await new Promise((r) => setTimeout(r, 300));
-    const [during] = list(((await read()).body.response.result!.leases as { lease: unknown }).lease).filter((l) => l.leaseId === lease!.leaseId);
-    expect(during!.rent).toBe('1111.00');
+    let answered = false;
+    const pending = rpc(c.key, 'leases', 'updateLease', { leaseId: lease!.leaseId, lease: { rent: '1111.00' } }).then((r) => {
+      answered = true;
+      return r;
+    });
+    const rentNow = async () => list(((await read()).body.response.result!.leases as { lease: unknown }).lease).find((l) => l.leaseId === lease!.leaseId)!.rent;
+    await until('the slow write to be made', async () => (await rentNow()) === '1111.00');
+    expect(answered, 'the write was answered before it was seen made').toBe(false);
     t = Date.now();
     expect((await pending).body.response.code).toBe(200);
     expect(Date.now() - t).toBeGreaterThan(100);
