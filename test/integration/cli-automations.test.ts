@@ -16,6 +16,7 @@ import { automationScheduleIdOf } from '../../domain/contract';
 import { startApi, type TestServer } from '../support/api-server';
 import { runCli, type CliRun } from '../support/cli';
 import { testConfig, testDb, testExportRoot, testKeyring } from '../support/context';
+import { until } from '../support/until';
 
 let db: Db;
 let config: Config;
@@ -264,16 +265,15 @@ describe('commands', SPAWNS, () => {
     const waitWhile = async (end: (runId: string) => Promise<unknown>) => {
       const before = new Set((await db.select({ id: automationRuns.id }).from(automationRuns).where(eq(automationRuns.automationId, a.id))).map((r) => r.id));
       const waiting = cli(['automation', 'run', a.id, '--wait', '--poll-ms', '100', '--timeout', '60']);
-      let runId: string | undefined;
-      for (let i = 0; i < 600 && !runId; i++) {
-        await new Promise((r) => setTimeout(r, 50));
+      const runId = await until('the run `run --wait` started', async () => {
         const rows = await db.select({ id: automationRuns.id }).from(automationRuns).where(eq(automationRuns.automationId, a.id));
-        runId = rows.map((r) => r.id).find((id) => !before.has(id));
-      }
-      started.push(runId!);
+        return rows.map((r) => r.id).find((id) => !before.has(id));
+      });
+      started.push(runId);
+      // Pacing, not an absence proof: lets --wait poll the queued run before it ends; what it prints is asserted below.
       await new Promise((r) => setTimeout(r, 300));
-      await end(runId!);
-      return { runId: runId!, result: await waiting };
+      await end(runId);
+      return { runId, result: await waiting };
     };
 
     const failed = await waitWhile((id) =>
