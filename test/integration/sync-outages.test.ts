@@ -133,7 +133,8 @@ describe('the Temporal server restarts mid-sync', () => {
     const job = await triggerSync(ctl, s.row);
     const at = await midRun(job.id, 500, alive);
     await procs.kill(server);
-    // The worker keeps running without its server; its heartbeats and completions fail meanwhile.
+    // The worker keeps running without its server; its heartbeats and completions fail meanwhile. The sleep is the
+    // outage's length, not an absence proof: what the run did is checked once it has ended.
     await sleep(4_000);
     server = spawnTemporal(procs, port, dbFile);
     await temporalReady(address, server, procs);
@@ -179,6 +180,7 @@ describe('Postgres unreachable from the worker mid-sync', () => {
     const at = await midRun(job.id, 500, alive);
     expect(proxy.connections).toBeGreaterThan(0);
     await proxy.cut();
+    // The outage's length, not an absence proof: the worker cannot write while cut off, and the run is checked at its end.
     await sleep(6_000);
     const during = (await getSyncJob(db, job.id))!;
     await proxy.start();
