@@ -106,6 +106,7 @@ describe('rate limit in leases across two API processes', () => {
     const began = Date.now();
     // About 20 requests a second through one process for a second: it claims slices ahead of its requests.
     const first = drive(one, t, 2, { pauseMs: 100 });
+    // Paces the load (not an absence proof): the counts asserted are what the process spent and holds when it stops.
     await new Promise((r) => setTimeout(r, 1_000));
     const spentByOne = await first.stop();
     expect(spentByOne).toBeGreaterThan(5);
@@ -159,6 +160,7 @@ describe('a stopping API process', () => {
     const burst = 40;
     const t = await limitedTenant(burst);
     const first = drive(two, t, 2, { pauseMs: 50 });
+    // Paces the load (not an absence proof): what is asserted is read after the process stops.
     await new Promise((r) => setTimeout(r, 600));
     const spent = await first.stop();
     expect(burst - spent - (await bucketOf(t, burst))).toBeGreaterThan(0.5);
