@@ -17,6 +17,7 @@ import { RETENTION_MS } from '../../domain/webhooks';
 import { startApi, type TestServer } from '../support/api-server';
 import { makeTenant, SERVE_LIVE, testConfig, testDb, testKeyring, type Tenant } from '../support/context';
 import { propertyInput } from '../support/fixtures';
+import { until } from '../support/until';
 import { recordEvents, residentUpdates, startWebhookStack, type WebhookStack } from '../support/webhooks';
 
 let db: Db;
@@ -62,13 +63,17 @@ async function drain(key: string, after: string | undefined, query = '', limit =
 
 /** Waits until the relay has numbered every event of the organization. */
 async function relayed(organizationId: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const [row] = await db.execute<{ n: number }>(sql`select count(*)::int as n from ${events} where organization_id = ${organizationId} and position is null`);
-    if (row!.n === 0) return;
-    if (Date.now() > deadline) throw new Error(`${row!.n} events not relayed`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(
+    'the relay to number every event',
+    async () => {
+      const [row] = await db.execute<{ n: number }>(
+        sql`select count(*)::int as n from ${events} where organization_id = ${organizationId} and position is null`,
+      );
+      return row!.n;
+    },
+    (unnumbered) => unnumbered === 0,
+    { timeoutMs: 20_000, intervalMs: 50 },
+  );
 }
 
 async function positionOf(id: string): Promise<number | null> {
@@ -259,7 +264,7 @@ describe('production order under concurrent transactions', () => {
         .filter((id) => !before.includes(id));
       await held;
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await until('the slow page to record its event', () => slowIds.length > 0);
     const fast = await recordEvents(db, integ, residentUpdates(1, 'f'));
     await relayed(t.organizationId); // (the slow one's event is invisible until it commits)
     expect(await positionOf(fast[0]!)).not.toBeNull();
@@ -322,6 +327,7 @@ describe('production order under concurrent transactions', () => {
       const got = await drain(t.key, after, '', 5);
       seen.push(...got.map((e) => e.id));
       if (got.length > 0) after = got.at(-1).id;
+      // Paces the reader (not an absence proof): what it saw is checked once every writer has committed.
       await new Promise((r) => setTimeout(r, 20));
     }
     await all;
