@@ -12,6 +12,7 @@ import { createApiKey } from '../../db/tenants';
 import { startApi, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
 import { runSync, sandbox, sandboxIntegration, startTestWorker, type TestWorker } from '../support/sync';
+import { until } from '../support/until';
 import { startWebhookStack, type WebhookStack } from '../support/webhooks';
 
 let db: Db;
@@ -71,19 +72,20 @@ it('a reader paging while syncs record events sees each of its events exactly on
     const before = seen.length;
     await read();
     if (syncing) readWhileSyncing += seen.length - before;
+    // Paces the reader (not an absence proof): what it saw is checked once the feed can no longer change.
     await new Promise((r) => setTimeout(r, 25));
   }
   const [second] = await syncs;
-  // Until the run's SYNC_COMPLETE is in the feed (the relay takes events within a second of their commit).
-  const deadline = Date.now() + 20_000;
-  while (seen.filter((e) => e.type === 'SYNC_COMPLETE').length < 1 && Date.now() < deadline) {
-    await read();
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  await new Promise((r) => setTimeout(r, 1500));
+  // The runs have ended, so every event of theirs is recorded; once the relay has numbered them all (within a second
+  // of their commit) nothing more can enter the feed, and a last read to its end sees what the reader will ever see.
+  const recorded = await until(
+    'the relay to number every event of the organization',
+    () => db.select({ id: events.id, position: events.position }).from(events).where(eq(events.organizationId, a.row.organizationId)),
+    (rows) => rows.every((r) => r.position !== null),
+    20_000,
+  );
   await read();
 
-  const recorded = await db.select({ id: events.id }).from(events).where(eq(events.organizationId, a.row.organizationId));
   expect(second!.recordsUpdated + second!.recordsNew).toBeGreaterThan(10);
   expect(new Set(seen.map((e) => e.id)).size).toBe(seen.length);
   expect(seen.map((e) => e.id).sort()).toEqual(recorded.map((r) => r.id).sort());
