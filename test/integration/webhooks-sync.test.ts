@@ -9,7 +9,7 @@ import { createSubscription } from '../../db/webhooks';
 import { verifyWebhookSignature } from '../../domain/signature';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { runSync, sandbox, sandboxIntegration, startTestWorker, type TestWorker } from '../support/sync';
-import { startReceiver, startWebhookStack, type Receiver, type WebhookStack } from '../support/webhooks';
+import { recordEvents, residentUpdates, startReceiver, startWebhookStack, type Receiver, type WebhookStack } from '../support/webhooks';
 
 let db: Db;
 let config: Config;
@@ -42,9 +42,12 @@ it('delivers what each sync run records, SYNC_COMPLETE after the run’s changes
   );
 
   const first = await runSync(worker, db, s.row);
-  await receiver.waitFor((r) => r.length >= 1);
-  await new Promise((r) => setTimeout(r, 500));
-  expect(receiver.received.map((r) => r.body.type)).toEqual(['FIRST_SYNC_COMPLETE']);
+  // An event recorded after the run ends is delivered after every event of the run (one in flight, production order):
+  // once it is in, the run has delivered all it ever will.
+  const [afterFirst] = await recordEvents(db, s.row, residentUpdates(1, 'after-first'));
+  await receiver.waitFor((r) => r.some((x) => x.body.id === afterFirst));
+  expect(receiver.received.map((r) => r.body.type)).toEqual(['FIRST_SYNC_COMPLETE', 'RESIDENT_UPDATED']);
+  expect(receiver.received[1]!.body.id).toBe(afterFirst);
   expect(receiver.received[0]!.body.data).toMatchObject({ sync_job_id: first.id, records_new: first.recordsNew, records_updated: 0, records_soft_deleted: 0 });
 
   await sandbox().applyChanges(s.companyId, {
@@ -54,9 +57,11 @@ it('delivers what each sync run records, SYNC_COMPLETE after the run’s changes
     lease_transitions: 2,
   });
   const second = await runSync(worker, db, s.row);
-  await receiver.waitFor((r) => r.some((x) => x.body.type === 'SYNC_COMPLETE'));
-  await new Promise((r) => setTimeout(r, 500));
-  const run = receiver.received.slice(1);
+  const [afterSecond] = await recordEvents(db, s.row, residentUpdates(1, 'after-second'));
+  await receiver.waitFor((r) => r.some((x) => x.body.id === afterSecond));
+  const end = receiver.received.findIndex((r) => r.body.id === afterSecond);
+  expect(receiver.received.slice(end).map((r) => r.body.id)).toEqual([afterSecond]);
+  const run = receiver.received.slice(2, end);
   const types = run.map((r) => r.body.type as string);
   expect(types.at(-1)).toBe('SYNC_COMPLETE');
   expect(types.filter((t) => t === 'SYNC_COMPLETE')).toHaveLength(1);
