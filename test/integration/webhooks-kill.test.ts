@@ -13,6 +13,7 @@ import { webhookAttempts, webhookDeliveries } from '../../db/schema';
 import { createSubscription } from '../../db/webhooks';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { Processes } from '../support/faults';
+import { until } from '../support/until';
 import { recordEvents, residentUpdates, startReceiver, webhookIntegration, type Receiver } from '../support/webhooks';
 
 let db: Db;
@@ -64,13 +65,12 @@ it('loses nothing and never re-sends an attempt recorded as succeeded when the w
   spawnChild(integ.organizationId);
   await receiver.waitFor((r) => new Set(r.map((x) => x.body.id)).size >= ids.length, 120_000);
   // Every delivery ends succeeded once its last attempt is recorded.
-  const deadline = Date.now() + 30_000;
-  let rows = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.integrationId, integ.id));
-  while (rows.some((r) => r.status !== 'succeeded') && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 200));
-    rows = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.integrationId, integ.id));
-  }
-  expect(rows.filter((r) => r.status !== 'succeeded')).toEqual([]);
+  const rows = await until(
+    'every delivery to end succeeded',
+    () => db.select().from(webhookDeliveries).where(eq(webhookDeliveries.integrationId, integ.id)),
+    (ds) => ds.every((r) => r.status === 'succeeded'),
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
   expect(rows).toHaveLength(ids.length);
   expect(new Set(receiver.received.map((r) => r.body.id))).toEqual(new Set(ids));
 
