@@ -81,6 +81,7 @@ describe('a sync retrying a failing source', () => {
 
     // `sync run --wait` on the same integration follows the running job and prints the retry in its progress line.
     const waitRun = runCli({ url: api.url, token: config.ADMIN_TOKEN }, ['sync', 'run', integration.id, '--wait', '--poll-ms', '200']);
+    // Pacing, not an absence proof: the CLI starts and polls the retrying run before the source recovers (its line is asserted).
     await new Promise((r) => setTimeout(r, 3_000));
     await sandbox().clearFaults(companyId);
     const followed = await waitRun;
