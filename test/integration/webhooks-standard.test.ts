@@ -232,7 +232,7 @@ describe('endpoint health', () => {
     const { key } = await createApiKey(db, { organizationId: integ.organizationId, mode: 'test' });
     // An operator's endpoint for notices, and a catch-all one (which does not get them: they are not in the catalog).
     const ops = await subscribe(integ.id, '/gone-ops', { event_types: ['SUBSCRIPTION_DISABLED'] });
-    await subscribe(integ.id, '/gone-all', { event_types: ['*'] });
+    const catchAll = await subscribe(integ.id, '/gone-all', { event_types: ['*'] });
     const sub = await subscribe(integ.id, '/gone', { max_in_flight: 1 });
     answers.set('/gone', () => 410);
     await recordEvents(db, integ, residentUpdates(5, 'g'));
@@ -265,6 +265,9 @@ describe('endpoint health', () => {
     });
     await receiver.waitFor(() => at('/gone-all').length >= 5);
     expect(at('/gone-all').map((r) => r.body.type)).not.toContain('SUBSCRIPTION_DISABLED');
+    // Nor is it queued for it: the relay queued every delivery of the notice in one transaction, before /gone-ops got it.
+    const queued = await admin('GET', `/webhook_subscriptions/${catchAll.id}/deliveries?limit=100`);
+    expect(queued.body.results.map((d: any) => d.event_type)).toEqual(Array(5).fill('RESIDENT_UPDATED'));
     // Nor is it in the public feed, whose types are docs/api.md's catalog.
     const feed = (await (await api.get('/v1/events?limit=100', { key })).json()) as { results: { type: string }[] };
     expect(feed.results.map((e) => e.type)).toEqual(['RESIDENT_UPDATED', 'RESIDENT_UPDATED', 'RESIDENT_UPDATED', 'RESIDENT_UPDATED', 'RESIDENT_UPDATED']);
