@@ -18,6 +18,7 @@ import type { Entity } from '../../domain/cdm';
 import type { SyncPolicy } from '../../domain/contract';
 import type { SyncCompleteData } from '../../domain/events';
 import { onTimeSkipping } from '../support/time-skipping';
+import { until } from '../support/until';
 import { syncIntegration } from '../../workflows/sync';
 
 const SECOND = 1_000;
@@ -201,8 +202,9 @@ describe('sync retry policy (time-skipping)', () => {
 
   it('cancelling a run cancels the running entity and still marks the job failed', async () => {
     const r = await run({ entity: (entity) => (entity === 'lease' ? 'wait' : 'ok') }, async (handle, calls) => {
-      // Cancel once the lease step is running (heartbeating).
-      for (let i = 0; i < 300 && !calls.entity.some((c) => c.entity === 'lease'); i++) await new Promise((res) => setTimeout(res, 50));
+      // Cancel once the lease step is running (heartbeating). until() reads the mock's record of its calls in this
+      // process at wall speed and sends nothing to the test server, whose clock skips only while a result is awaited.
+      await until('the lease step to be running', () => calls.entity.some((c) => c.entity === 'lease'), { timeoutMs: 15_000, intervalMs: 50 });
       await handle.cancel();
     });
     expect(r.error).toBeInstanceOf(WorkflowFailedError);
