@@ -15,6 +15,7 @@ import { closeDb, type Db } from '../../db/client';
 import { consoleSessions } from '../../db/schema';
 import { expectProblem, startApi, type Reply, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
+import { until } from '../support/until';
 
 let db: Db;
 let db2: Db;
@@ -111,19 +112,22 @@ describe('wrong admin bearers', () => {
     for (let i = 0; i < 3; i++) expectUnauthorized(await bearer(quick, wrongToken(), address));
     expectThrottled(await bearer(quick, wrongToken(), address), '1');
     // Guesses during the block are refused unchecked and uncounted; the first one after it blocks for twice as long.
-    let r: Reply;
-    do {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      r = await bearer(quick, wrongToken(), address);
-      expectThrottled(r);
-    } while (r.headers.get('retry-after') === '1');
-    expect(r.headers.get('retry-after')).toBe('2');
+    const after = await until(
+      'a wrong token sent after the 1 s block to be refused with a new block',
+      async () => {
+        const r = await bearer(quick, wrongToken(), address);
+        expectThrottled(r);
+        return r;
+      },
+      (r) => r.headers.get('retry-after') !== '1',
+    );
+    expect(after.headers.get('retry-after')).toBe('2');
     // The right token is refused until the block ends, then works (and resets the count: three wrong ones are allowed).
-    do {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      r = await bearer(quick, config.ADMIN_TOKEN, address);
+    await until('the right token to work once the 2 s block has passed', async () => {
+      const r = await bearer(quick, config.ADMIN_TOKEN, address);
       if (r.status !== 200) expectThrottled(r);
-    } while (r.status !== 200);
+      return r.status === 200;
+    });
     for (let i = 0; i < 3; i++) expectUnauthorized(await bearer(quick, wrongToken(), address));
     expectThrottled(await bearer(quick, wrongToken(), address), '1');
   });
