@@ -469,17 +469,20 @@ describe('schedules', () => {
       const live = (await db.select({ id: integrations.id }).from(integrations)).map((r) => r.id);
       const deps = { client: t.client, taskQueue: t.ctl.taskQueue, logger: pino({ level: 'silent' }) };
       // Schedule listing is eventually consistent: sweep until the new schedule has been seen and removed.
-      const deadline = Date.now() + 20_000;
-      while (Date.now() < deadline) {
-        await removeOrphanSchedules(deps, live);
-        try {
-          await t.client.schedule.getHandle(scheduleIdOf(ours.id)).describe();
-        } catch (err) {
-          if (err instanceof ScheduleNotFoundError) break;
-          throw err;
-        }
-        await new Promise((r) => setTimeout(r, 250));
-      }
+      await until(
+        'the sweep to remove the schedule of an integration the database does not know',
+        async () => {
+          await removeOrphanSchedules(deps, live);
+          try {
+            await t.client.schedule.getHandle(scheduleIdOf(ours.id)).describe();
+            return false;
+          } catch (err) {
+            if (err instanceof ScheduleNotFoundError) return true;
+            throw err;
+          }
+        },
+        { timeoutMs: 20_000, intervalMs: 250 },
+      );
       await expect(t.client.schedule.getHandle(scheduleIdOf(ours.id)).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
       // Another deployment's schedule on the same namespace is left alone.
       expect((await t.client.schedule.getHandle(scheduleIdOf(theirs.id)).describe()).scheduleId).toBe(scheduleIdOf(theirs.id));
