@@ -7,10 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { adminCaller, startApi, type TestServer } from '../support/api-server';
-import { runCli } from '../support/cli';
+import { runCli, startCli } from '../support/cli';
 import { testConfig, testDb } from '../support/context';
 import { parseExposition } from '../support/metrics';
 import { sandbox, sandboxIntegration, startTestWorker, until, type TestWorker } from '../support/sync';
+
+/** The retry as `sync run --wait` prints it in its progress line. */
+const RETRY_LINE = /retrying: attempt \d+ (at \d\d:\d\d:\d\dZ|\(running\)) after: .*(503|unavailable)/i;
 
 let db: Db;
 let config: Config;
@@ -80,13 +83,16 @@ describe('a sync retrying a failing source', () => {
     expect(scraped.value('propsync_sync_runs_retrying')).toBeGreaterThanOrEqual(1);
 
     // `sync run --wait` on the same integration follows the running job and prints the retry in its progress line.
-    const waitRun = runCli({ url: api.url, token: config.ADMIN_TOKEN }, ['sync', 'run', integration.id, '--wait', '--poll-ms', '200']);
-    // Pacing, not an absence proof: the CLI starts and polls the retrying run before the source recovers (its line is asserted).
-    await new Promise((r) => setTimeout(r, 3_000));
+    const waitRun = startCli({ url: api.url, token: config.ADMIN_TOKEN }, ['sync', 'run', integration.id, '--wait', '--poll-ms', '200']);
+    // The source recovers once the CLI has printed the retry, not before.
+    await until('sync run --wait to print the retry in its progress line', () => RETRY_LINE.test(waitRun.stderr()), {
+      timeoutMs: 45_000,
+      detail: () => `its stderr so far:\n${waitRun.stderr()}`,
+    });
     await sandbox().clearFaults(companyId);
-    const followed = await waitRun;
+    const followed = await waitRun.done;
     expect(followed.code, followed.stderr).toBe(0);
-    expect(followed.stderr).toMatch(/retrying: attempt \d+ (at \d\d:\d\d:\d\dZ|\(running\)) after: .*(503|unavailable)/i);
+    expect(followed.stderr).toMatch(RETRY_LINE);
 
     const done = await until(
       'the run to succeed',
