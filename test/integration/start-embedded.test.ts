@@ -135,17 +135,18 @@ async function within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
 }
 
 /** The first match of `pattern` in the run's output, waiting for it; fails early when the run exits. */
-async function waitForOutput(run: Run, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const m = run.output().match(pattern);
-    if (m) return m;
-    const gone = run.child.exitCode !== null || run.child.signalCode !== null;
-    if (gone || Date.now() > deadline) {
-      throw new Error(`${gone ? 'npm start exited' : `no ${pattern} within ${timeoutMs / 1000}s`}; its output:\n${run.output().slice(-6000)}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+function waitForOutput(run: Run, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+  const tail = () => `its output:\n${run.output().slice(-6000)}`;
+  return until(
+    `${pattern} in the output of npm start`,
+    () => {
+      const m = run.output().match(pattern);
+      if (m) return m;
+      if (run.child.exitCode !== null || run.child.signalCode !== null) throw new Error(`npm start exited; ${tail()}`);
+      return undefined;
+    },
+    { timeoutMs, intervalMs: 250, detail: tail },
+  );
 }
 
 /** Every live process below `pid` (Linux /proc). */
@@ -221,9 +222,12 @@ async function interrupt(run: Run): Promise<void> {
   expect(tree).toContain(pg);
   run.child.kill('SIGINT');
   expect(await within(run.exited, 45_000)).toBe(0);
-  const deadline = Date.now() + 5_000;
-  while (tree.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  expect(tree.filter(alive), 'processes left running').toEqual([]);
+  await until(
+    'every process npm start ran to be gone (the last answer: those left running)',
+    () => tree.filter(alive),
+    (left) => left.length === 0,
+    5_000,
+  );
   for (const [name, port] of Object.entries(ports)) expect(await portOpen(port), `${name} port ${port}`).toBe(false);
   // A clean shutdown removes postmaster.pid; the start's own lock is released.
   expect(existsSync(join(pgDir, 'postmaster.pid'))).toBe(false);
@@ -241,15 +245,15 @@ it('runs on an embedded Postgres in an empty DATA_DIR, refuses a second start, s
   expect(first.output()).toContain(`psql "${url}"`);
 
   // The demo key reads its leases once the first sync has run.
-  const deadline = Date.now() + 60_000;
-  let read = await leases(key!);
-  while (read.results.length === 0 && Date.now() < deadline) {
-    expect(read.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 500));
-    read = await leases(key!);
-  }
-  expect(read.status).toBe(200);
-  expect(read.results.length).toBeGreaterThan(0);
+  await until(
+    'the demo key to read some leases',
+    async () => {
+      const read = await leases(key!);
+      expect(read.status).toBe(200);
+      return read.results.length > 0;
+    },
+    { timeoutMs: 60_000, intervalMs: 500 },
+  );
 
   // The README's first ten minutes, as written, against this system.
   const [, integrationId] = first.output().match(/ integration {3}(\S+)/)!;
