@@ -4,6 +4,7 @@
  */
 import { inject } from 'vitest';
 import { freePort, type Processes } from './faults';
+import { until } from './until';
 
 export interface ApiProcess {
   url: string;
@@ -28,19 +29,17 @@ export async function startApiProcess(procs: Processes, env: Record<string, stri
     ...env,
   });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (!procs.running.has(child)) throw new Error(`the API process exited: ${procs.stderr.get(child)}`);
-    if (
-      await fetch(`${url}/healthz`).then(
+  await until(
+    'the API process to answer /healthz',
+    async () => {
+      if (!procs.running.has(child)) throw new Error(`the API process exited: ${procs.stderr.get(child)}`);
+      return fetch(`${url}/healthz`).then(
         (r) => r.ok,
         () => false,
-      )
-    )
-      break;
-    if (Date.now() > deadline) throw new Error(`the API process did not answer in 60 s: ${procs.stderr.get(child)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+      );
+    },
+    { timeoutMs: 60_000, detail: () => `its stderr: ${procs.stderr.get(child)}` },
+  );
   return {
     url,
     pid: child.pid!,
