@@ -9,6 +9,7 @@ import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { SEARCH_ATTRIBUTES } from '../../domain/contract';
 import { TEMPORAL_CLI } from '../../scripts/tools';
+import { until } from './until';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -67,22 +68,26 @@ export function spawnTemporal(procs: Processes, port: number, dbFile: string): C
 
 /** Wait until a Temporal server answers on `address`. */
 export async function temporalReady(address: string, child: ChildProcess, procs: Processes, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (!procs.running.has(child)) throw new Error(`temporal server exited: ${procs.stderr.get(child)}`);
-    try {
-      const c = await Connection.connect({ address, connectTimeout: 1_000 });
+  // The answer is true once it answers, else why not (shown when time is up).
+  await until(
+    `a Temporal server to answer on ${address}`,
+    async () => {
+      if (!procs.running.has(child)) throw new Error(`temporal server exited: ${procs.stderr.get(child)}`);
       try {
-        await c.workflowService.getSystemInfo({});
-        return;
-      } finally {
-        await c.close();
+        const c = await Connection.connect({ address, connectTimeout: 1_000 });
+        try {
+          await c.workflowService.getSystemInfo({});
+          return true;
+        } finally {
+          await c.close();
+        }
+      } catch (err) {
+        return String(err);
       }
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+    },
+    (answer) => answer === true,
+    { timeoutMs, intervalMs: 200 },
+  );
 }
 
 /** `npm run worker` as a child process. */
