@@ -10,6 +10,7 @@ import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { createApiKey, type Scope } from '../../db/tenants';
 import { createWriteWorker } from '../../worker/roles/writes';
+import { until } from './until';
 
 export interface WriteWorker {
   client: Client;
@@ -72,16 +73,16 @@ export async function getJson(url: string, path: string, key: string): Promise<R
   return { status: res.status, body: await res.json(), headers: res.headers };
 }
 
-/** Poll an Operation as docs/api.md rule 5 recommends (short waits here) until it is terminal. */
-export async function pollOperation(url: string, key: string, id: string, timeoutMs = 60_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  let wait = 50;
-  for (;;) {
-    const r = await getJson(url, `/v1/operations/${id}`, key);
-    expect(r.status).toBe(200);
-    if (r.body.status === 'succeeded' || r.body.status === 'failed') return r.body;
-    if (Date.now() > deadline) throw new Error(`operation ${id} still ${r.body.status} after ${timeoutMs} ms: ${JSON.stringify(r.body)}`);
-    await new Promise((res) => setTimeout(res, wait));
-    wait = Math.min(wait * 2, 1_000);
-  }
+/** Poll an Operation (200 in every state, as docs/api.md says) until it is terminal; its last state when time is up. */
+export function pollOperation(url: string, key: string, id: string, timeoutMs = 60_000): Promise<any> {
+  return until(
+    `operation ${id} to succeed or fail`,
+    async () => {
+      const r = await getJson(url, `/v1/operations/${id}`, key);
+      expect(r.status).toBe(200);
+      return r.body;
+    },
+    (op) => op.status === 'succeeded' || op.status === 'failed',
+    { timeoutMs, intervalMs: 200 },
+  );
 }
