@@ -12,3 +12,10 @@ export function inOrder(order: SortOrder, ...columns: AnyColumn[]): SQL[] {
   const dir = order === 'asc' ? asc : desc;
   return columns.map((c) => dir(c));
 }
+
+/** A page of a list ordered by creation time: `limit` rows (a caller wanting to know whether more follow asks one more) from `offset`. */
+export interface OrderedPage {
+  limit: number;
+  offset: number;
+  order: SortOrder;
+}

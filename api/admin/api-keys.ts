@@ -1,15 +1,11 @@
 /** API keys of an organization: created with the secret shown once, listed and revoked without it. */
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { eq } from 'drizzle-orm';
-import { inOrder } from '../../db/order';
-import { apiKeys } from '../../db/schema';
-import { createApiKey, revokeApiKey, type ApiKeyRow } from '../../db/tenants';
+import { apiKeysPage, createApiKey, revokeApiKey, type ApiKeyRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { ApiKey, ApiKeyCreate, ApiKeyCreated } from './api-keys.schemas';
 import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery } from './schemas';
-import { loadOrganization, uuidOr404 } from './support';
+import { listPage, loadOrganization, uuidOr404 } from './support';
 
 function apiKeyView(row: ApiKeyRow) {
   return {
@@ -58,15 +54,7 @@ export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
-      const { limit, offset, order } = c.req.valid('query');
-      const rows = await deps.db
-        .select()
-        .from(apiKeys)
-        .where(eq(apiKeys.organizationId, org.id))
-        .orderBy(...inOrder(order, apiKeys.createdAt, apiKeys.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, apiKeyView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => apiKeysPage(deps.db, org.id, page), apiKeyView), 200);
     },
   );
 

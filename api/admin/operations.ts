@@ -3,25 +3,17 @@
  * shape plus where it belongs and its workflow, and an integration's Operations. The stored request body holds
  * residents' personal data, so it is never even loaded here.
  */
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
-import { and, eq, getTableColumns, inArray, type SQL } from 'drizzle-orm';
-import { operationJson, type OperationRow } from '../../db/operations';
-import { inOrder } from '../../db/order';
-import { operations } from '../../db/schema';
+import { getOperationSummary, operationJson, operationsOfIntegration, type OperationRow } from '../../db/operations';
 import { writeWorkflowIdOf } from '../../domain/contract';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { AdminOperation, OperationQuery } from './operations.schemas';
 import { errorResponses, IdParam, json, listOf, orderedDescription, linkTo } from './schemas';
-import { loadIntegration } from './support';
+import { listPage, loadIntegration } from './support';
 
-/** Every column but `request`. */
-const { request: _request, ...SUMMARY_COLUMNS } = getTableColumns(operations);
-type OperationSummary = Omit<OperationRow, 'request'>;
-
-function adminOperationView(row: OperationSummary): z.infer<typeof AdminOperation> {
+function adminOperationView(row: Omit<OperationRow, 'request'>): z.infer<typeof AdminOperation> {
   return {
     ...operationJson(row),
     organization_id: row.organizationId,
@@ -52,7 +44,7 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const { id } = c.req.valid('param');
-      const [row] = isId('operation', id) ? await deps.db.select(SUMMARY_COLUMNS).from(operations).where(eq(operations.id, id)) : [];
+      const row = isId('operation', id) ? await getOperationSummary(deps.db, id) : undefined;
       if (!row) throw new ApiError('not_found', `No operation ${id}.`);
       return c.json(adminOperationView(row), 200);
     },
@@ -77,23 +69,9 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset, order, status, type } = c.req.valid('query');
-      // The integration's organization and mode lead, so the (organization, mode, created_at) index serves the page.
-      const where: SQL[] = [
-        eq(operations.organizationId, integration.organizationId),
-        eq(operations.mode, integration.mode),
-        eq(operations.integrationId, integration.id),
-      ];
-      if (status) where.push(inArray(operations.status, status));
-      if (type) where.push(inArray(operations.type, type));
-      const rows = await deps.db
-        .select(SUMMARY_COLUMNS)
-        .from(operations)
-        .where(and(...where))
-        .orderBy(...inOrder(order, operations.createdAt, operations.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, adminOperationView), 200);
+      const query = c.req.valid('query');
+      const filter = { status: query.status, type: query.type };
+      return c.json(await listPage(query, (page) => operationsOfIntegration(deps.db, integration, filter, page), adminOperationView), 200);
     },
   );
 }

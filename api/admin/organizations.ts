@@ -1,14 +1,10 @@
 /** Organizations: the tenants. Their rate limit override is read by the API's org-wide limiter. */
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { eq } from 'drizzle-orm';
-import { inOrder } from '../../db/order';
-import { organizations } from '../../db/schema';
-import { createOrganization, type OrganizationRow } from '../../db/tenants';
+import { createOrganization, organizationsPage, updateOrganization, type OrganizationRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
 import { Organization, OrganizationCreate, OrganizationUpdate } from './organizations.schemas';
 import { body, errorResponses, IdParam, json, linkTo, listOf, orderedDescription, OrderedListQuery } from './schemas';
-import { loadOrganization } from './support';
+import { listPage, loadOrganization } from './support';
 
 function organizationView(row: OrganizationRow) {
   return {
@@ -58,14 +54,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
       },
     }),
     async (c) => {
-      const { limit, offset, order } = c.req.valid('query');
-      const rows = await deps.db
-        .select()
-        .from(organizations)
-        .orderBy(...inOrder(order, organizations.createdAt, organizations.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, organizationView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => organizationsPage(deps.db, page), organizationView), 200);
     },
   );
 
@@ -101,7 +90,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
         ...(input.rate_limit_burst !== undefined ? { rateLimitBurst: input.rate_limit_burst } : {}),
       };
       if (Object.keys(set).length === 0) return c.json(organizationView(org), 200);
-      const [row] = await deps.db.update(organizations).set(set).where(eq(organizations.id, org.id)).returning();
+      const row = await updateOrganization(deps.db, org.id, set);
       return c.json(organizationView(row!), 200);
     },
   );

@@ -2,9 +2,8 @@
 import { isIP } from 'node:net';
 import { z } from '@hono/zod-openapi';
 import type { Client } from '@temporalio/client';
-import { and, eq, isNull } from 'drizzle-orm';
-import { integrations, organizations } from '../../db/schema';
-import type { IntegrationRow, OrganizationRow } from '../../db/tenants';
+import { pageOf, type Page } from '../../db/queries';
+import { getLiveIntegration, getOrganization, type IntegrationRow, type OrganizationRow } from '../../db/tenants';
 import { blockedRangeOf, isLoopbackName } from '../../domain/addresses';
 import { isUuid } from '../../domain/ids';
 import { openSourceConfig } from '../../domain/secrets';
@@ -39,22 +38,28 @@ export function uuidOr404(id: string, what: string): string {
 }
 
 export async function loadOrganization(deps: ApiDeps, id: string): Promise<OrganizationRow> {
-  const [row] = await deps.db
-    .select()
-    .from(organizations)
-    .where(eq(organizations.id, uuidOr404(id, 'organization')));
+  const row = await getOrganization(deps.db, uuidOr404(id, 'organization'));
   if (!row) throw new ApiError('not_found', `No organization ${id}.`);
   return row;
 }
 
 /** A deleted integration is gone for the admin API too. */
 export async function loadIntegration(deps: ApiDeps, id: string): Promise<IntegrationRow> {
-  const [row] = await deps.db
-    .select()
-    .from(integrations)
-    .where(and(eq(integrations.id, uuidOr404(id, 'integration')), isNull(integrations.deletedAt)));
+  const row = await getLiveIntegration(deps.db, uuidOr404(id, 'integration'));
   if (!row) throw new ApiError('not_found', `No integration ${id}.`);
   return row;
+}
+
+/**
+ * One page of a list: `read` is asked for one row more than the query's `limit` (the extra row only says there is
+ * more), and each row of the page is shown by `view`.
+ */
+export async function listPage<Q extends { limit: number; offset: number }, R, V>(
+  query: Q,
+  read: (page: Q) => Promise<R[]>,
+  view: (row: R) => V,
+): Promise<Page<V>> {
+  return pageOf(await read({ ...query, limit: query.limit + 1 }), query, view);
 }
 
 /** A 422 naming one field of the request. */

@@ -1,18 +1,13 @@
 /** Manual sync runs and the sync job history an operator follows (the CLI's `sync run --wait` polls here). */
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { eq } from 'drizzle-orm';
-import { inOrder } from '../../db/order';
-import { syncJobs } from '../../db/schema';
-import type { SyncJobRow } from '../../db/sync-jobs';
+import { getSyncJob, skippedRecordsOf, skippedRecordView, syncJobsPage, syncJobView, type SyncJobRow } from '../../db/sync-jobs';
 import { SYNC_ORDER, type Entity } from '../../domain/cdm';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
-import { skippedRecordsOf, skippedRecordView, syncJobView } from '../../db/sync-jobs';
 import { SkippedRecord, SyncJob, SyncRequest } from './syncs.schemas';
 import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
-import { capabilitiesOf, invalidField, loadIntegration, withTemporal } from './support';
+import { capabilitiesOf, invalidField, listPage, loadIntegration, withTemporal } from './support';
 import { dialectOf } from '../../source/connector';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
@@ -35,7 +30,7 @@ const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integrati
 
 export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
   const loadJob = async (id: string): Promise<SyncJobRow> => {
-    const [row] = isId('syncJob', id) ? await deps.db.select().from(syncJobs).where(eq(syncJobs.id, id)) : [];
+    const row = isId('syncJob', id) ? await getSyncJob(deps.db, id) : undefined;
     if (!row) throw new ApiError('not_found', `No sync job ${id}.`);
     return row;
   };
@@ -79,15 +74,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset, order } = c.req.valid('query');
-      const rows = await deps.db
-        .select()
-        .from(syncJobs)
-        .where(eq(syncJobs.integrationId, integration.id))
-        .orderBy(...inOrder(order, syncJobs.createdAt, syncJobs.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, adminSyncJobView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => syncJobsPage(deps.db, integration.id, page), adminSyncJobView), 200);
     },
   );
 
@@ -104,9 +91,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const row = await loadJob(c.req.valid('param').id);
-      const { limit, offset } = c.req.valid('query');
-      const rows = await skippedRecordsOf(deps.db, row.id, { limit: limit + 1, offset });
-      return c.json(pageOf(rows, { limit, offset }, skippedRecordView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => skippedRecordsOf(deps.db, row.id, page), skippedRecordView), 200);
     },
   );
 
