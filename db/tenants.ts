@@ -203,3 +203,26 @@ export async function apiKeysPage(tx: Tx, organizationId: string, page: OrderedP
     .limit(page.limit)
     .offset(page.offset);
 }
+
+/** What /v1 authentication reads of a key. */
+interface ApiKeyAuthRow {
+  id: string;
+  organization_id: string;
+  mode: Mode;
+  scopes: Scope[];
+  revoked_at: Date | null;
+}
+
+/** A key by its hash (hashApiKey), for /v1 authentication: postgres.js directly, as it runs on every request the cache misses. */
+export async function apiKeyByHash(db: Db, hash: string): Promise<ApiKeyAuthRow | undefined> {
+  const [row] = await db.$client<ApiKeyAuthRow[]>`
+    select id, organization_id, mode, scopes, revoked_at from api_keys where key_hash = ${hash}`;
+  return row;
+}
+
+/** Record that a key was used: last_used_at moves at most once a minute, whichever process asks. */
+export async function recordApiKeyUse(db: Db, keyId: string): Promise<void> {
+  await db.$client`
+    update api_keys set last_used_at = now()
+    where id = ${keyId} and (last_used_at is null or last_used_at < now() - interval '1 minute')`.execute();
+}
