@@ -7,7 +7,7 @@ import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { exportFileName, runStatesBefore, type RunStatus, type RunTrigger } from '../domain/automations';
 import type { Tx, Db } from './client';
 import { newId } from './ids';
-import { inOrder, type OrderedPage, type SortOrder } from './order';
+import { inOrder, orderedPage, type OrderedPage, type SortOrder } from './order';
 import { automationRuns, automations, events, integrations } from './schema';
 
 export type AutomationRow = typeof automations.$inferSelect;
@@ -153,13 +153,12 @@ export async function endRun(db: Db, runId: string, end: RunEnd, now = new Date(
 
 /** An integration's automations that are not deleted, one page. */
 export async function automationsPage(db: Db, integrationId: string, page: OrderedPage): Promise<AutomationRow[]> {
-  return db
+  const query = db
     .select()
     .from(automations)
     .where(and(eq(automations.integrationId, integrationId), isNull(automations.deletedAt)))
-    .orderBy(...inOrder(page.order, automations.createdAt, automations.id))
-    .limit(page.limit)
-    .offset(page.offset);
+    .$dynamic();
+  return orderedPage(query, page, automations);
 }
 
 /** Change an automation (or put it back as it was); returns it as it now is. */

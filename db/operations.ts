@@ -10,7 +10,7 @@ import type { Mode } from '../domain/plans';
 import { operationStatesBefore, parseOperationType, type OperationStatus, type OperationType, type WritableEntity } from '../domain/operations';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
-import { inOrder, type OrderedPage } from './order';
+import { orderedPage, type OrderedPage } from './order';
 import { idempotencyKeys, operations } from './schema';
 
 export type OperationRow = typeof operations.$inferSelect;
@@ -267,7 +267,7 @@ export async function operationsOfIntegration(
   filter: { status?: OperationStatus[]; type?: OperationType[] },
   page: OrderedPage,
 ): Promise<Omit<OperationRow, 'request'>[]> {
-  return db
+  const query = db
     .select(viewColumns)
     .from(operations)
     .where(
@@ -280,7 +280,6 @@ export async function operationsOfIntegration(
         filter.type ? inArray(operations.type, filter.type) : undefined,
       ),
     )
-    .orderBy(...inOrder(page.order, operations.createdAt, operations.id))
-    .limit(page.limit)
-    .offset(page.offset);
+    .$dynamic();
+  return orderedPage(query, page, operations);
 }

@@ -6,7 +6,7 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Tx } from './client';
 import type { Entity } from '../domain/cdm';
 import type { SkippedRecord } from '../source/connector';
-import { inOrder, type OrderedPage } from './order';
+import { orderedPage, type OrderedPage } from './order';
 import { syncJobs, syncSkippedRecords } from './schema';
 
 export type SyncJobRow = typeof syncJobs.$inferSelect;
@@ -154,11 +154,6 @@ export function skippedRecordView(row: SkippedRecordRow) {
 
 /** An integration's sync jobs, one page. */
 export async function syncJobsPage(tx: Tx, integrationId: string, page: OrderedPage): Promise<SyncJobRow[]> {
-  return tx
-    .select()
-    .from(syncJobs)
-    .where(eq(syncJobs.integrationId, integrationId))
-    .orderBy(...inOrder(page.order, syncJobs.createdAt, syncJobs.id))
-    .limit(page.limit)
-    .offset(page.offset);
+  const query = tx.select().from(syncJobs).where(eq(syncJobs.integrationId, integrationId)).$dynamic();
+  return orderedPage(query, page, syncJobs);
 }

@@ -6,7 +6,7 @@ import type { Mode, Plan } from '../domain/plans';
 import { sealSourceConfig, type Keyring } from '../domain/secrets';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
-import { inOrder, type OrderedPage } from './order';
+import { orderedPage, type OrderedPage } from './order';
 import { apiKeys, automations, integrations, organizations, syncJobs, type StoredSourceConfig } from './schema';
 import { softDeleteUnseen } from './seen';
 
@@ -119,12 +119,8 @@ export async function getOrganization(tx: Tx, id: string): Promise<OrganizationR
 
 /** Every organization of the deployment, one page. */
 export async function organizationsPage(tx: Tx, page: OrderedPage): Promise<OrganizationRow[]> {
-  return tx
-    .select()
-    .from(organizations)
-    .orderBy(...inOrder(page.order, organizations.createdAt, organizations.id))
-    .limit(page.limit)
-    .offset(page.offset);
+  const query = tx.select().from(organizations).$dynamic();
+  return orderedPage(query, page, organizations);
 }
 
 /** Rename an organization or change its rate limit override (null: the plan limit); returns it as it now is. */
@@ -148,13 +144,12 @@ export async function getLiveIntegration(tx: Tx, id: string): Promise<Integratio
 
 /** An organization's integrations that are not deleted, one page. */
 export async function integrationsPage(tx: Tx, organizationId: string, page: OrderedPage): Promise<IntegrationRow[]> {
-  return tx
+  const query = tx
     .select()
     .from(integrations)
     .where(and(eq(integrations.organizationId, organizationId), isNull(integrations.deletedAt)))
-    .orderBy(...inOrder(page.order, integrations.createdAt, integrations.id))
-    .limit(page.limit)
-    .offset(page.offset);
+    .$dynamic();
+  return orderedPage(query, page, integrations);
 }
 
 /** Change an integration's plan, cadences or name; returns it as it now is. */
@@ -195,13 +190,8 @@ export async function disconnectIntegration(db: Db, integration: IntegrationRow,
 
 /** An organization's API keys, revoked ones included, one page. */
 export async function apiKeysPage(tx: Tx, organizationId: string, page: OrderedPage): Promise<ApiKeyRow[]> {
-  return tx
-    .select()
-    .from(apiKeys)
-    .where(eq(apiKeys.organizationId, organizationId))
-    .orderBy(...inOrder(page.order, apiKeys.createdAt, apiKeys.id))
-    .limit(page.limit)
-    .offset(page.offset);
+  const query = tx.select().from(apiKeys).where(eq(apiKeys.organizationId, organizationId)).$dynamic();
+  return orderedPage(query, page, apiKeys);
 }
 
 /** What /v1 authentication reads of a key. */
