@@ -26,14 +26,13 @@ import { escapeFormulasOf, EXPORT_ENTITIES, PLURAL, RECORD_FIELDS, type Automati
 import type { Entity } from '../../domain/cdm';
 import { automationScheduleIdOf } from '../../domain/contract';
 import { LIST_QUERIES, listParameters, unknownParameter } from '../../domain/filters';
-import { isId } from '../../domain/ids';
 import { sealAutomationHeaders } from '../../domain/secrets';
 import type { AutomationControlDeps } from '../../control/automations';
 import type { ApiDeps } from '../deps';
 import { ApiError, type FieldError } from '../problem';
 import { Automation, AutomationCreate, AutomationRun, AutomationUpdate } from './automations.schemas';
-import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
-import { checkOutboundUrl, listPage, loadIntegration, viaTemporal } from './support';
+import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
+import { checkOutboundUrl, found, listPage, loadById, loadIntegration, viaTemporal } from './support';
 
 /** The Temporal side of automations, loaded on first use like sync control (reads never load the Temporal SDK). */
 type AutomationControl = typeof import('../../control/automations');
@@ -226,14 +225,12 @@ function viaControl<T>(
 
 /** A live automation of a live integration; anything else is 404 like an unknown id. */
 async function loadAutomation(deps: ApiDeps, id: string): Promise<AutomationRow> {
-  const row = isId('automation', id) ? await getAutomation(deps.db, id) : undefined;
-  const integration = row ? await getLiveIntegration(deps.db, row.integrationId) : undefined;
-  if (!row || !integration) throw new ApiError('not_found', `No automation ${id}.`);
-  return row;
+  const row = await loadById('automation', id, 'automation', (id) => getAutomation(deps.db, id));
+  const integration = await getLiveIntegration(deps.db, row.integrationId);
+  return found(integration && row, 'automation', id);
 }
 
 const tags = ['Automations'];
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 const AutomationId = IdParam('atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Automation id (`atm_` + ULID).');
 const RunId = IdParam('aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Automation run id (`aru_` + ULID).');
 
@@ -469,9 +466,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       responses: { 200: json(AutomationRun, 'The run.'), ...errorResponses },
     }),
     async (c) => {
-      const { id } = c.req.valid('param');
-      const row = isId('automationRun', id) ? await getRun(deps.db, id) : undefined;
-      if (!row) throw new ApiError('not_found', `No automation run ${id}.`);
+      const row = await loadById('automationRun', c.req.valid('param').id, 'automation run', (id) => getRun(deps.db, id));
       return c.json(automationRunView(row), 200);
     },
   );

@@ -13,7 +13,7 @@ import { wantsEvent } from '../../domain/webhooks';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { Event, EventQuery, EventResendResult, EventWithPayload } from './events.schemas';
-import { errorResponses, IdParam, json, linkTo, listOf, orderedDescription, unavailableResponse } from './schemas';
+import { errorResponses, IdParam, json, linkTo, listOf, orderedDescription, unavailableResponse, IntegrationId } from './schemas';
 import { loadIntegration } from './support';
 import { forbidden, redeliver, requireWebhookPlan } from './webhooks';
 
@@ -34,7 +34,6 @@ function eventView(row: EventSummary, deliveries: DeliveryCounts): z.infer<typeo
 }
 
 const tags = ['Events'];
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 const EventId = IdParam('evt_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Event id (`evt_` + ULID).');
 
 /** Malformed, unknown, past the retention, or of a deleted integration: one 404. */

@@ -14,7 +14,18 @@ import { dialectOf } from '../../source/connector';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { Integration, IntegrationCreate, IntegrationUpdate } from './integrations.schemas';
-import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
+import {
+  body,
+  errorResponses,
+  json,
+  listOf,
+  orderedDescription,
+  OrderedListQuery,
+  unavailableResponse,
+  linkTo,
+  IntegrationId,
+  OrganizationId,
+} from './schemas';
 import { listPage, loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */
@@ -102,8 +113,6 @@ function sandboxSettings(baseUrl: string, dialect: SandboxDialect, created: Sand
 }
 
 const tags = ['Integrations'];
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
-const OrgId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
 
 export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
@@ -114,7 +123,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       summary: 'Connect a source',
       description:
         "A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only), speaking the `dialect` asked for (default `entrata`). A live integration's `base_url` must be https://. The source's secret (`api_key`, or `client_secret` of a `buildium` source) is stored encrypted and never shown again. The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts (always a full run). Where the source can list what changed (`buildium`), scheduled runs read only the changes and a full run comes every `full_sync_interval_seconds`.",
-      request: { params: OrgId, ...body(IntegrationCreate) },
+      request: { params: OrganizationId, ...body(IntegrationCreate) },
       responses: {
         201: json(Integration, 'The integration.', linkTo('GetIntegration', 'getIntegration', 'The integration created.')),
         ...errorResponses,
@@ -190,7 +199,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/organizations/{id}/integrations',
       tags,
       summary: "List an organization's integrations",
-      request: { params: OrgId, query: OrderedListQuery('asc') },
+      request: { params: OrganizationId, query: OrderedListQuery('asc') },
       responses: { 200: json(listOf(Integration, 'IntegrationList'), orderedDescription('asc')), ...errorResponses },
     }),
     async (c) => {

@@ -6,12 +6,10 @@
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
 import { getOperationSummary, operationJson, operationsOfIntegration, type OperationRow } from '../../db/operations';
 import { writeWorkflowIdOf } from '../../domain/contract';
-import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
-import { ApiError } from '../problem';
 import { AdminOperation, OperationQuery } from './operations.schemas';
-import { errorResponses, IdParam, json, listOf, orderedDescription, linkTo } from './schemas';
-import { listPage, loadIntegration } from './support';
+import { errorResponses, IdParam, json, listOf, orderedDescription, linkTo, IntegrationId } from './schemas';
+import { listPage, loadById, loadIntegration } from './support';
 
 function adminOperationView(row: Omit<OperationRow, 'request'>): z.infer<typeof AdminOperation> {
   return {
@@ -26,7 +24,6 @@ function adminOperationView(row: Omit<OperationRow, 'request'>): z.infer<typeof 
 
 const tags = ['Operations'];
 const OperationId = IdParam('opr_01JH0000000000000000000000', 'Operation id (`opr_` + ULID).');
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 
 export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
@@ -43,9 +40,7 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
       responses: { 200: json(AdminOperation, 'The Operation.'), ...errorResponses },
     }),
     async (c) => {
-      const { id } = c.req.valid('param');
-      const row = isId('operation', id) ? await getOperationSummary(deps.db, id) : undefined;
-      if (!row) throw new ApiError('not_found', `No operation ${id}.`);
+      const row = await loadById('operation', c.req.valid('param').id, 'operation', (id) => getOperationSummary(deps.db, id));
       return c.json(adminOperationView(row), 200);
     },
   );

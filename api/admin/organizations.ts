@@ -3,7 +3,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { createOrganization, organizationsPage, updateOrganization, type OrganizationRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
 import { Organization, OrganizationCreate, OrganizationUpdate } from './organizations.schemas';
-import { body, errorResponses, IdParam, json, linkTo, listOf, orderedDescription, OrderedListQuery } from './schemas';
+import { body, errorResponses, json, linkTo, listOf, orderedDescription, OrderedListQuery, OrganizationId } from './schemas';
 import { listPage, loadOrganization } from './support';
 
 function organizationView(row: OrganizationRow) {
@@ -18,7 +18,6 @@ function organizationView(row: OrganizationRow) {
 
 const tags = ['Organizations'];
 const OrgQuery = OrderedListQuery('asc');
-const OrgId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
 
 export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
@@ -65,7 +64,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
       operationId: 'getOrganization',
       tags,
       summary: 'Retrieve an organization',
-      request: { params: OrgId },
+      request: { params: OrganizationId },
       responses: { 200: json(Organization, 'The organization.'), ...errorResponses },
     }),
     async (c) => c.json(organizationView(await loadOrganization(deps, c.req.valid('param').id)), 200),
@@ -78,7 +77,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Update an organization (name, rate limit override)',
       description: 'A `null` rate limit clears the override, so the plan limit applies again.',
-      request: { params: OrgId, ...body(OrganizationUpdate) },
+      request: { params: OrganizationId, ...body(OrganizationUpdate) },
       responses: { 200: json(Organization, 'The organization.'), ...errorResponses },
     }),
     async (c) => {

@@ -5,7 +5,7 @@ import type { Client } from '@temporalio/client';
 import { pageOf, type Page } from '../../db/queries';
 import { getLiveIntegration, getOrganization, type IntegrationRow, type OrganizationRow } from '../../db/tenants';
 import { blockedRangeOf, isLoopbackName } from '../../domain/addresses';
-import { isUuid } from '../../domain/ids';
+import { isId, isUuid, type IdKind } from '../../domain/ids';
 import { openSourceConfig } from '../../domain/secrets';
 import { createConnector, type SourceCapabilities } from '../../source';
 import { SandboxControlError, sandboxControlClient, type SandboxControl } from '../../sandbox/control';
@@ -31,23 +31,30 @@ export function adminValidationHook(result: { success: boolean; error?: z.ZodErr
   throw validationError(new z.ZodError(issues), result.target as Parameters<typeof validationError>[1]);
 }
 
+/** The row a request names, when there is one; else 404 `No <what> <id>.` */
+export function found<R>(row: R | undefined, what: string, id: string): R {
+  if (!row) throw new ApiError('not_found', `No ${what} ${id}.`);
+  return row;
+}
+
 /** Malformed ids are 404 like unknown ones, so that a typo and a missing row read the same. */
 export function uuidOr404(id: string, what: string): string {
   if (!isUuid(id)) throw new ApiError('not_found', `No ${what} ${id}.`);
   return id.toLowerCase();
 }
 
+/** The row `read` finds for `id`, a prefixed id of `kind` (a malformed one is unknown): 404 otherwise, as found(). */
+export async function loadById<R>(kind: IdKind, id: string, what: string, read: (id: string) => Promise<R | undefined>): Promise<R> {
+  return found(isId(kind, id) ? await read(id) : undefined, what, id);
+}
+
 export async function loadOrganization(deps: ApiDeps, id: string): Promise<OrganizationRow> {
-  const row = await getOrganization(deps.db, uuidOr404(id, 'organization'));
-  if (!row) throw new ApiError('not_found', `No organization ${id}.`);
-  return row;
+  return found(await getOrganization(deps.db, uuidOr404(id, 'organization')), 'organization', id);
 }
 
 /** A deleted integration is gone for the admin API too. */
 export async function loadIntegration(deps: ApiDeps, id: string): Promise<IntegrationRow> {
-  const row = await getLiveIntegration(deps.db, uuidOr404(id, 'integration'));
-  if (!row) throw new ApiError('not_found', `No integration ${id}.`);
-  return row;
+  return found(await getLiveIntegration(deps.db, uuidOr404(id, 'integration')), 'integration', id);
 }
 
 /**

@@ -2,12 +2,10 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { getSyncJob, skippedRecordsOf, skippedRecordView, syncJobsPage, syncJobView, type SyncJobRow } from '../../db/sync-jobs';
 import { SYNC_ORDER, type Entity } from '../../domain/cdm';
-import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
-import { ApiError } from '../problem';
 import { SkippedRecord, SyncJob, SyncRequest } from './syncs.schemas';
-import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
-import { capabilitiesOf, invalidField, listPage, loadIntegration, withTemporal } from './support';
+import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
+import { capabilitiesOf, invalidField, listPage, loadById, loadIntegration, withTemporal } from './support';
 import { dialectOf } from '../../source/connector';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
@@ -26,14 +24,9 @@ function adminSyncJobView(row: SyncJobRow) {
 
 const tags = ['Sync jobs'];
 const SyncJobId = IdParam('syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Sync job id (`syj_` + ULID).');
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 
 export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
-  const loadJob = async (id: string): Promise<SyncJobRow> => {
-    const row = isId('syncJob', id) ? await getSyncJob(deps.db, id) : undefined;
-    if (!row) throw new ApiError('not_found', `No sync job ${id}.`);
-    return row;
-  };
+  const loadJob = (id: string): Promise<SyncJobRow> => loadById('syncJob', id, 'sync job', (id) => getSyncJob(deps.db, id));
 
   app.openapi(
     createRoute({
