@@ -69,6 +69,18 @@ export async function listPage<Q extends { limit: number; offset: number }, R, V
   return pageOf(await read({ ...query, limit: query.limit + 1 }), query, view);
 }
 
+/** listPage for rows shown with more of them (`more`: by row id, read for the rows of the page in one go). */
+export async function listPageWith<Q extends { limit: number; offset: number }, R extends { id: string }, M, V>(
+  query: Q,
+  read: (page: Q) => Promise<R[]>,
+  more: (ids: string[]) => Promise<Map<string, M>>,
+  view: (row: R, more: M) => V,
+): Promise<Page<V>> {
+  const rows = await read({ ...query, limit: query.limit + 1 });
+  const found = await more(rows.slice(0, query.limit).map((r) => r.id));
+  return pageOf(rows, query, (r) => view(r, found.get(r.id)!));
+}
+
 /** A 422 naming one field of the request. */
 export function invalidField(pointer: string, detail: string): ApiError {
   return new ApiError('validation_error', `${pointer}: ${detail}`, { errors: [{ pointer, detail }] });

@@ -47,7 +47,7 @@ import {
   SubscriptionUpdate,
 } from './webhooks.schemas';
 import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
-import { checkOutboundUrl, loadById, loadIntegration, viaTemporal } from './support';
+import { checkOutboundUrl, listPageWith, loadById, loadIntegration, viaTemporal } from './support';
 
 /** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */
 const MAX_RANGE_REPLAY = 10_000;
@@ -415,17 +415,9 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const sub = await loadSubscription(deps, c.req.valid('param').id);
-      const { limit, offset, order, status, event_type } = c.req.valid('query');
-      const rows = await listDeliveries(deps.db, sub.id, { status, eventType: event_type || undefined, order, limit: limit + 1, offset });
-      const page = rows.slice(0, limit);
-      const attempts = await attemptsOf(
-        deps.db,
-        page.map((r) => r.id),
-      );
-      return c.json(
-        pageOf(rows, { limit, offset }, (r) => deliveryView(r, attempts.get(r.id)!)),
-        200,
-      );
+      const query = c.req.valid('query');
+      const read = (page: typeof query) => listDeliveries(deps.db, sub.id, { ...page, eventType: page.event_type || undefined });
+      return c.json(await listPageWith(query, read, (ids) => attemptsOf(deps.db, ids), deliveryView), 200);
     },
   );
 
