@@ -31,15 +31,17 @@ export function adminValidationHook(result: { success: boolean; error?: z.ZodErr
   throw validationError(new z.ZodError(issues), result.target as Parameters<typeof validationError>[1]);
 }
 
+const notFound = (what: string, id: string) => new ApiError('not_found', `No ${what} ${id}.`);
+
 /** The row a request names, when there is one; else 404 `No <what> <id>.` */
 export function found<R>(row: R | undefined, what: string, id: string): R {
-  if (!row) throw new ApiError('not_found', `No ${what} ${id}.`);
+  if (!row) throw notFound(what, id);
   return row;
 }
 
 /** Malformed ids are 404 like unknown ones, so that a typo and a missing row read the same. */
 export function uuidOr404(id: string, what: string): string {
-  if (!isUuid(id)) throw new ApiError('not_found', `No ${what} ${id}.`);
+  if (!isUuid(id)) throw notFound(what, id);
   return id.toLowerCase();
 }
 
@@ -77,8 +79,8 @@ export async function listPageWith<Q extends { limit: number; offset: number }, 
   view: (row: R, more: M) => V,
 ): Promise<Page<V>> {
   const rows = await read({ ...query, limit: query.limit + 1 });
-  const found = await more(rows.slice(0, query.limit).map((r) => r.id));
-  return pageOf(rows, query, (r) => view(r, found.get(r.id)!));
+  const extra = await more(rows.slice(0, query.limit).map((r) => r.id));
+  return pageOf(rows, query, (r) => view(r, extra.get(r.id)!));
 }
 
 /** A 422 naming one field of the request. */
