@@ -7,7 +7,7 @@ import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { exportFileName, runStatesBefore, type RunStatus, type RunTrigger } from '../domain/automations';
 import type { Tx, Db } from './client';
 import { newId } from './ids';
-import { inOrder, type SortOrder } from './order';
+import { inOrder, orderedPage, type OrderedPage, type SortOrder } from './order';
 import { automationRuns, automations, events, integrations } from './schema';
 
 export type AutomationRow = typeof automations.$inferSelect;
@@ -147,4 +147,32 @@ export async function endRun(db: Db, runId: string, end: RunEnd, now = new Date(
       .onConflictDoNothing();
     return run;
   });
+}
+
+// The admin API's reads and writes.
+
+/** An integration's automations that are not deleted, one page. */
+export async function automationsPage(db: Db, integrationId: string, page: OrderedPage): Promise<AutomationRow[]> {
+  const query = db
+    .select()
+    .from(automations)
+    .where(and(eq(automations.integrationId, integrationId), isNull(automations.deletedAt)))
+    .$dynamic();
+  return orderedPage(query, page, automations);
+}
+
+/** Change an automation (or put it back as it was); returns it as it now is. */
+export async function updateAutomation(db: Db, id: string, changes: Partial<Omit<AutomationRow, 'id' | 'createdAt'>>): Promise<AutomationRow | undefined> {
+  const [row] = await db.update(automations).set(changes).where(eq(automations.id, id)).returning();
+  return row;
+}
+
+/** Mark an automation deleted; its runs stay. */
+export async function markAutomationDeleted(db: Db, id: string, now = new Date()): Promise<void> {
+  await db.update(automations).set({ deletedAt: now, updatedAt: now }).where(eq(automations.id, id));
+}
+
+/** Undo an automation's creation: nothing refers to the row yet. */
+export async function deleteNewAutomation(db: Db, id: string): Promise<void> {
+  await db.delete(automations).where(eq(automations.id, id));
 }

@@ -4,6 +4,7 @@
  * a lookup per live integration of its newest runs), read by the API's /metrics (with a short cache) and by the
  * console's home page, so every replica and the console report the same truth.
  */
+import { sql } from 'drizzle-orm';
 import type { Db } from './client';
 import { PLAN_RULES } from '../domain/plans';
 
@@ -112,4 +113,9 @@ export async function readHealthFacts(db: Db): Promise<HealthFacts> {
     circuitsOpen: f!.circuits_open,
     oldestOpenCircuitSeconds: Math.max(0, f!.oldest_circuit),
   };
+}
+
+/** The database answers (readiness): one trivial statement. */
+export async function pingDatabase(db: Db): Promise<void> {
+  await db.execute(sql`select 1`);
 }

@@ -10,6 +10,7 @@ import type { Mode } from '../domain/plans';
 import { operationStatesBefore, parseOperationType, type OperationStatus, type OperationType, type WritableEntity } from '../domain/operations';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
+import { orderedPage, type OrderedPage } from './order';
 import { idempotencyKeys, operations } from './schema';
 
 export type OperationRow = typeof operations.$inferSelect;
@@ -249,4 +250,36 @@ export async function moveOperation(
     .where(and(eq(operations.id, id), inArray(operations.status, operationStatesBefore(status))))
     .returning();
   return row;
+}
+
+// The admin API's reads and writes.
+
+/** An Operation of any organization and mode, without its stored request. */
+export async function getOperationSummary(db: Db, id: string): Promise<Omit<OperationRow, 'request'> | undefined> {
+  const [row] = await db.select(viewColumns).from(operations).where(eq(operations.id, id));
+  return row;
+}
+
+/** An integration's Operations, optionally only those of some statuses and types, one page; without their requests. */
+export async function operationsOfIntegration(
+  db: Db,
+  integration: { id: string; organizationId: string; mode: Mode },
+  filter: { status?: OperationStatus[]; type?: OperationType[] },
+  page: OrderedPage,
+): Promise<Omit<OperationRow, 'request'>[]> {
+  const query = db
+    .select(viewColumns)
+    .from(operations)
+    .where(
+      and(
+        // The integration's organization and mode lead, so the (organization, mode, created_at) index serves the page.
+        eq(operations.organizationId, integration.organizationId),
+        eq(operations.mode, integration.mode),
+        eq(operations.integrationId, integration.id),
+        filter.status ? inArray(operations.status, filter.status) : undefined,
+        filter.type ? inArray(operations.type, filter.type) : undefined,
+      ),
+    )
+    .$dynamic();
+  return orderedPage(query, page, operations);
 }

@@ -6,6 +6,7 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Tx } from './client';
 import type { Entity } from '../domain/cdm';
 import type { SkippedRecord } from '../source/connector';
+import { orderedPage, type OrderedPage } from './order';
 import { syncJobs, syncSkippedRecords } from './schema';
 
 export type SyncJobRow = typeof syncJobs.$inferSelect;
@@ -147,4 +148,12 @@ export async function purgeSkippedBefore(tx: Tx, before: Date, batch = 5_000): P
 /** The admin API's view of a quarantined record. */
 export function skippedRecordView(row: SkippedRecordRow) {
   return { entity: row.entity, x_id: row.xId, reason: row.reason, seen_at: row.createdAt.toISOString() };
+}
+
+// The admin API's reads and writes.
+
+/** An integration's sync jobs, one page. */
+export async function syncJobsPage(tx: Tx, integrationId: string, page: OrderedPage): Promise<SyncJobRow[]> {
+  const query = tx.select().from(syncJobs).where(eq(syncJobs.integrationId, integrationId)).$dynamic();
+  return orderedPage(query, page, syncJobs);
 }

@@ -1,10 +1,14 @@
 /** Organizations, integrations and API keys: the rows the admin API, the demo seed and tests create. */
 import { hash, randomInt, randomUUID } from 'node:crypto';
-import { eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { ENTITIES } from '../domain/cdm';
 import type { Mode, Plan } from '../domain/plans';
 import { sealSourceConfig, type Keyring } from '../domain/secrets';
-import type { Tx } from './client';
-import { apiKeys, integrations, organizations, type StoredSourceConfig } from './schema';
+import type { Db, Tx } from './client';
+import { newId } from './ids';
+import { orderedPage, type OrderedPage } from './order';
+import { apiKeys, automations, integrations, organizations, syncJobs, type StoredSourceConfig } from './schema';
+import { softDeleteUnseen } from './seen';
 
 export type OrganizationRow = typeof organizations.$inferSelect;
 export type IntegrationRow = typeof integrations.$inferSelect;
@@ -104,4 +108,111 @@ export async function integrationsWithDeleted(tx: Tx, organizationIds?: string[]
     .select()
     .from(integrations)
     .where(organizationIds ? inArray(integrations.organizationId, organizationIds) : undefined);
+}
+
+// The admin API's reads and writes.
+
+export async function getOrganization(tx: Tx, id: string): Promise<OrganizationRow | undefined> {
+  const [row] = await tx.select().from(organizations).where(eq(organizations.id, id));
+  return row;
+}
+
+/** Every organization of the deployment, one page. */
+export async function organizationsPage(tx: Tx, page: OrderedPage): Promise<OrganizationRow[]> {
+  const query = tx.select().from(organizations).$dynamic();
+  return orderedPage(query, page, organizations);
+}
+
+/** Rename an organization or change its rate limit override (null: the plan limit); returns it as it now is. */
+export async function updateOrganization(
+  tx: Tx,
+  id: string,
+  changes: Partial<Pick<OrganizationRow, 'name' | 'rateLimitPerMinute' | 'rateLimitBurst'>>,
+): Promise<OrganizationRow | undefined> {
+  const [row] = await tx.update(organizations).set(changes).where(eq(organizations.id, id)).returning();
+  return row;
+}
+
+/** An integration that is not deleted. */
+export async function getLiveIntegration(tx: Tx, id: string): Promise<IntegrationRow | undefined> {
+  const [row] = await tx
+    .select()
+    .from(integrations)
+    .where(and(eq(integrations.id, id), isNull(integrations.deletedAt)));
+  return row;
+}
+
+/** An organization's integrations that are not deleted, one page. */
+export async function integrationsPage(tx: Tx, organizationId: string, page: OrderedPage): Promise<IntegrationRow[]> {
+  const query = tx
+    .select()
+    .from(integrations)
+    .where(and(eq(integrations.organizationId, organizationId), isNull(integrations.deletedAt)))
+    .$dynamic();
+  return orderedPage(query, page, integrations);
+}
+
+/** Change an integration's plan, cadences or name; returns it as it now is. */
+export async function updateIntegration(
+  tx: Tx,
+  id: string,
+  changes: Partial<Pick<IntegrationRow, 'plan' | 'syncIntervalSeconds' | 'fullSyncIntervalSeconds' | 'name'>>,
+): Promise<IntegrationRow | undefined> {
+  const [row] = await tx.update(integrations).set(changes).where(eq(integrations.id, id)).returning();
+  return row;
+}
+
+/** Undo an integration's creation: the row and the sync job its first run may have queued (nothing else refers to it yet). */
+export async function deleteNewIntegration(db: Db, id: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.delete(syncJobs).where(eq(syncJobs.integrationId, id));
+    await tx.delete(integrations).where(eq(integrations.id, id));
+  });
+}
+
+/**
+ * Disconnect an integration, in one transaction: it and its automations are marked deleted, and every live record of
+ * it is soft-deleted, without events (its subscriptions go with it).
+ */
+export async function disconnectIntegration(db: Db, integration: IntegrationRow, now: Date): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.update(integrations).set({ deletedAt: now }).where(eq(integrations.id, integration.id));
+    // Its automations go with it: nothing is left to export, and their schedules are gone.
+    await tx
+      .update(automations)
+      .set({ deletedAt: now, updatedAt: now })
+      .where(and(eq(automations.integrationId, integration.id), isNull(automations.deletedAt)));
+    // A run id that saw nothing: every live record of the integration counts as gone.
+    const ctx = { integration, emitEvents: false, syncJobId: newId('syncJob'), now };
+    for (const entity of ENTITIES) await softDeleteUnseen(tx, ctx, entity);
+  });
+}
+
+/** An organization's API keys, revoked ones included, one page. */
+export async function apiKeysPage(tx: Tx, organizationId: string, page: OrderedPage): Promise<ApiKeyRow[]> {
+  const query = tx.select().from(apiKeys).where(eq(apiKeys.organizationId, organizationId)).$dynamic();
+  return orderedPage(query, page, apiKeys);
+}
+
+/** What /v1 authentication reads of a key. */
+interface ApiKeyAuthRow {
+  id: string;
+  organization_id: string;
+  mode: Mode;
+  scopes: Scope[];
+  revoked_at: Date | null;
+}
+
+/** A key by its hash (hashApiKey), for /v1 authentication: postgres.js directly, as it runs on every request the cache misses. */
+export async function apiKeyByHash(db: Db, hash: string): Promise<ApiKeyAuthRow | undefined> {
+  const [row] = await db.$client<ApiKeyAuthRow[]>`
+    select id, organization_id, mode, scopes, revoked_at from api_keys where key_hash = ${hash}`;
+  return row;
+}
+
+/** Record that a key was used: last_used_at moves at most once a minute, whichever process asks. */
+export async function recordApiKeyUse(db: Db, keyId: string): Promise<void> {
+  await db.$client`
+    update api_keys set last_used_at = now()
+    where id = ${keyId} and (last_used_at is null or last_used_at < now() - interval '1 minute')`.execute();
 }

@@ -1,15 +1,10 @@
 /** API keys of an organization: created with the secret shown once, listed and revoked without it. */
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { eq } from 'drizzle-orm';
-import { inOrder } from '../../db/order';
-import { apiKeys } from '../../db/schema';
-import { createApiKey, revokeApiKey, type ApiKeyRow } from '../../db/tenants';
+import { apiKeysPage, createApiKey, revokeApiKey, type ApiKeyRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
-import { ApiError } from '../problem';
 import { ApiKey, ApiKeyCreate, ApiKeyCreated } from './api-keys.schemas';
-import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery } from './schemas';
-import { loadOrganization, uuidOr404 } from './support';
+import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, OrganizationId } from './schemas';
+import { found, listPage, loadOrganization, uuidOr404 } from './support';
 
 function apiKeyView(row: ApiKeyRow) {
   return {
@@ -25,7 +20,6 @@ function apiKeyView(row: ApiKeyRow) {
 }
 
 const tags = ['API keys'];
-const OrgId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
 
 export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
@@ -35,7 +29,7 @@ export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Create an API key',
       description: 'The response is the only time the secret `key` is shown; only its hash is stored. Scopes default to read and write.',
-      request: { params: OrgId, ...body(ApiKeyCreate) },
+      request: { params: OrganizationId, ...body(ApiKeyCreate) },
       responses: { 201: json(ApiKeyCreated, 'The key, with its secret.'), ...errorResponses },
     }),
     async (c) => {
@@ -53,20 +47,12 @@ export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/organizations/{id}/api_keys',
       tags,
       summary: "List an organization's API keys (without secrets)",
-      request: { params: OrgId, query: OrderedListQuery('asc') },
+      request: { params: OrganizationId, query: OrderedListQuery('asc') },
       responses: { 200: json(listOf(ApiKey, 'ApiKeyList'), orderedDescription('asc', '; revoked keys included')), ...errorResponses },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
-      const { limit, offset, order } = c.req.valid('query');
-      const rows = await deps.db
-        .select()
-        .from(apiKeys)
-        .where(eq(apiKeys.organizationId, org.id))
-        .orderBy(...inOrder(order, apiKeys.createdAt, apiKeys.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, apiKeyView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => apiKeysPage(deps.db, org.id, page), apiKeyView), 200);
     },
   );
 
@@ -82,8 +68,7 @@ export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const id = c.req.valid('param').id;
-      const row = await revokeApiKey(deps.db, uuidOr404(id, 'API key'));
-      if (!row) throw new ApiError('not_found', `No API key ${id}.`);
+      const row = found(await revokeApiKey(deps.db, uuidOr404(id, 'API key')), 'API key', id);
       return c.json(apiKeyView(row), 200);
     },
   );

@@ -7,26 +7,32 @@
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
-import { and, eq, isNull } from 'drizzle-orm';
-import { getAutomation, getRun, insertAutomation, runsOf, type AutomationRow, type AutomationRunRow } from '../../db/automations';
+import {
+  automationsPage,
+  deleteNewAutomation,
+  getAutomation,
+  getRun,
+  insertAutomation,
+  markAutomationDeleted,
+  runsOf,
+  updateAutomation,
+  type AutomationRow,
+  type AutomationRunRow,
+} from '../../db/automations';
 import { newId } from '../../db/ids';
-import { inOrder } from '../../db/order';
-import { automations, integrations } from '../../db/schema';
-import type { IntegrationRow } from '../../db/tenants';
+import { getLiveIntegration, type IntegrationRow } from '../../db/tenants';
 import { escapeFormulasOf, EXPORT_ENTITIES, PLURAL, RECORD_FIELDS, type AutomationSchedule } from '../../domain/automations';
 import type { Entity } from '../../domain/cdm';
 import { automationScheduleIdOf } from '../../domain/contract';
 import { LIST_QUERIES, listParameters, unknownParameter } from '../../domain/filters';
-import { isId } from '../../domain/ids';
 import { sealAutomationHeaders } from '../../domain/secrets';
 import type { AutomationControlDeps } from '../../control/automations';
 import type { ApiDeps } from '../deps';
 import { ApiError, type FieldError } from '../problem';
 import { Automation, AutomationCreate, AutomationRun, AutomationUpdate } from './automations.schemas';
-import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
-import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
+import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
+import { checkOutboundUrl, found, listPage, loadById, loadIntegration, viaTemporal } from './support';
 
 /** The Temporal side of automations, loaded on first use like sync control (reads never load the Temporal SDK). */
 type AutomationControl = typeof import('../../control/automations');
@@ -219,19 +225,12 @@ function viaControl<T>(
 
 /** A live automation of a live integration; anything else is 404 like an unknown id. */
 async function loadAutomation(deps: ApiDeps, id: string): Promise<AutomationRow> {
-  const row = isId('automation', id) ? await getAutomation(deps.db, id) : undefined;
-  const [integration] = row
-    ? await deps.db
-        .select({ id: integrations.id })
-        .from(integrations)
-        .where(and(eq(integrations.id, row.integrationId), isNull(integrations.deletedAt)))
-    : [];
-  if (!row || !integration) throw new ApiError('not_found', `No automation ${id}.`);
-  return row;
+  const row = await loadById('automation', id, 'automation', (id) => getAutomation(deps.db, id));
+  const integration = await getLiveIntegration(deps.db, row.integrationId);
+  return found(integration && row, 'automation', id);
 }
 
 const tags = ['Automations'];
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 const AutomationId = IdParam('atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Automation id (`atm_` + ULID).');
 const RunId = IdParam('aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Automation run id (`aru_` + ULID).');
 
@@ -281,7 +280,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
         (ctl, control) => ensureSchedule(ctl, control, row),
         async () => {
           // Nothing refers to the row yet; the schedule may exist if Temporal made it but the answer was lost.
-          await deps.db.delete(automations).where(eq(automations.id, id));
+          await deleteNewAutomation(deps.db, id);
           await deps
             .temporal()
             .then(async (client) => {
@@ -306,15 +305,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset, order } = c.req.valid('query');
-      const rows = await deps.db
-        .select()
-        .from(automations)
-        .where(and(eq(automations.integrationId, integration.id), isNull(automations.deletedAt)))
-        .orderBy(...inOrder(order, automations.createdAt, automations.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, automationView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => automationsPage(deps.db, integration.id, page), automationView), 200);
     },
   );
 
@@ -357,20 +348,16 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
           ? { ...(dest?.destination ?? old), escape_formulas: input.escape_formulas ?? escapeFormulasOf(old) }
           : undefined;
 
-      const [row] = await deps.db
-        .update(automations)
-        .set({
-          ...(input.name !== undefined ? { name: input.name } : {}),
-          ...(input.filters !== undefined ? { filters: input.filters } : {}),
-          ...(input.columns !== undefined ? { columns: input.columns } : {}),
-          ...(input.schedule !== undefined ? { schedule: scheduleOf(input.schedule) } : {}),
-          ...(destination ? { destination } : {}),
-          ...(dest ? { destinationHeaders: dest.sealed } : {}),
-          ...(input.status !== undefined ? { status: input.status } : {}),
-          updatedAt: new Date(),
-        })
-        .where(eq(automations.id, before.id))
-        .returning();
+      const row = await updateAutomation(deps.db, before.id, {
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.filters !== undefined ? { filters: input.filters } : {}),
+        ...(input.columns !== undefined ? { columns: input.columns } : {}),
+        ...(input.schedule !== undefined ? { schedule: scheduleOf(input.schedule) } : {}),
+        ...(destination ? { destination } : {}),
+        ...(dest ? { destinationHeaders: dest.sealed } : {}),
+        ...(input.status !== undefined ? { status: input.status } : {}),
+        updatedAt: new Date(),
+      });
       if (input.schedule !== undefined || (input.status !== undefined && input.status !== before.status)) {
         await viaControl(
           deps,
@@ -378,7 +365,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
           (ctl, control) => ensureSchedule(ctl, control, row!),
           async () => {
             const { id: _id, createdAt: _created, ...was } = before;
-            await deps.db.update(automations).set(was).where(eq(automations.id, before.id));
+            await updateAutomation(deps.db, before.id, was);
             // The schedule may have been half-moved (spec changed, pause not); put it back as it was, if Temporal lets us.
             await deps
               .temporal()
@@ -408,8 +395,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       const row = await loadAutomation(deps, c.req.valid('param').id);
       // Schedule first: if Temporal is down nothing has changed yet.
       await viaControl(deps, 'remove the automation schedule', (ctl, control) => control.removeAutomationSchedule(ctl, row.id));
-      const now = new Date();
-      await deps.db.update(automations).set({ deletedAt: now, updatedAt: now }).where(eq(automations.id, row.id));
+      await markAutomationDeleted(deps.db, row.id);
       return c.body(null, 204);
     },
   );
@@ -464,9 +450,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const automation = await loadAutomation(deps, c.req.valid('param').id);
-      const { limit, offset, order } = c.req.valid('query');
-      const rows = await runsOf(deps.db, automation.id, { limit: limit + 1, offset, order });
-      return c.json(pageOf(rows, { limit, offset }, automationRunView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => runsOf(deps.db, automation.id, page), automationRunView), 200);
     },
   );
 
@@ -482,9 +466,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       responses: { 200: json(AutomationRun, 'The run.'), ...errorResponses },
     }),
     async (c) => {
-      const { id } = c.req.valid('param');
-      const row = isId('automationRun', id) ? await getRun(deps.db, id) : undefined;
-      if (!row) throw new ApiError('not_found', `No automation run ${id}.`);
+      const row = await loadById('automationRun', c.req.valid('param').id, 'automation run', (id) => getRun(deps.db, id));
       return c.json(automationRunView(row), 200);
     },
   );

@@ -3,7 +3,6 @@
  * deliveries stand, one event with its payload, and a resend of one event to the subscriptions that want it now.
  * Older events are 404 here even before the daily clean-up removes them.
  */
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
 import { deliveryCountsOf, eventsOf, retainedEvent, type DeliveryCounts, type EventSummary } from '../../db/events';
 import { activeSubscriptionsOf, type EventRow } from '../../db/webhooks';
@@ -13,8 +12,8 @@ import { wantsEvent } from '../../domain/webhooks';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { Event, EventQuery, EventResendResult, EventWithPayload } from './events.schemas';
-import { errorResponses, IdParam, json, linkTo, listOf, orderedDescription, unavailableResponse } from './schemas';
-import { loadIntegration } from './support';
+import { errorResponses, IdParam, json, linkTo, listOf, orderedDescription, unavailableResponse, IntegrationId } from './schemas';
+import { listPageWith, loadIntegration } from './support';
 import { forbidden, redeliver, requireWebhookPlan } from './webhooks';
 
 function eventView(row: EventSummary, deliveries: DeliveryCounts): z.infer<typeof Event> {
@@ -34,7 +33,6 @@ function eventView(row: EventSummary, deliveries: DeliveryCounts): z.infer<typeo
 }
 
 const tags = ['Events'];
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 const EventId = IdParam('evt_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Event id (`evt_` + ULID).');
 
 /** Malformed, unknown, past the retention, or of a deleted integration: one 404. */
@@ -61,17 +59,9 @@ export function registerEvents(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset, order, type } = c.req.valid('query');
-      const rows = await eventsOf(deps.db, integration.id, { types: type, order, limit: limit + 1, offset });
-      const page = rows.slice(0, limit);
-      const counts = await deliveryCountsOf(
-        deps.db,
-        page.map((r) => r.id),
-      );
-      return c.json(
-        pageOf(rows, { limit, offset }, (r) => eventView(r, counts.get(r.id)!)),
-        200,
-      );
+      const query = c.req.valid('query');
+      const read = (page: typeof query) => eventsOf(deps.db, integration.id, { ...page, types: page.type });
+      return c.json(await listPageWith(query, read, (ids) => deliveryCountsOf(deps.db, ids), eventView), 200);
     },
   );
 

@@ -3,17 +3,10 @@
  * together: when Temporal cannot be reached the row change is undone and the answer is a 503, so an integration is
  * never left half-made (the worker also reconciles schedules at start-up).
  */
-import { pageOf } from '../../db/queries';
 import { randomInt, randomUUID } from 'node:crypto';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { and, eq, isNull } from 'drizzle-orm';
 import { automationsOf } from '../../db/automations';
-import { newId } from '../../db/ids';
-import { inOrder } from '../../db/order';
-import { softDeleteUnseen } from '../../db/seen';
-import { automations, integrations, syncJobs } from '../../db/schema';
-import { createIntegration, type IntegrationRow } from '../../db/tenants';
-import { ENTITIES } from '../../domain/cdm';
+import { createIntegration, deleteNewIntegration, disconnectIntegration, integrationsPage, updateIntegration, type IntegrationRow } from '../../db/tenants';
 import { effectiveSyncInterval, PLAN_RULES, type Plan } from '../../domain/plans';
 import { MAX_FULL_SYNC_INTERVAL_SECONDS } from '../../domain/contract';
 import type { SandboxCredentials, SandboxDialect } from '../../sandbox/control';
@@ -21,8 +14,19 @@ import { dialectOf } from '../../source/connector';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { Integration, IntegrationCreate, IntegrationUpdate } from './integrations.schemas';
-import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
-import { loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
+import {
+  body,
+  errorResponses,
+  json,
+  listOf,
+  orderedDescription,
+  OrderedListQuery,
+  unavailableResponse,
+  linkTo,
+  IntegrationId,
+  OrganizationId,
+} from './schemas';
+import { listPage, loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */
 const DEFAULT_SANDBOX_SIZE = 50;
@@ -109,8 +113,6 @@ function sandboxSettings(baseUrl: string, dialect: SandboxDialect, created: Sand
 }
 
 const tags = ['Integrations'];
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
-const OrgId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
 
 export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
@@ -121,7 +123,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       summary: 'Connect a source',
       description:
         "A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only), speaking the `dialect` asked for (default `entrata`). A live integration's `base_url` must be https://. The source's secret (`api_key`, or `client_secret` of a `buildium` source) is stored encrypted and never shown again. The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts (always a full run). Where the source can list what changed (`buildium`), scheduled runs read only the changes and a full run comes every `full_sync_interval_seconds`.",
-      request: { params: OrgId, ...body(IntegrationCreate) },
+      request: { params: OrganizationId, ...body(IntegrationCreate) },
       responses: {
         201: json(Integration, 'The integration.', linkTo('GetIntegration', 'getIntegration', 'The integration created.')),
         ...errorResponses,
@@ -179,10 +181,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         (ctl, control) => control.ensureSyncSchedule(ctl, row, { runNow: input.initial_sync !== false }),
         async () => {
           // Nothing refers to the row yet but a job the failed start may have left; the schedule may exist.
-          await deps.db.transaction(async (tx) => {
-            await tx.delete(syncJobs).where(eq(syncJobs.integrationId, id));
-            await tx.delete(integrations).where(eq(integrations.id, id));
-          });
+          await deleteNewIntegration(deps.db, id);
           await deps
             .temporal()
             .then(async (client) => (await loadSyncControl()).removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, id))
@@ -200,23 +199,13 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/organizations/{id}/integrations',
       tags,
       summary: "List an organization's integrations",
-      request: { params: OrgId, query: OrderedListQuery('asc') },
+      request: { params: OrganizationId, query: OrderedListQuery('asc') },
       responses: { 200: json(listOf(Integration, 'IntegrationList'), orderedDescription('asc')), ...errorResponses },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
-      const { limit, offset, order } = c.req.valid('query');
-      const rows = await deps.db
-        .select()
-        .from(integrations)
-        .where(and(eq(integrations.organizationId, org.id), isNull(integrations.deletedAt)))
-        .orderBy(...inOrder(order, integrations.createdAt, integrations.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(
-        pageOf(rows, { limit, offset }, (r) => integrationView(r, deps.config.SYNC_FULL_INTERVAL_SECONDS)),
-        200,
-      );
+      const view = (r: IntegrationRow) => integrationView(r, deps.config.SYNC_FULL_INTERVAL_SECONDS);
+      return c.json(await listPage(c.req.valid('query'), (page) => integrationsPage(deps.db, org.id, page), view), 200);
     },
   );
 
@@ -252,11 +241,12 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       checkCadence(plan, override);
       const fullOverride = input.full_sync_interval_seconds === undefined ? before.fullSyncIntervalSeconds : input.full_sync_interval_seconds;
       checkFullCadence(plan, override, fullOverride);
-      const [row] = await deps.db
-        .update(integrations)
-        .set({ plan, syncIntervalSeconds: override, fullSyncIntervalSeconds: fullOverride, ...(input.name !== undefined ? { name: input.name } : {}) })
-        .where(eq(integrations.id, before.id))
-        .returning();
+      const row = await updateIntegration(deps.db, before.id, {
+        plan,
+        syncIntervalSeconds: override,
+        fullSyncIntervalSeconds: fullOverride,
+        ...(input.name !== undefined ? { name: input.name } : {}),
+      });
       const cadenceMoved = plan !== before.plan || override !== before.syncIntervalSeconds;
       if (cadenceMoved) {
         await withTemporal(
@@ -264,15 +254,12 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
           'move the sync schedule',
           (ctl, control) => control.ensureSyncSchedule(ctl, row!, { runNow: false }),
           () =>
-            deps.db
-              .update(integrations)
-              .set({
-                plan: before.plan,
-                syncIntervalSeconds: before.syncIntervalSeconds,
-                fullSyncIntervalSeconds: before.fullSyncIntervalSeconds,
-                name: before.name,
-              })
-              .where(eq(integrations.id, before.id)),
+            updateIntegration(deps.db, before.id, {
+              plan: before.plan,
+              syncIntervalSeconds: before.syncIntervalSeconds,
+              fullSyncIntervalSeconds: before.fullSyncIntervalSeconds,
+              name: before.name,
+            }),
         );
       }
       return c.json(integrationView(row!, deps.config.SYNC_FULL_INTERVAL_SECONDS), 200);
@@ -303,18 +290,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         });
       }
       await withTemporal(deps, 'remove the sync schedule', (ctl, control) => control.removeSyncSchedule(ctl, row.id));
-      const now = new Date();
-      await deps.db.transaction(async (tx) => {
-        await tx.update(integrations).set({ deletedAt: now }).where(eq(integrations.id, row.id));
-        // Its automations go with it: nothing is left to export, and their schedules are gone.
-        await tx
-          .update(automations)
-          .set({ deletedAt: now, updatedAt: now })
-          .where(and(eq(automations.integrationId, row.id), isNull(automations.deletedAt)));
-        // A run id that saw nothing: every live record of the integration counts as gone.
-        const ctx = { integration: row, emitEvents: false, syncJobId: newId('syncJob'), now };
-        for (const entity of ENTITIES) await softDeleteUnseen(tx, ctx, entity);
-      });
+      await disconnectIntegration(deps.db, row, new Date());
       if (row.sourceType === 'sandbox') {
         await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(row.id)).catch((err) =>
           deps.logger.warn({ err, integration_id: row.id }, 'sandbox company left behind'),

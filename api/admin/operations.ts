@@ -3,25 +3,15 @@
  * shape plus where it belongs and its workflow, and an integration's Operations. The stored request body holds
  * residents' personal data, so it is never even loaded here.
  */
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
-import { and, eq, getTableColumns, inArray, type SQL } from 'drizzle-orm';
-import { operationJson, type OperationRow } from '../../db/operations';
-import { inOrder } from '../../db/order';
-import { operations } from '../../db/schema';
+import { getOperationSummary, operationJson, operationsOfIntegration, type OperationRow } from '../../db/operations';
 import { writeWorkflowIdOf } from '../../domain/contract';
-import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
-import { ApiError } from '../problem';
 import { AdminOperation, OperationQuery } from './operations.schemas';
-import { errorResponses, IdParam, json, listOf, orderedDescription, linkTo } from './schemas';
-import { loadIntegration } from './support';
+import { errorResponses, IdParam, json, listOf, orderedDescription, linkTo, IntegrationId } from './schemas';
+import { listPage, loadById, loadIntegration } from './support';
 
-/** Every column but `request`. */
-const { request: _request, ...SUMMARY_COLUMNS } = getTableColumns(operations);
-type OperationSummary = Omit<OperationRow, 'request'>;
-
-function adminOperationView(row: OperationSummary): z.infer<typeof AdminOperation> {
+function adminOperationView(row: Omit<OperationRow, 'request'>): z.infer<typeof AdminOperation> {
   return {
     ...operationJson(row),
     organization_id: row.organizationId,
@@ -34,7 +24,6 @@ function adminOperationView(row: OperationSummary): z.infer<typeof AdminOperatio
 
 const tags = ['Operations'];
 const OperationId = IdParam('opr_01JH0000000000000000000000', 'Operation id (`opr_` + ULID).');
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 
 export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
@@ -51,9 +40,7 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
       responses: { 200: json(AdminOperation, 'The Operation.'), ...errorResponses },
     }),
     async (c) => {
-      const { id } = c.req.valid('param');
-      const [row] = isId('operation', id) ? await deps.db.select(SUMMARY_COLUMNS).from(operations).where(eq(operations.id, id)) : [];
-      if (!row) throw new ApiError('not_found', `No operation ${id}.`);
+      const row = await loadById('operation', c.req.valid('param').id, 'operation', (id) => getOperationSummary(deps.db, id));
       return c.json(adminOperationView(row), 200);
     },
   );
@@ -77,23 +64,9 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset, order, status, type } = c.req.valid('query');
-      // The integration's organization and mode lead, so the (organization, mode, created_at) index serves the page.
-      const where: SQL[] = [
-        eq(operations.organizationId, integration.organizationId),
-        eq(operations.mode, integration.mode),
-        eq(operations.integrationId, integration.id),
-      ];
-      if (status) where.push(inArray(operations.status, status));
-      if (type) where.push(inArray(operations.type, type));
-      const rows = await deps.db
-        .select(SUMMARY_COLUMNS)
-        .from(operations)
-        .where(and(...where))
-        .orderBy(...inOrder(order, operations.createdAt, operations.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, adminOperationView), 200);
+      const query = c.req.valid('query');
+      const filter = { status: query.status, type: query.type };
+      return c.json(await listPage(query, (page) => operationsOfIntegration(deps.db, integration, filter, page), adminOperationView), 200);
     },
   );
 }

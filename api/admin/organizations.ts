@@ -1,14 +1,10 @@
 /** Organizations: the tenants. Their rate limit override is read by the API's org-wide limiter. */
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { eq } from 'drizzle-orm';
-import { inOrder } from '../../db/order';
-import { organizations } from '../../db/schema';
-import { createOrganization, type OrganizationRow } from '../../db/tenants';
+import { createOrganization, organizationsPage, updateOrganization, type OrganizationRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
 import { Organization, OrganizationCreate, OrganizationUpdate } from './organizations.schemas';
-import { body, errorResponses, IdParam, json, linkTo, listOf, orderedDescription, OrderedListQuery } from './schemas';
-import { loadOrganization } from './support';
+import { body, errorResponses, json, linkTo, listOf, orderedDescription, OrderedListQuery, OrganizationId } from './schemas';
+import { listPage, loadOrganization } from './support';
 
 function organizationView(row: OrganizationRow) {
   return {
@@ -22,7 +18,6 @@ function organizationView(row: OrganizationRow) {
 
 const tags = ['Organizations'];
 const OrgQuery = OrderedListQuery('asc');
-const OrgId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
 
 export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
@@ -58,14 +53,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
       },
     }),
     async (c) => {
-      const { limit, offset, order } = c.req.valid('query');
-      const rows = await deps.db
-        .select()
-        .from(organizations)
-        .orderBy(...inOrder(order, organizations.createdAt, organizations.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, organizationView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => organizationsPage(deps.db, page), organizationView), 200);
     },
   );
 
@@ -76,7 +64,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
       operationId: 'getOrganization',
       tags,
       summary: 'Retrieve an organization',
-      request: { params: OrgId },
+      request: { params: OrganizationId },
       responses: { 200: json(Organization, 'The organization.'), ...errorResponses },
     }),
     async (c) => c.json(organizationView(await loadOrganization(deps, c.req.valid('param').id)), 200),
@@ -89,7 +77,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Update an organization (name, rate limit override)',
       description: 'A `null` rate limit clears the override, so the plan limit applies again.',
-      request: { params: OrgId, ...body(OrganizationUpdate) },
+      request: { params: OrganizationId, ...body(OrganizationUpdate) },
       responses: { 200: json(Organization, 'The organization.'), ...errorResponses },
     }),
     async (c) => {
@@ -101,7 +89,7 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
         ...(input.rate_limit_burst !== undefined ? { rateLimitBurst: input.rate_limit_burst } : {}),
       };
       if (Object.keys(set).length === 0) return c.json(organizationView(org), 200);
-      const [row] = await deps.db.update(organizations).set(set).where(eq(organizations.id, org.id)).returning();
+      const row = await updateOrganization(deps.db, org.id, set);
       return c.json(organizationView(row!), 200);
     },
   );

@@ -19,6 +19,10 @@ export const Uuid = z.uuid();
 export const IdParam = (name: string, description: string) =>
   z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, description, example: name }) });
 
+/** The path ids of an organization's and an integration's routes. */
+export const OrganizationId = IdParam('0b6f3c1e-8a3d-4d0e-9a47-0c6e2f7c1a11', 'Organization id (UUID).');
+export const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
+
 /** Paging, parsed as on /v1: an integer written as one (an empty `offset=` is not 0), else 400; out of range 422. */
 export const ListQuery = z.object({
   limit: intParam({ min: 1, max: 100, default: 25, description: 'Page size, 1 to 100.' }),

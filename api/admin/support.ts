@@ -2,11 +2,10 @@
 import { isIP } from 'node:net';
 import { z } from '@hono/zod-openapi';
 import type { Client } from '@temporalio/client';
-import { and, eq, isNull } from 'drizzle-orm';
-import { integrations, organizations } from '../../db/schema';
-import type { IntegrationRow, OrganizationRow } from '../../db/tenants';
+import { pageOf, type Page } from '../../db/queries';
+import { getLiveIntegration, getOrganization, type IntegrationRow, type OrganizationRow } from '../../db/tenants';
 import { blockedRangeOf, isLoopbackName } from '../../domain/addresses';
-import { isUuid } from '../../domain/ids';
+import { isId, isUuid, type IdKind } from '../../domain/ids';
 import { openSourceConfig } from '../../domain/secrets';
 import { createConnector, type SourceCapabilities } from '../../source';
 import { SandboxControlError, sandboxControlClient, type SandboxControl } from '../../sandbox/control';
@@ -32,29 +31,56 @@ export function adminValidationHook(result: { success: boolean; error?: z.ZodErr
   throw validationError(new z.ZodError(issues), result.target as Parameters<typeof validationError>[1]);
 }
 
+const notFound = (what: string, id: string) => new ApiError('not_found', `No ${what} ${id}.`);
+
+/** The row a request names, when there is one; else 404 `No <what> <id>.` */
+export function found<R>(row: R | undefined, what: string, id: string): R {
+  if (!row) throw notFound(what, id);
+  return row;
+}
+
 /** Malformed ids are 404 like unknown ones, so that a typo and a missing row read the same. */
 export function uuidOr404(id: string, what: string): string {
-  if (!isUuid(id)) throw new ApiError('not_found', `No ${what} ${id}.`);
+  if (!isUuid(id)) throw notFound(what, id);
   return id.toLowerCase();
 }
 
+/** The row `read` finds for `id`, a prefixed id of `kind` (a malformed one is unknown): 404 otherwise, as found(). */
+export async function loadById<R>(kind: IdKind, id: string, what: string, read: (id: string) => Promise<R | undefined>): Promise<R> {
+  return found(isId(kind, id) ? await read(id) : undefined, what, id);
+}
+
 export async function loadOrganization(deps: ApiDeps, id: string): Promise<OrganizationRow> {
-  const [row] = await deps.db
-    .select()
-    .from(organizations)
-    .where(eq(organizations.id, uuidOr404(id, 'organization')));
-  if (!row) throw new ApiError('not_found', `No organization ${id}.`);
-  return row;
+  return found(await getOrganization(deps.db, uuidOr404(id, 'organization')), 'organization', id);
 }
 
 /** A deleted integration is gone for the admin API too. */
 export async function loadIntegration(deps: ApiDeps, id: string): Promise<IntegrationRow> {
-  const [row] = await deps.db
-    .select()
-    .from(integrations)
-    .where(and(eq(integrations.id, uuidOr404(id, 'integration')), isNull(integrations.deletedAt)));
-  if (!row) throw new ApiError('not_found', `No integration ${id}.`);
-  return row;
+  return found(await getLiveIntegration(deps.db, uuidOr404(id, 'integration')), 'integration', id);
+}
+
+/**
+ * One page of a list: `read` is asked for one row more than the query's `limit` (the extra row only says there is
+ * more), and each row of the page is shown by `view`.
+ */
+export async function listPage<Q extends { limit: number; offset: number }, R, V>(
+  query: Q,
+  read: (page: Q) => Promise<R[]>,
+  view: (row: R) => V,
+): Promise<Page<V>> {
+  return pageOf(await read({ ...query, limit: query.limit + 1 }), query, view);
+}
+
+/** listPage for rows shown with more of them (`more`: by row id, read for the rows of the page in one go). */
+export async function listPageWith<Q extends { limit: number; offset: number }, R extends { id: string }, M, V>(
+  query: Q,
+  read: (page: Q) => Promise<R[]>,
+  more: (ids: string[]) => Promise<Map<string, M>>,
+  view: (row: R, more: M) => V,
+): Promise<Page<V>> {
+  const rows = await read({ ...query, limit: query.limit + 1 });
+  const extra = await more(rows.slice(0, query.limit).map((r) => r.id));
+  return pageOf(rows, query, (r) => view(r, extra.get(r.id)!));
 }
 
 /** A 422 naming one field of the request. */

@@ -1,18 +1,11 @@
 /** Manual sync runs and the sync job history an operator follows (the CLI's `sync run --wait` polls here). */
-import { pageOf } from '../../db/queries';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { eq } from 'drizzle-orm';
-import { inOrder } from '../../db/order';
-import { syncJobs } from '../../db/schema';
-import type { SyncJobRow } from '../../db/sync-jobs';
+import { getSyncJob, skippedRecordsOf, skippedRecordView, syncJobsPage, syncJobView, type SyncJobRow } from '../../db/sync-jobs';
 import { SYNC_ORDER, type Entity } from '../../domain/cdm';
-import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
-import { ApiError } from '../problem';
-import { skippedRecordsOf, skippedRecordView, syncJobView } from '../../db/sync-jobs';
 import { SkippedRecord, SyncJob, SyncRequest } from './syncs.schemas';
-import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
-import { capabilitiesOf, invalidField, loadIntegration, withTemporal } from './support';
+import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
+import { capabilitiesOf, invalidField, listPage, loadById, loadIntegration, withTemporal } from './support';
 import { dialectOf } from '../../source/connector';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
@@ -31,14 +24,9 @@ function adminSyncJobView(row: SyncJobRow) {
 
 const tags = ['Sync jobs'];
 const SyncJobId = IdParam('syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Sync job id (`syj_` + ULID).');
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 
 export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
-  const loadJob = async (id: string): Promise<SyncJobRow> => {
-    const [row] = isId('syncJob', id) ? await deps.db.select().from(syncJobs).where(eq(syncJobs.id, id)) : [];
-    if (!row) throw new ApiError('not_found', `No sync job ${id}.`);
-    return row;
-  };
+  const loadJob = (id: string): Promise<SyncJobRow> => loadById('syncJob', id, 'sync job', (id) => getSyncJob(deps.db, id));
 
   app.openapi(
     createRoute({
@@ -79,15 +67,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
-      const { limit, offset, order } = c.req.valid('query');
-      const rows = await deps.db
-        .select()
-        .from(syncJobs)
-        .where(eq(syncJobs.integrationId, integration.id))
-        .orderBy(...inOrder(order, syncJobs.createdAt, syncJobs.id))
-        .limit(limit + 1)
-        .offset(offset);
-      return c.json(pageOf(rows, { limit, offset }, adminSyncJobView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => syncJobsPage(deps.db, integration.id, page), adminSyncJobView), 200);
     },
   );
 
@@ -104,9 +84,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const row = await loadJob(c.req.valid('param').id);
-      const { limit, offset } = c.req.valid('query');
-      const rows = await skippedRecordsOf(deps.db, row.id, { limit: limit + 1, offset });
-      return c.json(pageOf(rows, { limit, offset }, skippedRecordView), 200);
+      return c.json(await listPage(c.req.valid('query'), (page) => skippedRecordsOf(deps.db, row.id, page), skippedRecordView), 200);
     },
   );
 

@@ -29,7 +29,6 @@ import {
 } from '../../db/webhooks';
 import type { IntegrationRow } from '../../db/tenants';
 import { clearFailingRun, healthOf, NO_HEALTH, type Health } from '../../db/webhook-health';
-import { isId } from '../../domain/ids';
 import { PLAN_RULES } from '../../domain/plans';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, RETENTION_MS } from '../../domain/webhooks';
 import type { ApiDeps } from '../deps';
@@ -47,8 +46,8 @@ import {
   SubscriptionReplay,
   SubscriptionUpdate,
 } from './webhooks.schemas';
-import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo } from './schemas';
-import { checkOutboundUrl, loadIntegration, viaTemporal } from './support';
+import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
+import { checkOutboundUrl, listPageWith, loadById, loadIntegration, viaTemporal } from './support';
 
 /** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */
 const MAX_RANGE_REPLAY = 10_000;
@@ -145,16 +144,12 @@ function normalizeTypes(types: string[]): string[] {
   return types.includes(ALL_EVENTS) ? [ALL_EVENTS] : [...new Set(types)];
 }
 
-async function loadSubscription(deps: ApiDeps, id: string): Promise<SubscriptionRow> {
-  const row = isId('webhookSubscription', id) ? await getSubscription(deps.db, id) : undefined;
-  if (!row) throw new ApiError('not_found', `No webhook subscription ${id}.`);
-  return row;
+function loadSubscription(deps: ApiDeps, id: string): Promise<SubscriptionRow> {
+  return loadById('webhookSubscription', id, 'webhook subscription', (id) => getSubscription(deps.db, id));
 }
 
-async function loadDelivery(deps: ApiDeps, id: string): Promise<DeliveryRow> {
-  const row = isId('webhookDelivery', id) ? await getDelivery(deps.db, id) : undefined;
-  if (!row) throw new ApiError('not_found', `No webhook delivery ${id}.`);
-  return row;
+function loadDelivery(deps: ApiDeps, id: string): Promise<DeliveryRow> {
+  return loadById('webhookDelivery', id, 'webhook delivery', (id) => getDelivery(deps.db, id));
 }
 
 /** A replay needs an active subscription of an integration that still exists and is on a plan with webhooks. */
@@ -240,7 +235,6 @@ export async function redeliver(deps: ApiDeps, work: Redelivery, action = 'repla
 }
 
 const tags = ['Webhooks'];
-const IntegrationId = IdParam('5f0c2d7e-1b8a-4c3e-9d2f-6a7b8c9d0e1f', 'Integration id (UUID).');
 const SubscriptionId = IdParam('whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook subscription id (`whs_` + ULID).');
 const DeliveryId = IdParam('whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook delivery id (`whd_` + ULID).');
 export const forbidden = {
@@ -421,17 +415,9 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
     }),
     async (c) => {
       const sub = await loadSubscription(deps, c.req.valid('param').id);
-      const { limit, offset, order, status, event_type } = c.req.valid('query');
-      const rows = await listDeliveries(deps.db, sub.id, { status, eventType: event_type || undefined, order, limit: limit + 1, offset });
-      const page = rows.slice(0, limit);
-      const attempts = await attemptsOf(
-        deps.db,
-        page.map((r) => r.id),
-      );
-      return c.json(
-        pageOf(rows, { limit, offset }, (r) => deliveryView(r, attempts.get(r.id)!)),
-        200,
-      );
+      const query = c.req.valid('query');
+      const read = (page: typeof query) => listDeliveries(deps.db, sub.id, { ...page, eventType: page.event_type || undefined });
+      return c.json(await listPageWith(query, read, (ids) => attemptsOf(deps.db, ids), deliveryView), 200);
     },
   );
 

@@ -9,7 +9,7 @@ import postgres from 'postgres';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
 import type { Db } from '../../db/client';
-import { hashApiKey, type Scope } from '../../db/tenants';
+import { apiKeyByHash, hashApiKey, recordApiKeyUse } from '../../db/tenants';
 import type { Mode } from '../../domain/plans';
 import { ApiError } from '../problem';
 import type { Principal } from './env';
@@ -97,23 +97,13 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
     retry.unref();
   }
 
-  async function lookup(hash: string): Promise<{ id: string; organization_id: string; mode: Mode; scopes: Scope[]; revoked_at: Date | null } | undefined> {
-    const [row] = await db.$client<{ id: string; organization_id: string; mode: Mode; scopes: Scope[]; revoked_at: Date | null }[]>`
-      select id, organization_id, mode, scopes, revoked_at from api_keys where key_hash = ${hash}`;
-    return row;
-  }
-
   function touch(principal: Principal) {
     const now = Date.now();
     if ((touchedAt.get(principal.keyId) ?? 0) > now - TOUCH_EVERY_MS) return;
     // Bounded like the cache: forgetting when a key was last recorded costs at most one early UPDATE per key.
     if (touchedAt.size >= MAX_CACHED) touchedAt.clear();
     touchedAt.set(principal.keyId, now);
-    db.$client`
-      update api_keys set last_used_at = now()
-      where id = ${principal.keyId} and (last_used_at is null or last_used_at < now() - interval '1 minute')`
-      .execute()
-      .catch((err: unknown) => logger.warn({ err }, 'could not record api key use'));
+    recordApiKeyUse(db, principal.keyId).catch((err: unknown) => logger.warn({ err }, 'could not record api key use'));
   }
 
   async function authenticate(header: string | undefined): Promise<Principal> {
@@ -133,7 +123,7 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
       if (hit && hit.expiresAt > now) return hit.principal;
     }
     const before = generation;
-    const row = await lookup(hash);
+    const row = await apiKeyByHash(db, hash);
     if (!row) throw unauthorized('Invalid API key.');
     if (row.revoked_at) throw unauthorized('This API key has been revoked.');
     if (row.mode !== mode) throw unauthorized('Invalid API key.');
