@@ -4,7 +4,7 @@
  * seconds and swaps in the part that changes; it stops once every run shown has ended.
  */
 import type { z } from '@hono/zod-openapi';
-import type { Child, FC, PropsWithChildren } from 'hono/jsx';
+import type { FC, PropsWithChildren } from 'hono/jsx';
 import type { Context } from 'hono';
 import { SYNC_ORDER } from '../../../domain/cdm';
 import { syncWorkflowIdOf } from '../../../domain/contract';
@@ -12,7 +12,7 @@ import type { Organization } from '../../admin/organizations.schemas';
 import type { SkippedRecord, SyncJob } from '../../admin/syncs.schemas';
 import type { AdminClient, Page } from '../admin';
 import { type ConsoleApp } from '../context';
-import { Badge, Facts, Form, Layout, Pager, pagingOf, listQuery, SortHeader, Table, Tabs, TemporalLink, Time, type Ui } from '../ui';
+import { Badge, Facts, Form, IdLink, Layout, ListTable, pagingOf, listQuery, Table, Tabs, TemporalLink, Time, WorkflowLink, type Ui } from '../ui';
 import { cadence, integrationLabel, type IntegrationView } from './organizations';
 
 type Job = z.infer<typeof SyncJob>;
@@ -32,9 +32,22 @@ export async function loadIntegrationContext(c: Context, admin: AdminClient, id:
   return { integration, org };
 }
 
-/** The frame of every page of one integration: breadcrumbs and the tabs between its pages. */
+/** The tabs between the pages of one integration: each one's label and path under the integration's. */
+const TABS = {
+  runs: ['Sync runs', ''],
+  webhooks: ['Webhooks', '/webhooks'],
+  events: ['Events', '/events'],
+  operations: ['Operations', '/operations'],
+  automations: ['Automations', '/automations'],
+} as const;
+type Tab = keyof typeof TABS;
+
+/** The link to a tab of the integration, as a breadcrumb: its label and address. */
+export const tabCrumb = (ctx: IntegrationContext, tab: Tab): [string, string] => [TABS[tab][0], `/console/integrations/${ctx.integration.id}${TABS[tab][1]}`];
+
+/** The frame of every page of one integration: breadcrumbs and the tabs between its pages, `tab` the current one. */
 export const IntegrationFrame: FC<
-  PropsWithChildren<{ ui: Ui; ctx: IntegrationContext; tab: string; title?: string; crumbs?: [string, string?][]; notice?: string }>
+  PropsWithChildren<{ ui: Ui; ctx: IntegrationContext; tab: Tab; title?: string; crumbs?: [string, string?][]; notice?: string }>
 > = ({ ui, ctx, tab, title, crumbs, notice, children }) => {
   const base = `/console/integrations/${ctx.integration.id}`;
   return (
@@ -49,16 +62,7 @@ export const IntegrationFrame: FC<
         ...(crumbs ?? []),
       ]}
     >
-      <Tabs
-        current={tab}
-        tabs={[
-          ['Sync runs', base],
-          ['Webhooks', `${base}/webhooks`],
-          ['Events', `${base}/events`],
-          ['Operations', `${base}/operations`],
-          ['Automations', `${base}/automations`],
-        ]}
-      />
+      <Tabs current={tabCrumb(ctx, tab)[1]} tabs={Object.values(TABS).map(([label, path]) => [label, `${base}${path}`])} />
       {children}
     </Layout>
   );
@@ -75,16 +79,6 @@ export const LiveRegion: FC<PropsWithChildren<{ id: string; ui: Ui; active: bool
       {children}
     </div>
   );
-
-const Counts = ({ job }: { job: Job }) => (
-  <>
-    <td class="num">{job.records_seen}</td>
-    <td class="num">{job.records_new}</td>
-    <td class="num">{job.records_updated}</td>
-    <td class="num">{job.records_soft_deleted}</td>
-    <td class="num">{job.records_skipped}</td>
-  </>
-);
 
 /** "2/4 entities · 7 pages": how far a run got, as the CLI says it (the run's page shows each entity). */
 function progressText(job: Job): string {
@@ -105,22 +99,8 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     const last = newestFirst
       ? runs.results[0]
       : (await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' })).results[0];
-    const head: Child[] = [
-      'Run',
-      'Status',
-      'Trigger · kind',
-      <SortHeader url={ui.url} paging={paging} label="Started" />,
-      'Finished',
-      'Seen',
-      'New',
-      'Updated',
-      'Deleted',
-      'Skipped',
-      'Progress',
-      '',
-    ];
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${integration.id}`}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="runs">
         <div class="card">
           <Facts
             rows={[
@@ -152,42 +132,29 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
         </Form>
         <h2>Sync runs</h2>
         <LiveRegion id="runs" ui={ui} active={runs.results.some((r) => live(r.status))}>
-          <Table
+          <ListTable
             label="Sync runs"
-            rows={runs.results.length}
-            head={head}
-            narrow={[2, 4, 10, 11]}
+            url={ui.url}
+            paging={paging}
+            page={runs}
+            sortBy="Started"
+            status={(r) => r.status}
+            columns={[
+              { head: 'Run', cell: (r) => <IdLink href={`/console/sync-jobs/${r.id}`} id={r.id} /> },
+              { head: 'Status', cell: (r) => <Badge status={r.status} /> },
+              { head: 'Trigger · kind', cell: (r) => [r.trigger, r.kind ? ` · ${r.kind}` : ''], narrow: true },
+              { head: 'Started', cell: (r) => <Time iso={r.started_at} /> },
+              { head: 'Finished', cell: (r) => <Time iso={r.finished_at} />, narrow: true },
+              { head: 'Seen', cell: (r) => r.records_seen, class: 'num' },
+              { head: 'New', cell: (r) => r.records_new, class: 'num' },
+              { head: 'Updated', cell: (r) => r.records_updated, class: 'num' },
+              { head: 'Deleted', cell: (r) => r.records_soft_deleted, class: 'num' },
+              { head: 'Skipped', cell: (r) => r.records_skipped, class: 'num' },
+              { head: 'Progress', cell: progressText, class: 'muted', narrow: true },
+              { head: '', cell: (r) => <WorkflowLink ui={ui} id={syncWorkflowIdOf(r.id)} />, narrow: true },
+            ]}
             empty="No sync runs yet. Press “Sync now”, or wait for the schedule."
-          >
-            {runs.results.map((r) => (
-              <tr data-status={r.status}>
-                <td>
-                  <a href={`/console/sync-jobs/${r.id}`} class="mono">
-                    {r.id}
-                  </a>
-                </td>
-                <td>
-                  <Badge status={r.status} />
-                </td>
-                <td class="hide-sm">
-                  {r.trigger}
-                  {r.kind ? ` · ${r.kind}` : ''}
-                </td>
-                <td>
-                  <Time iso={r.started_at} />
-                </td>
-                <td class="hide-sm">
-                  <Time iso={r.finished_at} />
-                </td>
-                <Counts job={r} />
-                <td class="muted hide-sm">{progressText(r)}</td>
-                <td class="hide-sm">
-                  <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(r.id)} label="Workflow ↗" />
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <Pager url={ui.url} paging={paging} page={runs} />
+          />
         </LiveRegion>
       </IntegrationFrame>,
     );
@@ -205,7 +172,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     const paging = pagingOf(ui.url, { order: 'asc', limit: 50 }, 's_');
     const skipped = await admin.get<Page<Skipped>>(c, `/sync_jobs/${job.id}/skipped_records`, { limit: paging.limit, offset: paging.offset });
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}`} title={`Sync run ${job.id}`} crumbs={[['Sync run']]}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="runs" title={`Sync run ${job.id}`} crumbs={[['Sync run']]}>
         <LiveRegion id="job" ui={ui} active={live(job.status)}>
           <div class="card">
             <Facts
@@ -253,39 +220,35 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
             />
           </div>
           <h2>Progress</h2>
-          <Table label="Progress" rows={SYNC_ORDER.length} head={['Entity', 'Pages committed', 'Complete']} empty="">
-            {SYNC_ORDER.map((e) => (
-              <tr>
-                <td>{e}</td>
-                <td class="num">{job.progress[e]?.pages ?? 0}</td>
-                <td>{job.progress[e]?.done ? '✓' : live(job.status) ? '…' : '—'}</td>
-              </tr>
-            ))}
-          </Table>
+          <Table
+            label="Progress"
+            rows={SYNC_ORDER}
+            columns={[
+              { head: 'Entity', cell: (e) => e },
+              { head: 'Pages committed', cell: (e) => job.progress[e]?.pages ?? 0, class: 'num' },
+              { head: 'Complete', cell: (e) => (job.progress[e]?.done ? '✓' : live(job.status) ? '…' : '—') },
+            ]}
+            empty=""
+          />
         </LiveRegion>
         <h2>Skipped records</h2>
         <p class="muted">
           Records the source served that could not be read: left as they were in the cache (never soft-deleted). Fix them at the source; the next run picks them
           up.
         </p>
-        <Table
+        <ListTable
           label="Skipped records"
-          rows={skipped.results.length}
-          head={['Entity', 'Source id', 'Reason', 'Seen']}
+          url={ui.url}
+          paging={paging}
+          page={skipped}
+          columns={[
+            { head: 'Entity', cell: (s) => s.entity },
+            { head: 'Source id', cell: (s) => (s.x_id === null ? <span class="muted">unreadable</span> : <code>{s.x_id}</code>) },
+            { head: 'Reason', cell: (s) => s.reason },
+            { head: 'Seen', cell: (s) => <Time iso={s.seen_at} /> },
+          ]}
           empty="No records were skipped in this run."
-        >
-          {skipped.results.map((s) => (
-            <tr>
-              <td>{s.entity}</td>
-              <td>{s.x_id === null ? <span class="muted">unreadable</span> : <code>{s.x_id}</code>}</td>
-              <td>{s.reason}</td>
-              <td>
-                <Time iso={s.seen_at} />
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={paging} page={skipped} />
+        />
       </IntegrationFrame>,
     );
   });

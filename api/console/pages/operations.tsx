@@ -5,8 +5,8 @@ import { OPERATION_STATUSES } from '../../../domain/operations';
 import type { AdminOperation } from '../../admin/operations.schemas';
 import type { AdminClient, Page } from '../admin';
 import { type ConsoleApp } from '../context';
-import { Badge, Facts, FilterForm, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
+import { Badge, Facts, FilterForm, IdLink, ListTable, pagingOf, listQuery, TemporalLink, Time, WorkflowLink } from '../ui';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext, tabCrumb } from './integrations';
 
 type Op = z.infer<typeof AdminOperation>;
 
@@ -22,57 +22,30 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
     const status = ui.url.searchParams.get('status') ?? '';
     const page = await admin.get<Page<Op>>(c, `/integrations/${ctx.integration.id}/operations`, { ...listQuery(paging), status });
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/operations`}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="operations">
         <h2>Write Operations</h2>
         <FilterForm ui={ui} filters={[{ name: 'status', label: 'Status', values: OPERATION_STATUSES }]} />
         <LiveRegion id="operations" ui={ui} active={page.results.some(live)}>
-          <Table
+          <ListTable
             label="Operations"
-            rows={page.results.length}
-            head={[
-              'Operation',
-              'Type',
-              'Status',
-              'Source',
-              'Attempts',
-              'Next attempt',
-              'Last error',
-              <SortHeader url={ui.url} paging={paging} label="Accepted" />,
-              '',
+            url={ui.url}
+            paging={paging}
+            page={page}
+            sortBy="Accepted"
+            status={(op) => op.status}
+            columns={[
+              { head: 'Operation', cell: (op) => <IdLink href={`/console/operations/${op.id}`} id={op.id} /> },
+              { head: 'Type', cell: (op) => <code>{op.type}</code> },
+              { head: 'Status', cell: (op) => <Badge status={op.status} /> },
+              { head: 'Source', cell: (op) => <SourceState op={op} /> },
+              { head: 'Attempts', cell: (op) => op.reconcile.attempts, class: 'num' },
+              { head: 'Next attempt', cell: (op) => <Time iso={op.reconcile.next_attempt_at} /> },
+              { head: 'Last error', cell: (op) => op.reconcile.last_error ?? <span class="muted">—</span> },
+              { head: 'Accepted', cell: (op) => <Time iso={op.created_at} /> },
+              { head: '', cell: (op) => <WorkflowLink ui={ui} id={op.workflow_id} /> },
             ]}
             empty={status ? 'No Operations in this status.' : 'No writes yet. Each POST or PATCH to /v1 becomes an Operation, listed here.'}
-          >
-            {page.results.map((op) => (
-              <tr data-status={op.status}>
-                <td>
-                  <a href={`/console/operations/${op.id}`} class="mono">
-                    {op.id}
-                  </a>
-                </td>
-                <td>
-                  <code>{op.type}</code>
-                </td>
-                <td>
-                  <Badge status={op.status} />
-                </td>
-                <td>
-                  <SourceState op={op} />
-                </td>
-                <td class="num">{op.reconcile.attempts}</td>
-                <td>
-                  <Time iso={op.reconcile.next_attempt_at} />
-                </td>
-                <td>{op.reconcile.last_error ?? <span class="muted">—</span>}</td>
-                <td>
-                  <Time iso={op.created_at} />
-                </td>
-                <td>
-                  <TemporalLink ui={ui} workflowId={op.workflow_id} label="Workflow ↗" />
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <Pager url={ui.url} paging={paging} page={page} />
+          />
         </LiveRegion>
       </IntegrationFrame>,
     );
@@ -83,13 +56,7 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
     const op = await admin.get<Op>(c, `/operations/${encodeURIComponent(c.req.param('id'))}`);
     const ctx = await loadIntegrationContext(c, admin, op.integration_id);
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/operations`}
-        title={`Operation ${op.id}`}
-        crumbs={[['Operations', `/console/integrations/${ctx.integration.id}/operations`], [op.id]]}
-      >
+      <IntegrationFrame ui={ui} ctx={ctx} tab="operations" title={`Operation ${op.id}`} crumbs={[tabCrumb(ctx, 'operations'), [op.id]]}>
         <LiveRegion id="operation" ui={ui} active={live(op)}>
           <div class="card">
             <Facts

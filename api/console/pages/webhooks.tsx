@@ -12,8 +12,25 @@ import type { Event, EventResendResult, EventWithPayload } from '../../admin/eve
 import type { Delivery, DeliveryWithPayload, ReplayResult, RotatedSecret, Subscription, SubscriptionCreated } from '../../admin/webhooks.schemas';
 import type { AdminClient, Page } from '../admin';
 import { field, fields, type ConsoleApp } from '../context';
-import { Badge, Facts, FilterForm, Form, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, TemporalLink, Time, type Ui } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
+import {
+  Badge,
+  Facts,
+  FilterForm,
+  Form,
+  IdLink,
+  ListTable,
+  pagingOf,
+  listQuery,
+  SecretOnce,
+  SortHeader,
+  Table,
+  TemporalLink,
+  Time,
+  WorkflowLink,
+  type Column,
+  type Ui,
+} from '../ui';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext, tabCrumb } from './integrations';
 import { num } from './organizations';
 
 type Sub = z.infer<typeof Subscription>;
@@ -69,39 +86,23 @@ const EventTypePicker: FC<{ selected: string[] }> = ({ selected }) => (
   </fieldset>
 );
 
-const DeliveryRows: FC<{ ui: Ui; rows: Del[] }> = ({ ui, rows }) => (
-  <>
-    {rows.map((d) => {
+/** A subscription's deliveries, one row each. */
+const deliveryColumns = (ui: Ui): Column<Del>[] => [
+  { head: 'Delivery', cell: (d) => <IdLink href={`/console/webhook-deliveries/${d.id}`} id={d.id} /> },
+  { head: 'Event', cell: (d) => <code>{d.event_type}</code>, narrow: true },
+  { head: 'Status', cell: (d) => <Badge status={d.status} /> },
+  { head: 'Attempts', cell: (d) => d.attempt_count, class: 'num' },
+  {
+    head: 'Last response',
+    cell: (d) => {
       const last = d.attempts[d.attempts.length - 1];
-      return (
-        <tr data-status={d.status}>
-          <td>
-            <a href={`/console/webhook-deliveries/${d.id}`} class="mono">
-              {d.id}
-            </a>
-          </td>
-          <td class="hide-sm">
-            <code>{d.event_type}</code>
-          </td>
-          <td>
-            <Badge status={d.status} />
-          </td>
-          <td class="num">{d.attempt_count}</td>
-          <td>{last ? (last.response_status ?? last.error ?? '—') : '—'}</td>
-          <td class="hide-sm">
-            <Time iso={d.last_attempt_at} />
-          </td>
-          <td>
-            <Time iso={d.next_attempt_at} />
-          </td>
-          <td class="hide-sm">
-            <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label="Workflow ↗" />
-          </td>
-        </tr>
-      );
-    })}
-  </>
-);
+      return last ? (last.response_status ?? last.error ?? '—') : '—';
+    },
+  },
+  { head: 'Last attempt', cell: (d) => <Time iso={d.last_attempt_at} />, narrow: true },
+  { head: 'Next attempt', cell: (d) => <Time iso={d.next_attempt_at} /> },
+  { head: '', cell: (d) => <WorkflowLink ui={ui} id={deliveryWorkflowIdOf(d.id)} />, narrow: true },
+];
 
 export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id/webhooks', async (c) => {
@@ -110,37 +111,39 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const paging = pagingOf(ui.url, { order: 'asc' });
     const subs = await admin.get<Page<Sub>>(c, `/integrations/${ctx.integration.id}/webhook_subscriptions`, listQuery(paging));
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/webhooks`} notice={noticeOf(ui.url)}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" notice={noticeOf(ui.url)}>
         <h2>Webhook subscriptions</h2>
-        <Table
+        <ListTable
           label="Webhook subscriptions"
-          rows={subs.results.length}
-          head={['URL', 'Events', 'Status', 'Health', <SortHeader url={ui.url} paging={paging} label="Created" />]}
+          url={ui.url}
+          paging={paging}
+          page={subs}
+          sortBy="Created"
+          columns={[
+            {
+              head: 'URL',
+              cell: (s) => (
+                <>
+                  <IdLink href={`/console/webhook-subscriptions/${s.id}`} id={s.url} />
+                  {s.description && <div class="muted">{s.description}</div>}
+                </>
+              ),
+            },
+            { head: 'Events', cell: (s) => s.event_types.join(', ') },
+            {
+              head: 'Status',
+              cell: (s) => (
+                <>
+                  <Badge status={s.status} />
+                  {s.disabled && s.disabled.by !== 'operator' && <div class="muted">by the service: {s.disabled.by === 'gone' ? '410 Gone' : 'failing'}</div>}
+                </>
+              ),
+            },
+            { head: 'Health', cell: (s) => <HealthSummary health={s.health} /> },
+            { head: 'Created', cell: (s) => <Time iso={s.created_at} /> },
+          ]}
           empty="No subscriptions yet. Add an endpoint below to be told about every change, signed."
-        >
-          {subs.results.map((s) => (
-            <tr>
-              <td>
-                <a href={`/console/webhook-subscriptions/${s.id}`} class="mono">
-                  {s.url}
-                </a>
-                {s.description && <div class="muted">{s.description}</div>}
-              </td>
-              <td>{s.event_types.join(', ')}</td>
-              <td>
-                <Badge status={s.status} />
-                {s.disabled && s.disabled.by !== 'operator' && <div class="muted">by the service: {s.disabled.by === 'gone' ? '410 Gone' : 'failing'}</div>}
-              </td>
-              <td>
-                <HealthSummary health={s.health} />
-              </td>
-              <td>
-                <Time iso={s.created_at} />
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={paging} page={subs} />
+        />
         <h2>New subscription</h2>
         <Form ui={ui} action={`/console/integrations/${ctx.integration.id}/webhooks`} class="stack">
           <label>
@@ -175,13 +178,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     });
     const ctx = await loadIntegrationContext(c, admin, created.integration_id);
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
-        title="Subscription created"
-        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`]]}
-      >
+      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title="Subscription created" crumbs={[tabCrumb(ctx, 'webhooks')]}>
         <SecretOnce label={`Signing secret of ${created.url}`} value={created.secret}>
           <p>
             Verify each delivery's <code>X-Service-Signature</code> with it (HMAC-SHA256 of the raw body, keyed with the secret as shown)
@@ -214,9 +211,9 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
       <IntegrationFrame
         ui={ui}
         ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
+        tab="webhooks"
         title={`Subscription ${sub.url}`}
-        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], [sub.id]]}
+        crumbs={[tabCrumb(ctx, 'webhooks'), [sub.id]]}
         notice={noticeOf(ui.url)}
       >
         <div class="card">
@@ -286,20 +283,19 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
           ]}
         />
         <LiveRegion id="deliveries" ui={ui} active={deliveries.results.some((d) => d.status === 'pending' || d.status === 'retrying')}>
-          <Table
+          <ListTable
             label="Deliveries"
-            narrow={[1, 5, 7]}
-            rows={deliveries.results.length}
-            head={['Delivery', 'Event', 'Status', 'Attempts', 'Last response', 'Last attempt', 'Next attempt', '']}
+            url={ui.url}
+            paging={paging}
+            page={deliveries}
+            status={(d) => d.status}
+            columns={deliveryColumns(ui)}
             empty={
               status || eventType
                 ? 'No deliveries match this filter.'
                 : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'
             }
-          >
-            <DeliveryRows ui={ui} rows={deliveries.results} />
-          </Table>
-          <Pager url={ui.url} paging={paging} page={deliveries} />
+          />
         </LiveRegion>
         <p class="muted">
           Sorted by creation time, <SortHeader url={ui.url} paging={paging} label={paging.order === 'desc' ? 'newest first' : 'oldest first'} />.
@@ -379,13 +375,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(id)}`);
     const ctx = await loadIntegrationContext(c, admin, sub.integration_id);
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
-        title="Signing secret rotated"
-        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], [sub.id]]}
-      >
+      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title="Signing secret rotated" crumbs={[tabCrumb(ctx, 'webhooks'), [sub.id]]}>
         <SecretOnce label={`New signing secret of ${sub.url}`} value={rotated.secret}>
           <p>
             Until <Time iso={rotated.previous_secret_expires_at} /> deliveries also carry <code>X-Service-Signature-Previous</code>, made with the secret this
@@ -416,13 +406,9 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
       <IntegrationFrame
         ui={ui}
         ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
+        tab="webhooks"
         title={`Delivery ${d.id}`}
-        crumbs={[
-          ['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`],
-          ['Subscription', `/console/webhook-subscriptions/${d.subscription_id}`],
-          [d.id],
-        ]}
+        crumbs={[tabCrumb(ctx, 'webhooks'), ['Subscription', `/console/webhook-subscriptions/${d.subscription_id}`], [d.id]]}
         notice={noticeOf(ui.url)}
       >
         <LiveRegion id="delivery" ui={ui} active={active}>
@@ -444,23 +430,17 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
           <h2>Attempts</h2>
           <Table
             label="Attempts"
-            rows={d.attempts.length}
-            head={['#', 'Started', 'Duration', 'Response', 'Error', 'Response body']}
+            rows={d.attempts}
+            columns={[
+              { head: '#', cell: (a) => a.number, class: 'num' },
+              { head: 'Started', cell: (a) => <Time iso={a.started_at} /> },
+              { head: 'Duration', cell: (a) => [a.duration_ms, ' ms'], class: 'num' },
+              { head: 'Response', cell: (a) => a.response_status ?? <span class="muted">none</span> },
+              { head: 'Error', cell: (a) => a.error ?? <span class="muted">—</span> },
+              { head: 'Response body', cell: (a) => (a.response_body ? <code class="wrap">{a.response_body}</code> : <span class="muted">—</span>) },
+            ]}
             empty="No attempt has finished yet."
-          >
-            {d.attempts.map((a) => (
-              <tr>
-                <td class="num">{a.number}</td>
-                <td>
-                  <Time iso={a.started_at} />
-                </td>
-                <td class="num">{a.duration_ms} ms</td>
-                <td>{a.response_status ?? <span class="muted">none</span>}</td>
-                <td>{a.error ?? <span class="muted">—</span>}</td>
-                <td>{a.response_body ? <code class="wrap">{a.response_body}</code> : <span class="muted">—</span>}</td>
-              </tr>
-            ))}
-          </Table>
+          />
         </LiveRegion>
         <h2>Payload</h2>
         {d.payload ? <pre>{JSON.stringify(d.payload, null, 2)}</pre> : <p class="muted">Purged with the event (older than the 30-day retention).</p>}
@@ -480,52 +460,48 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const type = ui.url.searchParams.get('type') ?? '';
     const page = await admin.get<Page<Evt>>(c, `/integrations/${ctx.integration.id}/events`, { ...listQuery(paging), type });
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/events`} notice={noticeOf(ui.url)}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="events" notice={noticeOf(ui.url)}>
         <h2>Events of the last 30 days</h2>
         <FilterForm ui={ui} filters={[{ name: 'type', label: 'Type', values: ALL_EVENT_TYPES }]} />
-        <Table
+        <ListTable
           label="Events"
-          rows={page.results.length}
-          head={['Event', 'Type', <SortHeader url={ui.url} paging={paging} label="Recorded" />, 'From', 'Deliveries', '']}
-          empty={type ? 'No events of this type in the last 30 days.' : 'No events in the last 30 days. Run a sync (Sync runs tab) to record changes.'}
-        >
-          {page.results.map((e) => (
-            <tr>
-              <td>
-                <a href={`/console/events/${e.id}`} class="mono">
-                  {e.id}
-                </a>
-              </td>
-              <td>
-                <code>{e.type}</code>
-              </td>
-              <td>
-                <Time iso={e.created_at} />
-              </td>
-              <td>
-                <Origin e={e} />
-              </td>
-              <td>
-                {e.deliveries.total === 0 ? <span class="muted">none</span> : `${e.deliveries.succeeded}/${e.deliveries.total} delivered`}
-                {e.deliveries.dead_lettered > 0 && (
-                  <>
-                    {' '}
-                    <Badge status="dead_lettered" />
-                  </>
-                )}
-              </td>
-              <td>
+          url={ui.url}
+          paging={paging}
+          page={page}
+          sortBy="Recorded"
+          columns={[
+            { head: 'Event', cell: (e) => <IdLink href={`/console/events/${e.id}`} id={e.id} /> },
+            { head: 'Type', cell: (e) => <code>{e.type}</code> },
+            { head: 'Recorded', cell: (e) => <Time iso={e.created_at} /> },
+            { head: 'From', cell: (e) => <Origin e={e} /> },
+            {
+              head: 'Deliveries',
+              cell: (e) => (
+                <>
+                  {e.deliveries.total === 0 ? <span class="muted">none</span> : `${e.deliveries.succeeded}/${e.deliveries.total} delivered`}
+                  {e.deliveries.dead_lettered > 0 && (
+                    <>
+                      {' '}
+                      <Badge status="dead_lettered" />
+                    </>
+                  )}
+                </>
+              ),
+            },
+            {
+              head: '',
+              cell: (e) => (
                 <Form ui={ui} action={`/console/events/${e.id}/resend`}>
                   <input type="hidden" name="back" value={ctx.integration.id} />
                   <button type="submit" class="secondary">
                     Resend
                   </button>
                 </Form>
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={paging} page={page} />
+              ),
+            },
+          ]}
+          empty={type ? 'No events of this type in the last 30 days.' : 'No events in the last 30 days. Run a sync (Sync runs tab) to record changes.'}
+        />
       </IntegrationFrame>,
     );
   });
@@ -535,14 +511,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const e = await admin.get<z.infer<typeof EventWithPayload>>(c, `/events/${encodeURIComponent(c.req.param('id'))}`);
     const ctx = await loadIntegrationContext(c, admin, e.integration_id);
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/events`}
-        title={`${e.type} ${e.id}`}
-        crumbs={[['Events', `/console/integrations/${ctx.integration.id}/events`], [e.id]]}
-        notice={noticeOf(ui.url)}
-      >
+      <IntegrationFrame ui={ui} ctx={ctx} tab="events" title={`${e.type} ${e.id}`} crumbs={[tabCrumb(ctx, 'events'), [e.id]]} notice={noticeOf(ui.url)}>
         <div class="card">
           <Facts
             rows={[
