@@ -255,15 +255,18 @@ export function Table<T>({ rows, columns, empty, label, status }: TableProps<T>)
   );
 }
 
+/** One page of a list, the Paging it was read with, and the URL of the console page that shows it. */
+export interface List<T> {
+  url: URL;
+  paging: Paging;
+  page: Page<T>;
+  /** Whether the page's query string filters the list. */
+  filtered: boolean;
+}
+
 /** A Table of one page of a list with its Pager; the header of the column `sortBy` sorts the list by creation time. */
-export function ListTable<T>({
-  url,
-  paging,
-  page,
-  sortBy,
-  columns,
-  ...table
-}: Omit<TableProps<T>, 'rows'> & { url: URL; paging: Paging; page: Page<T>; sortBy?: string }) {
+export function ListTable<T>({ list, sortBy, columns, ...table }: Omit<TableProps<T>, 'rows'> & { list: List<T>; sortBy?: string }) {
+  const { url, paging, page } = list;
   const heads = columns.map((c) => (sortBy !== undefined && c.head === sortBy ? { ...c, head: <SortHeader url={url} paging={paging} label={sortBy} /> } : c));
   return (
     <>

@@ -2,9 +2,9 @@
 import type { z } from '@hono/zod-openapi';
 import { automationRunWorkflowIdOf } from '../../../domain/contract';
 import type { Automation, AutomationRun } from '../../admin/automations.schemas';
-import type { AdminClient, Page } from '../admin';
-import { field, type ConsoleApp } from '../context';
-import { Badge, Facts, Form, ListTable, pagingOf, listQuery, Time, WorkflowLink } from '../ui';
+import type { AdminClient } from '../admin';
+import { field, loadList, type ConsoleApp } from '../context';
+import { Badge, Facts, Form, ListTable, Time, WorkflowLink } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext, tabCrumb } from './integrations';
 import { cadence } from './organizations';
 
@@ -19,16 +19,13 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
   app.get('/integrations/:id/automations', async (c) => {
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const paging = pagingOf(ui.url, { order: 'asc' });
-    const page = await admin.get<Page<Auto>>(c, `/integrations/${ctx.integration.id}/automations`, listQuery(paging));
+    const automations = await loadList<Auto>(c, admin, `/integrations/${ctx.integration.id}/automations`, { order: 'asc' });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="automations">
         <h2>Automations</h2>
         <ListTable
           label="Automations"
-          url={ui.url}
-          paging={paging}
-          page={page}
+          list={automations}
           sortBy="Created"
           columns={[
             { head: 'Name', cell: (a) => <a href={`/console/automations/${a.id}`}>{a.name}</a> },
@@ -48,8 +45,7 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
     const ui = c.get('ui');
     const a = await admin.get<Auto>(c, `/automations/${encodeURIComponent(c.req.param('id'))}`);
     const ctx = await loadIntegrationContext(c, admin, a.integration_id);
-    const paging = pagingOf(ui.url, { order: 'desc' });
-    const runs = await admin.get<Page<Run>>(c, `/automations/${a.id}/runs`, listQuery(paging));
+    const runs = await loadList<Run>(c, admin, `/automations/${a.id}/runs`, { order: 'desc' });
     const done = ui.url.searchParams.get('done');
     return c.html(
       <IntegrationFrame
@@ -107,12 +103,10 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
           </Form>
         </div>
         <h2>Runs</h2>
-        <LiveRegion id="runs" ui={ui} active={runs.results.some(live)}>
+        <LiveRegion id="runs" ui={ui} active={runs.page.results.some(live)}>
           <ListTable
             label="Runs"
-            url={ui.url}
-            paging={paging}
-            page={runs}
+            list={runs}
             sortBy="Created"
             status={(r) => r.status}
             columns={[

@@ -11,8 +11,8 @@ import { syncWorkflowIdOf } from '../../../domain/contract';
 import type { Organization } from '../../admin/organizations.schemas';
 import type { SkippedRecord, SyncJob } from '../../admin/syncs.schemas';
 import type { AdminClient, Page } from '../admin';
-import { type ConsoleApp } from '../context';
-import { Badge, Facts, Form, IdLink, Layout, ListTable, pagingOf, listQuery, Table, Tabs, TemporalLink, Time, WorkflowLink, type Ui } from '../ui';
+import { loadList, type ConsoleApp } from '../context';
+import { Badge, Facts, Form, IdLink, Layout, ListTable, pagingOf, Table, Tabs, TemporalLink, Time, WorkflowLink, type List, type Ui } from '../ui';
 import { cadence, integrationLabel, type IntegrationView } from './organizations';
 
 type Job = z.infer<typeof SyncJob>;
@@ -92,12 +92,11 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
     const { integration } = ctx;
-    const paging = pagingOf(ui.url, { order: 'desc' }, 'r_');
-    const runs = await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, listQuery(paging));
+    const runs = await loadList<Job>(c, admin, `/integrations/${integration.id}/sync_jobs`, { order: 'desc', prefix: 'r_' });
     // The newest run is the first row of the default view; another page or order asks for it on its own.
-    const newestFirst = paging.offset === 0 && paging.order === 'desc';
+    const newestFirst = runs.paging.offset === 0 && runs.paging.order === 'desc';
     const last = newestFirst
-      ? runs.results[0]
+      ? runs.page.results[0]
       : (await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' })).results[0];
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="runs">
@@ -131,12 +130,10 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
           <button type="submit">Sync now</button>
         </Form>
         <h2>Sync runs</h2>
-        <LiveRegion id="runs" ui={ui} active={runs.results.some((r) => live(r.status))}>
+        <LiveRegion id="runs" ui={ui} active={runs.page.results.some((r) => live(r.status))}>
           <ListTable
             label="Sync runs"
-            url={ui.url}
-            paging={paging}
-            page={runs}
+            list={runs}
             sortBy="Started"
             status={(r) => r.status}
             columns={[
@@ -170,7 +167,13 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     const job = await admin.get<Job>(c, `/sync_jobs/${encodeURIComponent(c.req.param('id'))}`);
     const ctx = await loadIntegrationContext(c, admin, job.integration_id);
     const paging = pagingOf(ui.url, { order: 'asc', limit: 50 }, 's_');
-    const skipped = await admin.get<Page<Skipped>>(c, `/sync_jobs/${job.id}/skipped_records`, { limit: paging.limit, offset: paging.offset });
+    // In entity and source id order: there is no order to choose.
+    const skipped: List<Skipped> = {
+      url: ui.url,
+      paging,
+      page: await admin.get<Page<Skipped>>(c, `/sync_jobs/${job.id}/skipped_records`, { limit: paging.limit, offset: paging.offset }),
+      filtered: false,
+    };
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="runs" title={`Sync run ${job.id}`} crumbs={[['Sync run']]}>
         <LiveRegion id="job" ui={ui} active={live(job.status)}>
@@ -238,9 +241,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
         </p>
         <ListTable
           label="Skipped records"
-          url={ui.url}
-          paging={paging}
-          page={skipped}
+          list={skipped}
           columns={[
             { head: 'Entity', cell: (s) => s.entity },
             { head: 'Source id', cell: (s) => (s.x_id === null ? <span class="muted">unreadable</span> : <code>{s.x_id}</code>) },

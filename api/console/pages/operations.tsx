@@ -3,9 +3,9 @@ import type { z } from '@hono/zod-openapi';
 import type { FC } from 'hono/jsx';
 import { OPERATION_STATUSES } from '../../../domain/operations';
 import type { AdminOperation } from '../../admin/operations.schemas';
-import type { AdminClient, Page } from '../admin';
-import { type ConsoleApp } from '../context';
-import { Badge, Facts, FilterForm, IdLink, ListTable, pagingOf, listQuery, TemporalLink, Time, WorkflowLink } from '../ui';
+import type { AdminClient } from '../admin';
+import { loadList, type ConsoleApp } from '../context';
+import { Badge, Facts, FilterForm, IdLink, ListTable, TemporalLink, Time, WorkflowLink } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext, tabCrumb } from './integrations';
 
 type Op = z.infer<typeof AdminOperation>;
@@ -18,19 +18,15 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
   app.get('/integrations/:id/operations', async (c) => {
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const paging = pagingOf(ui.url, { order: 'desc' });
-    const status = ui.url.searchParams.get('status') ?? '';
-    const page = await admin.get<Page<Op>>(c, `/integrations/${ctx.integration.id}/operations`, { ...listQuery(paging), status });
+    const ops = await loadList<Op>(c, admin, `/integrations/${ctx.integration.id}/operations`, { order: 'desc', filters: ['status'] });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="operations">
         <h2>Write Operations</h2>
         <FilterForm ui={ui} filters={[{ name: 'status', label: 'Status', values: OPERATION_STATUSES }]} />
-        <LiveRegion id="operations" ui={ui} active={page.results.some(live)}>
+        <LiveRegion id="operations" ui={ui} active={ops.page.results.some(live)}>
           <ListTable
             label="Operations"
-            url={ui.url}
-            paging={paging}
-            page={page}
+            list={ops}
             sortBy="Accepted"
             status={(op) => op.status}
             columns={[
@@ -44,7 +40,7 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
               { head: 'Accepted', cell: (op) => <Time iso={op.created_at} /> },
               { head: '', cell: (op) => <WorkflowLink ui={ui} id={op.workflow_id} /> },
             ]}
-            empty={status ? 'No Operations in this status.' : 'No writes yet. Each POST or PATCH to /v1 becomes an Operation, listed here.'}
+            empty={ops.filtered ? 'No Operations in this status.' : 'No writes yet. Each POST or PATCH to /v1 becomes an Operation, listed here.'}
           />
         </LiveRegion>
       </IntegrationFrame>,

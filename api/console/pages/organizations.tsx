@@ -5,9 +5,9 @@ import type { ApiKey, ApiKeyCreated } from '../../admin/api-keys.schemas';
 import type { Integration } from '../../admin/integrations.schemas';
 import type { Organization } from '../../admin/organizations.schemas';
 import type { Health } from '../../admin/health';
-import type { AdminClient, Page } from '../admin';
-import { field, fields, type ConsoleApp } from '../context';
-import { Badge, Facts, Form, Layout, ListTable, Select, pagingOf, listQuery, SecretOnce, Time, type Ui } from '../ui';
+import type { AdminClient } from '../admin';
+import { field, fields, loadList, type ConsoleApp } from '../context';
+import { Badge, Facts, Form, Layout, ListTable, Select, SecretOnce, Time, type Ui } from '../ui';
 
 type Org = z.infer<typeof Organization>;
 type Key = z.infer<typeof ApiKey>;
@@ -64,9 +64,8 @@ const HealthNumbers = ({ health }: { health: z.infer<typeof Health> | null }) =>
 export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/organizations', async (c) => {
     const ui = c.get('ui');
-    const paging = pagingOf(ui.url, { order: 'asc' });
-    const [page, health] = await Promise.all([
-      admin.get<Page<Org>>(c, '/organizations', listQuery(paging)),
+    const [orgs, health] = await Promise.all([
+      loadList<Org>(c, admin, '/organizations', { order: 'asc' }),
       admin.get<z.infer<typeof Health>>(c, '/health').catch(() => null),
     ]);
     return c.html(
@@ -75,9 +74,7 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
         <HealthNumbers health={health} />
         <ListTable
           label="Organizations"
-          url={ui.url}
-          paging={paging}
-          page={page}
+          list={orgs}
           sortBy="Created"
           columns={[
             { head: 'Name', cell: (o) => <a href={`/console/organizations/${o.id}`}>{o.name}</a> },
@@ -85,7 +82,9 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
             { head: 'Id', cell: (o) => <code>{o.id}</code>, class: 'hide-sm' },
             { head: 'Created', cell: (o) => <Time iso={o.created_at} /> },
           ]}
-          empty={paging.offset > 0 ? 'No more organizations.' : 'No organizations yet. Create the first one below; then give it an API key and an integration.'}
+          empty={
+            orgs.paging.offset > 0 ? 'No more organizations.' : 'No organizations yet. Create the first one below; then give it an API key and an integration.'
+          }
         />
         <h2>New organization</h2>
         <Form ui={ui} action="/console/organizations" class="row">
@@ -107,12 +106,10 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
   app.get('/organizations/:id', async (c) => {
     const ui = c.get('ui');
     const id = c.req.param('id');
-    const keyPaging = pagingOf(ui.url, { order: 'asc' }, 'k_');
-    const intPaging = pagingOf(ui.url, { order: 'asc' }, 'i_');
     const [org, keys, ints] = await Promise.all([
       admin.get<Org>(c, `/organizations/${encodeURIComponent(id)}`),
-      admin.get<Page<Key>>(c, `/organizations/${encodeURIComponent(id)}/api_keys`, listQuery(keyPaging)),
-      admin.get<Page<IntegrationView>>(c, `/organizations/${encodeURIComponent(id)}/integrations`, listQuery(intPaging)),
+      loadList<Key>(c, admin, `/organizations/${encodeURIComponent(id)}/api_keys`, { order: 'asc', prefix: 'k_' }),
+      loadList<IntegrationView>(c, admin, `/organizations/${encodeURIComponent(id)}/integrations`, { order: 'asc', prefix: 'i_' }),
     ]);
     return c.html(
       <Layout ui={ui} title={org.name} crumbs={[['Organizations', '/console/organizations'], [org.name]]}>
@@ -132,9 +129,7 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
         <h2>Integrations</h2>
         <ListTable
           label="Integrations"
-          url={ui.url}
-          paging={intPaging}
-          page={ints}
+          list={ints}
           sortBy="Created"
           columns={[
             { head: 'Name', cell: (i) => <a href={`/console/integrations/${i.id}`}>{integrationLabel(i)}</a> },
@@ -154,9 +149,7 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
         <h2>API keys</h2>
         <ListTable
           label="API keys"
-          url={ui.url}
-          paging={keyPaging}
-          page={keys}
+          list={keys}
           sortBy="Created"
           columns={[
             { head: 'Prefix', cell: (k) => <code>{k.key_prefix}…</code> },

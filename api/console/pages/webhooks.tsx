@@ -10,8 +10,8 @@ import { deliveryWorkflowIdOf } from '../../../domain/contract';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, DELIVERY_STATUSES } from '../../../domain/webhooks';
 import type { Event, EventResendResult, EventWithPayload } from '../../admin/events.schemas';
 import type { Delivery, DeliveryWithPayload, ReplayResult, RotatedSecret, Subscription, SubscriptionCreated } from '../../admin/webhooks.schemas';
-import type { AdminClient, Page } from '../admin';
-import { field, fields, type ConsoleApp } from '../context';
+import type { AdminClient } from '../admin';
+import { field, fields, loadList, type ConsoleApp } from '../context';
 import {
   Badge,
   Facts,
@@ -19,8 +19,6 @@ import {
   Form,
   IdLink,
   ListTable,
-  pagingOf,
-  listQuery,
   SecretOnce,
   SortHeader,
   Table,
@@ -108,16 +106,13 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
   app.get('/integrations/:id/webhooks', async (c) => {
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const paging = pagingOf(ui.url, { order: 'asc' });
-    const subs = await admin.get<Page<Sub>>(c, `/integrations/${ctx.integration.id}/webhook_subscriptions`, listQuery(paging));
+    const subs = await loadList<Sub>(c, admin, `/integrations/${ctx.integration.id}/webhook_subscriptions`, { order: 'asc' });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" notice={noticeOf(ui.url)}>
         <h2>Webhook subscriptions</h2>
         <ListTable
           label="Webhook subscriptions"
-          url={ui.url}
-          paging={paging}
-          page={subs}
+          list={subs}
           sortBy="Created"
           columns={[
             {
@@ -202,10 +197,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const ui = c.get('ui');
     const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`);
     const ctx = await loadIntegrationContext(c, admin, sub.integration_id);
-    const paging = pagingOf(ui.url, { order: 'desc' });
-    const status = ui.url.searchParams.get('status') ?? '';
-    const eventType = ui.url.searchParams.get('event_type') ?? '';
-    const deliveries = await admin.get<Page<Del>>(c, `/webhook_subscriptions/${sub.id}/deliveries`, { ...listQuery(paging), status, event_type: eventType });
+    const deliveries = await loadList<Del>(c, admin, `/webhook_subscriptions/${sub.id}/deliveries`, { order: 'desc', filters: ['status', 'event_type'] });
     const base = `/console/webhook-subscriptions/${sub.id}`;
     return c.html(
       <IntegrationFrame
@@ -282,23 +274,22 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
             { name: 'event_type', label: 'Event type', values: ALL_EVENT_TYPES },
           ]}
         />
-        <LiveRegion id="deliveries" ui={ui} active={deliveries.results.some((d) => d.status === 'pending' || d.status === 'retrying')}>
+        <LiveRegion id="deliveries" ui={ui} active={deliveries.page.results.some((d) => d.status === 'pending' || d.status === 'retrying')}>
           <ListTable
             label="Deliveries"
-            url={ui.url}
-            paging={paging}
-            page={deliveries}
+            list={deliveries}
             status={(d) => d.status}
             columns={deliveryColumns(ui)}
             empty={
-              status || eventType
+              deliveries.filtered
                 ? 'No deliveries match this filter.'
                 : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'
             }
           />
         </LiveRegion>
         <p class="muted">
-          Sorted by creation time, <SortHeader url={ui.url} paging={paging} label={paging.order === 'desc' ? 'newest first' : 'oldest first'} />.
+          Sorted by creation time,{' '}
+          <SortHeader url={ui.url} paging={deliveries.paging} label={deliveries.paging.order === 'desc' ? 'newest first' : 'oldest first'} />.
         </p>
 
         <div class="grid2">
@@ -456,18 +447,14 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
   app.get('/integrations/:id/events', async (c) => {
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const paging = pagingOf(ui.url, { order: 'desc' });
-    const type = ui.url.searchParams.get('type') ?? '';
-    const page = await admin.get<Page<Evt>>(c, `/integrations/${ctx.integration.id}/events`, { ...listQuery(paging), type });
+    const events = await loadList<Evt>(c, admin, `/integrations/${ctx.integration.id}/events`, { order: 'desc', filters: ['type'] });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="events" notice={noticeOf(ui.url)}>
         <h2>Events of the last 30 days</h2>
         <FilterForm ui={ui} filters={[{ name: 'type', label: 'Type', values: ALL_EVENT_TYPES }]} />
         <ListTable
           label="Events"
-          url={ui.url}
-          paging={paging}
-          page={page}
+          list={events}
           sortBy="Recorded"
           columns={[
             { head: 'Event', cell: (e) => <IdLink href={`/console/events/${e.id}`} id={e.id} /> },
@@ -500,7 +487,9 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
               ),
             },
           ]}
-          empty={type ? 'No events of this type in the last 30 days.' : 'No events in the last 30 days. Run a sync (Sync runs tab) to record changes.'}
+          empty={
+            events.filtered ? 'No events of this type in the last 30 days.' : 'No events in the last 30 days. Run a sync (Sync runs tab) to record changes.'
+          }
         />
       </IntegrationFrame>,
     );
