@@ -5,7 +5,7 @@ import type { Automation, AutomationRun } from '../../admin/automations.schemas'
 import type { AdminClient } from '../admin';
 import { field, loadList, type ConsoleApp } from '../context';
 import { Badge, Facts, Form, ListTable, Time, WorkflowLink } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext, tabCrumb } from './integrations';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
 import { cadence } from './organizations';
 
 type Auto = z.infer<typeof Automation>;
@@ -43,8 +43,7 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
 
   app.get('/automations/:id', async (c) => {
     const ui = c.get('ui');
-    const a = await admin.get<Auto>(c, `/automations/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, a.integration_id);
+    const [a, ctx] = await loadOfIntegration<Auto>(c, admin, `/automations/${encodeURIComponent(c.req.param('id'))}`);
     const runs = await loadList<Run>(c, admin, `/automations/${a.id}/runs`, { order: 'desc' });
     const done = ui.url.searchParams.get('done');
     return c.html(
@@ -53,7 +52,7 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
         ctx={ctx}
         tab="automations"
         title={`Automation ${a.name}`}
-        crumbs={[tabCrumb(ctx, 'automations'), [a.id]]}
+        item={a.id}
         notice={
           done === 'started'
             ? 'Run started.'

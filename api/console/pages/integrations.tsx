@@ -32,6 +32,12 @@ export async function loadIntegrationContext(c: Context, admin: AdminClient, id:
   return { integration, org };
 }
 
+/** What a page shows (an Operation, a subscription, a run…) read at `path`, and the integration it belongs to. */
+export async function loadOfIntegration<T extends { integration_id: string }>(c: Context, admin: AdminClient, path: string): Promise<[T, IntegrationContext]> {
+  const item = await admin.get<T>(c, path);
+  return [item, await loadIntegrationContext(c, admin, item.integration_id)];
+}
+
 /** The tabs between the pages of one integration: each one's label and path under the integration's. */
 const TABS = {
   runs: ['Sync runs', ''],
@@ -45,10 +51,13 @@ type Tab = keyof typeof TABS;
 /** The link to a tab of the integration, as a breadcrumb: its label and address. */
 export const tabCrumb = (ctx: IntegrationContext, tab: Tab): [string, string] => [TABS[tab][0], `/console/integrations/${ctx.integration.id}${TABS[tab][1]}`];
 
-/** The frame of every page of one integration: breadcrumbs and the tabs between its pages, `tab` the current one. */
+/**
+ * The frame of every page of one integration: breadcrumbs and the tabs between its pages, `tab` the current one. On
+ * the page of one `item` of a tab, the breadcrumbs go through the tab's list (and `crumbs`) to the item's id.
+ */
 export const IntegrationFrame: FC<
-  PropsWithChildren<{ ui: Ui; ctx: IntegrationContext; tab: Tab; title?: string; crumbs?: [string, string?][]; notice?: string }>
-> = ({ ui, ctx, tab, title, crumbs, notice, children }) => {
+  PropsWithChildren<{ ui: Ui; ctx: IntegrationContext; tab: Tab; title?: string; crumbs?: [string, string?][]; item?: string; notice?: string }>
+> = ({ ui, ctx, tab, title, crumbs, item, notice, children }) => {
   const base = `/console/integrations/${ctx.integration.id}`;
   return (
     <Layout
@@ -59,7 +68,7 @@ export const IntegrationFrame: FC<
         ['Organizations', '/console/organizations'],
         [ctx.org.name, `/console/organizations/${ctx.org.id}`],
         [integrationLabel(ctx.integration), base],
-        ...(crumbs ?? []),
+        ...(item === undefined ? (crumbs ?? []) : [tabCrumb(ctx, tab), ...(crumbs ?? []), [item] as [string]]),
       ]}
     >
       <Tabs current={tabCrumb(ctx, tab)[1]} tabs={Object.values(TABS).map(([label, path]) => [label, `${base}${path}`])} />
@@ -164,8 +173,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
 
   app.get('/sync-jobs/:id', async (c) => {
     const ui = c.get('ui');
-    const job = await admin.get<Job>(c, `/sync_jobs/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, job.integration_id);
+    const [job, ctx] = await loadOfIntegration<Job>(c, admin, `/sync_jobs/${encodeURIComponent(c.req.param('id'))}`);
     const paging = pagingOf(ui.url, { order: 'asc', limit: 50 }, 's_');
     // In entity and source id order: there is no order to choose.
     const skipped: List<Skipped> = {

@@ -6,7 +6,7 @@ import type { AdminOperation } from '../../admin/operations.schemas';
 import type { AdminClient } from '../admin';
 import { loadList, type ConsoleApp } from '../context';
 import { Badge, Facts, FilterForm, IdLink, ListTable, TemporalLink, Time, WorkflowLink } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext, tabCrumb } from './integrations';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
 
 type Op = z.infer<typeof AdminOperation>;
 
@@ -49,10 +49,9 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
 
   app.get('/operations/:id', async (c) => {
     const ui = c.get('ui');
-    const op = await admin.get<Op>(c, `/operations/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, op.integration_id);
+    const [op, ctx] = await loadOfIntegration<Op>(c, admin, `/operations/${encodeURIComponent(c.req.param('id'))}`);
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab="operations" title={`Operation ${op.id}`} crumbs={[tabCrumb(ctx, 'operations'), [op.id]]}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="operations" title={`Operation ${op.id}`} item={op.id}>
         <LiveRegion id="operation" ui={ui} active={live(op)}>
           <div class="card">
             <Facts

@@ -28,7 +28,7 @@ import {
   type Column,
   type Ui,
 } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext, tabCrumb } from './integrations';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration, tabCrumb } from './integrations';
 import { num } from './organizations';
 
 type Sub = z.infer<typeof Subscription>;
@@ -195,19 +195,11 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
 
   app.get('/webhook-subscriptions/:id', async (c) => {
     const ui = c.get('ui');
-    const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, sub.integration_id);
+    const [sub, ctx] = await loadOfIntegration<Sub>(c, admin, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`);
     const deliveries = await loadList<Del>(c, admin, `/webhook_subscriptions/${sub.id}/deliveries`, { order: 'desc', filters: ['status', 'event_type'] });
     const base = `/console/webhook-subscriptions/${sub.id}`;
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab="webhooks"
-        title={`Subscription ${sub.url}`}
-        crumbs={[tabCrumb(ctx, 'webhooks'), [sub.id]]}
-        notice={noticeOf(ui.url)}
-      >
+      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title={`Subscription ${sub.url}`} item={sub.id} notice={noticeOf(ui.url)}>
         <div class="card">
           <Facts
             rows={[
@@ -363,10 +355,9 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
       `/webhook_subscriptions/${encodeURIComponent(id)}/rotate_secret`,
       grace === undefined ? {} : { grace_period_seconds: grace },
     );
-    const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(id)}`);
-    const ctx = await loadIntegrationContext(c, admin, sub.integration_id);
+    const [sub, ctx] = await loadOfIntegration<Sub>(c, admin, `/webhook_subscriptions/${encodeURIComponent(id)}`);
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title="Signing secret rotated" crumbs={[tabCrumb(ctx, 'webhooks'), [sub.id]]}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title="Signing secret rotated" item={sub.id}>
         <SecretOnce label={`New signing secret of ${sub.url}`} value={rotated.secret}>
           <p>
             Until <Time iso={rotated.previous_secret_expires_at} /> deliveries also carry <code>X-Service-Signature-Previous</code>, made with the secret this
@@ -388,8 +379,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
 
   app.get('/webhook-deliveries/:id', async (c) => {
     const ui = c.get('ui');
-    const d = await admin.get<z.infer<typeof DeliveryWithPayload>>(c, `/webhook_deliveries/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, d.integration_id);
+    const [d, ctx] = await loadOfIntegration<z.infer<typeof DeliveryWithPayload>>(c, admin, `/webhook_deliveries/${encodeURIComponent(c.req.param('id'))}`);
     // Followed live while attempts are due, and after a replay until its attempt is recorded (`after`: the count before).
     const after = Number(ui.url.searchParams.get('after') ?? 'NaN');
     const active = d.status === 'pending' || d.status === 'retrying' || d.attempt_count <= after;
@@ -399,7 +389,8 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
         ctx={ctx}
         tab="webhooks"
         title={`Delivery ${d.id}`}
-        crumbs={[tabCrumb(ctx, 'webhooks'), ['Subscription', `/console/webhook-subscriptions/${d.subscription_id}`], [d.id]]}
+        crumbs={[['Subscription', `/console/webhook-subscriptions/${d.subscription_id}`]]}
+        item={d.id}
         notice={noticeOf(ui.url)}
       >
         <LiveRegion id="delivery" ui={ui} active={active}>
@@ -497,10 +488,9 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
 
   app.get('/events/:id', async (c) => {
     const ui = c.get('ui');
-    const e = await admin.get<z.infer<typeof EventWithPayload>>(c, `/events/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, e.integration_id);
+    const [e, ctx] = await loadOfIntegration<z.infer<typeof EventWithPayload>>(c, admin, `/events/${encodeURIComponent(c.req.param('id'))}`);
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab="events" title={`${e.type} ${e.id}`} crumbs={[tabCrumb(ctx, 'events'), [e.id]]} notice={noticeOf(ui.url)}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="events" title={`${e.type} ${e.id}`} item={e.id} notice={noticeOf(ui.url)}>
         <div class="card">
           <Facts
             rows={[
