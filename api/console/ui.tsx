@@ -146,6 +146,13 @@ export const Facts: FC<{ rows: [string, Child][] }> = ({ rows }) => (
   </dl>
 );
 
+/** The facts of the thing a page shows, on a card. */
+export const FactsCard: FC<{ rows: [string, Child][] }> = ({ rows }) => (
+  <div class="card">
+    <Facts rows={rows} />
+  </div>
+);
+
 /** The URL of this page with some query parameters changed (undefined removes one). */
 function withQuery(url: URL, changes: Record<string, string | number | undefined>): string {
   const next = new URL(url);

@@ -4,7 +4,7 @@ import { automationRunWorkflowIdOf } from '../../../domain/contract';
 import type { Automation, AutomationRun } from '../../admin/automations.schemas';
 import type { AdminClient } from '../admin';
 import { field, loadList, type ConsoleApp } from '../context';
-import { Badge, Facts, Form, ListTable, Time, WorkflowLink } from '../ui';
+import { Badge, FactsCard, Form, ListTable, Time, WorkflowLink } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
 import { cadence } from './organizations';
 
@@ -63,33 +63,31 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
                 : undefined
         }
       >
-        <div class="card">
-          <Facts
-            rows={[
-              ['Id', <code>{a.id}</code>],
-              ['Status', <Badge status={a.status} />],
-              ['Entity', a.entity],
-              [
-                'Filters',
-                Object.keys(a.filters).length === 0 ? <span class="muted">every record</span> : <code>{new URLSearchParams(a.filters).toString()}</code>,
-              ],
-              ['Columns', a.columns ? a.columns.join(', ') : <span class="muted">every field</span>],
-              ['Schedule', scheduleText(a)],
-              ['Destination', <code>{destinationText(a)}</code>],
-              [
-                'Temporal Schedule',
-                <a
-                  href={`${ui.temporalUi}/namespaces/${encodeURIComponent(ui.namespace)}/schedules/${encodeURIComponent(a.schedule_id)}`}
-                  rel="noreferrer"
-                  target="_blank"
-                >
-                  {a.schedule_id}
-                </a>,
-              ],
-              ['Created', <Time iso={a.created_at} />],
-            ]}
-          />
-        </div>
+        <FactsCard
+          rows={[
+            ['Id', <code>{a.id}</code>],
+            ['Status', <Badge status={a.status} />],
+            ['Entity', a.entity],
+            [
+              'Filters',
+              Object.keys(a.filters).length === 0 ? <span class="muted">every record</span> : <code>{new URLSearchParams(a.filters).toString()}</code>,
+            ],
+            ['Columns', a.columns ? a.columns.join(', ') : <span class="muted">every field</span>],
+            ['Schedule', scheduleText(a)],
+            ['Destination', <code>{destinationText(a)}</code>],
+            [
+              'Temporal Schedule',
+              <a
+                href={`${ui.temporalUi}/namespaces/${encodeURIComponent(ui.namespace)}/schedules/${encodeURIComponent(a.schedule_id)}`}
+                rel="noreferrer"
+                target="_blank"
+              >
+                {a.schedule_id}
+              </a>,
+            ],
+            ['Created', <Time iso={a.created_at} />],
+          ]}
+        />
         <div class="row">
           <Form ui={ui} action={`/console/automations/${a.id}/runs`}>
             <button type="submit">Run now</button>

@@ -12,7 +12,7 @@ import type { Organization } from '../../admin/organizations.schemas';
 import type { SkippedRecord, SyncJob } from '../../admin/syncs.schemas';
 import type { AdminClient, Page } from '../admin';
 import { loadList, type ConsoleApp } from '../context';
-import { Badge, Facts, Form, IdLink, Layout, ListTable, pagingOf, Table, Tabs, TemporalLink, Time, WorkflowLink, type List, type Ui } from '../ui';
+import { Badge, FactsCard, Form, IdLink, Layout, ListTable, pagingOf, Table, Tabs, TemporalLink, Time, WorkflowLink, type List, type Ui } from '../ui';
 import { cadence, integrationLabel, type IntegrationView } from './organizations';
 
 type Job = z.infer<typeof SyncJob>;
@@ -109,32 +109,30 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
       : (await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' })).results[0];
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="runs">
-        <div class="card">
-          <Facts
-            rows={[
-              ['Id', <code>{integration.id}</code>],
-              ['Mode', <Badge status={integration.mode} />],
-              ['Plan', integration.plan],
-              [
-                'Source',
-                integration.source.type === integration.source.dialect ? integration.source.type : `${integration.source.type} (${integration.source.dialect})`,
-              ],
-              ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
-              ['Full runs', `${cadence(integration.full_sync_interval_seconds)} where the source lists its changes; every run otherwise`],
-              [
-                'Status',
-                last ? (
-                  <span>
-                    last run <Badge status={last.status} /> <Time iso={last.finished_at ?? last.started_at} />
-                  </span>
-                ) : (
-                  <span class="muted">never synced</span>
-                ),
-              ],
-              ['Created', <Time iso={integration.created_at} />],
-            ]}
-          />
-        </div>
+        <FactsCard
+          rows={[
+            ['Id', <code>{integration.id}</code>],
+            ['Mode', <Badge status={integration.mode} />],
+            ['Plan', integration.plan],
+            [
+              'Source',
+              integration.source.type === integration.source.dialect ? integration.source.type : `${integration.source.type} (${integration.source.dialect})`,
+            ],
+            ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
+            ['Full runs', `${cadence(integration.full_sync_interval_seconds)} where the source lists its changes; every run otherwise`],
+            [
+              'Status',
+              last ? (
+                <span>
+                  last run <Badge status={last.status} /> <Time iso={last.finished_at ?? last.started_at} />
+                </span>
+              ) : (
+                <span class="muted">never synced</span>
+              ),
+            ],
+            ['Created', <Time iso={integration.created_at} />],
+          ]}
+        />
         <Form ui={ui} action={`/console/integrations/${integration.id}/syncs`}>
           <button type="submit">Sync now</button>
         </Form>
@@ -185,51 +183,49 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="runs" title={`Sync run ${job.id}`} crumbs={[['Sync run']]}>
         <LiveRegion id="job" ui={ui} active={live(job.status)}>
-          <div class="card">
-            <Facts
-              rows={[
-                ['Status', <Badge status={job.status} />],
-                ['Trigger', job.trigger],
-                ['Kind', job.kind ?? <span class="muted">decided when the run starts</span>],
-                [
-                  'Window',
-                  job.window_to ? (
-                    <span>
-                      {job.window_from ? <Time iso={job.window_from} /> : 'everything'} → <Time iso={job.window_to} />
-                    </span>
-                  ) : (
-                    <span class="muted">none yet</span>
-                  ),
-                ],
-                ['Started', <Time iso={job.started_at} />],
-                ['Finished', <Time iso={job.finished_at} />],
-                ['Records seen', String(job.records_seen)],
-                ['New / updated / soft-deleted', `${job.records_new} / ${job.records_updated} / ${job.records_soft_deleted}`],
-                ['Skipped', String(job.records_skipped)],
-                ['Error', job.error ? <span>{job.error}</span> : <span class="muted">none</span>],
-                [
-                  'Attempt',
-                  job.attempt > 1 && job.last_error && live(job.status) ? (
-                    <span data-retrying>
-                      {job.attempt}, retrying
-                      {job.next_attempt_at ? (
-                        <>
-                          {' '}
-                          at <Time iso={job.next_attempt_at} />
-                        </>
-                      ) : (
-                        ' now'
-                      )}{' '}
-                      after: {job.last_error}
-                    </span>
-                  ) : (
-                    String(job.attempt)
-                  ),
-                ],
-                ['Workflow', <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(job.id)} label={syncWorkflowIdOf(job.id)} />],
-              ]}
-            />
-          </div>
+          <FactsCard
+            rows={[
+              ['Status', <Badge status={job.status} />],
+              ['Trigger', job.trigger],
+              ['Kind', job.kind ?? <span class="muted">decided when the run starts</span>],
+              [
+                'Window',
+                job.window_to ? (
+                  <span>
+                    {job.window_from ? <Time iso={job.window_from} /> : 'everything'} → <Time iso={job.window_to} />
+                  </span>
+                ) : (
+                  <span class="muted">none yet</span>
+                ),
+              ],
+              ['Started', <Time iso={job.started_at} />],
+              ['Finished', <Time iso={job.finished_at} />],
+              ['Records seen', String(job.records_seen)],
+              ['New / updated / soft-deleted', `${job.records_new} / ${job.records_updated} / ${job.records_soft_deleted}`],
+              ['Skipped', String(job.records_skipped)],
+              ['Error', job.error ? <span>{job.error}</span> : <span class="muted">none</span>],
+              [
+                'Attempt',
+                job.attempt > 1 && job.last_error && live(job.status) ? (
+                  <span data-retrying>
+                    {job.attempt}, retrying
+                    {job.next_attempt_at ? (
+                      <>
+                        {' '}
+                        at <Time iso={job.next_attempt_at} />
+                      </>
+                    ) : (
+                      ' now'
+                    )}{' '}
+                    after: {job.last_error}
+                  </span>
+                ) : (
+                  String(job.attempt)
+                ),
+              ],
+              ['Workflow', <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(job.id)} label={syncWorkflowIdOf(job.id)} />],
+            ]}
+          />
           <h2>Progress</h2>
           <Table
             label="Progress"

@@ -5,7 +5,7 @@ import { OPERATION_STATUSES } from '../../../domain/operations';
 import type { AdminOperation } from '../../admin/operations.schemas';
 import type { AdminClient } from '../admin';
 import { loadList, type ConsoleApp } from '../context';
-import { Badge, Facts, FilterForm, IdLink, ListTable, TemporalLink, Time, WorkflowLink } from '../ui';
+import { Badge, FactsCard, FilterForm, IdLink, ListTable, TemporalLink, Time, WorkflowLink } from '../ui';
 import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
 
 type Op = z.infer<typeof AdminOperation>;
@@ -53,35 +53,33 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="operations" title={`Operation ${op.id}`} item={op.id}>
         <LiveRegion id="operation" ui={ui} active={live(op)}>
-          <div class="card">
-            <Facts
-              rows={[
-                ['Type', <code>{op.type}</code>],
-                ['Status', <Badge status={op.status} />],
-                [
-                  'Target',
-                  op.resource.id ? (
-                    <code>{`${op.resource.type} ${op.resource.id}`}</code>
-                  ) : op.type.endsWith('.create') ? (
-                    `a new ${op.resource.type}`
-                  ) : (
-                    op.resource.type
-                  ),
-                ],
-                ['Source', <SourceState op={op} />],
-                ['Applied at the source', <Time iso={op.source.applied_at} />],
-                ['Cache', <Badge status={op.reconcile.state} />],
-                ['Attempts', String(op.reconcile.attempts)],
-                ['Next attempt', op.reconcile.next_attempt_at ? <Time iso={op.reconcile.next_attempt_at} /> : <span class="muted">none scheduled</span>],
-                ['Last error', op.reconcile.last_error ?? <span class="muted">none</span>],
-                ['Result', op.result ? <code>{op.result.id}</code> : <span class="muted">—</span>],
-                ['Idempotency key', op.idempotency_key ? <code>{op.idempotency_key}</code> : <span class="muted">—</span>],
-                ['Accepted', <Time iso={op.created_at} />],
-                ['Updated', <Time iso={op.updated_at} />],
-                ['Workflow', <TemporalLink ui={ui} workflowId={op.workflow_id} label={op.workflow_id} />],
-              ]}
-            />
-          </div>
+          <FactsCard
+            rows={[
+              ['Type', <code>{op.type}</code>],
+              ['Status', <Badge status={op.status} />],
+              [
+                'Target',
+                op.resource.id ? (
+                  <code>{`${op.resource.type} ${op.resource.id}`}</code>
+                ) : op.type.endsWith('.create') ? (
+                  `a new ${op.resource.type}`
+                ) : (
+                  op.resource.type
+                ),
+              ],
+              ['Source', <SourceState op={op} />],
+              ['Applied at the source', <Time iso={op.source.applied_at} />],
+              ['Cache', <Badge status={op.reconcile.state} />],
+              ['Attempts', String(op.reconcile.attempts)],
+              ['Next attempt', op.reconcile.next_attempt_at ? <Time iso={op.reconcile.next_attempt_at} /> : <span class="muted">none scheduled</span>],
+              ['Last error', op.reconcile.last_error ?? <span class="muted">none</span>],
+              ['Result', op.result ? <code>{op.result.id}</code> : <span class="muted">—</span>],
+              ['Idempotency key', op.idempotency_key ? <code>{op.idempotency_key}</code> : <span class="muted">—</span>],
+              ['Accepted', <Time iso={op.created_at} />],
+              ['Updated', <Time iso={op.updated_at} />],
+              ['Workflow', <TemporalLink ui={ui} workflowId={op.workflow_id} label={op.workflow_id} />],
+            ]}
+          />
           <p class="muted">Every attempt is a step of the workflow's history in the Temporal UI; the request body (personal data) is never shown.</p>
         </LiveRegion>
       </IntegrationFrame>,

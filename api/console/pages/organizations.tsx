@@ -7,7 +7,7 @@ import type { Organization } from '../../admin/organizations.schemas';
 import type { Health } from '../../admin/health';
 import type { AdminClient } from '../admin';
 import { field, fields, loadList, type ConsoleApp } from '../context';
-import { Badge, Facts, Form, Layout, ListTable, Select, SecretOnce, Time, type Ui } from '../ui';
+import { Badge, Facts, FactsCard, Form, Layout, ListTable, Select, SecretOnce, Time, type Ui } from '../ui';
 
 type Org = z.infer<typeof Organization>;
 type Key = z.infer<typeof ApiKey>;
@@ -113,18 +113,16 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
     ]);
     return c.html(
       <Layout ui={ui} title={org.name} crumbs={[['Organizations', '/console/organizations'], [org.name]]}>
-        <div class="card">
-          <Facts
-            rows={[
-              ['Id', <code>{org.id}</code>],
-              [
-                'Rate limit',
-                org.rate_limit_per_minute === null ? 'plan default' : `${org.rate_limit_per_minute}/min, burst ${org.rate_limit_burst ?? 'default'}`,
-              ],
-              ['Created', <Time iso={org.created_at} />],
-            ]}
-          />
-        </div>
+        <FactsCard
+          rows={[
+            ['Id', <code>{org.id}</code>],
+            [
+              'Rate limit',
+              org.rate_limit_per_minute === null ? 'plan default' : `${org.rate_limit_per_minute}/min, burst ${org.rate_limit_burst ?? 'default'}`,
+            ],
+            ['Created', <Time iso={org.created_at} />],
+          ]}
+        />
 
         <h2>Integrations</h2>
         <ListTable

@@ -14,7 +14,7 @@ import type { AdminClient } from '../admin';
 import { field, fields, loadList, type ConsoleApp } from '../context';
 import {
   Badge,
-  Facts,
+  FactsCard,
   FilterForm,
   Form,
   IdLink,
@@ -200,50 +200,48 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const base = `/console/webhook-subscriptions/${sub.id}`;
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title={`Subscription ${sub.url}`} item={sub.id} notice={noticeOf(ui.url)}>
-        <div class="card">
-          <Facts
-            rows={[
-              ['Id', <code>{sub.id}</code>],
-              ['Status', <Badge status={sub.status} />],
-              ['URL', <code>{sub.url}</code>],
-              ['Event types', sub.event_types.join(', ')],
-              ['Description', sub.description ?? <span class="muted">none</span>],
-              ...(sub.disabled
-                ? ([
-                    [
-                      'Disabled',
-                      <span>
-                        <Time iso={sub.disabled.at} /> by {sub.disabled.by === 'operator' ? 'an operator' : 'the service'}
-                        {sub.disabled.reason && <>: {sub.disabled.reason}</>}
-                      </span>,
-                    ],
-                  ] as [string, Child][])
-                : []),
-              ['Health', <HealthSummary health={sub.health} />],
-              ['Last success', sub.health.last_success_at ? <Time iso={sub.health.last_success_at} /> : <span class="muted">none recorded</span>],
-              ['Failing since', sub.health.failing_since ? <Time iso={sub.health.failing_since} /> : <span class="muted">not failing</span>],
-              ['Waiting', `${sub.health.pending} queued, ${sub.health.retrying} retrying, ${sub.health.dead_lettered} dead-lettered`],
-              ['Standard Webhooks headers', sub.standard_webhooks ? 'yes (webhook-id, webhook-timestamp, webhook-signature)' : <span class="muted">no</span>],
-              ['In flight at once', sub.max_in_flight ?? <span class="muted">the deployment default</span>],
-              [
-                'Circuit',
-                sub.circuit.state === 'open' ? (
-                  <span>
-                    <Badge status="open" /> since <Time iso={sub.circuit.opened_at!} />; its queue waits, next probe <Time iso={sub.circuit.next_probe_at!} />
-                  </span>
-                ) : (
-                  <span class="muted">closed</span>
-                ),
-              ],
-              [
-                'Previous secret valid until',
-                sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>,
-              ],
-              ['Created', <Time iso={sub.created_at} />],
-              ['Updated', <Time iso={sub.updated_at} />],
-            ]}
-          />
-        </div>
+        <FactsCard
+          rows={[
+            ['Id', <code>{sub.id}</code>],
+            ['Status', <Badge status={sub.status} />],
+            ['URL', <code>{sub.url}</code>],
+            ['Event types', sub.event_types.join(', ')],
+            ['Description', sub.description ?? <span class="muted">none</span>],
+            ...(sub.disabled
+              ? ([
+                  [
+                    'Disabled',
+                    <span>
+                      <Time iso={sub.disabled.at} /> by {sub.disabled.by === 'operator' ? 'an operator' : 'the service'}
+                      {sub.disabled.reason && <>: {sub.disabled.reason}</>}
+                    </span>,
+                  ],
+                ] as [string, Child][])
+              : []),
+            ['Health', <HealthSummary health={sub.health} />],
+            ['Last success', sub.health.last_success_at ? <Time iso={sub.health.last_success_at} /> : <span class="muted">none recorded</span>],
+            ['Failing since', sub.health.failing_since ? <Time iso={sub.health.failing_since} /> : <span class="muted">not failing</span>],
+            ['Waiting', `${sub.health.pending} queued, ${sub.health.retrying} retrying, ${sub.health.dead_lettered} dead-lettered`],
+            ['Standard Webhooks headers', sub.standard_webhooks ? 'yes (webhook-id, webhook-timestamp, webhook-signature)' : <span class="muted">no</span>],
+            ['In flight at once', sub.max_in_flight ?? <span class="muted">the deployment default</span>],
+            [
+              'Circuit',
+              sub.circuit.state === 'open' ? (
+                <span>
+                  <Badge status="open" /> since <Time iso={sub.circuit.opened_at!} />; its queue waits, next probe <Time iso={sub.circuit.next_probe_at!} />
+                </span>
+              ) : (
+                <span class="muted">closed</span>
+              ),
+            ],
+            [
+              'Previous secret valid until',
+              sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>,
+            ],
+            ['Created', <Time iso={sub.created_at} />],
+            ['Updated', <Time iso={sub.updated_at} />],
+          ]}
+        />
         <div class="row">
           <Form ui={ui} action={`${base}/status`}>
             <input type="hidden" name="status" value={sub.status === 'active' ? 'disabled' : 'active'} />
@@ -394,18 +392,16 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
         notice={noticeOf(ui.url)}
       >
         <LiveRegion id="delivery" ui={ui} active={active}>
-          <div class="card">
-            <Facts
-              rows={[
-                ['Status', <Badge status={d.status} />],
-                ['Event', <a href={`/console/events/${d.event_id}`} class="mono">{`${d.event_type} ${d.event_id}`}</a>],
-                ['Attempts', String(d.attempt_count)],
-                ['Next attempt', <Time iso={d.next_attempt_at} />],
-                ['Created', <Time iso={d.created_at} />],
-                ['Workflow', <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label={deliveryWorkflowIdOf(d.id)} />],
-              ]}
-            />
-          </div>
+          <FactsCard
+            rows={[
+              ['Status', <Badge status={d.status} />],
+              ['Event', <a href={`/console/events/${d.event_id}`} class="mono">{`${d.event_type} ${d.event_id}`}</a>],
+              ['Attempts', String(d.attempt_count)],
+              ['Next attempt', <Time iso={d.next_attempt_at} />],
+              ['Created', <Time iso={d.created_at} />],
+              ['Workflow', <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label={deliveryWorkflowIdOf(d.id)} />],
+            ]}
+          />
           <Form ui={ui} action={`/console/webhook-deliveries/${d.id}/replay`}>
             <button type="submit">Replay now</button>
           </Form>
@@ -491,25 +487,23 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const [e, ctx] = await loadOfIntegration<z.infer<typeof EventWithPayload>>(c, admin, `/events/${encodeURIComponent(c.req.param('id'))}`);
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="events" title={`${e.type} ${e.id}`} item={e.id} notice={noticeOf(ui.url)}>
-        <div class="card">
-          <Facts
-            rows={[
-              ['Type', <code>{e.type}</code>],
-              ['Category', e.category],
-              ['Recorded', <Time iso={e.created_at} />],
-              ['From', <Origin e={e} />],
-              ['Dispatched', <Time iso={e.dispatched_at} />],
-              [
-                'Deliveries',
-                `${e.deliveries.total} in all: ${
-                  DELIVERY_STATUSES.filter((s) => e.deliveries[s] > 0)
-                    .map((s) => `${e.deliveries[s]} ${s}`)
-                    .join(', ') || 'none'
-                }`,
-              ],
-            ]}
-          />
-        </div>
+        <FactsCard
+          rows={[
+            ['Type', <code>{e.type}</code>],
+            ['Category', e.category],
+            ['Recorded', <Time iso={e.created_at} />],
+            ['From', <Origin e={e} />],
+            ['Dispatched', <Time iso={e.dispatched_at} />],
+            [
+              'Deliveries',
+              `${e.deliveries.total} in all: ${
+                DELIVERY_STATUSES.filter((s) => e.deliveries[s] > 0)
+                  .map((s) => `${e.deliveries[s]} ${s}`)
+                  .join(', ') || 'none'
+              }`,
+            ],
+          ]}
+        />
         <Form ui={ui} action={`/console/events/${e.id}/resend`}>
           <button type="submit">Resend to its subscriptions</button>
         </Form>
