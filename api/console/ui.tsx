@@ -199,7 +199,7 @@ export const SortHeader: FC<{ url: URL; paging: Paging; label: string }> = ({ ur
   );
 };
 
-export const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ url, paging, page }) => {
+const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ url, paging, page }) => {
   const { offset, limit } = paging;
   if (offset === 0 && !page.meta.hasMore) return <></>;
   return (
