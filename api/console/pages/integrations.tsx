@@ -146,7 +146,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
             columns={[
               { head: 'Run', cell: (r) => <IdLink href={`/console/sync-jobs/${r.id}`} id={r.id} /> },
               { head: 'Status', cell: (r) => <Badge status={r.status} /> },
-              { head: 'Trigger · kind', cell: (r) => [r.trigger, r.kind ? ` · ${r.kind}` : ''], narrow: true },
+              { head: 'Trigger · kind', cell: (r) => `${r.trigger}${r.kind ? ` · ${r.kind}` : ''}`, narrow: true },
               { head: 'Started', cell: (r) => <Time iso={r.started_at} /> },
               { head: 'Finished', cell: (r) => <Time iso={r.finished_at} />, narrow: true },
               { head: 'Seen', cell: (r) => r.records_seen, class: 'num' },

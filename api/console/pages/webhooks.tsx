@@ -412,7 +412,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
             columns={[
               { head: '#', cell: (a) => a.number, class: 'num' },
               { head: 'Started', cell: (a) => <Time iso={a.started_at} /> },
-              { head: 'Duration', cell: (a) => [a.duration_ms, ' ms'], class: 'num' },
+              { head: 'Duration', cell: (a) => `${a.duration_ms} ms`, class: 'num' },
               { head: 'Response', cell: (a) => a.response_status ?? <span class="muted">none</span> },
               { head: 'Error', cell: (a) => a.error ?? <span class="muted">—</span> },
               { head: 'Response body', cell: (a) => (a.response_body ? <code class="wrap">{a.response_body}</code> : <span class="muted">—</span>) },
