@@ -51,31 +51,105 @@ export function required(name: string, value: FlagValue): string {
 /** Drops undefined members so the API sees only what the operator gave. */
 export const defined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
-export const page: Record<string, Flag> = {
+/** A comma-separated list, its items trimmed, empty ones dropped (`a, b,` is a and b). */
+export const commaList = (value: string) =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+export const id = (s: string) => encodeURIComponent(s);
+
+/** `/organizations/{org_id}/api_keys`: its placeholders name the verb's arguments, in order, and take their values URL-encoded. */
+function route(template: string): { args: string[]; path: (values: string[]) => string } {
+  const args = [...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+  return {
+    args,
+    path: (values) => {
+      let i = 0;
+      return template.replace(/\{\w+\}/g, () => id(values[i++]!));
+    },
+  };
+}
+
+/** A verb that makes one fixed call, `METHOD /path/{arg}` (show, replay, enable, pause…), and prints the answer. */
+export function callVerb(summary: string, call: string, body?: Record<string, unknown>): Command {
+  const [method, template] = call.split(' ') as [string, string];
+  const { args, path } = route(template);
+  return { summary, args, flags: {}, run: async ({ client, args: values }) => ({ output: await client.request(method, path(values), body) }) };
+}
+
+/** A verb that DELETEs one resource and says so. */
+export function deleteVerb(summary: string, template: string): Command {
+  const { args, path } = route(template);
+  return {
+    summary,
+    args,
+    flags: {},
+    run: async ({ client, args: values }) => {
+      await client.request('DELETE', path(values));
+      return { output: { id: values[0], deleted: true } };
+    },
+  };
+}
+
+const page: Record<string, Flag> = {
   limit: { type: 'string', value: '<n>', description: 'Page size, 1 to 100 (default 25)' },
   offset: { type: 'string', value: '<n>', description: 'Zero-based offset (default 0)' },
 };
-export const pageQuery = (flags: Record<string, FlagValue>) => {
-  const q = new URLSearchParams(defined({ limit: int('limit', flags.limit), offset: int('offset', flags.offset) }) as Record<string, string>);
-  return q.size ? `?${q}` : '';
+
+/**
+ * A verb that GETs one page of a list: `--limit` and `--offset`, after the `filters`, flags that go to the API as the
+ * query parameters of the same name (`--event-type` as `event_type`).
+ */
+export function listVerb(summary: string, template: string, filters: Record<string, Flag> = {}): Command {
+  const { args, path } = route(template);
+  return {
+    summary,
+    args,
+    flags: { ...filters, ...page },
+    run: async ({ client, args: values, flags }) => {
+      const given = Object.fromEntries(Object.keys(filters).map((name) => [name.replaceAll('-', '_'), flags[name]]));
+      const q = new URLSearchParams(defined({ ...given, limit: int('limit', flags.limit), offset: int('offset', flags.offset) }) as Record<string, string>);
+      return { output: await client.request('GET', `${path(values)}${q.size ? `?${q}` : ''}`) };
+    },
+  };
+}
+
+/**
+ * A verb that sends a body made from its flags, `METHOD /path/{arg}`, and prints the answer. `nothing`: the usage
+ * mistake of giving no flag that goes into the body (an update that changes nothing).
+ */
+export function sendVerb(
+  call: string,
+  verb: { summary: string; flags: Record<string, Flag>; body: (flags: Record<string, FlagValue>) => Record<string, unknown>; nothing?: string },
+): Command {
+  const [method, template] = call.split(' ') as [string, string];
+  const { args, path } = route(template);
+  return {
+    summary: verb.summary,
+    args,
+    flags: verb.flags,
+    run: async ({ client, args: values, flags }) => {
+      const body = verb.body(flags);
+      if (verb.nothing !== undefined && Object.keys(body).length === 0) throw usageError(verb.nothing);
+      return { output: await client.request(method, path(values), body) };
+    },
+  };
+}
+
+/** Where something is created (an integration, an API key): its organization and mode. */
+export const orgAndMode: Record<string, Flag> = {
+  org: { type: 'string', value: '<org_id>', description: 'Organization (required)' },
+  mode: { type: 'string', value: '<test|live>', description: 'Mode (required)' },
 };
-export const id = (s: string) => encodeURIComponent(s);
 
-/** A verb that PATCHes one field of a resource to a fixed value (enable, disable, pause, resume). */
-export const patchVerb = (summary: string, arg: string, path: (id: string) => string, body: Record<string, unknown>): Command => ({
-  summary,
-  args: [arg],
-  flags: {},
-  run: async ({ client, args }) => ({ output: await client.request('PATCH', path(id(args[0]!)), body) }),
-});
+/** `--poll-ms` of a verb that waits at a fixed interval. */
+export const pollMsFlag: Flag = { type: 'string', value: '<ms>', description: 'Polling interval with --wait (default 1000)' };
 
-/** A verb that DELETEs one resource and says so. */
-export const deleteVerb = (summary: string, arg: string, path: (id: string) => string): Command => ({
-  summary,
-  args: [arg],
-  flags: {},
-  run: async ({ client, args }) => {
-    await client.request('DELETE', path(id(args[0]!)));
-    return { output: { id: args[0], deleted: true } };
-  },
-});
+/** `--timeout <seconds>` of a `--wait` that refuses less than a second. */
+export function waitTimeout(flags: Record<string, FlagValue>): number | undefined {
+  const timeout = int('timeout', flags.timeout);
+  if (timeout !== undefined && timeout < 1) throw usageError(`--timeout must be at least 1 second, got ${timeout}`);
+  return timeout;
+}

@@ -129,43 +129,62 @@ export function operationPollDelayMs(attempts: number, polling: OperationPolling
 }
 
 /** A stored error on one line: stderr gets exactly one line per failure. */
-export const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
+const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
+
+/** Where a followed Operation or automation run ended up, and whether the time-out passed first. */
+interface Followed<T> {
+  last: T;
+  timedOut: boolean;
+}
 
 /**
- * Polls the Operation until it is terminal or `timeoutMs` has passed (`timedOut`, with the last state seen). A
- * line per change of state goes to `stream` when it is a terminal; a pipe or file gets nothing.
+ * Polls `first` until it is terminal or `timeoutMs` has passed (`timedOut`, with the last state seen), waiting
+ * `delayMs` between reads. A line per change of state goes to `stream` when it is a terminal; a pipe or file gets nothing.
  */
-export async function waitForOperation(
-  client: AdminClient,
-  first: Operation,
-  opts: { timeoutMs?: number; stream?: NodeJS.WriteStream; polling?: OperationPolling },
-): Promise<{ operation: Operation; timedOut: boolean }> {
-  const stream = opts.stream ?? process.stderr;
+async function follow<T extends { id: string; status: string }>(
+  first: T,
+  how: { read: (id: string) => Promise<T>; delayMs: (t: T) => number; line: (t: T) => string; timeoutMs?: number; stream?: NodeJS.WriteStream },
+): Promise<Followed<T>> {
+  const stream = how.stream ?? process.stderr;
   const live = stream.isTTY === true;
   const startedAt = Date.now();
-  const deadline = opts.timeoutMs === undefined ? Infinity : startedAt + opts.timeoutMs;
-  let op = first;
+  const deadline = how.timeoutMs === undefined ? Infinity : startedAt + how.timeoutMs;
+  let last = first;
   let lastLine = '';
   const report = () => {
     if (!live) return;
-    const r = op.reconcile;
-    const line = [
-      `operation ${op.id} ${op.status}: ${r.attempts} failed attempt(s)`,
-      ...(r.next_attempt_at && !TERMINAL.has(op.status) ? [`next attempt at ${r.next_attempt_at}`] : []),
-      ...(r.last_error ? [`last error: ${oneLine(r.last_error)}`] : []),
-    ].join(', ');
+    const line = how.line(last);
     if (line !== lastLine) stream.write(`${line} (${elapsed(Date.now() - startedAt)})\n`);
     lastLine = line;
   };
   report();
-  while (!TERMINAL.has(op.status)) {
+  while (!TERMINAL.has(last.status)) {
     const remaining = deadline - Date.now();
-    if (remaining <= 0) return { operation: op, timedOut: true };
-    await new Promise((r) => setTimeout(r, Math.min(operationPollDelayMs(op.reconcile.attempts, opts.polling), remaining)));
-    op = await client.request<Operation>('GET', `/operations/${encodeURIComponent(op.id)}`);
+    if (remaining <= 0) return { last, timedOut: true };
+    await new Promise((r) => setTimeout(r, Math.min(how.delayMs(last), remaining)));
+    last = await how.read(last.id);
     report();
   }
-  return { operation: op, timedOut: false };
+  return { last, timedOut: false };
+}
+
+/** Follows an Operation, backing off with its attempts (`polling`), until it is terminal or `timeoutMs` has passed. */
+export function waitForOperation(
+  client: AdminClient,
+  first: Operation,
+  opts: { timeoutMs?: number; stream?: NodeJS.WriteStream; polling?: OperationPolling },
+): Promise<Followed<Operation>> {
+  return follow(first, {
+    ...opts,
+    read: (id) => client.request<Operation>('GET', `/operations/${encodeURIComponent(id)}`),
+    delayMs: (op) => operationPollDelayMs(op.reconcile.attempts, opts.polling),
+    line: (op) =>
+      [
+        `operation ${op.id} ${op.status}: ${op.reconcile.attempts} failed attempt(s)`,
+        ...(op.reconcile.next_attempt_at && !TERMINAL.has(op.status) ? [`next attempt at ${op.reconcile.next_attempt_at}`] : []),
+        ...(op.reconcile.last_error ? [`last error: ${oneLine(op.reconcile.last_error)}`] : []),
+      ].join(', '),
+  });
 }
 
 /** An automation run as the admin API shows it (`GET /admin/v1/automation_runs/{id}`): what `automation run --wait` reads. */
@@ -179,39 +198,47 @@ export interface AutomationRun {
   [more: string]: unknown;
 }
 
-/**
- * Polls the run every `pollMs` until it is terminal or `timeoutMs` has passed (`timedOut`, with the last state seen).
- * A line per change of state goes to `stream` when it is a terminal; a pipe or file gets nothing.
- */
-export async function waitForAutomationRun(
+/** Follows an automation run, reading it every `pollMs`, until it is terminal or `timeoutMs` has passed. */
+export function waitForAutomationRun(
   client: AdminClient,
   first: AutomationRun,
   opts: { pollMs: number; timeoutMs?: number; stream?: NodeJS.WriteStream },
-): Promise<{ run: AutomationRun; timedOut: boolean }> {
-  const stream = opts.stream ?? process.stderr;
-  const live = stream.isTTY === true;
-  const startedAt = Date.now();
-  const deadline = opts.timeoutMs === undefined ? Infinity : startedAt + opts.timeoutMs;
-  let run = first;
-  let lastLine = '';
-  const report = () => {
-    if (!live) return;
-    const line = [
-      `automation run ${run.id} ${run.status}: ${run.attempts} attempt(s)`,
-      ...(run.next_attempt_at && !TERMINAL.has(run.status) ? [`next attempt at ${run.next_attempt_at}`] : []),
-      ...(run.error ? [`last error: ${oneLine(run.error)}`] : []),
-      ...(run.records_exported !== null ? [`${run.records_exported} record(s) exported`] : []),
-    ].join(', ');
-    if (line !== lastLine) stream.write(`${line} (${elapsed(Date.now() - startedAt)})\n`);
-    lastLine = line;
-  };
-  report();
-  while (!TERMINAL.has(run.status)) {
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) return { run, timedOut: true };
-    await new Promise((r) => setTimeout(r, Math.min(opts.pollMs, remaining)));
-    run = await client.request<AutomationRun>('GET', `/automation_runs/${encodeURIComponent(run.id)}`);
-    report();
-  }
-  return { run, timedOut: false };
+): Promise<Followed<AutomationRun>> {
+  return follow(first, {
+    ...opts,
+    read: (id) => client.request<AutomationRun>('GET', `/automation_runs/${encodeURIComponent(id)}`),
+    delayMs: () => opts.pollMs,
+    line: (run) =>
+      [
+        `automation run ${run.id} ${run.status}: ${run.attempts} attempt(s)`,
+        ...(run.next_attempt_at && !TERMINAL.has(run.status) ? [`next attempt at ${run.next_attempt_at}`] : []),
+        ...(run.error ? [`last error: ${oneLine(run.error)}`] : []),
+        ...(run.records_exported !== null ? [`${run.records_exported} record(s) exported`] : []),
+      ].join(', '),
+  });
 }
+
+/**
+ * What a verb prints when its `--wait` is over: the last state seen; exit 1 and one line on stderr when the wait timed
+ * out (`goesOn`: that the work itself goes on) or it failed (`why`).
+ */
+export function waited<T extends { id: string; status: string }>(
+  name: string,
+  { last, timedOut }: Followed<T>,
+  timeout: number | undefined,
+  goesOn: string,
+  why: (t: T) => string,
+): { output: T; exitCode?: number } {
+  if (timedOut) {
+    process.stderr.write(`error: ${name} ${last.id} is still ${last.status} after ${timeout} s; stopped waiting (${goesOn})\n`);
+    return { output: last, exitCode: 1 };
+  }
+  if (last.status === 'failed') {
+    process.stderr.write(`error: ${name} ${last.id} failed${why(last)}\n`);
+    return { output: last, exitCode: 1 };
+  }
+  return { output: last };
+}
+
+/** A stored error on one line, or that there is none. */
+export const errorLine = (error: string | null) => oneLine(error ?? '') || 'no error recorded';

@@ -103,6 +103,16 @@ export const TemporalLink: FC<{ ui: Ui; workflowId: string; label?: string }> = 
   </a>
 );
 
+/** A table row's link to the page of the thing it lists, by its id. */
+export const IdLink: FC<{ href: string; id: string }> = ({ href, id }) => (
+  <a href={href} class="mono">
+    {id}
+  </a>
+);
+
+/** A table row's link to its workflow in the Temporal UI. */
+export const WorkflowLink: FC<{ ui: Ui; id: string }> = ({ ui, id }) => <TemporalLink ui={ui} workflowId={id} label="Workflow ↗" />;
+
 /** A problem detail from the admin API (or the console), as it is. */
 export const ProblemView: FC<{ problem: ProblemBody }> = ({ problem }) => (
   <section class="problem" role="alert">
@@ -134,6 +144,13 @@ export const Facts: FC<{ rows: [string, Child][] }> = ({ rows }) => (
       </>
     ))}
   </dl>
+);
+
+/** The facts of the thing a page shows, on a card. */
+export const FactsCard: FC<{ rows: [string, Child][] }> = ({ rows }) => (
+  <div class="card">
+    <Facts rows={rows} />
+  </div>
 );
 
 /** The URL of this page with some query parameters changed (undefined removes one). */
@@ -182,7 +199,7 @@ export const SortHeader: FC<{ url: URL; paging: Paging; label: string }> = ({ ur
   );
 };
 
-export const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ url, paging, page }) => {
+const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ url, paging, page }) => {
   const { offset, limit } = paging;
   if (offset === 0 && !page.meta.hasMore) return <></>;
   return (
@@ -194,34 +211,77 @@ export const Pager: FC<{ url: URL; paging: Paging; page: Page<unknown> }> = ({ u
   );
 };
 
-/** A table with its header cells; `empty` shows instead when there are no rows. */
-/** `narrow`: indexes of the columns hidden at phone width (their cells carry class "hide-sm" too). */
-export const Table: FC<PropsWithChildren<{ head: Child[]; empty: Child; rows: number; label?: string; narrow?: number[] }>> = ({
-  head,
-  empty,
-  rows,
-  label,
-  narrow,
-  children,
-}) =>
-  rows === 0 ? (
+/** A column of a Table: its header, what its cell shows of a row, and the cell's class. */
+export interface Column<T> {
+  head: Child;
+  cell: (row: T) => Child;
+  class?: string;
+  /** Hidden at phone width, header and cells. */
+  narrow?: boolean;
+}
+
+const cellClass = (c: Column<never>) => (c.narrow ? (c.class ? `${c.class} hide-sm` : 'hide-sm') : c.class);
+
+interface TableProps<T> {
+  rows: readonly T[];
+  columns: Column<T>[];
+  /** Shown instead of the table when there are no rows. */
+  empty: Child;
+  label?: string;
+  /** A row's `data-status`. */
+  status?: (row: T) => string;
+}
+
+/** A table of `rows`, a cell of each column for each. */
+export function Table<T>({ rows, columns, empty, label, status }: TableProps<T>) {
+  return rows.length === 0 ? (
     <Empty>{empty}</Empty>
   ) : (
     <div class="table-wrap">
       <table aria-label={label}>
         <thead>
           <tr>
-            {head.map((h, i) => (
-              <th scope="col" class={narrow?.includes(i) ? 'hide-sm' : undefined}>
-                {h}
+            {columns.map((c) => (
+              <th scope="col" class={c.narrow ? 'hide-sm' : undefined}>
+                {c.head}
               </th>
             ))}
           </tr>
         </thead>
-        <tbody>{children}</tbody>
+        <tbody>
+          {rows.map((row) => (
+            <tr data-status={status?.(row)}>
+              {columns.map((c) => (
+                <td class={cellClass(c)}>{c.cell(row)}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
       </table>
     </div>
   );
+}
+
+/** One page of a list, the Paging it was read with, and the URL of the console page that shows it. */
+export interface List<T> {
+  url: URL;
+  paging: Paging;
+  page: Page<T>;
+  /** Whether the page's query string filters the list. */
+  filtered: boolean;
+}
+
+/** A Table of one page of a list with its Pager; the header of the column `sortBy` sorts the list by creation time. */
+export function ListTable<T>({ list, sortBy, columns, ...table }: Omit<TableProps<T>, 'rows'> & { list: List<T>; sortBy?: string }) {
+  const { url, paging, page } = list;
+  const heads = columns.map((c) => (sortBy !== undefined && c.head === sortBy ? { ...c, head: <SortHeader url={url} paging={paging} label={sortBy} /> } : c));
+  return (
+    <>
+      <Table {...table} rows={page.results} columns={heads} />
+      <Pager url={url} paging={paging} page={page} />
+    </>
+  );
+}
 
 export const Tabs: FC<{ current: string; tabs: [string, string][] }> = ({ current, tabs }) => (
   <nav class="tabs">

@@ -1,36 +1,53 @@
 /** `automation`: automations (scheduled CSV exports of an integration) and their runs. */
-import { int, required, defined, page, pageQuery, id, patchVerb, deleteVerb, usageError, type Noun, type Flag, type FlagValue } from '../command';
-import { oneLine, waitForAutomationRun, type AutomationRun } from '../progress';
+import {
+  int,
+  required,
+  defined,
+  commaList,
+  id,
+  callVerb,
+  deleteVerb,
+  listVerb,
+  sendVerb,
+  pollMsFlag,
+  usageError,
+  waitTimeout,
+  type Noun,
+  type Flag,
+  type FlagValue,
+} from '../command';
+import { errorLine, waitForAutomationRun, waited, type AutomationRun } from '../progress';
 
 /** The values of a repeatable flag (none when absent). */
 const many = (value: FlagValue): string[] => (value === undefined || typeof value === 'boolean' ? [] : typeof value === 'string' ? [value] : value);
 
-/** `--filter status=active,notice --filter start_date_gte=2025-01-01` as the API's `filters` object. */
-function filters(value: FlagValue): Record<string, string> | undefined {
-  const pairs = many(value);
-  if (pairs.length === 0) return undefined;
+/** A repeatable flag of `name<separator>value` items as an object (undefined when absent); `entry` splits one item or refuses it. */
+function entries(value: FlagValue, entry: (item: string, seen: Record<string, string>) => [string, string]): Record<string, string> | undefined {
+  const items = many(value);
+  if (items.length === 0) return undefined;
   const out: Record<string, string> = {};
-  for (const pair of pairs) {
-    const at = pair.indexOf('=');
-    if (at <= 0) throw usageError(`--filter must be name=value (a query parameter of the entity's list endpoint), got ${JSON.stringify(pair)}`);
-    const name = pair.slice(0, at).trim();
-    if (name in out) throw usageError(`--filter ${name} is given twice; a list filter takes comma-separated values (status=active,notice)`);
-    out[name] = pair.slice(at + 1);
+  for (const item of items) {
+    const [name, v] = entry(item, out);
+    out[name] = v;
   }
   return out;
 }
+
+/** `--filter status=active,notice --filter start_date_gte=2025-01-01` as the API's `filters` object. */
+const filters = (value: FlagValue) =>
+  entries(value, (pair, seen) => {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw usageError(`--filter must be name=value (a query parameter of the entity's list endpoint), got ${JSON.stringify(pair)}`);
+    const name = pair.slice(0, at).trim();
+    if (name in seen) throw usageError(`--filter ${name} is given twice; a list filter takes comma-separated values (status=active,notice)`);
+    return [name, pair.slice(at + 1)];
+  });
 
 /** `--columns id,status,rent_amount`, or `all` (every field: the default). */
 function columns(value: FlagValue, allowAll: boolean): string[] | null | undefined {
   if (value === undefined) return undefined;
   if (allowAll && value === 'all') return null;
-  const list =
-    typeof value === 'string'
-      ? value
-          .split(',')
-          .map((c) => c.trim())
-          .filter(Boolean)
-      : [];
+  const list = typeof value === 'string' ? commaList(value) : [];
   if (list.length === 0)
     throw usageError(`--columns must list field names (id,status,rent_amount)${allowAll ? ' or be all' : ''}, got ${JSON.stringify(value)}`);
   return list;
@@ -49,19 +66,14 @@ function schedule(flags: Record<string, FlagValue>, isRequired: boolean): Record
 }
 
 /** `--header "Authorization: Bearer x"` (repeatable) as the API's `headers`. */
-function headers(value: FlagValue): Record<string, string> | undefined {
-  const lines = many(value);
-  if (lines.length === 0) return undefined;
-  const out: Record<string, string> = {};
-  for (const line of lines) {
+const headers = (value: FlagValue) =>
+  entries(value, (line) => {
     const at = line.indexOf(':');
     const name = at > 0 ? line.slice(0, at).trim() : '';
     // The value itself is never echoed: it may be a credential.
     if (!name) throw usageError('--header must be "Name: value"');
-    out[name] = line.slice(at + 1).trim();
-  }
-  return out;
-}
+    return [name, line.slice(at + 1).trim()];
+  });
 
 /** `--http-url <url> [--method PUT|POST] [--header "Name: value"]…` or `--directory <path>`. */
 function destination(flags: Record<string, FlagValue>, isRequired: boolean): Record<string, unknown> | undefined {
@@ -112,17 +124,16 @@ function escapeFormulas(value: FlagValue): boolean | undefined {
 export const automation: Noun = {
   summary: 'Automations (scheduled CSV exports of an integration) and their runs',
   verbs: {
-    create: {
+    create: sendVerb('POST /integrations/{integration_id}/automations', {
       summary: 'Create an automation: an entity, its filters, a schedule and a destination',
-      args: ['integration_id'],
       flags: {
         name: { type: 'string', value: '<name>', description: 'Its name; each file is <name>-<run id>.csv (required)' },
         entity: { type: 'string', value: '<entity>', description: 'properties, units, residents or leases (required)' },
         columns: { type: 'string', value: '<field,...>', description: 'Fields to export, in order (default every field)' },
         ...exportFlags,
       },
-      run: async ({ client, args, flags }) => {
-        const body = defined({
+      body: (flags) =>
+        defined({
           name: required('name', flags.name),
           entity: required('entity', flags.entity),
           filters: filters(flags.filter),
@@ -130,34 +141,21 @@ export const automation: Noun = {
           schedule: schedule(flags, true),
           destination: destination(flags, true),
           escape_formulas: escapeFormulas(flags['escape-formulas']),
-        });
-        return { output: await client.request('POST', `/integrations/${id(args[0]!)}/automations`, body) };
-      },
-    },
-    list: {
-      summary: "List an integration's automations, oldest first (header names only)",
-      args: ['integration_id'],
-      flags: page,
-      run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/integrations/${id(args[0]!)}/automations${pageQuery(flags)}`) }),
-    },
-    get: {
-      summary: 'Show an automation (header names only)',
-      args: ['automation_id'],
-      flags: {},
-      run: async ({ client, args }) => ({ output: await client.request('GET', `/automations/${id(args[0]!)}`) }),
-    },
-    update: {
+        }),
+    }),
+    list: listVerb("List an integration's automations, oldest first (header names only)", '/integrations/{integration_id}/automations'),
+    get: callVerb('Show an automation (header names only)', 'GET /automations/{automation_id}'),
+    update: sendVerb('PATCH /automations/{automation_id}', {
       summary: 'Change the name, filters, columns, formula escaping, schedule or destination (each given replaces the stored one)',
-      args: ['automation_id'],
       flags: {
         name: { type: 'string', value: '<name>', description: 'New name' },
         columns: { type: 'string', value: '<field,...|all>', description: 'Fields to export, in order; all = every field' },
         'clear-filters': { type: 'boolean', description: 'Export every record (no filters)' },
         ...exportFlags,
       },
-      run: async ({ client, args, flags }) => {
+      body: (flags) => {
         if (flags['clear-filters'] && flags.filter !== undefined) throw usageError('give either --filter or --clear-filters, not both');
-        const body = defined({
+        return defined({
           name: flags.name,
           filters: flags['clear-filters'] ? {} : filters(flags.filter),
           columns: columns(flags.columns, true),
@@ -165,53 +163,32 @@ export const automation: Noun = {
           destination: destination(flags, false),
           escape_formulas: escapeFormulas(flags['escape-formulas']),
         });
-        if (Object.keys(body).length === 0)
-          throw usageError('nothing to update: give --name, --filter, --clear-filters, --columns, --escape-formulas, a schedule or a destination');
-        return { output: await client.request('PATCH', `/automations/${id(args[0]!)}`, body) };
       },
-    },
-    pause: patchVerb('Pause its schedule (a manual run still starts)', 'automation_id', (a) => `/automations/${a}`, { status: 'paused' }),
-    resume: patchVerb('Resume its schedule', 'automation_id', (a) => `/automations/${a}`, { status: 'active' }),
-    delete: deleteVerb('Delete an automation and its schedule; its runs stay readable', 'automation_id', (a) => `/automations/${a}`),
+      nothing: 'nothing to update: give --name, --filter, --clear-filters, --columns, --escape-formulas, a schedule or a destination',
+    }),
+    pause: callVerb('Pause its schedule (a manual run still starts)', 'PATCH /automations/{automation_id}', { status: 'paused' }),
+    resume: callVerb('Resume its schedule', 'PATCH /automations/{automation_id}', { status: 'active' }),
+    delete: deleteVerb('Delete an automation and its schedule; its runs stay readable', '/automations/{automation_id}'),
     run: {
       summary: 'Run it now; with --wait, follow the run to its end',
       args: ['automation_id'],
       flags: {
         wait: { type: 'boolean', description: 'Poll the run until it succeeded or failed; exit 1 if it failed (its error on stderr)' },
-        'poll-ms': { type: 'string', value: '<ms>', description: 'Polling interval with --wait (default 1000)' },
+        'poll-ms': pollMsFlag,
         timeout: { type: 'string', value: '<seconds>', description: 'With --wait: give up waiting after this long (exit 1; the run goes on)' },
       },
       run: async ({ client, args, flags }) => {
-        const timeout = int('timeout', flags.timeout);
-        if (timeout !== undefined && timeout < 1) throw usageError(`--timeout must be at least 1 second, got ${timeout}`);
+        const timeout = waitTimeout(flags);
         if ((timeout !== undefined || flags['poll-ms'] !== undefined) && !flags.wait) throw usageError('--timeout and --poll-ms apply to --wait only');
         const pollMs = int('poll-ms', flags['poll-ms']) ?? 1000;
         if (pollMs < 1) throw usageError(`--poll-ms must be at least 1, got ${pollMs}`);
         const started = await client.request<AutomationRun>('POST', `/automations/${id(args[0]!)}/runs`);
         if (!flags.wait) return { output: started };
-        const { run, timedOut } = await waitForAutomationRun(client, started, { pollMs, timeoutMs: timeout === undefined ? undefined : timeout * 1000 });
-        if (timedOut) {
-          process.stderr.write(`error: automation run ${run.id} is still ${run.status} after ${timeout} s; stopped waiting (the run goes on)\n`);
-          return { output: run, exitCode: 1 };
-        }
-        if (run.status === 'failed') {
-          process.stderr.write(`error: automation run ${run.id} failed after ${run.attempts} attempt(s): ${oneLine(run.error ?? '') || 'no error recorded'}\n`);
-          return { output: run, exitCode: 1 };
-        }
-        return { output: run };
+        const followed = await waitForAutomationRun(client, started, { pollMs, timeoutMs: timeout === undefined ? undefined : timeout * 1000 });
+        return waited('automation run', followed, timeout, 'the run goes on', (r) => ` after ${r.attempts} attempt(s): ${errorLine(r.error)}`);
       },
     },
-    runs: {
-      summary: "List an automation's runs, most recent first",
-      args: ['automation_id'],
-      flags: page,
-      run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/automations/${id(args[0]!)}/runs${pageQuery(flags)}`) }),
-    },
-    'run-get': {
-      summary: 'Show one run: status, attempts, records exported, file name, error',
-      args: ['run_id'],
-      flags: {},
-      run: async ({ client, args }) => ({ output: await client.request('GET', `/automation_runs/${id(args[0]!)}`) }),
-    },
+    runs: listVerb("List an automation's runs, most recent first", '/automations/{automation_id}/runs'),
+    'run-get': callVerb('Show one run: status, attempts, records exported, file name, error', 'GET /automation_runs/{run_id}'),
   },
 };

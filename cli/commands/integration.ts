@@ -1,5 +1,5 @@
 /** `integration`: integrations (connected sources) and their sync schedules. */
-import { int, intOrNull, required, defined, id, usageError, type Noun } from '../command';
+import { int, intOrNull, required, defined, id, callVerb, deleteVerb, sendVerb, orgAndMode, type Noun } from '../command';
 
 export const integration: Noun = {
   summary: 'Integrations (connected sources) and their sync schedules',
@@ -8,8 +8,7 @@ export const integration: Noun = {
       summary: 'Connect a source: the sandbox PMS (test mode), an Entrata-style or a Buildium-style system',
       args: [],
       flags: {
-        org: { type: 'string', value: '<org_id>', description: 'Organization (required)' },
-        mode: { type: 'string', value: '<test|live>', description: 'Mode (required)' },
+        ...orgAndMode,
         plan: { type: 'string', value: '<plan>', description: 'starter, growth, scale or enterprise (required)' },
         source: { type: 'string', value: '<sandbox|entrata|buildium>', description: 'Source type (default sandbox)' },
         dialect: { type: 'string', value: '<entrata|buildium>', description: 'Sandbox: the wire its company speaks (default entrata)' },
@@ -53,15 +52,9 @@ export const integration: Noun = {
         return { output: await client.request('POST', `/organizations/${id(required('org', flags.org))}/integrations`, body) };
       },
     },
-    get: {
-      summary: 'Show an integration',
-      args: ['integration_id'],
-      flags: {},
-      run: async ({ client, args }) => ({ output: await client.request('GET', `/integrations/${id(args[0]!)}`) }),
-    },
-    update: {
+    get: callVerb('Show an integration', 'GET /integrations/{integration_id}'),
+    update: sendVerb('PATCH /integrations/{integration_id}', {
       summary: 'Change plan, cadence or name (the schedule moves at once)',
-      args: ['integration_id'],
       flags: {
         plan: { type: 'string', value: '<plan>', description: 'New plan' },
         interval: { type: 'string', value: '<seconds|default>', description: 'Cadence override; default = the plan cadence' },
@@ -72,25 +65,15 @@ export const integration: Noun = {
         },
         name: { type: 'string', value: '<name>', description: 'New label' },
       },
-      run: async ({ client, args, flags }) => {
-        const body = defined({
+      body: (flags) =>
+        defined({
           plan: flags.plan,
           sync_interval_seconds: intOrNull('interval', flags.interval),
           full_sync_interval_seconds: intOrNull('full-sync-interval', flags['full-sync-interval']),
           name: flags.name,
-        });
-        if (Object.keys(body).length === 0) throw usageError('nothing to update: give --plan, --interval, --full-sync-interval or --name');
-        return { output: await client.request('PATCH', `/integrations/${id(args[0]!)}`, body) };
-      },
-    },
-    delete: {
-      summary: 'Disconnect: remove the schedule; its records are soft-deleted, never erased',
-      args: ['integration_id'],
-      flags: {},
-      run: async ({ client, args }) => {
-        await client.request('DELETE', `/integrations/${id(args[0]!)}`);
-        return { output: { id: args[0], deleted: true } };
-      },
-    },
+        }),
+      nothing: 'nothing to update: give --plan, --interval, --full-sync-interval or --name',
+    }),
+    delete: deleteVerb('Disconnect: remove the schedule; its records are soft-deleted, never erased', '/integrations/{integration_id}'),
   },
 };

@@ -1,5 +1,5 @@
 /** `sandbox`: controls of the sandbox PMS behind a sandbox integration. */
-import { int, required, defined, id, usageError, type Noun, type FlagValue } from '../command';
+import { int, required, defined, id, sendVerb, usageError, type Noun, type FlagValue } from '../command';
 
 /** `5` (a total) or `lease=3,unit=2` (per entity). */
 function counts(name: string, value: FlagValue): number | Record<string, number> | undefined {
@@ -19,41 +19,31 @@ function counts(name: string, value: FlagValue): number | Record<string, number>
 export const sandbox: Noun = {
   summary: 'Controls of the sandbox PMS behind a sandbox integration',
   verbs: {
-    changes: {
+    changes: sendVerb('POST /integrations/{integration_id}/sandbox/changes', {
       summary: 'Change source data; prints the x_ids touched',
-      args: ['integration_id'],
       flags: {
         update: { type: 'string', value: '<n|entity=n,...>', description: 'Records to update' },
         create: { type: 'string', value: '<n|entity=n,...>', description: 'Records to create' },
         delete: { type: 'string', value: '<n|entity=n,...>', description: 'Records to delete' },
         'lease-transitions': { type: 'string', value: '<n>', description: 'Leases whose status moves on' },
       },
-      run: async ({ client, args, flags }) => {
-        const body = defined({
+      body: (flags) =>
+        defined({
           update: counts('update', flags.update),
           create: counts('create', flags.create),
           delete: counts('delete', flags.delete),
           lease_transitions: int('lease-transitions', flags['lease-transitions']),
-        });
-        if (Object.keys(body).length === 0) throw usageError('nothing to change: give --update, --create, --delete or --lease-transitions');
-        return { output: await client.request('POST', `/integrations/${id(args[0]!)}/sandbox/changes`, body) };
-      },
-    },
-    fault: {
+        }),
+      nothing: 'nothing to change: give --update, --create, --delete or --lease-transitions',
+    }),
+    fault: sendVerb('POST /integrations/{integration_id}/sandbox/faults', {
       summary: 'Inject a fault: unavailable, rate_limited, slow or reject_writes',
-      args: ['integration_id'],
       flags: {
         kind: { type: 'string', value: '<kind>', description: 'unavailable, rate_limited, slow or reject_writes (required)' },
         count: { type: 'string', value: '<n>', description: 'Requests affected (default: until cleared)' },
       },
-      run: async ({ client, args, flags }) => ({
-        output: await client.request(
-          'POST',
-          `/integrations/${id(args[0]!)}/sandbox/faults`,
-          defined({ kind: required('kind', flags.kind), count: int('count', flags.count) }),
-        ),
-      }),
-    },
+      body: (flags) => defined({ kind: required('kind', flags.kind), count: int('count', flags.count) }),
+    }),
     'clear-faults': {
       summary: 'Clear every fault',
       args: ['integration_id'],

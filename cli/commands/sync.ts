@@ -1,5 +1,5 @@
 /** `sync`: sync runs. */
-import { int, defined, page, pageQuery, id, type Noun } from '../command';
+import { int, defined, id, callVerb, listVerb, pollMsFlag, type Noun } from '../command';
 import { waitForJob, type SyncJob } from '../progress';
 
 export const sync: Noun = {
@@ -10,7 +10,7 @@ export const sync: Noun = {
       args: ['integration_id'],
       flags: {
         wait: { type: 'boolean', description: 'Poll the job with a progress display on stderr; exit 1 if it fails' },
-        'poll-ms': { type: 'string', value: '<ms>', description: 'Polling interval with --wait (default 1000)' },
+        'poll-ms': pollMsFlag,
         timeout: { type: 'string', value: '<seconds>', description: 'Give up waiting after this long (exit 1)' },
         kind: {
           type: 'string',
@@ -42,23 +42,8 @@ export const sync: Noun = {
         return { output: final };
       },
     },
-    get: {
-      summary: 'Show a sync job',
-      args: ['sync_job_id'],
-      flags: {},
-      run: async ({ client, args }) => ({ output: await client.request('GET', `/sync_jobs/${id(args[0]!)}`) }),
-    },
-    list: {
-      summary: "List an integration's sync jobs, most recent first",
-      args: ['integration_id'],
-      flags: page,
-      run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/integrations/${id(args[0]!)}/sync_jobs${pageQuery(flags)}`) }),
-    },
-    skipped: {
-      summary: 'List the records a sync job quarantined (unreadable in the source), with the reason',
-      args: ['sync_job_id'],
-      flags: page,
-      run: async ({ client, args, flags }) => ({ output: await client.request('GET', `/sync_jobs/${id(args[0]!)}/skipped_records${pageQuery(flags)}`) }),
-    },
+    get: callVerb('Show a sync job', 'GET /sync_jobs/{sync_job_id}'),
+    list: listVerb("List an integration's sync jobs, most recent first", '/integrations/{integration_id}/sync_jobs'),
+    skipped: listVerb('List the records a sync job quarantined (unreadable in the source), with the reason', '/sync_jobs/{sync_job_id}/skipped_records'),
   },
 };

@@ -1,5 +1,5 @@
 /** `webhook`: webhook subscriptions of an integration (scale and enterprise plans) and their deliveries. */
-import { int, required, defined, page, pageQuery, id, patchVerb, deleteVerb, usageError, type Noun, type FlagValue } from '../command';
+import { int, required, defined, commaList, id, callVerb, deleteVerb, listVerb, sendVerb, usageError, type Noun, type FlagValue } from '../command';
 
 /** `on`/`off` (also `true`/`false`) as a boolean; undefined when the flag is absent. */
 function onOff(name: string, value: FlagValue | undefined): boolean | undefined {
@@ -12,13 +12,7 @@ function onOff(name: string, value: FlagValue | undefined): boolean | undefined 
 /** `LEASE_SIGNED,LEASE_UPDATED` or `*` (every type) as the API's `event_types`. */
 function eventTypes(name: string, value: FlagValue): string[] | undefined {
   if (value === undefined) return undefined;
-  const types =
-    typeof value === 'string'
-      ? value
-          .split(',')
-          .map((t) => t.trim())
-          .filter(Boolean)
-      : [];
+  const types = typeof value === 'string' ? commaList(value) : [];
   if (types.length === 0) throw usageError(`--${name} must list event types (LEASE_SIGNED,LEASE_UPDATED) or be *, got ${JSON.stringify(value)}`);
   return types;
 }
@@ -29,9 +23,8 @@ const descriptionOrNull = (value: FlagValue) => (value === undefined ? undefined
 export const webhook: Noun = {
   summary: 'Webhook subscriptions of an integration (scale and enterprise plans) and their deliveries',
   verbs: {
-    create: {
+    create: sendVerb('POST /integrations/{integration_id}/webhook_subscriptions', {
       summary: 'Subscribe a URL to events; the signing secret is printed this once',
-      args: ['integration_id'],
       flags: {
         endpoint: { type: 'string', value: '<url>', description: 'Where events are POSTed (required; live integrations: public https only)' },
         events: { type: 'string', value: '<TYPE,...|*>', description: "Comma-separated event types, or '*' for every type (required)" },
@@ -42,33 +35,18 @@ export const webhook: Noun = {
           description: 'Also sign with the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature); default on',
         },
       },
-      run: async ({ client, args, flags }) => {
-        const body = defined({
+      body: (flags) =>
+        defined({
           url: required('endpoint', flags.endpoint),
           event_types: eventTypes('events', required('events', flags.events)),
           description: descriptionOrNull(flags.description),
           standard_webhooks: onOff('standard-webhooks', flags['standard-webhooks']),
-        });
-        return { output: await client.request('POST', `/integrations/${id(args[0]!)}/webhook_subscriptions`, body) };
-      },
-    },
-    list: {
-      summary: "List an integration's webhook subscriptions (without secrets), oldest first",
-      args: ['integration_id'],
-      flags: page,
-      run: async ({ client, args, flags }) => ({
-        output: await client.request('GET', `/integrations/${id(args[0]!)}/webhook_subscriptions${pageQuery(flags)}`),
-      }),
-    },
-    get: {
-      summary: 'Show a webhook subscription (without its secret)',
-      args: ['subscription_id'],
-      flags: {},
-      run: async ({ client, args }) => ({ output: await client.request('GET', `/webhook_subscriptions/${id(args[0]!)}`) }),
-    },
-    update: {
+        }),
+    }),
+    list: listVerb("List an integration's webhook subscriptions (without secrets), oldest first", '/integrations/{integration_id}/webhook_subscriptions'),
+    get: callVerb('Show a webhook subscription (without its secret)', 'GET /webhook_subscriptions/{subscription_id}'),
+    update: sendVerb('PATCH /webhook_subscriptions/{subscription_id}', {
       summary: 'Change the endpoint, event types, description or status',
-      args: ['subscription_id'],
       flags: {
         endpoint: { type: 'string', value: '<url>', description: 'New address to POST events to' },
         events: { type: 'string', value: '<TYPE,...|*>', description: "Comma-separated event types, or '*' for every type" },
@@ -76,18 +54,16 @@ export const webhook: Noun = {
         status: { type: 'string', value: '<active|disabled>', description: 'disabled = gets nothing, retries stop; enabling does not resend what it missed' },
         'standard-webhooks': { type: 'string', value: '<on|off>', description: 'Sign with the Standard Webhooks headers too, or stop' },
       },
-      run: async ({ client, args, flags }) => {
-        const body = defined({
+      body: (flags) =>
+        defined({
           url: flags.endpoint,
           event_types: eventTypes('events', flags.events),
           description: descriptionOrNull(flags.description),
           status: flags.status,
           standard_webhooks: onOff('standard-webhooks', flags['standard-webhooks']),
-        });
-        if (Object.keys(body).length === 0) throw usageError('nothing to update: give --endpoint, --events, --description, --status or --standard-webhooks');
-        return { output: await client.request('PATCH', `/webhook_subscriptions/${id(args[0]!)}`, body) };
-      },
-    },
+        }),
+      nothing: 'nothing to update: give --endpoint, --events, --description, --status or --standard-webhooks',
+    }),
     health: {
       summary: "A subscription's endpoint health: success rate (24 h), last success and failure, failing since, what waits; and who disabled it and why",
       args: ['subscription_id'],
@@ -97,74 +73,35 @@ export const webhook: Noun = {
         return { output: { id: sub.id, url: sub.url, status: sub.status, disabled: sub.disabled, ...(sub.health as object) } };
       },
     },
-    enable: patchVerb('Set the status to active (what it missed is not resent: see replay-all)', 'subscription_id', (s) => `/webhook_subscriptions/${s}`, {
+    enable: callVerb('Set the status to active (what it missed is not resent: see replay-all)', 'PATCH /webhook_subscriptions/{subscription_id}', {
       status: 'active',
     }),
-    disable: patchVerb('Set the status to disabled: it gets nothing, retries stop', 'subscription_id', (s) => `/webhook_subscriptions/${s}`, {
-      status: 'disabled',
-    }),
-    delete: deleteVerb(
-      'Delete a subscription; its delivery history stays readable until the retention ends',
-      'subscription_id',
-      (s) => `/webhook_subscriptions/${s}`,
-    ),
-    'rotate-secret': {
+    disable: callVerb('Set the status to disabled: it gets nothing, retries stop', 'PATCH /webhook_subscriptions/{subscription_id}', { status: 'disabled' }),
+    delete: deleteVerb('Delete a subscription; its delivery history stays readable until the retention ends', '/webhook_subscriptions/{subscription_id}'),
+    'rotate-secret': sendVerb('POST /webhook_subscriptions/{subscription_id}/rotate_secret', {
       summary: 'Rotate the signing secret; the new one is printed this once',
-      args: ['subscription_id'],
       flags: { 'grace-seconds': { type: 'string', value: '<n>', description: 'How long the previous secret keeps signing too (default 86400)' } },
-      run: async ({ client, args, flags }) => ({
-        output: await client.request(
-          'POST',
-          `/webhook_subscriptions/${id(args[0]!)}/rotate_secret`,
-          defined({ grace_period_seconds: int('grace-seconds', flags['grace-seconds']) }),
-        ),
-      }),
-    },
-    deliveries: {
-      summary: "List a subscription's deliveries with their attempts, most recent first",
-      args: ['subscription_id'],
-      flags: {
-        status: { type: 'string', value: '<status>', description: 'pending, retrying, succeeded, dead_lettered, cancelled or expired' },
-        'event-type': { type: 'string', value: '<TYPE>', description: 'Only this event type' },
-        ...page,
-      },
-      run: async ({ client, args, flags }) => {
-        const q = new URLSearchParams(
-          defined({ status: flags.status, event_type: flags['event-type'], limit: int('limit', flags.limit), offset: int('offset', flags.offset) }) as Record<
-            string,
-            string
-          >,
-        );
-        return { output: await client.request('GET', `/webhook_subscriptions/${id(args[0]!)}/deliveries${q.size ? `?${q}` : ''}`) };
-      },
-    },
-    delivery: {
-      summary: 'Show a delivery with every attempt and the payload as sent',
-      args: ['delivery_id'],
-      flags: {},
-      run: async ({ client, args }) => ({ output: await client.request('GET', `/webhook_deliveries/${id(args[0]!)}`) }),
-    },
-    replay: {
-      summary: 'Attempt a delivery once more now (same event id and bytes, current secret)',
-      args: ['delivery_id'],
-      flags: {},
-      run: async ({ client, args }) => ({ output: await client.request('POST', `/webhook_deliveries/${id(args[0]!)}/replay`) }),
-    },
-    'replay-all': {
+      body: (flags) => defined({ grace_period_seconds: int('grace-seconds', flags['grace-seconds']) }),
+    }),
+    deliveries: listVerb("List a subscription's deliveries with their attempts, most recent first", '/webhook_subscriptions/{subscription_id}/deliveries', {
+      status: { type: 'string', value: '<status>', description: 'pending, retrying, succeeded, dead_lettered, cancelled or expired' },
+      'event-type': { type: 'string', value: '<TYPE>', description: 'Only this event type' },
+    }),
+    delivery: callVerb('Show a delivery with every attempt and the payload as sent', 'GET /webhook_deliveries/{delivery_id}'),
+    replay: callVerb('Attempt a delivery once more now (same event id and bytes, current secret)', 'POST /webhook_deliveries/{delivery_id}/replay'),
+    'replay-all': sendVerb('POST /webhook_subscriptions/{subscription_id}/replay', {
       summary: 'Replay every dead-lettered delivery, or every event of a time range (last 30 days)',
-      args: ['subscription_id'],
       flags: {
         'dead-lettered': { type: 'boolean', description: 'Replay every dead-lettered delivery' },
         since: { type: 'string', value: '<iso>', description: 'Start of the range, e.g. 2025-01-31T00:00:00Z (with --until)' },
         until: { type: 'string', value: '<iso>', description: 'End of the range (with --since)' },
       },
-      run: async ({ client, args, flags }) => {
+      body: (flags) => {
         const range = flags.since !== undefined || flags.until !== undefined;
         if (flags['dead-lettered'] && range) throw usageError('give either --dead-lettered or --since and --until, not both');
         if (!flags['dead-lettered'] && !range) throw usageError('nothing to replay: give --dead-lettered, or --since and --until');
-        const body = flags['dead-lettered'] ? { status: 'dead_lettered' } : { since: required('since', flags.since), until: required('until', flags.until) };
-        return { output: await client.request('POST', `/webhook_subscriptions/${id(args[0]!)}/replay`, body) };
+        return flags['dead-lettered'] ? { status: 'dead_lettered' } : { since: required('since', flags.since), until: required('until', flags.until) };
       },
-    },
+    }),
   },
 };

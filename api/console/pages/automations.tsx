@@ -2,10 +2,10 @@
 import type { z } from '@hono/zod-openapi';
 import { automationRunWorkflowIdOf } from '../../../domain/contract';
 import type { Automation, AutomationRun } from '../../admin/automations.schemas';
-import type { AdminClient, Page } from '../admin';
-import { field, type ConsoleApp } from '../context';
-import { Badge, Facts, Form, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
+import type { AdminClient } from '../admin';
+import { field, loadList, type ConsoleApp } from '../context';
+import { Badge, FactsCard, Form, ListTable, Time, WorkflowLink } from '../ui';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
 import { cadence } from './organizations';
 
 type Auto = z.infer<typeof Automation>;
@@ -19,55 +19,40 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
   app.get('/integrations/:id/automations', async (c) => {
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const paging = pagingOf(ui.url, { order: 'asc' });
-    const page = await admin.get<Page<Auto>>(c, `/integrations/${ctx.integration.id}/automations`, listQuery(paging));
+    const automations = await loadList<Auto>(c, admin, `/integrations/${ctx.integration.id}/automations`, { order: 'asc' });
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/automations`}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="automations">
         <h2>Automations</h2>
-        <Table
+        <ListTable
           label="Automations"
-          rows={page.results.length}
-          head={['Name', 'Entity', 'Schedule', 'Destination', 'Status', <SortHeader url={ui.url} paging={paging} label="Created" />]}
+          list={automations}
+          sortBy="Created"
+          columns={[
+            { head: 'Name', cell: (a) => <a href={`/console/automations/${a.id}`}>{a.name}</a> },
+            { head: 'Entity', cell: (a) => a.entity },
+            { head: 'Schedule', cell: scheduleText },
+            { head: 'Destination', cell: (a) => <code>{destinationText(a)}</code> },
+            { head: 'Status', cell: (a) => <Badge status={a.status} /> },
+            { head: 'Created', cell: (a) => <Time iso={a.created_at} /> },
+          ]}
           empty="No automations yet. Create one with the admin API or the CLI (`propsync automation create`): a scheduled CSV export of one entity."
-        >
-          {page.results.map((a) => (
-            <tr>
-              <td>
-                <a href={`/console/automations/${a.id}`}>{a.name}</a>
-              </td>
-              <td>{a.entity}</td>
-              <td>{scheduleText(a)}</td>
-              <td>
-                <code>{destinationText(a)}</code>
-              </td>
-              <td>
-                <Badge status={a.status} />
-              </td>
-              <td>
-                <Time iso={a.created_at} />
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={paging} page={page} />
+        />
       </IntegrationFrame>,
     );
   });
 
   app.get('/automations/:id', async (c) => {
     const ui = c.get('ui');
-    const a = await admin.get<Auto>(c, `/automations/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, a.integration_id);
-    const paging = pagingOf(ui.url, { order: 'desc' });
-    const runs = await admin.get<Page<Run>>(c, `/automations/${a.id}/runs`, listQuery(paging));
+    const [a, ctx] = await loadOfIntegration<Auto>(c, admin, `/automations/${encodeURIComponent(c.req.param('id'))}`);
+    const runs = await loadList<Run>(c, admin, `/automations/${a.id}/runs`, { order: 'desc' });
     const done = ui.url.searchParams.get('done');
     return c.html(
       <IntegrationFrame
         ui={ui}
         ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/automations`}
+        tab="automations"
         title={`Automation ${a.name}`}
-        crumbs={[['Automations', `/console/integrations/${ctx.integration.id}/automations`], [a.id]]}
+        item={a.id}
         notice={
           done === 'started'
             ? 'Run started.'
@@ -78,33 +63,31 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
                 : undefined
         }
       >
-        <div class="card">
-          <Facts
-            rows={[
-              ['Id', <code>{a.id}</code>],
-              ['Status', <Badge status={a.status} />],
-              ['Entity', a.entity],
-              [
-                'Filters',
-                Object.keys(a.filters).length === 0 ? <span class="muted">every record</span> : <code>{new URLSearchParams(a.filters).toString()}</code>,
-              ],
-              ['Columns', a.columns ? a.columns.join(', ') : <span class="muted">every field</span>],
-              ['Schedule', scheduleText(a)],
-              ['Destination', <code>{destinationText(a)}</code>],
-              [
-                'Temporal Schedule',
-                <a
-                  href={`${ui.temporalUi}/namespaces/${encodeURIComponent(ui.namespace)}/schedules/${encodeURIComponent(a.schedule_id)}`}
-                  rel="noreferrer"
-                  target="_blank"
-                >
-                  {a.schedule_id}
-                </a>,
-              ],
-              ['Created', <Time iso={a.created_at} />],
-            ]}
-          />
-        </div>
+        <FactsCard
+          rows={[
+            ['Id', <code>{a.id}</code>],
+            ['Status', <Badge status={a.status} />],
+            ['Entity', a.entity],
+            [
+              'Filters',
+              Object.keys(a.filters).length === 0 ? <span class="muted">every record</span> : <code>{new URLSearchParams(a.filters).toString()}</code>,
+            ],
+            ['Columns', a.columns ? a.columns.join(', ') : <span class="muted">every field</span>],
+            ['Schedule', scheduleText(a)],
+            ['Destination', <code>{destinationText(a)}</code>],
+            [
+              'Temporal Schedule',
+              <a
+                href={`${ui.temporalUi}/namespaces/${encodeURIComponent(ui.namespace)}/schedules/${encodeURIComponent(a.schedule_id)}`}
+                rel="noreferrer"
+                target="_blank"
+              >
+                {a.schedule_id}
+              </a>,
+            ],
+            ['Created', <Time iso={a.created_at} />],
+          ]}
+        />
         <div class="row">
           <Form ui={ui} action={`/console/automations/${a.id}/runs`}>
             <button type="submit">Run now</button>
@@ -117,53 +100,34 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
           </Form>
         </div>
         <h2>Runs</h2>
-        <LiveRegion id="runs" ui={ui} active={runs.results.some(live)}>
-          <Table
+        <LiveRegion id="runs" ui={ui} active={runs.page.results.some(live)}>
+          <ListTable
             label="Runs"
-            rows={runs.results.length}
-            head={[
-              'Run',
-              'Status',
-              'Trigger',
-              <SortHeader url={ui.url} paging={paging} label="Created" />,
-              'Finished',
-              'Records',
-              'Attempts',
-              'Next attempt',
-              'Error',
-              '',
+            list={runs}
+            sortBy="Created"
+            status={(r) => r.status}
+            columns={[
+              {
+                head: 'Run',
+                cell: (r) => (
+                  <>
+                    <code>{r.id}</code>
+                    <div class="muted">{r.file_name}</div>
+                  </>
+                ),
+              },
+              { head: 'Status', cell: (r) => <Badge status={r.status} /> },
+              { head: 'Trigger', cell: (r) => r.trigger },
+              { head: 'Created', cell: (r) => <Time iso={r.created_at} /> },
+              { head: 'Finished', cell: (r) => <Time iso={r.finished_at} /> },
+              { head: 'Records', cell: (r) => r.records_exported ?? '—', class: 'num' },
+              { head: 'Attempts', cell: (r) => r.attempts, class: 'num' },
+              { head: 'Next attempt', cell: (r) => <Time iso={r.next_attempt_at} /> },
+              { head: 'Error', cell: (r) => r.error ?? <span class="muted">—</span> },
+              { head: '', cell: (r) => <WorkflowLink ui={ui} id={automationRunWorkflowIdOf(r.id)} /> },
             ]}
             empty="No runs yet: the schedule starts the first, or press “Run now”."
-          >
-            {runs.results.map((r) => (
-              <tr data-status={r.status}>
-                <td>
-                  <code>{r.id}</code>
-                  <div class="muted">{r.file_name}</div>
-                </td>
-                <td>
-                  <Badge status={r.status} />
-                </td>
-                <td>{r.trigger}</td>
-                <td>
-                  <Time iso={r.created_at} />
-                </td>
-                <td>
-                  <Time iso={r.finished_at} />
-                </td>
-                <td class="num">{r.records_exported ?? '—'}</td>
-                <td class="num">{r.attempts}</td>
-                <td>
-                  <Time iso={r.next_attempt_at} />
-                </td>
-                <td>{r.error ?? <span class="muted">—</span>}</td>
-                <td>
-                  <TemporalLink ui={ui} workflowId={automationRunWorkflowIdOf(r.id)} label="Workflow ↗" />
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <Pager url={ui.url} paging={paging} page={runs} />
+          />
         </LiveRegion>
       </IntegrationFrame>,
     );

@@ -4,15 +4,15 @@
  * seconds and swaps in the part that changes; it stops once every run shown has ended.
  */
 import type { z } from '@hono/zod-openapi';
-import type { Child, FC, PropsWithChildren } from 'hono/jsx';
+import type { FC, PropsWithChildren } from 'hono/jsx';
 import type { Context } from 'hono';
 import { SYNC_ORDER } from '../../../domain/cdm';
 import { syncWorkflowIdOf } from '../../../domain/contract';
 import type { Organization } from '../../admin/organizations.schemas';
 import type { SkippedRecord, SyncJob } from '../../admin/syncs.schemas';
 import type { AdminClient, Page } from '../admin';
-import { type ConsoleApp } from '../context';
-import { Badge, Facts, Form, Layout, Pager, pagingOf, listQuery, SortHeader, Table, Tabs, TemporalLink, Time, type Ui } from '../ui';
+import { loadList, type ConsoleApp } from '../context';
+import { Badge, FactsCard, Form, IdLink, Layout, ListTable, pagingOf, Table, Tabs, TemporalLink, Time, WorkflowLink, type List, type Ui } from '../ui';
 import { cadence, integrationLabel, type IntegrationView } from './organizations';
 
 type Job = z.infer<typeof SyncJob>;
@@ -32,10 +32,32 @@ export async function loadIntegrationContext(c: Context, admin: AdminClient, id:
   return { integration, org };
 }
 
-/** The frame of every page of one integration: breadcrumbs and the tabs between its pages. */
+/** What a page shows (an Operation, a subscription, a run…) read at `path`, and the integration it belongs to. */
+export async function loadOfIntegration<T extends { integration_id: string }>(c: Context, admin: AdminClient, path: string): Promise<[T, IntegrationContext]> {
+  const item = await admin.get<T>(c, path);
+  return [item, await loadIntegrationContext(c, admin, item.integration_id)];
+}
+
+/** The tabs between the pages of one integration: each one's label and path under the integration's. */
+const TABS = {
+  runs: ['Sync runs', ''],
+  webhooks: ['Webhooks', '/webhooks'],
+  events: ['Events', '/events'],
+  operations: ['Operations', '/operations'],
+  automations: ['Automations', '/automations'],
+} as const;
+type Tab = keyof typeof TABS;
+
+/** The link to a tab of the integration, as a breadcrumb: its label and address. */
+export const tabCrumb = (ctx: IntegrationContext, tab: Tab): [string, string] => [TABS[tab][0], `/console/integrations/${ctx.integration.id}${TABS[tab][1]}`];
+
+/**
+ * The frame of every page of one integration: breadcrumbs and the tabs between its pages, `tab` the current one. On
+ * the page of one `item` of a tab, the breadcrumbs go through the tab's list (and `crumbs`) to the item's id.
+ */
 export const IntegrationFrame: FC<
-  PropsWithChildren<{ ui: Ui; ctx: IntegrationContext; tab: string; title?: string; crumbs?: [string, string?][]; notice?: string }>
-> = ({ ui, ctx, tab, title, crumbs, notice, children }) => {
+  PropsWithChildren<{ ui: Ui; ctx: IntegrationContext; tab: Tab; title?: string; crumbs?: [string, string?][]; item?: string; notice?: string }>
+> = ({ ui, ctx, tab, title, crumbs, item, notice, children }) => {
   const base = `/console/integrations/${ctx.integration.id}`;
   return (
     <Layout
@@ -46,19 +68,10 @@ export const IntegrationFrame: FC<
         ['Organizations', '/console/organizations'],
         [ctx.org.name, `/console/organizations/${ctx.org.id}`],
         [integrationLabel(ctx.integration), base],
-        ...(crumbs ?? []),
+        ...(item === undefined ? (crumbs ?? []) : [tabCrumb(ctx, tab), ...(crumbs ?? []), [item] as [string]]),
       ]}
     >
-      <Tabs
-        current={tab}
-        tabs={[
-          ['Sync runs', base],
-          ['Webhooks', `${base}/webhooks`],
-          ['Events', `${base}/events`],
-          ['Operations', `${base}/operations`],
-          ['Automations', `${base}/automations`],
-        ]}
-      />
+      <Tabs current={tabCrumb(ctx, tab)[1]} tabs={Object.values(TABS).map(([label, path]) => [label, `${base}${path}`])} />
       {children}
     </Layout>
   );
@@ -76,16 +89,6 @@ export const LiveRegion: FC<PropsWithChildren<{ id: string; ui: Ui; active: bool
     </div>
   );
 
-const Counts = ({ job }: { job: Job }) => (
-  <>
-    <td class="num">{job.records_seen}</td>
-    <td class="num">{job.records_new}</td>
-    <td class="num">{job.records_updated}</td>
-    <td class="num">{job.records_soft_deleted}</td>
-    <td class="num">{job.records_skipped}</td>
-  </>
-);
-
 /** "2/4 entities · 7 pages": how far a run got, as the CLI says it (the run's page shows each entity). */
 function progressText(job: Job): string {
   const done = SYNC_ORDER.filter((e) => job.progress[e]?.done).length;
@@ -98,96 +101,64 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
     const { integration } = ctx;
-    const paging = pagingOf(ui.url, { order: 'desc' }, 'r_');
-    const runs = await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, listQuery(paging));
+    const runs = await loadList<Job>(c, admin, `/integrations/${integration.id}/sync_jobs`, { order: 'desc', prefix: 'r_' });
     // The newest run is the first row of the default view; another page or order asks for it on its own.
-    const newestFirst = paging.offset === 0 && paging.order === 'desc';
+    const newestFirst = runs.paging.offset === 0 && runs.paging.order === 'desc';
     const last = newestFirst
-      ? runs.results[0]
+      ? runs.page.results[0]
       : (await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' })).results[0];
-    const head: Child[] = [
-      'Run',
-      'Status',
-      'Trigger · kind',
-      <SortHeader url={ui.url} paging={paging} label="Started" />,
-      'Finished',
-      'Seen',
-      'New',
-      'Updated',
-      'Deleted',
-      'Skipped',
-      'Progress',
-      '',
-    ];
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${integration.id}`}>
-        <div class="card">
-          <Facts
-            rows={[
-              ['Id', <code>{integration.id}</code>],
-              ['Mode', <Badge status={integration.mode} />],
-              ['Plan', integration.plan],
-              [
-                'Source',
-                integration.source.type === integration.source.dialect ? integration.source.type : `${integration.source.type} (${integration.source.dialect})`,
-              ],
-              ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
-              ['Full runs', `${cadence(integration.full_sync_interval_seconds)} where the source lists its changes; every run otherwise`],
-              [
-                'Status',
-                last ? (
-                  <span>
-                    last run <Badge status={last.status} /> <Time iso={last.finished_at ?? last.started_at} />
-                  </span>
-                ) : (
-                  <span class="muted">never synced</span>
-                ),
-              ],
-              ['Created', <Time iso={integration.created_at} />],
-            ]}
-          />
-        </div>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="runs">
+        <FactsCard
+          rows={[
+            ['Id', <code>{integration.id}</code>],
+            ['Mode', <Badge status={integration.mode} />],
+            ['Plan', integration.plan],
+            [
+              'Source',
+              integration.source.type === integration.source.dialect ? integration.source.type : `${integration.source.type} (${integration.source.dialect})`,
+            ],
+            ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
+            ['Full runs', `${cadence(integration.full_sync_interval_seconds)} where the source lists its changes; every run otherwise`],
+            [
+              'Status',
+              last ? (
+                <span>
+                  last run <Badge status={last.status} /> <Time iso={last.finished_at ?? last.started_at} />
+                </span>
+              ) : (
+                <span class="muted">never synced</span>
+              ),
+            ],
+            ['Created', <Time iso={integration.created_at} />],
+          ]}
+        />
         <Form ui={ui} action={`/console/integrations/${integration.id}/syncs`}>
           <button type="submit">Sync now</button>
         </Form>
         <h2>Sync runs</h2>
-        <LiveRegion id="runs" ui={ui} active={runs.results.some((r) => live(r.status))}>
-          <Table
+        <LiveRegion id="runs" ui={ui} active={runs.page.results.some((r) => live(r.status))}>
+          <ListTable
             label="Sync runs"
-            rows={runs.results.length}
-            head={head}
-            narrow={[2, 4, 10, 11]}
+            list={runs}
+            sortBy="Started"
+            status={(r) => r.status}
+            columns={[
+              { head: 'Run', cell: (r) => <IdLink href={`/console/sync-jobs/${r.id}`} id={r.id} /> },
+              { head: 'Status', cell: (r) => <Badge status={r.status} /> },
+              { head: 'Trigger · kind', cell: (r) => `${r.trigger}${r.kind ? ` · ${r.kind}` : ''}`, narrow: true },
+              { head: 'Started', cell: (r) => <Time iso={r.started_at} /> },
+              { head: 'Finished', cell: (r) => <Time iso={r.finished_at} />, narrow: true },
+              { head: 'Seen', cell: (r) => r.records_seen, class: 'num' },
+              { head: 'New', cell: (r) => r.records_new, class: 'num' },
+              { head: 'Updated', cell: (r) => r.records_updated, class: 'num' },
+              { head: 'Deleted', cell: (r) => r.records_soft_deleted, class: 'num' },
+              { head: 'Skipped', cell: (r) => r.records_skipped, class: 'num' },
+              { head: 'Progress', cell: progressText, class: 'muted', narrow: true },
+              { head: '', cell: (r) => <WorkflowLink ui={ui} id={syncWorkflowIdOf(r.id)} />, narrow: true },
+            ]}
             empty="No sync runs yet. Press “Sync now”, or wait for the schedule."
-          >
-            {runs.results.map((r) => (
-              <tr data-status={r.status}>
-                <td>
-                  <a href={`/console/sync-jobs/${r.id}`} class="mono">
-                    {r.id}
-                  </a>
-                </td>
-                <td>
-                  <Badge status={r.status} />
-                </td>
-                <td class="hide-sm">
-                  {r.trigger}
-                  {r.kind ? ` · ${r.kind}` : ''}
-                </td>
-                <td>
-                  <Time iso={r.started_at} />
-                </td>
-                <td class="hide-sm">
-                  <Time iso={r.finished_at} />
-                </td>
-                <Counts job={r} />
-                <td class="muted hide-sm">{progressText(r)}</td>
-                <td class="hide-sm">
-                  <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(r.id)} label="Workflow ↗" />
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <Pager url={ui.url} paging={paging} page={runs} />
+          />
         </LiveRegion>
       </IntegrationFrame>,
     );
@@ -200,92 +171,89 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
 
   app.get('/sync-jobs/:id', async (c) => {
     const ui = c.get('ui');
-    const job = await admin.get<Job>(c, `/sync_jobs/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, job.integration_id);
+    const [job, ctx] = await loadOfIntegration<Job>(c, admin, `/sync_jobs/${encodeURIComponent(c.req.param('id'))}`);
     const paging = pagingOf(ui.url, { order: 'asc', limit: 50 }, 's_');
-    const skipped = await admin.get<Page<Skipped>>(c, `/sync_jobs/${job.id}/skipped_records`, { limit: paging.limit, offset: paging.offset });
+    // In entity and source id order: there is no order to choose.
+    const skipped: List<Skipped> = {
+      url: ui.url,
+      paging,
+      page: await admin.get<Page<Skipped>>(c, `/sync_jobs/${job.id}/skipped_records`, { limit: paging.limit, offset: paging.offset }),
+      filtered: false,
+    };
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}`} title={`Sync run ${job.id}`} crumbs={[['Sync run']]}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="runs" title={`Sync run ${job.id}`} crumbs={[['Sync run']]}>
         <LiveRegion id="job" ui={ui} active={live(job.status)}>
-          <div class="card">
-            <Facts
-              rows={[
-                ['Status', <Badge status={job.status} />],
-                ['Trigger', job.trigger],
-                ['Kind', job.kind ?? <span class="muted">decided when the run starts</span>],
-                [
-                  'Window',
-                  job.window_to ? (
-                    <span>
-                      {job.window_from ? <Time iso={job.window_from} /> : 'everything'} → <Time iso={job.window_to} />
-                    </span>
-                  ) : (
-                    <span class="muted">none yet</span>
-                  ),
-                ],
-                ['Started', <Time iso={job.started_at} />],
-                ['Finished', <Time iso={job.finished_at} />],
-                ['Records seen', String(job.records_seen)],
-                ['New / updated / soft-deleted', `${job.records_new} / ${job.records_updated} / ${job.records_soft_deleted}`],
-                ['Skipped', String(job.records_skipped)],
-                ['Error', job.error ? <span>{job.error}</span> : <span class="muted">none</span>],
-                [
-                  'Attempt',
-                  job.attempt > 1 && job.last_error && live(job.status) ? (
-                    <span data-retrying>
-                      {job.attempt}, retrying
-                      {job.next_attempt_at ? (
-                        <>
-                          {' '}
-                          at <Time iso={job.next_attempt_at} />
-                        </>
-                      ) : (
-                        ' now'
-                      )}{' '}
-                      after: {job.last_error}
-                    </span>
-                  ) : (
-                    String(job.attempt)
-                  ),
-                ],
-                ['Workflow', <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(job.id)} label={syncWorkflowIdOf(job.id)} />],
-              ]}
-            />
-          </div>
+          <FactsCard
+            rows={[
+              ['Status', <Badge status={job.status} />],
+              ['Trigger', job.trigger],
+              ['Kind', job.kind ?? <span class="muted">decided when the run starts</span>],
+              [
+                'Window',
+                job.window_to ? (
+                  <span>
+                    {job.window_from ? <Time iso={job.window_from} /> : 'everything'} → <Time iso={job.window_to} />
+                  </span>
+                ) : (
+                  <span class="muted">none yet</span>
+                ),
+              ],
+              ['Started', <Time iso={job.started_at} />],
+              ['Finished', <Time iso={job.finished_at} />],
+              ['Records seen', String(job.records_seen)],
+              ['New / updated / soft-deleted', `${job.records_new} / ${job.records_updated} / ${job.records_soft_deleted}`],
+              ['Skipped', String(job.records_skipped)],
+              ['Error', job.error ? <span>{job.error}</span> : <span class="muted">none</span>],
+              [
+                'Attempt',
+                job.attempt > 1 && job.last_error && live(job.status) ? (
+                  <span data-retrying>
+                    {job.attempt}, retrying
+                    {job.next_attempt_at ? (
+                      <>
+                        {' '}
+                        at <Time iso={job.next_attempt_at} />
+                      </>
+                    ) : (
+                      ' now'
+                    )}{' '}
+                    after: {job.last_error}
+                  </span>
+                ) : (
+                  String(job.attempt)
+                ),
+              ],
+              ['Workflow', <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(job.id)} label={syncWorkflowIdOf(job.id)} />],
+            ]}
+          />
           <h2>Progress</h2>
-          <Table label="Progress" rows={SYNC_ORDER.length} head={['Entity', 'Pages committed', 'Complete']} empty="">
-            {SYNC_ORDER.map((e) => (
-              <tr>
-                <td>{e}</td>
-                <td class="num">{job.progress[e]?.pages ?? 0}</td>
-                <td>{job.progress[e]?.done ? '✓' : live(job.status) ? '…' : '—'}</td>
-              </tr>
-            ))}
-          </Table>
+          <Table
+            label="Progress"
+            rows={SYNC_ORDER}
+            columns={[
+              { head: 'Entity', cell: (e) => e },
+              { head: 'Pages committed', cell: (e) => job.progress[e]?.pages ?? 0, class: 'num' },
+              { head: 'Complete', cell: (e) => (job.progress[e]?.done ? '✓' : live(job.status) ? '…' : '—') },
+            ]}
+            empty=""
+          />
         </LiveRegion>
         <h2>Skipped records</h2>
         <p class="muted">
           Records the source served that could not be read: left as they were in the cache (never soft-deleted). Fix them at the source; the next run picks them
           up.
         </p>
-        <Table
+        <ListTable
           label="Skipped records"
-          rows={skipped.results.length}
-          head={['Entity', 'Source id', 'Reason', 'Seen']}
+          list={skipped}
+          columns={[
+            { head: 'Entity', cell: (s) => s.entity },
+            { head: 'Source id', cell: (s) => (s.x_id === null ? <span class="muted">unreadable</span> : <code>{s.x_id}</code>) },
+            { head: 'Reason', cell: (s) => s.reason },
+            { head: 'Seen', cell: (s) => <Time iso={s.seen_at} /> },
+          ]}
           empty="No records were skipped in this run."
-        >
-          {skipped.results.map((s) => (
-            <tr>
-              <td>{s.entity}</td>
-              <td>{s.x_id === null ? <span class="muted">unreadable</span> : <code>{s.x_id}</code>}</td>
-              <td>{s.reason}</td>
-              <td>
-                <Time iso={s.seen_at} />
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={paging} page={skipped} />
+        />
       </IntegrationFrame>,
     );
   });

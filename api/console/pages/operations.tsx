@@ -3,10 +3,10 @@ import type { z } from '@hono/zod-openapi';
 import type { FC } from 'hono/jsx';
 import { OPERATION_STATUSES } from '../../../domain/operations';
 import type { AdminOperation } from '../../admin/operations.schemas';
-import type { AdminClient, Page } from '../admin';
-import { type ConsoleApp } from '../context';
-import { Badge, Facts, FilterForm, Pager, pagingOf, listQuery, SortHeader, Table, TemporalLink, Time } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
+import type { AdminClient } from '../admin';
+import { loadList, type ConsoleApp } from '../context';
+import { Badge, FactsCard, FilterForm, IdLink, ListTable, TemporalLink, Time, WorkflowLink } from '../ui';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
 
 type Op = z.infer<typeof AdminOperation>;
 
@@ -18,61 +18,30 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
   app.get('/integrations/:id/operations', async (c) => {
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const paging = pagingOf(ui.url, { order: 'desc' });
-    const status = ui.url.searchParams.get('status') ?? '';
-    const page = await admin.get<Page<Op>>(c, `/integrations/${ctx.integration.id}/operations`, { ...listQuery(paging), status });
+    const ops = await loadList<Op>(c, admin, `/integrations/${ctx.integration.id}/operations`, { order: 'desc', filters: ['status'] });
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/operations`}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="operations">
         <h2>Write Operations</h2>
         <FilterForm ui={ui} filters={[{ name: 'status', label: 'Status', values: OPERATION_STATUSES }]} />
-        <LiveRegion id="operations" ui={ui} active={page.results.some(live)}>
-          <Table
+        <LiveRegion id="operations" ui={ui} active={ops.page.results.some(live)}>
+          <ListTable
             label="Operations"
-            rows={page.results.length}
-            head={[
-              'Operation',
-              'Type',
-              'Status',
-              'Source',
-              'Attempts',
-              'Next attempt',
-              'Last error',
-              <SortHeader url={ui.url} paging={paging} label="Accepted" />,
-              '',
+            list={ops}
+            sortBy="Accepted"
+            status={(op) => op.status}
+            columns={[
+              { head: 'Operation', cell: (op) => <IdLink href={`/console/operations/${op.id}`} id={op.id} /> },
+              { head: 'Type', cell: (op) => <code>{op.type}</code> },
+              { head: 'Status', cell: (op) => <Badge status={op.status} /> },
+              { head: 'Source', cell: (op) => <SourceState op={op} /> },
+              { head: 'Attempts', cell: (op) => op.reconcile.attempts, class: 'num' },
+              { head: 'Next attempt', cell: (op) => <Time iso={op.reconcile.next_attempt_at} /> },
+              { head: 'Last error', cell: (op) => op.reconcile.last_error ?? <span class="muted">—</span> },
+              { head: 'Accepted', cell: (op) => <Time iso={op.created_at} /> },
+              { head: '', cell: (op) => <WorkflowLink ui={ui} id={op.workflow_id} /> },
             ]}
-            empty={status ? 'No Operations in this status.' : 'No writes yet. Each POST or PATCH to /v1 becomes an Operation, listed here.'}
-          >
-            {page.results.map((op) => (
-              <tr data-status={op.status}>
-                <td>
-                  <a href={`/console/operations/${op.id}`} class="mono">
-                    {op.id}
-                  </a>
-                </td>
-                <td>
-                  <code>{op.type}</code>
-                </td>
-                <td>
-                  <Badge status={op.status} />
-                </td>
-                <td>
-                  <SourceState op={op} />
-                </td>
-                <td class="num">{op.reconcile.attempts}</td>
-                <td>
-                  <Time iso={op.reconcile.next_attempt_at} />
-                </td>
-                <td>{op.reconcile.last_error ?? <span class="muted">—</span>}</td>
-                <td>
-                  <Time iso={op.created_at} />
-                </td>
-                <td>
-                  <TemporalLink ui={ui} workflowId={op.workflow_id} label="Workflow ↗" />
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <Pager url={ui.url} paging={paging} page={page} />
+            empty={ops.filtered ? 'No Operations in this status.' : 'No writes yet. Each POST or PATCH to /v1 becomes an Operation, listed here.'}
+          />
         </LiveRegion>
       </IntegrationFrame>,
     );
@@ -80,46 +49,37 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
 
   app.get('/operations/:id', async (c) => {
     const ui = c.get('ui');
-    const op = await admin.get<Op>(c, `/operations/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, op.integration_id);
+    const [op, ctx] = await loadOfIntegration<Op>(c, admin, `/operations/${encodeURIComponent(c.req.param('id'))}`);
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/operations`}
-        title={`Operation ${op.id}`}
-        crumbs={[['Operations', `/console/integrations/${ctx.integration.id}/operations`], [op.id]]}
-      >
+      <IntegrationFrame ui={ui} ctx={ctx} tab="operations" title={`Operation ${op.id}`} item={op.id}>
         <LiveRegion id="operation" ui={ui} active={live(op)}>
-          <div class="card">
-            <Facts
-              rows={[
-                ['Type', <code>{op.type}</code>],
-                ['Status', <Badge status={op.status} />],
-                [
-                  'Target',
-                  op.resource.id ? (
-                    <code>{`${op.resource.type} ${op.resource.id}`}</code>
-                  ) : op.type.endsWith('.create') ? (
-                    `a new ${op.resource.type}`
-                  ) : (
-                    op.resource.type
-                  ),
-                ],
-                ['Source', <SourceState op={op} />],
-                ['Applied at the source', <Time iso={op.source.applied_at} />],
-                ['Cache', <Badge status={op.reconcile.state} />],
-                ['Attempts', String(op.reconcile.attempts)],
-                ['Next attempt', op.reconcile.next_attempt_at ? <Time iso={op.reconcile.next_attempt_at} /> : <span class="muted">none scheduled</span>],
-                ['Last error', op.reconcile.last_error ?? <span class="muted">none</span>],
-                ['Result', op.result ? <code>{op.result.id}</code> : <span class="muted">—</span>],
-                ['Idempotency key', op.idempotency_key ? <code>{op.idempotency_key}</code> : <span class="muted">—</span>],
-                ['Accepted', <Time iso={op.created_at} />],
-                ['Updated', <Time iso={op.updated_at} />],
-                ['Workflow', <TemporalLink ui={ui} workflowId={op.workflow_id} label={op.workflow_id} />],
-              ]}
-            />
-          </div>
+          <FactsCard
+            rows={[
+              ['Type', <code>{op.type}</code>],
+              ['Status', <Badge status={op.status} />],
+              [
+                'Target',
+                op.resource.id ? (
+                  <code>{`${op.resource.type} ${op.resource.id}`}</code>
+                ) : op.type.endsWith('.create') ? (
+                  `a new ${op.resource.type}`
+                ) : (
+                  op.resource.type
+                ),
+              ],
+              ['Source', <SourceState op={op} />],
+              ['Applied at the source', <Time iso={op.source.applied_at} />],
+              ['Cache', <Badge status={op.reconcile.state} />],
+              ['Attempts', String(op.reconcile.attempts)],
+              ['Next attempt', op.reconcile.next_attempt_at ? <Time iso={op.reconcile.next_attempt_at} /> : <span class="muted">none scheduled</span>],
+              ['Last error', op.reconcile.last_error ?? <span class="muted">none</span>],
+              ['Result', op.result ? <code>{op.result.id}</code> : <span class="muted">—</span>],
+              ['Idempotency key', op.idempotency_key ? <code>{op.idempotency_key}</code> : <span class="muted">—</span>],
+              ['Accepted', <Time iso={op.created_at} />],
+              ['Updated', <Time iso={op.updated_at} />],
+              ['Workflow', <TemporalLink ui={ui} workflowId={op.workflow_id} label={op.workflow_id} />],
+            ]}
+          />
           <p class="muted">Every attempt is a step of the workflow's history in the Temporal UI; the request body (personal data) is never shown.</p>
         </LiveRegion>
       </IntegrationFrame>,

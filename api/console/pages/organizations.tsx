@@ -5,9 +5,9 @@ import type { ApiKey, ApiKeyCreated } from '../../admin/api-keys.schemas';
 import type { Integration } from '../../admin/integrations.schemas';
 import type { Organization } from '../../admin/organizations.schemas';
 import type { Health } from '../../admin/health';
-import type { AdminClient, Page } from '../admin';
-import { field, fields, type ConsoleApp } from '../context';
-import { Badge, Facts, Form, Layout, Select, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, Time, type Ui } from '../ui';
+import type { AdminClient } from '../admin';
+import { field, fields, loadList, type ConsoleApp } from '../context';
+import { Badge, Facts, FactsCard, Form, Layout, ListTable, Select, SecretOnce, Time, type Ui } from '../ui';
 
 type Org = z.infer<typeof Organization>;
 type Key = z.infer<typeof ApiKey>;
@@ -64,36 +64,28 @@ const HealthNumbers = ({ health }: { health: z.infer<typeof Health> | null }) =>
 export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/organizations', async (c) => {
     const ui = c.get('ui');
-    const paging = pagingOf(ui.url, { order: 'asc' });
-    const [page, health] = await Promise.all([
-      admin.get<Page<Org>>(c, '/organizations', listQuery(paging)),
+    const [orgs, health] = await Promise.all([
+      loadList<Org>(c, admin, '/organizations', { order: 'asc' }),
       admin.get<z.infer<typeof Health>>(c, '/health').catch(() => null),
     ]);
     return c.html(
       <Layout ui={ui} title="Organizations">
         <h2>Health</h2>
         <HealthNumbers health={health} />
-        <Table
+        <ListTable
           label="Organizations"
-          rows={page.results.length}
-          head={['Name', 'Id', <SortHeader url={ui.url} paging={paging} label="Created" />]}
-          empty={paging.offset > 0 ? 'No more organizations.' : 'No organizations yet. Create the first one below; then give it an API key and an integration.'}
-        >
-          {page.results.map((o) => (
-            <tr>
-              <td>
-                <a href={`/console/organizations/${o.id}`}>{o.name}</a>
-              </td>
-              <td class="hide-sm">
-                <code>{o.id}</code>
-              </td>
-              <td>
-                <Time iso={o.created_at} />
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={paging} page={page} />
+          list={orgs}
+          sortBy="Created"
+          columns={[
+            { head: 'Name', cell: (o) => <a href={`/console/organizations/${o.id}`}>{o.name}</a> },
+            // Its header stays at phone width (only the ids are hidden).
+            { head: 'Id', cell: (o) => <code>{o.id}</code>, class: 'hide-sm' },
+            { head: 'Created', cell: (o) => <Time iso={o.created_at} /> },
+          ]}
+          empty={
+            orgs.paging.offset > 0 ? 'No more organizations.' : 'No organizations yet. Create the first one below; then give it an API key and an integration.'
+          }
+        />
         <h2>New organization</h2>
         <Form ui={ui} action="/console/organizations" class="row">
           <label>
@@ -114,94 +106,70 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
   app.get('/organizations/:id', async (c) => {
     const ui = c.get('ui');
     const id = c.req.param('id');
-    const keyPaging = pagingOf(ui.url, { order: 'asc' }, 'k_');
-    const intPaging = pagingOf(ui.url, { order: 'asc' }, 'i_');
     const [org, keys, ints] = await Promise.all([
       admin.get<Org>(c, `/organizations/${encodeURIComponent(id)}`),
-      admin.get<Page<Key>>(c, `/organizations/${encodeURIComponent(id)}/api_keys`, listQuery(keyPaging)),
-      admin.get<Page<IntegrationView>>(c, `/organizations/${encodeURIComponent(id)}/integrations`, listQuery(intPaging)),
+      loadList<Key>(c, admin, `/organizations/${encodeURIComponent(id)}/api_keys`, { order: 'asc', prefix: 'k_' }),
+      loadList<IntegrationView>(c, admin, `/organizations/${encodeURIComponent(id)}/integrations`, { order: 'asc', prefix: 'i_' }),
     ]);
     return c.html(
       <Layout ui={ui} title={org.name} crumbs={[['Organizations', '/console/organizations'], [org.name]]}>
-        <div class="card">
-          <Facts
-            rows={[
-              ['Id', <code>{org.id}</code>],
-              [
-                'Rate limit',
-                org.rate_limit_per_minute === null ? 'plan default' : `${org.rate_limit_per_minute}/min, burst ${org.rate_limit_burst ?? 'default'}`,
-              ],
-              ['Created', <Time iso={org.created_at} />],
-            ]}
-          />
-        </div>
+        <FactsCard
+          rows={[
+            ['Id', <code>{org.id}</code>],
+            [
+              'Rate limit',
+              org.rate_limit_per_minute === null ? 'plan default' : `${org.rate_limit_per_minute}/min, burst ${org.rate_limit_burst ?? 'default'}`,
+            ],
+            ['Created', <Time iso={org.created_at} />],
+          ]}
+        />
 
         <h2>Integrations</h2>
-        <Table
+        <ListTable
           label="Integrations"
-          rows={ints.results.length}
-          head={['Name', 'Mode', 'Plan', 'Source', 'Cadence', <SortHeader url={ui.url} paging={intPaging} label="Created" />]}
+          list={ints}
+          sortBy="Created"
+          columns={[
+            { head: 'Name', cell: (i) => <a href={`/console/integrations/${i.id}`}>{integrationLabel(i)}</a> },
+            { head: 'Mode', cell: (i) => <Badge status={i.mode} /> },
+            { head: 'Plan', cell: (i) => i.plan },
+            { head: 'Source', cell: (i) => i.source.type },
+            { head: 'Cadence', cell: (i) => cadence(i.sync_interval_seconds) },
+            { head: 'Created', cell: (i) => <Time iso={i.created_at} /> },
+          ]}
           empty="No integrations yet. Connect a source below (a sandbox source generates a test company to sync from)."
-        >
-          {ints.results.map((i) => (
-            <tr>
-              <td>
-                <a href={`/console/integrations/${i.id}`}>{integrationLabel(i)}</a>
-              </td>
-              <td>
-                <Badge status={i.mode} />
-              </td>
-              <td>{i.plan}</td>
-              <td>{i.source.type}</td>
-              <td>{cadence(i.sync_interval_seconds)}</td>
-              <td>
-                <Time iso={i.created_at} />
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={intPaging} page={ints} />
+        />
         <details>
           <summary>Connect an integration</summary>
           <NewIntegration ui={ui} orgId={org.id} />
         </details>
 
         <h2>API keys</h2>
-        <Table
+        <ListTable
           label="API keys"
-          rows={keys.results.length}
-          head={['Prefix', 'Mode', 'Scopes', <SortHeader url={ui.url} paging={keyPaging} label="Created" />, 'Last used', 'Revoked', '']}
-          empty="No API keys yet. Create one below: it is shown once."
-        >
-          {keys.results.map((k) => (
-            <tr>
-              <td>
-                <code>{k.key_prefix}…</code>
-              </td>
-              <td>
-                <Badge status={k.mode} />
-              </td>
-              <td>{k.scopes.join(', ')}</td>
-              <td>
-                <Time iso={k.created_at} />
-              </td>
-              <td>
-                <Time iso={k.last_used_at} />
-              </td>
-              <td>{k.revoked_at ? <Time iso={k.revoked_at} /> : <Badge status="active" />}</td>
-              <td>
-                {!k.revoked_at && (
+          list={keys}
+          sortBy="Created"
+          columns={[
+            { head: 'Prefix', cell: (k) => <code>{k.key_prefix}…</code> },
+            { head: 'Mode', cell: (k) => <Badge status={k.mode} /> },
+            { head: 'Scopes', cell: (k) => k.scopes.join(', ') },
+            { head: 'Created', cell: (k) => <Time iso={k.created_at} /> },
+            { head: 'Last used', cell: (k) => <Time iso={k.last_used_at} /> },
+            { head: 'Revoked', cell: (k) => (k.revoked_at ? <Time iso={k.revoked_at} /> : <Badge status="active" />) },
+            {
+              head: '',
+              cell: (k) =>
+                !k.revoked_at && (
                   <Form ui={ui} action={`/console/api-keys/${k.id}/revoke`} confirm={`Revoke ${k.key_prefix}…? Requests with it fail at once.`}>
                     <button type="submit" class="danger">
                       Revoke
                     </button>
                   </Form>
-                )}
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={keyPaging} page={keys} />
+                ),
+            },
+          ]}
+          empty="No API keys yet. Create one below: it is shown once."
+        />
         <h2>New API key</h2>
         <Form ui={ui} action={`/console/organizations/${org.id}/api-keys`} class="row">
           <Select name="mode" label="Mode" values={MODES} />

@@ -10,10 +10,25 @@ import { deliveryWorkflowIdOf } from '../../../domain/contract';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, DELIVERY_STATUSES } from '../../../domain/webhooks';
 import type { Event, EventResendResult, EventWithPayload } from '../../admin/events.schemas';
 import type { Delivery, DeliveryWithPayload, ReplayResult, RotatedSecret, Subscription, SubscriptionCreated } from '../../admin/webhooks.schemas';
-import type { AdminClient, Page } from '../admin';
-import { field, fields, type ConsoleApp } from '../context';
-import { Badge, Facts, FilterForm, Form, Pager, pagingOf, listQuery, SecretOnce, SortHeader, Table, TemporalLink, Time, type Ui } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext } from './integrations';
+import type { AdminClient } from '../admin';
+import { field, fields, loadList, type ConsoleApp } from '../context';
+import {
+  Badge,
+  FactsCard,
+  FilterForm,
+  Form,
+  IdLink,
+  ListTable,
+  SecretOnce,
+  SortHeader,
+  Table,
+  TemporalLink,
+  Time,
+  WorkflowLink,
+  type Column,
+  type Ui,
+} from '../ui';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration, tabCrumb } from './integrations';
 import { num } from './organizations';
 
 type Sub = z.infer<typeof Subscription>;
@@ -69,78 +84,61 @@ const EventTypePicker: FC<{ selected: string[] }> = ({ selected }) => (
   </fieldset>
 );
 
-const DeliveryRows: FC<{ ui: Ui; rows: Del[] }> = ({ ui, rows }) => (
-  <>
-    {rows.map((d) => {
+/** A subscription's deliveries, one row each. */
+const deliveryColumns = (ui: Ui): Column<Del>[] => [
+  { head: 'Delivery', cell: (d) => <IdLink href={`/console/webhook-deliveries/${d.id}`} id={d.id} /> },
+  { head: 'Event', cell: (d) => <code>{d.event_type}</code>, narrow: true },
+  { head: 'Status', cell: (d) => <Badge status={d.status} /> },
+  { head: 'Attempts', cell: (d) => d.attempt_count, class: 'num' },
+  {
+    head: 'Last response',
+    cell: (d) => {
       const last = d.attempts[d.attempts.length - 1];
-      return (
-        <tr data-status={d.status}>
-          <td>
-            <a href={`/console/webhook-deliveries/${d.id}`} class="mono">
-              {d.id}
-            </a>
-          </td>
-          <td class="hide-sm">
-            <code>{d.event_type}</code>
-          </td>
-          <td>
-            <Badge status={d.status} />
-          </td>
-          <td class="num">{d.attempt_count}</td>
-          <td>{last ? (last.response_status ?? last.error ?? '—') : '—'}</td>
-          <td class="hide-sm">
-            <Time iso={d.last_attempt_at} />
-          </td>
-          <td>
-            <Time iso={d.next_attempt_at} />
-          </td>
-          <td class="hide-sm">
-            <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label="Workflow ↗" />
-          </td>
-        </tr>
-      );
-    })}
-  </>
-);
+      return last ? (last.response_status ?? last.error ?? '—') : '—';
+    },
+  },
+  { head: 'Last attempt', cell: (d) => <Time iso={d.last_attempt_at} />, narrow: true },
+  { head: 'Next attempt', cell: (d) => <Time iso={d.next_attempt_at} /> },
+  { head: '', cell: (d) => <WorkflowLink ui={ui} id={deliveryWorkflowIdOf(d.id)} />, narrow: true },
+];
 
 export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id/webhooks', async (c) => {
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const paging = pagingOf(ui.url, { order: 'asc' });
-    const subs = await admin.get<Page<Sub>>(c, `/integrations/${ctx.integration.id}/webhook_subscriptions`, listQuery(paging));
+    const subs = await loadList<Sub>(c, admin, `/integrations/${ctx.integration.id}/webhook_subscriptions`, { order: 'asc' });
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/webhooks`} notice={noticeOf(ui.url)}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" notice={noticeOf(ui.url)}>
         <h2>Webhook subscriptions</h2>
-        <Table
+        <ListTable
           label="Webhook subscriptions"
-          rows={subs.results.length}
-          head={['URL', 'Events', 'Status', 'Health', <SortHeader url={ui.url} paging={paging} label="Created" />]}
+          list={subs}
+          sortBy="Created"
+          columns={[
+            {
+              head: 'URL',
+              cell: (s) => (
+                <>
+                  <IdLink href={`/console/webhook-subscriptions/${s.id}`} id={s.url} />
+                  {s.description && <div class="muted">{s.description}</div>}
+                </>
+              ),
+            },
+            { head: 'Events', cell: (s) => s.event_types.join(', ') },
+            {
+              head: 'Status',
+              cell: (s) => (
+                <>
+                  <Badge status={s.status} />
+                  {s.disabled && s.disabled.by !== 'operator' && <div class="muted">by the service: {s.disabled.by === 'gone' ? '410 Gone' : 'failing'}</div>}
+                </>
+              ),
+            },
+            { head: 'Health', cell: (s) => <HealthSummary health={s.health} /> },
+            { head: 'Created', cell: (s) => <Time iso={s.created_at} /> },
+          ]}
           empty="No subscriptions yet. Add an endpoint below to be told about every change, signed."
-        >
-          {subs.results.map((s) => (
-            <tr>
-              <td>
-                <a href={`/console/webhook-subscriptions/${s.id}`} class="mono">
-                  {s.url}
-                </a>
-                {s.description && <div class="muted">{s.description}</div>}
-              </td>
-              <td>{s.event_types.join(', ')}</td>
-              <td>
-                <Badge status={s.status} />
-                {s.disabled && s.disabled.by !== 'operator' && <div class="muted">by the service: {s.disabled.by === 'gone' ? '410 Gone' : 'failing'}</div>}
-              </td>
-              <td>
-                <HealthSummary health={s.health} />
-              </td>
-              <td>
-                <Time iso={s.created_at} />
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={paging} page={subs} />
+        />
         <h2>New subscription</h2>
         <Form ui={ui} action={`/console/integrations/${ctx.integration.id}/webhooks`} class="stack">
           <label>
@@ -175,13 +173,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     });
     const ctx = await loadIntegrationContext(c, admin, created.integration_id);
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
-        title="Subscription created"
-        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`]]}
-      >
+      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title="Subscription created" crumbs={[tabCrumb(ctx, 'webhooks')]}>
         <SecretOnce label={`Signing secret of ${created.url}`} value={created.secret}>
           <p>
             Verify each delivery's <code>X-Service-Signature</code> with it (HMAC-SHA256 of the raw body, keyed with the secret as shown)
@@ -203,66 +195,53 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
 
   app.get('/webhook-subscriptions/:id', async (c) => {
     const ui = c.get('ui');
-    const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, sub.integration_id);
-    const paging = pagingOf(ui.url, { order: 'desc' });
-    const status = ui.url.searchParams.get('status') ?? '';
-    const eventType = ui.url.searchParams.get('event_type') ?? '';
-    const deliveries = await admin.get<Page<Del>>(c, `/webhook_subscriptions/${sub.id}/deliveries`, { ...listQuery(paging), status, event_type: eventType });
+    const [sub, ctx] = await loadOfIntegration<Sub>(c, admin, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`);
+    const deliveries = await loadList<Del>(c, admin, `/webhook_subscriptions/${sub.id}/deliveries`, { order: 'desc', filters: ['status', 'event_type'] });
     const base = `/console/webhook-subscriptions/${sub.id}`;
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
-        title={`Subscription ${sub.url}`}
-        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], [sub.id]]}
-        notice={noticeOf(ui.url)}
-      >
-        <div class="card">
-          <Facts
-            rows={[
-              ['Id', <code>{sub.id}</code>],
-              ['Status', <Badge status={sub.status} />],
-              ['URL', <code>{sub.url}</code>],
-              ['Event types', sub.event_types.join(', ')],
-              ['Description', sub.description ?? <span class="muted">none</span>],
-              ...(sub.disabled
-                ? ([
-                    [
-                      'Disabled',
-                      <span>
-                        <Time iso={sub.disabled.at} /> by {sub.disabled.by === 'operator' ? 'an operator' : 'the service'}
-                        {sub.disabled.reason && <>: {sub.disabled.reason}</>}
-                      </span>,
-                    ],
-                  ] as [string, Child][])
-                : []),
-              ['Health', <HealthSummary health={sub.health} />],
-              ['Last success', sub.health.last_success_at ? <Time iso={sub.health.last_success_at} /> : <span class="muted">none recorded</span>],
-              ['Failing since', sub.health.failing_since ? <Time iso={sub.health.failing_since} /> : <span class="muted">not failing</span>],
-              ['Waiting', `${sub.health.pending} queued, ${sub.health.retrying} retrying, ${sub.health.dead_lettered} dead-lettered`],
-              ['Standard Webhooks headers', sub.standard_webhooks ? 'yes (webhook-id, webhook-timestamp, webhook-signature)' : <span class="muted">no</span>],
-              ['In flight at once', sub.max_in_flight ?? <span class="muted">the deployment default</span>],
-              [
-                'Circuit',
-                sub.circuit.state === 'open' ? (
-                  <span>
-                    <Badge status="open" /> since <Time iso={sub.circuit.opened_at!} />; its queue waits, next probe <Time iso={sub.circuit.next_probe_at!} />
-                  </span>
-                ) : (
-                  <span class="muted">closed</span>
-                ),
-              ],
-              [
-                'Previous secret valid until',
-                sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>,
-              ],
-              ['Created', <Time iso={sub.created_at} />],
-              ['Updated', <Time iso={sub.updated_at} />],
-            ]}
-          />
-        </div>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title={`Subscription ${sub.url}`} item={sub.id} notice={noticeOf(ui.url)}>
+        <FactsCard
+          rows={[
+            ['Id', <code>{sub.id}</code>],
+            ['Status', <Badge status={sub.status} />],
+            ['URL', <code>{sub.url}</code>],
+            ['Event types', sub.event_types.join(', ')],
+            ['Description', sub.description ?? <span class="muted">none</span>],
+            ...(sub.disabled
+              ? ([
+                  [
+                    'Disabled',
+                    <span>
+                      <Time iso={sub.disabled.at} /> by {sub.disabled.by === 'operator' ? 'an operator' : 'the service'}
+                      {sub.disabled.reason && <>: {sub.disabled.reason}</>}
+                    </span>,
+                  ],
+                ] as [string, Child][])
+              : []),
+            ['Health', <HealthSummary health={sub.health} />],
+            ['Last success', sub.health.last_success_at ? <Time iso={sub.health.last_success_at} /> : <span class="muted">none recorded</span>],
+            ['Failing since', sub.health.failing_since ? <Time iso={sub.health.failing_since} /> : <span class="muted">not failing</span>],
+            ['Waiting', `${sub.health.pending} queued, ${sub.health.retrying} retrying, ${sub.health.dead_lettered} dead-lettered`],
+            ['Standard Webhooks headers', sub.standard_webhooks ? 'yes (webhook-id, webhook-timestamp, webhook-signature)' : <span class="muted">no</span>],
+            ['In flight at once', sub.max_in_flight ?? <span class="muted">the deployment default</span>],
+            [
+              'Circuit',
+              sub.circuit.state === 'open' ? (
+                <span>
+                  <Badge status="open" /> since <Time iso={sub.circuit.opened_at!} />; its queue waits, next probe <Time iso={sub.circuit.next_probe_at!} />
+                </span>
+              ) : (
+                <span class="muted">closed</span>
+              ),
+            ],
+            [
+              'Previous secret valid until',
+              sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>,
+            ],
+            ['Created', <Time iso={sub.created_at} />],
+            ['Updated', <Time iso={sub.updated_at} />],
+          ]}
+        />
         <div class="row">
           <Form ui={ui} action={`${base}/status`}>
             <input type="hidden" name="status" value={sub.status === 'active' ? 'disabled' : 'active'} />
@@ -285,24 +264,22 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
             { name: 'event_type', label: 'Event type', values: ALL_EVENT_TYPES },
           ]}
         />
-        <LiveRegion id="deliveries" ui={ui} active={deliveries.results.some((d) => d.status === 'pending' || d.status === 'retrying')}>
-          <Table
+        <LiveRegion id="deliveries" ui={ui} active={deliveries.page.results.some((d) => d.status === 'pending' || d.status === 'retrying')}>
+          <ListTable
             label="Deliveries"
-            narrow={[1, 5, 7]}
-            rows={deliveries.results.length}
-            head={['Delivery', 'Event', 'Status', 'Attempts', 'Last response', 'Last attempt', 'Next attempt', '']}
+            list={deliveries}
+            status={(d) => d.status}
+            columns={deliveryColumns(ui)}
             empty={
-              status || eventType
+              deliveries.filtered
                 ? 'No deliveries match this filter.'
                 : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'
             }
-          >
-            <DeliveryRows ui={ui} rows={deliveries.results} />
-          </Table>
-          <Pager url={ui.url} paging={paging} page={deliveries} />
+          />
         </LiveRegion>
         <p class="muted">
-          Sorted by creation time, <SortHeader url={ui.url} paging={paging} label={paging.order === 'desc' ? 'newest first' : 'oldest first'} />.
+          Sorted by creation time,{' '}
+          <SortHeader url={ui.url} paging={deliveries.paging} label={deliveries.paging.order === 'desc' ? 'newest first' : 'oldest first'} />.
         </p>
 
         <div class="grid2">
@@ -376,16 +353,9 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
       `/webhook_subscriptions/${encodeURIComponent(id)}/rotate_secret`,
       grace === undefined ? {} : { grace_period_seconds: grace },
     );
-    const sub = await admin.get<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(id)}`);
-    const ctx = await loadIntegrationContext(c, admin, sub.integration_id);
+    const [sub, ctx] = await loadOfIntegration<Sub>(c, admin, `/webhook_subscriptions/${encodeURIComponent(id)}`);
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
-        title="Signing secret rotated"
-        crumbs={[['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`], [sub.id]]}
-      >
+      <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title="Signing secret rotated" item={sub.id}>
         <SecretOnce label={`New signing secret of ${sub.url}`} value={rotated.secret}>
           <p>
             Until <Time iso={rotated.previous_secret_expires_at} /> deliveries also carry <code>X-Service-Signature-Previous</code>, made with the secret this
@@ -407,8 +377,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
 
   app.get('/webhook-deliveries/:id', async (c) => {
     const ui = c.get('ui');
-    const d = await admin.get<z.infer<typeof DeliveryWithPayload>>(c, `/webhook_deliveries/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, d.integration_id);
+    const [d, ctx] = await loadOfIntegration<z.infer<typeof DeliveryWithPayload>>(c, admin, `/webhook_deliveries/${encodeURIComponent(c.req.param('id'))}`);
     // Followed live while attempts are due, and after a replay until its attempt is recorded (`after`: the count before).
     const after = Number(ui.url.searchParams.get('after') ?? 'NaN');
     const active = d.status === 'pending' || d.status === 'retrying' || d.attempt_count <= after;
@@ -416,51 +385,40 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
       <IntegrationFrame
         ui={ui}
         ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/webhooks`}
+        tab="webhooks"
         title={`Delivery ${d.id}`}
-        crumbs={[
-          ['Webhooks', `/console/integrations/${ctx.integration.id}/webhooks`],
-          ['Subscription', `/console/webhook-subscriptions/${d.subscription_id}`],
-          [d.id],
-        ]}
+        crumbs={[['Subscription', `/console/webhook-subscriptions/${d.subscription_id}`]]}
+        item={d.id}
         notice={noticeOf(ui.url)}
       >
         <LiveRegion id="delivery" ui={ui} active={active}>
-          <div class="card">
-            <Facts
-              rows={[
-                ['Status', <Badge status={d.status} />],
-                ['Event', <a href={`/console/events/${d.event_id}`} class="mono">{`${d.event_type} ${d.event_id}`}</a>],
-                ['Attempts', String(d.attempt_count)],
-                ['Next attempt', <Time iso={d.next_attempt_at} />],
-                ['Created', <Time iso={d.created_at} />],
-                ['Workflow', <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label={deliveryWorkflowIdOf(d.id)} />],
-              ]}
-            />
-          </div>
+          <FactsCard
+            rows={[
+              ['Status', <Badge status={d.status} />],
+              ['Event', <a href={`/console/events/${d.event_id}`} class="mono">{`${d.event_type} ${d.event_id}`}</a>],
+              ['Attempts', String(d.attempt_count)],
+              ['Next attempt', <Time iso={d.next_attempt_at} />],
+              ['Created', <Time iso={d.created_at} />],
+              ['Workflow', <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label={deliveryWorkflowIdOf(d.id)} />],
+            ]}
+          />
           <Form ui={ui} action={`/console/webhook-deliveries/${d.id}/replay`}>
             <button type="submit">Replay now</button>
           </Form>
           <h2>Attempts</h2>
           <Table
             label="Attempts"
-            rows={d.attempts.length}
-            head={['#', 'Started', 'Duration', 'Response', 'Error', 'Response body']}
+            rows={d.attempts}
+            columns={[
+              { head: '#', cell: (a) => a.number, class: 'num' },
+              { head: 'Started', cell: (a) => <Time iso={a.started_at} /> },
+              { head: 'Duration', cell: (a) => `${a.duration_ms} ms`, class: 'num' },
+              { head: 'Response', cell: (a) => a.response_status ?? <span class="muted">none</span> },
+              { head: 'Error', cell: (a) => a.error ?? <span class="muted">—</span> },
+              { head: 'Response body', cell: (a) => (a.response_body ? <code class="wrap">{a.response_body}</code> : <span class="muted">—</span>) },
+            ]}
             empty="No attempt has finished yet."
-          >
-            {d.attempts.map((a) => (
-              <tr>
-                <td class="num">{a.number}</td>
-                <td>
-                  <Time iso={a.started_at} />
-                </td>
-                <td class="num">{a.duration_ms} ms</td>
-                <td>{a.response_status ?? <span class="muted">none</span>}</td>
-                <td>{a.error ?? <span class="muted">—</span>}</td>
-                <td>{a.response_body ? <code class="wrap">{a.response_body}</code> : <span class="muted">—</span>}</td>
-              </tr>
-            ))}
-          </Table>
+          />
         </LiveRegion>
         <h2>Payload</h2>
         {d.payload ? <pre>{JSON.stringify(d.payload, null, 2)}</pre> : <p class="muted">Purged with the event (older than the 30-day retention).</p>}
@@ -476,92 +434,76 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
   app.get('/integrations/:id/events', async (c) => {
     const ui = c.get('ui');
     const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const paging = pagingOf(ui.url, { order: 'desc' });
-    const type = ui.url.searchParams.get('type') ?? '';
-    const page = await admin.get<Page<Evt>>(c, `/integrations/${ctx.integration.id}/events`, { ...listQuery(paging), type });
+    const events = await loadList<Evt>(c, admin, `/integrations/${ctx.integration.id}/events`, { order: 'desc', filters: ['type'] });
     return c.html(
-      <IntegrationFrame ui={ui} ctx={ctx} tab={`/console/integrations/${ctx.integration.id}/events`} notice={noticeOf(ui.url)}>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="events" notice={noticeOf(ui.url)}>
         <h2>Events of the last 30 days</h2>
         <FilterForm ui={ui} filters={[{ name: 'type', label: 'Type', values: ALL_EVENT_TYPES }]} />
-        <Table
+        <ListTable
           label="Events"
-          rows={page.results.length}
-          head={['Event', 'Type', <SortHeader url={ui.url} paging={paging} label="Recorded" />, 'From', 'Deliveries', '']}
-          empty={type ? 'No events of this type in the last 30 days.' : 'No events in the last 30 days. Run a sync (Sync runs tab) to record changes.'}
-        >
-          {page.results.map((e) => (
-            <tr>
-              <td>
-                <a href={`/console/events/${e.id}`} class="mono">
-                  {e.id}
-                </a>
-              </td>
-              <td>
-                <code>{e.type}</code>
-              </td>
-              <td>
-                <Time iso={e.created_at} />
-              </td>
-              <td>
-                <Origin e={e} />
-              </td>
-              <td>
-                {e.deliveries.total === 0 ? <span class="muted">none</span> : `${e.deliveries.succeeded}/${e.deliveries.total} delivered`}
-                {e.deliveries.dead_lettered > 0 && (
-                  <>
-                    {' '}
-                    <Badge status="dead_lettered" />
-                  </>
-                )}
-              </td>
-              <td>
+          list={events}
+          sortBy="Recorded"
+          columns={[
+            { head: 'Event', cell: (e) => <IdLink href={`/console/events/${e.id}`} id={e.id} /> },
+            { head: 'Type', cell: (e) => <code>{e.type}</code> },
+            { head: 'Recorded', cell: (e) => <Time iso={e.created_at} /> },
+            { head: 'From', cell: (e) => <Origin e={e} /> },
+            {
+              head: 'Deliveries',
+              cell: (e) => (
+                <>
+                  {e.deliveries.total === 0 ? <span class="muted">none</span> : `${e.deliveries.succeeded}/${e.deliveries.total} delivered`}
+                  {e.deliveries.dead_lettered > 0 && (
+                    <>
+                      {' '}
+                      <Badge status="dead_lettered" />
+                    </>
+                  )}
+                </>
+              ),
+            },
+            {
+              head: '',
+              cell: (e) => (
                 <Form ui={ui} action={`/console/events/${e.id}/resend`}>
                   <input type="hidden" name="back" value={ctx.integration.id} />
                   <button type="submit" class="secondary">
                     Resend
                   </button>
                 </Form>
-              </td>
-            </tr>
-          ))}
-        </Table>
-        <Pager url={ui.url} paging={paging} page={page} />
+              ),
+            },
+          ]}
+          empty={
+            events.filtered ? 'No events of this type in the last 30 days.' : 'No events in the last 30 days. Run a sync (Sync runs tab) to record changes.'
+          }
+        />
       </IntegrationFrame>,
     );
   });
 
   app.get('/events/:id', async (c) => {
     const ui = c.get('ui');
-    const e = await admin.get<z.infer<typeof EventWithPayload>>(c, `/events/${encodeURIComponent(c.req.param('id'))}`);
-    const ctx = await loadIntegrationContext(c, admin, e.integration_id);
+    const [e, ctx] = await loadOfIntegration<z.infer<typeof EventWithPayload>>(c, admin, `/events/${encodeURIComponent(c.req.param('id'))}`);
     return c.html(
-      <IntegrationFrame
-        ui={ui}
-        ctx={ctx}
-        tab={`/console/integrations/${ctx.integration.id}/events`}
-        title={`${e.type} ${e.id}`}
-        crumbs={[['Events', `/console/integrations/${ctx.integration.id}/events`], [e.id]]}
-        notice={noticeOf(ui.url)}
-      >
-        <div class="card">
-          <Facts
-            rows={[
-              ['Type', <code>{e.type}</code>],
-              ['Category', e.category],
-              ['Recorded', <Time iso={e.created_at} />],
-              ['From', <Origin e={e} />],
-              ['Dispatched', <Time iso={e.dispatched_at} />],
-              [
-                'Deliveries',
-                `${e.deliveries.total} in all: ${
-                  DELIVERY_STATUSES.filter((s) => e.deliveries[s] > 0)
-                    .map((s) => `${e.deliveries[s]} ${s}`)
-                    .join(', ') || 'none'
-                }`,
-              ],
-            ]}
-          />
-        </div>
+      <IntegrationFrame ui={ui} ctx={ctx} tab="events" title={`${e.type} ${e.id}`} item={e.id} notice={noticeOf(ui.url)}>
+        <FactsCard
+          rows={[
+            ['Type', <code>{e.type}</code>],
+            ['Category', e.category],
+            ['Recorded', <Time iso={e.created_at} />],
+            ['From', <Origin e={e} />],
+            ['Dispatched', <Time iso={e.dispatched_at} />],
+            [
+              'Deliveries',
+              `${e.deliveries.total} in all: ${
+                DELIVERY_STATUSES.filter((s) => e.deliveries[s] > 0)
+                  .map((s) => `${e.deliveries[s]} ${s}`)
+                  .join(', ') || 'none'
+              }`,
+            ],
+          ]}
+        />
         <Form ui={ui} action={`/console/events/${e.id}/resend`}>
           <button type="submit">Resend to its subscriptions</button>
         </Form>
