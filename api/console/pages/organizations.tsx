@@ -78,8 +78,7 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
           sortBy="Created"
           columns={[
             { head: 'Name', cell: (o) => <a href={`/console/organizations/${o.id}`}>{o.name}</a> },
-            // Its header stays at phone width (only the ids are hidden).
-            { head: 'Id', cell: (o) => <code>{o.id}</code>, class: 'hide-sm' },
+            { head: 'Id', cell: (o) => <code>{o.id}</code>, narrow: true },
             { head: 'Created', cell: (o) => <Time iso={o.created_at} /> },
           ]}
           empty={
