@@ -1,7 +1,8 @@
 /**
  * What a sync run writes as it goes (activities/sync.ts): the retry state of its entity steps, each page committed
  * with the run's resume point and counters (compare-and-set: a page is never applied twice), the deletion check's
- * batches, and the run's end. Claiming a run and the guard against overlapping runs are in db/sync-jobs.ts.
+ * batches, and the run's start (a job queued by the API, or made running by a scheduled run) and end. The guard
+ * against overlapping runs is in db/sync-jobs.ts.
  */
 import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { SYNC_ORDER, type Entity, type InputOf } from '../domain/cdm';
@@ -15,7 +16,7 @@ import { newId } from './ids';
 import { tableOf } from './records';
 import { events, integrations, syncJobs } from './schema';
 import { clearSeen, markSeen, softDeleteUnseen } from './seen';
-import { getSyncJob, quarantine, type SyncJobRow } from './sync-jobs';
+import { activeJobOf, getSyncJob, lockIntegrationSync, quarantine, type SyncJobRow } from './sync-jobs';
 import { getIntegration, type IntegrationRow } from './tenants';
 
 /** Where a run stands with one entity (sync_jobs.progress). */
@@ -220,6 +221,36 @@ export interface RunWindow {
   kind: SyncJobRow['kind'];
   windowFrom: Date | null;
   windowTo: Date;
+}
+
+/**
+ * Queue a job for a run the API starts (manual or initial), unless the integration has an active job (queued or
+ * running, and not among the `abandoned`, which activeJobOf fails): then that job, and nothing is created. Under the
+ * integration's run lock, in a transaction of its own.
+ */
+export async function queueRun(
+  db: Db,
+  job: Pick<SyncJobRow, 'id' | 'organizationId' | 'integrationId' | 'trigger' | 'workflowId'>,
+  abandoned: ReadonlySet<string>,
+): Promise<{ row: SyncJobRow; created: boolean }> {
+  return db.transaction(async (tx) => {
+    await lockIntegrationSync(tx, job.integrationId);
+    const active = await activeJobOf(tx, job.integrationId, abandoned);
+    if (active) return { row: active, created: false };
+    const [row] = await tx
+      .insert(syncJobs)
+      .values({ ...job, status: 'queued' })
+      .returning();
+    return { row: row!, created: true };
+  });
+}
+
+/** A queued job whose workflow could not be started fails, with why. */
+export async function failUnstartedRun(db: Tx, syncJobId: string, error: string): Promise<void> {
+  await db
+    .update(syncJobs)
+    .set({ status: 'failed', finishedAt: new Date(), error })
+    .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'queued')));
 }
 
 /** A queued job (created by the API) starts running, as the run `window` says; `initial`: the integration's first. */
