@@ -2,8 +2,10 @@
  * The service's health as database facts: backlogs, dead letters, the oldest unfinished Operation, quarantined
  * records, failing and overdue integrations. One round trip of bounded statements (each an index scan with a cap, or
  * a lookup per live integration of its newest runs), read by the API's /metrics (with a short cache) and by the
- * console's home page, so every replica and the console report the same truth.
+ * console's home page, so every replica and the console report the same truth. And whether the database answers at
+ * all (the API's /readyz).
  */
+import { sql } from 'drizzle-orm';
 import type { Db } from './client';
 import { PLAN_RULES } from '../domain/plans';
 
@@ -112,4 +114,9 @@ export async function readHealthFacts(db: Db): Promise<HealthFacts> {
     circuitsOpen: f!.circuits_open,
     oldestOpenCircuitSeconds: Math.max(0, f!.oldest_circuit),
   };
+}
+
+/** The database answers a statement (the API's readiness check). */
+export async function pingDatabase(db: Db): Promise<void> {
+  await db.execute(sql`select 1`);
 }

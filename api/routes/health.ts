@@ -5,8 +5,8 @@
  * databases): that goes to the log, for operators.
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { sql } from 'drizzle-orm';
 import { TIMEOUT_CODES, UNREACHABLE_CODES } from '../../db/errors';
+import { pingDatabase } from '../../db/health';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
 import { requestIdHeader } from '../openapi';
@@ -81,7 +81,7 @@ export function registerHealth(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
     }),
     async (c) => {
       const [database, temporal] = await Promise.all([
-        check(deps, 'database', () => deps.db.execute(sql`select 1`)),
+        check(deps, 'database', () => pingDatabase(deps.db)),
         check(deps, 'temporal', async () => {
           const client = await deps.temporal().catch((err: unknown) => {
             throw reasonOf(err) === 'timeout' ? err : new Unreachable('could not connect', { cause: err });
