@@ -116,15 +116,6 @@ class RolledBack extends Error {
   }
 }
 
-async function committing(db: Db, work: (tx: Tx) => Promise<Committed>): Promise<CommitOutcome> {
-  try {
-    return { moved: true, committed: await db.transaction(work) };
-  } catch (err) {
-    if (err instanceof RolledBack) return { moved: false, why: err.why };
-    throw err;
-  }
-}
-
 async function whyNotMoved(tx: Tx, syncJobId: string): Promise<NotMoved> {
   const job = await getSyncJob(tx, syncJobId);
   if (job?.status !== 'running') return { reason: 'ended', status: job?.status ?? 'gone' };
@@ -160,28 +151,49 @@ interface Batch<E extends Entity> {
   skipped: SkippedRecord[];
 }
 
+/** What a batch adds to the run's counters (the placeholders of COUNTERS), and the job (`id`). */
+type Counts = { id: string; seen: number; created: number; updated: number; skipped: number };
+
+/**
+ * Apply a batch, set its unreadable records aside and count it all on the job with `bookkeeping` (a statement that
+ * returns a row when it moved the job), in one transaction; when the bookkeeping does not move, nothing is written.
+ */
+async function commitBatch<E extends Entity>(
+  db: Db,
+  batch: Batch<E>,
+  tracked: boolean,
+  bookkeeping: (tx: Tx, counts: Counts) => Promise<unknown[]>,
+): Promise<CommitOutcome> {
+  try {
+    const committed = await db.transaction(async (tx) => {
+      const r = await applyHashedRecords(tx, batch.ctx, batch.entity, batch.records);
+      const skipped = await setAside(tx, batch.syncJobId, batch.entity, batch.skipped, tracked);
+      const [moved] = await bookkeeping(tx, {
+        id: batch.syncJobId,
+        seen: r.created + r.updated + r.unchanged,
+        created: r.created,
+        updated: r.updated,
+        skipped,
+      });
+      if (!moved) throw new RolledBack(await whyNotMoved(tx, batch.syncJobId));
+      return { ...r, skipped };
+    });
+    return { moved: true, committed };
+  } catch (err) {
+    if (err instanceof RolledBack) return { moved: false, why: err.why };
+    throw err;
+  }
+}
+
 /**
  * Apply a page and move the run's resume point of the entity from page `from` to `target`, with its counters, in
  * one transaction. The point moves only from where the caller found it, and only while the job runs and its
  * integration exists; otherwise nothing of the page is written, and the outcome says why.
  */
 export async function commitPage<E extends Entity>(db: Db, page: Batch<E> & { from: number; target: EntityProgress }): Promise<CommitOutcome> {
-  return committing(db, async (tx) => {
-    const r = await applyHashedRecords(tx, page.ctx, page.entity, page.records);
-    const skipped = await setAside(tx, page.syncJobId, page.entity, page.skipped, page.ctx.trackSeen !== false);
-    const [moved] = await advanceProgress(tx).execute({
-      id: page.syncJobId,
-      entity: page.entity,
-      from: page.from,
-      target: JSON.stringify({ [page.entity]: page.target }),
-      seen: r.created + r.updated + r.unchanged,
-      created: r.created,
-      updated: r.updated,
-      skipped,
-    });
-    if (!moved) throw new RolledBack(await whyNotMoved(tx, page.syncJobId));
-    return { ...r, skipped };
-  });
+  return commitBatch(db, page, page.ctx.trackSeen !== false, (tx, counts) =>
+    advanceProgress(tx).execute({ ...counts, entity: page.entity, from: page.from, target: JSON.stringify({ [page.entity]: page.target }) }),
+  );
 }
 
 /**
@@ -189,19 +201,7 @@ export async function commitPage<E extends Entity>(db: Db, page: Batch<E> & { fr
  * in one transaction, while the job runs and its integration exists; otherwise nothing is written.
  */
 export async function commitLookedUp<E extends Entity>(db: Db, batch: Batch<E>): Promise<CommitOutcome> {
-  return committing(db, async (tx) => {
-    const r = await applyHashedRecords(tx, batch.ctx, batch.entity, batch.records);
-    const skipped = await setAside(tx, batch.syncJobId, batch.entity, batch.skipped, true);
-    const [counted] = await countAlong(tx).execute({
-      id: batch.syncJobId,
-      seen: r.created + r.updated + r.unchanged,
-      created: r.created,
-      updated: r.updated,
-      skipped,
-    });
-    if (!counted) throw new RolledBack(await whyNotMoved(tx, batch.syncJobId));
-    return { ...r, skipped };
-  });
+  return commitBatch(db, batch, true, (tx, counts) => countAlong(tx).execute(counts));
 }
 
 /** The source confirmed that what the run did not see of the entity is gone: its end may soft-delete it. */
