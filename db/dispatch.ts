@@ -8,7 +8,7 @@ import { and, asc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
 import type { Db, Tx } from './client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from './schema';
 import type { DeliveryStatus } from '../domain/webhooks';
-import { WEBHOOK_PLANS } from './webhooks';
+import { QUEUED_CHANNEL, WEBHOOK_PLANS } from './webhooks';
 
 /** What a dispatcher needs to send a subscription's deliveries, and whether it may. */
 export interface SendingState {
@@ -203,4 +203,12 @@ export async function setCircuit(tx: Tx, subscriptionId: string, circuit: { open
         : { circuitOpenedAt: null, circuitNextProbeAt: null },
     )
     .where(eq(webhookSubscriptions.id, subscriptionId));
+}
+
+/**
+ * Hear of deliveries queued for a busy dispatcher (queueDeliveries notifies at commit): `onQueued` gets the
+ * subscription's id. One LISTEN on the pool's connection for it; resolves to null when it cannot be set up.
+ */
+export function listenForQueued(db: Db, onQueued: (subscriptionId: string) => void): Promise<{ unlisten(): Promise<void> } | null> {
+  return db.$client.listen(QUEUED_CHANNEL, onQueued).catch(() => null);
 }
