@@ -11,10 +11,7 @@
  */
 import type { Db } from '../db/client';
 import {
-  cancelQueue,
   claimQueued,
-  eventBody,
-  eventBodies,
   recordFirstAttempts,
   sendingStateOf,
   settleIdle,
@@ -24,7 +21,8 @@ import {
   type ClaimedDelivery,
   type FirstAttemptRecord,
   type SendingState,
-} from '../db/webhooks';
+} from '../db/dispatch';
+import { cancelQueue, eventBody, eventBodies } from '../db/webhooks';
 import { noteOutcomes } from '../db/webhook-health';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
 import { DISABLE_AFTER_MS, type BatchResult } from '../domain/webhooks';

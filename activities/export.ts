@@ -26,7 +26,7 @@ import { access, mkdir, open, realpath, rename, rm, stat } from 'node:fs/promise
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
-import { Transform, type Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { exportCopyStatement, openExportConnection } from '../db/exports';
 import type { ListFilters } from '../db/queries';
@@ -36,6 +36,7 @@ import type { Entity } from '../domain/cdm';
 import { LIST_QUERIES } from '../domain/filters';
 import { openAutomationHeaders, SecretError, type Keyring } from '../domain/secrets';
 import { defaultResolver, GuardRefusal, lookupThrough, refusalOf, type Resolver } from './address-guard';
+import { gatherWrites } from './gather-writes';
 
 /** The default of EXPORT_TIMEOUT_MS: how long one attempt may take in all. */
 const DEFAULT_EXPORT_TIMEOUT_MS = 3_600_000;
@@ -107,22 +108,11 @@ export async function exportAutomation(deps: ExportDeps, input: ExportInput): Pr
 
   let bytes = BOM.length;
   let records = () => 0;
-  let pending: Buffer[] = [BOM];
-  let pendingBytes = BOM.length;
-  const gather = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
+  const gather = gatherWrites(WRITE_BYTES, {
+    head: BOM,
+    onChunk: (chunk) => {
       bytes += chunk.length;
-      pending.push(chunk);
-      pendingBytes += chunk.length;
       input.onProgress?.(records());
-      if (pendingBytes < WRITE_BYTES) return done();
-      const out = Buffer.concat(pending, pendingBytes);
-      pending = [];
-      pendingBytes = 0;
-      done(null, out);
-    },
-    flush(done) {
-      done(null, pendingBytes > 0 ? Buffer.concat(pending, pendingBytes) : undefined);
     },
   });
 

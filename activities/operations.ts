@@ -6,14 +6,12 @@
  * the sync's own write path (db/apply.ts), with the change events a sync would record, before the Operation
  * turns `succeeded`. No source call runs inside a database transaction.
  */
-import { eq } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { databaseNow } from '../db/clock';
-import { applyRecords, lockForWriteBack, type ApplyContext } from '../db/apply';
 import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
-import { integrations, operations } from '../db/schema';
 import type { IntegrationRow } from '../db/tenants';
-import { SYNC_ORDER, type Entity, type InputOf } from '../domain/cdm';
+import { operationWithIntegration, storeWriteBack } from '../db/write-back';
+import type { Entity, InputOf } from '../domain/cdm';
 import { isTerminal, parseOperationType, type OperationStatus } from '../domain/operations';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
 import {
@@ -109,12 +107,7 @@ export function createWriteActivities(deps: WriteActivityDeps) {
   const metrics = deps.metrics ?? NO_METRICS;
 
   async function load(operationId: string): Promise<{ op: OperationRow; integration: IntegrationRow } | { done: OperationStatus } | { error: string }> {
-    // One round trip: it is on the path of every write.
-    const [row] = await db
-      .select({ op: operations, integration: integrations })
-      .from(operations)
-      .leftJoin(integrations, eq(integrations.id, operations.integrationId))
-      .where(eq(operations.id, operationId));
+    const row = await operationWithIntegration(db, operationId);
     if (!row) return { error: `operation ${operationId} does not exist` };
     const { op, integration } = row;
     if (isTerminal(op.status)) return { done: op.status };
@@ -145,55 +138,18 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       }
       read.set(w.entity, [...(read.get(w.entity) ?? []), record]);
     }
-    let succeeded = false;
-    // Five round trips: BEGIN, the locks, the reads, the writes with the Operation's move, COMMIT.
-    const stored = await db.transaction(async (tx) => {
-      const now = await lockForWriteBack(
-        tx,
-        integration.id,
-        [...read].flatMap(([e, records]) => records.map((r) => ({ entity: e, xId: r.x_id }))),
-      );
-      const ctx: ApplyContext = {
-        integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
-        // During the integration's first sync no record events are recorded, as for the sync itself.
-        emitEvents: integration.firstSyncCompletedAt !== null,
-        operationId: op.id,
-        now,
-        readAt,
-        recordsLocked: true,
-      };
-      let resourceId: string | undefined;
-      const succeed = async (ids: ReadonlyMap<string, string>) => {
-        resourceId = ids.get(s.xId);
-        if (!resourceId) throw new Error(`${entity} ${s.xId} was read back but not stored`);
-        succeeded = !!(await moveOperation(
-          tx,
-          op.id,
-          'succeeded',
-          {
-            attempts: s.attempts,
-            sourceState: 'applied',
-            appliedAt: new Date(s.appliedAtMs),
-            reconcileState: 'reconciled',
-            nextAttemptAt: null,
-            lastError: null,
-            resourceId,
-            resourceXId: s.xId,
-          },
-          now,
-        ));
-      };
-      // Referenced records first (a new lease's applicant before the lease), as a sync applies them; the Operation
-      // turns succeeded with its own record's writes.
-      for (const e of SYNC_ORDER) {
-        const records = read.get(e);
-        if (records) await applyRecords(tx, e === entity ? { ...ctx, alongside: succeed } : ctx, e, records);
-      }
-      if (!resourceId) throw new Error(`${entity} ${s.xId} was read back but not stored`);
-      return resourceId;
+    const stored = await storeWriteBack(db, {
+      op,
+      integration,
+      entity,
+      xId: s.xId,
+      read,
+      readAt,
+      attempts: s.attempts,
+      appliedAt: new Date(s.appliedAtMs),
     });
-    if (succeeded) metrics.operationCompleted(op.type, 'succeeded');
-    return stored;
+    if (stored.succeeded) metrics.operationCompleted(op.type, 'succeeded');
+    return stored.resourceId;
   }
 
   async function send(op: OperationRow, connector: SourceConnector, probe: boolean): Promise<WriteResult> {

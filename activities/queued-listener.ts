@@ -3,7 +3,7 @@
  * channel queueDeliveries notifies at commit, with the wait's time-out as the fallback for a lost notification.
  */
 import type { Db } from '../db/client';
-import { QUEUED_CHANNEL } from '../db/webhooks';
+import { listenForQueued } from '../db/dispatch';
 
 export interface QueuedListener {
   /** Resolves when deliveries are queued for the subscription, or after `ms`. */
@@ -13,11 +13,9 @@ export interface QueuedListener {
 
 export function createQueuedListener(db: Db): QueuedListener {
   const waiters = new Map<string, Set<() => void>>();
-  const listening = db.$client
-    .listen(QUEUED_CHANNEL, (subscriptionId) => {
-      for (const wake of waiters.get(subscriptionId) ?? []) wake();
-    })
-    .catch(() => null);
+  const listening = listenForQueued(db, (subscriptionId) => {
+    for (const wake of waiters.get(subscriptionId) ?? []) wake();
+  });
   return {
     async wait(subscriptionId, ms) {
       await listening;

@@ -4,19 +4,36 @@
  * last committed page and never applies a page twice; heartbeats carry the same point for operators.
  *
  * Failure behaviour: a source failure worth retrying is thrown as is (Temporal retries with backoff); a permanent
- * one becomes a non-retryable ApplicationFailure of a type from SYNC_FAILURE.
+ * one becomes a non-retryable ApplicationFailure of a type from SYNC_FAILURE (activities/sync-failures.ts). What a run
+ * writes is in db/sync-runs.ts.
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { and, desc, eq, getTableName, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../db/client';
 import { databaseNow } from '../db/clock';
 import { newId } from '../db/ids';
-import { applyHashedRecords, type ApplyContext, type ApplyResult } from '../db/apply';
-import { TABLES } from '../db/records';
-import { clearSeen, markSeen, softDeleteUnseen, unseenXIds } from '../db/seen';
-import { events, integrations, leaseResidents, syncJobs } from '../db/schema';
-import { abandonedJobsOf, activeJobOf, getSyncJob, lockIntegrationSync, quarantine, type RunState, type SyncJobRow } from '../db/sync-jobs';
+import type { ApplyResult } from '../db/apply';
+import { unseenXIds } from '../db/seen';
+import { abandonedJobsOf, activeJobOf, getSyncJob, lockIntegrationSync, type RunState, type SyncJobRow } from '../db/sync-jobs';
+import {
+  clearStepFailures,
+  commitLookedUp,
+  commitPage,
+  completeRun,
+  failRun,
+  hasRows,
+  insertRunningJob,
+  lockSyncJob,
+  markDeletionsConfirmed,
+  markJobRunning,
+  noteStepAttempt,
+  noteStepFailure,
+  runApplyContext,
+  syncCompleteData,
+  type EntityProgress,
+  type RunWindow,
+} from '../db/sync-runs';
+import { refreshStatsIfStale } from '../db/table-stats';
 import { getIntegration, type IntegrationRow } from '../db/tenants';
 import { SYNC_ORDER, type Entity } from '../domain/cdm';
 import {
@@ -30,36 +47,12 @@ import {
 import type { SyncCompleteData } from '../domain/events';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
 import { createConnector } from '../source';
-import {
-  SourcePermanentError,
-  SourceTransientError,
-  type ChangeWindow,
-  type SkippedRecord,
-  type SourceCapabilities,
-  type SourceSettings,
-} from '../source/connector';
+import type { ChangeWindow, SourceCapabilities, SourceSettings } from '../source/connector';
 import type { HashedPage, PageReader } from './page-reader';
+import { watchProgress } from './progress-watch';
+import { integrationGone, notMovedFailure, sourceFailure, SYNC_FAILURE } from './sync-failures';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 import { inSpan, SpanKind } from '../observability/tracing';
-
-/** Types of the non-retryable failures a sync activity raises. */
-const SYNC_FAILURE = {
-  sourcePermanent: 'SourcePermanentError',
-  jobNotFound: 'SyncJobNotFound',
-  jobNotRunning: 'SyncJobNotRunning',
-  integrationGone: 'IntegrationGone',
-  incomplete: 'SyncIncomplete',
-  /** The stored source api key does not open with ENCRYPTION_KEYS (a key removed too early). */
-  secretUnavailable: 'SecretUnavailable',
-} as const;
-
-/** Types of the retryable failures a sync activity raises (each attempt's failure is visible in the history). */
-const SYNC_RETRYABLE = {
-  /** The attempt's resume point did not move for SYNC_STALL_MS: it gave up so that a fresh attempt can resume. */
-  stalled: 'SyncStalled',
-  /** The source asked to be left alone for a while (Retry-After): the next attempt waits exactly that long. */
-  rateLimited: 'SourceRateLimited',
-} as const;
 
 export interface SyncActivityDeps {
   db: Db;
@@ -101,15 +94,6 @@ export type StartSyncJobResult =
   | { skipped: false; syncJobId: string; organizationId: string; initial: boolean; kind: SyncKind }
   | { skipped: true; syncJobId: string | null; reason: string };
 
-interface EntityProgress {
-  page: number;
-  done: boolean;
-  /** Whether the run records seen x_ids of the entity (and so soft-deletes what it did not see). */
-  tracked?: boolean;
-  /** Whether the source confirmed (looked up by id) that what the run did not see is gone. */
-  confirmed?: boolean;
-}
-
 /** What checking the unseen records of an entity against the source found. */
 export interface ConfirmResult {
   /** Live cached records the run's pages did not contain. */
@@ -119,9 +103,6 @@ export interface ConfirmResult {
   /** Records the source confirmed gone: the run's end soft-deletes them. */
   gone: number;
 }
-
-/** Thrown inside a page transaction when another attempt of the same activity committed first. */
-class Superseded extends Error {}
 
 export function createActivities(deps: SyncActivityDeps) {
   const { db } = deps;
@@ -143,11 +124,7 @@ export function createActivities(deps: SyncActivityDeps) {
    */
   async function attemptBegins(syncJobId: string): Promise<void> {
     const attempt = Context.current().info.attempt;
-    if (attempt > 1)
-      await db
-        .update(syncJobs)
-        .set({ attempt, nextAttemptAt: null })
-        .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
+    if (attempt > 1) await noteStepAttempt(db, syncJobId, attempt);
   }
   async function attemptFailed(syncJobId: string, err: unknown): Promise<void> {
     if (err instanceof CancelledFailure) return;
@@ -158,11 +135,11 @@ export function createActivities(deps: SyncActivityDeps) {
         ? err.nextRetryDelay
         : Math.min(policy.retry.maximumIntervalMs, policy.retry.initialIntervalMs * policy.retry.backoffCoefficient ** (attempt - 1));
     const message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
-    await db
-      .update(syncJobs)
-      .set({ attempt: retryable ? attempt + 1 : attempt, lastError: message, nextAttemptAt: retryable ? new Date(clock().getTime() + delayMs) : null })
-      .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')))
-      .catch(() => {}); // only a display: the failure itself is what Temporal retries
+    await noteStepFailure(db, syncJobId, {
+      attempt: retryable ? attempt + 1 : attempt,
+      lastError: message,
+      nextAttemptAt: retryable ? new Date(clock().getTime() + delayMs) : null,
+    }).catch(() => {}); // only a display: the failure itself is what Temporal retries
   }
   /** What a committed page (or look-up batch) applied, counted. */
   function countRecords(entity: Entity, r: { created: number; updated: number; skipped: number }): void {
@@ -170,11 +147,17 @@ export function createActivities(deps: SyncActivityDeps) {
     metrics.syncRecords(entity, 'updated', r.updated);
     metrics.syncRecords(entity, 'skipped', r.skipped);
   }
-  async function stepDone(syncJobId: string): Promise<void> {
-    await db
-      .update(syncJobs)
-      .set({ attempt: 1, lastError: null, nextAttemptAt: null })
-      .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running'), sql`${syncJobs.attempt} > 1`));
+  /** One attempt of an entity step, with the step's retry state kept on the job row. */
+  async function step<T>(syncJobId: string, attempt: () => Promise<T>): Promise<T> {
+    await attemptBegins(syncJobId);
+    try {
+      const done = await attempt();
+      await clearStepFailures(db, syncJobId);
+      return done;
+    } catch (err) {
+      await attemptFailed(syncJobId, err);
+      throw err;
+    }
   }
 
   /** The integration's source settings with the api key opened; a key that cannot be opened ends the run. */
@@ -188,21 +171,6 @@ export function createActivities(deps: SyncActivityDeps) {
     }
   };
 
-  /** A source failure as the activity raises it: permanent ones end the run, a Retry-After sets the next attempt. */
-  const sourceFailure =
-    (what: string) =>
-    (err: unknown): never => {
-      if (err instanceof SourcePermanentError) throw ApplicationFailure.nonRetryable(`${what}: ${err.message}`, SYNC_FAILURE.sourcePermanent);
-      if (err instanceof SourceTransientError && err.retryAfterMs !== undefined) {
-        throw ApplicationFailure.create({
-          type: SYNC_RETRYABLE.rateLimited,
-          message: `${what}: ${err.message}; the source asked for ${Math.ceil(err.retryAfterMs / 1000)} s`,
-          nextRetryDelay: Math.max(1_000, err.retryAfterMs),
-        });
-      }
-      throw err;
-    };
-
   async function loadRunning(tx: Tx, syncJobId: string): Promise<{ job: SyncJobRow; integration: IntegrationRow }> {
     const job = await getSyncJob(tx, syncJobId);
     if (!job) throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} not found`, SYNC_FAILURE.jobNotFound);
@@ -211,14 +179,6 @@ export function createActivities(deps: SyncActivityDeps) {
     if (!integration || integration.deletedAt) throw integrationGone(job.integrationId);
     return { job, integration };
   }
-
-  const applyContext = (integration: IntegrationRow, job: SyncJobRow, now?: Date): ApplyContext => ({
-    integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
-    // The first complete sync of an integration is a bulk load: no per-record events.
-    emitEvents: !job.initial,
-    syncJobId: job.id,
-    now,
-  });
 
   /**
    * How a run reads an entity's pages: every record (a full run), or the records changed in the job's window (a
@@ -243,7 +203,7 @@ export function createActivities(deps: SyncActivityDeps) {
     // resume point by the first page's commit; an attempt that lost that race adopts the stored choice with the
     // stored point.
     if (point.page === 0) point = { ...point, tracked: job.kind === 'delta' ? false : await hasRows(db, entity, integration.id) };
-    const apply = applyContext(integration, job);
+    const apply = runApplyContext(integration, job);
     const settings = sourceSettingsOf(integration);
     const readPage = readerOf(job, settings, entity);
     let records = 0;
@@ -279,34 +239,26 @@ export function createActivities(deps: SyncActivityDeps) {
         const readAt = await next.at;
         const target: EntityProgress = { page: point.page + 1, done: !page.hasMore, tracked: point.tracked };
         if (page.hasMore) next = read(target.page + 1);
-        try {
-          const result = await watch.guard(
-            db.transaction(async (tx) => {
-              const tracked = point.tracked !== false;
-              const r = await applyHashedRecords(tx, { ...apply, trackSeen: tracked, readAt }, entity, page.records);
-              const skipped = await setAside(tx, syncJobId, entity, page.skipped, tracked);
-              // The resume point moves only from where this attempt found it, and only while the job runs;
-              // otherwise the page's writes roll back.
-              const [moved] = await advanceProgress(tx).execute({
-                id: syncJobId,
-                entity,
-                from: point.page,
-                target: JSON.stringify({ [entity]: target }),
-                seen: r.created + r.updated + r.unchanged,
-                created: r.created,
-                updated: r.updated,
-                skipped,
-              });
-              if (!moved) throw await whyNotMoved(tx, syncJobId);
-              return { ...r, skipped };
-            }),
-          );
+        // The resume point moves only from where this attempt found it, and only while the job runs; otherwise the
+        // page's writes roll back.
+        const commit = await watch.guard(
+          commitPage(db, {
+            syncJobId,
+            entity,
+            ctx: { ...apply, trackSeen: point.tracked !== false, readAt },
+            records: page.records,
+            skipped: page.skipped,
+            from: point.page,
+            target,
+          }),
+        );
+        if (commit.moved) {
           point = target;
           watch.moved();
-          records += countOf(result);
-          countRecords(entity, result);
-        } catch (err) {
-          if (!(err instanceof Superseded)) throw err;
+          records += countOf(commit.committed);
+          countRecords(entity, commit.committed);
+        } else {
+          if (commit.why.reason !== 'superseded') throw notMovedFailure(syncJobId, commit.why);
           // Another attempt (one Temporal gave up on that kept running) committed this page: carry on from
           // wherever the job now stands.
           const fresh = await getSyncJob(db, syncJobId);
@@ -332,7 +284,7 @@ export function createActivities(deps: SyncActivityDeps) {
     const point = job.progress[entity];
     if (!point?.done) throw ApplicationFailure.nonRetryable(`${entity} was not fully read`, SYNC_FAILURE.incomplete);
     if (point.tracked === false || point.confirmed) return result;
-    const apply = applyContext(integration, job);
+    const apply = runApplyContext(integration, job);
     const settings = sourceSettingsOf(integration);
     let after: string | null = null;
     const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => ({ entity, after, ...result }) });
@@ -346,21 +298,10 @@ export function createActivities(deps: SyncActivityDeps) {
         const records = found.records.filter((r) => asked.has(r.x_id));
         const unreadable = found.skipped.filter((r) => r.x_id !== null && asked.has(r.x_id));
         await watch.guard(
-          db
-            .transaction(async (tx) => {
-              const r = await applyHashedRecords(tx, { ...apply, trackSeen: true, readAt }, entity, records);
-              const skipped = await setAside(tx, syncJobId, entity, unreadable, true);
-              const [counted] = await countAlong(tx).execute({
-                id: syncJobId,
-                seen: r.created + r.updated + r.unchanged,
-                created: r.created,
-                updated: r.updated,
-                skipped,
-              });
-              if (!counted) throw await whyNotMoved(tx, syncJobId);
-              return { ...r, skipped };
-            })
-            .then((counted) => countRecords(entity, counted)),
+          commitLookedUp(db, { syncJobId, entity, ctx: { ...apply, trackSeen: true, readAt }, records, skipped: unreadable }).then((commit) => {
+            if (!commit.moved) throw notMovedFailure(syncJobId, commit.why);
+            countRecords(entity, commit.committed);
+          }),
         );
         const present = new Set([...records.map((r) => r.x_id), ...unreadable.map((r) => r.x_id!)]).size;
         result.checked += unseen.length;
@@ -371,10 +312,7 @@ export function createActivities(deps: SyncActivityDeps) {
         ctx.heartbeat({ entity, after, ...result });
         if (ctx.cancellationSignal.aborted) throw new CancelledFailure('sync activity cancelled');
       }
-      await db
-        .update(syncJobs)
-        .set({ progress: sql`jsonb_set(${syncJobs.progress}, ${`{${entity},confirmed}`}::text[], 'true'::jsonb)` })
-        .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
+      await markDeletionsConfirmed(db, syncJobId, entity);
       return result;
     } finally {
       watch.stop();
@@ -387,7 +325,7 @@ export function createActivities(deps: SyncActivityDeps) {
    * run succeeded yet, the last full run began a full-run interval ago or longer, or a manual trigger asked for it.
    * Delta otherwise, from where the last successful run's window ended less the overlap.
    */
-  async function runOf(tx: Tx, integration: IntegrationRow, requested: SyncKind | undefined) {
+  async function runOf(tx: Tx, integration: IntegrationRow, requested: SyncKind | undefined): Promise<RunWindow> {
     const windowTo = await databaseNow(tx);
     const full = { kind: 'full' as SyncKind, windowFrom: null, windowTo };
     if (integration.firstSyncCompletedAt === null || integration.syncedThrough === null || requested === 'full') return full;
@@ -419,10 +357,7 @@ export function createActivities(deps: SyncActivityDeps) {
           }
           if (job.status === 'queued') {
             const run = await runOf(tx, integration, input.kind);
-            await tx
-              .update(syncJobs)
-              .set({ status: 'running', startedAt: run.windowTo, initial, ...run })
-              .where(eq(syncJobs.id, job.id));
+            await markJobRunning(tx, job.id, { initial, ...run });
             return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial, kind: run.kind };
           }
           if (job.status === 'running') return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial: job.initial, kind: job.kind };
@@ -436,15 +371,13 @@ export function createActivities(deps: SyncActivityDeps) {
         if (active) return { skipped: true, syncJobId: active.id, reason: `run ${active.id} is ${active.status}` };
         const id = newId('syncJob');
         const run = await runOf(tx, integration, input.kind);
-        await tx.insert(syncJobs).values({
+        await insertRunningJob(tx, {
           id,
           organizationId: integration.organizationId,
           integrationId: integration.id,
-          status: 'running',
           trigger: input.trigger,
           workflowId,
           initial,
-          startedAt: run.windowTo,
           ...run,
         });
         return { skipped: false, syncJobId: id, organizationId: integration.organizationId, initial, kind: run.kind };
@@ -458,15 +391,7 @@ export function createActivities(deps: SyncActivityDeps) {
      * resume point and counters. A page is read while the previous one is applied.
      */
     async syncEntity(input: { syncJobId: string; entity: Entity }): Promise<{ pages: number; records: number }> {
-      await attemptBegins(input.syncJobId);
-      try {
-        const done = await syncEntityAttempt(input);
-        await stepDone(input.syncJobId);
-        return done;
-      } catch (err) {
-        await attemptFailed(input.syncJobId, err);
-        throw err;
-      }
+      return step(input.syncJobId, () => syncEntityAttempt(input));
     },
 
     /**
@@ -476,15 +401,7 @@ export function createActivities(deps: SyncActivityDeps) {
      * confirmed gone. Idempotent: a retry looks up only what is still unseen.
      */
     async confirmDeletions(input: { syncJobId: string; entity: Entity }): Promise<ConfirmResult> {
-      await attemptBegins(input.syncJobId);
-      try {
-        const done = await confirmDeletionsAttempt(input);
-        await stepDone(input.syncJobId);
-        return done;
-      } catch (err) {
-        await attemptFailed(input.syncJobId, err);
-        throw err;
-      }
+      return step(input.syncJobId, () => confirmDeletionsAttempt(input));
     },
 
     /** The retry and time-out policy of this worker's sync runs (run as a local activity: no I/O). */
@@ -501,8 +418,8 @@ export function createActivities(deps: SyncActivityDeps) {
       // What this call ended, counted once its transaction committed (a retry after a commit counts nothing).
       let ended: { job: SyncJobRow; deleted: [Entity, number][] } | undefined;
       const data = await db.transaction(async (tx) => {
-        const [locked] = await tx.select().from(syncJobs).where(eq(syncJobs.id, input.syncJobId)).for('update');
-        if (locked?.status === 'succeeded') return completeData(locked);
+        const locked = await lockSyncJob(tx, input.syncJobId);
+        if (locked?.status === 'succeeded') return syncCompleteData(locked);
         const { job, integration } = await loadRunning(tx, input.syncJobId);
         const missing = SYNC_ORDER.filter((e) => !job.progress[e]?.done);
         if (missing.length > 0) {
@@ -513,60 +430,8 @@ export function createActivities(deps: SyncActivityDeps) {
         if (unconfirmed.length > 0) {
           throw ApplicationFailure.nonRetryable(`deletions not confirmed with the source: ${unconfirmed.join(', ')}`, SYNC_FAILURE.incomplete);
         }
-        // The end of the run must not precede any event of the run, even one written by a worker on another host.
-        const [last] = await tx
-          .select({ createdAt: events.createdAt })
-          .from(events)
-          .where(and(eq(events.integrationId, integration.id), eq(events.syncJobId, job.id)))
-          .orderBy(desc(events.createdAt))
-          .limit(1);
-        const now = new Date(Math.max((await databaseNow(tx)).getTime(), (last?.createdAt.getTime() ?? 0) + 1));
-        let softDeleted = 0;
-        const deleted: [Entity, number][] = [];
-        // Leases first: nothing a run removes should point at a record that is still shown as live.
-        for (const entity of [...SYNC_ORDER].reverse()) {
-          if (job.progress[entity]?.tracked === false) continue;
-          const r = await softDeleteUnseen(tx, { ...applyContext(integration, job, now), syncJobId: job.id }, entity);
-          softDeleted += r.softDeleted;
-          deleted.push([entity, r.softDeleted]);
-        }
-        const [done] = await tx
-          .update(syncJobs)
-          .set({ status: 'succeeded', finishedAt: now, recordsSoftDeleted: softDeleted, error: null })
-          .where(eq(syncJobs.id, job.id))
-          .returning();
-        const data = completeData(done!);
-        await tx
-          .insert(events)
-          .values({
-            id: newId('event'),
-            organizationId: integration.organizationId,
-            integrationId: integration.id,
-            mode: integration.mode,
-            type: job.initial ? 'FIRST_SYNC_COMPLETE' : 'SYNC_COMPLETE',
-            category: 'sync_lifecycle',
-            data: { ...data },
-            syncJobId: job.id,
-            createdAt: now,
-          })
-          .onConflictDoNothing();
-        if (job.initial) {
-          await tx
-            .update(integrations)
-            .set({ firstSyncCompletedAt: now })
-            .where(and(eq(integrations.id, integration.id), isNull(integrations.firstSyncCompletedAt)));
-        }
-        // What the run covered: the next delta run reads from its window's end (less the overlap); a full run also
-        // restarts the full-run interval. (A run claimed before windows existed has none and moves neither.)
-        if (job.windowTo) {
-          await tx
-            .update(integrations)
-            .set({ syncedThrough: job.windowTo, ...(job.kind === 'full' ? { lastFullSyncAt: job.windowTo } : {}) })
-            .where(eq(integrations.id, integration.id));
-        }
-        await clearSeen(tx, job.id);
-        ended = { job: done!, deleted };
-        return data;
+        ended = await completeRun(tx, job, integration);
+        return syncCompleteData(ended.job);
       });
       if (ended) {
         for (const [entity, n] of ended.deleted) metrics.syncRecords(entity, 'deleted', n);
@@ -577,15 +442,7 @@ export function createActivities(deps: SyncActivityDeps) {
 
     /** Mark a run failed with its error (nothing is soft-deleted) and forget what it saw. Idempotent. */
     async failSyncJob(input: { syncJobId: string; error: string }): Promise<void> {
-      const [failed] = await db.transaction(async (tx) => {
-        const moved = await tx
-          .update(syncJobs)
-          .set({ status: 'failed', finishedAt: clock(), error: input.error, nextAttemptAt: null })
-          .where(and(eq(syncJobs.id, input.syncJobId), inArray(syncJobs.status, ['queued', 'running'])))
-          .returning();
-        await clearSeen(tx, input.syncJobId);
-        return moved;
-      });
+      const failed = await failRun(db, input.syncJobId, input.error, clock());
       if (failed) metrics.syncRun('failed', failed.trigger, durationOf(failed));
     },
   };
@@ -593,142 +450,7 @@ export function createActivities(deps: SyncActivityDeps) {
 
 export type SyncActivities = ReturnType<typeof createActivities>;
 
-/** A run's counters, moved by the placeholders `seen`, `created`, `updated` and `skipped`. */
-const COUNTERS = {
-  recordsSeen: sql`${syncJobs.recordsSeen} + ${sql.placeholder('seen')}::int`,
-  recordsNew: sql`${syncJobs.recordsNew} + ${sql.placeholder('created')}::int`,
-  recordsUpdated: sql`${syncJobs.recordsUpdated} + ${sql.placeholder('updated')}::int`,
-  recordsSkipped: sql`${syncJobs.recordsSkipped} + ${sql.placeholder('skipped')}::int`,
-};
-
-/** The job (placeholder `id`) still runs, and a run of an integration deleted meanwhile must not bring its records back. */
-const STILL_RUNNING = and(
-  eq(syncJobs.id, sql.placeholder('id')),
-  eq(syncJobs.status, 'running'),
-  sql`not exists (select 1 from ${integrations} i where i.id = ${syncJobs.integrationId} and i.deleted_at is not null)`,
-);
-
-/** One page's bookkeeping in one prepared statement: the resume point (compare-and-set) and the counters. */
-function advanceProgress(tx: Tx) {
-  return tx
-    .update(syncJobs)
-    .set({ progress: sql`${syncJobs.progress} || ${sql.placeholder('target')}::jsonb`, ...COUNTERS })
-    .where(and(STILL_RUNNING, sql`coalesce((${syncJobs.progress} -> ${sql.placeholder('entity')}::text ->> 'page')::int, 0) = ${sql.placeholder('from')}::int`))
-    .returning({ id: syncJobs.id })
-    .prepare('sync_job_advance');
-}
-
-/** The counters of records a deletion check applied, while the job runs and its integration exists. */
-function countAlong(tx: Tx) {
-  return tx.update(syncJobs).set(COUNTERS).where(STILL_RUNNING).returning({ id: syncJobs.id }).prepare('sync_job_count_along');
-}
-
-/**
- * Quarantine a page's unreadable records: list them on the job and, when the run tracks what it sees, count them
- * as seen, so that their cached version is neither changed nor soft-deleted. Returns how many were new to the list.
- */
-async function setAside(tx: Tx, syncJobId: string, entity: Entity, skipped: SkippedRecord[], tracked: boolean): Promise<number> {
-  if (skipped.length === 0) return 0;
-  if (tracked)
-    await markSeen(
-      tx,
-      syncJobId,
-      entity,
-      skipped.flatMap((r) => (r.x_id === null ? [] : [r.x_id])),
-    );
-  return quarantine(tx, syncJobId, entity, skipped);
-}
-
-/**
- * Heartbeats with the activity's resume point, and a watchdog: when the point has not moved for `stallMs` (a
- * source that answers too slowly to make progress, a lock that never comes), `guard`ed work rejects with a
- * retryable SyncStalled and heartbeats stop, so the attempt ends and a new one resumes from the last commit.
- */
-function watchProgress(ctx: Context, opts: { stallMs: number; heartbeatEveryMs: number; details: () => unknown }) {
-  let movedAt = Date.now();
-  let stalled: Error | undefined;
-  // The rejecters of the guarded work still pending. Not a race against one long-lived promise: every race would
-  // leave a reaction on it holding its result, so a run would keep every page it ever read.
-  const waiting = new Set<(err: Error) => void>();
-  const timer = setInterval(
-    () => {
-      if (Date.now() - movedAt >= opts.stallMs) {
-        clearInterval(timer);
-        const details = JSON.stringify(opts.details());
-        stalled = ApplicationFailure.retryable(`no progress for ${Math.round(opts.stallMs / 1000)} s (at ${details})`, SYNC_RETRYABLE.stalled);
-        for (const reject of waiting) reject(stalled);
-        waiting.clear();
-        return;
-      }
-      ctx.heartbeat(opts.details());
-    },
-    Math.min(opts.heartbeatEveryMs, opts.stallMs),
-  );
-  return {
-    moved: () => {
-      movedAt = Date.now();
-    },
-    guard: <T>(work: Promise<T>): Promise<T> =>
-      new Promise<T>((resolve, reject) => {
-        if (stalled) return reject(stalled);
-        waiting.add(reject);
-        work.then(
-          (value) => {
-            waiting.delete(reject);
-            resolve(value);
-          },
-          (err: unknown) => {
-            waiting.delete(reject);
-            reject(err);
-          },
-        );
-      }),
-    stop: () => clearInterval(timer),
-  };
-}
-
-/** Why a page's progress did not move: another attempt got there first, the job ended, or the integration went. */
-async function whyNotMoved(tx: Tx, syncJobId: string): Promise<Error> {
-  const job = await getSyncJob(tx, syncJobId);
-  if (job?.status !== 'running') return ApplicationFailure.nonRetryable(`sync job ${syncJobId} is ${job?.status ?? 'gone'}`, SYNC_FAILURE.jobNotRunning);
-  const integration = await getIntegration(tx, job.integrationId);
-  if (!integration || integration.deletedAt) return integrationGone(job.integrationId);
-  return new Superseded();
-}
-
-function integrationGone(integrationId: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(`integration ${integrationId} was deleted`, SYNC_FAILURE.integrationGone);
-}
-
 const STATS_CHECK_EVERY_PAGES = 10;
-
-/** Whether the integration has any row of the entity, soft-deleted ones included. */
-async function hasRows(db: Db, entity: Entity, integrationId: string): Promise<boolean> {
-  const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
-  const rows = await db
-    .select({ one: sql`1` })
-    .from(t)
-    .where(eq(t.integrationId, integrationId))
-    .limit(1);
-  return rows.length > 0;
-}
-
-/**
- * ANALYZE an entity's tables when their row count has outgrown the planner's statistics. A first big sync grows a
- * table from nothing far faster than autovacuum notices, and plans made for an empty table (sequential scans,
- * cached in prepared statements) would make every later page slower than the one before.
- */
-async function refreshStatsIfStale(db: Db, entity: Entity): Promise<void> {
-  const tables = entity === 'lease' ? [getTableName(TABLES.lease), getTableName(leaseResidents)] : [getTableName(TABLES[entity])];
-  for (const name of tables) {
-    const [row] = await db.execute<{ planned: number; live: number }>(sql`
-      select greatest(c.reltuples, 0)::float8 as planned, coalesce(s.n_live_tup, 0)::float8 as live
-      from pg_class c left join pg_stat_user_tables s on s.relid = c.oid
-      where c.oid = to_regclass(${name})`);
-    // Only an optimisation: a role that may not ANALYZE still syncs correctly, just slower.
-    if (row && row.live > 2 * Math.max(row.planned, 1_000)) await db.execute(sql`analyze ${sql.identifier(name)}`).catch(() => {});
-  }
-}
 
 function countOf(r: ApplyResult): number {
   return r.created + r.updated + r.unchanged;
@@ -737,16 +459,4 @@ function countOf(r: ApplyResult): number {
 /** Seconds from a run's claim (or creation) to its end. */
 function durationOf(job: SyncJobRow): number {
   return Math.max(0, ((job.finishedAt ?? new Date()).getTime() - (job.startedAt ?? job.createdAt).getTime()) / 1000);
-}
-
-function completeData(job: SyncJobRow): SyncCompleteData {
-  return {
-    sync_job_id: job.id,
-    started_at: (job.startedAt ?? job.createdAt).toISOString(),
-    finished_at: (job.finishedAt ?? job.createdAt).toISOString(),
-    records_new: job.recordsNew,
-    records_updated: job.recordsUpdated,
-    records_soft_deleted: job.recordsSoftDeleted,
-    records_skipped: job.recordsSkipped,
-  };
 }

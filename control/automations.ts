@@ -11,10 +11,8 @@ import {
   type ScheduleOptions,
   type ScheduleSpec,
 } from '@temporalio/client';
-import { inArray } from 'drizzle-orm';
 import type { Db } from '../db/client';
-import { automations } from '../db/schema';
-import { insertRun, moveRun, type AutomationRow, type AutomationRunRow } from '../db/automations';
+import { automationsWithDeleted, insertRun, moveRun, type AutomationRow, type AutomationRunRow } from '../db/automations';
 import {
   AUTOMATION_SCHEDULE_PREFIX,
   SA_AUTOMATION_ID,
@@ -131,10 +129,7 @@ export async function reconcileAutomationSchedules(
     organizationIds?: string[];
   },
 ): Promise<{ ensured: number; removed: number }> {
-  const rows = await deps.db
-    .select()
-    .from(automations)
-    .where(deps.organizationIds ? inArray(automations.organizationId, deps.organizationIds) : undefined);
+  const rows = await automationsWithDeleted(deps.db, deps.organizationIds);
   let ensured = 0;
   let removed = 0;
   for (const a of rows) {

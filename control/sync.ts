@@ -12,11 +12,10 @@ import {
   type Client,
   type ScheduleOptions,
 } from '@temporalio/client';
-import { and, eq } from 'drizzle-orm';
 import type { Db } from '../db/client';
 import { newId } from '../db/ids';
-import { syncJobs } from '../db/schema';
-import { abandonedJobsOf, activeJobOf, lockIntegrationSync, type RunState, type SyncJobRow } from '../db/sync-jobs';
+import { abandonedJobsOf, type RunState, type SyncJobRow } from '../db/sync-jobs';
+import { failUnstartedRun, queueRun } from '../db/sync-runs';
 import type { IntegrationRow } from '../db/tenants';
 import {
   SA_INTEGRATION_ID,
@@ -135,20 +134,10 @@ export async function triggerSync(deps: SyncControlDeps, integration: Integratio
  */
 async function startRun(deps: SyncControlDeps, integration: IntegrationRow, trigger: Exclude<SyncTrigger, 'schedule'>, kind?: SyncKind): Promise<SyncJobRow> {
   const abandoned = await abandonedJobsOf(deps.db, integration.id, runStateVia(deps.client));
-  const claimed = await deps.db.transaction(async (tx) => {
-    await lockIntegrationSync(tx, integration.id);
-    const active = await activeJobOf(tx, integration.id, abandoned);
-    if (active) return { row: active, created: false };
-    const id = newId('syncJob');
-    const [row] = await tx
-      .insert(syncJobs)
-      .values({ id, organizationId: integration.organizationId, integrationId: integration.id, status: 'queued', trigger, workflowId: syncWorkflowIdOf(id) })
-      .returning();
-    return { row: row!, created: true };
-  });
-  if (!claimed.created) return claimed.row;
-  const { id } = claimed.row;
+  const id = newId('syncJob');
   const workflowId = syncWorkflowIdOf(id);
+  const claimed = await queueRun(deps.db, { id, organizationId: integration.organizationId, integrationId: integration.id, trigger, workflowId }, abandoned);
+  if (!claimed.created) return claimed.row;
   try {
     await deps.client.workflow.start(syncIntegration, {
       taskQueue: deps.taskQueue,
@@ -163,10 +152,7 @@ async function startRun(deps: SyncControlDeps, integration: IntegrationRow, trig
     });
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-      await deps.db
-        .update(syncJobs)
-        .set({ status: 'failed', finishedAt: new Date(), error: `The run could not be started: ${(err as Error).message}` })
-        .where(and(eq(syncJobs.id, id), eq(syncJobs.status, 'queued')));
+      await failUnstartedRun(deps.db, id, `The run could not be started: ${(err as Error).message}`);
       throw err;
     }
   }

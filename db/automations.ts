@@ -39,6 +39,17 @@ export async function automationsOf(db: Db, integrationId: string): Promise<Auto
     .orderBy(automations.createdAt, automations.id);
 }
 
+/**
+ * Every automation, deleted ones included (their schedules are removed), or only those of `organizationIds`: what a
+ * starting worker reconciles the automation schedules against.
+ */
+export async function automationsWithDeleted(db: Db | Tx, organizationIds?: string[]): Promise<AutomationRow[]> {
+  return db
+    .select()
+    .from(automations)
+    .where(organizationIds ? inArray(automations.organizationId, organizationIds) : undefined);
+}
+
 /** A new run of an automation, queued; its file name is fixed now (`<name>-<run id>.csv`). */
 export async function insertRun(db: Db | Tx, automation: AutomationRow, trigger: RunTrigger, now = new Date()): Promise<AutomationRunRow> {
   const id = newId('automationRun');

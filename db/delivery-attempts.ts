@@ -2,7 +2,7 @@
  * The bookkeeping of webhook retries and replays (activities/webhooks.ts): what an attempt needs to be made, the
  * attempt recorded with the delivery's move in one transaction, and state moves that only follow the transition
  * whitelist (domain/webhooks.ts statesBefore), so a stale write changes nothing. First attempts are the dispatcher's
- * (db/webhooks.ts recordFirstAttempts).
+ * (db/dispatch.ts recordFirstAttempts).
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';

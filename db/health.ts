@@ -2,7 +2,8 @@
  * The service's health as database facts: backlogs, dead letters, the oldest unfinished Operation, quarantined
  * records, failing and overdue integrations. One round trip of bounded statements (each an index scan with a cap, or
  * a lookup per live integration of its newest runs), read by the API's /metrics (with a short cache) and by the
- * console's home page, so every replica and the console report the same truth.
+ * console's home page, so every replica and the console report the same truth. And whether the database answers at
+ * all (the API's /readyz).
  */
 import { sql } from 'drizzle-orm';
 import type { Db } from './client';
@@ -115,7 +116,7 @@ export async function readHealthFacts(db: Db): Promise<HealthFacts> {
   };
 }
 
-/** The database answers (readiness): one trivial statement. */
+/** The database answers a statement (the API's readiness check). */
 export async function pingDatabase(db: Db): Promise<void> {
   await db.execute(sql`select 1`);
 }

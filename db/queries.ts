@@ -15,6 +15,7 @@ import type { OrderBy } from '../domain/filters';
 import type { Mode } from '../domain/plans';
 import type { Db } from './client';
 import { tableOf, TABLES, type LeaseRow, type PropertyRow, type RowOf } from './records';
+import { leases, properties, residents, units } from './schema';
 import { leaseRecord, propertySummary, toRecords } from './serialize';
 
 /** Whose records a query may see: an API key's organization and mode (an export's: its integration's). */
@@ -95,50 +96,37 @@ function any(b: Bindings, name: string, col: PgColumn, values: string[] | undefi
 /** `%`, `_` and the escape character itself match literally (backslash is Postgres's default LIKE escape). */
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (ch) => `\\${ch}`);
 
+/** Each entity's own list filters, in the order they are written into the query. */
+const ENTITY_FILTERS: { [E in Entity]: (b: Bindings, f: FiltersOf[E]) => (SQL | undefined)[] } = {
+  property: (b, f) => [
+    any(b, 'status', properties.status, f.status),
+    any(b, 'type', properties.type, f.type),
+    f.name ? ilike(properties.name, b.bind('name', `%${escapeLike(f.name)}%`) as never) : undefined,
+  ],
+  unit: (b, f) => [any(b, 'property_id', units.propertyId, f.property_id), any(b, 'status', units.status, f.status)],
+  resident: (b, f) => [
+    any(b, 'property_id', residents.propertyId, f.property_id),
+    any(b, 'status', residents.status, f.status),
+    // Empty means no filter, as for every other parameter (`status=`, `name=`).
+    f.email ? sql`lower(${residents.email}) = lower(${b.bind('email', f.email)})` : undefined,
+  ],
+  lease: (b, f) => [
+    any(b, 'property_id', leases.propertyId, f.property_id),
+    any(b, 'unit_id', leases.unitId, f.unit_id),
+    any(b, 'status', leases.status, f.status),
+    any(b, 'type', leases.type, f.type),
+    f.resident_id?.length
+      ? sql`${leases.id} in (select lease_id from lease_residents where resident_id = any(${b.bind('resident_id', f.resident_id)}::text[]))`
+      : undefined,
+    f.start_date_gte ? gte(leases.startDate, b.bind('start_date_gte', f.start_date_gte)) : undefined,
+    f.start_date_lte ? lte(leases.startDate, b.bind('start_date_lte', f.start_date_lte)) : undefined,
+    f.end_date_gte ? gte(leases.endDate, b.bind('end_date_gte', f.end_date_gte)) : undefined,
+    f.end_date_lte ? lte(leases.endDate, b.bind('end_date_lte', f.end_date_lte)) : undefined,
+  ],
+};
+
 function entityFilters<E extends Entity>(b: Bindings, entity: E, q: FiltersOf[E]): (SQL | undefined)[] {
-  switch (entity) {
-    case 'property': {
-      const f = q as PropertyFilters;
-      const t = TABLES.property;
-      return [
-        any(b, 'status', t.status, f.status),
-        any(b, 'type', t.type, f.type),
-        f.name ? ilike(t.name, b.bind('name', `%${escapeLike(f.name)}%`) as never) : undefined,
-      ];
-    }
-    case 'unit': {
-      const f = q as UnitFilters;
-      const t = TABLES.unit;
-      return [any(b, 'property_id', t.propertyId, f.property_id), any(b, 'status', t.status, f.status)];
-    }
-    case 'resident': {
-      const f = q as ResidentFilters;
-      const t = TABLES.resident;
-      return [
-        any(b, 'property_id', t.propertyId, f.property_id),
-        any(b, 'status', t.status, f.status),
-        // Empty means no filter, as for every other parameter (`status=`, `name=`).
-        f.email ? sql`lower(${t.email}) = lower(${b.bind('email', f.email)})` : undefined,
-      ];
-    }
-    default: {
-      const f = q as LeaseFilters;
-      const t = TABLES.lease;
-      return [
-        any(b, 'property_id', t.propertyId, f.property_id),
-        any(b, 'unit_id', t.unitId, f.unit_id),
-        any(b, 'status', t.status, f.status),
-        any(b, 'type', t.type, f.type),
-        f.resident_id?.length
-          ? sql`${t.id} in (select lease_id from lease_residents where resident_id = any(${b.bind('resident_id', f.resident_id)}::text[]))`
-          : undefined,
-        f.start_date_gte ? gte(t.startDate, b.bind('start_date_gte', f.start_date_gte)) : undefined,
-        f.start_date_lte ? lte(t.startDate, b.bind('start_date_lte', f.start_date_lte)) : undefined,
-        f.end_date_gte ? gte(t.endDate, b.bind('end_date_gte', f.end_date_gte)) : undefined,
-        f.end_date_lte ? lte(t.endDate, b.bind('end_date_lte', f.end_date_lte)) : undefined,
-      ];
-    }
-  }
+  return (ENTITY_FILTERS[entity] as (b: Bindings, f: FiltersOf[E]) => (SQL | undefined)[])(b, q);
 }
 
 /** Columns `order-by` may name, per entity (docs/decisions.md Reads). */

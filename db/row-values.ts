@@ -9,6 +9,9 @@ export interface Refs {
   lease: Map<string, string>;
 }
 
+/** The CDM id of a referenced record, by its x_id; null when there is no reference or the record is not cached. */
+const idOf = (ids: Map<string, string>, xId: string | null | undefined): string | null => (xId ? (ids.get(xId) ?? null) : null);
+
 function propertyValues(i: PropertyInput) {
   return {
     name: i.name,
@@ -35,7 +38,7 @@ function propertyValues(i: PropertyInput) {
 }
 function unitValues(i: UnitInput, refs: Refs) {
   return {
-    propertyId: i.property_x_id ? (refs.property.get(i.property_x_id) ?? null) : null,
+    propertyId: idOf(refs.property, i.property_x_id),
     unitNumber: i.unit_number,
     floorplanId: i.floorplan_id,
     floorplanName: i.floorplan_name,
@@ -52,7 +55,7 @@ function unitValues(i: UnitInput, refs: Refs) {
 }
 function residentValues(i: ResidentInput, refs: Refs) {
   return {
-    propertyId: i.property_x_id ? (refs.property.get(i.property_x_id) ?? null) : null,
+    propertyId: idOf(refs.property, i.property_x_id),
     firstName: i.first_name,
     middleName: i.middle_name,
     lastName: i.last_name,
@@ -65,8 +68,8 @@ function residentValues(i: ResidentInput, refs: Refs) {
 }
 function leaseValues(i: LeaseInput, refs: Refs) {
   return {
-    propertyId: i.property_x_id ? (refs.property.get(i.property_x_id) ?? null) : null,
-    unitId: i.unit_x_id ? (refs.unit.get(i.unit_x_id) ?? null) : null,
+    propertyId: idOf(refs.property, i.property_x_id),
+    unitId: idOf(refs.unit, i.unit_x_id),
     status: i.status,
     type: i.type,
     startDate: i.start_date,
@@ -84,7 +87,7 @@ function leaseValues(i: LeaseInput, refs: Refs) {
     termMonths: i.term_months,
     renewalStatus: i.renewal_status,
     isRenewal: i.is_renewal,
-    previousLeaseId: i.previous_lease_x_id ? (refs.lease.get(i.previous_lease_x_id) ?? null) : null,
+    previousLeaseId: idOf(refs.lease, i.previous_lease_x_id),
     concessions: i.concessions,
     notes: i.notes,
   };

@@ -10,8 +10,20 @@ const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null
 const money = (amount: number | null, currency: string | null): Money | null =>
   amount === null || currency === null ? null : { amount: Number(amount), currency };
 
-function timesOf(row: PropertyRow | UnitRow | ResidentRow | LeaseRow) {
+type AnyRow = PropertyRow | UnitRow | ResidentRow | LeaseRow;
+
+/**
+ * A record: its identity, then the entity's own `fields`, then custom data and times, in that order. The identity is
+ * spelt out rather than spread in first: an object literal that starts with a spread and goes on with many fields
+ * falls off V8's fast path (about 65 µs instead of 2.5 µs per lease); spreads after it cost nothing to speak of.
+ */
+function recordOf<F extends object>(row: AnyRow, fields: F) {
   return {
+    id: row.id,
+    x_id: row.xId,
+    organization_id: row.organizationId,
+    integration_id: row.integrationId,
+    ...fields,
     custom_data: row.customData ?? {},
     created_at: iso(row.createdAt),
     updated_at: iso(row.updatedAt),
@@ -20,14 +32,8 @@ function timesOf(row: PropertyRow | UnitRow | ResidentRow | LeaseRow) {
   };
 }
 
-// Each serializer spells out the identity fields instead of starting with a spread: an object literal that starts
-// with a spread and goes on with many fields falls off V8's fast path (about 65 µs instead of 2.5 µs per lease).
 function propertyRecord(r: PropertyRow): Property {
-  return {
-    id: r.id,
-    x_id: r.xId,
-    organization_id: r.organizationId,
-    integration_id: r.integrationId,
+  return recordOf(r, {
     name: r.name,
     type: r.type,
     status: r.status,
@@ -48,8 +54,7 @@ function propertyRecord(r: PropertyRow): Property {
     pet_policy: r.petPolicy,
     smoking_policy: r.smokingPolicy,
     media: r.media ?? null,
-    ...timesOf(r),
-  };
+  });
 }
 
 /** The reduced record of GET /v1/properties. */
@@ -69,11 +74,7 @@ export function propertySummary(r: PropertyRow): PropertySummary {
 }
 
 function unitRecord(r: UnitRow): Unit {
-  return {
-    id: r.id,
-    x_id: r.xId,
-    organization_id: r.organizationId,
-    integration_id: r.integrationId,
+  return recordOf(r, {
     property_id: r.propertyId,
     unit_number: r.unitNumber,
     floorplan_id: r.floorplanId,
@@ -86,16 +87,11 @@ function unitRecord(r: UnitRow): Unit {
     status: r.status,
     note: r.note,
     address: r.address ?? null,
-    ...timesOf(r),
-  };
+  });
 }
 
 function residentRecord(r: ResidentRow): Resident {
-  return {
-    id: r.id,
-    x_id: r.xId,
-    organization_id: r.organizationId,
-    integration_id: r.integrationId,
+  return recordOf(r, {
     property_id: r.propertyId,
     first_name: r.firstName,
     middle_name: r.middleName,
@@ -105,16 +101,11 @@ function residentRecord(r: ResidentRow): Resident {
     date_of_birth: r.dateOfBirth,
     address: r.address ?? null,
     status: r.status,
-    ...timesOf(r),
-  };
+  });
 }
 
 export function leaseRecord(r: LeaseRow, people: LeaseResident[]): Lease {
-  return {
-    id: r.id,
-    x_id: r.xId,
-    organization_id: r.organizationId,
-    integration_id: r.integrationId,
+  return recordOf(r, {
     property_id: r.propertyId,
     unit_id: r.unitId,
     resident_ids: people.map((p) => p.resident_id),
@@ -136,8 +127,7 @@ export function leaseRecord(r: LeaseRow, people: LeaseResident[]): Lease {
     previous_lease_id: r.previousLeaseId,
     concessions: r.concessions,
     notes: r.notes,
-    ...timesOf(r),
-  };
+  });
 }
 
 /** The nested `residents` of each lease, in their source order. */

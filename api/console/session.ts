@@ -12,11 +12,10 @@
  * Sessions stored before this (under a bare SHA-256) no longer match: their operators sign in again.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { and, eq, gt, lt, or } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Db } from '../../db/client';
-import { consoleSessions } from '../../db/schema';
+import { closeConsoleSession, findConsoleSession, openConsoleSession } from '../../db/console-sessions';
 import { keyFromAdminToken } from '../admin/auth';
 
 const SESSION_COOKIE = 'propsync_console';
@@ -57,12 +56,11 @@ export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number
       const now = new Date();
       const session = { csrf: randomBytes(32).toString('base64url'), expiresAt: new Date(now.getTime() + opts.ttlMs) };
       const previous = getCookie(c, SESSION_COOKIE);
-      await db
-        .delete(consoleSessions)
-        .where(previous ? or(lt(consoleSessions.expiresAt, now), eq(consoleSessions.tokenHash, stored(previous))) : lt(consoleSessions.expiresAt, now));
-      await db
-        .insert(consoleSessions)
-        .values({ tokenHash: stored(token), csrfToken: session.csrf, adminTokenHash, createdAt: now, expiresAt: session.expiresAt });
+      await openConsoleSession(
+        db,
+        { tokenHash: stored(token), csrfToken: session.csrf, adminTokenHash, createdAt: now, expiresAt: session.expiresAt },
+        previous ? stored(previous) : undefined,
+      );
       setCookie(c, SESSION_COOKIE, token, {
         path: CONSOLE_PATH,
         httpOnly: true,
@@ -78,19 +76,13 @@ export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number
     async find(c: Context): Promise<ConsoleSession | undefined> {
       const token = getCookie(c, SESSION_COOKIE);
       if (!token || token.length > 100) return undefined;
-      const [row] = await db
-        .select({ csrf: consoleSessions.csrfToken, expiresAt: consoleSessions.expiresAt })
-        .from(consoleSessions)
-        .where(
-          and(eq(consoleSessions.tokenHash, stored(token)), eq(consoleSessions.adminTokenHash, adminTokenHash), gt(consoleSessions.expiresAt, new Date())),
-        );
-      return row;
+      return findConsoleSession(db, stored(token), adminTokenHash, new Date());
     },
 
     /** Ends the request's session (if any) and clears its cookie. */
     async close(c: Context): Promise<void> {
       const token = getCookie(c, SESSION_COOKIE);
-      if (token) await db.delete(consoleSessions).where(eq(consoleSessions.tokenHash, stored(token)));
+      if (token) await closeConsoleSession(db, stored(token));
       deleteCookie(c, SESSION_COOKIE, { path: CONSOLE_PATH, httpOnly: true, sameSite: 'Strict', secure: isHttps(c, opts.publicBaseUrl) });
     },
   };

@@ -8,17 +8,17 @@
  * to the destination, with backpressure (the pipe waits for the socket, the connection waits for the pipe). The
  * request's headers go out before the COPY is sent, as an export's go out before its COPY, so the destination's
  * clock starts at the same point for both. The COPY's chunks (often a row each) go out gathered into 64 KiB writes,
- * as the export sends them: one write a row costs more than Postgres takes to make it, and a floor should be the
- * fastest plain way. Nothing else: no Temporal, no activity, no connection to open, no byte order mark.
+ * by the export's own gatherWrites: one write a row costs more than Postgres takes to make it, and a floor should be
+ * the fastest plain way. Nothing else: no Temporal, no activity, no connection to open, no byte order mark.
  *
  * Commands arrive as JSON lines on stdin: {id, statement, url}; each is answered by one stdout line
  * `floor-result <id> <json>` (ExportFloorResult) or `floor-error <id> <message>`. Prints `floor ready` first.
  */
 import http from 'node:http';
 import { createInterface } from 'node:readline';
-import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
+import { gatherWrites } from '../../activities/gather-writes';
 import { loadConfigOrExit } from '../../config';
 import { EXPORT_SESSION } from '../../db/exports';
 
@@ -58,23 +58,7 @@ async function copyTo(cmd: ExportFloorCommand): Promise<ExportFloorResult> {
   answered.catch(() => {});
   req.flushHeaders();
   const copy = (await sql.unsafe(cmd.statement, [], { prepare: false }).readable()) as NodeJS.ReadableStream & { copyRows?: number };
-  let pending: Buffer[] = [];
-  let bytes = 0;
-  const gather = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      pending.push(chunk);
-      bytes += chunk.length;
-      if (bytes < 64 * 1024) return done();
-      const out = Buffer.concat(pending, bytes);
-      pending = [];
-      bytes = 0;
-      done(null, out);
-    },
-    flush(done) {
-      done(null, bytes > 0 ? Buffer.concat(pending, bytes) : undefined);
-    },
-  });
-  await pipeline(copy, gather, req);
+  await pipeline(copy, gatherWrites(64 * 1024), req);
   const status = await answered;
   if (status < 200 || status >= 300) throw new Error(`the destination answered ${status}`);
   return { ms: performance.now() - t0, rows: (copy.copyRows ?? 0) - 1 };

@@ -1,6 +1,6 @@
 /** Automations (scheduled CSV exports) and their runs. */
-import { index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
-import { ts } from './columns';
+import { index, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
+import { ownedBy, prefixedId, timestamps, ts } from './columns';
 
 /**
  * Automations (docs/decisions.md Automations): a scheduled CSV export of one entity of an integration, with the filters
@@ -9,9 +9,8 @@ import { ts } from './columns';
 export const automations = pgTable(
   'automations',
   {
-    id: text('id').primaryKey(),
-    organizationId: uuid('organization_id').notNull(),
-    integrationId: uuid('integration_id').notNull(),
+    id: prefixedId(),
+    ...ownedBy(),
     name: text('name').notNull(),
     entity: text('entity', { enum: ['property', 'unit', 'resident', 'lease'] }).notNull(),
     /** The list endpoint's query parameters, as sent (validated by the same schemas when saved and when run). */
@@ -28,8 +27,7 @@ export const automations = pgTable(
       .notNull(),
     destinationHeaders: text('destination_headers'),
     status: text('status', { enum: ['active', 'paused'] }).notNull(),
-    createdAt: ts('created_at').notNull().defaultNow(),
-    updatedAt: ts('updated_at').notNull().defaultNow(),
+    ...timestamps(),
     deletedAt: ts('deleted_at'),
   },
   (t) => [index('automations_integration_idx').on(t.integrationId, t.createdAt)],
@@ -39,10 +37,9 @@ export const automations = pgTable(
 export const automationRuns = pgTable(
   'automation_runs',
   {
-    id: text('id').primaryKey(),
+    id: prefixedId(),
     automationId: text('automation_id').notNull(),
-    organizationId: uuid('organization_id').notNull(),
-    integrationId: uuid('integration_id').notNull(),
+    ...ownedBy(),
     trigger: text('trigger', { enum: ['schedule', 'manual'] }).notNull(),
     status: text('status', { enum: ['queued', 'running', 'succeeded', 'failed'] }).notNull(),
     fileName: text('file_name').notNull(),
@@ -52,8 +49,7 @@ export const automationRuns = pgTable(
     error: text('error'),
     startedAt: ts('started_at'),
     finishedAt: ts('finished_at'),
-    createdAt: ts('created_at').notNull().defaultNow(),
-    updatedAt: ts('updated_at').notNull().defaultNow(),
+    ...timestamps(),
   },
   (t) => [index('automation_runs_automation_idx').on(t.automationId, t.createdAt)],
 );

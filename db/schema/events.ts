@@ -1,7 +1,7 @@
 /** The outbox of change events, and the positions of its feed. */
 import { sql } from 'drizzle-orm';
-import { bigint, index, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { ts } from './columns';
+import { bigint, index, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { ownedBy, prefixedId, testOrLive, ts } from './columns';
 
 /**
  * The outbox: every change event, written in the same transaction as the record change that caused it.
@@ -10,10 +10,9 @@ import { ts } from './columns';
 export const events = pgTable(
   'events',
   {
-    id: text('id').primaryKey(),
-    organizationId: uuid('organization_id').notNull(),
-    integrationId: uuid('integration_id').notNull(),
-    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    id: prefixedId(),
+    ...ownedBy(),
+    mode: testOrLive(),
     type: text('type').notNull(),
     category: text('category').notNull(),
     data: jsonb('data').$type<Record<string, unknown>>().notNull(),

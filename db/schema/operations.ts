@@ -1,7 +1,7 @@
 /** Write Operations, and the idempotency keys of the API's writes. */
 import { sql } from 'drizzle-orm';
 import { index, integer, jsonb, pgTable, primaryKey, text, uuid } from 'drizzle-orm/pg-core';
-import { ts } from './columns';
+import { ownedBy, prefixedId, testOrLive, ts } from './columns';
 
 /**
  * Writes (docs/api.md Operation): one row per accepted write, whose Temporal workflow (id = the Operation id) gets the
@@ -10,10 +10,9 @@ import { ts } from './columns';
 export const operations = pgTable(
   'operations',
   {
-    id: text('id').primaryKey(),
-    organizationId: uuid('organization_id').notNull(),
-    integrationId: uuid('integration_id').notNull(),
-    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    id: prefixedId(),
+    ...ownedBy(),
+    mode: testOrLive(),
     type: text('type', { enum: ['lease.create', 'lease.update', 'unit.create', 'unit.update', 'resident.create', 'resident.update'] }).notNull(),
     status: text('status', { enum: ['queued', 'running', 'succeeded', 'failed'] }).notNull(),
     /** What to write, in the connector's terms (references as x_ids). Read only inside activities. */
@@ -57,7 +56,7 @@ export const idempotencyKeys = pgTable(
   'idempotency_keys',
   {
     organizationId: uuid('organization_id').notNull(),
-    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    mode: testOrLive(),
     key: text('key').notNull(),
     requestHash: text('request_hash').notNull(),
     operationId: text('operation_id').notNull(),

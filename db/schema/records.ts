@@ -4,17 +4,16 @@
  * AND its mode) is a prefix of every list index and pages come straight off an index.
  */
 import { sql } from 'drizzle-orm';
-import { boolean, date, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, date, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import type { Address, JsonObject, Phone } from '../../domain/cdm';
-import { money, ts } from './columns';
+import { money, ownedBy, prefixedId, testOrLive, ts } from './columns';
 
 /** Columns every synced entity has. */
 function common() {
   return {
-    id: text('id').primaryKey(),
-    organizationId: uuid('organization_id').notNull(),
-    integrationId: uuid('integration_id').notNull(),
-    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    id: prefixedId(),
+    ...ownedBy(),
+    mode: testOrLive(),
     xId: text('x_id').notNull(),
     customData: jsonb('custom_data').$type<JsonObject>().notNull().default({}),
     /** sha256 of the mapped CDM content: a record is changed only when this moves. */

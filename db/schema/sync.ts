@@ -1,14 +1,13 @@
 /** Sync runs: their jobs, the x_ids a run has seen, and the records it set aside. */
 import { sql } from 'drizzle-orm';
-import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { ts } from './columns';
+import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { ownedBy, prefixedId, ts } from './columns';
 
 export const syncJobs = pgTable(
   'sync_jobs',
   {
-    id: text('id').primaryKey(),
-    organizationId: uuid('organization_id').notNull(),
-    integrationId: uuid('integration_id').notNull(),
+    id: prefixedId(),
+    ...ownedBy(),
     status: text('status', { enum: ['queued', 'running', 'succeeded', 'failed'] }).notNull(),
     trigger: text('trigger', { enum: ['initial', 'schedule', 'manual'] }).notNull(),
     /** Id of the Temporal workflow that runs (or ran) this job. */

@@ -1,6 +1,6 @@
 /** Tenants: organizations, their integrations (a connected source and its cadence) and API keys. */
 import { index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { ts } from './columns';
+import { testOrLive, ts } from './columns';
 
 /** An integration's stored source settings: one dialect's, its secret sealed; a sandbox's also its size and seed. */
 export type StoredSourceConfig = (
@@ -8,8 +8,11 @@ export type StoredSourceConfig = (
   | { dialect: 'buildium'; base_url: string; client_id: string; client_secret: string }
 ) & { size?: number; seed?: number };
 
+/** A tenant's own id, made by the database. */
+const uuidId = () => uuid('id').primaryKey().defaultRandom();
+
 export const organizations = pgTable('organizations', {
-  id: uuid('id').primaryKey().defaultRandom(),
+  id: uuidId(),
   name: text('name').notNull(),
   /** Override of the plan's org-wide limit (requests per minute); null = the highest plan among its integrations. */
   rateLimitPerMinute: integer('rate_limit_per_minute'),
@@ -18,15 +21,19 @@ export const organizations = pgTable('organizations', {
   createdAt: ts('created_at').notNull().defaultNow(),
 });
 
+/** The organization an integration or a key belongs to. */
+const organizationRef = () =>
+  uuid('organization_id')
+    .notNull()
+    .references(() => organizations.id);
+
 export const integrations = pgTable(
   'integrations',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id),
+    id: uuidId(),
+    organizationId: organizationRef(),
     name: text('name'),
-    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    mode: testOrLive(),
     plan: text('plan', { enum: ['starter', 'growth', 'scale', 'enterprise'] }).notNull(),
     sourceType: text('source_type', { enum: ['sandbox', 'entrata', 'buildium'] }).notNull(),
     /**
@@ -56,11 +63,9 @@ export const integrations = pgTable(
 export const apiKeys = pgTable(
   'api_keys',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    organizationId: uuid('organization_id')
-      .notNull()
-      .references(() => organizations.id),
-    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    id: uuidId(),
+    organizationId: organizationRef(),
+    mode: testOrLive(),
     /** sha256 hex of the full key; the key itself is shown once and never stored. */
     keyHash: text('key_hash').notNull(),
     /** First characters of the key, for operators to recognise it (sk_test_AbCd…). */

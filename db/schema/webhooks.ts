@@ -1,15 +1,14 @@
 /** Webhook subscriptions, their deliveries, attempts and health. */
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, index, integer, pgTable, primaryKey, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { ts } from './columns';
+import { bigint, boolean, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { ownedBy, prefixedId, timestamps, ts } from './columns';
 
 /** Webhook subscriptions of an integration (scale and enterprise plans): where its events go and how they are signed. */
 export const webhookSubscriptions = pgTable(
   'webhook_subscriptions',
   {
-    id: text('id').primaryKey(),
-    organizationId: uuid('organization_id').notNull(),
-    integrationId: uuid('integration_id').notNull(),
+    id: prefixedId(),
+    ...ownedBy(),
     url: text('url').notNull(),
     /** Event types the subscription wants, or `["*"]` for all. */
     eventTypes: text('event_types').array().notNull(),
@@ -41,8 +40,7 @@ export const webhookSubscriptions = pgTable(
     disabledAt: ts('disabled_at'),
     disabledBy: text('disabled_by', { enum: ['operator', 'failures', 'gone'] }),
     disabledReason: text('disabled_reason'),
-    createdAt: ts('created_at').notNull().defaultNow(),
-    updatedAt: ts('updated_at').notNull().defaultNow(),
+    ...timestamps(),
     deletedAt: ts('deleted_at'),
   },
   (t) => [index('webhook_subscriptions_integration_idx').on(t.integrationId, t.createdAt)],
@@ -52,11 +50,10 @@ export const webhookSubscriptions = pgTable(
 export const webhookDeliveries = pgTable(
   'webhook_deliveries',
   {
-    id: text('id').primaryKey(),
+    id: prefixedId(),
     eventId: text('event_id').notNull(),
     subscriptionId: text('subscription_id').notNull(),
-    organizationId: uuid('organization_id').notNull(),
-    integrationId: uuid('integration_id').notNull(),
+    ...ownedBy(),
     eventType: text('event_type').notNull(),
     status: text('status', { enum: ['pending', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'expired'] }).notNull(),
     /**
@@ -76,8 +73,7 @@ export const webhookDeliveries = pgTable(
     nextAttemptAt: ts('next_attempt_at'),
     lastResponseStatus: integer('last_response_status'),
     lastError: text('last_error'),
-    createdAt: ts('created_at').notNull().defaultNow(),
-    updatedAt: ts('updated_at').notNull().defaultNow(),
+    ...timestamps(),
   },
   (t) => [
     uniqueIndex('webhook_deliveries_event_subscription_idx').on(t.eventId, t.subscriptionId),

@@ -1,0 +1,214 @@
+/**
+ * What a subscription's dispatcher (activities/dispatch.ts) reads and writes: whether and where it may send, the
+ * queued deliveries it takes for their first attempt (in queue order) and the outcomes it records, its queue settled
+ * idle, and its circuit breaker as shown to operators. The queue is filled by queueDeliveries
+ * (db/webhooks.ts); later attempts and replays are db/delivery-attempts.ts's.
+ */
+import { and, asc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
+import type { Db, Tx } from './client';
+import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from './schema';
+import type { DeliveryStatus } from '../domain/webhooks';
+import { QUEUED_CHANNEL, WEBHOOK_PLANS } from './webhooks';
+
+/** What a dispatcher needs to send a subscription's deliveries, and whether it may. */
+export interface SendingState {
+  url: string;
+  secret: string;
+  previousSecret: string | null;
+  previousExpiresAt: Date | null;
+  standardWebhooks: boolean;
+  mode: 'test' | 'live';
+  /** The subscription's own bound on attempts in flight, when it has one. */
+  maxInFlight: number | null;
+  /** `active`, or why nothing may be sent: `paused` (disabled, or a plan without webhooks), `deleted`. */
+  state: 'active' | 'paused' | 'deleted';
+}
+
+export async function sendingStateOf(tx: Tx, subscriptionId: string): Promise<SendingState | null> {
+  const [row] = await tx
+    .select({ sub: webhookSubscriptions, mode: integrations.mode, plan: integrations.plan, integrationDeleted: integrations.deletedAt })
+    .from(webhookSubscriptions)
+    .innerJoin(integrations, eq(integrations.id, webhookSubscriptions.integrationId))
+    .where(eq(webhookSubscriptions.id, subscriptionId));
+  if (!row) return null;
+  const { sub } = row;
+  const state = sub.deletedAt || row.integrationDeleted ? 'deleted' : sub.status !== 'active' || !WEBHOOK_PLANS.includes(row.plan) ? 'paused' : 'active';
+  return {
+    url: sub.url,
+    secret: sub.secret,
+    previousSecret: sub.previousSecret,
+    previousExpiresAt: sub.previousSecretExpiresAt,
+    standardWebhooks: sub.standardWebhooks,
+    mode: row.mode,
+    maxInFlight: sub.maxInFlight,
+    state,
+  };
+}
+
+/** A queued delivery taken for its first attempt. */
+export interface ClaimedDelivery {
+  id: string;
+  seq: number;
+  eventId: string;
+  eventType: string;
+  integrationId: string;
+  /** The stored envelope; null when the event was never serialized (queued by a replay) or is gone. */
+  body: string | null;
+  /** When its event was recorded (its dead letter expires with the event's retention); null when the event is gone. */
+  eventCreatedAt: Date | null;
+}
+
+/**
+ * Take the next `limit` queued deliveries of a subscription for their first attempt, in queue order, marking them
+ * taken (first_started_at) before anything is sent.
+ */
+export async function claimQueued(tx: Tx, subscriptionId: string, limit: number): Promise<ClaimedDelivery[]> {
+  const rows = await tx.execute<{
+    id: string;
+    seq: number;
+    event_id: string;
+    event_type: string;
+    integration_id: string;
+    body: string | null;
+    event_created_at: string | null;
+  }>(sql`
+    update ${webhookDeliveries} d set first_started_at = now()
+    where d.id in (
+      select id from ${webhookDeliveries}
+      where subscription_id = ${subscriptionId} and status = 'pending' and first_started_at is null and seq is not null
+      order by seq limit ${limit} for update skip locked
+    )
+    returning d.id, d.seq::float8 as seq, d.event_id, d.event_type, d.integration_id,
+      (select e.body from ${events} e where e.id = d.event_id) as body,
+      (select e.created_at from ${events} e where e.id = d.event_id) as event_created_at`);
+  return rows
+    .map((r) => ({
+      id: r.id,
+      seq: Number(r.seq),
+      eventId: r.event_id,
+      eventType: r.event_type,
+      integrationId: r.integration_id,
+      body: r.body,
+      eventCreatedAt: r.event_created_at === null ? null : new Date(r.event_created_at),
+    }))
+    .sort((a, b) => a.seq - b.seq);
+}
+
+/** Give back deliveries taken but not sent (a batch that stopped early): they keep their place in the queue. */
+export async function unclaim(tx: Tx, deliveryIds: string[]): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await tx
+    .update(webhookDeliveries)
+    .set({ firstStartedAt: null })
+    .where(and(inArray(webhookDeliveries.id, deliveryIds), eq(webhookDeliveries.status, 'pending')));
+}
+
+/**
+ * First attempts taken by a batch that never recorded their outcome (its worker died, or Postgres went away): each
+ * may or may not have been sent. Oldest first.
+ */
+export async function unrecordedFirstAttempts(tx: Tx, subscriptionId: string): Promise<Omit<ClaimedDelivery, 'body'>[]> {
+  const rows = await tx
+    .select({
+      id: webhookDeliveries.id,
+      seq: webhookDeliveries.seq,
+      eventId: webhookDeliveries.eventId,
+      eventType: webhookDeliveries.eventType,
+      integrationId: webhookDeliveries.integrationId,
+      eventCreatedAt: events.createdAt,
+    })
+    .from(webhookDeliveries)
+    .leftJoin(events, eq(events.id, webhookDeliveries.eventId))
+    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), eq(webhookDeliveries.status, 'pending'), isNotNull(webhookDeliveries.firstStartedAt)))
+    .orderBy(asc(webhookDeliveries.seq));
+  return rows.map((r) => ({ ...r, seq: r.seq ?? 0 }));
+}
+
+/** The outcome of one first attempt, as a batch records it. */
+export interface FirstAttemptRecord {
+  deliveryId: string;
+  startedAt: Date;
+  durationMs: number;
+  responseStatus: number | null;
+  error: string | null;
+  responseBody: string | null;
+  /** Where the delivery goes: `succeeded`, or on failure `retrying` (`nextAttemptAt` set) or `dead_lettered`. */
+  to: Extract<DeliveryStatus, 'succeeded' | 'retrying' | 'dead_lettered'>;
+  nextAttemptAt: Date | null;
+}
+
+/**
+ * Record first attempts and move their deliveries, in one transaction of two statements whatever their number. An
+ * attempt already recorded is kept; a delivery moves only out of `pending`, except that a success always stands.
+ */
+export async function recordFirstAttempts(db: Db, records: FirstAttemptRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  const json = JSON.stringify(
+    records.map((r) => ({
+      id: r.deliveryId,
+      started_at: r.startedAt.toISOString(),
+      duration_ms: r.durationMs,
+      response_status: r.responseStatus,
+      error: r.error,
+      response_body: r.responseBody,
+      status: r.to,
+      next_attempt_at: r.nextAttemptAt?.toISOString() ?? null,
+    })),
+  );
+  const columns = sql`v(id text, started_at timestamptz, duration_ms int, response_status int, error text, response_body text, status text, next_attempt_at timestamptz)`;
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`
+      insert into ${webhookAttempts} (delivery_id, number, started_at, duration_ms, response_status, error, response_body)
+      select v.id, 1, v.started_at, v.duration_ms, v.response_status, v.error, v.response_body
+      from json_to_recordset(${json}::json) as ${columns}
+      on conflict do nothing`);
+    await tx.execute(sql`
+      update ${webhookDeliveries} d set
+        status = v.status, attempts = greatest(d.attempts, 1), last_attempt_at = v.started_at, next_attempt_at = v.next_attempt_at,
+        last_response_status = v.response_status, last_error = v.error, first_sent_at = coalesce(d.first_sent_at, v.started_at), updated_at = now()
+      from json_to_recordset(${json}::json) as ${columns}
+      where d.id = v.id and (d.status = 'pending' or (v.status = 'succeeded' and d.status <> 'succeeded'))`);
+  });
+}
+
+/**
+ * The dispatcher has found its queue empty: mark it idle, so that the relay wakes it when it queues more, unless
+ * something was queued meanwhile (then false: go on). The subscription's row lock orders this against
+ * queueDeliveries, and the check after it sees what a queuing transaction committed.
+ */
+export async function settleIdle(db: Db, subscriptionId: string, opts: { force?: boolean } = {}): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select 1 from ${webhookSubscriptions} where id = ${subscriptionId} for update`);
+    if (!opts.force) {
+      const [row] = await tx.execute<{ queued: boolean }>(sql`
+        select exists (select 1 from ${webhookDeliveries}
+          where subscription_id = ${subscriptionId} and status = 'pending' and first_started_at is null and seq is not null) as queued`);
+      if (row!.queued) return false;
+    }
+    await tx.update(webhookSubscriptions).set({ dispatchIdle: true }).where(eq(webhookSubscriptions.id, subscriptionId));
+    return true;
+  });
+}
+
+/** Mirror the dispatcher's circuit breaker on the subscription (shown by the admin API and the console). */
+export async function setCircuit(tx: Tx, subscriptionId: string, circuit: { openedAt: Date; nextProbeAt: Date } | null): Promise<void> {
+  await tx
+    .update(webhookSubscriptions)
+    .set(
+      circuit
+        ? {
+            circuitOpenedAt: sql`coalesce(${webhookSubscriptions.circuitOpenedAt}, ${circuit.openedAt.toISOString()}::timestamptz)`,
+            circuitNextProbeAt: circuit.nextProbeAt,
+          }
+        : { circuitOpenedAt: null, circuitNextProbeAt: null },
+    )
+    .where(eq(webhookSubscriptions.id, subscriptionId));
+}
+
+/**
+ * Hear of deliveries queued for a busy dispatcher (queueDeliveries notifies at commit): `onQueued` gets the
+ * subscription's id. One LISTEN on the pool's connection for it; resolves to null when it cannot be set up.
+ */
+export function listenForQueued(db: Db, onQueued: (subscriptionId: string) => void): Promise<{ unlisten(): Promise<void> } | null> {
+  return db.$client.listen(QUEUED_CHANNEL, onQueued).catch(() => null);
+}
