@@ -6,6 +6,7 @@ import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import { createPageReader, type PageReader } from '../../activities/page-reader';
 import { createActivities } from '../../activities/sync';
+import { removeUnknownSchedules } from '../../control/schedules';
 import { ensureSyncSchedule, removeSyncSchedule, runStateVia } from '../../control/sync';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
@@ -125,22 +126,13 @@ export async function reconcileSchedules(deps: {
  * sharing the namespace keeps its schedules.
  */
 export async function removeOrphanSchedules(deps: { client: Client; taskQueue: string; logger: Logger }, liveIntegrationIds: string[]): Promise<number> {
-  const known = new Set(liveIntegrationIds.map(scheduleIdOf));
-  let removed = 0;
-  for await (const summary of deps.client.schedule.list()) {
-    if (!summary.scheduleId.startsWith(SCHEDULE_ID_PREFIX) || known.has(summary.scheduleId)) continue;
-    try {
-      const handle = deps.client.schedule.getHandle(summary.scheduleId);
-      const described = await handle.describe();
-      if (described.action.type !== 'startWorkflow' || described.action.taskQueue !== deps.taskQueue) continue;
-      await handle.delete();
-      removed++;
-      deps.logger.info({ schedule_id: summary.scheduleId }, 'removed the schedule of an unknown integration');
-    } catch (err) {
-      deps.logger.error({ err, schedule_id: summary.scheduleId }, 'could not remove an orphan schedule');
-    }
-  }
-  return removed;
+  return removeUnknownSchedules(deps.client, {
+    prefix: SCHEDULE_ID_PREFIX,
+    known: new Set(liveIntegrationIds.map(scheduleIdOf)),
+    taskQueue: deps.taskQueue,
+    removed: (scheduleId) => deps.logger.info({ schedule_id: scheduleId }, 'removed the schedule of an unknown integration'),
+    failed: (err, scheduleId) => deps.logger.error({ err, schedule_id: scheduleId }, 'could not remove an orphan schedule'),
+  });
 }
 
 /** The role as a worker process runs it, with a page reader of its own (WORKER_READ_THREADS threads). */
