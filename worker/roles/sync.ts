@@ -3,7 +3,7 @@
  * integration's sync schedule brought in line with the database at start-up.
  */
 import { Client } from '@temporalio/client';
-import { Worker, type NativeConnection } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import { createPageReader, type PageReader } from '../../activities/page-reader';
 import { createActivities } from '../../activities/sync';
 import { removeUnknownSchedules } from '../../control/schedules';
@@ -14,23 +14,13 @@ import type { Db } from '../../db/client';
 import { integrationsWithDeleted } from '../../db/tenants';
 import { DEFAULT_SYNC_POLICY, SCHEDULE_ID_PREFIX, scheduleIdOf, type SyncPolicy } from '../../domain/contract';
 import { createKeyring } from '../../domain/secrets';
-import type { WorkerMetrics } from '../../observability/metrics';
-import type { Tracing } from '../../observability/tracing';
 import { eachLimit } from '../each-limit';
-import { telemetryOf } from '../telemetry';
-import { bundleWorkflows } from '../workflow-bundle';
-import type { RoleContext, RunningRole } from './role';
+import type { RoleContext, RunningRole, WorkerDeps } from './role';
+import { createWorkflowWorker, workerRole } from './temporal-worker';
 
-export interface SyncWorkerDeps {
-  config: Config;
-  db: Db;
-  connection: NativeConnection;
+export interface SyncWorkerDeps extends WorkerDeps {
   /** Where sync pages are read (the caller closes it after the worker stops). */
   pages: PageReader;
-  /** What the activities count (worker/main.ts: the process's Prometheus registry). */
-  metrics?: WorkerMetrics;
-  /** Where spans go (worker/main.ts, when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
-  tracing?: Tracing;
 }
 
 export async function createSyncWorker(deps: SyncWorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
@@ -48,22 +38,15 @@ export async function createSyncWorker(deps: SyncWorkerDeps, bundle?: { codePath
     deltaOverlapSeconds: config.SYNC_DELTA_OVERLAP_SECONDS,
     metrics: deps.metrics,
   });
-  const create = (codePath: string) =>
-    Worker.create({
-      connection: deps.connection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue: config.TEMPORAL_TASK_QUEUE,
-      workflowBundle: { codePath },
-      activities,
-      ...telemetryOf(deps.tracing),
-      // Each sync activity holds at most two source pages in memory; this bounds the worker's footprint.
-      maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
-      maxCachedWorkflows: 200,
-      // On shutdown, running activities get this long, then are cancelled and resume elsewhere from their last page.
-      shutdownGraceTime: '10 seconds',
-    });
-  // Worker.create reads the bundle once; the file is removed after.
-  return bundle ? create(bundle.codePath) : bundleWorkflows(create, deps.tracing !== undefined);
+  return createWorkflowWorker(deps, bundle, {
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    activities,
+    // Each sync activity holds at most two source pages in memory; this bounds the worker's footprint.
+    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
+    maxCachedWorkflows: 200,
+    // On shutdown, running activities get this long, then are cancelled and resume elsewhere from their last page.
+    shutdownGraceTime: '10 seconds',
+  });
 }
 
 /** The sync workflow's retry and time-out policy, from configuration. */
@@ -147,15 +130,11 @@ export async function startSyncRole(ctx: RoleContext): Promise<RunningRole> {
     await pages.close();
     throw err;
   });
-  return {
-    run: () => worker.run(),
-    shutdown: () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-    },
+  return workerRole(worker, {
     close: () => pages.close(),
     async reconcile() {
       const r = await reconcileSchedules({ db: ctx.db, client: ctx.client, taskQueue: config.TEMPORAL_TASK_QUEUE, logger });
       logger.info(r, 'sync schedules reconciled');
     },
-  };
+  });
 }
