@@ -154,9 +154,10 @@ async function renderScalar(handler: MiddlewareHandler): Promise<ScalarPage> {
 /**
  * The reference page's configuration. Only what works offline, against this service: withDefaultFonts: false keeps
  * the page from fetching its fonts from fonts.scalar.com (system fonts instead); the hosted services Scalar offers on a
- * page opened from localhost are turned off, for they cannot work here: its AI agent ("Ask AI": agent), its MCP server
- * generator ("Generate MCP": mcp), its developer toolbar ("Deploy", "Share", "Configure": showDeveloperTools) and its
- * telemetry. The "Test Request" client stays: it calls this API.
+ * page opened from localhost are turned off, for they cannot work here: its AI agent ("Ask AI": agent), its developer
+ * toolbar ("Deploy", "Share", "Configure": showDeveloperTools) and its telemetry. The "Test Request" client stays: it
+ * calls this API. The pinned @scalar/api-reference (1.46, the last whose dependencies all run on Node 20) has no MCP
+ * server generator yet; mcp keeps "Generate MCP" off should a later one be pinned.
  */
 const SCALAR_CONFIGURATION = {
   url: '/v1/openapi.json',

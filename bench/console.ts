@@ -13,7 +13,6 @@
  * Usage: npm run bench:console [-- --rounds 3 --seconds 10 --connections 4]
  */
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
 import type autocannon from 'autocannon';
 import { loadConfigOrExit } from '../config';
 import { closeDb, createDb } from '../db/client';
@@ -23,30 +22,17 @@ import { createIntegration, createOrganization } from '../db/tenants';
 import { createSubscription, ensureDelivery } from '../db/webhooks';
 import { categoryOf } from '../domain/events';
 import { createKeyring } from '../domain/secrets';
+import { benchArgs } from './lib/args';
 import type { LoadSpec } from './lib/load';
 import { freshDatabase, loadAverage, startApi, startChild, waitHealthy } from './lib/processes';
+import { CheckFailed, endBench } from './lib/report';
+import { median } from './lib/stats';
 
-const { values: args } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '3' },
-    seconds: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '4' },
-    warmup: { type: 'string', default: '3' },
-  },
-});
-const ROUNDS = Number(args.rounds);
-const SECONDS = Number(args.seconds);
-const CONNECTIONS = Number(args.connections);
-const WARMUP = Number(args.warmup);
+const args = benchArgs({ rounds: 3, seconds: 10, connections: 4, warmup: 3 });
 const DELIVERIES = 25;
 const ADMIN_TOKEN = 'bench-console-admin-token-0123456789';
 
 const say = (msg: string) => console.log(`[bench:console] ${msg}`);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-class CheckFailed extends Error {
-  override name = 'CheckFailed';
-}
 
 async function seed(databaseUrl: string, secretsConfig: ReturnType<typeof loadConfigOrExit>): Promise<{ subscriptionId: string; deliveryIds: string[] }> {
   const db = createDb(databaseUrl, { max: 2 });
@@ -127,7 +113,7 @@ async function main() {
     );
 
     async function load(name: keyof typeof targets, seconds: number): Promise<autocannon.Result> {
-      const spec: LoadSpec = { url: api.url, paths: [targets[name].path], headers: targets[name].headers, connections: CONNECTIONS, duration: seconds };
+      const spec: LoadSpec = { url: api.url, paths: [targets[name].path], headers: targets[name].headers, connections: args.connections, duration: seconds };
       const gen = startChild('bench/lib/load.ts', [], {}, '[load]', { stdin: true, echo: () => false });
       gen.process.stdin!.end(JSON.stringify(spec));
       const [, out] = await gen.line(/^load-result (.*)$/, (seconds + 60) * 1000);
@@ -137,15 +123,15 @@ async function main() {
       return r;
     }
 
-    for (const name of ['console', 'floor'] as const) await load(name, WARMUP);
+    for (const name of ['console', 'floor'] as const) await load(name, args.warmup);
     const figures = { console: [] as autocannon.Result[], floor: [] as autocannon.Result[] };
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const name of ['console', 'floor'] as const) figures[name].push(await load(name, SECONDS));
-      say(`round ${round}/${ROUNDS} done`);
+    for (let round = 1; round <= args.rounds; round++) {
+      for (const name of ['console', 'floor'] as const) figures[name].push(await load(name, args.seconds));
+      say(`round ${round}/${args.rounds} done`);
     }
 
     console.log(
-      `\nConsole page vs the admin API's JSON of its list: ${ROUNDS} alternating rounds x ${SECONDS} s, ${CONNECTIONS} connections, ${DELIVERIES} deliveries x 3 attempts; median over rounds\n`,
+      `\nConsole page vs the admin API's JSON of its list: ${args.rounds} alternating rounds x ${args.seconds} s, ${args.connections} connections, ${DELIVERIES} deliveries x 3 attempts; median over rounds\n`,
     );
     console.log('target    requests/s  p50 ms  p99 ms');
     const row = (name: 'console' | 'floor') => {
@@ -170,7 +156,4 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(err instanceof CheckFailed ? `[bench:console] check failed: ${err.message}` : err);
-  process.exit(1);
-});
+endBench('console', main);

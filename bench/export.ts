@@ -31,7 +31,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { loadConfigOrExit } from '../config';
 import { automationControlOf, startAutomationRun } from '../control/automations';
@@ -45,34 +44,18 @@ import { createKeyring } from '../domain/secrets';
 import type { runAutomation } from '../workflows/automation';
 import { parse } from 'csv-parse/sync';
 import { exportStatementOf } from '../activities/export';
+import { benchArgs } from './lib/args';
+import { commandsTo } from './lib/commands';
 import { loadExportData } from './lib/export-data';
 import type { Received } from './lib/export-destination';
 import type { ExportFloorCommand, ExportFloorResult } from './lib/export-floor';
-import {
-  atInterrupt,
-  childPids,
-  cpuMeter,
-  cpuSeconds,
-  freshDatabase,
-  loadAverage,
-  peakRssMb,
-  rssSampler,
-  startChild,
-  startTemporal,
-  waitForPollers,
-  type Child,
-} from './lib/processes';
+import { childPids, cpuMeter, cpuSeconds, freshStack, loadAverage, peakRssMb, rssSampler, startChild, waitForPollers, type Child } from './lib/processes';
+import { CheckFailed, endBench, int, secs } from './lib/report';
 import { sizeOf } from './lib/seed';
-import { CheckFailed, int, secs, settle, spread, startWorker } from './lib/sync-harness';
+import { spread } from './lib/stats';
+import { settle, startWorker } from './lib/sync-harness';
 
-const { values: args } = parseArgs({
-  options: {
-    leases: { type: 'string', default: '100000' },
-    runs: { type: 'string', default: '3' },
-  },
-});
-const LEASES = Number(args.leases);
-const RUNS = Number(args.runs);
+const args = benchArgs({ leases: 100000, runs: 3 });
 const OTHER_LEASES = 400;
 const TASK_QUEUE = 'bench-export';
 const AUTOMATION_QUEUE = automationTaskQueueOf(TASK_QUEUE);
@@ -145,19 +128,15 @@ function headCells(head: Buffer): unknown[][] {
 
 async function main() {
   const began = Date.now();
-  if (!(Number.isInteger(RUNS) && RUNS >= 1)) throw new Error('--runs must be a positive integer');
-  const size = sizeOf(LEASES);
+  if (!(Number.isInteger(args.runs) && args.runs >= 1)) throw new Error('--runs must be a positive integer');
+  const size = sizeOf(args.leases);
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const cfg = loadConfigOrExit();
-  const databaseUrl = await freshDatabase(cfg.DATABASE_URL, 'bench_export');
-  const env = await startTemporal();
-  atInterrupt(() => env.teardown());
-  const client = env.client;
-  const temporalAddress = env.connection.options.address;
+  const { databaseUrl, env, client, temporalAddress } = await freshStack(cfg.DATABASE_URL, 'bench_export');
   const db = createDb(databaseUrl, { max: 4, applicationName: 'propsync-bench', statementTimeoutMs: 0 });
   const children: Child[] = [];
   try {
-    // ---- the cache: one integration of LEASES leases, and another of the same organization the export leaves out
+    // ---- the cache: one integration of args.leases leases, and another of the same organization the export leaves out
     const keyring = createKeyring(cfg.ENCRYPTION_KEYS);
     const org = await createOrganization(db, { name: 'bench-export' });
     const newIntegration = () =>
@@ -175,7 +154,7 @@ async function main() {
     const integration = await newIntegration();
     const other = await newIntegration();
     const t0 = performance.now();
-    const written = await loadExportData(db.$client, { id: integration.id, organizationId: org.id, mode: 'test' }, LEASES);
+    const written = await loadExportData(db.$client, { id: integration.id, organizationId: org.id, mode: 'test' }, args.leases);
     await loadExportData(db.$client, { id: other.id, organizationId: org.id, mode: 'test' }, OTHER_LEASES);
     await settle(db);
     say(
@@ -211,10 +190,10 @@ async function main() {
       return w!;
     };
     const want = await expected();
-    if (want.n !== LEASES) throw new CheckFailed(`the integration holds ${want.n} live leases, ${LEASES} were loaded`);
+    if (want.n !== args.leases) throw new CheckFailed(`the integration holds ${want.n} live leases, ${args.leases} were loaded`);
     // The warm-up's bound: the created_at of the lease a tenth of the way in.
     const [tenth] = await db.execute<{ created_at: string }>(
-      sql`select created_at::text from leases where integration_id = ${integration.id} order by created_at, id offset ${Math.floor(LEASES / 10)} limit 1`,
+      sql`select created_at::text from leases where integration_id = ${integration.id} order by created_at, id offset ${Math.floor(args.leases / 10)} limit 1`,
     );
     const warmBefore = new Date(tenth!.created_at).toISOString();
     const wantWarm = await expected(warmBefore);
@@ -305,7 +284,7 @@ async function main() {
       else if (JSON.stringify(head.slice(0, HEAD_RECORDS)) !== JSON.stringify(apiHead.slice(0, head.length < HEAD_RECORDS ? head.length : HEAD_RECORDS))) {
         bad.push('its first records read back are not what the list API serves');
       }
-      if (w.n === LEASES) {
+      if (w.n === args.leases) {
         exportBody ??= r.bodyDigest;
         if (r.bodyDigest !== exportBody) bad.push("a body other than the other writer's, byte for byte");
       }
@@ -320,23 +299,20 @@ async function main() {
 
     // ---- the floor: COPY of the same query into a PUT to the destination
     let floors = 0;
-    /** One command to the floor process: its result, and the CPU used meanwhile. */
-    const floorCommand = async (cmd: ExportFloorCommand) => {
-      const answer = floorChild.line(new RegExp(`^floor-(result|error) ${cmd.id} (.*)$`), RUN_TIMEOUT_MS);
+    const toFloor = commandsTo<ExportFloorCommand, ExportFloorResult>(floorChild, 'floor', 'the floor', RUN_TIMEOUT_MS);
+    /** One command to the floor process: its result, and the CPU used meanwhile (Postgres's sampled from before it is sent, as an export's). */
+    const floorCommand = async (cmd: Omit<ExportFloorCommand, 'id'>) => {
       const meter = await cpuMeter({ floor: () => [floorChild.pid], destination: () => [destination.pid] }).start();
-      floorChild.send(JSON.stringify(cmd));
-      const [, kind, body] = await postgresCpu(() => answer);
-      const cpu = { ...(await meter()), postgres: lastPostgresCpu };
-      if (kind === 'error') throw new Error(`the floor failed: ${body}`);
-      return { result: JSON.parse(body!) as ExportFloorResult, cpu };
+      const result = await postgresCpu(() => toFloor(cmd));
+      return { result, cpu: { ...(await meter()), postgres: lastPostgresCpu } };
     };
     const floorOnce = async (): Promise<Delivery> => {
       const id = `f${++floors}`;
       const path = `/floor/${id}`;
-      const { result, cpu } = await floorCommand({ id, statement, url: `${destinationUrl}${path}` });
+      const { result, cpu } = await floorCommand({ statement, url: `${destinationUrl}${path}` });
       const r = await received(path);
       check(`floor ${id}`, r, want, csvColumns('lease').length, false);
-      if (result.rows !== LEASES) problems.push(`floor ${id}: the COPY sent ${result.rows} rows`);
+      if (result.rows !== args.leases) problems.push(`floor ${id}: the COPY sent ${result.rows} rows`);
       return { ms: r.lastByteAt! - r.arrivedAt, endToEndMs: result.ms, received: r, cpu };
     };
 
@@ -381,7 +357,7 @@ async function main() {
       return { runId: run.id, rows: w.n, ms: r.lastByteAt! - r.arrivedAt, endToEndMs, received: r, cpu, rowMs, idleMb, peakMb };
     };
 
-    const rate = (d: Delivery) => LEASES / (d.ms / 1000);
+    const rate = (d: Delivery) => args.leases / (d.ms / 1000);
     // Warm-up: the first tenth of the leases, on the fresh worker (its code gets compiled; its memory is compared).
     const warm = await exportOnce({ created_before: warmBefore }, wantWarm);
     say(
@@ -390,13 +366,13 @@ async function main() {
     );
     const floorRuns: Delivery[] = [];
     const exportRuns: ExportRun[] = [];
-    for (let r = 1; r <= RUNS; r++) {
+    for (let r = 1; r <= args.runs; r++) {
       const f = await floorOnce();
       floorRuns.push(f);
       const e = await exportOnce({}, want);
       exportRuns.push(e);
       say(
-        `round ${r}/${RUNS}: floor ${int(rate(f))} rows/s (${secs(f.ms)} s, ${mb(f.received.bytes)} MB); ` +
+        `round ${r}/${args.runs}: floor ${int(rate(f))} rows/s (${secs(f.ms)} s, ${mb(f.received.bytes)} MB); ` +
           `export ${int(rate(e))} rows/s (${secs(e.ms)} s, ${mb(e.received.bytes)} MB; end to end ${secs(e.endToEndMs)} s); worker RSS ${e.idleMb} MB idle, ${e.peakMb} MB peak`,
       );
     }
@@ -427,10 +403,10 @@ async function main() {
     const f0 = floorRuns[0]!.received;
     console.log('');
     console.log(
-      `  ${int(LEASES)} leases of one test-mode integration (with ${int(size.properties)} properties, ${int(size.units)} units, ${int(size.residents)} residents, ` +
-        `${int(written.lease_residents ?? 0)} lease residents; another integration's ${OTHER_LEASES} leases left out), loaded with COPY; ${RUNS} round(s), the floor then the export`,
+      `  ${int(args.leases)} leases of one test-mode integration (with ${int(size.properties)} properties, ${int(size.units)} units, ${int(size.residents)} residents, ` +
+        `${int(written.lease_residents ?? 0)} lease residents; another integration's ${OTHER_LEASES} leases left out), loaded with COPY; ${args.runs} round(s), the floor then the export`,
     );
-    console.log(`  rows/s from the request's arrival to its last byte at the destination: median (min–max) of ${RUNS}`);
+    console.log(`  rows/s from the request's arrival to its last byte at the destination: median (min–max) of ${args.runs}`);
     console.log(
       `    export: automation run on worker/main.ts (no filters)      ${range(exportRate, int)} rows/s; ${range(spread(exportRuns.map((e) => e.ms)), secs)} s`,
     );
@@ -444,11 +420,11 @@ async function main() {
     );
     console.log(
       `  bodies                                export ${mb(e0.bytes)} MB, ${e0.headerFields} columns (UTF-8 BOM, LF); floor ${mb(f0.bytes)} MB, ${f0.headerFields} columns: ` +
-        `${int(e0.bytes / (LEASES + 1))} bytes a row; the same bytes after the BOM`,
+        `${int(e0.bytes / (args.leases + 1))} bytes a row; the same bytes after the BOM`,
     );
     console.log(
       `  worker RSS                            ${warm.idleMb} MB idle on the fresh worker, ${warm.peakMb} MB peak exporting ${int(warm.rows)} leases (+${warm.peakMb - warm.idleMb} MB); ` +
-        `then idle ${exportRuns.map((e) => e.idleMb).join(' / ')} MB before each export of ${int(LEASES)}, peak ${exportRuns.map((e) => e.peakMb).join(' / ')} MB during it ` +
+        `then idle ${exportRuns.map((e) => e.idleMb).join(' / ')} MB before each export of ${int(args.leases)}, peak ${exportRuns.map((e) => e.peakMb).join(' / ')} MB during it ` +
         `(+${growths.join(' / +')} MB; VmRSS sampled every 100 ms). Highest peak over the fresh worker's idle: +${growth} MB ` +
         `(target <= ${MAX_GROWTH_MB} MB: ${mark(growth <= MAX_GROWTH_MB)}); VmHWM ${hwm} MB over the worker's life, start-up included`,
     );
@@ -469,17 +445,17 @@ async function main() {
     console.log('  64 KiB writes.');
     console.log('');
     console.log(
-      `  checks passed: every body (${RUNS} export(s), ${RUNS} floor(s)) arrived whole with exactly ${int(LEASES)} data rows and a header (the warm-up: ${int(warm.rows)}), ` +
+      `  checks passed: every body (${args.runs} export(s), ${args.runs} floor(s)) arrived whole with exactly ${int(args.leases)} data rows and a header (the warm-up: ${int(warm.rows)}), ` +
         `every record as many fields as the header, and the lease ids of the integration's live leases in (created_at, id) order (the other integration's left out); ` +
         `the export's bodies equal the floor's byte for byte after the BOM; the first ${HEAD_RECORDS} records of every body read back equal to the list API's; ` +
-        `every run succeeded after one attempt with records_exported ${int(LEASES)} (the warm-up: ${int(warm.rows)})`,
+        `every run succeeded after one attempt with records_exported ${int(args.leases)} (the warm-up: ${int(warm.rows)})`,
     );
     console.log(`  load average ${loadAverage()} at the end; the whole bench took ${secs(Date.now() - began)} s`);
     result = {
       ratios: { rows_per_s: round(ratio) },
       rss_mb: { idle: warm.idleMb, peak: Math.max(...exportRuns.map((e) => e.peakMb)), growth, limit: MAX_GROWTH_MB },
       rows_per_s: { export: Math.round(exportRate.median), floor: Math.round(floorRate.median) },
-      leases: LEASES,
+      leases: args.leases,
     };
   } finally {
     for (const c of children.reverse()) await c.stop();
@@ -507,28 +483,11 @@ function workerMemory(pid: number): string {
 }
 
 /** The last line: one JSON object anyone can compare runs by. */
-function lastLine(): void {
-  console.log(
-    JSON.stringify({
-      bench: 'export',
-      ratios: result?.ratios ?? {},
-      rss_mb: result?.rss_mb ?? {},
-      rows_per_s: result?.rows_per_s ?? {},
-      leases: LEASES,
-      ok: ok && result !== undefined,
-    }),
-  );
-}
-
-main().then(
-  () => {
-    lastLine();
-    process.exit(0);
-  },
-  (err) => {
-    ok = false;
-    console.error(err instanceof CheckFailed ? `\n[bench:export] FAILED: ${err.message}` : err);
-    lastLine();
-    process.exit(1);
-  },
-);
+endBench('export', main, (passed) => ({
+  bench: 'export',
+  ratios: result?.ratios ?? {},
+  rss_mb: result?.rss_mb ?? {},
+  rows_per_s: result?.rows_per_s ?? {},
+  leases: args.leases,
+  ok: passed && ok && result !== undefined,
+}));

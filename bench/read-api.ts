@@ -26,34 +26,19 @@
  * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4]   (`--leases 2000`: a small data set, to try it)
  */
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
 import type autocannon from 'autocannon';
 import postgres from 'postgres';
 import { loadConfigOrExit } from '../config';
 import { PLAN_RULES } from '../domain/plans';
+import { benchArgs } from './lib/args';
 import type { LoadSpec } from './lib/load';
 import { sampleOf, startSpanSink } from './lib/observed';
 import { cpuMeter, freePort, loadAverage, rssSampler, startApi, startChild, waitHealthy } from './lib/processes';
+import { CheckFailed, endBench } from './lib/report';
 import { DEFAULT_LEASES, ensureBenchData } from './lib/seed';
+import { median } from './lib/stats';
 
-const { values: args } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '3' },
-    seconds: { type: 'string', default: '20' },
-    rate: { type: 'string', default: '15' },
-    connections: { type: 'string', default: '4' },
-    keys: { type: 'string', default: '4' },
-    warmup: { type: 'string', default: '5' },
-    leases: { type: 'string', default: String(DEFAULT_LEASES) },
-  },
-});
-const ROUNDS = Number(args.rounds);
-const SECONDS = Number(args.seconds);
-const RATE = Number(args.rate);
-const CONNECTIONS = Number(args.connections);
-const KEYS = Number(args.keys);
-const WARMUP = Number(args.warmup);
-const LEASES = Number(args.leases);
+const args = benchArgs({ rounds: 3, seconds: 20, rate: 15, connections: 4, keys: 4, warmup: 5, leases: DEFAULT_LEASES });
 const LIMIT_PER_MINUTE = PLAN_RULES.enterprise.rateLimitPerMinute;
 /** A load generator that sent fewer than this share of rate × seconds did not offer the load it was asked to. */
 const MIN_SENT_SHARE = 0.9;
@@ -83,16 +68,6 @@ const summary: Summary = {
 
 const say = (msg: string) => console.log(`[bench:read] ${msg}`);
 
-class CheckFailed extends Error {
-  override name = 'CheckFailed';
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
-
 type Target = 'service' | 'observed' | 'baseline';
 const TARGETS_IN_ORDER = ['service', 'observed', 'baseline'] as const;
 /** Most the CPU per request may grow with metrics and tracing on. */
@@ -111,17 +86,17 @@ interface Figures {
 
 async function main() {
   const began = Date.now();
-  if (!(RATE > 0 && SECONDS > 0 && ROUNDS >= 1 && KEYS >= 1 && CONNECTIONS >= 1))
+  if (!(args.rate > 0 && args.seconds > 0 && args.rounds >= 1 && args.keys >= 1 && args.connections >= 1))
     throw new Error('--rate, --seconds, --rounds, --keys and --connections must be positive');
   // The limit's bucket holds 10 % of a minute and refills at the limit's rate: a steady rate below it never runs dry.
-  if (RATE >= LIMIT_PER_MINUTE / 60) {
+  if (args.rate >= LIMIT_PER_MINUTE / 60) {
     throw new CheckFailed(
-      `--rate ${RATE}/s is not within the enterprise limit of ${LIMIT_PER_MINUTE}/min (${LIMIT_PER_MINUTE / 60}/s): the API would answer 429`,
+      `--rate ${args.rate}/s is not within the enterprise limit of ${LIMIT_PER_MINUTE}/min (${LIMIT_PER_MINUTE / 60}/s): the API would answer 429`,
     );
   }
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const config = loadConfigOrExit();
-  const data = await ensureBenchData(config.DATABASE_URL, say, { keys: KEYS, leases: LEASES });
+  const data = await ensureBenchData(config.DATABASE_URL, say, { keys: args.keys, leases: args.leases });
   const api = await startApi(data.databaseUrl);
   const sink = await startSpanSink();
   const metricsPort = await freePort();
@@ -170,7 +145,7 @@ async function main() {
     };
     say(`list page: ${sampleList.results.length} leases, meta ${JSON.stringify(sampleList.meta)}; service and baseline bodies are byte-identical`);
     say(
-      `the API answers with RateLimit-Policy "minute";q=${LIMIT_PER_MINUTE};w=60 (enterprise plan, no override); ${data.keys.length} keys; offered rate ${RATE}/s, ${CONNECTIONS} connections`,
+      `the API answers with RateLimit-Policy "minute";q=${LIMIT_PER_MINUTE};w=60 (enterprise plan, no override); ${data.keys.length} keys; offered rate ${args.rate}/s, ${args.connections} connections`,
     );
 
     /** Postgres backends serving one target: the API's pools (queries, the key cache's LISTEN) or the baseline's. */
@@ -199,9 +174,9 @@ async function main() {
         url: targets[target],
         paths,
         keys: target === 'baseline' ? undefined : data.keys,
-        connections: CONNECTIONS,
+        connections: args.connections,
         duration: seconds,
-        rate: RATE,
+        rate: args.rate,
       };
       const gen = startChild('bench/lib/load.ts', [], {}, '[load]', { stdin: true, echo: () => false });
       gen.process.stdin!.end(JSON.stringify(spec));
@@ -217,13 +192,13 @@ async function main() {
       if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0 || codes.length > 0) {
         throw new CheckFailed(
           `${label} against the ${target}: ${result.non2xx} non-2xx (${codes.join(', ') || 'none'}), ${result.errors} errors, ${result.timeouts} timeouts ` +
-            `at ${RATE}/s${codes.some((c) => c.endsWith('429')) ? ' (429: the rate limit refused requests)' : ''}`,
+            `at ${args.rate}/s${codes.some((c) => c.endsWith('429')) ? ' (429: the rate limit refused requests)' : ''}`,
         );
       }
-      const want = RATE * seconds * MIN_SENT_SHARE;
+      const want = args.rate * seconds * MIN_SENT_SHARE;
       if (result.requests.total < want) {
         throw new CheckFailed(
-          `${label} against the ${target}: ${result.requests.total} requests answered in ${seconds} s, fewer than ${Math.ceil(want)} (${RATE}/s offered)`,
+          `${label} against the ${target}: ${result.requests.total} requests answered in ${seconds} s, fewer than ${Math.ceil(want)} (${args.rate}/s offered)`,
         );
       }
       answered[target][paths[0]!.startsWith('/v1/leases?') ? 'list' : 'retrieve'] += result.requests.total;
@@ -231,19 +206,19 @@ async function main() {
       return { result, cpu };
     }
 
-    say(`warming up: ${WARMUP} s of each scenario against each target`);
-    for (const [name, paths] of Object.entries(scenarios)) for (const target of TARGETS_IN_ORDER) await load(target, paths, WARMUP, `warm-up ${name}`);
+    say(`warming up: ${args.warmup} s of each scenario against each target`);
+    for (const [name, paths] of Object.entries(scenarios)) for (const target of TARGETS_IN_ORDER) await load(target, paths, args.warmup, `warm-up ${name}`);
 
     const results: Record<string, Record<Target, Figures>> = {};
     const empty = (): Figures => ({ p50: [], p90: [], p99: [], max: [], requests: 0, cpuProcess: 0, cpuPostgres: 0 });
     const rss: number[] = [];
-    for (let round = 1; round <= ROUNDS; round++) {
+    for (let round = 1; round <= args.rounds; round++) {
       for (const [name, paths] of Object.entries(scenarios)) {
         results[name] ??= { service: empty(), observed: empty(), baseline: empty() };
         // The plain and the observed API take turns going first, so neither always runs right after the other.
         for (const target of round % 2 === 1 ? TARGETS_IN_ORDER : (['observed', 'service', 'baseline'] as const)) {
           const sampler = target === 'service' ? rssSampler(api.pid) : undefined;
-          const { result: r, cpu } = await load(target, paths, SECONDS, `round ${round} ${name}`);
+          const { result: r, cpu } = await load(target, paths, args.seconds, `round ${round} ${name}`);
           if (sampler) {
             rss.push(sampler.peakMb());
             sampler.stop();
@@ -258,12 +233,12 @@ async function main() {
           f.cpuPostgres += cpu.postgres ?? 0;
         }
       }
-      say(`round ${round}/${ROUNDS} done`);
+      say(`round ${round}/${args.rounds} done`);
     }
 
     console.log(
-      `\nRead API vs bare node:http baseline: ${ROUNDS} alternating rounds x ${SECONDS} s at ${RATE} requests/s, ${CONNECTIONS} connections, ` +
-        `${LEASES.toLocaleString('en-US')} leases, enterprise limit ${LIMIT_PER_MINUTE}/min, ${data.keys.length} keys; median over rounds\n`,
+      `\nRead API vs bare node:http baseline: ${args.rounds} alternating rounds x ${args.seconds} s at ${args.rate} requests/s, ${args.connections} connections, ` +
+        `${args.leases.toLocaleString('en-US')} leases, enterprise limit ${LIMIT_PER_MINUTE}/min, ${data.keys.length} keys; median over rounds\n`,
     );
     console.log('scenario              target     requests  p50 ms  p90 ms  p99 ms  max ms   CPU ms/req (process + postgres)');
     for (const [name, r] of Object.entries(results)) {
@@ -307,7 +282,7 @@ async function main() {
         `the sink received ${sunk.exports} exports, ${rootSpans.list} and ${rootSpans.retrieve} root spans of those routes`,
     );
     for (const k of ['list', 'retrieve'] as const) {
-      if (counted[k] < answered.observed[k] || counted[k] > answered.observed[k] + CONNECTIONS * windows) {
+      if (counted[k] < answered.observed[k] || counted[k] > answered.observed[k] + args.connections * windows) {
         throw new CheckFailed(
           `the observed API's metrics counted ${counted[k]} ${k} requests, but ${answered.observed[k]} were answered: metrics were not on, or miscount`,
         );
@@ -330,16 +305,7 @@ async function main() {
   }
 }
 
-main().then(
-  () => {
-    summary.ok = true;
-    console.log(JSON.stringify(summary));
-    process.exit(0);
-  },
-  (err) => {
-    console.error(err instanceof CheckFailed ? `\n[bench:read] FAILED: ${err.message}` : err);
-    // No figure of a run that failed a check stands: the line says so, with no ratios.
-    console.log(JSON.stringify({ ...summary, ratios: { ...NO_RATIOS }, observability_cost: { list: null, retrieve: null }, ok: false }));
-    process.exit(1);
-  },
+// No figure of a run that failed a check stands: the line says so, with no ratios.
+endBench('read', main, (passed) =>
+  passed ? { ...summary, ok: true } : { ...summary, ratios: { ...NO_RATIOS }, observability_cost: { list: null, retrieve: null }, ok: false },
 );

@@ -10,37 +10,17 @@
  * Usage: npm run bench:sync-memory [-- --sizes 10000,100000,250000 --max-growth 1.5 --seed 1]
  */
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
 import { ENTITIES } from '../domain/cdm';
+import { benchArgs } from './lib/args';
 import { loadAverage, peakRssMb, rssSampler, type Child } from './lib/processes';
-import {
-  CheckFailed,
-  checkInitial,
-  ensureCompany,
-  int,
-  newIntegration,
-  resetCache,
-  runSync,
-  secs,
-  startSyncBench,
-  startWorker,
-  total,
-  type Counts,
-} from './lib/sync-harness';
+import { CheckFailed, endBench, int, secs } from './lib/report';
+import { checkInitial, ensureCompany, newIntegration, resetCache, runSync, startSyncBench, startWorker, total, type Counts } from './lib/sync-harness';
 
-const { values: args } = parseArgs({
-  options: {
-    sizes: { type: 'string', default: '10000,100000,250000' },
-    seed: { type: 'string', default: '1' },
-    'max-growth': { type: 'string', default: '1.5' },
-  },
-});
+const args = benchArgs({ seed: 1, maxGrowth: 1.5 }, { sizes: '10000,100000,250000' });
 const SIZES = args.sizes
   .split(',')
   .map((s) => Number(s.trim()))
   .sort((a, b) => a - b);
-const SEED = Number(args.seed);
-const MAX_GROWTH = Number(args['max-growth']);
 const TASK_QUEUE = 'bench-sync-memory';
 
 const say = (msg: string) => console.log(`[bench:sync-memory] ${msg}`);
@@ -67,8 +47,8 @@ async function main() {
     say(`page size ${b.cfg.SYNC_PAGE_SIZE}, ${b.cfg.WORKER_READ_THREADS} page-reading thread(s), WORKER_MAX_ACTIVITIES ${b.cfg.WORKER_MAX_ACTIVITIES}`);
     const points: Point[] = [];
     for (const size of SIZES) {
-      const companyId = `bench-mem-${size}-${SEED}`;
-      const { apiKey, counts: served } = await ensureCompany(b, companyId, size, SEED, say);
+      const companyId = `bench-mem-${size}-${args.seed}`;
+      const { apiKey, counts: served } = await ensureCompany(b, companyId, size, args.seed, say);
       await resetCache(b.db);
       worker = await startWorker(b, TASK_QUEUE);
       // Let its start-up settle (the workflow bundle is loaded, the pollers are up) before the reference reading.
@@ -107,26 +87,20 @@ async function main() {
       );
     }
     console.log('');
-    const grows = growth > MAX_GROWTH;
+    const grows = growth > args.maxGrowth;
     console.log(
-      `  peak RSS at ${int(last.size)} leases / at ${int(first.size)} leases: ${growth.toFixed(2)} (limit ${MAX_GROWTH}): ` +
+      `  peak RSS at ${int(last.size)} leases / at ${int(first.size)} leases: ${growth.toFixed(2)} (limit ${args.maxGrowth}): ` +
         (grows ? "the worker's memory GROWS with the size of the source" : "the worker's memory does not grow with the size of the source"),
     );
     console.log(
       `  checks passed: every sync cached exactly the records served (${points.map((p) => `${int(p.size)}: ${ENTITIES.map((e) => int(p.served[e])).join('/')}`).join('; ')} property/unit/resident/lease)`,
     );
     console.log(`  load average ${loadAverage()} at the end; the whole bench took ${secs(Date.now() - began)} s`);
-    if (grows) throw new CheckFailed(`peak RSS grew ${growth.toFixed(2)}x from ${int(first.size)} to ${int(last.size)} leases (limit ${MAX_GROWTH}x)`);
+    if (grows) throw new CheckFailed(`peak RSS grew ${growth.toFixed(2)}x from ${int(first.size)} to ${int(last.size)} leases (limit ${args.maxGrowth}x)`);
   } finally {
     await worker?.stop();
     await b.close();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err instanceof CheckFailed ? `\n[bench:sync-memory] FAILED: ${err.message}` : err);
-    process.exit(1);
-  },
-);
+endBench('sync-memory', main);

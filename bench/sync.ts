@@ -32,25 +32,23 @@
  * Usage: npm run bench:sync [-- --size 100000 --runs 3 --changes 1 --seed 1]   (size = leases; units ≈ size/2, residents ≈ size)
  */
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import type { IntegrationRow } from '../db/tenants';
 import { ENTITIES, type Entity } from '../domain/cdm';
+import { benchArgs } from './lib/args';
 import { loadAverage, peakRssMb, rssSampler, type Child } from './lib/processes';
+import { CheckFailed, endBench, int, secs } from './lib/report';
+import { spread } from './lib/stats';
 import {
   cacheCounts,
-  CheckFailed,
   checkInitial,
   coldSource,
   contentDigest,
   ensureCompany,
-  int,
   newIntegration,
   resetCache,
   runSync,
-  secs,
   settle,
-  spread,
   startFloor,
   startSyncBench,
   startWorker,
@@ -60,21 +58,10 @@ import {
   type SyncBench,
 } from './lib/sync-harness';
 
-const { values: args } = parseArgs({
-  options: {
-    size: { type: 'string', default: '100000' },
-    seed: { type: 'string', default: '1' },
-    runs: { type: 'string', default: '3' },
-    changes: { type: 'string', default: '1' },
-  },
-});
-const SIZE = Number(args.size);
-const SEED = Number(args.seed);
-const RUNS = Number(args.runs);
-const CHANGES_PCT = Number(args.changes);
+const args = benchArgs({ size: 100000, seed: 1, runs: 3, changes: 1 });
 const TASK_QUEUE = 'bench-sync';
-const COMPANY = `bench-sync-${SIZE}-${SEED}`;
-const DELTA_COMPANY = `bench-sync-buildium-${SIZE}-${SEED}`;
+const COMPANY = `bench-sync-${args.size}-${args.seed}`;
+const DELTA_COMPANY = `bench-sync-buildium-${args.size}-${args.seed}`;
 
 const say = (msg: string) => console.log(`[bench:sync] ${msg}`);
 
@@ -85,13 +72,13 @@ interface Run {
 
 async function main() {
   const began = Date.now();
-  if (!(SIZE >= 1 && RUNS >= 1 && CHANGES_PCT > 0 && CHANGES_PCT <= 100)) throw new Error('--size and --runs must be >= 1, --changes in (0, 100]');
-  say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start; ${RUNS} run(s) of each figure`);
+  if (!(args.size >= 1 && args.runs >= 1 && args.changes > 0 && args.changes <= 100)) throw new Error('--size and --runs must be >= 1, --changes in (0, 100]');
+  say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start; ${args.runs} run(s) of each figure`);
   const b = await startSyncBench('bench_sync', say);
   let worker: Child | undefined;
   let floor: Floor | undefined;
   try {
-    const { apiKey, counts: served } = await ensureCompany(b, COMPANY, SIZE, SEED, say);
+    const { apiKey, counts: served } = await ensureCompany(b, COMPANY, args.size, args.seed, say);
     const settings = { base_url: b.sandboxUrl, api_key: apiKey };
     const { cfg } = b;
     say(`page size ${cfg.SYNC_PAGE_SIZE}, ${cfg.WORKER_READ_THREADS} page-reading thread(s), DB_POOL_MAX ${cfg.DB_POOL_MAX} (worker and floor alike)`);
@@ -109,7 +96,7 @@ async function main() {
     const initialSync: Run[] = [];
     const initialRss: number[] = [];
     let synced: IntegrationRow | undefined;
-    for (let i = 1; i <= RUNS; i++) {
+    for (let i = 1; i <= args.runs; i++) {
       await resetCache(b.db);
       await coldSource(b, COMPANY);
       const shadow = await newIntegration(b, settings);
@@ -123,7 +110,7 @@ async function main() {
       const floorDigest = await contentDigest(b.db, shadow.id);
       initialFloor.push({ ms: f.ms, records: total(f.served) });
       say(
-        `initial floor ${i}/${RUNS}: ${int(total(f.served))} records read and COPYed in ${secs(f.ms)} s (${f.pages} pages; summed over entities: ` +
+        `initial floor ${i}/${args.runs}: ${int(total(f.served))} records read and COPYed in ${secs(f.ms)} s (${f.pages} pages; summed over entities: ` +
           `${secs(f.waitMs)} s waiting for pages, ${secs(f.mapMs)} s mapping, ${secs(f.copyMs)} s in COPY; floor peak RSS ${floorRss.peakMb()} MB)`,
       );
 
@@ -144,7 +131,7 @@ async function main() {
         throw new CheckFailed(`initial sync ${i}: the sync and the floor wrote different content (${differs.join(', ') || 'lease_residents count'})`);
       }
       initialSync.push({ ms: s.ms, records: s.job.records_seen });
-      say(`initial sync ${i}/${RUNS}: ${int(s.job.records_seen)} records in ${secs(s.ms)} s (job ${s.job.id}; worker peak RSS ${initialRss.at(-1)} MB)`);
+      say(`initial sync ${i}/${args.runs}: ${int(s.job.records_seen)} records in ${secs(s.ms)} s (job ${s.job.id}; worker peak RSS ${initialRss.at(-1)} MB)`);
       synced = integration;
     }
 
@@ -154,9 +141,9 @@ async function main() {
     const incRss: number[] = [];
     const incChecks: string[] = [];
     const integration = synced!;
-    for (let i = 1; i <= RUNS; i++) {
+    for (let i = 1; i <= args.runs; i++) {
       const before = await cacheCounts(b.db, integration.id);
-      const pct = (n: number) => Math.max(1, Math.round((n * CHANGES_PCT) / 100));
+      const pct = (n: number) => Math.max(1, Math.round((n * args.changes) / 100));
       const change = await b.control.applyChanges(COMPANY, {
         update: { property: pct(before.live.property), unit: pct(before.live.unit), resident: pct(before.live.resident), lease: pct(before.live.lease) },
       });
@@ -177,7 +164,9 @@ async function main() {
       });
       checkServed(`incremental floor ${i}`, f.served, served);
       incFloor.push({ ms: f.ms, records: total(f.served) });
-      say(`incremental floor ${i}/${RUNS}: read-only pass over ${int(total(f.served))} records in ${secs(f.ms)} s (floor peak RSS ${floorRss.peakMb()} MB)`);
+      say(
+        `incremental floor ${i}/${args.runs}: read-only pass over ${int(total(f.served))} records in ${secs(f.ms)} s (floor peak RSS ${floorRss.peakMb()} MB)`,
+      );
 
       await coldSource(b, COMPANY);
       await settle(b.db);
@@ -189,12 +178,12 @@ async function main() {
       incChecks.push(`${int(total(updated))} updated`);
       incSync.push({ ms: s.ms, records: s.job.records_seen });
       say(
-        `incremental sync ${i}/${RUNS}: ${int(s.job.records_updated)} updated of ${int(s.job.records_seen)} seen (the change updated ${int(total(updated))}), ` +
+        `incremental sync ${i}/${args.runs}: ${int(s.job.records_updated)} updated of ${int(s.job.records_seen)} seen (the change updated ${int(total(updated))}), ` +
           `${int(eventCount)} events, in ${secs(s.ms)} s (worker peak RSS ${incRss.at(-1)} MB)`,
       );
     }
     // ---- delta: a buildium company, a full run and a delta run side by side, each after the same share of leases changed
-    const { credentials, counts: deltaServed } = await ensureCompany(b, DELTA_COMPANY, SIZE, SEED, say, 'buildium');
+    const { credentials, counts: deltaServed } = await ensureCompany(b, DELTA_COMPANY, args.size, args.seed, say, 'buildium');
     await resetCache(b.db);
     const deltaIntegration = await newIntegration(b, {
       dialect: 'buildium',
@@ -208,7 +197,7 @@ async function main() {
     say(`buildium first (full) run: ${int(warm.job.records_seen)} records in ${secs(warm.ms)} s`);
     const changeLeases = async () => {
       const live = (await cacheCounts(b.db, deltaIntegration.id)).live.lease;
-      const change = await b.control.applyChanges(DELTA_COMPANY, { update: { lease: Math.max(1, Math.round((live * CHANGES_PCT) / 100)) } });
+      const change = await b.control.applyChanges(DELTA_COMPANY, { update: { lease: Math.max(1, Math.round((live * args.changes) / 100)) } });
       return change.updated.lease;
     };
     const measured: Record<'full' | 'delta', Run> = { full: { ms: 0, records: 0 }, delta: { ms: 0, records: 0 } };
@@ -238,7 +227,7 @@ async function main() {
       ['initial floor: read + COPY', fig(initialFloor)],
       ['initial sync', fig(initialSync)],
       [`incremental floor: read-only pass`, fig(incFloor)],
-      [`incremental sync (${CHANGES_PCT} % updated)`, fig(incSync)],
+      [`incremental sync (${args.changes} % updated)`, fig(incSync)],
     ] as const;
     const initialRatio = fig(initialSync).median / fig(initialFloor).median;
     const incRatio = fig(incSync).median / fig(incFloor).median;
@@ -246,7 +235,7 @@ async function main() {
     const peak = Math.max(...initialRss, ...incRss, ...deltaRss);
     const mark = (ok: boolean) => (ok ? 'meets target' : 'BELOW TARGET');
     console.log('');
-    console.log(`  ${SIZE.toLocaleString('en-US')} leases; median of ${RUNS} run(s), spread min–max`);
+    console.log(`  ${args.size.toLocaleString('en-US')} leases; median of ${args.runs} run(s), spread min–max`);
     console.log(`  ${'figure'.padEnd(34)}${'records'.padStart(10)}${'median s'.padStart(10)}${'min–max s'.padStart(16)}${'records/s'.padStart(12)}`);
     for (const [name, f] of rows) {
       console.log(
@@ -368,11 +357,4 @@ async function checkIncremental(
   if (problems.length > 0) throw new CheckFailed(`incremental sync ${i}:\n  - ${problems.join('\n  - ')}`);
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err instanceof CheckFailed ? `\n[bench:sync] FAILED: ${err.message}` : err);
-    console.log(JSON.stringify({ bench: 'sync', ratios: null, rss_mb: null, ok: false }));
-    process.exit(1);
-  },
-);
+endBench('sync', main, (passed) => (passed ? undefined : { bench: 'sync', ratios: null, rss_mb: null, ok: false }));

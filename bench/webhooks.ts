@@ -54,7 +54,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { sql } from 'drizzle-orm';
@@ -69,50 +68,39 @@ import { verifyWebhookSignature } from '../domain/signature';
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule } from '../domain/retry';
 import { DEFAULT_DISPATCH } from '../domain/webhooks';
 import { workerProcessEnv } from '../worker/process-env';
+import { benchArgs } from './lib/args';
+import { commandsTo } from './lib/commands';
 import type { EventCommand, EventRunResult } from './lib/event-writer';
 import type { FloorRequest, FloorResult, FloorSpec } from './lib/http-floor';
 import {
-  atInterrupt,
   buildDist,
   childPids,
   cpuMeter,
   freePort,
-  freshDatabase,
+  freshStack,
   loadAverage,
   peakRssMb,
   rssSampler,
   startChild,
-  startTemporal,
   waitForPollers,
   type Child,
 } from './lib/processes';
 import { sampleOf, startSpanSink, type SpanSink } from './lib/observed';
+import { CheckFailed, endBench, int, secs } from './lib/report';
 import { percentile } from './lib/stats';
 import type { ReceivedRecord } from './lib/webhook-receiver';
 
-const { values: args } = parseArgs({
-  options: {
-    events: { type: 'string', default: '10000' },
-    'per-tx': { type: 'string', default: '1000' },
-    'steady-rate': { type: 'string', default: '50' },
-    'steady-seconds': { type: 'string', default: '20' },
-    warmup: { type: 'string', default: '2000' },
-    rounds: { type: 'string', default: '3' },
+const args = benchArgs(
+  { events: 10000, perTx: 1000, steadyRate: 50, steadySeconds: 20, warmup: 2000, rounds: 3 },
+  {
     /** Write a V8 CPU profile of the worker process into this directory (diagnosis only: it slows the worker). */
-    'profile-worker': { type: 'string' },
+    profileWorker: '',
     /** Run the worker from source through tsx (bundling its workflows at start) instead of the built dist/worker.mjs. */
-    'from-source': { type: 'boolean', default: false },
+    fromSource: false,
     /** Also measure what metrics and tracing cost: plain and observed worker lives, taking turns. */
-    observability: { type: 'boolean', default: false },
+    observability: false,
   },
-});
-const N = Number(args.events);
-const PER_TX = Number(args['per-tx']);
-const STEADY_RATE = Number(args['steady-rate']);
-const STEADY_SECONDS = Number(args['steady-seconds']);
-const WARMUP = Number(args.warmup);
-const ROUNDS = Number(args.rounds);
-const OBSERVE = args.observability;
+);
 const TASK_QUEUE = 'bench-webhooks';
 const WEBHOOK_QUEUE = webhookTaskQueueOf(TASK_QUEUE);
 const DISPATCH_QUEUE = dispatchTaskQueueOf(WEBHOOK_QUEUE);
@@ -128,14 +116,8 @@ const cfg = loadConfigOrExit();
 /** Requests in flight: the dispatcher's bound, and so the floor's. */
 const IN_FLIGHT = cfg.WEBHOOK_MAX_IN_FLIGHT;
 const say = (msg: string) => console.log(`[bench:webhooks] ${msg}`);
-const secs = (ms: number) => (ms / 1000).toFixed(2);
-const int = (n: number) => Math.round(n).toLocaleString('en-US');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 const mark = (ok: boolean) => (ok ? 'meets target' : 'BELOW TARGET');
-
-class CheckFailed extends Error {
-  override name = 'CheckFailed';
-}
 
 /**
  * Polls `probe` until it reaches `target`; logs progress every 10 s; throws when it stalls for STALL_MS, with what
@@ -177,19 +159,6 @@ async function waitForActivityPollers(client: Client, taskQueue: string, timeout
     if (Date.now() > deadline) throw new Error(`no worker polls task queue ${taskQueue} after ${timeoutMs} ms`);
     await sleep(200);
   }
-}
-
-/** The event writer process: one command at a time. */
-function eventWriter(child: Child) {
-  let n = 0;
-  return async (cmd: Omit<EventCommand, 'id'>): Promise<EventRunResult> => {
-    const id = `c${++n}`;
-    const answer = child.line(new RegExp(`^events-(result|error) ${id} (.*)$`), 30 * 60_000);
-    child.send(JSON.stringify({ ...cmd, id }));
-    const [, kind, body] = await answer;
-    if (kind === 'error') throw new Error(`the event writer failed: ${body}`);
-    return JSON.parse(body!) as EventRunResult;
-  };
 }
 
 /** A receiver's records from index `from` on (index = arrival order), read a page at a time. */
@@ -381,8 +350,11 @@ interface BurstFigures {
 
 async function main(): Promise<void> {
   const began = Date.now();
-  const positive = [N, PER_TX, STEADY_RATE, STEADY_SECONDS].every((n) => Number.isFinite(n) && n > 0) && Number.isInteger(N) && Number.isInteger(PER_TX);
-  if (!positive || !(Number.isInteger(WARMUP) && WARMUP >= 1) || !(Number.isInteger(ROUNDS) && ROUNDS >= 1)) {
+  const positive =
+    [args.events, args.perTx, args.steadyRate, args.steadySeconds].every((n) => Number.isFinite(n) && n > 0) &&
+    Number.isInteger(args.events) &&
+    Number.isInteger(args.perTx);
+  if (!positive || !(Number.isInteger(args.warmup) && args.warmup >= 1) || !(Number.isInteger(args.rounds) && args.rounds >= 1)) {
     throw new Error('--events, --per-tx, --steady-rate, --steady-seconds, --warmup and --rounds must be positive numbers');
   }
   const settings = {
@@ -403,12 +375,8 @@ async function main(): Promise<void> {
           .join(', ')}`
       : `webhook settings from the environment, NOT the defaults: ${changed.map(([k, [v, d]]) => `${k} ${v} (default ${d})`).join(', ')}`,
   );
-  const databaseUrl = await freshDatabase(cfg.DATABASE_URL, 'bench_webhooks');
-  say(`bench database ${new URL(databaseUrl).pathname.slice(1)} (fresh); bursts of ${int(N)} events in transactions of ${int(PER_TX)}`);
-  const env = await startTemporal();
-  atInterrupt(() => env.teardown());
-  const temporalAddress = env.connection.options.address;
-  const client = env.client;
+  const { databaseUrl, env, client, temporalAddress } = await freshStack(cfg.DATABASE_URL, 'bench_webhooks');
+  say(`bench database ${new URL(databaseUrl).pathname.slice(1)} (fresh); bursts of ${int(args.events)} events in transactions of ${int(args.perTx)}`);
 
   const children: Child[] = [];
   const rssMb: Record<string, number> = {};
@@ -417,7 +385,7 @@ async function main(): Promise<void> {
   let ratios: Record<string, number | null> = {
     throughput: null,
     isolation: null,
-    ...(OBSERVE ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}),
+    ...(args.observability ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}),
   };
   /** VmHWM of each live child, read before they stop. */
   const readRss = (name: string, child: Child | undefined) => {
@@ -449,7 +417,7 @@ async function main(): Promise<void> {
     });
     children.push(writerChild);
     await writerChild.line(/event writer ready/);
-    const write = eventWriter(writerChild);
+    const write = commandsTo<EventCommand, EventRunResult>(writerChild, 'events', 'the event writer', 30 * 60_000);
 
     // One integration; subscription A wants every event from the start.
     db = createDb(databaseUrl, { max: 4, applicationName: 'propsync-bench' });
@@ -470,11 +438,11 @@ async function main(): Promise<void> {
     const integrationRef = { id: integration.id, organizationId: integration.organizationId, mode: integration.mode };
 
     // The worker production runs (Dockerfile): the built bundle under plain node, its workflow bundle prebuilt.
-    if (!args['from-source']) {
+    if (!args.fromSource) {
       say('building dist/ (npm run build), to run the worker as production does');
       await buildDist();
     }
-    if (OBSERVE) {
+    if (args.observability) {
       sink = await startSpanSink();
       children.push(sink.child);
     }
@@ -482,7 +450,7 @@ async function main(): Promise<void> {
     const startWorker = async (observed: boolean): Promise<{ child: Child; metricsUrl: string | null }> => {
       const metricsPort = observed ? await freePort() : null;
       const child = startChild(
-        args['from-source'] ? 'worker/main.ts' : 'dist/worker.mjs',
+        args.fromSource ? 'worker/main.ts' : 'dist/worker.mjs',
         [],
         {
           ...workerProcessEnv(process.env),
@@ -497,8 +465,8 @@ async function main(): Promise<void> {
         },
         observed ? '[worker+obs]' : '[worker]',
         {
-          nodeArgs: args['profile-worker'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-worker']}`] : [],
-          plainNode: !args['from-source'],
+          nodeArgs: args.profileWorker ? ['--cpu-prof', `--cpu-prof-dir=${args.profileWorker}`] : [],
+          plainNode: !args.fromSource,
           // Every line is counted by its message; long ones (a failed query lists its parameters) are cut.
           echo: (line) => {
             let msg = 'unparsed line';
@@ -572,15 +540,15 @@ async function main(): Promise<void> {
     const allDeliveredToA = (label: string) => waitFor(label, () => succeededOf(db!, a.row.id), expected.size, diagnose);
 
     // 1. Warm-up.
-    await record({ kind: 'burst', count: WARMUP, perTx: PER_TX, tag: 'w' });
+    await record({ kind: 'burst', count: args.warmup, perTx: args.perTx, tag: 'w' });
     await allDeliveredToA('warm-up deliveries succeeded');
-    say(`warmed up: ${WARMUP} events delivered`);
+    say(`warmed up: ${args.warmup} events delivered`);
 
     // 2. Steady rate, one event per transaction.
-    const steadyCount = Math.round(STEADY_RATE * STEADY_SECONDS);
-    say(`steady phase: ${int(steadyCount)} events at ${STEADY_RATE}/s, one per transaction`);
+    const steadyCount = Math.round(args.steadyRate * args.steadySeconds);
+    say(`steady phase: ${int(steadyCount)} events at ${args.steadyRate}/s, one per transaction`);
     const steadyFrom = await receivedCount(receiverUrl);
-    const steadyRun = await record({ kind: 'steady', count: steadyCount, perTx: 1, rate: STEADY_RATE, tag: 's' });
+    const steadyRun = await record({ kind: 'steady', count: steadyCount, perTx: 1, rate: args.steadyRate, tag: 's' });
     await allDeliveredToA('steady deliveries succeeded');
     const steadyFirst = firstArrivals(await receivedSince(receiverUrl, steadyFrom), '/hooks', steadyFrom);
     const steadyLat = latencies(commitsOf(steadyRun), steadyFirst);
@@ -590,7 +558,7 @@ async function main(): Promise<void> {
     );
 
     let rss = rssSampler(workerPid);
-    /** One burst of N events; done when A has every delivery succeeded. */
+    /** One burst of `--events` events; done when A has every delivery succeeded. */
     const burst = async (label: string, tag: string, extra: Record<string, () => number[]> = {}): Promise<BurstFigures> => {
       await sleep(2_000);
       const recFrom = await receivedCount(receiverUrl);
@@ -605,8 +573,8 @@ async function main(): Promise<void> {
       }).start();
       rss.reset();
       const from = Date.now();
-      say(`${label}: ${int(N)} events in ${Math.ceil(N / PER_TX)} transaction(s) of up to ${int(PER_TX)}`);
-      const run = await record({ kind: 'burst', count: N, perTx: PER_TX, tag });
+      say(`${label}: ${int(args.events)} events in ${Math.ceil(args.events / args.perTx)} transaction(s) of up to ${int(args.perTx)}`);
+      const run = await record({ kind: 'burst', count: args.events, perTx: args.perTx, tag });
       say(`  committed in ${secs(run.ms)} s`);
       await allDeliveredToA(`${label}: deliveries to A succeeded`);
       const cpu = await meter();
@@ -622,13 +590,13 @@ async function main(): Promise<void> {
       const xs = openDuring(await executions(client), from, to);
       const timeline = await deliveriesOf(db!, a.row.id, [...committed.keys()]);
       const claims = await claimsOf(db!, a.row.id, [...committed.keys()]);
-      say(`  ${label}: ${int(N)} deliveries to A in ${secs(ms)} s (${int(N / (ms / 1000))}/s)`);
+      say(`  ${label}: ${int(args.events)} deliveries to A in ${secs(ms)} s (${int(args.events / (ms / 1000))}/s)`);
       return {
         run,
         committed,
         first,
         ms,
-        perSec: N / (ms / 1000),
+        perSec: args.events / (ms / 1000),
         lat: latencies(committed, first),
         from,
         to,
@@ -653,12 +621,12 @@ async function main(): Promise<void> {
           headers: attemptHeaders(secrets, a.row.id, stored, r.body, { eventId: r.event_id, eventType: r.event_type, attempt: 1 }, new Date()),
         };
       });
-      if (requests.length !== N) throw new CheckFailed(`floor: ${requests.length} bodies for ${N} events`);
+      if (requests.length !== args.events) throw new CheckFailed(`floor: ${requests.length} bodies for ${args.events} events`);
       await sleep(2_000);
       const floorFrom = await receivedCount(receiverUrl);
       const child = startChild('bench/lib/http-floor.ts', [], {}, '[floor]', { stdin: true, echo: (l) => !l.startsWith('floor-') });
       children.push(child);
-      const spec: FloorSpec = { url: `${receiverUrl}/floor`, concurrency: IN_FLIGHT, warmup: Math.min(WARMUP, N), requests };
+      const spec: FloorSpec = { url: `${receiverUrl}/floor`, concurrency: IN_FLIGHT, warmup: Math.min(args.warmup, args.events), requests };
       const answer = child.line(/^floor-result (.*)$/, 30 * 60_000);
       const timed = child.line(/^floor-timed-start$/, 30 * 60_000);
       child.process.stdin!.end(JSON.stringify(spec));
@@ -670,24 +638,26 @@ async function main(): Promise<void> {
       await child.stop();
       const records = (await receivedSince(receiverUrl, floorFrom)).filter((r) => r.path === '/floor');
       const ms = Math.max(...records.map((r) => r.at)) - result.startedAt;
-      say(`  ${label}: ${int(N)} requests in ${secs(ms)} s (${int(N / (ms / 1000))}/s; ${secs(result.endedAt - result.startedAt)} s as the client timed it)`);
-      return { result, ms, perSec: N / (ms / 1000), cpu, warmup: spec.warmup };
+      say(
+        `  ${label}: ${int(args.events)} requests in ${secs(ms)} s (${int(args.events / (ms / 1000))}/s; ${secs(result.endedAt - result.startedAt)} s as the client timed it)`,
+      );
+      return { result, ms, perSec: args.events / (ms / 1000), cpu, warmup: spec.warmup };
     };
 
     // 3. Bursts to A alone, each followed by the floor over the same bodies.
     const alone: BurstFigures[] = [];
     const floors: FloorFigures[] = [];
-    for (let r = 1; r <= ROUNDS; r++) {
-      alone.push(await burst(`burst ${r}/${ROUNDS}, A alone`, `b${r}-`));
+    for (let r = 1; r <= args.rounds; r++) {
+      alone.push(await burst(`burst ${r}/${args.rounds}, A alone`, `b${r}-`));
       say(
-        `floor ${r}/${ROUNDS}: the same ${int(N)} signed bodies from a bare node:http client, ${IN_FLIGHT} in flight over keep-alive, after ${int(Math.min(WARMUP, N))} to warm up`,
+        `floor ${r}/${args.rounds}: the same ${int(args.events)} signed bodies from a bare node:http client, ${IN_FLIGHT} in flight over keep-alive, after ${int(Math.min(args.warmup, args.events))} to warm up`,
       );
-      floors.push(await floorRound(alone.at(-1)!, `floor ${r}/${ROUNDS}`));
+      floors.push(await floorRound(alone.at(-1)!, `floor ${r}/${args.rounds}`));
     }
 
     // 3b. With --observability: plain and observed worker lives, taking turns, each a warm-up burst and a measured one.
     const observability: Record<'off' | 'on', BurstFigures[]> = { off: [], on: [] };
-    if (OBSERVE) {
+    if (args.observability) {
       let observedNow = false;
       let scrapes = 0;
       let metricsUrl: string | null = null;
@@ -722,18 +692,18 @@ async function main(): Promise<void> {
       };
       let lifeSpans = await sink!.count('webhook.attempt');
       let madeThisLife = 0;
-      const warm = Math.min(WARMUP, N);
+      const warm = Math.min(args.warmup, args.events);
       try {
-        for (let r = 1; r <= ROUNDS; r++) {
+        for (let r = 1; r <= args.rounds; r++) {
           for (const mode of r % 2 === 1 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
             say(
-              `observability ${r}/${ROUNDS}: the worker restarted ${mode === 'on' ? 'with metrics and tracing on' : 'plain'}; ${int(warm)} events to warm it up`,
+              `observability ${r}/${args.rounds}: the worker restarted ${mode === 'on' ? 'with metrics and tracing on' : 'plain'}; ${int(warm)} events to warm it up`,
             );
             await restart(mode === 'on', madeThisLife);
-            await record({ kind: 'burst', count: warm, perTx: PER_TX, tag: `o${r}${mode}w-` });
-            await allDeliveredToA(`observability ${r}/${ROUNDS} ${mode}: warm-up deliveries succeeded`);
-            observability[mode].push(await burst(`observability ${r}/${ROUNDS}, metrics and tracing ${mode}`, `o${r}${mode}-`));
-            madeThisLife = warm + N;
+            await record({ kind: 'burst', count: warm, perTx: args.perTx, tag: `o${r}${mode}w-` });
+            await allDeliveredToA(`observability ${r}/${args.rounds} ${mode}: warm-up deliveries succeeded`);
+            observability[mode].push(await burst(`observability ${r}/${args.rounds}, metrics and tracing ${mode}`, `o${r}${mode}-`));
+            madeThisLife = warm + args.events;
             if (mode === 'on') {
               // The observed worker counted every attempt of its life, each a first attempt that succeeded.
               const text = await (await fetch(metricsUrl!)).text();
@@ -764,7 +734,8 @@ async function main(): Promise<void> {
     // An event goes to the subscriptions that existed when it was recorded.
     await sleep(100);
     const withB: BurstFigures[] = [];
-    for (let r = 1; r <= ROUNDS; r++) withB.push(await burst(`burst ${r}/${ROUNDS}, A with hanging B`, `h${r}-`, { 'hanging receiver': () => [hangingPid] }));
+    for (let r = 1; r <= args.rounds; r++)
+      withB.push(await burst(`burst ${r}/${args.rounds}, A with hanging B`, `h${r}-`, { 'hanging receiver': () => [hangingPid] }));
     say(`waiting (at most ${CIRCUIT_WAIT_MS / 1000} s) for the hanging subscription's circuit to open`);
     const circuitDeadline = Date.now() + CIRCUIT_WAIT_MS;
     let circuitOpen = false;
@@ -831,14 +802,14 @@ async function main(): Promise<void> {
     }
     const missing = [...expected].filter((id) => !valid.has(id));
     const duplicates = [...valid.values()].filter((n) => n > 1).length;
-    const floorSent = floors.reduce((n, f) => n + N + f.warmup, 0);
+    const floorSent = floors.reduce((n, f) => n + args.events + f.warmup, 0);
     if (bad.length > 0) problems.push(`${bad.length} request(s) at the healthy receiver went wrong, e.g. ${bad.slice(0, 3).join('; ')}`);
     if (missing.length > 0)
       problems.push(`${missing.length} of ${expected.size} events never reached A's receiver validly signed, e.g. ${missing.slice(0, 3).join(', ')}`);
     if (unexpected.size > 0) problems.push(`${unexpected.size} event id(s) the bench never recorded reached A's receiver`);
     for (const [i, f] of floors.entries()) {
-      if (f.result.ok !== N || f.result.failures.length > 0)
-        problems.push(`floor ${i + 1}: ${f.result.ok} of ${N} timed requests answered 2xx: ${f.result.failures.join('; ')}`);
+      if (f.result.ok !== args.events || f.result.failures.length > 0)
+        problems.push(`floor ${i + 1}: ${f.result.ok} of ${args.events} timed requests answered 2xx: ${f.result.failures.join('; ')}`);
     }
     if (floorValid !== floorSent) problems.push(`floor: the receiver got ${floorValid} validly signed floor requests, not ${floorSent}`);
 
@@ -920,16 +891,17 @@ async function main(): Promise<void> {
     /** Distinct executions open during any of the bursts. */
     const distinct = (fs: BurstFigures[]) => [...new Map(fs.flatMap((f) => f.executions).map((x) => [`${x.workflowId} ${x.start}`, x])).values()];
     const aloneExec = distinct(alone);
-    const per1000 = aloneExec.length / ((ROUNDS * N) / 1000);
+    const per1000 = aloneExec.length / ((args.rounds * args.events) / 1000);
     const withExec = distinct(withB);
     const withA = withExec.filter((x) => x.workflowId === dispatcherWorkflowIdOf(a.row.id));
     const withOthers = withExec.filter((x) => x.workflowId !== dispatcherWorkflowIdOf(a.row.id));
     const at = (t: number, base: number) => `+${secs(t - base)}`;
-    const cpuOf = (c: Record<string, number>) => ['worker', 'postgres', 'receiver', 'temporal'].map((k) => (((c[k] ?? 0) * 1000) / N).toFixed(2)).join(' / ');
+    const cpuOf = (c: Record<string, number>) =>
+      ['worker', 'postgres', 'receiver', 'temporal'].map((k) => (((c[k] ?? 0) * 1000) / args.events).toFixed(2)).join(' / ');
     console.log('');
-    const txs = Math.ceil(N / PER_TX);
+    const txs = Math.ceil(args.events / args.perTx);
     console.log(
-      `  Bursts of ${int(N)} events (${txs} transaction${txs === 1 ? '' : 's'} of up to ${int(PER_TX)}) to subscription A, ${ROUNDS} round(s) each; times from each burst's first commit.`,
+      `  Bursts of ${int(args.events)} events (${txs} transaction${txs === 1 ? '' : 's'} of up to ${int(args.perTx)}) to subscription A, ${args.rounds} round(s) each; times from each burst's first commit.`,
     );
     console.log(
       `  ${'run'.padEnd(26)}${'seconds'.padStart(8)}${'per s'.padStart(8)}${'p50 s'.padStart(7)}${'p99 s'.padStart(7)}${'relay'.padStart(9)}` +
@@ -950,7 +922,7 @@ async function main(): Promise<void> {
     }
     floors.forEach((f, i) => {
       console.log(
-        `  ${`floor, round ${i + 1}`.padEnd(26)}${secs(f.ms).padStart(8)}${int(f.perSec).padStart(8)}${''.padStart(71)}floor client ${((f.cpu['floor client']! * 1000) / N).toFixed(2)}, receiver ${((f.cpu.receiver! * 1000) / N).toFixed(2)}`,
+        `  ${`floor, round ${i + 1}`.padEnd(26)}${secs(f.ms).padStart(8)}${int(f.perSec).padStart(8)}${''.padStart(71)}floor client ${((f.cpu['floor client']! * 1000) / args.events).toFixed(2)}, receiver ${((f.cpu.receiver! * 1000) / args.events).toFixed(2)}`,
       );
     });
     console.log(
@@ -974,15 +946,15 @@ async function main(): Promise<void> {
     );
     console.log(`  commit → first arrival, bursts with hanging B       p50 ${secs(percentile(withLat, 50))} s, p99 ${secs(percentile(withLat, 99))} s`);
     console.log(
-      `  commit → first arrival, steady ${STEADY_RATE}/s                p50 ${int(steadyP50)} ms, p99 ${int(percentile(steadyLat, 99))} ms over ${steadyLat.length} events ` +
+      `  commit → first arrival, steady ${args.steadyRate}/s                p50 ${int(steadyP50)} ms, p99 ${int(percentile(steadyLat, 99))} ms over ${steadyLat.length} events ` +
         `(target p50 <= ${TARGETS.steadyP50Ms} ms: ${mark(steadyP50 <= TARGETS.steadyP50Ms)})`,
     );
     console.log(
-      `  Temporal executions per 1,000 deliveries, alone     ${per1000.toFixed(2)}   (${aloneExec.length} on ${WEBHOOK_QUEUE} open during the ${ROUNDS} bursts: ` +
+      `  Temporal executions per 1,000 deliveries, alone     ${per1000.toFixed(2)}   (${aloneExec.length} on ${WEBHOOK_QUEUE} open during the ${args.rounds} bursts: ` +
         `${describeCounts(countBy(aloneExec, (x) => `${x.type} ${x.status.toLowerCase()}`))}; target <= ${TARGETS.executionsPer1000}: ${mark(per1000 <= TARGETS.executionsPer1000)})`,
     );
     console.log(
-      `    with hanging B: A's ${withA.length} (${(withA.length / ((ROUNDS * N) / 1000)).toFixed(2)} per 1,000); B's ${withOthers.length} ` +
+      `    with hanging B: A's ${withA.length} (${(withA.length / ((args.rounds * args.events) / 1000)).toFixed(2)} per 1,000); B's ${withOthers.length} ` +
         `(${describeCounts(countBy(withOthers, (x) => `${x.type} ${x.status.toLowerCase()}`))}); by the end B had ${bDispatcherRuns.length} dispatcher run(s) and ${bRetries.length} retry workflow(s)`,
     );
     const workerRss = rssMb.worker ?? NaN;
@@ -1006,9 +978,9 @@ async function main(): Promise<void> {
         `; its deliveries: ${describeCounts(bAfter.byStatus)}`,
     );
     let costs: { deliveries: number; cpu: number } | null = null;
-    if (OBSERVE) {
+    if (args.observability) {
       // Worker CPU per delivery of a burst, ms.
-      const cpuPer = (f: BurstFigures) => ((f.cpu.worker ?? 0) * 1000) / N;
+      const cpuPer = (f: BurstFigures) => ((f.cpu.worker ?? 0) * 1000) / args.events;
       // The middle value, or the mean of the middle two (an even number of rounds: plain and observed alike).
       const mid = (xs: number[]) => {
         const v = [...xs].sort((x, y) => x - y);
@@ -1022,7 +994,7 @@ async function main(): Promise<void> {
       costs = { deliveries: (1 - onRate / offRate) * 100, cpu: (onCpu / offCpu - 1) * 100 };
       console.log('');
       console.log(
-        `  Metrics and tracing: ${ROUNDS} round(s) of a plain and an observed worker life, taking turns, each a burst of ${int(N)} to A after ${int(Math.min(WARMUP, N))} to warm up`,
+        `  Metrics and tracing: ${args.rounds} round(s) of a plain and an observed worker life, taking turns, each a burst of ${int(args.events)} to A after ${int(Math.min(args.warmup, args.events))} to warm up`,
       );
       for (const mode of ['off', 'on'] as const) {
         observability[mode].forEach((f, i) => {
@@ -1044,7 +1016,7 @@ async function main(): Promise<void> {
     }
     console.log('');
     console.log(
-      `  checks passed: ${int(expected.size)} events (warm-up ${int(WARMUP)}, steady ${int(steadyCount)}, ${2 * ROUNDS} bursts of ${int(N)}${OBSERVE ? `, ${2 * ROUNDS} more with plain and observed workers and their warm-ups` : ''}) each reached A's receiver validly signed (attempt 1), ` +
+      `  checks passed: ${int(expected.size)} events (warm-up ${int(args.warmup)}, steady ${int(steadyCount)}, ${2 * args.rounds} bursts of ${int(args.events)}${args.observability ? `, ${2 * args.rounds} more with plain and observed workers and their warm-ups` : ''}) each reached A's receiver validly signed (attempt 1), ` +
         `${int(allRecords.length - floorValid)} delivery requests in all, ${duplicates} event(s) received more than once; every delivery of A succeeded after one attempt, ` +
         `first attempts in seq order, no retry workflow for A, A's circuit closed, every event dispatched; the floor's ${int(floorSent)} requests answered 2xx and arrived validly signed; ` +
         `B has ${int(withCommitted.size)} deliveries, none succeeded`,
@@ -1074,15 +1046,14 @@ async function main(): Promise<void> {
   process.exit(ok ? 0 : 1);
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  console.log(
-    JSON.stringify({
-      bench: 'webhooks',
-      ratios: { throughput: null, isolation: null, ...(OBSERVE ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}) },
-      rss_mb: {},
-      ok: false,
-    }),
-  );
-  process.exit(1);
-});
+// main ends the process itself once it has started (its last line holds what it measured); this is for a failure before.
+endBench('webhooks', main, (passed) =>
+  passed
+    ? undefined
+    : {
+        bench: 'webhooks',
+        ratios: { throughput: null, isolation: null, ...(args.observability ? { deliveries_cost_pct: null, worker_cpu_cost_pct: null } : {}) },
+        rss_mb: {},
+        ok: false,
+      },
+);

@@ -32,7 +32,6 @@
  *   (`--temporal-defaults`: the dev server's own dynamic config; `--writes 50 --floor 50 --throughput 100`: to try it)
  */
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { leases } from '../db/schema';
 import { createApiKey, type IntegrationRow } from '../db/tenants';
@@ -40,40 +39,20 @@ import { writeTaskQueueOf, writeWorkflowIdOf } from '../domain/contract';
 import { createKeyring, openSourceConfig } from '../domain/secrets';
 import { createConnector } from '../source';
 import { workerProcessEnv } from '../worker/process-env';
+import { benchArgs } from './lib/args';
+import { commandsTo } from './lib/commands';
 import type { floorWorkflow } from './lib/floor-workflow';
 import { legsOfAll, sample } from './lib/histories';
 import { childPids, cpuMeter, loadAverage, peakRssMb, rssSampler, startApi, startChild, waitForPollers, waitHealthy, type Child } from './lib/processes';
+import { CheckFailed, endBench, int, secs } from './lib/report';
 import { percentile } from './lib/stats';
-import { CheckFailed, int, newIntegration, runSync, sandboxDatabaseUrl, secs, startSyncBench, startWorker, type SyncBench } from './lib/sync-harness';
+import { newIntegration, runSync, sandboxDatabaseUrl, startSyncBench, startWorker, type SyncBench } from './lib/sync-harness';
 import type { LeaseWrite, WriteCommand, WriteOutcome, WriteRunResult } from './lib/write-client';
 
-const { values: args } = parseArgs({
-  options: {
-    size: { type: 'string', default: '4000' },
-    seed: { type: 'string', default: '1' },
-    writes: { type: 'string', default: '500' },
-    floor: { type: 'string', default: '500' },
-    rounds: { type: 'string', default: '5' },
-    warmup: { type: 'string', default: '30' },
-    throughput: { type: 'string', default: '1000' },
-    callers: { type: 'string', default: '20' },
-    'poll-ms': { type: 'string', default: '10' },
-    'throughput-poll-ms': { type: 'string', default: '10' },
-    apis: { type: 'string', default: '1' },
-    'temporal-defaults': { type: 'boolean', default: false },
-  },
-});
-const SIZE = Number(args.size);
-const SEED = Number(args.seed);
-const WRITES = Number(args.writes);
-const FLOOR = Number(args.floor);
-const ROUNDS = Number(args.rounds);
-const WARMUP = Number(args.warmup);
-const THROUGHPUT = Number(args.throughput);
-const CALLERS = Number(args.callers);
-const POLL_MS = Number(args['poll-ms']);
-const THROUGHPUT_POLL_MS = Number(args['throughput-poll-ms']);
-const APIS = Number(args.apis);
+const args = benchArgs(
+  { size: 4000, seed: 1, writes: 500, floor: 500, rounds: 5, warmup: 30, throughput: 1000, callers: 20, pollMs: 10, throughputPollMs: 10, apis: 1 },
+  { temporalDefaults: false },
+);
 /**
  * The dev server has one history shard, whose transfer queue (what hands a new workflow task to matching) is polled
  * at most 20 times a second (history.transferProcessorMaxPollRPS). Workflows run one after another then wait up to
@@ -81,11 +60,11 @@ const APIS = Number(args.apis);
  * every figure came out a multiple of that tick. A cluster spreads workflows over hundreds of shards; here the
  * limit is raised for both the writes and the floor (`--temporal-defaults` keeps the server's defaults).
  */
-const TEMPORAL_DYNAMIC_CONFIG = args['temporal-defaults'] ? [] : ['history.transferProcessorMaxPollRPS=1000'];
+const TEMPORAL_DYNAMIC_CONFIG = args.temporalDefaults ? [] : ['history.transferProcessorMaxPollRPS=1000'];
 const TASK_QUEUE = 'bench-writes';
 const WRITE_QUEUE = writeTaskQueueOf(TASK_QUEUE);
 const FLOOR_QUEUE = 'bench-writes-floor';
-const COMPANY = `bench-writes-${SIZE}-${SEED}`;
+const COMPANY = `bench-writes-${args.size}-${args.seed}`;
 /** The organization's rate-limit override (requests a minute, and burst): far above what the bench asks. */
 const RATE_LIMIT = { rate_limit_per_minute: 1_000_000, rate_limit_burst: 100_000 };
 /** A write not terminal this long after its PATCH is an error. */
@@ -129,19 +108,6 @@ interface Lease {
   xId: string;
 }
 
-/** The client process: runs one command (lanes of writes) at a time. */
-function writeClient(child: Child) {
-  let n = 0;
-  return async (cmd: Omit<WriteCommand, 'id'>): Promise<WriteRunResult> => {
-    const id = `c${++n}`;
-    const answer = child.line(new RegExp(`^write-(result|error) ${id} (.*)$`), 60 * 60_000);
-    child.send(JSON.stringify({ ...cmd, id }));
-    const [, kind, body] = await answer;
-    if (kind === 'error') throw new Error(`the write client failed: ${body}`);
-    return JSON.parse(body!) as WriteRunResult;
-  };
-}
-
 /** Any write that went wrong fails the run, listing what the client saw (request, reply, request id). */
 function checkOutcomes(label: string, outcomes: WriteOutcome[], expected: number): void {
   const bad = outcomes.filter((o) => o.error !== null || o.status !== 'succeeded');
@@ -157,8 +123,10 @@ function checkOutcomes(label: string, outcomes: WriteOutcome[], expected: number
 
 async function main() {
   const began = Date.now();
-  const positive = [SIZE, WRITES, FLOOR, ROUNDS, THROUGHPUT, CALLERS, POLL_MS, THROUGHPUT_POLL_MS, APIS].every((n) => Number.isInteger(n) && n >= 1);
-  if (!positive || !(WARMUP >= 0))
+  const positive = [args.size, args.writes, args.floor, args.rounds, args.throughput, args.callers, args.pollMs, args.throughputPollMs, args.apis].every(
+    (n) => Number.isInteger(n) && n >= 1,
+  );
+  if (!positive || !(args.warmup >= 0))
     throw new Error('--size, --writes, --floor, --rounds, --throughput, --callers, --poll-ms, --throughput-poll-ms and --apis must be positive integers');
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const b = await startSyncBench('bench_writes', say, TEMPORAL_DYNAMIC_CONFIG);
@@ -168,9 +136,9 @@ async function main() {
     // ---- the integration: a fresh company (the bench changes it, so it is never reused), initially synced
     if (await b.control.getCompany(COMPANY)) await b.control.deleteCompany(COMPANY);
     const t0 = performance.now();
-    const { api_key } = await b.control.createCompany({ companyId: COMPANY, size: SIZE, seed: SEED });
+    const { api_key } = await b.control.createCompany({ companyId: COMPANY, size: args.size, seed: args.seed });
     const settings = { base_url: b.sandboxUrl, api_key };
-    say(`sandbox company ${COMPANY} of ${int(SIZE)} leases generated in ${secs(performance.now() - t0)} s`);
+    say(`sandbox company ${COMPANY} of ${int(args.size)} leases generated in ${secs(performance.now() - t0)} s`);
     const integration = await newIntegration(b, settings);
 
     const worker = await startWorker(b, TASK_QUEUE, { WORKER_ROLES: 'sync,webhooks,writes,automations' });
@@ -182,11 +150,11 @@ async function main() {
     say(`initial sync: ${int(sync.job.records_seen)} records in ${secs(sync.ms)} s (worker VmHWM ${syncHwm} MB after it)`);
 
     const apis: (Child & { url: string })[] = [];
-    for (let i = 0; i < APIS; i++) {
+    for (let i = 0; i < args.apis; i++) {
       const api = await startApi(
         b.databaseUrl,
         { TEMPORAL_ADDRESS: b.temporalAddress, TEMPORAL_TASK_QUEUE: TASK_QUEUE },
-        APIS > 1 ? `[api ${i + 1}]` : '[api]',
+        args.apis > 1 ? `[api ${i + 1}]` : '[api]',
       );
       apis.push(api);
       children.push(api);
@@ -202,10 +170,10 @@ async function main() {
       .from(leases)
       .where(and(eq(leases.integrationId, integration.id), eq(leases.status, 'active'), isNull(leases.deletedAt)))
       .orderBy(asc(leases.id));
-    if (all.length < WARMUP + WRITES)
-      throw new CheckFailed(`the company has ${all.length} active leases; the bench writes to ${WARMUP + WRITES} (raise --size)`);
-    const warmLeases = all.slice(0, WARMUP);
-    const measured = all.slice(WARMUP, WARMUP + WRITES);
+    if (all.length < args.warmup + args.writes)
+      throw new CheckFailed(`the company has ${all.length} active leases; the bench writes to ${args.warmup + args.writes} (raise --size)`);
+    const warmLeases = all.slice(0, args.warmup);
+    const measured = all.slice(args.warmup, args.warmup + args.writes);
     /** Every write sent, in order: the last one to each lease is what the source and the cache must hold. */
     const sent: LeaseWrite[] = [];
     const next = (lease: Lease): LeaseWrite => {
@@ -228,7 +196,8 @@ async function main() {
     const clientChild = startChild('bench/lib/write-client.ts', [], {}, '[client]', { stdin: true, echo: (l) => !l.startsWith('write-result ') });
     children.push(clientChild);
     await clientChild.line(/^write client ready/);
-    const write = writeClient(clientChild);
+    // The client process runs one command (lanes of writes) at a time.
+    const write = commandsTo<WriteCommand, WriteRunResult>(clientChild, 'write', 'the write client', 60 * 60_000);
     const outcomes: WriteOutcome[] = [];
 
     let floorRuns = 0;
@@ -243,27 +212,27 @@ async function main() {
     };
 
     // ---- warm-up: both paths
-    for (let i = 0; i < WARMUP; i++) await floorOnce();
-    const warm = await write({ urls, key, lanes: [warmLeases.map(next)], pollMs: POLL_MS, timeoutMs: WRITE_TIMEOUT_MS });
-    checkOutcomes('warm-up', warm.outcomes, WARMUP);
+    for (let i = 0; i < args.warmup; i++) await floorOnce();
+    const warm = await write({ urls, key, lanes: [warmLeases.map(next)], pollMs: args.pollMs, timeoutMs: WRITE_TIMEOUT_MS });
+    checkOutcomes('warm-up', warm.outcomes, args.warmup);
     outcomes.push(...warm.outcomes);
-    say(`warmed up: ${WARMUP} floor workflows, ${WARMUP} writes`);
+    say(`warmed up: ${args.warmup} floor workflows, ${args.warmup} writes`);
 
     // ---- latency: alternating blocks of floor workflows and sequential writes
     const rss = rssSampler(worker.pid);
     const floorLatency: FloorRun[] = [];
     const writeMs: number[] = [];
     const latencyOutcomes: WriteOutcome[] = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      const [f0, f1] = [Math.floor((FLOOR * r) / ROUNDS), Math.floor((FLOOR * (r + 1)) / ROUNDS)];
+    for (let r = 0; r < args.rounds; r++) {
+      const [f0, f1] = [Math.floor((args.floor * r) / args.rounds), Math.floor((args.floor * (r + 1)) / args.rounds)];
       for (let i = f0; i < f1; i++) floorLatency.push(await floorOnce());
-      const [w0, w1] = [Math.floor((WRITES * r) / ROUNDS), Math.floor((WRITES * (r + 1)) / ROUNDS)];
-      const res = await write({ urls, key, lanes: [measured.slice(w0, w1).map(next)], pollMs: POLL_MS, timeoutMs: WRITE_TIMEOUT_MS });
+      const [w0, w1] = [Math.floor((args.writes * r) / args.rounds), Math.floor((args.writes * (r + 1)) / args.rounds)];
+      const res = await write({ urls, key, lanes: [measured.slice(w0, w1).map(next)], pollMs: args.pollMs, timeoutMs: WRITE_TIMEOUT_MS });
       checkOutcomes(`latency round ${r + 1}`, res.outcomes, w1 - w0);
       latencyOutcomes.push(...res.outcomes);
       writeMs.push(...res.outcomes.map((o) => o.ms));
       say(
-        `latency round ${r + 1}/${ROUNDS}: floor p50 ${ms1(
+        `latency round ${r + 1}/${args.rounds}: floor p50 ${ms1(
           percentile(
             floorLatency.slice(f0).map((f) => f.ms),
             50,
@@ -281,11 +250,11 @@ async function main() {
     const floorMs = floorLatency.map((f) => f.ms);
     const latencyRss = rss.peakMb();
 
-    // ---- throughput: concurrent callers, each owning every CALLERS-th lease
-    const lanes: LeaseWrite[][] = Array.from({ length: CALLERS }, () => []);
-    for (let k = 0; k < THROUGHPUT; k++) {
+    // ---- throughput: concurrent callers, each owning every args.callers-th lease
+    const lanes: LeaseWrite[][] = Array.from({ length: args.callers }, () => []);
+    for (let k = 0; k < args.throughput; k++) {
       const i = k % measured.length;
-      lanes[i % CALLERS]!.push(next(measured[i]!));
+      lanes[i % args.callers]!.push(next(measured[i]!));
     }
     // Postgres backends of the bench's two databases (the cache's and the sandbox's), not of anything else on the server.
     const databases = [b.databaseUrl, sandboxDatabaseUrl(b.cfg.DATABASE_URL)].map((u) => new URL(u).pathname.slice(1));
@@ -306,17 +275,17 @@ async function main() {
     await new Promise((r) => setTimeout(r, 1_000));
     rss.reset();
     const stopMeter = await meter.start();
-    const tp = await write({ urls, key, lanes, pollMs: THROUGHPUT_POLL_MS, timeoutMs: WRITE_TIMEOUT_MS });
+    const tp = await write({ urls, key, lanes, pollMs: args.throughputPollMs, timeoutMs: WRITE_TIMEOUT_MS });
     const tpCpu = await stopMeter();
     const throughputRss = rss.peakMb();
     rss.stop();
     const tpErrors = tp.outcomes.filter((o) => o.error !== null || o.status !== 'succeeded').length;
-    say(`throughput: ${int(THROUGHPUT)} writes by ${CALLERS} callers in ${secs(tp.ms)} s, ${tpErrors} error(s)`);
-    checkOutcomes('throughput', tp.outcomes, THROUGHPUT);
+    say(`throughput: ${int(args.throughput)} writes by ${args.callers} callers in ${secs(tp.ms)} s, ${tpErrors} error(s)`);
+    checkOutcomes('throughput', tp.outcomes, args.throughput);
     outcomes.push(...tp.outcomes);
 
-    // The floor's throughput, the same way: CALLERS concurrent callers, each starting and awaiting one at a time.
-    let floorLeft = THROUGHPUT;
+    // The floor's throughput, the same way: args.callers concurrent callers, each starting and awaiting one at a time.
+    let floorLeft = args.throughput;
     const stopFloorMeter = await cpuMeter({
       temporal: () => childPids('temporal'),
       'floor worker': () => [floorWorker.pid],
@@ -324,7 +293,7 @@ async function main() {
     }).start();
     const ft0 = performance.now();
     await Promise.all(
-      Array.from({ length: CALLERS }, async () => {
+      Array.from({ length: args.callers }, async () => {
         while (floorLeft > 0) {
           floorLeft--;
           await floorOnce();
@@ -359,8 +328,8 @@ async function main() {
     const floorP50 = percentile(floorMs, 50);
     const ratio = writeP50 / floorP50;
     const p99Ratio = percentile(writeMs, 99) / percentile(floorMs, 99);
-    const writesPerSec = THROUGHPUT / (tp.ms / 1000);
-    const floorPerSec = THROUGHPUT / (floorTpMs / 1000);
+    const writesPerSec = args.throughput / (tp.ms / 1000);
+    const floorPerSec = args.throughput / (floorTpMs / 1000);
     const round3 = (x: number) => Number(x.toFixed(3));
     summary.ratios = { p50: round3(1 / ratio), p99: round3(1 / p99Ratio), throughput: round3(writesPerSec / floorPerSec) };
     summary.rss_mb = { worker_peak: workerHwm, worker_after_sync: syncHwm, worker_throughput_peak: throughputRss };
@@ -375,13 +344,13 @@ async function main() {
     const tpPolls = tp.outcomes.reduce((n, o) => n + o.polls, 0);
     console.log('');
     console.log(
-      `  ${int(SIZE)}-lease sandbox company, enterprise integration (test mode), ${APIS} API process(es), one worker process; ` +
-        `latency in ${ROUNDS} alternating blocks, one at a time; Temporal dev server with ${TEMPORAL_DYNAMIC_CONFIG.join(', ') || 'its defaults'}`,
+      `  ${int(args.size)}-lease sandbox company, enterprise integration (test mode), ${args.apis} API process(es), one worker process; ` +
+        `latency in ${args.rounds} alternating blocks, one at a time; Temporal dev server with ${TEMPORAL_DYNAMIC_CONFIG.join(', ') || 'its defaults'}`,
     );
     console.log(
       `  ${'latency, one at a time'.padEnd(52)}${'n'.padStart(7)}${'p50 ms'.padStart(9)}${'p90 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'max ms'.padStart(9)}`,
     );
-    row(`write: PATCH sent → poll shows succeeded (every ${POLL_MS} ms)`, writeMs);
+    row(`write: PATCH sent → poll shows succeeded (every ${args.pollMs} ms)`, writeMs);
     row('  of which PATCH sent → 202 read', accept);
     row(
       `  in the database: accepted → succeeded`,
@@ -389,7 +358,7 @@ async function main() {
     );
     row('floor: workflow + no-op activity, start → result', floorMs);
     console.log(
-      `  (a write took ${percentile(polls, 50)} polls at the median; polling adds up to ${POLL_MS} ms plus one GET to the moment its Operation turned succeeded)`,
+      `  (a write took ${percentile(polls, 50)} polls at the median; polling adds up to ${args.pollMs} ms plus one GET to the moment its Operation turned succeeded)`,
     );
     console.log('');
     console.log(
@@ -397,8 +366,8 @@ async function main() {
         `p99 / floor p99 ${p99Ratio.toFixed(2)}x (target <= ${TARGET.p99}x: ${mark(p99Ratio <= TARGET.p99)})`,
     );
     console.log(
-      `  throughput, ${CALLERS} concurrent callers     ${writesPerSec.toFixed(1)} writes/s (${int(THROUGHPUT)} writes in ${secs(tp.ms)} s, ${tpErrors} errors, target 0; ` +
-        `polls every ${THROUGHPUT_POLL_MS} ms: ${int(tpPolls)} polls, ${int(tpPolls / (tp.ms / 1000))}/s); ` +
+      `  throughput, ${args.callers} concurrent callers     ${writesPerSec.toFixed(1)} writes/s (${int(args.throughput)} writes in ${secs(tp.ms)} s, ${tpErrors} errors, target 0; ` +
+        `polls every ${args.throughputPollMs} ms: ${int(tpPolls)} polls, ${int(tpPolls / (tp.ms / 1000))}/s); ` +
         `per write p50 ${ms1(
           percentile(
             tp.outcomes.map((o) => o.ms),
@@ -412,12 +381,12 @@ async function main() {
         )} ms`,
     );
     console.log(
-      `  floor throughput, ${CALLERS} callers           ${floorPerSec.toFixed(1)} workflows/s (${int(THROUGHPUT)} in ${secs(floorTpMs)} s); ` +
+      `  floor throughput, ${args.callers} callers           ${floorPerSec.toFixed(1)} workflows/s (${int(args.throughput)} in ${secs(floorTpMs)} s); ` +
         `writes/s / floor ${(writesPerSec / floorPerSec).toFixed(2)} (target >= ${TARGET.throughput}: ${mark(writesPerSec / floorPerSec >= TARGET.throughput)})`,
     );
     const cpuLine = (used: Record<string, number>, wallMs: number) =>
       `${Object.entries(used)
-        .map(([name, s]) => `${name} ${((s * 1000) / THROUGHPUT).toFixed(1)}`)
+        .map(([name, s]) => `${name} ${((s * 1000) / args.throughput).toFixed(1)}`)
         .join(', ')} (${(Object.values(used).reduce((a, s) => a + s, 0) / (wallMs / 1000)).toFixed(2)} of ${availableParallelism()} CPUs busy)`;
     console.log(`  CPU ms per item in the throughput phases (user + system, from /proc)`);
     console.log(`    writes: ${cpuLine(tpCpu, tp.ms)}`);
@@ -454,12 +423,12 @@ async function main() {
     console.log("   a write: the poll that shows succeeded, which the activity already committed); close: activity end → workflow closed, off a write's path)");
     console.log('');
     console.log(
-      `  checks passed: ${int(outcomes.length)} writes (warm-up ${WARMUP}, latency ${WRITES}, throughput ${int(THROUGHPUT)}) to ${int(checked.leases)} leases, ` +
+      `  checks passed: ${int(outcomes.length)} writes (warm-up ${args.warmup}, latency ${args.writes}, throughput ${int(args.throughput)}) to ${int(checked.leases)} leases, ` +
         `every PATCH answered 202, every Operation succeeded (as polled and in the database) after exactly one source attempt, with one LEASE_UPDATED event each; ` +
         `the source (read back through the connector) and the cache (GET /v1/leases/{id}) hold the last rent written to each lease`,
     );
     console.log(
-      `  rate limit: override of ${int(RATE_LIMIT.rate_limit_per_minute)}/min on the organization (the enterprise plan's 1,200/min would refuse a caller polling every ${POLL_MS} ms)`,
+      `  rate limit: override of ${int(RATE_LIMIT.rate_limit_per_minute)}/min on the organization (the enterprise plan's 1,200/min would refuse a caller polling every ${args.pollMs} ms)`,
     );
     console.log(`  load average ${loadAverage()} at the end; the whole bench took ${secs(Date.now() - began)} s`);
   } finally {
@@ -546,16 +515,5 @@ async function checkRun(
   return { serverMs: new Map(ops.map((o) => [o.id, Number(o.ms)])), leases: last.size };
 }
 
-main().then(
-  () => {
-    summary.ok = true;
-    console.log(JSON.stringify(summary));
-    process.exit(0);
-  },
-  (err) => {
-    console.error(err instanceof CheckFailed ? `\n[bench:writes] FAILED: ${err.message}` : err);
-    // No figure of a run that failed a check stands: the line says so, with no ratios.
-    console.log(JSON.stringify({ ...summary, ratios: { p50: null, p99: null, throughput: null }, ok: false }));
-    process.exit(1);
-  },
-);
+// No figure of a run that failed a check stands: the line says so, with no ratios.
+endBench('writes', main, (passed) => (passed ? { ...summary, ok: true } : { ...summary, ratios: { p50: null, p99: null, throughput: null }, ok: false }));

@@ -15,7 +15,9 @@ const delayList = (defaults: RetrySchedule, maxMs: number) =>
     .transform((s) => s.split(',').map((v) => Number(v.trim())))
     .pipe(z.array(z.number().int().min(0).max(maxMs)).min(1));
 
-const port = z.coerce.number().int().min(1).max(65535);
+/** An integer setting within its bounds (environment values are text: coerced first). */
+const intIn = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const port = intIn(1, 65535);
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 /** Development defaults of the two bearer tokens: fine on a laptop, refused by a deployment that serves live mode. */
@@ -86,7 +88,7 @@ export const configSchema = z.object({
   /** Port (on 127.0.0.1) of the embedded Postgres that `npm start` runs when DATABASE_URL is unset. */
   EMBEDDED_PG_PORT: port.default(54329),
   /** Max connections in each process's Postgres pool. */
-  DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  DB_POOL_MAX: intIn(1, 200).default(10),
   /** Interface the API listens on. */
   HOST: z.string().min(1).default('127.0.0.1'),
   /** Port of the public and admin API. */
@@ -130,7 +132,7 @@ export const configSchema = z.object({
   /** Bearer token of the sandbox PMS's control endpoints (create companies, apply changes, set faults). Live mode refuses the default. */
   SANDBOX_CONTROL_TOKEN: z.string().min(16, 'must be at least 16 characters').default(DEV_SANDBOX_CONTROL_TOKEN),
   /** Milliseconds the sandbox PMS delays each reply while a `slow` fault without its own delay is set. */
-  SANDBOX_SLOW_MS: z.coerce.number().int().min(0).max(600_000).default(3000),
+  SANDBOX_SLOW_MS: intIn(0, 600_000).default(3000),
   /** Bearer token of the admin API (/admin/v1). Live mode refuses the default. */
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').default(DEV_ADMIN_TOKEN),
   /**
@@ -144,35 +146,20 @@ export const configSchema = z.object({
    * further one blocks it for a growing delay (429). They are counted until ADMIN_AUTH_FAILURE_WINDOW_MS pass
    * without one; the right token resets the address's count.
    */
-  ADMIN_AUTH_ADDRESS_FAILURES: z.coerce.number().int().min(0).max(100_000).default(10),
+  ADMIN_AUTH_ADDRESS_FAILURES: intIn(0, 100_000).default(10),
   /**
    * The same for wrong tokens that begin with the same ADMIN_AUTH_PREFIX_LENGTH characters, from any address: a
    * guesser of one token family spread over many addresses is slowed too.
    */
-  ADMIN_AUTH_PREFIX_FAILURES: z.coerce.number().int().min(0).max(100_000).default(50),
+  ADMIN_AUTH_PREFIX_FAILURES: intIn(0, 100_000).default(50),
   /** Characters of a presented admin token that make its prefix (family) for ADMIN_AUTH_PREFIX_FAILURES. */
-  ADMIN_AUTH_PREFIX_LENGTH: z.coerce.number().int().min(1).max(64).default(6),
+  ADMIN_AUTH_PREFIX_LENGTH: intIn(1, 64).default(6),
   /** An address's or prefix's wrong admin tokens are forgotten once this long has passed without one (and after its block). */
-  ADMIN_AUTH_FAILURE_WINDOW_MS: z.coerce
-    .number()
-    .int()
-    .min(1_000)
-    .max(30 * 24 * 3_600_000)
-    .default(900_000),
+  ADMIN_AUTH_FAILURE_WINDOW_MS: intIn(1_000, 30 * 24 * 3_600_000).default(900_000),
   /** The delay the first wrong admin token beyond the allowance blocks for; each further one doubles it. */
-  ADMIN_AUTH_DELAY_MS: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(24 * 3_600_000)
-    .default(1_000),
+  ADMIN_AUTH_DELAY_MS: intIn(1, 24 * 3_600_000).default(1_000),
   /** The longest such delay. */
-  ADMIN_AUTH_MAX_DELAY_MS: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(7 * 24 * 3_600_000)
-    .default(900_000),
+  ADMIN_AUTH_MAX_DELAY_MS: intIn(1, 7 * 24 * 3_600_000).default(900_000),
   /**
    * Keys that encrypt stored secrets (source api keys, webhook signing secrets): `kid:base64(32 bytes)` entries
    * separated by commas. The first encrypts; the others only decrypt (rotation: put the new key first, keep the old
@@ -201,72 +188,37 @@ export const configSchema = z.object({
   /** Base of documentation URIs; error types are DOCS_BASE_URL/errors/<slug>. Defaults to PUBLIC_BASE_URL/docs. */
   DOCS_BASE_URL: z.string().url().optional(),
   /** Records the sync reads per source page (the source may cap it lower). */
-  SYNC_PAGE_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
+  SYNC_PAGE_SIZE: intIn(1, 10_000).default(1000),
   /** First delay before a failed sync activity (a source outage) is tried again; it doubles per attempt. */
-  SYNC_RETRY_INITIAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(2_000),
+  SYNC_RETRY_INITIAL_MS: intIn(100, 3_600_000).default(2_000),
   /** Longest delay between two attempts of a sync activity. */
-  SYNC_RETRY_MAX_INTERVAL_MS: z.coerce
-    .number()
-    .int()
-    .min(100)
-    .max(24 * 3_600_000)
-    .default(120_000),
+  SYNC_RETRY_MAX_INTERVAL_MS: intIn(100, 24 * 3_600_000).default(120_000),
   /** Attempts of one entity of a run (the first included) before the run fails; the next scheduled run starts over. */
-  SYNC_RETRY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1_000).default(10),
+  SYNC_RETRY_MAX_ATTEMPTS: intIn(1, 1_000).default(10),
   /** All attempts of one entity of a run together (Temporal's schedule-to-close timeout); beyond it the run fails. */
-  SYNC_ENTITY_TIMEOUT_MS: z.coerce
-    .number()
-    .int()
-    .min(10_000)
-    .max(7 * 24 * 3_600_000)
-    .default(6 * 3_600_000),
+  SYNC_ENTITY_TIMEOUT_MS: intIn(10_000, 7 * 24 * 3_600_000).default(6 * 3_600_000),
   /** A sync attempt whose resume point has not moved for this long fails (and is retried) instead of heartbeating on. */
-  SYNC_STALL_MS: z.coerce
-    .number()
-    .int()
-    .min(1_000)
-    .max(24 * 3_600_000)
-    .default(300_000),
+  SYNC_STALL_MS: intIn(1_000, 24 * 3_600_000).default(300_000),
   /** All attempts of a run's bookkeeping step (claim, finish, record a failure): a longer database outage fails the run. */
-  SYNC_BOOKKEEPING_TIMEOUT_MS: z.coerce
-    .number()
-    .int()
-    .min(1_000)
-    .max(24 * 3_600_000)
-    .default(600_000),
+  SYNC_BOOKKEEPING_TIMEOUT_MS: intIn(1_000, 24 * 3_600_000).default(600_000),
   /**
    * Seconds between full runs of an integration whose source can list what changed (delta runs in between), unless
    * the integration sets its own full_sync_interval_seconds. A full run is the only one that finds deletions.
    */
-  SYNC_FULL_INTERVAL_SECONDS: z.coerce.number().int().min(60).max(MAX_FULL_SYNC_INTERVAL_SECONDS).default(DEFAULT_FULL_SYNC_INTERVAL_SECONDS),
+  SYNC_FULL_INTERVAL_SECONDS: intIn(60, MAX_FULL_SYNC_INTERVAL_SECONDS).default(DEFAULT_FULL_SYNC_INTERVAL_SECONDS),
   /** A delta run reads from the end of the last covered window less this many seconds (source clock skew, late commits). */
-  SYNC_DELTA_OVERLAP_SECONDS: z.coerce.number().int().min(0).max(86_400).default(DEFAULT_DELTA_OVERLAP_SECONDS),
+  SYNC_DELTA_OVERLAP_SECONDS: intIn(0, 86_400).default(DEFAULT_DELTA_OVERLAP_SECONDS),
   /** Postgres statement_timeout of every pool of the service (0: none). A statement stuck on a lock fails instead of hanging. */
-  DB_STATEMENT_TIMEOUT_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(24 * 3_600_000)
-    .default(60_000),
+  DB_STATEMENT_TIMEOUT_MS: intIn(0, 24 * 3_600_000).default(60_000),
   /** Postgres idle_in_transaction_session_timeout of every pool (0: none): a transaction left open by a stuck process ends. */
-  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(24 * 3_600_000)
-    .default(60_000),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: intIn(0, 24 * 3_600_000).default(60_000),
   /**
    * How long opening a Postgres connection may take, in every process. A database that does not answer (stopped, cut
    * off) then fails requests within this time: the API answers 503 with Retry-After instead of hanging.
    */
-  DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  DB_CONNECT_TIMEOUT_MS: intIn(100, 600_000).default(5_000),
   /** statement_timeout of the API's pool: a read stuck on a lock or an overloaded database is a 503 after this long (0: DB_STATEMENT_TIMEOUT_MS). */
-  API_STATEMENT_TIMEOUT_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(24 * 3_600_000)
-    .default(5_000),
+  API_STATEMENT_TIMEOUT_MS: intIn(0, 24 * 3_600_000).default(5_000),
   /**
    * What a worker process runs, a comma list of WORKER_ROLE_NAMES: `sync` (sync workflows), `webhooks` (the
    * dispatchers and delivery workflows), `writes` (Operations and their sweeper), `automations` (automation runs),
@@ -287,9 +239,9 @@ export const configSchema = z.object({
     ])
     .pipe(z.array(z.enum(WORKER_ROLE_NAMES)).min(1, `name at least one of ${WORKER_ROLE_NAMES.join(', ')}`)),
   /** Sync activities (one entity of one integration each) a worker runs at once; bounds its memory. */
-  WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(200).default(8),
+  WORKER_MAX_ACTIVITIES: intIn(1, 200).default(8),
   /** Threads a worker reads, maps and hashes source pages on (0: on its event loop). */
-  WORKER_READ_THREADS: z.coerce.number().int().min(0).max(64).default(1),
+  WORKER_READ_THREADS: intIn(0, 64).default(1),
   /**
    * The workflow bundle the worker runs (a file written by `bundleWorkflowCode`). Unset: the compiled worker uses
    * dist/workflows.js beside it (written by `npm run build`); the worker run from source bundles at start-up.
@@ -298,7 +250,7 @@ export const configSchema = z.object({
   /** Whether the worker creates or updates every integration's sync schedule at start-up (off for workers that share a database with others on another task queue, as in tests). */
   WORKER_RECONCILE_SCHEDULES: bool.default(true),
   /** Webhook retry and replay attempts a worker runs at once (each is one HTTP exchange of at most 10 s). */
-  WEBHOOK_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(2000).default(200),
+  WEBHOOK_MAX_ACTIVITIES: intIn(1, 2000).default(200),
   /**
    * Delays before each webhook attempt, after the previous one, in milliseconds (7 attempts: docs/api.md's schedule).
    * The first value is the first attempt's, which the subscription's dispatcher makes at once. Tests shrink it; the
@@ -309,9 +261,9 @@ export const configSchema = z.object({
    * Attempts of one subscription in flight at once: its dispatcher's first attempts and, in each worker process,
    * the retries of failed ones. The rest of its queue waits in the database.
    */
-  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(256).default(DEFAULT_DISPATCH.maxInFlight),
+  WEBHOOK_MAX_IN_FLIGHT: intIn(1, 256).default(DEFAULT_DISPATCH.maxInFlight),
   /** Consecutive failed first attempts of a subscription that open its circuit (its dispatcher then probes with one delivery). */
-  WEBHOOK_CIRCUIT_FAILURES: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_DISPATCH.circuitFailures),
+  WEBHOOK_CIRCUIT_FAILURES: intIn(1, 10_000).default(DEFAULT_DISPATCH.circuitFailures),
   /** Delays before each probe of an open circuit, in milliseconds; the last repeats until a probe succeeds. */
   WEBHOOK_PROBE_SCHEDULE_MS: z
     .string()
@@ -329,76 +281,51 @@ export const configSchema = z.object({
         .min(1),
     ),
   /** How long a subscription's dispatcher waits with nothing queued before its workflow completes (a new one starts with the next delivery). */
-  WEBHOOK_DISPATCH_IDLE_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(24 * 3600 * 1000)
-    .default(DEFAULT_DISPATCH.idleMs),
+  WEBHOOK_DISPATCH_IDLE_MS: intIn(0, 24 * 3600 * 1000).default(DEFAULT_DISPATCH.idleMs),
   /** Longest one dispatcher batch (one activity) takes deliveries before handing back to its workflow. */
-  WEBHOOK_BATCH_MS: z.coerce.number().int().min(100).max(120_000).default(DEFAULT_DISPATCH.batchMs),
+  WEBHOOK_BATCH_MS: intIn(100, 120_000).default(DEFAULT_DISPATCH.batchMs),
   /** How long a batch whose queue ran empty waits for more before it settles idle. */
-  WEBHOOK_LINGER_MS: z.coerce.number().int().min(0).max(60_000).default(DEFAULT_DISPATCH.lingerMs),
+  WEBHOOK_LINGER_MS: intIn(0, 60_000).default(DEFAULT_DISPATCH.lingerMs),
   /** Dispatcher batches a worker runs at once (each serves one subscription, with up to WEBHOOK_MAX_IN_FLIGHT requests open). */
-  WEBHOOK_MAX_DISPATCHERS: z.coerce.number().int().min(1).max(2000).default(100),
+  WEBHOOK_MAX_DISPATCHERS: intIn(1, 2000).default(100),
   /**
    * Endpoint health: a subscription whose every attempt has failed for this long (its first failure after its last
    * success is this old, and an attempt fails again) is disabled, with a record of why. Default 5 days.
    */
-  WEBHOOK_DISABLE_AFTER_MS: z.coerce
-    .number()
-    .int()
-    .min(1_000)
-    .max(365 * 24 * 3600 * 1000)
-    .default(DISABLE_AFTER_MS),
+  WEBHOOK_DISABLE_AFTER_MS: intIn(1_000, 365 * 24 * 3600 * 1000).default(DISABLE_AFTER_MS),
   /** Write-back attempts (one source write, its read-back and the cache update each) a worker runs at once. */
-  WRITE_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
+  WRITE_MAX_ACTIVITIES: intIn(1, 1000).default(50),
   /** How long one write to the source may take before its outcome counts as unknown (a later attempt looks it up first). */
-  WRITE_SOURCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  WRITE_SOURCE_TIMEOUT_MS: intIn(100, 600_000).default(30_000),
   /**
    * Delays before each write attempt after the previous one, in milliseconds: the first at once, then docs/decisions.md's
    * 5 s, 15 s, 1 min, 5 min, 15 min. Tests shrink it.
    */
   WRITE_RETRY_SCHEDULE_MS: delayList(DEFAULT_RETRY_SCHEDULES.write, 24 * 3600 * 1000),
   /** Delay before every write attempt after those of WRITE_RETRY_SCHEDULE_MS (30 min). */
-  WRITE_RETRY_EVERY_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(24 * 3600 * 1000)
-    .default(DEFAULT_RETRY_SCHEDULES.write.thenEveryMs),
+  WRITE_RETRY_EVERY_MS: intIn(0, 24 * 3600 * 1000).default(DEFAULT_RETRY_SCHEDULES.write.thenEveryMs),
   /** No write attempt starts later than this after the write was accepted; the last one's failure fails it (24 h). */
-  WRITE_RETRY_WINDOW_MS: z.coerce
-    .number()
-    .int()
-    .min(1_000)
-    .max(30 * 24 * 3600 * 1000)
-    .default(DEFAULT_RETRY_SCHEDULES.write.giveUpAfterMs),
+  WRITE_RETRY_WINDOW_MS: intIn(1_000, 30 * 24 * 3600 * 1000).default(DEFAULT_RETRY_SCHEDULES.write.giveUpAfterMs),
   /** Directory under which automations with a directory destination write their files (a destination's path is relative to it). */
   EXPORT_ROOT: z.string().min(1).default('.data/exports'),
   /** Export attempts (each streams one file from the cache to its destination) a worker runs at once. */
-  AUTOMATION_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(100).default(4),
+  AUTOMATION_MAX_ACTIVITIES: intIn(1, 100).default(4),
   /** How long one export attempt may take in all (reading the cache and sending the file). */
-  EXPORT_TIMEOUT_MS: z.coerce
-    .number()
-    .int()
-    .min(1_000)
-    .max(24 * 3_600_000)
-    .default(3_600_000),
+  EXPORT_TIMEOUT_MS: intIn(1_000, 24 * 3_600_000).default(3_600_000),
   /**
    * Delays before each export attempt after the previous one, in milliseconds: the first at once, then 3 retries of a
    * transient failure (docs/decisions.md: 1 min, 5 min, 15 min). Tests shrink it.
    */
   AUTOMATION_RETRY_SCHEDULE_MS: delayList(DEFAULT_RETRY_SCHEDULES.automation, 24 * 3600 * 1000),
   /** How long the API waits for Temporal to accept a write's workflow before answering 502 enqueue_failed. */
-  WRITE_ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  WRITE_ENQUEUE_TIMEOUT_MS: intIn(100, 60_000).default(5_000),
   /**
    * How long the API waits for a source's write options (floor plans, unit spaces, lease terms, code lists) before it
    * gives up on them: GET /v1/write_options answers 503, and a write is queued unchecked for the source to judge.
    */
-  WRITE_OPTIONS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
+  WRITE_OPTIONS_TIMEOUT_MS: intIn(100, 60_000).default(2_000),
   /** How long an API process reuses a property's write options read from its source (0: read them every time). */
-  WRITE_OPTIONS_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  WRITE_OPTIONS_CACHE_MS: intIn(0, 3_600_000).default(60_000),
   /**
    * Port of the API's Prometheus endpoint (`GET /metrics`), a listener of its own beside the public one. Unset: no
    * metrics listener (`npm start` sets 9464 unless given one).

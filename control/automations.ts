@@ -27,6 +27,7 @@ import type { AutomationSchedule } from '../domain/automations';
 import type { RetrySchedule } from '../domain/retry';
 import { retrySchedulesOf, type Config } from '../config';
 import { automationTick, runAutomation } from '../workflows/automation';
+import { removeUnknownSchedules } from './schedules';
 
 export interface AutomationControlDeps {
   client: Client;
@@ -147,18 +148,11 @@ export async function reconcileAutomationSchedules(
   }
   if (deps.organizationIds) return { ensured, removed };
   // Schedules of automations this database does not hold at all (Temporal state kept across a database reset).
-  const known = new Set(rows.map((a) => automationScheduleIdOf(a.id)));
-  for await (const s of deps.client.schedule.list()) {
-    if (!s.scheduleId.startsWith(AUTOMATION_SCHEDULE_PREFIX) || known.has(s.scheduleId)) continue;
-    try {
-      const handle = deps.client.schedule.getHandle(s.scheduleId);
-      const described = await handle.describe();
-      if (described.action.type !== 'startWorkflow' || described.action.taskQueue !== deps.taskQueue) continue;
-      await handle.delete();
-      removed++;
-    } catch (err) {
-      deps.log?.(err, s.scheduleId);
-    }
-  }
+  removed += await removeUnknownSchedules(deps.client, {
+    prefix: AUTOMATION_SCHEDULE_PREFIX,
+    known: new Set(rows.map((a) => automationScheduleIdOf(a.id))),
+    taskQueue: deps.taskQueue,
+    failed: (err, scheduleId) => deps.log?.(err, scheduleId),
+  });
   return { ensured, removed };
 }

@@ -3,7 +3,7 @@
  * retried request, the sweeper) and the sweeper's schedule. Starting twice is a no-op: the workflow id is the
  * Operation id, a running one is reused and a finished one is never run again.
  */
-import { ScheduleAlreadyRunning, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 // A CommonJS module: a default import works under Node's ESM loader (a named one does not) and bundlers alike.
 import proto from '@temporalio/proto';
 import type { OperationRow } from '../db/operations';
@@ -11,6 +11,7 @@ import { OPERATION_SWEEP_SCHEDULE_ID, SA_INTEGRATION_ID, SA_OPERATION_TYPE, SA_O
 import type { WriteWorkflowInput } from '../domain/operations';
 import type { RetrySchedule } from '../domain/retry';
 import { sweepWrites, writeOperation } from '../workflows/operation';
+import { ensureIntervalSchedule } from './schedules';
 
 export interface WriteControlDeps {
   client: Client;
@@ -62,24 +63,14 @@ export async function startWriteWorkflow(deps: WriteControlDeps, op: StartableOp
 
 /** The sweeper's schedule: every minute, on the writes task queue. Idempotent. */
 export async function ensureSweepSchedule(deps: { client: Client; taskQueue: string }): Promise<void> {
-  const action = {
-    type: 'startWorkflow' as const,
+  await ensureIntervalSchedule(deps.client, {
+    scheduleId: OPERATION_SWEEP_SCHEDULE_ID,
     workflowType: sweepWrites,
-    args: [{}] as [{ olderThanMs?: number }],
+    args: [{}],
     taskQueue: deps.taskQueue,
-    workflowId: OPERATION_SWEEP_SCHEDULE_ID,
-  };
-  try {
-    await deps.client.schedule.create({
-      scheduleId: OPERATION_SWEEP_SCHEDULE_ID,
-      spec: { intervals: [{ every: '1 minute' }] },
-      action,
-      policies: { overlap: 'SKIP', catchupWindow: '1 minute' },
-    });
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await deps.client.schedule.getHandle(OPERATION_SWEEP_SCHEDULE_ID).update((prev) => ({ ...prev, action }));
-  }
+    every: '1 minute',
+    catchupWindow: '1 minute',
+  });
 }
 
 /**

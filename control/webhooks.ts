@@ -4,7 +4,7 @@
  * a failed first attempt (the dispatcher's batches), replaying a delivery (a signal to its open workflow, or a new
  * run of it when it has ended), and the retention clean-up's schedule.
  */
-import { ScheduleAlreadyRunning, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { retrySchedulesOf, type Config } from '../config';
 import type { DeliveryRow } from '../db/webhooks';
 import {
@@ -23,6 +23,7 @@ import { delayAfter, type RetrySchedule } from '../domain/retry';
 import { RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput, type DispatchSettings } from '../domain/webhooks';
 import { dispatchWebhooks } from '../workflows/dispatcher';
 import { deliverWebhook, purgeRetention } from '../workflows/webhook';
+import { ensureIntervalSchedule } from './schedules';
 
 export interface DeliveryControlDeps {
   client: Client;
@@ -142,22 +143,12 @@ export async function replayDelivery(deps: DeliveryControlDeps, d: DeliveryRef &
 
 /** The daily retention clean-up (events and deliveries older than 30 days). Idempotent. */
 export async function ensurePurgeSchedule(deps: { client: Client; taskQueue: string }): Promise<void> {
-  const action = {
-    type: 'startWorkflow' as const,
+  await ensureIntervalSchedule(deps.client, {
+    scheduleId: PURGE_SCHEDULE_ID,
     workflowType: purgeRetention,
-    args: [{}] as [{ retentionMs?: number }],
+    args: [{}],
     taskQueue: deps.taskQueue,
-    workflowId: PURGE_SCHEDULE_ID,
-  };
-  try {
-    await deps.client.schedule.create({
-      scheduleId: PURGE_SCHEDULE_ID,
-      spec: { intervals: [{ every: '1 day' }] },
-      action,
-      policies: { overlap: 'SKIP', catchupWindow: '1 hour' },
-    });
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await deps.client.schedule.getHandle(PURGE_SCHEDULE_ID).update((prev) => ({ ...prev, action }));
-  }
+    every: '1 day',
+    catchupWindow: '1 hour',
+  });
 }

@@ -5,28 +5,22 @@
  */
 import type { Entity } from './cdm';
 import type { RetrySchedule } from './retry';
-import { statesLeadingTo } from './states';
+import { RETRIED_STATUSES, retriedStatesBefore, type RetriedStatus } from './states';
 
 export const AUTOMATION_STATUSES = ['active', 'paused'] as const;
 
 /**
+ * A run's states, those of all work the retry loop drives (domain/states.ts):
  * - `queued`: created, its first attempt not finished
  * - `running`: an attempt failed transiently and another is scheduled (`next_attempt_at`)
  * - `succeeded`: the file was delivered; AUTOMATION_COMPLETED recorded
  * - `failed`: a permanent failure, or the last retry failed; AUTOMATION_FAILED recorded
  */
-export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
-
-const RUN_TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
-  queued: ['running', 'succeeded', 'failed'],
-  running: ['running', 'succeeded', 'failed'],
-  succeeded: [],
-  failed: [],
-};
+export const RUN_STATUSES = RETRIED_STATUSES;
+export type RunStatus = RetriedStatus;
 
 /** The states a run may move to `to` from: the guard on every status write. */
-export const runStatesBefore = (to: RunStatus): RunStatus[] => statesLeadingTo(RUN_TRANSITIONS, to);
+export const runStatesBefore = retriedStatesBefore;
 
 /** `{every: seconds}` or `{cron, timezone?}` (IANA zone; default UTC). */
 export type AutomationSchedule = { every: number } | { cron: string; timezone?: string };

@@ -3,7 +3,7 @@
  * their transitions, and the write workflow's contract. Pure: workflows import it.
  */
 import type { RetrySchedule } from './retry';
-import { statesLeadingTo } from './states';
+import { RETRIED_STATUSES, retriedStatesBefore, type RetriedStatus } from './states';
 
 export type WritableEntity = 'unit' | 'resident' | 'lease';
 export type WriteAction = 'create' | 'update';
@@ -18,23 +18,17 @@ export function parseOperationType(type: OperationType): { entity: WritableEntit
 }
 
 /**
+ * An Operation's states, those of all work the retry loop drives (domain/states.ts):
  * - `queued`: accepted, no attempt finished yet
  * - `running`: at least one attempt failed transiently and another is scheduled (`next_attempt_at`)
  * - `succeeded`: the source applied the change and the cache holds it (terminal)
  * - `failed`: the source rejected it, or it could not be applied within the retry window (terminal)
  */
-export const OPERATION_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
-export type OperationStatus = (typeof OPERATION_STATUSES)[number];
-
-const OPERATION_TRANSITIONS: Record<OperationStatus, readonly OperationStatus[]> = {
-  queued: ['running', 'succeeded', 'failed'],
-  running: ['running', 'succeeded', 'failed'],
-  succeeded: [],
-  failed: [],
-};
+export const OPERATION_STATUSES = RETRIED_STATUSES;
+export type OperationStatus = RetriedStatus;
 
 /** The states an Operation may move to `to` from: the guard on every status write. */
-export const operationStatesBefore = (to: OperationStatus): OperationStatus[] => statesLeadingTo(OPERATION_TRANSITIONS, to);
+export const operationStatesBefore = retriedStatesBefore;
 
 export const isTerminal = (s: OperationStatus): boolean => s === 'succeeded' || s === 'failed';
 

@@ -143,8 +143,6 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
       return m;
     };
     const renewedBy = group((l) => [l.previous_id]);
-    const leasesOfUnit = group((l) => [l.unit_id]);
-    const leasesOfCustomer = group((l) => l.customer_ids ?? []);
     const dropLease = (id: number) => {
       if (gone.lease.has(id)) return;
       gone.lease.add(id);
@@ -169,30 +167,22 @@ export async function applyChanges(sql: Sql, companyId: string, req: SandboxChan
         for (const l of all.lease) if (l.property_id === p.id) dropLease(l.id);
       }
     }
-    if (del.unit > 0) {
-      const leased = new Set(all.lease.filter((l) => !gone.lease.has(l.id)).map((l) => l.unit_id));
-      const units = alive('unit');
-      for (const u of pickWithFallback(
-        units.filter((u) => !leased.has(u.id)),
-        units,
-        del.unit,
-      )) {
-        gone.unit.add(u.id);
-        for (const l of leasesOfUnit.get(u.id) ?? []) dropLease(l);
-      }
-    }
-    if (del.resident > 0) {
-      const onLease = new Set(all.lease.filter((l) => !gone.lease.has(l.id)).flatMap((l) => l.customer_ids ?? []));
-      const residents = alive('resident');
+    /** `n` units or residents deleted, those no lease still there is `on` first, with their leases. */
+    const dropWithLeases = (e: 'unit' | 'resident', n: number, on: (l: Skeleton) => (number | null)[]) => {
+      const leasesOf = group(on);
+      const taken = new Set(all.lease.filter((l) => !gone.lease.has(l.id)).flatMap(on));
+      const records = alive(e);
       for (const r of pickWithFallback(
-        residents.filter((r) => !onLease.has(r.id)),
-        residents,
-        del.resident,
+        records.filter((r) => !taken.has(r.id)),
+        records,
+        n,
       )) {
-        gone.resident.add(r.id);
-        for (const l of leasesOfCustomer.get(r.id) ?? []) dropLease(l);
+        gone[e].add(r.id);
+        for (const l of leasesOf.get(r.id) ?? []) dropLease(l);
       }
-    }
+    };
+    if (del.unit > 0) dropWithLeases('unit', del.unit, (l) => [l.unit_id]);
+    if (del.resident > 0) dropWithLeases('resident', del.resident, (l) => l.customer_ids ?? []);
     if (del.lease > 0) {
       const leases = alive('lease');
       for (const l of pickWithFallback(

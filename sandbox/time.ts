@@ -7,27 +7,18 @@ const DAY = 86_400_000;
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
+/** A zone's offset as Intl names it: "GMT-06:00", "GMT+05:45", "GMT" for none (seconds only in old local mean times). */
+const OFFSET_NAME = /^GMT(?:([+-])(\d{2}):(\d{2})(?::(\d{2}))?)?$/;
 
-/** Offset of a zone from UTC at an instant, in milliseconds (local = utc + offset), whole seconds. */
+/** Offset of a zone from UTC at an instant, in milliseconds (local = utc + offset): the offset the zone names then. */
 function zoneOffsetMs(utcMs: number, timeZone: string): number {
   let f = formatters.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formatters.set(timeZone, f);
-  }
-  const parts = f.formatToParts(new Date(utcMs));
-  const get = (t: string) => Number(parts.find((p) => p.type === t)?.value);
-  const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
-  return local - Math.floor(utcMs / 1000) * 1000;
+  if (!f) formatters.set(timeZone, (f = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' })));
+  const name = f.formatToParts(new Date(utcMs)).find((p) => p.type === 'timeZoneName')?.value ?? '';
+  const m = OFFSET_NAME.exec(name);
+  if (!m) throw new Error(`unreadable UTC offset ${JSON.stringify(name)} of ${timeZone}`);
+  if (!m[1]) return 0;
+  return (m[1] === '-' ? -1 : 1) * ((Number(m[2]) * 60 + Number(m[3])) * 60 + Number(m[4] ?? 0)) * 1000;
 }
 
 /**

@@ -57,13 +57,15 @@ export async function inWrite<T>(sql: Sql, companyId: string, fn: (w: WriteTx) =
   }) as Promise<{ value: T } | undefined>;
 }
 
+/** What a write gives every record it creates at a property: the company's next id, now, the property's zone. */
+function createdAt(w: WriteTx, ctx: PropertyContext, entity: 'unit' | 'resident' | 'lease') {
+  return { id: w.next[entity]++, created: w.now, zone: ctx.timeZone, propertyId: ctx.id };
+}
+
 /** A unit created by a write: the fields given over what a PMS fills in. */
 export function newUnit(w: WriteTx, ctx: PropertyContext, fields: Partial<UnitModel> & { unitNumber: string }): UnitModel {
   return {
-    id: w.next.unit++,
-    created: w.now,
-    zone: ctx.timeZone,
-    propertyId: ctx.id,
+    ...createdAt(w, ctx, 'unit'),
     buildingName: '',
     floorNumber: 1,
     floorplanId: null,
@@ -87,10 +89,7 @@ export function newUnit(w: WriteTx, ctx: PropertyContext, fields: Partial<UnitMo
 /** A resident created by a write (or as a lease's applicant). */
 export function newResident(w: WriteTx, ctx: PropertyContext, fields: Partial<ResidentModel>): ResidentModel {
   return {
-    id: w.next.resident++,
-    created: w.now,
-    zone: ctx.timeZone,
-    propertyId: ctx.id,
+    ...createdAt(w, ctx, 'resident'),
     firstName: '',
     middleName: '',
     lastName: '',
@@ -114,10 +113,7 @@ export function newLease(
   fields: Pick<LeaseModel, 'kind' | 'start' | 'end' | 'moveIn' | 'termMonths' | 'tenants'>,
 ): LeaseModel {
   return {
-    id: w.next.lease++,
-    created: w.now,
-    zone: ctx.timeZone,
-    propertyId: ctx.id,
+    ...createdAt(w, ctx, 'lease'),
     unitId: unit.id,
     state: 'pending',
     moveOut: null,

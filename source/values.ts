@@ -4,8 +4,8 @@
  * source object that sends every field the CDM has no column for to custom_data. A dialect's own quirks (its date
  * formats, its code lists, its idea of an empty value) stay in its folder.
  */
-import type { JsonObject, Money } from '../domain/cdm';
-import { SourcePermanentError } from './connector';
+import type { Address, Entity, InputOf, JsonObject, Money } from '../domain/cdm';
+import { SourcePermanentError, type RecordsById } from './connector';
 
 /** A record (or a field of it) the mapping cannot read: the connector sets the record aside as skipped. */
 export class MappingError extends Error {
@@ -117,6 +117,41 @@ export class Fields {
       this.custom[this.path ? this.path + key : key] = this.normalize(key, value) as JsonObject[string];
     }
   }
+}
+
+/**
+ * An address from the six fields `names` gives (read by the dialect's `text`, the rest kept as leftovers); null when
+ * every one is empty.
+ */
+export function addressFrom(f: Fields | null, names: Record<keyof Address, string>, text: (value: unknown) => string | null): Address | null {
+  if (!f) return null;
+  const a: Address = {
+    line_1: text(f.take(names.line_1)),
+    line_2: text(f.take(names.line_2)),
+    city: text(f.take(names.city)),
+    state: text(f.take(names.state)),
+    postal_code: text(f.take(names.postal_code)),
+    country: text(f.take(names.country)),
+  };
+  f.finish();
+  return Object.values(a).every((v) => v === null) ? null : a;
+}
+
+/**
+ * A reply's raw records mapped. A record the mapping cannot read is set aside with its native id (`idOf`) and the
+ * reason, so one bad row in a customer's system never stops the rest.
+ */
+export function mapRecords<E extends Entity>(map: (raw: unknown) => InputOf[E], items: unknown[], idOf: (raw: unknown) => string | null): RecordsById<E> {
+  const out: RecordsById<E> = { records: [], skipped: [] };
+  for (const raw of items) {
+    try {
+      out.records.push(map(raw));
+    } catch (err) {
+      if (!(err instanceof MappingError)) throw err;
+      out.skipped.push({ x_id: idOf(raw), reason: err.message.slice(0, 500) });
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

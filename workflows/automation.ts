@@ -25,16 +25,13 @@ import type { AutomationActivities } from '../activities/automations';
 import { automationRunWorkflowIdOf, SA_STATUS } from '../domain/contract';
 import { type AutomationRunInput, type AutomationRunResult, type AutomationTickInput, type ExportOutcome, type RunStatus } from '../domain/automations';
 import { DEFAULT_RETRY_SCHEDULES, scheduleOfList } from '../domain/retry';
-import { retryOnSchedule } from './retry';
+import { BOOKKEEPING, ONE_ATTEMPT, retryOnSchedule } from './retry';
 
 export const AUTOMATION_FAILURE = { permanent: 'ExportFailed', exhausted: 'ExportRetriesExhausted', cancelled: 'ExportCancelled' } as const;
 
 export const runStateQuery = defineQuery<{ status: RunStatus; attempts: number; nextAttemptAt: string | null; lastError: string | null }>('state');
 
-const { createScheduledRun, recordRunRetry, finishRun } = proxyActivities<AutomationActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { createScheduledRun, recordRunRetry, finishRun } = proxyActivities<AutomationActivities>(BOOKKEEPING);
 
 /**
  * One attempt, never retried by Temporal. A long export heartbeats; a dead worker's attempt is noticed within the
@@ -43,7 +40,7 @@ const { createScheduledRun, recordRunRetry, finishRun } = proxyActivities<Automa
 const { exportAttempt } = proxyActivities<AutomationActivities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '1 minute',
-  retry: { maximumAttempts: 1 },
+  retry: ONE_ATTEMPT,
 });
 
 export async function runAutomation(input: AutomationRunInput): Promise<AutomationRunResult> {

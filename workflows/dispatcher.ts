@@ -21,6 +21,7 @@ import type { DispatchActivities } from '../activities/dispatch';
 import { dispatchTaskQueueOf, SA_DELIVERY_STATUS, WAKE_SIGNAL } from '../domain/contract';
 import { DEFAULT_RETRY_SCHEDULES, delayAfter, scheduleOfList } from '../domain/retry';
 import type { BatchResult, DispatcherEnd, DispatcherInput } from '../domain/webhooks';
+import { BOOKKEEPING_RETRY, ONE_ATTEMPT } from './retry';
 
 export const wakeSignal = defineSignal(WAKE_SIGNAL);
 export interface DispatcherState {
@@ -42,12 +43,12 @@ function activitiesOn(taskQueue: string) {
     taskQueue,
     startToCloseTimeout: '5 minutes',
     heartbeatTimeout: '30 seconds',
-    retry: { maximumAttempts: 1 },
+    retry: ONE_ATTEMPT,
   });
   const { markCircuit } = proxyActivities<DispatchActivities>({
     taskQueue,
     startToCloseTimeout: '30 seconds',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+    retry: BOOKKEEPING_RETRY,
   });
   return { dispatchBatch, markCircuit };
 }

@@ -19,7 +19,7 @@ import type { AttemptResult, WriteActivities } from '../activities/operations';
 import { SA_STATUS } from '../domain/contract';
 import { parseOperationType, type OperationStatus, type OperationView, type WriteWorkflowInput, type WriteWorkflowResult } from '../domain/operations';
 import { DEFAULT_RETRY_SCHEDULES } from '../domain/retry';
-import { retryOnSchedule, type AttemptVerdict } from './retry';
+import { BOOKKEEPING, ONE_ATTEMPT, retryOnSchedule, type AttemptVerdict } from './retry';
 
 export const operationStateQuery = defineQuery<OperationView>('state');
 
@@ -32,10 +32,7 @@ export const WRITE_FAILURE = {
 } as const;
 
 /** Bookkeeping on the database: idempotent, retried until it answers. */
-const { recordRetry, failOperation } = proxyActivities<WriteActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { recordRetry, failOperation } = proxyActivities<WriteActivities>(BOOKKEEPING);
 
 /**
  * One attempt, never retried by Temporal: a source write is not idempotent, so every attempt is one the workflow
@@ -45,7 +42,7 @@ const { recordRetry, failOperation } = proxyActivities<WriteActivities>({
 const { attemptWrite } = proxyActivities<WriteActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '15 seconds',
-  retry: { maximumAttempts: 1 },
+  retry: ONE_ATTEMPT,
 });
 
 /** Reading an applied write back and storing it: source reads are safe to repeat, so Temporal retries them. */

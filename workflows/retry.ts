@@ -4,8 +4,17 @@
  * every attempt shows in the history. The schedule is data (domain/retry.ts), passed in the workflow's input; the
  * decision that an attempt was the last is taken here and nowhere else, and the caller's activities only record it.
  */
-import { sleep } from '@temporalio/workflow';
+import { sleep, type ActivityOptions, type RetryPolicy } from '@temporalio/workflow';
 import { delayAfter, type RetrySchedule } from '../domain/retry';
+
+/** An attempt of the loop: one activity call, never retried by Temporal (the workflow owns the retries). */
+export const ONE_ATTEMPT = { maximumAttempts: 1 } as const satisfies RetryPolicy;
+
+/** Bookkeeping on the database around the attempts (a row's status, a failure recorded): idempotent, so Temporal retries it until it answers. */
+export const BOOKKEEPING_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' } as const satisfies RetryPolicy;
+
+/** The options of bookkeeping activities: a minute each try, retried until the database answers. */
+export const BOOKKEEPING = { startToCloseTimeout: '1 minute', retry: BOOKKEEPING_RETRY } as const satisfies ActivityOptions;
 
 /** What one attempt came to: an end (any outcome the caller will not retry), or a failure worth another attempt. */
 export type AttemptVerdict<T> = { done: T } | { failed: string };

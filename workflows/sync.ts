@@ -28,6 +28,7 @@ import {
   type SyncWorkflowInput,
   type SyncWorkflowResult,
 } from '../domain/contract';
+import { BOOKKEEPING_RETRY } from './retry';
 
 /** The worker's policy for this run: configuration read once, recorded in history, so replays follow it. */
 const { syncPolicy } = proxyLocalActivities<SyncActivities>({ startToCloseTimeout: '10 seconds' });
@@ -49,7 +50,7 @@ function activitiesUnder(policy: SyncPolicy) {
   const bookkeeping = proxyActivities<SyncActivities>({
     startToCloseTimeout: Math.min(policy.bookkeepingTimeoutMs, 5 * 60_000),
     scheduleToCloseTimeout: policy.bookkeepingTimeoutMs,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+    retry: BOOKKEEPING_RETRY,
   });
   const entity = proxyActivities<SyncActivities>({
     startToCloseTimeout: policy.entityTimeoutMs,

@@ -24,7 +24,7 @@ import type { AttemptOutcome, WebhookActivities } from '../activities/webhooks';
 import { REPLAY_SIGNAL, SA_DELIVERY_STATUS } from '../domain/contract';
 import { DEFAULT_RETRY_SCHEDULES, delayAfter, scheduleOfList, type RetrySchedule } from '../domain/retry';
 import type { DeliveryStatus, DeliveryWorkflowInput, DeliveryWorkflowResult } from '../domain/webhooks';
-import { retryOnSchedule } from './retry';
+import { BOOKKEEPING, ONE_ATTEMPT, retryOnSchedule } from './retry';
 
 export const replaySignal = defineSignal(REPLAY_SIGNAL);
 /** Added after release: a replay signalled during a successful attempt continues as a replay run. */
@@ -32,10 +32,7 @@ const REPLAY_AFTER_SUCCESS_PATCH = 'replay-after-success';
 export const deliveryStatusQuery = defineQuery<{ status: DeliveryStatus; attempts: number }>('status');
 
 /** Bookkeeping on the database: retried until it answers. */
-const { prepareDelivery, recordLostAttempt, markDelivery } = proxyActivities<WebhookActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { prepareDelivery, recordLostAttempt, markDelivery } = proxyActivities<WebhookActivities>(BOOKKEEPING);
 
 /**
  * One attempt, never retried by Temporal: a POST is not idempotent, so every attempt is one the workflow chose to
@@ -44,7 +41,7 @@ const { prepareDelivery, recordLostAttempt, markDelivery } = proxyActivities<Web
  */
 const { attemptDelivery } = proxyActivities<WebhookActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 1 },
+  retry: ONE_ATTEMPT,
 });
 
 export async function deliverWebhook(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowResult> {

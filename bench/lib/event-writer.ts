@@ -12,10 +12,10 @@
  * `event writer ready` at start.
  */
 import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { closeDb, createDb } from '../../db/client';
 import type { IntegrationRow } from '../../db/tenants';
 import { recordEvents, residentUpdates } from '../../test/support/webhooks';
+import { serveCommands } from './commands';
 
 export interface EventCommand {
   id: string;
@@ -81,15 +81,5 @@ async function run(cmd: EventCommand): Promise<EventRunResult> {
   return { txs, ms: performance.now() - began, late, rssMb: vmHwmMb() };
 }
 
-const lines = createInterface({ input: process.stdin });
+serveCommands('events', run, () => closeDb(db));
 console.log('event writer ready');
-for await (const line of lines) {
-  if (!line.trim()) continue;
-  const cmd = JSON.parse(line) as EventCommand;
-  try {
-    console.log(`events-result ${cmd.id} ${JSON.stringify(await run(cmd))}`);
-  } catch (err) {
-    console.log(`events-error ${cmd.id} ${err instanceof Error ? err.message : String(err)}`.replace(/\n/g, ' '));
-  }
-}
-await closeDb(db);

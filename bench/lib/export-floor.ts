@@ -15,12 +15,12 @@
  * `floor-result <id> <json>` (ExportFloorResult) or `floor-error <id> <message>`. Prints `floor ready` first.
  */
 import http from 'node:http';
-import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
 import { gatherWrites } from '../../activities/gather-writes';
 import { loadConfigOrExit } from '../../config';
 import { EXPORT_SESSION } from '../../db/exports';
+import { serveCommands } from './commands';
 
 export interface ExportFloorCommand {
   id: string;
@@ -64,22 +64,7 @@ async function copyTo(cmd: ExportFloorCommand): Promise<ExportFloorResult> {
   return { ms: performance.now() - t0, rows: (copy.copyRows ?? 0) - 1 };
 }
 
-const lines = createInterface({ input: process.stdin });
-let queue = Promise.resolve();
-lines.on('line', (line) => {
-  if (!line.trim()) return;
-  // One command at a time, in order.
-  queue = queue.then(async () => {
-    let cmd: ExportFloorCommand | undefined;
-    try {
-      cmd = JSON.parse(line) as ExportFloorCommand;
-      console.log(`floor-result ${cmd.id} ${JSON.stringify(await copyTo(cmd))}`);
-    } catch (err) {
-      console.log(`floor-error ${cmd?.id ?? '?'} ${err instanceof Error ? (err.stack ?? err.message).replace(/\n/g, ' | ') : String(err)}`);
-    }
-  });
-});
-lines.once('close', () => void queue.then(shutdown));
+serveCommands('floor', copyTo, shutdown);
 async function shutdown() {
   await sql.end({ timeout: 5 });
   process.exit(0);

@@ -33,17 +33,29 @@ export async function freshDatabase(serviceUrl: string, suffix: string): Promise
 }
 
 /**
- * A Temporal dev server (the CLI from .tools) with the service's search attributes, as the tests and bench:sync run
- * it; `dynamicConfig` values (`key=value`) on top of the server's defaults.
+ * What a bench that runs workflows starts from: a fresh database `<service database>_<suffix>` (freshDatabase) and a
+ * Temporal dev server of its own (the CLI from .tools) with the service's search attributes, as the tests run it,
+ * `temporalDynamicConfig` values (`key=value`) on top of the server's defaults. The server is stopped if the bench is
+ * interrupted; otherwise the bench tears `env` down itself.
  */
-export function startTemporal(dynamicConfig: string[] = []): Promise<TestWorkflowEnvironment> {
-  return TestWorkflowEnvironment.createLocal({
+export async function freshStack(serviceUrl: string, suffix: string, temporalDynamicConfig: string[] = []): Promise<FreshStack> {
+  const databaseUrl = await freshDatabase(serviceUrl, suffix);
+  const env = await TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: TEMPORAL_CLI },
       searchAttributes: [...SEARCH_ATTRIBUTES],
-      extraArgs: ['--log-level', 'error', ...dynamicConfig.flatMap((v) => ['--dynamic-config-value', v])],
+      extraArgs: ['--log-level', 'error', ...temporalDynamicConfig.flatMap((v) => ['--dynamic-config-value', v])],
     },
   });
+  onInterrupt.push(() => env.teardown());
+  return { databaseUrl, env, client: env.client, temporalAddress: env.connection.options.address };
+}
+
+interface FreshStack {
+  databaseUrl: string;
+  env: TestWorkflowEnvironment;
+  client: Client;
+  temporalAddress: string;
 }
 
 export interface Child {
@@ -69,6 +81,7 @@ export interface ChildOptions {
 }
 
 const running = new Set<ChildProcess>();
+/** What to run (stopping a Temporal dev server) if the bench is interrupted; children are killed anyway. */
 const onInterrupt: (() => Promise<unknown>)[] = [];
 process.on('exit', () => {
   for (const c of running) c.kill('SIGKILL');
@@ -79,11 +92,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     const cleanUp = Promise.allSettled(onInterrupt.map((fn) => fn()));
     void Promise.race([cleanUp, new Promise((r) => setTimeout(r, 5_000))]).then(() => process.exit(130));
   });
-}
-
-/** Runs `fn` (e.g. stopping a Temporal dev server) if the bench is interrupted; children are killed anyway. */
-export function atInterrupt(fn: () => Promise<unknown>): void {
-  onInterrupt.push(fn);
 }
 
 /**

@@ -15,6 +15,7 @@ import { integrations, leases, organizations } from '../../db/schema';
 import { createApiKey, createIntegration, createOrganization } from '../../db/tenants';
 import type { InputOf, LeaseStatus } from '../../domain/cdm';
 import { createKeyring } from '../../domain/secrets';
+import { propertyInput } from '../../test/support/fixtures';
 
 /** The data for `leases` leases (a multiple of 400): 400 leases, 200 units and 400 residents per property. */
 export function sizeOf(leases: number) {
@@ -58,9 +59,9 @@ const address = (n: number) => ({
   country: 'US',
 });
 
+/** The test fixture's property (its time zone, management company and policies), varied by `i`. */
 export function property(i: number): InputOf['property'] {
-  return {
-    x_id: `P${i}`,
+  return propertyInput(`P${i}`, {
     custom_data: { region: `R${i % 12}`, amenities: ['pool', 'gym'].slice(0, i % 3) },
     name: `Residences ${i}`,
     type: i % 10 === 0 ? 'townhome' : 'apartment',
@@ -76,13 +77,7 @@ export function property(i: number): InputOf['property'] {
     phones: [{ type: 'office', number: `+1512555${String(i).padStart(4, '0')}`, primary: true }],
     latitude: 30 + (i % 100) / 100,
     longitude: -97 - (i % 100) / 100,
-    timezone_id: 'America/Chicago',
-    management_company_name: 'Acme Management',
-    tax_id: null,
-    pet_policy: 'restricted',
-    smoking_policy: 'not_allowed',
-    media: null,
-  };
+  });
 }
 
 export function unit(i: number): InputOf['unit'] {

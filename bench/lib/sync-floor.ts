@@ -16,7 +16,6 @@
  * organizationId, mode}}; each is answered by one stdout line `floor-result <id> <json>` (FloorResult) or
  * `floor-error <id> <message>`. Prints `floor ready` once its page reader and pool exist.
  */
-import { createInterface } from 'node:readline';
 import postgres from 'postgres';
 import { createPageReader, type HashedPage } from '../../activities/page-reader';
 import { loadConfigOrExit } from '../../config';
@@ -26,6 +25,7 @@ import type { Entity, InputOf } from '../../domain/cdm';
 import type { Mode } from '../../domain/plans';
 import type { SourceSettings } from '../../source';
 import { SYNC_STAGES } from '../../domain/cdm';
+import { serveCommands } from './commands';
 import { cacheRowsOf, copyCsv, SHAPES, toCsv, type MappedRecord } from './copy';
 
 export interface FloorCommand {
@@ -109,23 +109,7 @@ async function run(cmd: FloorCommand): Promise<FloorResult> {
   return { ms: performance.now() - t0, served, skipped, written, pages: pageCount, waitMs, mapMs, copyMs };
 }
 
-const lines = createInterface({ input: process.stdin });
-let queue = Promise.resolve();
-lines.on('line', (line) => {
-  if (!line.trim()) return;
-  // One command at a time, in order.
-  queue = queue.then(async () => {
-    let cmd: FloorCommand | undefined;
-    try {
-      cmd = JSON.parse(line) as FloorCommand;
-      const result = await run(cmd);
-      console.log(`floor-result ${cmd.id} ${JSON.stringify(result)}`);
-    } catch (err) {
-      console.log(`floor-error ${cmd?.id ?? '?'} ${err instanceof Error ? (err.stack ?? err.message).replace(/\n/g, ' | ') : String(err)}`);
-    }
-  });
-});
-lines.once('close', () => void queue.then(shutdown));
+serveCommands('floor', run, shutdown);
 async function shutdown() {
   await pages.close();
   await sql.end({ timeout: 5 });

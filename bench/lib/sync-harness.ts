@@ -18,25 +18,13 @@ import { syncWorkflowIdOf, type SyncKind } from '../../domain/contract';
 import { createKeyring } from '../../domain/secrets';
 import { sandboxControlClient, type SandboxControl, type SandboxCredentials, type SandboxDialect } from '../../sandbox/control';
 import { workerProcessEnv } from '../../worker/process-env';
-import { atInterrupt, freePort, freshDatabase, startChild, startTemporal, waitForPollers, waitHealthy, type Child } from './processes';
+import { commandsTo } from './commands';
+import { freePort, freshStack, startChild, waitForPollers, waitHealthy, type Child } from './processes';
+import { CheckFailed, int, secs } from './report';
 import type { FloorCommand, FloorResult } from './sync-floor';
-
-export class CheckFailed extends Error {
-  override name = 'CheckFailed';
-}
 
 export type Counts = Record<Entity, number>;
 export const total = (c: Counts): number => ENTITIES.reduce((n, e) => n + c[e], 0);
-export const int = (n: number): string => Math.round(n).toLocaleString('en-US');
-export const secs = (ms: number): string => (ms / 1000).toFixed(2);
-
-/** Median, min and max of a few figures. */
-export function spread(xs: number[]): { median: number; min: number; max: number } {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  const median = s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-  return { median, min: s[0]!, max: s[s.length - 1]! };
-}
 
 /** The sandbox's database: generated companies stay there between bench runs (a 250k-lease one takes minutes). */
 export function sandboxDatabaseUrl(serviceUrl: string): string {
@@ -62,15 +50,13 @@ export interface SyncBench {
 
 /**
  * Fresh cache database `<service db>_<suffix>`, a Temporal dev server (with `temporalDynamicConfig`, see
- * startTemporal), the sandbox process, one organization.
+ * freshStack), the sandbox process, one organization.
  */
 export async function startSyncBench(suffix: string, say: (msg: string) => void, temporalDynamicConfig: string[] = []): Promise<SyncBench> {
   const cfg = loadConfigOrExit();
-  const databaseUrl = await freshDatabase(cfg.DATABASE_URL, suffix);
+  const { databaseUrl, env, client, temporalAddress } = await freshStack(cfg.DATABASE_URL, suffix, temporalDynamicConfig);
   const sandboxDb = sandboxDatabaseUrl(cfg.DATABASE_URL);
   await ensureDatabase(sandboxDb);
-  const env = await startTemporal(temporalDynamicConfig);
-  atInterrupt(() => env.teardown());
   const port = await freePort();
   const sandbox = startChild(
     'sandbox/main.ts',
@@ -88,8 +74,8 @@ export async function startSyncBench(suffix: string, say: (msg: string) => void,
     databaseUrl,
     db,
     env,
-    client: env.client,
-    temporalAddress: env.connection.options.address,
+    client,
+    temporalAddress,
     sandboxUrl,
     sandboxPid: sandbox.pid,
     control: sandboxControlClient(sandboxUrl),
@@ -293,17 +279,5 @@ export async function startFloor(b: SyncBench): Promise<Floor> {
     { stdin: true, echo: (line) => !line.startsWith('floor-result ') },
   );
   await child.line(/^floor ready/, 120_000);
-  let n = 0;
-  return {
-    pid: child.pid,
-    async run(cmd) {
-      const id = `c${++n}`;
-      const answer = child.line(new RegExp(`^floor-(result|error) ${id} (.*)$`), 60 * 60_000);
-      child.send(JSON.stringify({ ...cmd, id }));
-      const [, kind, body] = await answer;
-      if (kind === 'error') throw new Error(`the floor failed: ${body}`);
-      return JSON.parse(body!) as FloorResult;
-    },
-    stop: () => child.stop(),
-  };
+  return { pid: child.pid, run: commandsTo<FloorCommand, FloorResult>(child, 'floor', 'the floor', 60 * 60_000), stop: () => child.stop() };
 }

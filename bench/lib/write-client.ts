@@ -15,7 +15,7 @@
  * ready` at start.
  */
 import { randomUUID } from 'node:crypto';
-import { createInterface } from 'node:readline';
+import { serveCommands } from './commands';
 
 export interface LeaseWrite {
   leaseId: string;
@@ -142,21 +142,5 @@ async function run(cmd: WriteCommand): Promise<WriteRunResult> {
   return { ms: performance.now() - began, outcomes };
 }
 
-const lines = createInterface({ input: process.stdin });
-let queue = Promise.resolve();
-lines.on('line', (line) => {
-  if (!line.trim()) return;
-  // One command at a time, in order.
-  queue = queue.then(async () => {
-    let cmd: WriteCommand | undefined;
-    try {
-      cmd = JSON.parse(line) as WriteCommand;
-      const result = await run(cmd);
-      console.log(`write-result ${cmd.id} ${JSON.stringify(result)}`);
-    } catch (err) {
-      console.log(`write-error ${cmd?.id ?? '?'} ${err instanceof Error ? (err.stack ?? err.message).replace(/\n/g, ' | ') : String(err)}`);
-    }
-  });
-});
-lines.once('close', () => void queue.then(() => process.exit(0)));
+serveCommands('write', run);
 console.log('write client ready');

@@ -12,8 +12,8 @@
 import { createHash } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { rejectsWrite, sleep } from '../faults';
-import type { Address, Entity, LeaseKind, LeaseModel, Phone, PhoneKind, PropertyContext, ResidentModel, TenantRole, UnitModel } from '../model';
-import { idempotentAnswer, saveIdempotentAnswer } from '../store';
+import type { Address, Entity, LeaseKind, LeaseModel, ModelOf, Phone, PhoneKind, PropertyContext, ResidentModel, TenantRole, UnitModel } from '../model';
+import { idempotentAnswer, saveIdempotentAnswer, type RecordRow } from '../store';
 import { addMonths, dayOfIso, isoDate } from '../time';
 import { CLOSED_LEASE, inWrite, newLease, newResident, newUnit, type WriteTx } from '../writes';
 import { answer, WireError, type BuildiumOptions, type Env } from './http';
@@ -220,16 +220,30 @@ async function createUnit(w: WriteTx, body: Obj) {
   return { entity: 'unit' as const, id: unit.id };
 }
 
-async function updateUnit(w: WriteTx, id: number, body: Obj) {
-  const row = await w.one('unit', id);
-  if (!row) throw new WireError(404, `no rental unit with Id ${id}`);
+/**
+ * A PUT of a unit or a tenant: its row (404 when there is none), the body's fields read over it (its PropertyId
+ * cannot change), written once every field is valid.
+ */
+async function updateAtProperty<E extends 'unit' | 'resident'>(
+  w: WriteTx,
+  entity: E,
+  id: number,
+  body: Obj,
+  what: string,
+  fieldsOf: (f: Fields, row: RecordRow<E>) => Partial<ModelOf[E]> | Promise<Partial<ModelOf[E]>>,
+) {
+  const row = await w.one(entity, id);
+  if (!row) throw new WireError(404, `no ${what} with Id ${id}`);
   const f = new Fields(body, true);
   if (body.PropertyId !== undefined && body.PropertyId !== row.model.propertyId) f.fail('PropertyId', 'cannot be changed');
-  const fields = await unitFields(w, f, await w.property(row.model.propertyId), row.model);
+  const fields = await fieldsOf(f, row);
   f.check();
-  await w.put([{ entity: 'unit', id, model: { ...row.model, ...fields } }]);
-  return { entity: 'unit' as const, id };
+  await w.put([{ entity, id, model: { ...row.model, ...fields } }]);
+  return { entity, id };
 }
+
+const updateUnit = (w: WriteTx, id: number, body: Obj) =>
+  updateAtProperty(w, 'unit', id, body, 'rental unit', async (f, row) => unitFields(w, f, await w.property(row.model.propertyId), row.model));
 
 async function createTenant(w: WriteTx, body: Obj) {
   const f = new Fields(body, false);
@@ -241,16 +255,7 @@ async function createTenant(w: WriteTx, body: Obj) {
   return { entity: 'resident' as const, id: tenant.id };
 }
 
-async function updateTenant(w: WriteTx, id: number, body: Obj) {
-  const row = await w.one('resident', id);
-  if (!row) throw new WireError(404, `no tenant with Id ${id}`);
-  const f = new Fields(body, true);
-  if (body.PropertyId !== undefined && body.PropertyId !== row.model.propertyId) f.fail('PropertyId', 'cannot be changed');
-  const fields = tenantFields(f);
-  f.check();
-  await w.put([{ entity: 'resident', id, model: { ...row.model, ...fields } }]);
-  return { entity: 'resident' as const, id };
-}
+const updateTenant = (w: WriteTx, id: number, body: Obj) => updateAtProperty(w, 'resident', id, body, 'tenant', (f) => tenantFields(f));
 
 async function createLease(w: WriteTx, body: Obj) {
   const f = new Fields(body, false);

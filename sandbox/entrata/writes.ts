@@ -144,6 +144,27 @@ async function propertyOf(w: WriteTx, params: Obj) {
   return ctx;
 }
 
+/** The record a write's params carry under `key` (`unit`, `customer`, `lease`), with no field but `fields`. */
+function recordIn(params: Obj, key: string, fields: readonly string[]): Obj {
+  const input = object(params[key], key)!;
+  onlyKnown(input, fields, key);
+  return input;
+}
+
+/** A create's params: `propertyId` (a property of the company) and the new record under `key`. */
+async function createParams(w: WriteTx, params: Obj, key: string, fields: readonly string[]) {
+  onlyKnown(params, ['propertyId', key], 'params');
+  const ctx = await propertyOf(w, params);
+  return { ctx, input: recordIn(params, key, fields) };
+}
+
+/** An update's params: `<key>Id` (a record of the company) and its changes under `key`. */
+async function updateParams<E extends Entity>(w: WriteTx, params: Obj, entity: E, key: string, fields: readonly string[]) {
+  onlyKnown(params, [`${key}Id`, key], 'params');
+  const row = await one(w, entity, int(params, `${key}Id`, true, 1), key);
+  return { row, input: recordIn(params, key, fields) };
+}
+
 const UNIT_FIELDS = ['unitNumber', 'floorplanId', 'bedrooms', 'bathrooms', 'squareFeet', 'maxOccupants', 'remarks', 'marketRent'] as const;
 const CUSTOMER_FIELDS = ['firstName', 'middleName', 'lastName', 'email', 'phones', 'dateOfBirth', 'address'] as const;
 
@@ -200,10 +221,7 @@ function unitFields(o: Obj, floorplans: Floorplan[], create: boolean): Partial<U
 }
 
 async function createUnit(w: WriteTx, params: Obj): Promise<Obj> {
-  onlyKnown(params, ['propertyId', 'unit'], 'params');
-  const ctx = await propertyOf(w, params);
-  const input = object(params.unit, 'unit')!;
-  onlyKnown(input, UNIT_FIELDS, 'unit');
+  const { ctx, input } = await createParams(w, params, 'unit', UNIT_FIELDS);
   const fields = unitFields(input, ctx.floorplans, true);
   if (await w.unitNumberTaken(ctx.id, fields.unitNumber!))
     throw new BusinessError('DUPLICATE', `unit number ${fields.unitNumber} already exists at property ${ctx.id}`);
@@ -213,10 +231,7 @@ async function createUnit(w: WriteTx, params: Obj): Promise<Obj> {
 }
 
 async function updateUnit(w: WriteTx, params: Obj): Promise<Obj> {
-  onlyKnown(params, ['unitId', 'unit'], 'params');
-  const row = await one(w, 'unit', int(params, 'unitId', true, 1), 'unit');
-  const input = object(params.unit, 'unit')!;
-  onlyKnown(input, UNIT_FIELDS, 'unit');
+  const { row, input } = await updateParams(w, params, 'unit', 'unit', UNIT_FIELDS);
   const ctx = await w.property(row.model.propertyId);
   const fields = unitFields(input, ctx?.floorplans ?? [], false);
   if (fields.unitNumber !== undefined && (await w.unitNumberTaken(row.model.propertyId, fields.unitNumber, row.id))) {
@@ -250,29 +265,28 @@ function customerFields(o: Obj, create: boolean): Partial<ResidentModel> {
 }
 
 async function createCustomer(w: WriteTx, params: Obj): Promise<Obj> {
-  onlyKnown(params, ['propertyId', 'customer'], 'params');
-  const ctx = await propertyOf(w, params);
-  const input = object(params.customer, 'customer')!;
-  onlyKnown(input, CUSTOMER_FIELDS, 'customer');
+  const { ctx, input } = await createParams(w, params, 'customer', CUSTOMER_FIELDS);
   const customer = newResident(w, ctx, customerFields(input, true));
   await w.put([{ entity: 'resident', id: customer.id, model: customer }]);
   return { customer: { customerId: customer.id } };
 }
 
 async function updateCustomer(w: WriteTx, params: Obj): Promise<Obj> {
-  onlyKnown(params, ['customerId', 'customer'], 'params');
-  const row = await one(w, 'resident', int(params, 'customerId', true, 1), 'customer');
-  const input = object(params.customer, 'customer')!;
-  onlyKnown(input, CUSTOMER_FIELDS, 'customer');
+  const { row, input } = await updateParams(w, params, 'resident', 'customer', CUSTOMER_FIELDS);
   await w.put([{ entity: 'resident', id: row.id, model: { ...row.model, ...customerFields(input, false) } }]);
   return { customer: { customerId: row.id } };
 }
 
 async function createLease(w: WriteTx, params: Obj): Promise<Obj> {
-  onlyKnown(params, ['propertyId', 'lease'], 'params');
-  const ctx = await propertyOf(w, params);
-  const input = object(params.lease, 'lease')!;
-  onlyKnown(input, ['leaseStartDate', 'leaseEndDate', 'moveInDate', 'leaseTermId', 'floorplanId', 'unitSpaceId', 'applicant'], 'lease');
+  const { ctx, input } = await createParams(w, params, 'lease', [
+    'leaseStartDate',
+    'leaseEndDate',
+    'moveInDate',
+    'leaseTermId',
+    'floorplanId',
+    'unitSpaceId',
+    'applicant',
+  ]);
   const start = date(input, 'leaseStartDate', true)!;
   const end = date(input, 'leaseEndDate', true)!;
   const moveIn = date(input, 'moveInDate', true)!;
@@ -324,10 +338,7 @@ async function createLease(w: WriteTx, params: Obj): Promise<Obj> {
 }
 
 async function updateLease(w: WriteTx, params: Obj): Promise<Obj> {
-  onlyKnown(params, ['leaseId', 'lease'], 'params');
-  const row = await one(w, 'lease', int(params, 'leaseId', true, 1), 'lease');
-  const input = object(params.lease, 'lease')!;
-  onlyKnown(input, ['moveInDate', 'occupants', 'rent'], 'lease');
+  const { row, input } = await updateParams(w, params, 'lease', 'lease', ['moveInDate', 'occupants', 'rent']);
   const status = row.model.state;
   if (CLOSED_LEASE.has(status)) throw new BusinessError('LEASE_CLOSED', `lease ${row.id} is ${status} and can no longer be changed`);
   const changes: Partial<LeaseModel> = {};

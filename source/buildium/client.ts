@@ -30,7 +30,7 @@ import {
 } from '../connector';
 import { findCreatedIn } from '../find-created';
 import { SourceHttp, type ConnectorOptions } from '../http';
-import { minorToDecimal } from '../values';
+import { mapRecords, minorToDecimal } from '../values';
 import {
   ADDRESS_TYPES,
   BATHROOMS,
@@ -346,22 +346,9 @@ export class BuildiumConnector implements SourceConnector {
     }
   }
 
-  /**
-   * The raw records mapped. A record the mapping cannot read is set aside with its id and the reason, so one bad
-   * row never stops the rest.
-   */
+  /** The raw records mapped; one the mapping cannot read is set aside (source/values.ts mapRecords). */
   private mapList<E extends Entity>(entity: E, items: unknown[]): RecordsById<E> {
-    const map = MAPPERS[entity] as (raw: unknown) => InputOf[E];
-    const out: RecordsById<E> = { records: [], skipped: [] };
-    for (const raw of items) {
-      try {
-        out.records.push(map(raw));
-      } catch (err) {
-        if (!(err instanceof MappingError)) throw err;
-        out.skipped.push({ x_id: rawIdOf(raw), reason: err.message.slice(0, 500) });
-      }
-    }
-    return out;
+    return mapRecords(MAPPERS[entity] as (raw: unknown) => InputOf[E], items, rawIdOf);
   }
 
   // -------------------------------------------------------------------------------------------------------------

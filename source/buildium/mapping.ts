@@ -12,7 +12,7 @@
  */
 import { inKeyOrder } from '../../domain/content';
 import type { Address, JsonObject, LeaseInput, Money, Phone, PropertyInput, ResidentInput, UnitInput } from '../../domain/cdm';
-import { decimalToMinor, exponentOf, Fields, MappingError, validDate, type Normalize } from '../values';
+import { addressFrom, decimalToMinor, exponentOf, Fields, MappingError, validDate, type Normalize } from '../values';
 
 export { MappingError };
 
@@ -169,19 +169,8 @@ function recordOf(raw: unknown, what: string): { f: Fields; custom: JsonObject; 
   return { f, custom, x_id };
 }
 
-function addressOf(f: Fields | null): Address | null {
-  if (!f) return null;
-  const a: Address = {
-    line_1: str(f.take('AddressLine1')),
-    line_2: str(f.take('AddressLine2')),
-    city: str(f.take('City')),
-    state: str(f.take('State')),
-    postal_code: str(f.take('PostalCode')),
-    country: str(f.take('Country')),
-  };
-  f.finish();
-  return Object.values(a).every((v) => v === null) ? null : a;
-}
+const ADDRESS = { line_1: 'AddressLine1', line_2: 'AddressLine2', city: 'City', state: 'State', postal_code: 'PostalCode', country: 'Country' };
+const addressOf = (f: Fields | null): Address | null => addressFrom(f, ADDRESS, str);
 
 function phonesOf(f: Fields, key: string): Phone[] | null {
   const present = f.take(key) !== null && f.take(key) !== undefined;

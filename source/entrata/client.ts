@@ -26,7 +26,7 @@ import {
 } from '../connector';
 import { SourceHttp, type ConnectorOptions } from '../http';
 import { findCreatedIn } from '../find-created';
-import { minorToDecimal } from '../values';
+import { mapRecords, minorToDecimal } from '../values';
 import { MAPPERS, MappingError, setupOption, unitSpaceOption, wrappedList } from './mapping';
 import { MAX_PER_PAGE, SERVICES, SETUP_METHODS, WRITE_METHODS } from './native';
 
@@ -280,17 +280,7 @@ export class EntrataConnector implements SourceConnector {
     const svc = SERVICES[entity];
     if (!result || typeof result !== 'object') throw new SourcePermanentError(`malformed ${svc.read} reply: no result`);
     const items = wrappedList((result as Record<string, unknown>)[svc.outer], svc.inner);
-    const map = MAPPERS[entity] as (raw: unknown) => InputOf[E];
-    const out: RecordsById<E> = { records: [], skipped: [] };
-    for (const raw of items) {
-      try {
-        out.records.push(map(raw));
-      } catch (err) {
-        if (!(err instanceof MappingError)) throw err;
-        out.skipped.push({ x_id: rawIdOf(raw, svc.idField), reason: err.message.slice(0, 500) });
-      }
-    }
-    return out;
+    return mapRecords(MAPPERS[entity] as (raw: unknown) => InputOf[E], items, (raw) => rawIdOf(raw, svc.idField));
   }
 
   private idIn(result: unknown, key: string, field: string): string {

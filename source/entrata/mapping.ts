@@ -15,7 +15,7 @@
 import { inKeyOrder } from '../../domain/content';
 import type { Address, JsonObject, LeaseInput, Money, Phone, PropertyInput, ResidentInput, UnitInput } from '../../domain/cdm';
 import type { SourceOption, SourceUnitSpace } from '../connector';
-import { DECIMAL, decimalToMinor, exponentOf, Fields, MappingError, pad, validDate, type Normalize } from '../values';
+import { addressFrom, DECIMAL, decimalToMinor, exponentOf, Fields, MappingError, pad, validDate, type Normalize } from '../values';
 import {
   codeOf,
   CUSTOMER_STATUS_TYPES,
@@ -284,19 +284,8 @@ function reference(value: unknown): string | null {
   return t === null || t === '0' ? null : t;
 }
 
-function addressOf(f: Fields | null): Address | null {
-  if (!f) return null;
-  const a: Address = {
-    line_1: text(f.take('streetLine1')),
-    line_2: text(f.take('streetLine2')),
-    city: text(f.take('city')),
-    state: text(f.take('state')),
-    postal_code: text(f.take('postalCode')),
-    country: text(f.take('country')),
-  };
-  f.finish();
-  return Object.values(a).every((v) => v === null) ? null : a;
-}
+const ADDRESS = { line_1: 'streetLine1', line_2: 'streetLine2', city: 'city', state: 'state', postal_code: 'postalCode', country: 'country' };
+const addressOf = (f: Fields | null): Address | null => addressFrom(f, ADDRESS, text);
 
 function phonesOf(list: Fields[], wrapperPresent: boolean): Phone[] | null {
   const phones: Phone[] = [];

@@ -195,13 +195,14 @@ describe('docs', () => {
     const docs = await p.goto(at('/docs'));
     expect(docs!.headers()['content-security-policy']).toMatch(/(^|; )script-src 'self' 'sha256-[A-Za-z0-9+/=]+'(;|$)/);
     expect(docs!.headers()['x-frame-options']).toBe('DENY');
-    // The reference renders the document's tags in its sidebar; opening one shows its operations.
+    // The reference renders the document's tags in its sidebar (as links or as group buttons, by Scalar version);
+    // opening one shows its operations.
     await p.getByRole('heading', { name: 'Property Data Sync API' }).first().waitFor({ timeout: 30_000 });
     for (const [tag, operation] of [
       ['Leases', 'Update a lease'],
       ['Operations', 'Retrieve an Operation'],
     ] as const) {
-      await p.getByRole('link', { name: tag, exact: true }).first().click();
+      await p.getByRole('listitem').getByText(tag, { exact: true }).first().click();
       await p.getByText(operation).first().waitFor();
     }
     await screenshot(p, '09-docs', { fullPage: false });

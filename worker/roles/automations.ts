@@ -4,28 +4,18 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
-import { Worker, type NativeConnection } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import { createAutomationActivities } from '../../activities/automations';
 import type { Resolver } from '../../activities/webhook-http';
 import { automationControlOf, reconcileAutomationSchedules } from '../../control/automations';
-import type { Config } from '../../config';
-import type { Db } from '../../db/client';
 import { automationTaskQueueOf } from '../../domain/contract';
 import { createKeyring } from '../../domain/secrets';
-import type { WorkerMetrics } from '../../observability/metrics';
-import type { Tracing } from '../../observability/tracing';
-import { telemetryOf } from '../telemetry';
-import { bundleWorkflows } from '../workflow-bundle';
-import type { RoleContext, RunningRole } from './role';
+import type { RoleContext, RunningRole, WorkerDeps } from './role';
+import { createWorkflowWorker, workerRole } from './temporal-worker';
 
-export interface AutomationWorkerDeps {
-  config: Config;
-  db: Db;
-  connection: NativeConnection;
+export interface AutomationWorkerDeps extends WorkerDeps {
   /** DNS resolution for HTTP destinations (tests map names to loopback). */
   resolver?: Resolver;
-  metrics?: WorkerMetrics;
-  tracing?: Tracing;
 }
 
 /** The worker of automation runs (CSV exports), on their own task queue and slots. */
@@ -44,30 +34,19 @@ export async function createAutomationWorker(deps: AutomationWorkerDeps, bundle?
       resolver: deps.resolver,
     },
   });
-  const create = (codePath: string) =>
-    Worker.create({
-      connection: deps.connection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue: automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE),
-      workflowBundle: { codePath },
-      activities,
-      ...telemetryOf(deps.tracing),
-      maxConcurrentActivityTaskExecutions: config.AUTOMATION_MAX_ACTIVITIES,
-      maxCachedWorkflows: 200,
-      shutdownGraceTime: '10 seconds',
-    });
-  return bundle ? create(bundle.codePath) : bundleWorkflows(create, deps.tracing !== undefined);
+  return createWorkflowWorker(deps, bundle, {
+    taskQueue: automationTaskQueueOf(config.TEMPORAL_TASK_QUEUE),
+    activities,
+    maxConcurrentActivityTaskExecutions: config.AUTOMATION_MAX_ACTIVITIES,
+    maxCachedWorkflows: 200,
+    shutdownGraceTime: '10 seconds',
+  });
 }
 
 /** The role as a worker process runs it. */
 export async function startAutomationsRole(ctx: RoleContext): Promise<RunningRole> {
   const worker = await createAutomationWorker(ctx, { codePath: ctx.codePath });
-  return {
-    run: () => worker.run(),
-    shutdown: () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-    },
-    close: async () => {},
+  return workerRole(worker, {
     async reconcile() {
       const a = await reconcileAutomationSchedules({
         ...automationControlOf(ctx.client, ctx.config),
@@ -76,5 +55,5 @@ export async function startAutomationsRole(ctx: RoleContext): Promise<RunningRol
       });
       ctx.logger.info(a, 'automation schedules reconciled');
     },
-  };
+  });
 }

@@ -10,15 +10,21 @@ import type { Db } from '../../db/client';
 import type { WorkerMetrics } from '../../observability/metrics';
 import type { Tracing } from '../../observability/tracing';
 
-/** What every role of a process shares. */
-export interface RoleContext {
+/** What a role's Temporal worker is made of (tests create one from these alone). */
+export interface WorkerDeps {
   config: Config;
   db: Db;
   connection: NativeConnection;
+  /** What the activities count (worker/main.ts: the process's Prometheus registry). */
+  metrics?: WorkerMetrics;
+  /** Where spans go (worker/main.ts, when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
+  tracing?: Tracing;
+}
+
+/** What every role of a process shares. */
+export interface RoleContext extends WorkerDeps {
   client: Client;
   logger: Logger;
-  metrics?: WorkerMetrics;
-  tracing?: Tracing;
   /** The workflow bundle (worker/workflow-bundle.ts): read by Worker.create, so only during start. */
   codePath: string;
 }

@@ -3,9 +3,10 @@
  * integration's sync schedule brought in line with the database at start-up.
  */
 import { Client } from '@temporalio/client';
-import { Worker, type NativeConnection } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import { createPageReader, type PageReader } from '../../activities/page-reader';
 import { createActivities } from '../../activities/sync';
+import { removeUnknownSchedules } from '../../control/schedules';
 import { ensureSyncSchedule, removeSyncSchedule, runStateVia } from '../../control/sync';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
@@ -13,23 +14,13 @@ import type { Db } from '../../db/client';
 import { integrationsWithDeleted } from '../../db/tenants';
 import { DEFAULT_SYNC_POLICY, SCHEDULE_ID_PREFIX, scheduleIdOf, type SyncPolicy } from '../../domain/contract';
 import { createKeyring } from '../../domain/secrets';
-import type { WorkerMetrics } from '../../observability/metrics';
-import type { Tracing } from '../../observability/tracing';
 import { eachLimit } from '../each-limit';
-import { telemetryOf } from '../telemetry';
-import { bundleWorkflows } from '../workflow-bundle';
-import type { RoleContext, RunningRole } from './role';
+import type { RoleContext, RunningRole, WorkerDeps } from './role';
+import { createWorkflowWorker, workerRole } from './temporal-worker';
 
-export interface SyncWorkerDeps {
-  config: Config;
-  db: Db;
-  connection: NativeConnection;
+export interface SyncWorkerDeps extends WorkerDeps {
   /** Where sync pages are read (the caller closes it after the worker stops). */
   pages: PageReader;
-  /** What the activities count (worker/main.ts: the process's Prometheus registry). */
-  metrics?: WorkerMetrics;
-  /** Where spans go (worker/main.ts, when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
-  tracing?: Tracing;
 }
 
 export async function createSyncWorker(deps: SyncWorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
@@ -47,22 +38,15 @@ export async function createSyncWorker(deps: SyncWorkerDeps, bundle?: { codePath
     deltaOverlapSeconds: config.SYNC_DELTA_OVERLAP_SECONDS,
     metrics: deps.metrics,
   });
-  const create = (codePath: string) =>
-    Worker.create({
-      connection: deps.connection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue: config.TEMPORAL_TASK_QUEUE,
-      workflowBundle: { codePath },
-      activities,
-      ...telemetryOf(deps.tracing),
-      // Each sync activity holds at most two source pages in memory; this bounds the worker's footprint.
-      maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
-      maxCachedWorkflows: 200,
-      // On shutdown, running activities get this long, then are cancelled and resume elsewhere from their last page.
-      shutdownGraceTime: '10 seconds',
-    });
-  // Worker.create reads the bundle once; the file is removed after.
-  return bundle ? create(bundle.codePath) : bundleWorkflows(create, deps.tracing !== undefined);
+  return createWorkflowWorker(deps, bundle, {
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    activities,
+    // Each sync activity holds at most two source pages in memory; this bounds the worker's footprint.
+    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
+    maxCachedWorkflows: 200,
+    // On shutdown, running activities get this long, then are cancelled and resume elsewhere from their last page.
+    shutdownGraceTime: '10 seconds',
+  });
 }
 
 /** The sync workflow's retry and time-out policy, from configuration. */
@@ -125,22 +109,13 @@ export async function reconcileSchedules(deps: {
  * sharing the namespace keeps its schedules.
  */
 export async function removeOrphanSchedules(deps: { client: Client; taskQueue: string; logger: Logger }, liveIntegrationIds: string[]): Promise<number> {
-  const known = new Set(liveIntegrationIds.map(scheduleIdOf));
-  let removed = 0;
-  for await (const summary of deps.client.schedule.list()) {
-    if (!summary.scheduleId.startsWith(SCHEDULE_ID_PREFIX) || known.has(summary.scheduleId)) continue;
-    try {
-      const handle = deps.client.schedule.getHandle(summary.scheduleId);
-      const described = await handle.describe();
-      if (described.action.type !== 'startWorkflow' || described.action.taskQueue !== deps.taskQueue) continue;
-      await handle.delete();
-      removed++;
-      deps.logger.info({ schedule_id: summary.scheduleId }, 'removed the schedule of an unknown integration');
-    } catch (err) {
-      deps.logger.error({ err, schedule_id: summary.scheduleId }, 'could not remove an orphan schedule');
-    }
-  }
-  return removed;
+  return removeUnknownSchedules(deps.client, {
+    prefix: SCHEDULE_ID_PREFIX,
+    known: new Set(liveIntegrationIds.map(scheduleIdOf)),
+    taskQueue: deps.taskQueue,
+    removed: (scheduleId) => deps.logger.info({ schedule_id: scheduleId }, 'removed the schedule of an unknown integration'),
+    failed: (err, scheduleId) => deps.logger.error({ err, schedule_id: scheduleId }, 'could not remove an orphan schedule'),
+  });
 }
 
 /** The role as a worker process runs it, with a page reader of its own (WORKER_READ_THREADS threads). */
@@ -155,15 +130,11 @@ export async function startSyncRole(ctx: RoleContext): Promise<RunningRole> {
     await pages.close();
     throw err;
   });
-  return {
-    run: () => worker.run(),
-    shutdown: () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-    },
+  return workerRole(worker, {
     close: () => pages.close(),
     async reconcile() {
       const r = await reconcileSchedules({ db: ctx.db, client: ctx.client, taskQueue: config.TEMPORAL_TASK_QUEUE, logger });
       logger.info(r, 'sync schedules reconciled');
     },
-  };
+  });
 }

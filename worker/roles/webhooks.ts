@@ -5,34 +5,25 @@
  * its own (relay.ts), so delivery can scale out without more relays standing by.
  */
 import { Client } from '@temporalio/client';
-import { Worker, type NativeConnection } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { createDispatchActivities, type RetryRef } from '../../activities/dispatch';
 import { createInFlight } from '../../activities/in-flight';
 import { createQueuedListener } from '../../activities/queued-listener';
 import { createSender, type Resolver, type Sender } from '../../activities/webhook-http';
 import { createWebhookActivities } from '../../activities/webhooks';
 import { deliveryControlOf, ensurePurgeSchedule, startRetry } from '../../control/webhooks';
-import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
-import type { Db } from '../../db/client';
 import { dispatchTaskQueueOf, webhookTaskQueueOf } from '../../domain/contract';
 import { createKeyring } from '../../domain/secrets';
-import type { WorkerMetrics } from '../../observability/metrics';
-import type { Tracing } from '../../observability/tracing';
 import { eachLimit } from '../each-limit';
 import { telemetryOf } from '../telemetry';
-import { bundleWorkflows } from '../workflow-bundle';
-import type { RoleContext, RunningRole } from './role';
+import type { RoleContext, RunningRole, WorkerDeps } from './role';
+import { createWorkflowWorker } from './temporal-worker';
 
-export interface WebhookWorkerDeps {
-  config: Config;
-  db: Db;
-  connection: NativeConnection;
+export interface WebhookWorkerDeps extends WorkerDeps {
   /** DNS resolution for deliveries (tests hand in a resolver that maps names to loopback). */
   resolver?: Resolver;
   logger?: Logger;
-  metrics?: WorkerMetrics;
-  tracing?: Tracing;
 }
 
 export interface WebhookWorker {
@@ -90,21 +81,15 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
     metrics: deps.metrics,
     startRetries: (refs: RetryRef[]) => eachLimit(refs, RETRY_START_LANES, async (d) => void (await startRetry(control, d))),
   });
-  const create = (codePath: string) =>
-    Worker.create({
-      connection: deps.connection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue,
-      workflowBundle: { codePath },
-      activities,
-      ...telemetryOf(deps.tracing),
-      maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_ACTIVITIES,
-      maxConcurrentWorkflowTaskExecutions: 40,
-      // Dead letters sit open for weeks: keep the cache for the busy ones, evict the idle.
-      maxCachedWorkflows: 2000,
-      shutdownGraceTime: '15 seconds',
-    });
-  const worker = bundle ? await create(bundle.codePath) : await bundleWorkflows(create, deps.tracing !== undefined);
+  const worker = await createWorkflowWorker(deps, bundle, {
+    taskQueue,
+    activities,
+    maxConcurrentActivityTaskExecutions: config.WEBHOOK_MAX_ACTIVITIES,
+    maxConcurrentWorkflowTaskExecutions: 40,
+    // Dead letters sit open for weeks: keep the cache for the busy ones, evict the idle.
+    maxCachedWorkflows: 2000,
+    shutdownGraceTime: '15 seconds',
+  });
   // Activities only: no workflow bundle.
   const dispatch = await Worker.create({
     connection: deps.connection,

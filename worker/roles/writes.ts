@@ -3,32 +3,20 @@
  * long sync activity never delays a write; at start-up, the sweeper's schedule.
  */
 import { Client } from '@temporalio/client';
-import { Worker, type NativeConnection } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import { createWriteActivities } from '../../activities/operations';
 import { closedWritesStillOpen, closeReasonOf, ensureSweepSchedule, startWriteWorkflow } from '../../control/operations';
-import { retrySchedulesOf, type Config } from '../../config';
-import type { Db } from '../../db/client';
+import { retrySchedulesOf } from '../../config';
 import { writeTaskQueueOf } from '../../domain/contract';
 import { createKeyring } from '../../domain/secrets';
-import type { WorkerMetrics } from '../../observability/metrics';
-import type { Tracing } from '../../observability/tracing';
-import { telemetryOf } from '../telemetry';
-import { bundleWorkflows } from '../workflow-bundle';
-import type { RoleContext, RunningRole } from './role';
-
-export interface WriteWorkerDeps {
-  config: Config;
-  db: Db;
-  connection: NativeConnection;
-  metrics?: WorkerMetrics;
-  tracing?: Tracing;
-}
+import type { RoleContext, RunningRole, WorkerDeps } from './role';
+import { createWorkflowWorker, workerRole } from './temporal-worker';
 
 /**
  * The worker of writes (Operations) and of their sweeper, on their own task queue and with their own activity
  * slots, so a long sync activity never delays a write.
  */
-export async function createWriteWorker(deps: WriteWorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
+export async function createWriteWorker(deps: WorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
   const { config } = deps;
   const client = new Client({ connection: deps.connection, namespace: config.TEMPORAL_NAMESPACE });
   const taskQueue = writeTaskQueueOf(config.TEMPORAL_TASK_QUEUE);
@@ -46,30 +34,17 @@ export async function createWriteWorker(deps: WriteWorkerDeps, bundle?: { codePa
       closeReasonOf: (operationId, runId) => closeReasonOf(client, operationId, runId),
     },
   });
-  const create = (codePath: string) =>
-    Worker.create({
-      connection: deps.connection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue,
-      workflowBundle: { codePath },
-      activities,
-      ...telemetryOf(deps.tracing),
-      maxConcurrentActivityTaskExecutions: config.WRITE_MAX_ACTIVITIES,
-      maxCachedWorkflows: 1000,
-      shutdownGraceTime: '10 seconds',
-    });
-  return bundle ? create(bundle.codePath) : bundleWorkflows(create, deps.tracing !== undefined);
+  return createWorkflowWorker(deps, bundle, {
+    taskQueue,
+    activities,
+    maxConcurrentActivityTaskExecutions: config.WRITE_MAX_ACTIVITIES,
+    maxCachedWorkflows: 1000,
+    shutdownGraceTime: '10 seconds',
+  });
 }
 
 /** The role as a worker process runs it. */
 export async function startWritesRole(ctx: RoleContext): Promise<RunningRole> {
   const worker = await createWriteWorker(ctx, { codePath: ctx.codePath });
-  return {
-    run: () => worker.run(),
-    shutdown: () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-    },
-    close: async () => {},
-    reconcile: () => ensureSweepSchedule({ client: ctx.client, taskQueue: writeTaskQueueOf(ctx.config.TEMPORAL_TASK_QUEUE) }),
-  };
+  return workerRole(worker, { reconcile: () => ensureSweepSchedule({ client: ctx.client, taskQueue: writeTaskQueueOf(ctx.config.TEMPORAL_TASK_QUEUE) }) });
 }
