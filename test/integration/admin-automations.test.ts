@@ -5,21 +5,22 @@
  * Temporal cannot be reached. No worker polls this file's task queues: runs stay queued.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { insertRun } from '../../db/automations';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { automationRuns, automations } from '../../db/schema';
 import { createIntegration, createOrganization } from '../../db/tenants';
 import { automationRunWorkflowIdOf, automationScheduleIdOf, automationTaskQueueOf } from '../../domain/contract';
 import { openAutomationHeaders } from '../../domain/secrets';
 import type { Mode } from '../../domain/plans';
 import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb, testExportRoot, testKeyring } from '../support/context';
+import { testExportRoot, testKeyring } from '../support/context';
+import { onServices } from '../support/services';
 
 let db: Db;
 let config: Config;
@@ -34,12 +35,9 @@ const OTHER_SECRET = 'token-b81d44e0';
 /** Every reply body of this file, to check that no header value was ever shown. */
 const replies: string[] = [];
 
+onServices({ pool: 4, api: true, temporal: true }, (s) => ({ db, config, api, temporal } = s));
 beforeAll(async () => {
-  db = testDb(4);
-  config = testConfig();
   testExportRoot('finance/units', 'x', 'out');
-  api = await startApi(db, config);
-  temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
   doc = (await (await fetch(`${api.url}/admin/v1/openapi.json`)).json()) as Record<string, any>;
   ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
@@ -51,9 +49,6 @@ afterAll(async () => {
     expect(body).not.toContain(SECRET);
     expect(body).not.toContain(OTHER_SECRET);
   }
-  await api?.close();
-  await temporal?.connection.close();
-  await closeDb(db);
 });
 
 interface Reply {

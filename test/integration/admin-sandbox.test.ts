@@ -12,19 +12,14 @@ import { openSourceConfig } from '../../domain/secrets';
 import { createConnector, SourceTransientError } from '../../source';
 import { startApi, type TestServer } from '../support/api-server';
 import { testKeyring } from '../support/context';
-import { sandbox, startStack, until, type Stack } from '../support/sync';
+import { onServices } from '../support/services';
+import { sandbox, until } from '../support/sync';
 
 let db: Db;
 let config: Config;
 let api: TestServer;
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-  ({ db, config, api } = stack);
-});
-afterAll(async () => stack?.stop());
+onServices({ pool: 4, sandbox: true, api: true, worker: true }, (s) => ({ db, config, api } = s));
 
 async function admin(method: string, path: string, body?: unknown, base = api.url): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}/admin/v1${path}`, {

@@ -5,32 +5,23 @@
  * refill, overrides applying at once, and organizations not affecting each other.
  */
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { organizations } from '../../db/schema';
 import { createIntegration } from '../../db/tenants';
-import { startApi, type TestServer } from '../support/api-server';
-import { makeTenant, testConfig, testDb, testKeyring, type Tenant } from '../support/context';
+import type { TestServer } from '../support/api-server';
+import { makeTenant, testKeyring, type Tenant } from '../support/context';
+import { onServices } from '../support/services';
 
 let db: Db;
-let db2: Db;
 let config: Config;
 let one: TestServer;
 let two: TestServer;
 
-beforeAll(async () => {
-  db = testDb(3);
-  db2 = testDb(3);
-  config = testConfig();
-  one = await startApi(db, config);
-  two = await startApi(db2, config);
-});
-afterAll(async () => {
-  await one?.close();
-  await two?.close();
-  await closeDb(db);
-  await closeDb(db2);
+onServices({ pool: 3, apis: true }, (s) => {
+  ({ db, config } = s);
+  [one, two] = s.apis;
 });
 
 async function limited(t: Tenant, perMinute: number | null, burst: number | null) {

@@ -4,18 +4,19 @@
  * stays queued unless the test moves its row, which is what `run --wait` polls.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { moveRun } from '../../db/automations';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { automationRuns } from '../../db/schema';
 import { createIntegration, createOrganization } from '../../db/tenants';
 import { automationScheduleIdOf } from '../../domain/contract';
-import { startApi, type TestServer } from '../support/api-server';
+import type { TestServer } from '../support/api-server';
 import { runCli, type CliRun } from '../support/cli';
-import { testConfig, testDb, testExportRoot, testKeyring } from '../support/context';
+import { testExportRoot, testKeyring } from '../support/context';
+import { onServices } from '../support/services';
 
 let db: Db;
 let config: Config;
@@ -48,12 +49,9 @@ async function integration(): Promise<string> {
   return row.id;
 }
 
-beforeAll(async () => {
-  db = testDb(3);
-  config = testConfig();
+onServices({ pool: 3, api: true, temporal: true }, (s) => ({ db, config, api, temporal } = s));
+beforeAll(() => {
   testExportRoot('finance/units', 'x', 'out');
-  api = await startApi(db, config);
-  temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
 });
 afterAll(async () => {
   // No worker will ever run them.
@@ -65,9 +63,6 @@ afterAll(async () => {
         .catch(() => {}),
     ),
   );
-  await api?.close();
-  await temporal?.connection.close();
-  await closeDb(db);
 });
 
 const SPAWNS = { timeout: 180_000 };

@@ -5,10 +5,10 @@
  */
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
 import type { TestServer } from '../support/api-server';
-import { startStack, type Stack } from '../support/sync';
+import { onServices } from '../support/services';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
@@ -27,13 +27,7 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   });
 }
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-  ({ config, api } = stack);
-});
-afterAll(async () => stack?.stop());
+onServices({ pool: 4, sandbox: true, api: true, worker: true }, (s) => ({ config, api } = s));
 
 it('follows a run to success with progress on stderr and the final job on stdout', async () => {
   const org = JSON.parse((await cli(['org', 'create', '--name', 'Waiter'])).stdout);

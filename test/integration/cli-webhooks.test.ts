@@ -4,15 +4,16 @@
  * are database rows). Checks stdout JSON, stderr lines and exit codes.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NOUNS } from '../../cli/commands';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { createIntegration, createOrganization } from '../../db/tenants';
 import type { Plan } from '../../domain/plans';
-import { startApi, type TestServer } from '../support/api-server';
+import type { TestServer } from '../support/api-server';
 import { runCli, type CliRun } from '../support/cli';
-import { testConfig, testDb, testKeyring } from '../support/context';
+import { testKeyring } from '../support/context';
+import { onServices } from '../support/services';
 
 let db: Db;
 let config: Config;
@@ -46,15 +47,7 @@ async function integration(plan: Plan): Promise<string> {
   return row.id;
 }
 
-beforeAll(async () => {
-  db = testDb(3);
-  config = testConfig();
-  api = await startApi(db, config);
-});
-afterAll(async () => {
-  await api?.close();
-  await closeDb(db);
-});
+onServices({ pool: 3, api: true }, (s) => ({ db, config, api } = s));
 
 /** Every step spawns a tsx process (a second or more on a loaded machine), and a test here runs a dozen or more. */
 const SPAWNS = { timeout: 180_000 };

@@ -6,35 +6,24 @@
  */
 import { randomUUID } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import { describe, expect, it } from 'vitest';
+import type { Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { applyRecords } from '../../db/apply';
 import { events } from '../../db/schema';
 import { createApiKey, createIntegration, type IntegrationRow } from '../../db/tenants';
 import { RETENTION_MS } from '../../domain/webhooks';
-import { startApi, type TestServer } from '../support/api-server';
-import { makeTenant, SERVE_LIVE, testConfig, testDb, testKeyring, type Tenant } from '../support/context';
+import type { TestServer } from '../support/api-server';
+import { makeTenant, SERVE_LIVE, testKeyring, type Tenant } from '../support/context';
 import { propertyInput } from '../support/fixtures';
-import { recordEvents, residentUpdates, startWebhookStack, type WebhookStack } from '../support/webhooks';
+import { onServices } from '../support/services';
+import { recordEvents, residentUpdates, type WebhookStack } from '../support/webhooks';
 
 let db: Db;
-let config: Config;
 let api: TestServer;
 let stack: WebhookStack;
 
-beforeAll(async () => {
-  db = testDb(12);
-  config = testConfig(SERVE_LIVE);
-  api = await startApi(db, config);
-  stack = await startWebhookStack(config, db);
-});
-afterAll(async () => {
-  await stack?.stop();
-  await api?.close();
-  await closeDb(db);
-});
+onServices({ pool: 12, settings: SERVE_LIVE, api: true, webhooks: true }, (s) => ({ db, api, webhooks: stack } = s));
 
 async function tenant(opts: { mode?: 'test' | 'live' } = {}): Promise<Tenant> {
   const t = await makeTenant(db, { plan: 'scale', ...opts });

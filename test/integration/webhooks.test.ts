@@ -7,9 +7,10 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns';
 import { Client } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import type { Resolver } from '../../activities/webhook-http';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../../db/schema';
 import { applyRecords } from '../../db/apply';
 import { createSubscription, purgeBefore } from '../../db/webhooks';
@@ -19,11 +20,12 @@ import { RETENTION_MS } from '../../domain/webhooks';
 import { createKeyring, openSigningSecret } from '../../domain/secrets';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
-import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, type TestServer } from '../support/api-server';
-import { testConfig, testDb, testKeyring } from '../support/context';
+import { adminCaller, expectProblem as expectProblemOf, type Reply, type TestServer } from '../support/api-server';
+import { testKeyring } from '../support/context';
 import { propertyInput } from '../support/fixtures';
+import { onServices } from '../support/services';
 import { until } from '../support/until';
-import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
+import { recordEvents, residentUpdates, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
 
 /** 7 attempts, 150 ms apart: the real schedule's shape, shrunk. */
 const SCHEDULE = '0,150,150,150,150,150,150';
@@ -34,21 +36,10 @@ let api: TestServer;
 let stack: WebhookStack;
 let receiver: Receiver;
 
-beforeAll(async () => {
-  db = testDb(6);
-  config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE });
-  api = await startApi(db, config);
-  // A name that resolves to loopback, as a DNS rebinding attack would make it.
-  stack = await startWebhookStack(config, db, {
-    resolver: (host, cb) => (host === 'rebind.example.test' ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : lookup(host, { all: true }, cb)),
-  });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-  await api?.close();
-  await closeDb(db);
+/** A name that resolves to loopback, as a DNS rebinding attack would make it. */
+const rebinding: Resolver = (host, cb) => (host === 'rebind.example.test' ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : lookup(host, { all: true }, cb));
+onServices({ pool: 6, settings: { WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE }, api: true, webhooks: { resolver: rebinding }, receiver: true }, (s) => {
+  ({ db, config, api, webhooks: stack, receiver } = s);
 });
 
 const admin = (method: string, path: string, body?: unknown, raw?: string): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body, raw);

@@ -5,7 +5,7 @@
  * client).
  */
 import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { Resolver } from '../../activities/webhook-http';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
@@ -38,6 +38,8 @@ export interface ServicesOptions {
   pool?: number;
   /** Settings over testConfig()'s. */
   settings?: Record<string, string>;
+  /** The API's sandbox routes reach the test sandbox (SANDBOX_URL and its control token). */
+  sandbox?: boolean;
   api?: boolean;
   apis?: boolean;
   worker?: boolean;
@@ -84,7 +86,8 @@ export function onServices<O extends ServicesOptions>(opts: O, set: (started: Se
   const s: Started = { pools: [], apis: [] };
   beforeAll(async () => {
     const db = pool(s, opts.pool);
-    const config = testConfig(opts.settings);
+    const sandbox: Record<string, string> = opts.sandbox ? { SANDBOX_URL: inject('sandboxUrl'), SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken') } : {};
+    const config = testConfig({ ...sandbox, ...opts.settings });
     Object.assign(s, { db, config });
     const webhooks = opts.webhooks;
     // Each start records what it started as soon as it has, so that a failure of another leaves nothing running.

@@ -10,7 +10,7 @@ import { expect, inject } from 'vitest';
 import { createPageReader } from '../../activities/page-reader';
 import { triggerSync, type SyncControlDeps } from '../../control/sync';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { TABLES, type RowOf } from '../../db/records';
 import { toRecords } from '../../db/serialize';
 import { events, syncJobs, type StoredSourceConfig } from '../../db/schema';
@@ -23,8 +23,7 @@ import type { Plan } from '../../domain/plans';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import { createConnector, type SourceDialect } from '../../source';
 import { createSyncWorker } from '../../worker/roles/sync';
-import { startApi, type TestServer } from './api-server';
-import { testConfig, testDb, testKeyring } from './context';
+import { testKeyring } from './context';
 
 export interface TestWorker {
   connection: NativeConnection;
@@ -320,31 +319,4 @@ export function lifecycleOf(status: string | null, isRenewal: boolean | null): s
   if (status === 'evicted') return 'LEASE_EVICTED';
   if (status === 'cancelled') return 'LEASE_CANCELLED';
   return null;
-}
-
-export interface Stack {
-  db: Db;
-  config: Config;
-  api: TestServer;
-  worker: TestWorker;
-  stop(): Promise<void>;
-}
-
-/** The whole system for a test file: its database pool, the API over HTTP, and a worker, both reaching the sandbox. */
-export async function startStack(): Promise<Stack> {
-  const db = testDb(4);
-  const config = testConfig({ SANDBOX_URL: inject('sandboxUrl'), SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken') });
-  const api = await startApi(db, config);
-  const worker = await startTestWorker(config, db);
-  return {
-    db,
-    config,
-    api,
-    worker,
-    async stop() {
-      await worker.stop();
-      await api.close();
-      await closeDb(db);
-    },
-  };
 }
