@@ -10,17 +10,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import { and, eq, isNull } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { parse } from 'yaml';
-import { closeDb, createDb, type Db } from '../../db/client';
-import { migrateDatabase } from '../../db/migrate';
+import type { Db } from '../../db/client';
 import { TABLES } from '../../db/records';
 import { webhookDeliveries } from '../../db/schema';
 import { createApiKey } from '../../db/tenants';
 import { ENTITIES } from '../../domain/cdm';
 import { freePort, Processes, spawnWorker } from '../support/faults';
 import { scrape, type Scrape } from '../support/metrics';
+import { onOwnDatabase } from '../support/services';
 import { sandboxIntegration, until, type SandboxIntegration } from '../support/sync';
 import { startReceiver, type Receiver } from '../support/webhooks';
 
@@ -40,12 +39,7 @@ let tenant: SandboxIntegration;
 let key = '';
 
 /** A database of this file's own: the facts (backlogs, dead letters) are then exactly what this file did. */
-async function ownDatabase(): Promise<string> {
-  const url = new URL(inject('adminDatabaseUrl'));
-  url.pathname = `/propsync_metrics_${randomUUID().slice(0, 8)}`;
-  await migrateDatabase(url.toString());
-  return url.toString();
-}
+onOwnDatabase('metrics', (own) => ({ url: dbUrl, db } = own));
 
 async function admin(method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${api.url}/admin/v1${path}`, {
@@ -74,8 +68,6 @@ async function ready(url: string, child: ChildProcess, timeoutMs = 120_000): Pro
 }
 
 beforeAll(async () => {
-  dbUrl = await ownDatabase();
-  db = createDb(dbUrl, { max: 3 });
   const [port, metricsPort, workerPort] = [await freePort(), await freePort(), await freePort()];
   const taskQueue = `test-${randomUUID()}`;
   const common = {
@@ -117,13 +109,6 @@ afterAll(async () => {
   await procs.killAll();
   await ok?.close();
   await failing?.close();
-  if (db) await closeDb(db);
-  if (dbUrl) {
-    const name = new URL(dbUrl).pathname.slice(1);
-    const sql = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
-    await sql.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {});
-    await sql.end();
-  }
 });
 
 /** Scrape until `ready` holds (gauges are cached for a few seconds), then return that scrape. */

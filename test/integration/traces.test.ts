@@ -12,15 +12,14 @@ import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { and, eq, isNull } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { closeDb, createDb, type Db } from '../../db/client';
-import { migrateDatabase } from '../../db/migrate';
+import type { Db } from '../../db/client';
 import { events, residents, webhookDeliveries } from '../../db/schema';
 import { createApiKey, createIntegration, createOrganization } from '../../db/tenants';
 import { ENTITIES } from '../../domain/cdm';
 import { testKeyring } from '../support/context';
 import { freePort, Processes, spawnWorker } from '../support/faults';
+import { onOwnDatabase } from '../support/services';
 import { sandbox, until } from '../support/sync';
 import { startReceiver as startWebhookReceiver, type Receiver } from '../support/webhooks';
 
@@ -45,12 +44,7 @@ let tenant: { integrationId: string; companyId: string; sourceApiKey: string };
 let key = '';
 
 /** A database of this file's own, so that the worker's relay dispatches this file's events alone. */
-async function ownDatabase(): Promise<string> {
-  const url = new URL(inject('adminDatabaseUrl'));
-  url.pathname = `/propsync_traces_${randomUUID().slice(0, 8)}`;
-  await migrateDatabase(url.toString());
-  return url.toString();
-}
+onOwnDatabase('traces', (own) => ({ url: dbUrl, db } = own));
 
 /** An OTLP/HTTP trace receiver: JSON bodies of ExportTraceServiceRequest, flattened into spans. */
 async function startReceiver(): Promise<number> {
@@ -113,8 +107,6 @@ async function ready(url: string, child: ChildProcess): Promise<void> {
 }
 
 beforeAll(async () => {
-  dbUrl = await ownDatabase();
-  db = createDb(dbUrl, { max: 3 });
   const otlp = `http://127.0.0.1:${await startReceiver()}`;
   const [port, workerMetrics] = [await freePort(), await freePort()];
   const common = {
@@ -156,12 +148,6 @@ afterAll(async () => {
   await procs.killAll();
   await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
   await hooks?.close();
-  if (db) await closeDb(db);
-  if (dbUrl) {
-    const sql = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
-    await sql.unsafe(`drop database if exists "${new URL(dbUrl).pathname.slice(1)}" with (force)`).catch(() => {});
-    await sql.end();
-  }
 });
 
 /** Attribute values of every span received, as text: what an operator's tracing backend stores and shows. */

@@ -8,14 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 // A CommonJS module: a default import works under both Node's ESM loader and bundlers.
 import proto from '@temporalio/proto';
-import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it, inject } from 'vitest';
-import { closeDb, createDb, type Db } from '../../db/client';
-import { migrateDatabase } from '../../db/migrate';
+import type { Db } from '../../db/client';
 import { createSubscription } from '../../db/webhooks';
 import { automationTaskQueueOf, dispatchTaskQueueOf, webhookTaskQueueOf, writeTaskQueueOf } from '../../domain/contract';
 import { testKeyring } from '../support/context';
 import { Processes, spawnWorker } from '../support/faults';
+import { onOwnDatabase } from '../support/services';
 import { until } from '../support/until';
 import { recordEvents, residentUpdates, startReceiver, webhookIntegration, type Receiver } from '../support/webhooks';
 
@@ -27,12 +26,8 @@ let db: Db;
 let connection: Connection;
 let receiver: Receiver;
 
+onOwnDatabase('roles', (own) => ({ url: dbUrl, db } = own));
 beforeAll(async () => {
-  const url = new URL(inject('adminDatabaseUrl'));
-  url.pathname = `/propsync_roles_${randomUUID().slice(0, 8)}`;
-  dbUrl = url.toString();
-  await migrateDatabase(dbUrl);
-  db = createDb(dbUrl, { max: 3 });
   connection = await Connection.connect({ address: inject('temporalAddress') });
   receiver = await startReceiver();
 });
@@ -41,12 +36,6 @@ afterAll(async () => {
   await procs.killAll();
   await receiver?.close();
   await connection?.close();
-  if (db) await closeDb(db);
-  if (dbUrl) {
-    const sql = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
-    await sql.unsafe(`drop database if exists "${new URL(dbUrl).pathname.slice(1)}" with (force)`).catch(() => {});
-    await sql.end();
-  }
 });
 
 /** The identities of the workers that polled `queue` for tasks of `type` lately. */

@@ -2,13 +2,16 @@
  * What most integration test files start before their tests and stop after them: a pool of their own on the test
  * database, a configuration with their own task queue, and the services they ask for on those (the API over HTTP, the
  * sync worker, the webhook delivery worker with its relay, the write worker, a local webhook receiver, a Temporal
- * client).
+ * client); or, for the files whose facts no other file may touch, a database of their own.
  */
+import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import postgres from 'postgres';
 import { afterAll, beforeAll, inject } from 'vitest';
 import type { Resolver } from '../../activities/webhook-http';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import { closeDb, createDb, type Db } from '../../db/client';
+import { migrateDatabase } from '../../db/migrate';
 import { startApi, type TestServer } from './api-server';
 import { testConfig, testDb } from './context';
 import { startTestWorker, type TestWorker } from './sync';
@@ -104,4 +107,29 @@ export function onServices<O extends ServicesOptions>(opts: O, set: (started: Se
     set(s as unknown as Services<O>);
   });
   afterAll(() => stopAll(s));
+}
+
+/**
+ * A migrated database of the file's own (`propsync_<name>_…`, on the test server), for facts no other file's rows may
+ * change: made before the file's tests with a pool of `max` connections on it, both handed to `set`; after them (and
+ * after the afterAll hooks registered later, which stop what uses it) the pool is closed and the database dropped.
+ */
+export function onOwnDatabase(name: string, set: (own: { url: string; db: Db }) => void, max = 3): void {
+  let url: string | undefined;
+  let db: Db | undefined;
+  beforeAll(async () => {
+    const u = new URL(inject('adminDatabaseUrl'));
+    u.pathname = `/propsync_${name}_${randomUUID().slice(0, 8)}`;
+    url = u.toString();
+    await migrateDatabase(url);
+    db = createDb(url, { max });
+    set({ url, db });
+  });
+  afterAll(async () => {
+    if (db) await closeDb(db);
+    if (!url) return;
+    const sql = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
+    await sql.unsafe(`drop database if exists "${new URL(url).pathname.slice(1)}" with (force)`).catch(() => {});
+    await sql.end();
+  });
 }
