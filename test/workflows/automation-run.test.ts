@@ -9,10 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { AutomationActivities, ExportAttemptInput } from '../../activities/automations';
 import type { ExportOutcome } from '../../domain/automations';
-import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
+import { recorder, onTimeSkipping, runWorker, type Call } from '../support/time-skipping';
 import { AUTOMATION_FAILURE, automationTick, runAutomation, runStateQuery } from '../../workflows/automation';
 
 const SLACK_MS = 1_000;
@@ -60,14 +59,7 @@ const delivered: ExportOutcome = { outcome: 'succeeded', recordsExported: 42, fi
 
 async function withWorker(mock: ReturnType<typeof mockActivities>, body: (taskQueue: string) => Promise<void>): Promise<void> {
   const taskQueue = `automation-test-${randomUUID()}`;
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: { code: workflowCode },
-    activities: mock.activities,
-    debugMode: true,
-  });
-  await worker.runUntil(() => body(taskQueue));
+  await runWorker({ env, workflowCode }, { taskQueue, activities: mock.activities }, () => body(taskQueue));
 }
 
 async function failureTypeOf(handle: WorkflowHandle): Promise<string | undefined> {

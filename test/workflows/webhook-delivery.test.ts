@@ -8,12 +8,11 @@ import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { AttemptInput, AttemptOutcome, PreparedDelivery, WebhookActivities } from '../../activities/webhooks';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule, scheduleOfList } from '../../domain/retry';
 import { RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../../domain/webhooks';
-import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
+import { recorder, onTimeSkipping, runWorker, type Call } from '../support/time-skipping';
 import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } from '../../workflows/webhook';
 
 /**
@@ -105,43 +104,26 @@ interface RunContext {
  */
 async function withWorker(mock: Mock, body: (ctx: RunContext) => Promise<void>): Promise<void> {
   const taskQueue = `webhook-test-${randomUUID()}`;
-  const handles: WorkflowHandle<typeof deliverWebhook>[] = [];
-  const start = async (input: Partial<DeliveryWorkflowInput> = {}) => {
-    const handle = await env.client.workflow.start(deliverWebhook, {
-      taskQueue,
-      workflowId: `whd_${randomUUID()}`,
-      args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'deliver', ...input }],
-    });
-    handles.push(handle);
-    return handle;
-  };
-  const startReplay = async () => {
-    const handle = await env.client.workflow.signalWithStart(deliverWebhook, {
-      taskQueue,
-      workflowId: `whd_${randomUUID()}`,
-      args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'replay' }],
-      signal: replaySignal,
-      signalArgs: [],
-    });
-    handles.push(handle);
-    return handle;
-  };
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: { code: workflowCode },
-    activities: mock.activities,
-    // Workflows run on the test's thread: no workflow thread to start and load the bundle into (about 1.5 s a worker).
-    debugMode: true,
-  });
-  await worker.runUntil(async () => {
-    try {
-      await body({ taskQueue, start, startReplay });
-    } finally {
-      for (const h of handles) {
-        if ((await h.describe()).status.name === 'RUNNING') await h.terminate('test over');
-      }
-    }
+  await runWorker({ env, workflowCode }, { taskQueue, activities: mock.activities }, async (track) => {
+    const start = async (input: Partial<DeliveryWorkflowInput> = {}) =>
+      track(
+        await env.client.workflow.start(deliverWebhook, {
+          taskQueue,
+          workflowId: `whd_${randomUUID()}`,
+          args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'deliver', ...input }],
+        }),
+      );
+    const startReplay = async () =>
+      track(
+        await env.client.workflow.signalWithStart(deliverWebhook, {
+          taskQueue,
+          workflowId: `whd_${randomUUID()}`,
+          args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'replay' }],
+          signal: replaySignal,
+          signalArgs: [],
+        }),
+      );
+    await body({ taskQueue, start, startReplay });
   });
 }
 

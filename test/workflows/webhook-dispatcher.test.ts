@@ -14,7 +14,7 @@ import type { BatchInput, DispatchActivities } from '../../activities/dispatch';
 import { dispatchTaskQueueOf, SA_DELIVERY_STATUS } from '../../domain/contract';
 import type { BatchResult, DispatcherInput, DispatchSettings } from '../../domain/webhooks';
 import { dispatcherStateQuery, dispatchWebhooks, wakeSignal } from '../../workflows/dispatcher';
-import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
+import { recorder, onTimeSkipping, runWorker, type Call } from '../support/time-skipping';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -69,25 +69,18 @@ async function withWorkers(
   body: (start: (input?: Partial<DispatcherInput>) => Promise<WorkflowHandle<typeof dispatchWebhooks>>) => Promise<void>,
 ): Promise<void> {
   const taskQueue = `dispatch-test-${randomUUID()}`;
-  const handles: WorkflowHandle<typeof dispatchWebhooks>[] = [];
-  const start = async (input: Partial<DispatcherInput> = {}) => {
-    const handle = await env.client.workflow.start(dispatchWebhooks, {
-      taskQueue,
-      workflowId: `dispatch-whs_${randomUUID()}`,
-      args: [{ subscriptionId: 'whs_test', settings: SETTINGS, ...input }],
-    });
-    handles.push(handle);
-    return handle;
-  };
-  const workflows = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: { code: workflowCode }, debugMode: true });
   const batches = await Worker.create({ connection: env.nativeConnection, taskQueue: dispatchTaskQueueOf(taskQueue), activities: mock.activities });
   await batches.runUntil(
-    workflows.runUntil(async () => {
-      try {
-        await body(start);
-      } finally {
-        for (const h of handles) if ((await h.describe()).status.name === 'RUNNING') await h.terminate('test over');
-      }
+    runWorker({ env, workflowCode }, { taskQueue }, async (track) => {
+      const start = async (input: Partial<DispatcherInput> = {}) =>
+        track(
+          await env.client.workflow.start(dispatchWebhooks, {
+            taskQueue,
+            workflowId: `dispatch-whs_${randomUUID()}`,
+            args: [{ subscriptionId: 'whs_test', settings: SETTINGS, ...input }],
+          }),
+        );
+      await body(start);
     }),
   );
 }

@@ -8,11 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { AttemptInput, AttemptResult, FailInput, RetryInput, StoreInput, WriteActivities } from '../../activities/operations';
 import { SA_STATUS } from '../../domain/contract';
 import type { WriteWorkflowInput } from '../../domain/operations';
-import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
+import { recorder, onTimeSkipping, runWorker, type Call } from '../support/time-skipping';
 import { operationStateQuery, WRITE_FAILURE, writeOperation } from '../../workflows/operation';
 
 /**
@@ -124,41 +123,27 @@ interface RunContext {
  */
 async function withWorker(mock: Mock, body: (ctx: RunContext) => Promise<void>): Promise<void> {
   const taskQueue = `write-test-${randomUUID()}`;
-  const handles: WorkflowHandle<typeof writeOperation>[] = [];
-  const start = async (partial: Partial<WriteWorkflowInput> = {}) => {
-    const operationId = `opr_${randomUUID()}`;
-    const input: WriteWorkflowInput = {
-      operationId,
-      type: 'lease.create',
-      acceptedAtMs: await env.currentTimeMs(),
-      target: 'prp_target',
-      ...partial,
+  await runWorker({ env, workflowCode }, { taskQueue, activities: mock.activities }, async (track) => {
+    const start = async (partial: Partial<WriteWorkflowInput> = {}) => {
+      const operationId = `opr_${randomUUID()}`;
+      const input: WriteWorkflowInput = {
+        operationId,
+        type: 'lease.create',
+        acceptedAtMs: await env.currentTimeMs(),
+        target: 'prp_target',
+        ...partial,
+      };
+      const handle = track(
+        await env.client.workflow.start(writeOperation, {
+          taskQueue,
+          workflowId: operationId,
+          args: [input],
+          typedSearchAttributes: [{ key: SA_STATUS, value: 'queued' }],
+        }),
+      );
+      return { handle, input };
     };
-    const handle = await env.client.workflow.start(writeOperation, {
-      taskQueue,
-      workflowId: operationId,
-      args: [input],
-      typedSearchAttributes: [{ key: SA_STATUS, value: 'queued' }],
-    });
-    handles.push(handle);
-    return { handle, input };
-  };
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: { code: workflowCode },
-    activities: mock.activities,
-    // Workflows run on the test's thread: no workflow thread to start and load the bundle into (about 1.5 s a worker).
-    debugMode: true,
-  });
-  await worker.runUntil(async () => {
-    try {
-      await body({ start });
-    } finally {
-      for (const h of handles) {
-        if ((await h.describe()).status.name === 'RUNNING') await h.terminate('test over');
-      }
-    }
+    await body({ start });
   });
 }
 
