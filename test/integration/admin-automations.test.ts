@@ -14,12 +14,13 @@ import type { Config } from '../../config';
 import { insertRun } from '../../db/automations';
 import type { Db } from '../../db/client';
 import { automationRuns, automations } from '../../db/schema';
-import { createIntegration, createOrganization } from '../../db/tenants';
+import { createOrganization } from '../../db/tenants';
 import { automationRunWorkflowIdOf, automationScheduleIdOf, automationTaskQueueOf } from '../../domain/contract';
 import { openAutomationHeaders } from '../../domain/secrets';
 import type { Mode } from '../../domain/plans';
 import { startApi, type TestServer } from '../support/api-server';
 import { testExportRoot, testKeyring } from '../support/context';
+import { unsyncedIntegration } from '../support/fixtures';
 import { onServices } from '../support/services';
 
 let db: Db;
@@ -83,14 +84,7 @@ const pointers = (r: Reply) => (r.body.errors as { pointer: string }[]).map((e) 
 /** An integration row of its own organization (no source behind it: nothing here syncs). */
 async function integration(mode: Mode = 'test'): Promise<string> {
   const org = await createOrganization(db, { name: `automations-${randomUUID().slice(0, 8)}` });
-  const row = await createIntegration(
-    db,
-    mode === 'test'
-      ? { organizationId: org.id, mode, plan: 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } }
-      : { organizationId: org.id, mode, plan: 'enterprise', sourceType: 'entrata', sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' } },
-    testKeyring(),
-  );
-  return row.id;
+  return (await unsyncedIntegration(db, org.id, { mode, source: mode === 'test' ? 'sandbox' : 'entrata' })).id;
 }
 
 const HTTP = { type: 'http', url: 'https://files.example.com/leases', headers: { Authorization: SECRET } };

@@ -10,12 +10,13 @@ import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { events, webhookDeliveries } from '../../db/schema';
-import { createIntegration, type IntegrationRow } from '../../db/tenants';
+import type { IntegrationRow } from '../../db/tenants';
 import { eventBody } from '../../db/webhooks';
 import { categoryOf, type EventType } from '../../domain/events';
 import { RETENTION_MS } from '../../domain/webhooks';
 import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, type TestServer } from '../support/api-server';
-import { testConfig, testKeyring } from '../support/context';
+import { testConfig } from '../support/context';
+import { unsyncedIntegration } from '../support/fixtures';
 import { onServices } from '../support/services';
 import { until } from '../support/until';
 import { recordEvents, residentUpdates, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
@@ -316,13 +317,7 @@ describe('order on the admin lists', () => {
   it('API keys and integrations: oldest first by default, the exact reverse with order=desc', async () => {
     const org = (await admin('POST', '/organizations', { name: 'console-order' })).body.id;
     for (let i = 0; i < 3; i++) expect((await admin('POST', `/organizations/${org}/api_keys`, { mode: 'test' })).status).toBe(201);
-    for (let i = 0; i < 3; i++) {
-      await createIntegration(
-        db,
-        { organizationId: org, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
-        testKeyring(),
-      );
-    }
+    for (let i = 0; i < 3; i++) await unsyncedIntegration(db, org, { plan: 'scale' });
     for (const list of [`/organizations/${org}/api_keys`, `/organizations/${org}/integrations`]) {
       const byDefault = (await admin('GET', list)).body.results;
       expect(byDefault).toHaveLength(3);

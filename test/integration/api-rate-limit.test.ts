@@ -9,9 +9,9 @@ import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { organizations } from '../../db/schema';
-import { createIntegration } from '../../db/tenants';
 import type { TestServer } from '../support/api-server';
-import { makeTenant, testKeyring, type Tenant } from '../support/context';
+import { makeTenant, type Tenant } from '../support/context';
+import { unsyncedIntegration } from '../support/fixtures';
 import { onServices } from '../support/services';
 
 let db: Db;
@@ -95,17 +95,7 @@ describe('org-wide rate limit', () => {
     const t = await makeTenant(db, { plan: 'starter' });
     const first = await one.get('/v1/leases', { key: t.key });
     expect(headersOf(first)).toMatchObject({ perMinute: 120, burst: 12, window: 6, remaining: 11 });
-    await createIntegration(
-      db,
-      {
-        organizationId: t.organizationId,
-        mode: 'live',
-        plan: 'scale',
-        sourceType: 'entrata',
-        sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' },
-      },
-      testKeyring(),
-    );
+    await unsyncedIntegration(db, t.organizationId, { mode: 'live', plan: 'scale', source: 'entrata' });
     // The limit is read with each reservation; a starter bucket reserves one token at a time.
     const next = await one.get('/v1/leases', { key: t.key });
     expect(headersOf(next).perMinute).toBe(600);

@@ -18,13 +18,12 @@ import { closeDb, type Db } from '../../db/client';
 import { listRecords, retrieveRecord, type CommonListQuery, type FiltersOf } from '../../db/queries';
 import { applyRecords, type ApplyContext } from '../../db/apply';
 import { softDeleteUnseen } from '../../db/seen';
-import { createIntegration } from '../../db/tenants';
 import { exportFileName, MONEY_FIELDS, RECORD_FIELDS } from '../../domain/automations';
 import type { Entity, InputOf } from '../../domain/cdm';
 import { LIST_QUERIES } from '../../domain/filters';
 import { sealAutomationHeaders } from '../../domain/secrets';
 import { makeTenant, testDb, testKeyring, type Tenant } from '../support/context';
-import { leaseInput, propertyInput, residentInput, unitInput } from '../support/fixtures';
+import { leaseInput, propertyInput, residentInput, unitInput, unsyncedIntegration } from '../support/fixtures';
 import { until } from '../support/sync';
 
 type Ref = { id: string; organizationId: string; mode: 'test' | 'live' };
@@ -145,15 +144,17 @@ const seed: { [E in Entity]: InputOf[E][][] } = {
   ],
 };
 
+/** Another test-mode integration of A's organization, with nothing in it. */
+async function another(): Promise<Ref> {
+  return { id: (await unsyncedIntegration(db, a.organizationId, { plan: 'scale' })).id, organizationId: a.organizationId, mode: 'test' };
+}
+
 beforeAll(async () => {
   db = testDb(4);
   a = await makeTenant(db);
   A = { id: a.integrationId, organizationId: a.organizationId, mode: 'test' };
-  const source = { base_url: 'http://127.0.0.1:1', api_key: 'unused' };
-  const more = async () =>
-    (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: source }, ring)).id;
-  A2 = { id: await more(), organizationId: a.organizationId, mode: 'test' };
-  A3 = { id: await more(), organizationId: a.organizationId, mode: 'test' };
+  A2 = await another();
+  A3 = await another();
   live = await makeTenant(db, { mode: 'live' });
 
   let second = 0;
@@ -507,23 +508,7 @@ describe('formula escaping for spreadsheets', () => {
   };
   let F: Ref;
   beforeAll(async () => {
-    F = {
-      id: (
-        await createIntegration(
-          db,
-          {
-            organizationId: a.organizationId,
-            mode: 'test',
-            plan: 'scale',
-            sourceType: 'sandbox',
-            sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-          },
-          ring,
-        )
-      ).id,
-      organizationId: a.organizationId,
-      mode: 'test',
-    };
+    F = await another();
     await apply(F, 'property', [propertyInput('-P1', { ...FORMULAS, latitude: -30.5, longitude: -97.25, year_built: -1 })], at(1));
   });
   const cell = (header: (string | null)[], row: (string | null)[], name: string) => row[header.indexOf(name)];
@@ -565,23 +550,7 @@ describe('formula escaping for spreadsheets', () => {
 describe('one snapshot', () => {
   it('a record whose sort value changes while the file is written is neither skipped nor repeated; the file is the cache as it was', async () => {
     // Residents large enough (about 60 MB of CSV) that Postgres is still writing when the destination stops reading.
-    const S: Ref = {
-      id: (
-        await createIntegration(
-          db,
-          {
-            organizationId: a.organizationId,
-            mode: 'test',
-            plan: 'scale',
-            sourceType: 'sandbox',
-            sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-          },
-          ring,
-        )
-      ).id,
-      organizationId: a.organizationId,
-      mode: 'test',
-    };
+    const S = await another();
     const N = 40_000;
     await db.$client`
       insert into residents (id, organization_id, integration_id, mode, x_id, content_hash, created_at, updated_at, first_name, last_name)

@@ -9,18 +9,18 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { Resolver } from '../../activities/webhook-http';
-import { parseConfig, type Config } from '../../config';
+import type { Config } from '../../config';
 import { createLogger } from '../../config/logger';
 import { deliveryControlOf, type DeliveryControlDeps } from '../../control/webhooks';
 import type { Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { events } from '../../db/schema';
-import { createIntegration, createOrganization, type IntegrationRow } from '../../db/tenants';
+import { createOrganization, type IntegrationRow } from '../../db/tenants';
 import { categoryOf, type EventType } from '../../domain/events';
 import type { Mode, Plan } from '../../domain/plans';
-import { createKeyring } from '../../domain/secrets';
 import { createWebhookWorker, type WebhookWorker } from '../../worker/roles/webhooks';
 import { startRelay, type Relay } from '../../worker/roles/relay';
+import { unsyncedIntegration } from './fixtures';
 import { until } from './until';
 
 export interface Received {
@@ -146,18 +146,7 @@ export async function startWebhookStack(config: Config, db: Db, opts: { resolver
 export async function webhookIntegration(db: Db, stack: Pick<WebhookStack, 'orgs'> | null, opts: { plan?: Plan; mode?: Mode } = {}): Promise<IntegrationRow> {
   const org = await createOrganization(db, { name: `wh-${randomUUID().slice(0, 8)}` });
   stack?.orgs.add(org.id);
-  return createIntegration(
-    db,
-    {
-      organizationId: org.id,
-      mode: opts.mode ?? 'test',
-      plan: opts.plan ?? 'scale',
-      sourceType: 'sandbox',
-      sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-    },
-    // Sealed with the test configuration's key (this module is also used by the bench, outside vitest).
-    createKeyring(parseConfig({}).ENCRYPTION_KEYS),
-  );
+  return unsyncedIntegration(db, org.id, { mode: opts.mode, plan: opts.plan ?? 'scale' });
 }
 
 /** Record events in the outbox the way the sync does (one insert, one transaction). Returns their ids in order. */
