@@ -11,11 +11,12 @@ import type { Config } from '../../config';
 import { moveRun } from '../../db/automations';
 import type { Db } from '../../db/client';
 import { automationRuns } from '../../db/schema';
-import { createIntegration, createOrganization } from '../../db/tenants';
+import { createOrganization } from '../../db/tenants';
 import { automationScheduleIdOf } from '../../domain/contract';
 import type { TestServer } from '../support/api-server';
-import { runCli, type CliRun } from '../support/cli';
-import { testExportRoot, testKeyring } from '../support/context';
+import { fails, ok, runCli, type CliRun } from '../support/cli';
+import { testExportRoot } from '../support/context';
+import { unsyncedIntegration } from '../support/fixtures';
 import { onServices } from '../support/services';
 
 let db: Db;
@@ -26,27 +27,9 @@ const started: string[] = [];
 
 const cli = (args: string[], env: Record<string, string> = {}): Promise<CliRun> => runCli({ url: api.url, token: config.ADMIN_TOKEN }, args, env);
 
-const ok = (r: CliRun) => {
-  expect(r.code, r.stderr).toBe(0);
-  expect(r.stderr).toBe('');
-  return r.json;
-};
-
-/** Exit 1, one `error:` line on stderr (stdout may hold the final run of `run --wait`). */
-const fails = (r: CliRun) => {
-  expect(r.code, r.stdout).toBe(1);
-  expect(r.stderr.trim().split('\n')).toHaveLength(1);
-  return r.stderr;
-};
-
 async function integration(): Promise<string> {
   const org = await createOrganization(db, { name: `cli-automations-${randomUUID().slice(0, 8)}` });
-  const row = await createIntegration(
-    db,
-    { organizationId: org.id, mode: 'test', plan: 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
-    testKeyring(),
-  );
-  return row.id;
+  return (await unsyncedIntegration(db, org.id)).id;
 }
 
 onServices({ pool: 3, api: true, temporal: true }, (s) => ({ db, config, api, temporal } = s));

@@ -8,11 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { NOUNS } from '../../cli/commands';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
-import { createIntegration, createOrganization } from '../../db/tenants';
+import { createOrganization } from '../../db/tenants';
 import type { Plan } from '../../domain/plans';
 import type { TestServer } from '../support/api-server';
-import { runCli, type CliRun } from '../support/cli';
-import { testKeyring } from '../support/context';
+import { fails as failsWith, ok, runCli, type CliRun } from '../support/cli';
+import { unsyncedIntegration } from '../support/fixtures';
 import { onServices } from '../support/services';
 
 let db: Db;
@@ -22,29 +22,13 @@ let api: TestServer;
 /** Runs the CLI with the API's address and token in its environment, as an operator's shell would have them. */
 const cli = (args: string[], env: Record<string, string> = {}): Promise<CliRun> => runCli({ url: api.url, token: config.ADMIN_TOKEN }, args, env);
 
-const ok = (r: CliRun) => {
-  expect(r.code, r.stderr).toBe(0);
-  expect(r.stderr).toBe('');
-  return r.json;
-};
-
 /** Exit 1, nothing on stdout, one `error:` line on stderr. */
-const fails = (r: CliRun) => {
-  expect(r.code, r.stdout).toBe(1);
-  expect(r.stdout).toBe('');
-  expect(r.stderr.trim().split('\n')).toHaveLength(1);
-  return r.stderr;
-};
+const fails = (r: CliRun) => failsWith(r, { stdout: '' });
 
 /** A test-mode integration row of its own organization (no sandbox company behind it: nothing here syncs). */
 async function integration(plan: Plan): Promise<string> {
   const org = await createOrganization(db, { name: `cli-webhooks-${randomUUID().slice(0, 8)}` });
-  const row = await createIntegration(
-    db,
-    { organizationId: org.id, mode: 'test', plan, sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
-    testKeyring(),
-  );
-  return row.id;
+  return (await unsyncedIntegration(db, org.id, { plan })).id;
 }
 
 onServices({ pool: 3, api: true }, (s) => ({ db, config, api } = s));

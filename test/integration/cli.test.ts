@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { scheduleIdOf } from '../../domain/contract';
 import type { TestServer } from '../support/api-server';
-import { runCli, type CliRun } from '../support/cli';
+import { ok, runCli, type CliRun } from '../support/cli';
 import { onServices } from '../support/services';
 
 let config: Config;
@@ -26,12 +26,6 @@ async function closedPort(): Promise<number> {
   await new Promise((r) => server.close(r));
   return port;
 }
-
-const ok = (r: CliRun) => {
-  expect(r.code, r.stderr).toBe(0);
-  expect(r.stderr).toBe('');
-  return r.json;
-};
 
 onServices({ pool: 3, api: true, temporal: true }, (s) => ({ config, api, temporal } = s));
 
