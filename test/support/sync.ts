@@ -284,6 +284,39 @@ export function expectedEvents(before: Snapshot, after: Snapshot): { events: Exp
   return { events: out, created, updated, deleted };
 }
 
+/**
+ * The events of run `jobId` are the changes between `before` and the cache now (which must equal the source), each
+ * once, and one SYNC_COMPLETE: what the oracle expected, the cache, and the events.
+ */
+export async function expectEachChangeOnce(db: Db, integration: IntegrationRow, before: Snapshot, jobId: string) {
+  const after = await expectCacheEqualsSource(db, integration);
+  const want = expectedEvents(before, after);
+  const got = await eventsOf(db, integration.id, jobId);
+  const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
+  expect(
+    got
+      .filter((e) => e.type !== 'SYNC_COMPLETE')
+      .map(key)
+      .sort(),
+  ).toEqual(want.events.map(key).sort());
+  expect(got.filter((e) => e.type === 'SYNC_COMPLETE')).toHaveLength(1);
+  return { want, after, got };
+}
+
+/**
+ * Run `jobId` (of more than 200 changes) succeeded with the cache equal to the source, each change recorded once and
+ * SYNC_COMPLETE last, and its counts are what it changed.
+ */
+export async function expectRecordedOnce(db: Db, integration: IntegrationRow, before: Snapshot, jobId: string): Promise<void> {
+  const done = (await getSyncJob(db, jobId))!;
+  expect(done.status, done.error ?? '').toBe('succeeded');
+  const { want, after, got } = await expectEachChangeOnce(db, integration, before, jobId);
+  expect(got.at(-1)!.type).toBe('SYNC_COMPLETE');
+  expect(done).toMatchObject({ recordsNew: want.created, recordsUpdated: want.updated, recordsSoftDeleted: want.deleted });
+  expect(done.recordsSeen).toBe(ENTITIES.reduce((n, e) => n + after[e].filter((r) => r.deleted_at === null).length, 0));
+  expect(want.events.length).toBeGreaterThan(200);
+}
+
 /** docs/api.md payload rule 2, written out independently of db/apply.ts: id, x_id, updated_at, changed and the changed fields. */
 function onlyChanged(rec: Record<string, unknown>, changed: string[]): Record<string, unknown> {
   const data: Record<string, unknown> = { id: rec.id, x_id: rec.x_id, updated_at: rec.updated_at, changed };
