@@ -52,21 +52,6 @@ async function admin(method: string, path: string, body?: unknown): Promise<any>
   return json;
 }
 
-async function ready(url: string, child: ChildProcess, timeoutMs = 120_000): Promise<void> {
-  await until(
-    `${url} to answer`,
-    async () => {
-      if (!procs.running.has(child)) throw new Error(`the process exited: ${procs.stderr.get(child)}`);
-      return (
-        (await fetch(url)
-          .then((r) => r.ok)
-          .catch(() => false)) || undefined
-      );
-    },
-    timeoutMs,
-  );
-}
-
 beforeAll(async () => {
   const [port, metricsPort, workerPort] = [await freePort(), await freePort(), await freePort()];
   const taskQueue = `test-${randomUUID()}`;
@@ -101,8 +86,8 @@ beforeAll(async () => {
   failing.reply(() => 500);
   tenant = await sandboxIntegration(db, { size: 12 });
   key = (await createApiKey(db, { organizationId: tenant.row.organizationId, mode: 'test' })).key;
-  await ready(`${api.url}/healthz`, child);
-  await ready(workerMetrics, worker);
+  await procs.answering(`${api.url}/healthz`, child);
+  await procs.answering(workerMetrics, worker);
 }, 180_000);
 
 afterAll(async () => {

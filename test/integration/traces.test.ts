@@ -8,7 +8,6 @@
  * residents, the source's api key or the subscription's signing secret.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { and, eq, isNull } from 'drizzle-orm';
@@ -91,21 +90,6 @@ interface RawSpan {
 }
 const valueOf = (v: Record<string, unknown> | undefined): unknown => (v ? Object.values(v)[0] : undefined);
 
-async function ready(url: string, child: ChildProcess): Promise<void> {
-  await until(
-    `${url} to answer`,
-    async () => {
-      if (!procs.running.has(child)) throw new Error(`the process exited: ${procs.stderr.get(child)}`);
-      return (
-        (await fetch(url)
-          .then((r) => r.ok)
-          .catch(() => false)) || undefined
-      );
-    },
-    120_000,
-  );
-}
-
 beforeAll(async () => {
   const otlp = `http://127.0.0.1:${await startReceiver()}`;
   const [port, workerMetrics] = [await freePort(), await freePort()];
@@ -140,8 +124,8 @@ beforeAll(async () => {
   );
   tenant = { integrationId: row.id, companyId, sourceApiKey: api_key };
   key = (await createApiKey(db, { organizationId: org.id, mode: 'test' })).key;
-  await ready(`${api}/healthz`, child);
-  await ready(`http://127.0.0.1:${workerMetrics}/metrics`, worker);
+  await procs.answering(`${api}/healthz`, child);
+  await procs.answering(`http://127.0.0.1:${workerMetrics}/metrics`, worker);
 }, 180_000);
 
 afterAll(async () => {
