@@ -6,11 +6,17 @@ import { fileURLToPath } from 'node:url';
 // A CommonJS module: a default import works under both Node's ESM loader and bundlers.
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { SEARCH_ATTRIBUTES } from '../../domain/contract';
 import { TEMPORAL_TEST_SERVER } from '../../scripts/tools';
+
+/** Durations in ms, for the test server's clock. */
+export const SECOND = 1_000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
 
 export interface TimeSkipping {
   env: TestWorkflowEnvironment;
@@ -83,6 +89,24 @@ export async function runWorker<T>(
       for (const h of handles) if ((await h.describe()).status.name === 'RUNNING') await h.terminate('test over');
     }
   });
+}
+
+/** `actual` is `expected`, or later by less than `slackMs` (the test server's clock runs at wall speed between timers). */
+export function expectLateBy(actual: number | undefined, expected: number | undefined, slackMs: number): void {
+  expect(actual).toBeDefined();
+  expect(expected).toBeDefined();
+  expect(actual!).toBeGreaterThanOrEqual(expected!);
+  expect(actual! - expected!).toBeLessThan(slackMs);
+}
+
+/** The cause of the failure a workflow ended with (it must have failed). */
+export async function failureOf(handle: WorkflowHandle): Promise<Error | undefined> {
+  const err = await handle.result().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  return (err as WorkflowFailedError).cause;
 }
 
 /** One activity call: its input and the test server's clock when it began and when it returned (or threw). */

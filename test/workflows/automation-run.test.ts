@@ -11,11 +11,10 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { AutomationActivities, ExportAttemptInput } from '../../activities/automations';
 import type { ExportOutcome } from '../../domain/automations';
-import { recorder, onTimeSkipping, runWorker, type Call } from '../support/time-skipping';
+import { failureOf, MINUTE, onTimeSkipping, recorder, runWorker, type Call } from '../support/time-skipping';
 import { AUTOMATION_FAILURE, automationTick, runAutomation, runStateQuery } from '../../workflows/automation';
 
 const SLACK_MS = 1_000;
-const MINUTE = 60_000;
 /** docs/decisions.md (Automations), written out rather than read from the code: delays before attempts 2, 3 and 4. */
 const SPEC_RETRY_DELAYS = [MINUTE, 5 * MINUTE, 15 * MINUTE];
 /** The export attempt's heartbeat time-out (workflows/automation.ts). */
@@ -63,12 +62,7 @@ async function withWorker(mock: ReturnType<typeof mockActivities>, body: (taskQu
 }
 
 async function failureTypeOf(handle: WorkflowHandle): Promise<string | undefined> {
-  const err = await handle.result().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  const cause = (err as WorkflowFailedError).cause;
+  const cause = await failureOf(handle);
   return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : cause?.constructor.name;
 }
 

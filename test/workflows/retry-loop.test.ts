@@ -12,14 +12,12 @@ import { CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { RetrySchedule } from '../../domain/retry';
-import { onTimeSkipping, recorder, type Call } from '../support/time-skipping';
+import { MINUTE, onTimeSkipping, recorder, SECOND, type Call } from '../support/time-skipping';
 import type { RetryProbeActivities } from './fixtures/retry-workflow';
 import { retryProbe } from './fixtures/retry-workflow';
 
 /** What a measured time may exceed the exact one by (workflow tasks run at wall speed); far below every delay here. */
 const SLACK_MS = 1_000;
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
 
 let env: TestWorkflowEnvironment;
 let workflowCode: string;

@@ -5,13 +5,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { AttemptInput, AttemptResult, FailInput, RetryInput, StoreInput, WriteActivities } from '../../activities/operations';
 import { SA_STATUS } from '../../domain/contract';
 import type { WriteWorkflowInput } from '../../domain/operations';
-import { recorder, onTimeSkipping, runWorker, type Call } from '../support/time-skipping';
+import { DAY, expectLateBy, failureOf, HOUR, MINUTE, onTimeSkipping, recorder, runWorker, SECOND, type Call } from '../support/time-skipping';
 import { operationStateQuery, WRITE_FAILURE, writeOperation } from '../../workflows/operation';
 
 /**
@@ -20,10 +20,6 @@ import { operationStateQuery, WRITE_FAILURE, writeOperation } from '../../workfl
  * wall speed. Far below the shortest delay (5 s), so any delay taken from the wrong slot of the schedule shows.
  */
 const SLACK_MS = 1_000;
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
 /** The attempt activity's heartbeat time-out (workflows/operation.ts): how long a dead worker's attempt goes unnoticed. */
 const HEARTBEAT_TIMEOUT = 15 * SECOND;
 /** storeApplied's schedule-to-close time-out (workflows/operation.ts): how long an applied write is retried to be stored. */
@@ -148,27 +144,12 @@ async function withWorker(mock: Mock, body: (ctx: RunContext) => Promise<void>):
 }
 
 /** `actual` is `expected`, or later by no more than the slack. */
-function expectAt(actual: number | undefined, expected: number | undefined) {
-  expect(actual).toBeDefined();
-  expect(expected).toBeDefined();
-  expect(actual!).toBeGreaterThanOrEqual(expected!);
-  expect(actual! - expected!).toBeLessThan(SLACK_MS);
-}
+const expectAt = (actual: number | undefined, expected: number | undefined) => expectLateBy(actual, expected, SLACK_MS);
 
 /** `actual` is `expected` within the slack, either way. */
 function expectNear(actual: number | undefined, expected: number) {
   expect(actual).toBeDefined();
   expect(Math.abs(actual! - expected)).toBeLessThan(SLACK_MS);
-}
-
-/** The failure a workflow ended with. */
-async function failureOf(handle: WorkflowHandle): Promise<Error | undefined> {
-  const err = await handle.result().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  return (err as WorkflowFailedError).cause;
 }
 
 /** The type of the ApplicationFailure a workflow failed with. */
