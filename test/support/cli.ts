@@ -50,3 +50,24 @@ export function fails(r: CliRun, opts: { stdout?: string } = {}): string {
   expect(r.stderr.trim().split('\n')).toHaveLength(1);
   return r.stderr;
 }
+
+/** `help` (a noun's --help) exited 0 and lists each of `verbs` on a line of its own, indented, before its description. */
+export function expectVerbs(help: CliRun, verbs: string[]): void {
+  expect(help.code).toBe(0);
+  for (const line of verbs) expect(help.stdout).toContain(`  ${line} `);
+}
+
+/**
+ * Each case (the arguments, and what the error line must say) is refused as a usage mistake before any API call (the
+ * API address leads nowhere): exit 2, nothing on stdout, one `error:` line on stderr.
+ */
+export async function expectUsageErrors(token: string, cases: [args: string[], error: string][]): Promise<void> {
+  const runs = await Promise.all(cases.map(([args]) => runCli({ url: 'http://127.0.0.1:1', token }, args)));
+  runs.forEach((r, i) => {
+    expect(r.code, cases[i]![0].join(' ')).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^error: /);
+    expect(r.stderr).toContain(cases[i]![1]);
+  });
+}
