@@ -23,7 +23,7 @@ import type { Entity, InputOf } from '../../domain/cdm';
 import { LIST_QUERIES } from '../../domain/filters';
 import { sealAutomationHeaders } from '../../domain/secrets';
 import { makeTenant, testDb, testKeyring, type Tenant } from '../support/context';
-import { leaseInput, propertyInput, residentInput, unitInput, unsyncedIntegration } from '../support/fixtures';
+import { leaseInput, leaseResidents, propertyInput, residentInput, unitInput, unsyncedIntegration } from '../support/fixtures';
 import { until } from '../support/sync';
 
 type Ref = { id: string; organizationId: string; mode: 'test' | 'live' };
@@ -51,8 +51,6 @@ async function apply<E extends Entity>(integration: Ref, entity: E, inputs: Inpu
   const ctx: ApplyContext = { integration, emitEvents: false, now, syncJobId };
   return db.transaction((tx) => applyRecords(tx, ctx, entity, inputs));
 }
-
-const people = (...xs: string[]) => xs.map((x_id, i) => ({ x_id, role: i === 0 ? 'primary' : 'responsible' }));
 
 /** Values a CSV writer gets wrong: delimiters, quotes, line breaks, non-ASCII, padding, numbers-as-text, "" vs null. */
 const AWKWARD = 'Comma, "Quoted" Place\nLine 2 – café 🏠';
@@ -113,7 +111,7 @@ const seed: { [E in Entity]: InputOf[E][][] } = {
     [
       leaseInput(
         'L1',
-        { property: 'P1', unit: 'U1', residents: people('R1', 'R2') },
+        { property: 'P1', unit: 'U1', residents: leaseResidents('R1', 'R2') },
         {
           notes: 'Line1\r\nLine2, "x"',
           concessions: '1 month free; 50% off',
@@ -125,22 +123,26 @@ const seed: { [E in Entity]: InputOf[E][][] } = {
           end_date: null,
         },
       ),
-      leaseInput('L2', { property: 'P1', unit: 'U2', residents: people('R2') }, { status: 'pending', start_date: '2025-03-01', end_date: '2026-02-28' }),
+      leaseInput(
+        'L2',
+        { property: 'P1', unit: 'U2', residents: leaseResidents('R2') },
+        { status: 'pending', start_date: '2025-03-01', end_date: '2026-02-28' },
+      ),
       leaseInput(
         'L3',
-        { property: 'P2', unit: 'U3', residents: people('R3') },
+        { property: 'P2', unit: 'U3', residents: leaseResidents('R3') },
         { status: 'active', start_date: '2025-03-01', end_date: null, is_renewal: null },
       ),
     ],
     [
-      leaseInput('L4', { property: 'P3', unit: 'U4', residents: people('R4') }, { status: 'ended', start_date: '2024-01-01', end_date: '2024-12-31' }),
+      leaseInput('L4', { property: 'P3', unit: 'U4', residents: leaseResidents('R4') }, { status: 'ended', start_date: '2024-01-01', end_date: '2024-12-31' }),
       leaseInput(
         'L5',
-        { property: 'P3', unit: 'U5', residents: people('R5', 'R4') },
+        { property: 'P3', unit: 'U5', residents: leaseResidents('R5', 'R4') },
         { status: 'active', start_date: '2025-06-01', end_date: '2025-12-31', is_renewal: false },
       ),
     ],
-    [leaseInput('LX', { property: 'P3', unit: 'U4', residents: people('RX') }, { status: 'active', start_date: '2025-05-01' })],
+    [leaseInput('LX', { property: 'P3', unit: 'U4', residents: leaseResidents('RX') }, { status: 'active', start_date: '2025-05-01' })],
   ],
 };
 
@@ -172,7 +174,7 @@ beforeAll(async () => {
   await apply(A2, 'property', [propertyInput('QP', { name: 'Same' })], at(1));
   await apply(A2, 'unit', [unitInput('QU', 'QP', { unit_number: '101' })], at(2));
   await apply(A2, 'resident', [residentInput('QR', 'QP', { last_name: 'Adams' })], at(3));
-  await apply(A2, 'lease', [leaseInput('QL', { property: 'QP', unit: 'QU', residents: people('QR') }, { start_date: '2025-03-01' })], at(4));
+  await apply(A2, 'lease', [leaseInput('QL', { property: 'QP', unit: 'QU', residents: leaseResidents('QR') }, { start_date: '2025-03-01' })], at(4));
   // 57 residents in three creations (so created_at ties), a quarter without a last name, many sharing one.
   await apply(A3, 'property', [propertyInput('BP')], at(1));
   for (let batch = 0; batch < 3; batch++) {

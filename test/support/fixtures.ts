@@ -106,6 +106,23 @@ export function residentInput(xId: string, propertyXId: string, over: Partial<Re
   };
 }
 
+/** The applicant of the lease creates the tests send: a name, a phone number and an address. */
+export const APPLICANT = {
+  first_name: 'Katherine',
+  last_name: 'Johnson',
+  phone_number: '757-555-0142',
+  street_line_1: '1 Langley Blvd',
+  city: 'Hampton',
+  state: 'Virginia',
+  state_code: 'VA',
+  postal_code: '23681',
+};
+
+/** A lease's residents by x_id: the first one primary, the others responsible. */
+export function leaseResidents(...xIds: string[]): { x_id: string; role: string }[] {
+  return xIds.map((x_id, i) => ({ x_id, role: i === 0 ? 'primary' : 'responsible' }));
+}
+
 export function leaseInput(
   xId: string,
   refs: { property: string; unit: string; residents: { x_id: string; role: string }[] },
