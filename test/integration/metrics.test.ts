@@ -214,18 +214,23 @@ describe('metrics', () => {
     expect(requests('GET', 'unmatched', '4xx')).toBe(1);
     expect(requests('POST', '/admin/v1/integrations/{id}/syncs', '2xx')).toBe(1);
     expect(requests('POST', '/admin/v1/integrations/{id}/webhook_subscriptions', '2xx')).toBe(2);
-    expect(apiNow.value('propsync_webhook_deliveries_pending')).toBe(0);
-    expect(apiNow.value('propsync_webhook_deliveries_in_flight')).toBe(0);
-    expect(apiNow.value('propsync_webhook_deliveries_retrying')).toBe(0);
-    expect(apiNow.value('propsync_operation_oldest_queued_age_seconds')).toBe(0);
-    expect(apiNow.value('propsync_records_quarantined')).toBe(0);
-    expect(apiNow.value('propsync_integrations_failing')).toBe(0);
-    expect(apiNow.value('propsync_integrations_sync_overdue')).toBe(0);
-    expect(apiNow.value('propsync_sync_runs_retrying')).toBe(0);
-    expect(apiNow.value('propsync_webhook_circuits_open')).toBe(0);
-    expect(apiNow.value('propsync_webhook_circuit_open_oldest_seconds')).toBe(0);
+    // Nothing waits, fails or is refused any more.
+    for (const idle of [
+      'propsync_webhook_deliveries_pending',
+      'propsync_webhook_deliveries_in_flight',
+      'propsync_webhook_deliveries_retrying',
+      'propsync_operation_oldest_queued_age_seconds',
+      'propsync_records_quarantined',
+      'propsync_integrations_failing',
+      'propsync_integrations_sync_overdue',
+      'propsync_sync_runs_retrying',
+      'propsync_webhook_circuits_open',
+      'propsync_webhook_circuit_open_oldest_seconds',
+      'propsync_rate_limited_requests_total',
+    ]) {
+      expect(apiNow.value(idle), idle).toBe(0);
+    }
     expect(apiNow.value('propsync_health_facts_up')).toBe(1);
-    expect(apiNow.value('propsync_rate_limited_requests_total')).toBe(0);
     expect(apiNow.all('propsync_webhook_subscription_deliveries_pending')).toEqual([]);
     expect(apiNow.value('process_resident_memory_bytes')).toBeGreaterThan(0);
 
