@@ -10,13 +10,11 @@ import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, expect, it, inject } from 'vitest';
 import type { Db } from '../../db/client';
-import { createSubscription } from '../../db/webhooks';
 import { automationTaskQueueOf, dispatchTaskQueueOf, webhookTaskQueueOf, writeTaskQueueOf } from '../../domain/contract';
-import { testKeyring } from '../support/context';
 import { Processes, spawnWorker } from '../support/faults';
 import { onOwnDatabase } from '../support/services';
 import { until } from '../support/until';
-import { recordEvents, residentUpdates, startReceiver, webhookIntegration, type Receiver } from '../support/webhooks';
+import { recordEvents, residentUpdates, startReceiver, storeSubscription, webhookIntegration, type Receiver } from '../support/webhooks';
 
 const { TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
 const procs = new Processes();
@@ -50,11 +48,7 @@ async function pollers(queue: string, type: 'workflow' | 'activity'): Promise<st
 
 it('a worker started with WORKER_ROLES=webhooks,relay delivers webhooks and polls no sync, write or automation queue', async () => {
   const integration = await webhookIntegration(db, null);
-  await createSubscription(
-    db,
-    { organizationId: integration.organizationId, integrationId: integration.id, url: receiver.url, eventTypes: ['RESIDENT_UPDATED'], description: null },
-    testKeyring(),
-  );
+  await storeSubscription(db, integration, receiver.url, { eventTypes: ['RESIDENT_UPDATED'] });
   const worker = spawnWorker(procs, {
     DATABASE_URL: dbUrl,
     TEMPORAL_ADDRESS: inject('temporalAddress'),

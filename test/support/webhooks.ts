@@ -9,15 +9,17 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { Resolver } from '../../activities/webhook-http';
-import type { Config } from '../../config';
+import { parseConfig, type Config } from '../../config';
 import { createLogger } from '../../config/logger';
 import { deliveryControlOf, type DeliveryControlDeps } from '../../control/webhooks';
 import type { Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { events } from '../../db/schema';
+import { createSubscription, type SubscriptionRow } from '../../db/webhooks';
 import { createOrganization, type IntegrationRow } from '../../db/tenants';
 import { categoryOf, type EventType } from '../../domain/events';
 import type { Mode, Plan } from '../../domain/plans';
+import { createKeyring } from '../../domain/secrets';
 import { createWebhookWorker, type WebhookWorker } from '../../worker/roles/webhooks';
 import { startRelay, type Relay } from '../../worker/roles/relay';
 import { unsyncedIntegration } from './fixtures';
@@ -147,6 +149,30 @@ export async function webhookIntegration(db: Db, stack: Pick<WebhookStack, 'orgs
   const org = await createOrganization(db, { name: `wh-${randomUUID().slice(0, 8)}` });
   stack?.orgs.add(org.id);
   return unsyncedIntegration(db, org.id, { mode: opts.mode, plan: opts.plan ?? 'scale' });
+}
+
+/**
+ * A subscription of `integration` to `url` stored straight in the database, as the admin API stores one (to every
+ * event type unless told), its signing secret sealed with the test configuration's key.
+ */
+export function storeSubscription(
+  db: Db,
+  integration: Pick<IntegrationRow, 'id' | 'organizationId'>,
+  url: string,
+  opts: { eventTypes?: string[]; maxInFlight?: number } = {},
+): Promise<{ row: SubscriptionRow; secret: string }> {
+  return createSubscription(
+    db,
+    {
+      organizationId: integration.organizationId,
+      integrationId: integration.id,
+      url,
+      eventTypes: opts.eventTypes ?? ['*'],
+      description: null,
+      ...(opts.maxInFlight === undefined ? {} : { maxInFlight: opts.maxInFlight }),
+    },
+    createKeyring(parseConfig({}).ENCRYPTION_KEYS),
+  );
 }
 
 /** Record events in the outbox the way the sync does (one insert, one transaction). Returns their ids in order. */
