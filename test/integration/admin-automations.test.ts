@@ -21,7 +21,7 @@ import type { Mode } from '../../domain/plans';
 import { startApi, type TestServer } from '../support/api-server';
 import { testExportRoot, testKeyring } from '../support/context';
 import { unsyncedIntegration } from '../support/fixtures';
-import { onServices } from '../support/services';
+import { onApi, onServices } from '../support/services';
 
 let db: Db;
 let config: Config;
@@ -543,15 +543,15 @@ describe('runs', () => {
 describe('when Temporal is unreachable or refuses', () => {
   let down: TestServer;
   let refusing: TestServer;
-  beforeAll(async () => {
-    down = await startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' });
-    // Reachable, but every call names a namespace the server does not have.
-    refusing = await startApi(db, { ...config, TEMPORAL_NAMESPACE: `missing-${randomUUID().slice(0, 8)}` });
-  });
-  afterAll(async () => {
-    await down?.close();
-    await refusing?.close();
-  });
+  onApi(
+    () => startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' }),
+    (api) => (down = api),
+  );
+  // Reachable, but every call names a namespace the server does not have.
+  onApi(
+    () => startApi(db, { ...config, TEMPORAL_NAMESPACE: `missing-${randomUUID().slice(0, 8)}` }),
+    (api) => (refusing = api),
+  );
 
   it('answers 503 that says nothing changed, and nothing did', async () => {
     const integ = await integration();

@@ -4,7 +4,7 @@
  * the source; deletion removes the company; an unreachable sandbox leaves nothing behind.
  */
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { integrations } from '../../db/schema';
@@ -12,7 +12,7 @@ import { openSourceConfig } from '../../domain/secrets';
 import { createConnector, SourceTransientError } from '../../source';
 import { startApi, type TestServer } from '../support/api-server';
 import { testKeyring } from '../support/context';
-import { onServices } from '../support/services';
+import { onApi, onServices } from '../support/services';
 import { sandbox, until } from '../support/sync';
 
 let db: Db;
@@ -229,10 +229,10 @@ describe('sandbox integrations', () => {
 
 describe('when the sandbox PMS is unreachable', () => {
   let down: TestServer;
-  beforeAll(async () => {
-    down = await startApi(db, { ...config, SANDBOX_URL: 'http://127.0.0.1:1' });
-  });
-  afterAll(async () => down?.close());
+  onApi(
+    () => startApi(db, { ...config, SANDBOX_URL: 'http://127.0.0.1:1' }),
+    (api) => (down = api),
+  );
 
   it('creating a sandbox integration is a 503 that leaves nothing behind', async () => {
     const orgId = await newOrg();

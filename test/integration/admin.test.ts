@@ -4,7 +4,7 @@
  */
 import { Client, ScheduleNotFoundError } from '@temporalio/client';
 import { and, eq, isNull } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { applyRecords } from '../../db/apply';
@@ -12,7 +12,7 @@ import { integrations, organizations, properties, syncJobs } from '../../db/sche
 import { scheduleIdOf } from '../../domain/contract';
 import { startApi, type TestServer } from '../support/api-server';
 import { propertyInput } from '../support/fixtures';
-import { onServices } from '../support/services';
+import { onApi, onServices } from '../support/services';
 
 let db: Db;
 let config: Config;
@@ -408,10 +408,10 @@ describe('integrations', () => {
 
 describe('when Temporal is unreachable', () => {
   let down: TestServer;
-  beforeAll(async () => {
-    down = await startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' });
-  });
-  afterAll(async () => down?.close());
+  onApi(
+    () => startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' }),
+    (api) => (down = api),
+  );
 
   it('answers 503 and changes nothing', async () => {
     const orgId = await newOrg();

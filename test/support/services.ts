@@ -110,6 +110,19 @@ export function onServices<O extends ServicesOptions>(opts: O, set: (started: Se
 }
 
 /**
+ * An extra app for the tests of the describe block it is called in (a misconfigured one, say): `start` serves it
+ * before them, and it is closed after them.
+ */
+export function onApi(start: () => Promise<TestServer>, set: (api: TestServer) => void): void {
+  let api: TestServer | undefined;
+  beforeAll(async () => {
+    api = await start();
+    set(api);
+  });
+  afterAll(() => api?.close());
+}
+
+/**
  * A migrated database of the file's own (`propsync_<name>_…`, on the test server), for facts no other file's rows may
  * change: made before the file's tests with a pool of `max` connections on it, both handed to `set`; after them (and
  * after the afterAll hooks registered later, which stop what uses it) the pool is closed and the database dropped.
