@@ -25,33 +25,50 @@ import { createConnector, type SourceDialect } from '../../source';
 import { createSyncWorker } from '../../worker/roles/sync';
 import { testKeyring } from './context';
 
-export interface TestWorker {
+/** A worker running in this process on a connection of its own, with a client on that connection. */
+export interface InProcessWorker {
   connection: NativeConnection;
   client: Client;
   worker: Worker;
-  ctl: SyncControlDeps;
   stop(): Promise<void>;
 }
 
-/** A worker of this file's task queue, running in this process until stop(). */
-export async function startTestWorker(config: Config, db: Db): Promise<TestWorker> {
+/** The worker `create` makes on a connection of its own, running in this process until stop() (which then calls `closed`). */
+export async function runInProcess(
+  config: Config,
+  create: (connection: NativeConnection) => Promise<Worker>,
+  closed: () => Promise<void> = async () => {},
+): Promise<InProcessWorker> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
-  const worker = await createSyncWorker({ config, db, connection, pages });
+  const worker = await create(connection);
   const running = worker.run();
   return {
     connection,
     client,
     worker,
-    ctl: { db, client, taskQueue: config.TEMPORAL_TASK_QUEUE },
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
-      await pages.close();
+      await closed();
       await connection.close();
     },
   };
+}
+
+export interface TestWorker extends InProcessWorker {
+  ctl: SyncControlDeps;
+}
+
+/** A sync worker of this file's task queue, running in this process until stop(). */
+export async function startTestWorker(config: Config, db: Db): Promise<TestWorker> {
+  const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
+  const started = await runInProcess(
+    config,
+    (connection) => createSyncWorker({ config, db, connection, pages }),
+    () => pages.close(),
+  );
+  return { ...started, ctl: { db, client: started.client, taskQueue: config.TEMPORAL_TASK_QUEUE } };
 }
 
 export function sandbox(): SandboxControl {
