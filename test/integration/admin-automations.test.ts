@@ -5,21 +5,23 @@
  * Temporal cannot be reached. No worker polls this file's task queues: runs stay queued.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { insertRun } from '../../db/automations';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { automationRuns, automations } from '../../db/schema';
-import { createIntegration, createOrganization } from '../../db/tenants';
+import { createOrganization } from '../../db/tenants';
 import { automationRunWorkflowIdOf, automationScheduleIdOf, automationTaskQueueOf } from '../../domain/contract';
 import { openAutomationHeaders } from '../../domain/secrets';
 import type { Mode } from '../../domain/plans';
 import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb, testExportRoot, testKeyring } from '../support/context';
+import { testExportRoot, testKeyring } from '../support/context';
+import { unsyncedIntegration } from '../support/fixtures';
+import { onApi, onServices } from '../support/services';
 
 let db: Db;
 let config: Config;
@@ -34,12 +36,9 @@ const OTHER_SECRET = 'token-b81d44e0';
 /** Every reply body of this file, to check that no header value was ever shown. */
 const replies: string[] = [];
 
+onServices({ pool: 4, api: true, temporal: true }, (s) => ({ db, config, api, temporal } = s));
 beforeAll(async () => {
-  db = testDb(4);
-  config = testConfig();
   testExportRoot('finance/units', 'x', 'out');
-  api = await startApi(db, config);
-  temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
   doc = (await (await fetch(`${api.url}/admin/v1/openapi.json`)).json()) as Record<string, any>;
   ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
@@ -51,9 +50,6 @@ afterAll(async () => {
     expect(body).not.toContain(SECRET);
     expect(body).not.toContain(OTHER_SECRET);
   }
-  await api?.close();
-  await temporal?.connection.close();
-  await closeDb(db);
 });
 
 interface Reply {
@@ -88,14 +84,7 @@ const pointers = (r: Reply) => (r.body.errors as { pointer: string }[]).map((e) 
 /** An integration row of its own organization (no source behind it: nothing here syncs). */
 async function integration(mode: Mode = 'test'): Promise<string> {
   const org = await createOrganization(db, { name: `automations-${randomUUID().slice(0, 8)}` });
-  const row = await createIntegration(
-    db,
-    mode === 'test'
-      ? { organizationId: org.id, mode, plan: 'enterprise', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } }
-      : { organizationId: org.id, mode, plan: 'enterprise', sourceType: 'entrata', sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' } },
-    testKeyring(),
-  );
-  return row.id;
+  return (await unsyncedIntegration(db, org.id, { mode, source: mode === 'test' ? 'sandbox' : 'entrata' })).id;
 }
 
 const HTTP = { type: 'http', url: 'https://files.example.com/leases', headers: { Authorization: SECRET } };
@@ -554,15 +543,15 @@ describe('runs', () => {
 describe('when Temporal is unreachable or refuses', () => {
   let down: TestServer;
   let refusing: TestServer;
-  beforeAll(async () => {
-    down = await startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' });
-    // Reachable, but every call names a namespace the server does not have.
-    refusing = await startApi(db, { ...config, TEMPORAL_NAMESPACE: `missing-${randomUUID().slice(0, 8)}` });
-  });
-  afterAll(async () => {
-    await down?.close();
-    await refusing?.close();
-  });
+  onApi(
+    () => startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' }),
+    (api) => (down = api),
+  );
+  // Reachable, but every call names a namespace the server does not have.
+  onApi(
+    () => startApi(db, { ...config, TEMPORAL_NAMESPACE: `missing-${randomUUID().slice(0, 8)}` }),
+    (api) => (refusing = api),
+  );
 
   it('answers 503 that says nothing changed, and nothing did', async () => {
     const integ = await integration();

@@ -5,19 +5,21 @@
  * `order` parameter of the lists ordered by creation time.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { events, webhookDeliveries } from '../../db/schema';
-import { createIntegration, type IntegrationRow } from '../../db/tenants';
+import type { IntegrationRow } from '../../db/tenants';
 import { eventBody } from '../../db/webhooks';
 import { categoryOf, type EventType } from '../../domain/events';
 import { RETENTION_MS } from '../../domain/webhooks';
 import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, type TestServer } from '../support/api-server';
-import { testConfig, testDb, testKeyring } from '../support/context';
+import { testConfig } from '../support/context';
+import { unsyncedIntegration } from '../support/fixtures';
+import { onServices } from '../support/services';
 import { until } from '../support/until';
-import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
+import { recordEvents, residentUpdates, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
 
 /** 7 attempts, 150 ms apart: the real schedule's shape, shrunk. */
 const SCHEDULE = '0,150,150,150,150,150,150';
@@ -29,18 +31,8 @@ let api: TestServer;
 let stack: WebhookStack;
 let receiver: Receiver;
 
-beforeAll(async () => {
-  db = testDb(6);
-  config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE });
-  api = await startApi(db, config);
-  stack = await startWebhookStack(config, db);
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-  await api?.close();
-  await closeDb(db);
+onServices({ pool: 6, settings: { WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE }, api: true, webhooks: true, receiver: true }, (s) => {
+  ({ db, config, api, webhooks: stack, receiver } = s);
 });
 
 const admin = (method: string, path: string, body?: unknown, raw?: string): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body, raw);
@@ -325,13 +317,7 @@ describe('order on the admin lists', () => {
   it('API keys and integrations: oldest first by default, the exact reverse with order=desc', async () => {
     const org = (await admin('POST', '/organizations', { name: 'console-order' })).body.id;
     for (let i = 0; i < 3; i++) expect((await admin('POST', `/organizations/${org}/api_keys`, { mode: 'test' })).status).toBe(201);
-    for (let i = 0; i < 3; i++) {
-      await createIntegration(
-        db,
-        { organizationId: org, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' } },
-        testKeyring(),
-      );
-    }
+    for (let i = 0; i < 3; i++) await unsyncedIntegration(db, org, { plan: 'scale' });
     for (const list of [`/organizations/${org}/api_keys`, `/organizations/${org}/integrations`]) {
       const byDefault = (await admin('GET', list)).body.results;
       expect(byDefault).toHaveLength(3);

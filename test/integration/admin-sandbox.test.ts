@@ -4,7 +4,7 @@
  * the source; deletion removes the company; an unreachable sandbox leaves nothing behind.
  */
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { integrations } from '../../db/schema';
@@ -12,19 +12,14 @@ import { openSourceConfig } from '../../domain/secrets';
 import { createConnector, SourceTransientError } from '../../source';
 import { startApi, type TestServer } from '../support/api-server';
 import { testKeyring } from '../support/context';
-import { sandbox, startStack, until, type Stack } from '../support/sync';
+import { onApi, onServices } from '../support/services';
+import { sandbox, until } from '../support/sync';
 
 let db: Db;
 let config: Config;
 let api: TestServer;
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-  ({ db, config, api } = stack);
-});
-afterAll(async () => stack?.stop());
+onServices({ pool: 4, sandbox: true, api: true, worker: true }, (s) => ({ db, config, api } = s));
 
 async function admin(method: string, path: string, body?: unknown, base = api.url): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}/admin/v1${path}`, {
@@ -234,10 +229,10 @@ describe('sandbox integrations', () => {
 
 describe('when the sandbox PMS is unreachable', () => {
   let down: TestServer;
-  beforeAll(async () => {
-    down = await startApi(db, { ...config, SANDBOX_URL: 'http://127.0.0.1:1' });
-  });
-  afterAll(async () => down?.close());
+  onApi(
+    () => startApi(db, { ...config, SANDBOX_URL: 'http://127.0.0.1:1' }),
+    (api) => (down = api),
+  );
 
   it('creating a sandbox integration is a 503 that leaves nothing behind', async () => {
     const orgId = await newOrg();

@@ -2,17 +2,17 @@
  * The admin API over real HTTP (createApp on port 0), real Postgres and the real Temporal dev server: every route's
  * success and error cases, schedules as Temporal sees them, and what an operator's key can do on the public API.
  */
-import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
+import { Client, ScheduleNotFoundError } from '@temporalio/client';
 import { and, eq, isNull } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { applyRecords } from '../../db/apply';
 import { integrations, organizations, properties, syncJobs } from '../../db/schema';
 import { scheduleIdOf } from '../../domain/contract';
 import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb } from '../support/context';
 import { propertyInput } from '../support/fixtures';
+import { onApi, onServices } from '../support/services';
 
 let db: Db;
 let config: Config;
@@ -20,17 +20,9 @@ let api: TestServer;
 let temporal: Client;
 let TOKEN: string;
 
-beforeAll(async () => {
-  db = testDb(4);
-  config = testConfig();
+onServices({ pool: 4, api: true, temporal: true }, (s) => {
+  ({ db, config, api, temporal } = s);
   TOKEN = config.ADMIN_TOKEN;
-  api = await startApi(db, config);
-  temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
-});
-afterAll(async () => {
-  await api?.close();
-  await temporal?.connection.close();
-  await closeDb(db);
 });
 
 interface Reply {
@@ -416,10 +408,10 @@ describe('integrations', () => {
 
 describe('when Temporal is unreachable', () => {
   let down: TestServer;
-  beforeAll(async () => {
-    down = await startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' });
-  });
-  afterAll(async () => down?.close());
+  onApi(
+    () => startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' }),
+    (api) => (down = api),
+  );
 
   it('answers 503 and changes nothing', async () => {
     const orgId = await newOrg();

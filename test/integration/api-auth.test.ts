@@ -4,37 +4,30 @@
  * surviving a lost LISTEN connection and last_used_at bookkeeping (the 403 of a write without the `write` scope: writes.test.ts).
  */
 import { eq, sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { closeDb, type Db } from '../../db/client';
 import { apiKeys, organizations } from '../../db/schema';
 import { createApiKey, hashApiKey } from '../../db/tenants';
 import { startApi, type TestServer } from '../support/api-server';
 import { makeTenant, SERVE_LIVE, testConfig, testDb, type Tenant } from '../support/context';
+import { onServices } from '../support/services';
 import { until } from '../support/until';
 
 let db: Db;
-let db2: Db;
 let config: Config;
 let one: TestServer;
 let two: TestServer;
 let t: Tenant;
 
+// Keys stay cached far longer than any test: only the revocation feed can make a revoked key fail quickly.
+onServices({ pool: 3, settings: { AUTH_CACHE_MS: '600000', ...SERVE_LIVE }, apis: true }, (s) => {
+  ({ db, config } = s);
+  [one, two] = s.apis;
+});
 beforeAll(async () => {
-  db = testDb(3);
-  db2 = testDb(3);
-  // Keys stay cached far longer than any test: only the revocation feed can make a revoked key fail quickly.
-  config = testConfig({ AUTH_CACHE_MS: '600000', ...SERVE_LIVE });
-  one = await startApi(db, config);
-  two = await startApi(db2, config);
   t = await makeTenant(db);
   await db.update(organizations).set({ rateLimitPerMinute: 100_000, rateLimitBurst: 10_000 }).where(eq(organizations.id, t.organizationId));
-});
-afterAll(async () => {
-  await one?.close();
-  await two?.close();
-  await closeDb(db);
-  await closeDb(db2);
 });
 
 async function expect401(res: Response, detail?: RegExp) {

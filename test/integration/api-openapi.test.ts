@@ -14,7 +14,7 @@ import { applyRecords } from '../../db/apply';
 import { organizations } from '../../db/schema';
 import { startApi, type TestServer } from '../support/api-server';
 import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
-import { leaseInput, propertyInput, residentInput, unitInput } from '../support/fixtures';
+import { leaseInput, leaseResidents, propertyInput, residentInput, unitInput } from '../support/fixtures';
 
 type Json = Record<string, any>;
 let db: Db;
@@ -48,10 +48,7 @@ beforeAll(async () => {
         leaseInput('L1', {
           property: 'P1',
           unit: 'U1',
-          residents: [
-            { x_id: 'R1', role: 'primary' },
-            { x_id: 'R2', role: 'responsible' },
-          ],
+          residents: leaseResidents('R1', 'R2'),
         }),
         leaseInput('L2', { property: 'P1', unit: 'U2', residents: [] }, { balance: null, start_date: null, is_renewal: null, previous_lease_x_id: 'L1' }),
       ])

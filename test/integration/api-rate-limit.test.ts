@@ -5,32 +5,23 @@
  * refill, overrides applying at once, and organizations not affecting each other.
  */
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { organizations } from '../../db/schema';
-import { createIntegration } from '../../db/tenants';
-import { startApi, type TestServer } from '../support/api-server';
-import { makeTenant, testConfig, testDb, testKeyring, type Tenant } from '../support/context';
+import type { TestServer } from '../support/api-server';
+import { makeTenant, type Tenant } from '../support/context';
+import { unsyncedIntegration } from '../support/fixtures';
+import { onServices } from '../support/services';
 
 let db: Db;
-let db2: Db;
 let config: Config;
 let one: TestServer;
 let two: TestServer;
 
-beforeAll(async () => {
-  db = testDb(3);
-  db2 = testDb(3);
-  config = testConfig();
-  one = await startApi(db, config);
-  two = await startApi(db2, config);
-});
-afterAll(async () => {
-  await one?.close();
-  await two?.close();
-  await closeDb(db);
-  await closeDb(db2);
+onServices({ pool: 3, apis: true }, (s) => {
+  ({ db, config } = s);
+  [one, two] = s.apis;
 });
 
 async function limited(t: Tenant, perMinute: number | null, burst: number | null) {
@@ -104,17 +95,7 @@ describe('org-wide rate limit', () => {
     const t = await makeTenant(db, { plan: 'starter' });
     const first = await one.get('/v1/leases', { key: t.key });
     expect(headersOf(first)).toMatchObject({ perMinute: 120, burst: 12, window: 6, remaining: 11 });
-    await createIntegration(
-      db,
-      {
-        organizationId: t.organizationId,
-        mode: 'live',
-        plan: 'scale',
-        sourceType: 'entrata',
-        sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' },
-      },
-      testKeyring(),
-    );
+    await unsyncedIntegration(db, t.organizationId, { mode: 'live', plan: 'scale', source: 'entrata' });
     // The limit is read with each reservation; a starter bucket reserves one token at a time.
     const next = await one.get('/v1/leases', { key: t.key });
     expect(headersOf(next).perMinute).toBe(600);

@@ -19,7 +19,6 @@ import { closeDb, type Db } from '../../db/client';
 import { getRun, insertAutomation, type AutomationRow } from '../../db/automations';
 import { newId } from '../../db/ids';
 import { automationRuns, events } from '../../db/schema';
-import { createSubscription } from '../../db/webhooks';
 import { automationRunWorkflowIdOf, automationScheduleIdOf } from '../../domain/contract';
 import { csvColumns, MONEY_FIELDS, RECORD_FIELDS } from '../../domain/automations';
 import type { Entity } from '../../domain/cdm';
@@ -28,7 +27,7 @@ import { createAutomationWorker } from '../../worker/roles/automations';
 import { startApi, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
 import { runSync, sandboxIntegration, startTestWorker, until, type SandboxIntegration, type TestWorker } from '../support/sync';
-import { startReceiver, startWebhookStack, type Receiver, type WebhookStack } from '../support/webhooks';
+import { startReceiver, startWebhookStack, type Receiver, storeSubscription, type WebhookStack } from '../support/webhooks';
 import { getJson, keyFor } from '../support/writes';
 
 let db: Db;
@@ -68,17 +67,7 @@ beforeAll(async () => {
   stack.orgs.add(s.row.organizationId);
   await runSync(syncs, db, s.row);
   key = await keyFor(db, s.row.organizationId);
-  await createSubscription(
-    db,
-    {
-      organizationId: s.row.organizationId,
-      integrationId: s.row.id,
-      url: subscriber.url,
-      eventTypes: ['AUTOMATION_COMPLETED', 'AUTOMATION_FAILED'],
-      description: null,
-    },
-    testKeyring(),
-  );
+  await storeSubscription(db, s.row, subscriber.url, { eventTypes: ['AUTOMATION_COMPLETED', 'AUTOMATION_FAILED'] });
 }, 120_000);
 afterAll(async () => {
   await stopExports?.();

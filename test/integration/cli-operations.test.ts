@@ -15,12 +15,13 @@ import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationPollDelayMs } from '../../cli/progress';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { acceptOperation, getOperation, moveOperation, operationJson, requestHashOf, type OperationRow } from '../../db/operations';
 import type { OperationType } from '../../domain/operations';
-import { startApi, type TestServer } from '../support/api-server';
+import type { TestServer } from '../support/api-server';
 import { runCli, type CliRun } from '../support/cli';
-import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
+import { makeTenant, type Tenant } from '../support/context';
+import { onServices } from '../support/services';
 import { until } from '../support/until';
 
 type Json = Record<string, any>;
@@ -38,10 +39,8 @@ let proxy: { url: string; server: Server };
 /** Each GET of an Operation through the proxy: when it arrived and what it answered. */
 const polls: { id: string; at: number; status: string; attempts: number }[] = [];
 
+onServices({ pool: 3, api: true }, (s) => ({ db, config, api } = s));
 beforeAll(async () => {
-  db = testDb(3);
-  config = testConfig();
-  api = await startApi(db, config);
   doc = (await (await api.get('/admin/v1/openapi.json')).json()) as Json;
   ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
@@ -50,8 +49,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await new Promise((r) => proxy?.server.close(r));
-  await api?.close();
-  await closeDb(db);
 });
 
 /** Forwards GETs to the API, noting every Operation read with the state it returned. */

@@ -5,10 +5,10 @@
  */
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { expect, inject, it } from 'vitest';
 import type { Config } from '../../config';
 import type { TestServer } from '../support/api-server';
-import { startStack, type Stack } from '../support/sync';
+import { onServices } from '../support/services';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
@@ -27,33 +27,18 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   });
 }
 
-let stack: Stack;
+onServices({ pool: 4, sandbox: true, api: true, worker: true }, (s) => ({ config, api } = s));
 
-beforeAll(async () => {
-  stack = await startStack();
-  ({ config, api } = stack);
-});
-afterAll(async () => stack?.stop());
+/** A new organization's test-mode integration on the enterprise plan, made with the CLI: `source` is its source's flags. */
+async function integrationOf(orgName: string, source: string[]): Promise<{ id: string }> {
+  const org = JSON.parse((await cli(['org', 'create', '--name', orgName])).stdout);
+  const created = await cli(['integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'enterprise', ...source, '--no-initial-sync']);
+  expect(created.code, created.stderr).toBe(0);
+  return JSON.parse(created.stdout);
+}
 
 it('follows a run to success with progress on stderr and the final job on stdout', async () => {
-  const org = JSON.parse((await cli(['org', 'create', '--name', 'Waiter'])).stdout);
-  const created = await cli([
-    'integration',
-    'create',
-    '--org',
-    org.id,
-    '--mode',
-    'test',
-    '--plan',
-    'enterprise',
-    '--source',
-    'sandbox',
-    '--size',
-    '40',
-    '--no-initial-sync',
-  ]);
-  expect(created.code, created.stderr).toBe(0);
-  const integration = JSON.parse(created.stdout);
+  const integration = await integrationOf('Waiter', ['--source', 'sandbox', '--size', '40']);
 
   const r = await cli(['sync', 'run', integration.id, '--wait', '--poll-ms', '100']);
   expect(r.code, r.stderr).toBe(0);
@@ -71,26 +56,7 @@ it('follows a run to success with progress on stderr and the final job on stdout
 });
 
 it('draws a live bar when stderr is a terminal', async () => {
-  const org = JSON.parse((await cli(['org', 'create', '--name', 'Terminal'])).stdout);
-  const integration = JSON.parse(
-    (
-      await cli([
-        'integration',
-        'create',
-        '--org',
-        org.id,
-        '--mode',
-        'test',
-        '--plan',
-        'enterprise',
-        '--source',
-        'sandbox',
-        '--size',
-        '30',
-        '--no-initial-sync',
-      ])
-    ).stdout,
-  );
+  const integration = await integrationOf('Terminal', ['--source', 'sandbox', '--size', '30']);
   // util-linux `script` gives the CLI a pseudo-terminal; everything it writes comes back on one stream.
   const command = [TSX, 'cli/main.ts', 'sync', 'run', integration.id, '--wait', '--poll-ms', '100', '--url', api.url, '--token', config.ADMIN_TOKEN].join(' ');
   const out: string = await new Promise((done, fail) =>
@@ -107,26 +73,8 @@ it('draws a live bar when stderr is a terminal', async () => {
 });
 
 it('exits 1 with the job error when the run fails', async () => {
-  const org = JSON.parse((await cli(['org', 'create', '--name', 'Failing'])).stdout);
   // The sandbox refuses a wrong API key: a permanent source failure, so the run fails at once.
-  const created = await cli([
-    'integration',
-    'create',
-    '--org',
-    org.id,
-    '--mode',
-    'test',
-    '--plan',
-    'enterprise',
-    '--source',
-    'entrata',
-    '--base-url',
-    inject('sandboxUrl'),
-    '--api-key',
-    'not-a-sandbox-key',
-    '--no-initial-sync',
-  ]);
-  const integration = JSON.parse(created.stdout);
+  const integration = await integrationOf('Failing', ['--source', 'entrata', '--base-url', inject('sandboxUrl'), '--api-key', 'not-a-sandbox-key']);
   const r = await cli(['sync', 'run', integration.id, '--wait', '--poll-ms', '100']);
   expect(r.code).toBe(1);
   const job = JSON.parse(r.stdout);

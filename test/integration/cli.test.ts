@@ -3,16 +3,14 @@
  * HTTP, with Postgres and the Temporal dev server behind it. Checks stdout JSON, stderr lines and exit codes.
  */
 import { createServer, type AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
 import { scheduleIdOf } from '../../domain/contract';
-import { startApi, type TestServer } from '../support/api-server';
-import { runCli, type CliRun } from '../support/cli';
-import { testConfig, testDb } from '../support/context';
+import type { TestServer } from '../support/api-server';
+import { ok, runCli, type CliRun } from '../support/cli';
+import { onServices } from '../support/services';
 
-let db: Db;
 let config: Config;
 let api: TestServer;
 let temporal: Client;
@@ -29,23 +27,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const ok = (r: CliRun) => {
-  expect(r.code, r.stderr).toBe(0);
-  expect(r.stderr).toBe('');
-  return r.json;
-};
-
-beforeAll(async () => {
-  db = testDb(3);
-  config = testConfig();
-  api = await startApi(db, config);
-  temporal = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS! }) });
-});
-afterAll(async () => {
-  await api?.close();
-  await temporal?.connection.close();
-  await closeDb(db);
-});
+onServices({ pool: 3, api: true, temporal: true }, (s) => ({ config, api, temporal } = s));
 
 describe('help', () => {
   it('is available at every level and exits 0', async () => {

@@ -26,6 +26,7 @@ import {
   type SourceDialect,
   type SourceSettings,
 } from '../../source';
+import { APPLICANT } from '../support/fixtures';
 
 const ENTITIES: Entity[] = ['property', 'unit', 'resident', 'lease'];
 const LEASE_STATUSES = ['pending', 'active', 'notice', 'ended', 'cancelled', 'terminated', 'evicted'];
@@ -107,17 +108,10 @@ async function leaseInput(conn: SourceConnector, unit: InputOf['unit'], over: Pa
     lease_term_id: (o.lease_terms.find((t) => /12/.test(t.label)) ?? o.lease_terms[0]!).value,
     floorplan_id: space.floorplan_id!,
     unit_space_id: unit.x_id,
-    first_name: 'Katherine',
-    last_name: 'Johnson',
     customer_relationship_type_id: o.customer_relationship_types[0]!.value,
-    phone_number: '757-555-0142',
     phone_number_type_id: o.phone_number_types.find((t) => /mobile/i.test(t.label))!.value,
     address_type_id: o.address_types[0]!.value,
-    street_line_1: '1 Langley Blvd',
-    city: 'Hampton',
-    state: 'Virginia',
-    state_code: 'VA',
-    postal_code: '23681',
+    ...APPLICANT,
     ...over,
   };
 }
@@ -341,7 +335,7 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
 
     it('creates and updates a unit, read back through the same mapping', async () => {
       const property = units[0]!.property_x_id!;
-      const u = await conn.create('unit', {
+      const created = {
         property_x_id: property,
         unit_number: 'W-1',
         bedrooms: 2,
@@ -349,19 +343,10 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
         square_feet: 880,
         note: 'New build',
         market_rent: { amount: 155050, currency: 'USD' },
-      });
+      };
+      const u = await conn.create('unit', created);
       expect(u.related).toEqual([]);
-      expect(await conn.readOne('unit', u.x_id)).toMatchObject({
-        x_id: u.x_id,
-        property_x_id: property,
-        unit_number: 'W-1',
-        bedrooms: 2,
-        bathrooms: 1,
-        square_feet: 880,
-        note: 'New build',
-        market_rent: { amount: 155050, currency: 'USD' },
-        status: 'vacant',
-      });
+      expect(await conn.readOne('unit', u.x_id)).toMatchObject({ x_id: u.x_id, ...created, status: 'vacant' });
       expect(await conn.update('unit', u.x_id, { note: null, max_occupants: 3, market_rent: { amount: 160099, currency: 'USD' } })).toEqual({
         x_id: u.x_id,
         related: [],

@@ -13,6 +13,7 @@ import { sandboxControlClient, type SandboxControl } from '../../sandbox/control
 import { createConnector, SourcePermanentError, SourceTransientError, type LeaseCreateInput, type SourceConnector } from '../../source';
 import { toUtcIso } from '../../source/entrata/mapping';
 import { SERVICES } from '../../source/entrata/native';
+import { APPLICANT } from '../support/fixtures';
 
 const ENTITIES: Entity[] = ['property', 'unit', 'resident', 'lease'];
 let ctl: SandboxControl;
@@ -355,17 +356,10 @@ function leaseInput(unit: InputOf['unit'], floorplanId: string, over: Partial<Le
     lease_term_id: '2',
     floorplan_id: floorplanId,
     unit_space_id: unit.x_id,
-    first_name: 'Katherine',
-    last_name: 'Johnson',
     customer_relationship_type_id: '1',
-    phone_number: '757-555-0142',
     phone_number_type_id: '3',
     address_type_id: '1',
-    street_line_1: '1 Langley Blvd',
-    city: 'Hampton',
-    state: 'Virginia',
-    state_code: 'VA',
-    postal_code: '23681',
+    ...APPLICANT,
     ...over,
   };
 }

@@ -9,23 +9,21 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eq } from 'drizzle-orm';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { consoleSessions, organizations } from '../../db/schema';
 import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
 import { launchBrowser, newContext, screenshot } from '../support/browser';
-import { testConfig, testDb } from '../support/context';
-import { startTestWorker, type TestWorker } from '../support/sync';
-import { startReceiver, startWebhookStack, type Receiver, type WebhookStack } from '../support/webhooks';
-import { startWriteWorker, write, type WriteWorker } from '../support/writes';
+import { testConfig } from '../support/context';
+import { onServices } from '../support/services';
+import type { Receiver, WebhookStack } from '../support/webhooks';
+import { write } from '../support/writes';
 
 let db: Db;
 let config: Config;
 let api: TestServer;
-let syncWorker: TestWorker;
 let webhooks: WebhookStack;
-let writes: WriteWorker;
 let receiver: Receiver;
 let browser: Browser;
 let context: BrowserContext;
@@ -34,22 +32,21 @@ let page: Page;
 /** Three quick delivery attempts, then the dead letter. */
 const DELIVERY_SCHEDULE = '0,300,300';
 
+onServices(
+  {
+    pool: 6,
+    sandbox: true,
+    settings: { WEBHOOK_RETRY_SCHEDULE_MS: DELIVERY_SCHEDULE, TEMPORAL_UI_URL: 'http://temporal-ui.example:8233' },
+    api: true,
+    worker: true,
+    webhooks: true,
+    writes: true,
+    receiver: true,
+  },
+  (s) => ({ db, config, api, webhooks, receiver } = s),
+);
 beforeAll(async () => {
-  db = testDb(6);
-  config = testConfig({
-    SANDBOX_URL: inject('sandboxUrl'),
-    SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken'),
-    WEBHOOK_RETRY_SCHEDULE_MS: DELIVERY_SCHEDULE,
-    TEMPORAL_UI_URL: 'http://temporal-ui.example:8233',
-  });
-  [api, syncWorker, webhooks, writes, receiver, browser] = await Promise.all([
-    startApi(db, config),
-    startTestWorker(config, db),
-    startWebhookStack(config, db),
-    startWriteWorker(config, db),
-    startReceiver(),
-    launchBrowser(),
-  ]);
+  browser = await launchBrowser();
   context = await newContext(browser);
   // Whatever a page logs as an error (a resource it asked for and did not get, a script that threw, a blocked load)
   // fails the test that opened it: an operator would see it in the browser's console. Chrome also logs each answer
@@ -76,12 +73,6 @@ afterEach(() => {
 afterAll(async () => {
   await context?.close();
   await browser?.close();
-  await receiver?.close();
-  await writes?.stop();
-  await webhooks?.stop();
-  await syncWorker?.stop();
-  await api?.close();
-  await closeDb(db);
 });
 
 const at = (path: string) => `${api.url}${path}`;

@@ -4,35 +4,23 @@
  * side), and sees each of its organization's events exactly once, SYNC_COMPLETE after the run's changes.
  */
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import { expect, it } from 'vitest';
+import type { Db } from '../../db/client';
 import { events } from '../../db/schema';
 import { createApiKey } from '../../db/tenants';
-import { startApi, type TestServer } from '../support/api-server';
-import { testConfig, testDb } from '../support/context';
-import { runSync, sandbox, sandboxIntegration, startTestWorker, type TestWorker } from '../support/sync';
+import type { TestServer } from '../support/api-server';
+import { onServices } from '../support/services';
+import { runSync, sandbox, sandboxIntegration, type TestWorker } from '../support/sync';
+import type { WebhookStack } from '../support/webhooks';
 import { until } from '../support/until';
-import { startWebhookStack, type WebhookStack } from '../support/webhooks';
 
 let db: Db;
-let config: Config;
 let worker: TestWorker;
 let stack: WebhookStack;
 let api: TestServer;
 
-beforeAll(async () => {
-  db = testDb(8);
-  config = testConfig({ WORKER_RECONCILE_SCHEDULES: 'false' });
-  worker = await startTestWorker(config, db);
-  stack = await startWebhookStack(config, db);
-  api = await startApi(db, config);
-});
-afterAll(async () => {
-  await api?.close();
-  await stack?.stop();
-  await worker?.stop();
-  await closeDb(db);
+onServices({ pool: 8, settings: { WORKER_RECONCILE_SCHEDULES: 'false' }, worker: true, webhooks: true, api: true }, (s) => {
+  ({ db, worker, webhooks: stack, api } = s);
 });
 
 async function page(key: string, after: string | undefined): Promise<{ results: { id: string; type: string }[]; meta: { hasMore: boolean } }> {

@@ -6,36 +6,25 @@
  */
 import { randomUUID } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import { describe, expect, it } from 'vitest';
+import type { Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { applyRecords } from '../../db/apply';
 import { events } from '../../db/schema';
 import { createApiKey, createIntegration, type IntegrationRow } from '../../db/tenants';
 import { RETENTION_MS } from '../../domain/webhooks';
-import { startApi, type TestServer } from '../support/api-server';
-import { makeTenant, SERVE_LIVE, testConfig, testDb, testKeyring, type Tenant } from '../support/context';
-import { propertyInput } from '../support/fixtures';
+import type { TestServer } from '../support/api-server';
+import { makeTenant, SERVE_LIVE, testKeyring, type Tenant } from '../support/context';
+import { propertyInput, unsyncedIntegration } from '../support/fixtures';
+import { onServices } from '../support/services';
+import { recordEvents, residentUpdates, type WebhookStack } from '../support/webhooks';
 import { until } from '../support/until';
-import { recordEvents, residentUpdates, startWebhookStack, type WebhookStack } from '../support/webhooks';
 
 let db: Db;
-let config: Config;
 let api: TestServer;
 let stack: WebhookStack;
 
-beforeAll(async () => {
-  db = testDb(12);
-  config = testConfig(SERVE_LIVE);
-  api = await startApi(db, config);
-  stack = await startWebhookStack(config, db);
-});
-afterAll(async () => {
-  await stack?.stop();
-  await api?.close();
-  await closeDb(db);
-});
+onServices({ pool: 12, settings: SERVE_LIVE, api: true, webhooks: true }, (s) => ({ db, api, webhooks: stack } = s));
 
 async function tenant(opts: { mode?: 'test' | 'live' } = {}): Promise<Tenant> {
   const t = await makeTenant(db, { plan: 'scale', ...opts });
@@ -109,17 +98,7 @@ describe('GET /v1/events', () => {
 
   it('pages with after and limit, filters by types, integration_id and created_at bounds', async () => {
     const t = await tenant();
-    const other = await createIntegration(
-      db,
-      {
-        organizationId: t.organizationId,
-        mode: 'test',
-        plan: 'scale',
-        sourceType: 'sandbox',
-        sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-      },
-      testKeyring(),
-    );
+    const other = await unsyncedIntegration(db, t.organizationId, { plan: 'scale' });
     const integ = { id: t.integrationId, organizationId: t.organizationId, mode: t.mode } as IntegrationRow;
     const a = await recordEvents(db, integ, residentUpdates(5, 'p'));
     const b = await recordEvents(db, other, [{ type: 'SYNC_COMPLETE', data: { sync_job_id: 'syj_x' } }]);
@@ -169,17 +148,7 @@ describe('GET /v1/events', () => {
   it('shows nothing across organizations and modes: lists leave them out, retrieves and cursors are 404', async () => {
     const t = await tenant();
     const stranger = await tenant();
-    const live = await createIntegration(
-      db,
-      {
-        organizationId: t.organizationId,
-        mode: 'live',
-        plan: 'scale',
-        sourceType: 'entrata',
-        sourceConfig: { base_url: 'https://pms.example.com', api_key: 'unused' },
-      },
-      testKeyring(),
-    );
+    const live = await unsyncedIntegration(db, t.organizationId, { mode: 'live', plan: 'scale', source: 'entrata' });
     const { key: liveKey } = await createApiKey(db, { organizationId: t.organizationId, mode: 'live' });
     const mine = await recordEvents(db, { id: t.integrationId, organizationId: t.organizationId, mode: 'test' } as IntegrationRow, residentUpdates(2, 'm'));
     const theirs = await recordEvents(

@@ -18,13 +18,12 @@ import { closeDb, type Db } from '../../db/client';
 import { listRecords, retrieveRecord, type CommonListQuery, type FiltersOf } from '../../db/queries';
 import { applyRecords, type ApplyContext } from '../../db/apply';
 import { softDeleteUnseen } from '../../db/seen';
-import { createIntegration } from '../../db/tenants';
 import { exportFileName, MONEY_FIELDS, RECORD_FIELDS } from '../../domain/automations';
 import type { Entity, InputOf } from '../../domain/cdm';
 import { LIST_QUERIES } from '../../domain/filters';
 import { sealAutomationHeaders } from '../../domain/secrets';
 import { makeTenant, testDb, testKeyring, type Tenant } from '../support/context';
-import { leaseInput, propertyInput, residentInput, unitInput } from '../support/fixtures';
+import { leaseInput, leaseResidents, propertyInput, residentInput, unitInput, unsyncedIntegration } from '../support/fixtures';
 import { until } from '../support/sync';
 
 type Ref = { id: string; organizationId: string; mode: 'test' | 'live' };
@@ -52,8 +51,6 @@ async function apply<E extends Entity>(integration: Ref, entity: E, inputs: Inpu
   const ctx: ApplyContext = { integration, emitEvents: false, now, syncJobId };
   return db.transaction((tx) => applyRecords(tx, ctx, entity, inputs));
 }
-
-const people = (...xs: string[]) => xs.map((x_id, i) => ({ x_id, role: i === 0 ? 'primary' : 'responsible' }));
 
 /** Values a CSV writer gets wrong: delimiters, quotes, line breaks, non-ASCII, padding, numbers-as-text, "" vs null. */
 const AWKWARD = 'Comma, "Quoted" Place\nLine 2 – café 🏠';
@@ -114,7 +111,7 @@ const seed: { [E in Entity]: InputOf[E][][] } = {
     [
       leaseInput(
         'L1',
-        { property: 'P1', unit: 'U1', residents: people('R1', 'R2') },
+        { property: 'P1', unit: 'U1', residents: leaseResidents('R1', 'R2') },
         {
           notes: 'Line1\r\nLine2, "x"',
           concessions: '1 month free; 50% off',
@@ -126,34 +123,40 @@ const seed: { [E in Entity]: InputOf[E][][] } = {
           end_date: null,
         },
       ),
-      leaseInput('L2', { property: 'P1', unit: 'U2', residents: people('R2') }, { status: 'pending', start_date: '2025-03-01', end_date: '2026-02-28' }),
+      leaseInput(
+        'L2',
+        { property: 'P1', unit: 'U2', residents: leaseResidents('R2') },
+        { status: 'pending', start_date: '2025-03-01', end_date: '2026-02-28' },
+      ),
       leaseInput(
         'L3',
-        { property: 'P2', unit: 'U3', residents: people('R3') },
+        { property: 'P2', unit: 'U3', residents: leaseResidents('R3') },
         { status: 'active', start_date: '2025-03-01', end_date: null, is_renewal: null },
       ),
     ],
     [
-      leaseInput('L4', { property: 'P3', unit: 'U4', residents: people('R4') }, { status: 'ended', start_date: '2024-01-01', end_date: '2024-12-31' }),
+      leaseInput('L4', { property: 'P3', unit: 'U4', residents: leaseResidents('R4') }, { status: 'ended', start_date: '2024-01-01', end_date: '2024-12-31' }),
       leaseInput(
         'L5',
-        { property: 'P3', unit: 'U5', residents: people('R5', 'R4') },
+        { property: 'P3', unit: 'U5', residents: leaseResidents('R5', 'R4') },
         { status: 'active', start_date: '2025-06-01', end_date: '2025-12-31', is_renewal: false },
       ),
     ],
-    [leaseInput('LX', { property: 'P3', unit: 'U4', residents: people('RX') }, { status: 'active', start_date: '2025-05-01' })],
+    [leaseInput('LX', { property: 'P3', unit: 'U4', residents: leaseResidents('RX') }, { status: 'active', start_date: '2025-05-01' })],
   ],
 };
+
+/** Another test-mode integration of A's organization, with nothing in it. */
+async function another(): Promise<Ref> {
+  return { id: (await unsyncedIntegration(db, a.organizationId, { plan: 'scale' })).id, organizationId: a.organizationId, mode: 'test' };
+}
 
 beforeAll(async () => {
   db = testDb(4);
   a = await makeTenant(db);
   A = { id: a.integrationId, organizationId: a.organizationId, mode: 'test' };
-  const source = { base_url: 'http://127.0.0.1:1', api_key: 'unused' };
-  const more = async () =>
-    (await createIntegration(db, { organizationId: a.organizationId, mode: 'test', plan: 'scale', sourceType: 'sandbox', sourceConfig: source }, ring)).id;
-  A2 = { id: await more(), organizationId: a.organizationId, mode: 'test' };
-  A3 = { id: await more(), organizationId: a.organizationId, mode: 'test' };
+  A2 = await another();
+  A3 = await another();
   live = await makeTenant(db, { mode: 'live' });
 
   let second = 0;
@@ -171,7 +174,7 @@ beforeAll(async () => {
   await apply(A2, 'property', [propertyInput('QP', { name: 'Same' })], at(1));
   await apply(A2, 'unit', [unitInput('QU', 'QP', { unit_number: '101' })], at(2));
   await apply(A2, 'resident', [residentInput('QR', 'QP', { last_name: 'Adams' })], at(3));
-  await apply(A2, 'lease', [leaseInput('QL', { property: 'QP', unit: 'QU', residents: people('QR') }, { start_date: '2025-03-01' })], at(4));
+  await apply(A2, 'lease', [leaseInput('QL', { property: 'QP', unit: 'QU', residents: leaseResidents('QR') }, { start_date: '2025-03-01' })], at(4));
   // 57 residents in three creations (so created_at ties), a quarter without a last name, many sharing one.
   await apply(A3, 'property', [propertyInput('BP')], at(1));
   for (let batch = 0; batch < 3; batch++) {
@@ -507,23 +510,7 @@ describe('formula escaping for spreadsheets', () => {
   };
   let F: Ref;
   beforeAll(async () => {
-    F = {
-      id: (
-        await createIntegration(
-          db,
-          {
-            organizationId: a.organizationId,
-            mode: 'test',
-            plan: 'scale',
-            sourceType: 'sandbox',
-            sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-          },
-          ring,
-        )
-      ).id,
-      organizationId: a.organizationId,
-      mode: 'test',
-    };
+    F = await another();
     await apply(F, 'property', [propertyInput('-P1', { ...FORMULAS, latitude: -30.5, longitude: -97.25, year_built: -1 })], at(1));
   });
   const cell = (header: (string | null)[], row: (string | null)[], name: string) => row[header.indexOf(name)];
@@ -565,23 +552,7 @@ describe('formula escaping for spreadsheets', () => {
 describe('one snapshot', () => {
   it('a record whose sort value changes while the file is written is neither skipped nor repeated; the file is the cache as it was', async () => {
     // Residents large enough (about 60 MB of CSV) that Postgres is still writing when the destination stops reading.
-    const S: Ref = {
-      id: (
-        await createIntegration(
-          db,
-          {
-            organizationId: a.organizationId,
-            mode: 'test',
-            plan: 'scale',
-            sourceType: 'sandbox',
-            sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-          },
-          ring,
-        )
-      ).id,
-      organizationId: a.organizationId,
-      mode: 'test',
-    };
+    const S = await another();
     const N = 40_000;
     await db.$client`
       insert into residents (id, organization_id, integration_id, mode, x_id, content_hash, created_at, updated_at, first_name, last_name)

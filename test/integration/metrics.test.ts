@@ -10,17 +10,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import { and, eq, isNull } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { parse } from 'yaml';
-import { closeDb, createDb, type Db } from '../../db/client';
-import { migrateDatabase } from '../../db/migrate';
+import type { Db } from '../../db/client';
 import { TABLES } from '../../db/records';
 import { webhookDeliveries } from '../../db/schema';
 import { createApiKey } from '../../db/tenants';
 import { ENTITIES } from '../../domain/cdm';
 import { freePort, Processes, spawnWorker } from '../support/faults';
 import { scrape, type Scrape } from '../support/metrics';
+import { onOwnDatabase } from '../support/services';
 import { sandboxIntegration, until, type SandboxIntegration } from '../support/sync';
 import { startReceiver, type Receiver } from '../support/webhooks';
 
@@ -40,12 +39,7 @@ let tenant: SandboxIntegration;
 let key = '';
 
 /** A database of this file's own: the facts (backlogs, dead letters) are then exactly what this file did. */
-async function ownDatabase(): Promise<string> {
-  const url = new URL(inject('adminDatabaseUrl'));
-  url.pathname = `/propsync_metrics_${randomUUID().slice(0, 8)}`;
-  await migrateDatabase(url.toString());
-  return url.toString();
-}
+onOwnDatabase('metrics', (own) => ({ url: dbUrl, db } = own));
 
 async function admin(method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${api.url}/admin/v1${path}`, {
@@ -58,24 +52,7 @@ async function admin(method: string, path: string, body?: unknown): Promise<any>
   return json;
 }
 
-async function ready(url: string, child: ChildProcess, timeoutMs = 120_000): Promise<void> {
-  await until(
-    `${url} to answer`,
-    async () => {
-      if (!procs.running.has(child)) throw new Error(`the process exited: ${procs.stderr.get(child)}`);
-      return (
-        (await fetch(url)
-          .then((r) => r.ok)
-          .catch(() => false)) || undefined
-      );
-    },
-    timeoutMs,
-  );
-}
-
 beforeAll(async () => {
-  dbUrl = await ownDatabase();
-  db = createDb(dbUrl, { max: 3 });
   const [port, metricsPort, workerPort] = [await freePort(), await freePort(), await freePort()];
   const taskQueue = `test-${randomUUID()}`;
   const common = {
@@ -109,21 +86,14 @@ beforeAll(async () => {
   failing.reply(() => 500);
   tenant = await sandboxIntegration(db, { size: 12 });
   key = (await createApiKey(db, { organizationId: tenant.row.organizationId, mode: 'test' })).key;
-  await ready(`${api.url}/healthz`, child);
-  await ready(workerMetrics, worker);
+  await procs.answering(`${api.url}/healthz`, child);
+  await procs.answering(workerMetrics, worker);
 }, 180_000);
 
 afterAll(async () => {
   await procs.killAll();
   await ok?.close();
   await failing?.close();
-  if (db) await closeDb(db);
-  if (dbUrl) {
-    const name = new URL(dbUrl).pathname.slice(1);
-    const sql = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
-    await sql.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {});
-    await sql.end();
-  }
 });
 
 /** Scrape until `ready` holds (gauges are cached for a few seconds), then return that scrape. */
@@ -244,18 +214,23 @@ describe('metrics', () => {
     expect(requests('GET', 'unmatched', '4xx')).toBe(1);
     expect(requests('POST', '/admin/v1/integrations/{id}/syncs', '2xx')).toBe(1);
     expect(requests('POST', '/admin/v1/integrations/{id}/webhook_subscriptions', '2xx')).toBe(2);
-    expect(apiNow.value('propsync_webhook_deliveries_pending')).toBe(0);
-    expect(apiNow.value('propsync_webhook_deliveries_in_flight')).toBe(0);
-    expect(apiNow.value('propsync_webhook_deliveries_retrying')).toBe(0);
-    expect(apiNow.value('propsync_operation_oldest_queued_age_seconds')).toBe(0);
-    expect(apiNow.value('propsync_records_quarantined')).toBe(0);
-    expect(apiNow.value('propsync_integrations_failing')).toBe(0);
-    expect(apiNow.value('propsync_integrations_sync_overdue')).toBe(0);
-    expect(apiNow.value('propsync_sync_runs_retrying')).toBe(0);
-    expect(apiNow.value('propsync_webhook_circuits_open')).toBe(0);
-    expect(apiNow.value('propsync_webhook_circuit_open_oldest_seconds')).toBe(0);
+    // Nothing waits, fails or is refused any more.
+    for (const idle of [
+      'propsync_webhook_deliveries_pending',
+      'propsync_webhook_deliveries_in_flight',
+      'propsync_webhook_deliveries_retrying',
+      'propsync_operation_oldest_queued_age_seconds',
+      'propsync_records_quarantined',
+      'propsync_integrations_failing',
+      'propsync_integrations_sync_overdue',
+      'propsync_sync_runs_retrying',
+      'propsync_webhook_circuits_open',
+      'propsync_webhook_circuit_open_oldest_seconds',
+      'propsync_rate_limited_requests_total',
+    ]) {
+      expect(apiNow.value(idle), idle).toBe(0);
+    }
     expect(apiNow.value('propsync_health_facts_up')).toBe(1);
-    expect(apiNow.value('propsync_rate_limited_requests_total')).toBe(0);
     expect(apiNow.all('propsync_webhook_subscription_deliveries_pending')).toEqual([]);
     expect(apiNow.value('process_resident_memory_bytes')).toBeGreaterThan(0);
 

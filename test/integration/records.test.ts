@@ -7,7 +7,7 @@ import { toRecords } from '../../db/serialize';
 import type { LeaseInput } from '../../domain/cdm';
 import { events, leases } from '../../db/schema';
 import { makeTenant, testDb, type Tenant } from '../support/context';
-import { leaseInput, propertyInput, residentInput, unitInput } from '../support/fixtures';
+import { leaseInput, leaseResidents, propertyInput, residentInput, unitInput } from '../support/fixtures';
 import { until } from '../support/sync';
 
 let db: Db;
@@ -34,10 +34,7 @@ describe('applyRecords', () => {
         leaseInput('L1', {
           property: 'P1',
           unit: 'U1',
-          residents: [
-            { x_id: 'R1', role: 'primary' },
-            { x_id: 'R2', role: 'responsible' },
-          ],
+          residents: leaseResidents('R1', 'R2'),
         }),
       ]);
       expect(r.created).toBe(1);
@@ -108,16 +105,18 @@ describe('applyRecords', () => {
     });
     const first = await db.transaction((tx) => applyRecords(tx, ctx(true), 'lease', [lease]));
     expect(first.created).toBe(1);
-    const before = (
-      await toRecords(
-        db,
-        'lease',
-        await db
-          .select()
-          .from(leases)
-          .where(eq(leases.id, first.ids.get('L9')!)),
-      )
-    )[0]!;
+    const stored = async () =>
+      (
+        await toRecords(
+          db,
+          'lease',
+          await db
+            .select()
+            .from(leases)
+            .where(eq(leases.id, first.ids.get('L9')!)),
+        )
+      )[0]!;
+    const before = await stored();
     expect(before.unit_id).toBeNull();
     expect(before.residents.map((p) => p.x_id)).toEqual(['R1']);
     // Still nothing to point at: no change, no event, however often the record comes by.
@@ -133,16 +132,7 @@ describe('applyRecords', () => {
     const [ev] = await db.select().from(events).where(eq(events.id, filled.eventIds[0]!));
     expect(ev!.type).toBe('LEASE_UPDATED');
     expect((ev!.data as { changed: string[] }).changed.sort()).toEqual(['resident_ids', 'residents', 'unit_id']);
-    const after = (
-      await toRecords(
-        db,
-        'lease',
-        await db
-          .select()
-          .from(leases)
-          .where(eq(leases.id, first.ids.get('L9')!)),
-      )
-    )[0]!;
+    const after = await stored();
     expect(after.unit_id).toMatch(/^unt_/);
     expect(after.residents.map((p) => p.x_id)).toEqual(['R1', 'R9']);
     // Resolved now: the next sighting is unchanged again.

@@ -8,14 +8,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { eq } from 'drizzle-orm';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { closeDb, createDb, type Db } from '../../db/client';
-import { migrateDatabase } from '../../db/migrate';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../db/client';
 import { insertAutomation } from '../../db/automations';
 import { automations, integrations, organizations, webhookSubscriptions } from '../../db/schema';
 import { resealStoredSecrets } from '../../db/secrets';
 import { createKeyring, kidOf, openAutomationHeaders, openSigningSecret, openSourceConfig, places, type EncryptionKey } from '../../domain/secrets';
+import { onOwnDatabase } from '../support/services';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const k0: EncryptionKey = { kid: 'k0', key: randomBytes(32) };
@@ -27,21 +26,10 @@ let url: string;
 let db: Db;
 let orgId: string;
 
+onOwnDatabase('reseal', (own) => ({ url, db } = own), 2);
 beforeAll(async () => {
-  const u = new URL(inject('databaseUrl'));
-  u.pathname = `/propsync_reseal_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-  url = u.toString();
-  await migrateDatabase(url);
-  db = createDb(url, { max: 2 });
   const [org] = await db.insert(organizations).values({ name: 'reseal' }).returning();
   orgId = org!.id;
-});
-
-afterAll(async () => {
-  if (db) await closeDb(db);
-  const admin = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`drop database if exists "${new URL(url).pathname.slice(1)}" with (force)`).catch(() => {});
-  await admin.end();
 });
 
 /** An integration row written as an older version of the service would have (no encryption, or another key). */

@@ -5,14 +5,14 @@
  * the embedded Postgres included, and finds the same organization on the next start.
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freePort, Processes } from '../support/faults';
+import { descendants, freePort, Processes } from '../support/faults';
 import { until } from '../support/until';
 import { DEV_ADMIN_TOKEN } from '../../config';
 
@@ -147,32 +147,6 @@ function waitForOutput(run: Run, pattern: RegExp, timeoutMs: number): Promise<Re
     },
     { timeoutMs, intervalMs: 250, detail: tail },
   );
-}
-
-/** Every live process below `pid` (Linux /proc). */
-function descendants(pid: number): number[] {
-  const parentOf = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const found: number[] = [];
-  const queue = [pid];
-  while (queue.length > 0) {
-    const p = queue.shift()!;
-    for (const [child, parent] of parentOf) {
-      if (parent !== p) continue;
-      found.push(child);
-      queue.push(child);
-    }
-  }
-  return found;
 }
 
 function alive(pid: number): boolean {

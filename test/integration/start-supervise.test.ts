@@ -6,13 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it, inject } from 'vitest';
 import type { Db } from '../../db/client';
 import { getSyncJob } from '../../db/sync-jobs';
 import { testDb } from '../support/context';
-import { freePort, Processes } from '../support/faults';
+import { descendants, freePort, Processes } from '../support/faults';
 import { scrape } from '../support/metrics';
 import { sandbox, sandboxIntegration, until } from '../support/sync';
 
@@ -25,23 +25,9 @@ let ports: { api: number; sandbox: number; metrics: number; workerMetrics: numbe
 
 /** The live processes under `pid` (at any depth: tsx runs start.ts in a child of its own) running `script`. */
 function descendantsRunning(pid: number, script: string): number[] {
-  const parent = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+  return descendants(pid).filter((p) => {
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const under = (p: number): boolean => {
-    for (let q = parent.get(p); q !== undefined && q > 1; q = parent.get(q)) if (q === pid) return true;
-    return false;
-  };
-  return [...parent.keys()].filter((p) => {
-    try {
-      return under(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(script);
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(script);
     } catch {
       return false;
     }

@@ -4,31 +4,24 @@
  * held), and the job row the workflow will look for is committed before its start.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, type WorkflowStartOptions } from '@temporalio/client';
+import { Client, type WorkflowStartOptions } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { triggerSync, type SyncControlDeps } from '../../control/sync';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { syncJobs } from '../../db/schema';
 import { syncWorkflowIdOf } from '../../domain/contract';
-import { testDb } from '../support/context';
+import { onServices } from '../support/services';
 import { sandboxIntegration, type SandboxIntegration } from '../support/sync';
 
 let db: Db;
-let connection: Connection;
 let client: Client;
 let s: SandboxIntegration;
 const taskQueue = `test-${randomUUID()}`;
 
+onServices({ temporal: true }, (started) => ({ db, temporal: client } = started));
 beforeAll(async () => {
-  db = testDb();
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
   s = await sandboxIntegration(db, { size: 5, seed: 41 });
-});
-afterAll(async () => {
-  await connection?.close();
-  await closeDb(db);
 });
 
 interface Call {

@@ -2,8 +2,7 @@
  * A worker process killed with SIGKILL in the middle of a sync: another worker process picks the run up from its
  * last committed page, and the run ends with a cache equal to the source and every event exactly once.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { triggerSync, type SyncControlDeps } from '../../control/sync';
@@ -13,55 +12,28 @@ import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
 import { ENTITIES } from '../../domain/cdm';
 import { syncWorkflowIdOf } from '../../domain/contract';
 import { testConfig, testDb } from '../support/context';
-import { eventsOf, expectCacheEqualsSource, expectedEvents, readCache, sandbox, sandboxIntegration, until, type SandboxIntegration } from '../support/sync';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+import { Processes, spawnWorker } from '../support/faults';
+import {
+  eventsOf,
+  expectCacheEqualsSource,
+  expectEachChangeOnce,
+  expectRecordedOnce,
+  readCache,
+  sandbox,
+  sandboxIntegration,
+  type SandboxIntegration,
+  until,
+} from '../support/sync';
 
 let db: Db;
 let config: Config;
 let connection: Connection;
 let ctl: SyncControlDeps;
-const children = new Set<ChildProcess>();
-let lastStderr = '';
+const procs = new Processes();
 
 /** `npm run worker`, as a child process on this file's task queue. */
-function spawnWorker(): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: config.DATABASE_URL,
-      TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS,
-      TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
-      // This database is shared with other test files whose schedules point at their own task queues.
-      WORKER_RECONCILE_SCHEDULES: 'false',
-      // An unscoped relay would take other files' events (this database is shared) and deliver them from this
-      // worker's webhook queue, out of their order and on the default retry schedule.
-      WORKER_ROLES: 'sync,webhooks,writes,automations',
-      // Test keys only: serving live would need secrets of its own.
-      SERVED_MODES: 'test',
-      SYNC_PAGE_SIZE: '25',
-      DB_POOL_MAX: '3',
-      LOG_LEVEL: 'warn',
-      LOG_PRETTY: 'false',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
-  child.on('exit', () => {
-    children.delete(child);
-    lastStderr = stderr;
-  });
-  children.add(child);
-  return child;
-}
-
-function kill(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
+function startWorker(): ChildProcess {
+  return spawnWorker(procs, { DATABASE_URL: config.DATABASE_URL, TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS!, TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE });
 }
 
 /** Wait until the job has committed at least `records` records, but is not finished. */
@@ -69,7 +41,7 @@ async function midRun(jobId: string, records: number): Promise<SyncJobRow> {
   return until(
     `job ${jobId} to pass ${records} records`,
     async () => {
-      if (children.size === 0) throw new Error(`no worker is running; the last one said: ${lastStderr}`);
+      if (procs.running.size === 0) throw new Error(`no worker is running; the last one said: ${[...procs.stderr.values()].at(-1)}`);
       const job = await getSyncJob(db, jobId);
       if (job?.status !== 'running' && job?.status !== 'queued') throw new Error(`job ended before the kill: ${job?.status}`);
       return job.recordsSeen >= records ? job : undefined;
@@ -85,7 +57,7 @@ beforeAll(async () => {
   ctl = { db, client: new Client({ connection }), taskQueue: config.TEMPORAL_TASK_QUEUE };
 });
 afterAll(async () => {
-  await Promise.all([...children].map(kill));
+  await procs.killAll();
   await connection?.close();
   await closeDb(db);
 });
@@ -95,11 +67,11 @@ describe('a worker killed mid-sync', () => {
 
   it('first sync: the next worker finishes it with the cache equal to the source and one FIRST_SYNC_COMPLETE', async () => {
     s = await sandboxIntegration(db, { size: 600, seed: 21 });
-    const first = spawnWorker();
+    const first = startWorker();
     const job = await triggerSync(ctl, s.row);
     const at = await midRun(job.id, 300);
-    await kill(first);
-    spawnWorker();
+    await procs.kill(first);
+    startWorker();
     await ctl.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result();
     const done = (await getSyncJob(db, job.id))!;
     const cache = await expectCacheEqualsSource(db, s.row);
@@ -119,26 +91,10 @@ describe('a worker killed mid-sync', () => {
     const before = await readCache(db, s.row.id);
     const job = await triggerSync(ctl, s.row);
     await midRun(job.id, 500);
-    for (const child of [...children]) await kill(child);
-    spawnWorker();
+    for (const child of [...procs.running]) await procs.kill(child);
+    startWorker();
     await ctl.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result();
-    const done = (await getSyncJob(db, job.id))!;
-    expect(done.status).toBe('succeeded');
-    const after = await expectCacheEqualsSource(db, s.row);
-    const want = expectedEvents(before, after);
-    const got = await eventsOf(db, s.row.id, job.id);
-    const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
-    expect(
-      got
-        .filter((e) => e.type !== 'SYNC_COMPLETE')
-        .map(key)
-        .sort(),
-    ).toEqual(want.events.map(key).sort());
-    expect(got.filter((e) => e.type === 'SYNC_COMPLETE')).toHaveLength(1);
-    expect(got.at(-1)!.type).toBe('SYNC_COMPLETE');
-    expect(done).toMatchObject({ recordsNew: want.created, recordsUpdated: want.updated, recordsSoftDeleted: want.deleted });
-    expect(done.recordsSeen).toBe(ENTITIES.reduce((n, e) => n + after[e].filter((r) => r.deleted_at === null).length, 0));
-    expect(want.events.length).toBeGreaterThan(200);
+    await expectRecordedOnce(db, s.row, before, job.id);
   }, 180_000);
 
   it('SIGTERM stops a worker cleanly mid-sync; the run carries on elsewhere with every change recorded once', async () => {
@@ -146,24 +102,14 @@ describe('a worker killed mid-sync', () => {
     const before = await readCache(db, s.row.id);
     const job = await triggerSync(ctl, s.row);
     await midRun(job.id, 400);
-    const [worker] = [...children];
+    const [worker] = [...procs.running];
     const exited = new Promise<number | null>((resolve) => worker!.once('exit', (code) => resolve(code)));
     worker!.kill('SIGTERM');
     // Activities get the shutdown grace period (10 s), then are cancelled and the process exits on its own.
     expect(await exited).toBe(0);
-    spawnWorker();
+    startWorker();
     await ctl.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result();
     expect((await getSyncJob(db, job.id))!.status).toBe('succeeded');
-    const after = await expectCacheEqualsSource(db, s.row);
-    const want = expectedEvents(before, after);
-    const got = await eventsOf(db, s.row.id, job.id);
-    const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
-    expect(
-      got
-        .filter((e) => e.type !== 'SYNC_COMPLETE')
-        .map(key)
-        .sort(),
-    ).toEqual(want.events.map(key).sort());
-    expect(got.filter((e) => e.type === 'SYNC_COMPLETE')).toHaveLength(1);
+    await expectEachChangeOnce(db, s.row, before, job.id);
   }, 180_000);
 });

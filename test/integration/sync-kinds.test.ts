@@ -6,11 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { eq, sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { HashedPage, PageReader } from '../../activities/page-reader';
 import { createActivities, type StartSyncJobResult, type SyncActivityDeps } from '../../activities/sync';
 import { triggerSync } from '../../control/sync';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { databaseNow } from '../../db/clock';
 import { newId } from '../../db/ids';
 import { applyRecords } from '../../db/apply';
@@ -19,8 +19,9 @@ import { getSyncJob } from '../../db/sync-jobs';
 import type { Entity } from '../../domain/cdm';
 import { hashRecord } from '../../domain/content';
 import type { SyncKind, SyncTrigger } from '../../domain/contract';
-import { makeTenant, testConfig, testDb, testKeyring, type Tenant } from '../support/context';
+import { makeTenant, testKeyring, type Tenant } from '../support/context';
 import { propertyInput, unitInput } from '../support/fixtures';
+import { onServices } from '../support/services';
 import {
   eventsOf,
   expectCacheEqualsSource,
@@ -31,7 +32,6 @@ import {
   runSync,
   sandbox,
   sandboxIntegration,
-  startTestWorker,
   until,
   waitForJob,
   type SandboxIntegration,
@@ -40,12 +40,7 @@ import {
 
 let db: Db;
 
-beforeAll(() => {
-  db = testDb(4);
-});
-afterAll(async () => {
-  await closeDb(db);
-});
+onServices({ pool: 4 }, (s) => ({ db } = s));
 
 /** Sync activities over a page reader of the test's own (run with MockActivityEnvironment, no worker). */
 function activitiesFor(pages: PageReader, extra: Partial<SyncActivityDeps> = {}) {
@@ -143,12 +138,7 @@ describe('the claim decides the kind and the window', () => {
 
 describe('full runs of an entrata source, end to end', () => {
   let t: TestWorker;
-  beforeAll(async () => {
-    t = await startTestWorker(testConfig({ SYNC_PAGE_SIZE: '20' }), db);
-  });
-  afterAll(async () => {
-    await t?.stop();
-  });
+  onServices({ pool: 4, settings: { SYNC_PAGE_SIZE: '20' }, worker: true }, (s) => ({ worker: t } = s));
 
   it('each run is full (first and later, and when a delta is merely due), and success moves synced_through and last_full_sync_at to its window end', async () => {
     const s = await sandboxIntegration(db, { size: 6 });
@@ -168,12 +158,7 @@ describe('full runs of an entrata source, end to end', () => {
 
 describe('delta and full runs of a buildium source, interleaved with changes and deletions', () => {
   let t: TestWorker;
-  beforeAll(async () => {
-    t = await startTestWorker(testConfig({ SYNC_PAGE_SIZE: '20' }), db);
-  });
-  afterAll(async () => {
-    await t?.stop();
-  });
+  onServices({ pool: 4, settings: { SYNC_PAGE_SIZE: '20' }, worker: true }, (s) => ({ worker: t } = s));
 
   /** A manual run (of the kind asked for, if any) to its end, with its data events checked against the cache's change: each once. */
   async function run(s: SandboxIntegration, kind?: SyncKind) {

@@ -3,35 +3,25 @@
  * starts, in the admin API, the CLI (`sync get`, and the progress line of `sync run --wait`), the console's page of
  * the run and the metrics; once the source answers again the run succeeds and the retry state is cleared.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
-import { adminCaller, startApi, type TestServer } from '../support/api-server';
+import type { Db } from '../../db/client';
+import { adminCaller, type TestServer } from '../support/api-server';
 import { runCli, startCli } from '../support/cli';
-import { testConfig, testDb } from '../support/context';
 import { parseExposition } from '../support/metrics';
-import { sandbox, sandboxIntegration, startTestWorker, until, type TestWorker } from '../support/sync';
+import { onServices } from '../support/services';
+import { sandbox, sandboxIntegration, until } from '../support/sync';
 
 /** The retry as `sync run --wait` prints it in its progress line. */
 const RETRY_LINE = /retrying: attempt \d+ (at \d\d:\d\d:\d\dZ|\(running\)) after: .*(503|unavailable)/i;
 
 let db: Db;
 let config: Config;
-let worker: TestWorker;
 let api: TestServer;
 
-beforeAll(async () => {
-  db = testDb();
-  // Attempts 2 s apart (then 4 s, …): long enough to read the state between two of them.
-  config = testConfig({ SYNC_RETRY_INITIAL_MS: '2000', SYNC_RETRY_MAX_ATTEMPTS: '20' });
-  worker = await startTestWorker(config, db);
-  api = await startApi(db, config);
-});
-
-afterAll(async () => {
-  await api?.close();
-  await worker?.stop();
-  if (db) await closeDb(db);
+// Attempts 2 s apart (then 4 s, …): long enough to read the state between two of them.
+onServices({ settings: { SYNC_RETRY_INITIAL_MS: '2000', SYNC_RETRY_MAX_ATTEMPTS: '20' }, worker: true, api: true }, (s) => {
+  ({ db, config, api } = s);
 });
 
 async function consoleSession(): Promise<string> {

@@ -18,7 +18,8 @@ import { ENTITIES, type Entity } from '../../domain/cdm';
 import { syncWorkflowIdOf } from '../../domain/contract';
 import { SourceTransientError } from '../../source';
 import { runCli } from '../support/cli';
-import { testConfig, testDb, testKeyring } from '../support/context';
+import { testDb, testKeyring } from '../support/context';
+import { onServices, type Services } from '../support/services';
 import {
   eventsOf,
   expectCacheEqualsSource,
@@ -27,11 +28,8 @@ import {
   runSync,
   sandbox,
   sandboxIntegration,
-  startStack,
-  startTestWorker,
   until,
   waitForJob,
-  type Stack,
   type TestWorker,
 } from '../support/sync';
 
@@ -74,15 +72,8 @@ async function confirmResults(w: TestWorker, jobId: string): Promise<Partial<Rec
 describe('confirm before soft-deleting', () => {
   let db: Db;
   let w: TestWorker;
-  beforeAll(async () => {
-    db = testDb();
-    // Small pages, so a run pages long enough for the source to change under it.
-    w = await startTestWorker(testConfig({ SYNC_PAGE_SIZE: '10' }), db);
-  });
-  afterAll(async () => {
-    await w?.stop();
-    await closeDb(db);
-  });
+  // Small pages, so a run pages long enough for the source to change under it.
+  onServices({ settings: { SYNC_PAGE_SIZE: '10' }, worker: true }, (s) => ({ db, worker: w } = s));
 
   it('records the source deletes and inserts while a run pages are neither soft-deleted nor announced as deleted', async () => {
     const s = await sandboxIntegration(db, { size: 200 });
@@ -136,13 +127,9 @@ describe('confirm before soft-deleting', () => {
 });
 
 describe('quarantine', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack();
-  });
-  afterAll(async () => {
-    await stack?.stop();
-  });
+  const STACK = { pool: 4, sandbox: true, api: true, worker: true } as const;
+  let stack: Services<typeof STACK>;
+  onServices(STACK, (s) => (stack = s));
 
   const admin = (path: string) =>
     fetch(`${stack.api.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${stack.config.ADMIN_TOKEN}` } }).then(async (r) => ({

@@ -8,9 +8,9 @@ import { ScheduleNotFoundError, WorkflowFailedError } from '@temporalio/client';
 import { and, eq } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureSyncSchedule, removeSyncSchedule, triggerSync } from '../../control/sync';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { softDeleteUnseen } from '../../db/seen';
 import { integrations, leases, properties, residents, syncJobs, syncSeen, units } from '../../db/schema';
 import { ENTITIES } from '../../domain/cdm';
@@ -18,7 +18,7 @@ import { SA_INTEGRATION_ID, SA_ORGANIZATION_ID, SA_STATUS, SA_SYNC_JOB_ID, sched
 import { SOURCE_DIALECTS, type SourceDialect } from '../../source';
 import { removeOrphanSchedules } from '../../worker/roles/sync';
 import { WORKFLOWS_PATH } from '../../worker/workflow-bundle';
-import { testConfig, testDb } from '../support/context';
+import { onServices } from '../support/services';
 import {
   eventsOf,
   expectCacheEqualsSource,
@@ -32,7 +32,6 @@ import {
   runSync,
   sandbox,
   sandboxIntegration,
-  startTestWorker,
   until,
   waitForJob,
   type SandboxIntegration,
@@ -42,15 +41,8 @@ import {
 let db: Db;
 let t: TestWorker;
 
-beforeAll(async () => {
-  db = testDb(5);
-  // Small pages, so that every entity spans several pages.
-  t = await startTestWorker(testConfig({ SYNC_PAGE_SIZE: '20' }), db);
-});
-afterAll(async () => {
-  await t?.stop();
-  await closeDb(db);
-});
+// Small pages, so that every entity spans several pages.
+onServices({ pool: 5, settings: { SYNC_PAGE_SIZE: '20' }, worker: true }, (s) => ({ db, worker: t } = s));
 
 /**
  * Run a sync (of the kind asked for, else the kind that is due: after the first, a delta run for a buildium company,

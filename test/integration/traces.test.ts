@@ -8,19 +8,17 @@
  * residents, the source's api key or the subscription's signing secret.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { and, eq, isNull } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { closeDb, createDb, type Db } from '../../db/client';
-import { migrateDatabase } from '../../db/migrate';
+import type { Db } from '../../db/client';
 import { events, residents, webhookDeliveries } from '../../db/schema';
 import { createApiKey, createIntegration, createOrganization } from '../../db/tenants';
 import { ENTITIES } from '../../domain/cdm';
 import { testKeyring } from '../support/context';
 import { freePort, Processes, spawnWorker } from '../support/faults';
+import { onOwnDatabase } from '../support/services';
 import { sandbox, until } from '../support/sync';
 import { startReceiver as startWebhookReceiver, type Receiver } from '../support/webhooks';
 
@@ -45,12 +43,7 @@ let tenant: { integrationId: string; companyId: string; sourceApiKey: string };
 let key = '';
 
 /** A database of this file's own, so that the worker's relay dispatches this file's events alone. */
-async function ownDatabase(): Promise<string> {
-  const url = new URL(inject('adminDatabaseUrl'));
-  url.pathname = `/propsync_traces_${randomUUID().slice(0, 8)}`;
-  await migrateDatabase(url.toString());
-  return url.toString();
-}
+onOwnDatabase('traces', (own) => ({ url: dbUrl, db } = own));
 
 /** An OTLP/HTTP trace receiver: JSON bodies of ExportTraceServiceRequest, flattened into spans. */
 async function startReceiver(): Promise<number> {
@@ -97,24 +90,7 @@ interface RawSpan {
 }
 const valueOf = (v: Record<string, unknown> | undefined): unknown => (v ? Object.values(v)[0] : undefined);
 
-async function ready(url: string, child: ChildProcess): Promise<void> {
-  await until(
-    `${url} to answer`,
-    async () => {
-      if (!procs.running.has(child)) throw new Error(`the process exited: ${procs.stderr.get(child)}`);
-      return (
-        (await fetch(url)
-          .then((r) => r.ok)
-          .catch(() => false)) || undefined
-      );
-    },
-    120_000,
-  );
-}
-
 beforeAll(async () => {
-  dbUrl = await ownDatabase();
-  db = createDb(dbUrl, { max: 3 });
   const otlp = `http://127.0.0.1:${await startReceiver()}`;
   const [port, workerMetrics] = [await freePort(), await freePort()];
   const common = {
@@ -148,20 +124,14 @@ beforeAll(async () => {
   );
   tenant = { integrationId: row.id, companyId, sourceApiKey: api_key };
   key = (await createApiKey(db, { organizationId: org.id, mode: 'test' })).key;
-  await ready(`${api}/healthz`, child);
-  await ready(`http://127.0.0.1:${workerMetrics}/metrics`, worker);
+  await procs.answering(`${api}/healthz`, child);
+  await procs.answering(`http://127.0.0.1:${workerMetrics}/metrics`, worker);
 }, 180_000);
 
 afterAll(async () => {
   await procs.killAll();
   await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
   await hooks?.close();
-  if (db) await closeDb(db);
-  if (dbUrl) {
-    const sql = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
-    await sql.unsafe(`drop database if exists "${new URL(dbUrl).pathname.slice(1)}" with (force)`).catch(() => {});
-    await sql.end();
-  }
 });
 
 /** Attribute values of every span received, as text: what an operator's tracing backend stores and shows. */

@@ -7,17 +7,17 @@
  * the 10 s limit of an attempt is the real one.
  */
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { webhookAttempts, webhookDeliveries } from '../../db/schema';
 import { dispatcherWorkflowIdOf, SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
-import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
-import { testConfig, testDb } from '../support/context';
-import { runSync, sandbox, sandboxIntegration, startTestWorker, type TestWorker } from '../support/sync';
+import { adminCaller, type Reply, type TestServer } from '../support/api-server';
+import { onServices } from '../support/services';
+import { runSync, sandbox, sandboxIntegration, type TestWorker } from '../support/sync';
 import { until } from '../support/until';
-import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
+import { recordEvents, residentUpdates, startReceiver, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
 
 /** Consecutive failed first attempts that open a circuit, and the delay before each probe (the last repeats). */
 const CIRCUIT_FAILURES = 3;
@@ -32,25 +32,19 @@ let stack: WebhookStack;
 let worker: TestWorker;
 const receivers: Receiver[] = [];
 
-beforeAll(async () => {
-  db = testDb(8);
-  config = testConfig({
-    WORKER_RECONCILE_SCHEDULES: 'false',
-    // Three attempts, 100 ms apart: a failing delivery is dead-lettered within a second.
-    WEBHOOK_RETRY_SCHEDULE_MS: '0,100,100',
-    WEBHOOK_CIRCUIT_FAILURES: String(CIRCUIT_FAILURES),
-    WEBHOOK_PROBE_SCHEDULE_MS: String(PROBE_MS),
-  });
+const SETTINGS = {
+  WORKER_RECONCILE_SCHEDULES: 'false',
+  // Three attempts, 100 ms apart: a failing delivery is dead-lettered within a second.
+  WEBHOOK_RETRY_SCHEDULE_MS: '0,100,100',
+  WEBHOOK_CIRCUIT_FAILURES: String(CIRCUIT_FAILURES),
+  WEBHOOK_PROBE_SCHEDULE_MS: String(PROBE_MS),
+};
+onServices({ pool: 8, settings: SETTINGS, api: true, webhooks: true, worker: true }, (s) => {
+  ({ db, config, api, webhooks: stack, worker } = s);
   expect(config.WEBHOOK_MAX_IN_FLIGHT).toBe(MAX_IN_FLIGHT);
-  api = await startApi(db, config);
-  [stack, worker] = await Promise.all([startWebhookStack(config, db), startTestWorker(config, db)]);
 });
 afterAll(async () => {
   await Promise.all(receivers.map((r) => r.close()));
-  await stack?.stop();
-  await worker?.stop();
-  await api?.close();
-  await closeDb(db);
 });
 
 async function receiver(): Promise<Receiver> {

@@ -4,25 +4,16 @@
  * health in the admin API; a subscription disabled when every attempt has failed for WEBHOOK_DISABLE_AFTER_MS (shrunk
  * to 1.5 s here: configuration is data) or at once by a 410 Gone, its queue kept.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { createApiKey } from '../../db/tenants';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../../domain/signature';
-import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
-import { testConfig, testDb } from '../support/context';
+import { adminCaller, type Reply, type TestServer } from '../support/api-server';
+import { onServices } from '../support/services';
 import { until } from '../support/until';
-import {
-  recordEvents,
-  residentUpdates,
-  startReceiver,
-  startWebhookStack,
-  webhookIntegration,
-  type Receiver,
-  type Received,
-  type WebhookStack,
-} from '../support/webhooks';
+import { recordEvents, residentUpdates, webhookIntegration, type Receiver, type Received, type WebhookStack } from '../support/webhooks';
 
 let db: Db;
 let config: Config;
@@ -30,23 +21,8 @@ let api: TestServer;
 let stack: WebhookStack;
 let receiver: Receiver;
 
-beforeAll(async () => {
-  db = testDb(8);
-  config = testConfig({
-    WEBHOOK_RETRY_SCHEDULE_MS: '0,1100,300,300,300,300,300',
-    WEBHOOK_DISABLE_AFTER_MS: '1500',
-    WEBHOOK_PROBE_SCHEDULE_MS: '200',
-  });
-  api = await startApi(db, config);
-  stack = await startWebhookStack(config, db);
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-  await api?.close();
-  await closeDb(db);
-});
+const SETTINGS = { WEBHOOK_RETRY_SCHEDULE_MS: '0,1100,300,300,300,300,300', WEBHOOK_DISABLE_AFTER_MS: '1500', WEBHOOK_PROBE_SCHEDULE_MS: '200' };
+onServices({ pool: 8, settings: SETTINGS, api: true, webhooks: true, receiver: true }, (s) => ({ db, config, api, webhooks: stack, receiver } = s));
 
 const admin = (method: string, path: string, body?: unknown): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body);
 const at = (path: string) => receiver.received.filter((r) => r.path === path);

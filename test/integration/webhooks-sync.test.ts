@@ -2,33 +2,22 @@
  * The events a real sync records reach a subscriber: FIRST_SYNC_COMPLETE after the bulk load (no per-record events),
  * then each later run's data-change events in production order, SYNC_COMPLETE last, every one signed.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import { expect, it } from 'vitest';
+import type { Db } from '../../db/client';
 import { createSubscription } from '../../db/webhooks';
 import { verifyWebhookSignature } from '../../domain/signature';
-import { testConfig, testDb, testKeyring } from '../support/context';
-import { runSync, sandbox, sandboxIntegration, startTestWorker, type TestWorker } from '../support/sync';
-import { recordEvents, residentUpdates, startReceiver, startWebhookStack, type Receiver, type WebhookStack } from '../support/webhooks';
+import { testKeyring } from '../support/context';
+import { onServices } from '../support/services';
+import { runSync, sandbox, sandboxIntegration, type TestWorker } from '../support/sync';
+import { recordEvents, residentUpdates, type Receiver, type WebhookStack } from '../support/webhooks';
 
 let db: Db;
-let config: Config;
 let worker: TestWorker;
 let stack: WebhookStack;
 let receiver: Receiver;
 
-beforeAll(async () => {
-  db = testDb();
-  config = testConfig({ WORKER_RECONCILE_SCHEDULES: 'false' });
-  worker = await startTestWorker(config, db);
-  stack = await startWebhookStack(config, db);
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await worker?.stop();
-  await receiver?.close();
-  await closeDb(db);
+onServices({ settings: { WORKER_RECONCILE_SCHEDULES: 'false' }, worker: true, webhooks: true, receiver: true }, (s) => {
+  ({ db, worker, webhooks: stack, receiver } = s);
 });
 
 it('delivers what each sync run records, SYNC_COMPLETE after the run’s changes', async () => {

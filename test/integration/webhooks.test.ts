@@ -7,9 +7,10 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns';
 import { Client } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import type { Resolver } from '../../activities/webhook-http';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../../db/schema';
 import { applyRecords } from '../../db/apply';
 import { createSubscription, purgeBefore } from '../../db/webhooks';
@@ -19,11 +20,12 @@ import { RETENTION_MS } from '../../domain/webhooks';
 import { createKeyring, openSigningSecret } from '../../domain/secrets';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
-import { adminCaller, expectProblem as expectProblemOf, startApi, type Reply, type TestServer } from '../support/api-server';
-import { testConfig, testDb, testKeyring } from '../support/context';
+import { adminCaller, expectProblem as expectProblemOf, type Reply, type TestServer } from '../support/api-server';
+import { testKeyring } from '../support/context';
 import { propertyInput } from '../support/fixtures';
+import { onServices } from '../support/services';
 import { until } from '../support/until';
-import { recordEvents, residentUpdates, startReceiver, startWebhookStack, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
+import { recordEvents, residentUpdates, storeSubscription, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
 
 /** 7 attempts, 150 ms apart: the real schedule's shape, shrunk. */
 const SCHEDULE = '0,150,150,150,150,150,150';
@@ -34,21 +36,10 @@ let api: TestServer;
 let stack: WebhookStack;
 let receiver: Receiver;
 
-beforeAll(async () => {
-  db = testDb(6);
-  config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE });
-  api = await startApi(db, config);
-  // A name that resolves to loopback, as a DNS rebinding attack would make it.
-  stack = await startWebhookStack(config, db, {
-    resolver: (host, cb) => (host === 'rebind.example.test' ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : lookup(host, { all: true }, cb)),
-  });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await stack?.stop();
-  await receiver?.close();
-  await api?.close();
-  await closeDb(db);
+/** A name that resolves to loopback, as a DNS rebinding attack would make it. */
+const rebinding: Resolver = (host, cb) => (host === 'rebind.example.test' ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : lookup(host, { all: true }, cb));
+onServices({ pool: 6, settings: { WEBHOOK_RETRY_SCHEDULE_MS: SCHEDULE }, api: true, webhooks: { resolver: rebinding }, receiver: true }, (s) => {
+  ({ db, config, api, webhooks: stack, receiver } = s);
 });
 
 const admin = (method: string, path: string, body?: unknown, raw?: string): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body, raw);
@@ -68,6 +59,20 @@ async function deliveriesOf(subscriptionId: string, query = ''): Promise<any[]> 
   const r = await admin('GET', `/webhook_subscriptions/${subscriptionId}/deliveries?limit=100${query}`);
   expect(r.status).toBe(200);
   return r.body.results;
+}
+
+/** Waits until the relay has fanned event `id` out to the subscriptions of its time. */
+const dispatched = (id: string) =>
+  until(
+    () => db.select().from(events).where(eq(events.id, id)),
+    (rows) => rows[0]?.dispatchedAt != null,
+  );
+
+/** Once the last of `ids` has reached `path`, nothing but `ids` has, in order, and they are all subscription `subId` delivers. */
+async function expectOnlyDelivered(path: string, subId: string, ids: string[]): Promise<void> {
+  await receiver.waitFor(() => at(path).some((r) => r.body.id === ids.at(-1)));
+  expect(at(path).map((r) => r.body.id)).toEqual(ids);
+  expect((await deliveriesOf(subId)).map((d) => d.event_id)).toEqual(ids);
 }
 
 describe('subscriptions', () => {
@@ -261,9 +266,7 @@ describe('delivery', () => {
     const late = await subscribe(integ.id, hookUrl('/late'));
     const after = await recordEvents(db, integ, residentUpdates(1, 'late'));
     // The earlier events were fanned out before it existed: once this one has arrived, its deliveries are all there are.
-    await receiver.waitFor(() => at('/late').some((r) => r.body.id === after[0]));
-    expect(at('/late').map((r) => r.body.id)).toEqual(after);
-    expect((await deliveriesOf(late.id)).map((d) => d.event_id)).toEqual(after);
+    await expectOnlyDelivered('/late', late.id, after);
     expect((await deliveriesOf(leasesOnly.id)).map((d) => d.event_type)).toEqual(['LEASE_SIGNED']);
   });
 
@@ -272,16 +275,11 @@ describe('delivery', () => {
     const sub = await subscribe(integ.id, hookUrl('/disabled'));
     await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'disabled' });
     const missed = await recordEvents(db, integ, residentUpdates(2, 'dis'));
-    await until(
-      () => db.select().from(events).where(eq(events.id, missed[1]!)),
-      (rows) => rows[0]?.dispatchedAt != null,
-    );
+    await dispatched(missed[1]!);
     await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'active' });
     const after = await recordEvents(db, integ, residentUpdates(1, 'dis2'));
     // The missed events were fanned out before it was enabled: once the later one has arrived, nothing else is owed.
-    await receiver.waitFor(() => at('/disabled').some((r) => r.body.id === after[0]));
-    expect(at('/disabled').map((r) => r.body.id)).toEqual(after);
-    expect((await deliveriesOf(sub.id)).map((d) => d.event_id)).toEqual(after);
+    await expectOnlyDelivered('/disabled', sub.id, after);
   });
 
   it('retries a non-2xx answer on the schedule and records every attempt', async () => {
@@ -408,10 +406,7 @@ describe('delivery', () => {
     const integ = await webhookIntegration(db, stack);
     const since = new Date(Date.now() - 1000).toISOString();
     const old = await recordEvents(db, integ, residentUpdates(2, 'range'));
-    await until(
-      () => db.select().from(events).where(eq(events.id, old[1]!)),
-      (rows) => rows[0]?.dispatchedAt != null,
-    );
+    await dispatched(old[1]!);
     const sub = await subscribe(integ.id, hookUrl('/range'), ['RESIDENT_UPDATED']);
     const r = await admin('POST', `/webhook_subscriptions/${sub.id}/replay`, { since, until: new Date().toISOString() });
     expect(r.status).toBe(202);
@@ -538,16 +533,11 @@ describe('delivery', () => {
     const sub = await subscribe(integ.id, hookUrl('/downgraded'));
     await db.update(integrations).set({ plan: 'growth' }).where(eq(integrations.id, integ.id));
     const [id] = await recordEvents(db, integ, residentUpdates(1, 'down'));
-    await until(
-      () => db.select().from(events).where(eq(events.id, id!)),
-      (rows) => rows[0]?.dispatchedAt != null,
-    );
+    await dispatched(id!);
     // Back on a plan with webhooks, an event recorded now is delivered, and only it: the one before never will be.
     await db.update(integrations).set({ plan: 'scale' }).where(eq(integrations.id, integ.id));
     const later = await recordEvents(db, integ, residentUpdates(1, 'up'));
-    await receiver.waitFor(() => at('/downgraded').some((r) => r.body.id === later[0]));
-    expect(at('/downgraded').map((r) => r.body.id)).toEqual(later);
-    expect((await deliveriesOf(sub.id)).map((d) => d.event_id)).toEqual(later);
+    await expectOnlyDelivered('/downgraded', sub.id, later);
   });
 
   it('sends an event whose JSON would exceed 1 MB truncated to its identity and changed fields', async () => {
@@ -573,11 +563,7 @@ describe('delivery', () => {
 describe('retention', () => {
   it('removes events, deliveries and attempts older than 30 days and keeps the rest', async () => {
     const integ = await webhookIntegration(db, null);
-    const { row: sub } = await createSubscription(
-      db,
-      { organizationId: integ.organizationId, integrationId: integ.id, url: 'http://127.0.0.1:9/', eventTypes: ['*'], description: null },
-      testKeyring(),
-    );
+    const { row: sub } = await storeSubscription(db, integ, 'http://127.0.0.1:9/');
     const [oldEvent, newEvent] = await recordEvents(db, integ, residentUpdates(2, 'purge'));
     const old = new Date(Date.now() - RETENTION_MS - 60_000);
     await db.update(events).set({ createdAt: old, dispatchedAt: old }).where(eq(events.id, oldEvent!));

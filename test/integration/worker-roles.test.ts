@@ -8,16 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 // A CommonJS module: a default import works under both Node's ESM loader and bundlers.
 import proto from '@temporalio/proto';
-import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it, inject } from 'vitest';
-import { closeDb, createDb, type Db } from '../../db/client';
-import { migrateDatabase } from '../../db/migrate';
-import { createSubscription } from '../../db/webhooks';
+import type { Db } from '../../db/client';
 import { automationTaskQueueOf, dispatchTaskQueueOf, webhookTaskQueueOf, writeTaskQueueOf } from '../../domain/contract';
-import { testKeyring } from '../support/context';
 import { Processes, spawnWorker } from '../support/faults';
+import { onOwnDatabase } from '../support/services';
 import { until } from '../support/until';
-import { recordEvents, residentUpdates, startReceiver, webhookIntegration, type Receiver } from '../support/webhooks';
+import { recordEvents, residentUpdates, startReceiver, storeSubscription, webhookIntegration, type Receiver } from '../support/webhooks';
 
 const { TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
 const procs = new Processes();
@@ -27,12 +24,8 @@ let db: Db;
 let connection: Connection;
 let receiver: Receiver;
 
+onOwnDatabase('roles', (own) => ({ url: dbUrl, db } = own));
 beforeAll(async () => {
-  const url = new URL(inject('adminDatabaseUrl'));
-  url.pathname = `/propsync_roles_${randomUUID().slice(0, 8)}`;
-  dbUrl = url.toString();
-  await migrateDatabase(dbUrl);
-  db = createDb(dbUrl, { max: 3 });
   connection = await Connection.connect({ address: inject('temporalAddress') });
   receiver = await startReceiver();
 });
@@ -41,12 +34,6 @@ afterAll(async () => {
   await procs.killAll();
   await receiver?.close();
   await connection?.close();
-  if (db) await closeDb(db);
-  if (dbUrl) {
-    const sql = postgres(inject('adminDatabaseUrl'), { max: 1, onnotice: () => {} });
-    await sql.unsafe(`drop database if exists "${new URL(dbUrl).pathname.slice(1)}" with (force)`).catch(() => {});
-    await sql.end();
-  }
 });
 
 /** The identities of the workers that polled `queue` for tasks of `type` lately. */
@@ -61,11 +48,7 @@ async function pollers(queue: string, type: 'workflow' | 'activity'): Promise<st
 
 it('a worker started with WORKER_ROLES=webhooks,relay delivers webhooks and polls no sync, write or automation queue', async () => {
   const integration = await webhookIntegration(db, null);
-  await createSubscription(
-    db,
-    { organizationId: integration.organizationId, integrationId: integration.id, url: receiver.url, eventTypes: ['RESIDENT_UPDATED'], description: null },
-    testKeyring(),
-  );
+  await storeSubscription(db, integration, receiver.url, { eventTypes: ['RESIDENT_UPDATED'] });
   const worker = spawnWorker(procs, {
     DATABASE_URL: dbUrl,
     TEMPORAL_ADDRESS: inject('temporalAddress'),

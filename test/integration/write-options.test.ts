@@ -7,21 +7,21 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { and, eq, sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { operations, units } from '../../db/schema';
 import { createApiKey } from '../../db/tenants';
 import { startApi, type TestServer } from '../support/api-server';
-import { makeTenant, testConfig, testDb } from '../support/context';
-import { eventsOf, runSync, sandbox, sandboxIntegration, startTestWorker, type SandboxIntegration, type TestWorker } from '../support/sync';
+import { makeTenant, testConfig } from '../support/context';
+import { onServices } from '../support/services';
+import { eventsOf, runSync, sandbox, sandboxIntegration, type SandboxIntegration, type TestWorker } from '../support/sync';
 import { SOURCE_DIALECTS } from '../../source';
-import { getJson, keyFor, pollOperation, write, startWriteWorker, type Reply, type WriteWorker } from '../support/writes';
+import { getJson, keyFor, pollOperation, write, type Reply } from '../support/writes';
 
 let db: Db;
 let config: Config;
 let syncs: TestWorker;
-let writes: WriteWorker;
 let api: TestServer;
 let s: SandboxIntegration;
 let key: string;
@@ -41,10 +41,10 @@ const BODY_SCHEMA: Record<(typeof TYPES)[number], string> = {
 };
 const LEASE_CODED = ['lease_term_id', 'floorplan_id', 'unit_space_id', 'customer_relationship_type_id', 'phone_number_type_id', 'address_type_id'];
 
+onServices({ settings: { WORKER_RECONCILE_SCHEDULES: 'false' }, worker: true, writes: true, api: true }, (started) => {
+  ({ db, config, worker: syncs, api } = started);
+});
 beforeAll(async () => {
-  db = testDb();
-  config = testConfig({ WORKER_RECONCILE_SCHEDULES: 'false' });
-  [syncs, writes, api] = await Promise.all([startTestWorker(config, db), startWriteWorker(config, db), startApi(db, config)]);
   s = await sandboxIntegration(db, { size: 40, seed: 23 });
   // A second property, and units spread over both.
   await sandbox().applyChanges(s.companyId, { create: { property: 1 } });
@@ -54,12 +54,6 @@ beforeAll(async () => {
   const properties = (await getJson(api.url, '/v1/properties?limit=10', key)).body.results;
   odd = properties.find((p: any) => p.x_id === '1001');
   even = properties.find((p: any) => p.x_id === '1002');
-});
-afterAll(async () => {
-  await api?.close();
-  await writes?.stop();
-  await syncs?.stop();
-  await closeDb(db);
 });
 
 const optionsOf = (type: string, propertyId: string, k = key) => getJson(api.url, `/v1/write_options/${type}?property_id=${encodeURIComponent(propertyId)}`, k);

@@ -4,25 +4,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { and, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { events, operations } from '../../db/schema';
 import { createApiKey } from '../../db/tenants';
-import { startApi, type TestServer } from '../support/api-server';
-import { makeTenant, testConfig, testDb } from '../support/context';
-import {
-  expectUpdatedShape,
-  readSource,
-  runSync,
-  sandbox,
-  sandboxIntegration,
-  startTestWorker,
-  until,
-  type SandboxIntegration,
-  type TestWorker,
-} from '../support/sync';
-import { getJson, keyFor, pollOperation, startWriteWorker, write, type WriteWorker } from '../support/writes';
+import type { TestServer } from '../support/api-server';
+import { makeTenant } from '../support/context';
+import { onServices } from '../support/services';
+import { expectUpdatedShape, readSource, runSync, sandbox, sandboxIntegration, until, type SandboxIntegration, type TestWorker } from '../support/sync';
+import { getJson, keyFor, pollOperation, write, type WriteWorker } from '../support/writes';
 import { writeTaskQueueOf } from '../../domain/contract';
 import { sweepWrites } from '../../workflows/operation';
 import { SOURCE_DIALECTS } from '../../source';
@@ -35,19 +26,13 @@ let api: TestServer;
 let s: SandboxIntegration;
 let key: string;
 
+onServices({ settings: { WORKER_RECONCILE_SCHEDULES: 'false', WRITE_SOURCE_TIMEOUT_MS: '2000' }, worker: true, writes: true, api: true }, (started) => {
+  ({ db, config, worker: syncs, writes, api } = started);
+});
 beforeAll(async () => {
-  db = testDb();
-  config = testConfig({ WORKER_RECONCILE_SCHEDULES: 'false', WRITE_SOURCE_TIMEOUT_MS: '2000' });
-  [syncs, writes, api] = await Promise.all([startTestWorker(config, db), startWriteWorker(config, db), startApi(db, config)]);
   s = await sandboxIntegration(db, { size: 30 });
   await runSync(syncs, db, s.row);
   key = await keyFor(db, s.row.organizationId);
-});
-afterAll(async () => {
-  await api?.close();
-  await writes?.stop();
-  await syncs?.stop();
-  await closeDb(db);
 });
 
 async function first(path: string): Promise<any> {

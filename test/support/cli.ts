@@ -1,6 +1,7 @@
 /** Runs the operator CLI as an operator does: a child process (`tsx cli/main.ts ...`), stdout JSON, stderr, exit code. */
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
+import { expect } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
@@ -48,4 +49,43 @@ export function startCli(target: { url: string; token: string }, args: string[],
     child.stderr?.on('data', (chunk: string) => (written.stderr += chunk));
   });
   return { stdout: () => written.stdout, stderr: () => written.stderr, done: ended };
+}
+
+/** The run exited 0 with nothing on stderr: the JSON it printed. */
+export function ok(r: CliRun): any {
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stderr).toBe('');
+  return r.json;
+}
+
+/**
+ * The run exited 1 with one line (the `error:` line) on stderr, and printed `opts.stdout` when given (a command may
+ * print before it fails, as `run --wait` does its final run): the stderr.
+ */
+export function fails(r: CliRun, opts: { stdout?: string } = {}): string {
+  expect(r.code, r.stdout).toBe(1);
+  if (opts.stdout !== undefined) expect(r.stdout).toBe(opts.stdout);
+  expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  return r.stderr;
+}
+
+/** `help` (a noun's --help) exited 0 and lists each of `verbs` on a line of its own, indented, before its description. */
+export function expectVerbs(help: CliRun, verbs: string[]): void {
+  expect(help.code).toBe(0);
+  for (const line of verbs) expect(help.stdout).toContain(`  ${line} `);
+}
+
+/**
+ * Each case (the arguments, and what the error line must say) is refused as a usage mistake before any API call (the
+ * API address leads nowhere): exit 2, nothing on stdout, one `error:` line on stderr.
+ */
+export async function expectUsageErrors(token: string, cases: [args: string[], error: string][]): Promise<void> {
+  const runs = await Promise.all(cases.map(([args]) => runCli({ url: 'http://127.0.0.1:1', token }, args)));
+  runs.forEach((r, i) => {
+    expect(r.code, cases[i]![0].join(' ')).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^error: /);
+    expect(r.stderr).toContain(cases[i]![1]);
+  });
 }

@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { inject } from 'vitest';
 import { parseConfig, type Config } from '../../config';
 import { createDb, type Db } from '../../db/client';
-import { createApiKey, createIntegration, createOrganization, type Scope } from '../../db/tenants';
+import { createApiKey, createOrganization, type Scope } from '../../db/tenants';
 import type { Mode, Plan } from '../../domain/plans';
 import { createKeyring, type Keyring } from '../../domain/secrets';
+import { unsyncedIntegration } from './fixtures';
 
 export function testDb(max = 5): Db {
   return createDb(inject('databaseUrl'), { max, applicationName: 'propsync-test' });
@@ -65,17 +66,7 @@ export interface Tenant {
 export async function makeTenant(db: Db, opts: { mode?: Mode; plan?: Plan; scopes?: Scope[]; name?: string } = {}): Promise<Tenant> {
   const mode = opts.mode ?? 'test';
   const org = await createOrganization(db, { name: opts.name ?? `org-${randomUUID().slice(0, 8)}` });
-  const integration = await createIntegration(
-    db,
-    {
-      organizationId: org.id,
-      mode,
-      plan: opts.plan ?? 'enterprise',
-      sourceType: 'sandbox',
-      sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
-    },
-    testKeyring(),
-  );
+  const integration = await unsyncedIntegration(db, org.id, { mode, plan: opts.plan });
   const { key } = await createApiKey(db, { organizationId: org.id, mode, scopes: opts.scopes });
   return { organizationId: org.id, integrationId: integration.id, mode, key };
 }

@@ -3,6 +3,7 @@
  * restarted on its state file, a TCP proxy in front of Postgres that can be cut, and worker child processes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
@@ -36,6 +37,22 @@ export class Processes {
     this.running.add(child);
     child.on('exit', () => this.running.delete(child));
     return { child, output: () => Buffer.concat(chunks).toString('utf8') };
+  }
+
+  /** Waits until `url` answers with a 2xx, failing with `child`'s stderr should it exit first. */
+  async answering(url: string, child: ChildProcess, timeoutMs = 120_000): Promise<void> {
+    await until(
+      `${url} to answer`,
+      async () => {
+        if (!this.running.has(child)) throw new Error(`the process exited: ${this.stderr.get(child)}`);
+        return (
+          (await fetch(url)
+            .then((r) => r.ok)
+            .catch(() => false)) || undefined
+        );
+      },
+      timeoutMs,
+    );
   }
 
   async kill(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
@@ -110,6 +127,32 @@ export function spawnWorker(
     LOG_PRETTY: 'false',
     ...env,
   });
+}
+
+/** Every live process below `pid` (Linux /proc), at any depth. */
+export function descendants(pid: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const p = queue.shift()!;
+    for (const [child, parent] of parentOf) {
+      if (parent !== p) continue;
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
 }
 
 /** A TCP proxy to `target` that can be cut (every socket destroyed, nothing accepted) and restored on the same port. */

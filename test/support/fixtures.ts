@@ -1,5 +1,36 @@
-/** CDM input builders for seeding through the one write path (db/apply.ts applyRecords). */
+/**
+ * What tests seed: integrations whose source no test reads, and CDM input builders for seeding through the one write
+ * path (db/apply.ts applyRecords). Free of vitest: the bench seeds with it too.
+ */
+import { parseConfig } from '../../config';
+import type { Db } from '../../db/client';
+import { createIntegration, type IntegrationRow } from '../../db/tenants';
 import type { LeaseInput, PropertyInput, ResidentInput, UnitInput } from '../../domain/cdm';
+import type { Mode, Plan } from '../../domain/plans';
+import { createKeyring } from '../../domain/secrets';
+
+/** Sources nothing reads: a sandbox one at a closed port, an entrata one (what live mode serves) at a name of no PMS. */
+const UNREAD_SOURCES = {
+  sandbox: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+  entrata: { base_url: 'https://pms.example.com', api_key: 'unused' },
+};
+
+/**
+ * An integration of `organizationId` that no test syncs (by default a test-mode sandbox one on the enterprise plan),
+ * its source sealed with the test configuration's key.
+ */
+export function unsyncedIntegration(
+  db: Db,
+  organizationId: string,
+  opts: { mode?: Mode; plan?: Plan; source?: keyof typeof UNREAD_SOURCES } = {},
+): Promise<IntegrationRow> {
+  const source = opts.source ?? 'sandbox';
+  return createIntegration(
+    db,
+    { organizationId, mode: opts.mode ?? 'test', plan: opts.plan ?? 'enterprise', sourceType: source, sourceConfig: UNREAD_SOURCES[source] },
+    createKeyring(parseConfig({}).ENCRYPTION_KEYS),
+  );
+}
 
 const address = (n: number) => ({
   line_1: `${100 + n} Main St`,
@@ -73,6 +104,23 @@ export function residentInput(xId: string, propertyXId: string, over: Partial<Re
     custom_data: {},
     ...over,
   };
+}
+
+/** The applicant of the lease creates the tests send: a name, a phone number and an address. */
+export const APPLICANT = {
+  first_name: 'Katherine',
+  last_name: 'Johnson',
+  phone_number: '757-555-0142',
+  street_line_1: '1 Langley Blvd',
+  city: 'Hampton',
+  state: 'Virginia',
+  state_code: 'VA',
+  postal_code: '23681',
+};
+
+/** A lease's residents by x_id: the first one primary, the others responsible. */
+export function leaseResidents(...xIds: string[]): { x_id: string; role: string }[] {
+  return xIds.map((x_id, i) => ({ x_id, role: i === 0 ? 'primary' : 'responsible' }));
 }
 
 export function leaseInput(

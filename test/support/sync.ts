@@ -10,7 +10,7 @@ import { expect, inject } from 'vitest';
 import { createPageReader } from '../../activities/page-reader';
 import { triggerSync, type SyncControlDeps } from '../../control/sync';
 import type { Config } from '../../config';
-import { closeDb, type Db } from '../../db/client';
+import type { Db } from '../../db/client';
 import { TABLES, type RowOf } from '../../db/records';
 import { toRecords } from '../../db/serialize';
 import { events, syncJobs, type StoredSourceConfig } from '../../db/schema';
@@ -23,36 +23,52 @@ import type { Plan } from '../../domain/plans';
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import { createConnector, type SourceDialect } from '../../source';
 import { createSyncWorker } from '../../worker/roles/sync';
-import { startApi, type TestServer } from './api-server';
-import { testConfig, testDb, testKeyring } from './context';
+import { testKeyring } from './context';
 
-export interface TestWorker {
+/** A worker running in this process on a connection of its own, with a client on that connection. */
+export interface InProcessWorker {
   connection: NativeConnection;
   client: Client;
   worker: Worker;
-  ctl: SyncControlDeps;
   stop(): Promise<void>;
 }
 
-/** A worker of this file's task queue, running in this process until stop(). */
-export async function startTestWorker(config: Config, db: Db): Promise<TestWorker> {
+/** The worker `create` makes on a connection of its own, running in this process until stop() (which then calls `closed`). */
+export async function runInProcess(
+  config: Config,
+  create: (connection: NativeConnection) => Promise<Worker>,
+  closed: () => Promise<void> = async () => {},
+): Promise<InProcessWorker> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
-  const worker = await createSyncWorker({ config, db, connection, pages });
+  const worker = await create(connection);
   const running = worker.run();
   return {
     connection,
     client,
     worker,
-    ctl: { db, client, taskQueue: config.TEMPORAL_TASK_QUEUE },
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
-      await pages.close();
+      await closed();
       await connection.close();
     },
   };
+}
+
+export interface TestWorker extends InProcessWorker {
+  ctl: SyncControlDeps;
+}
+
+/** A sync worker of this file's task queue, running in this process until stop(). */
+export async function startTestWorker(config: Config, db: Db): Promise<TestWorker> {
+  const pages = createPageReader({ threads: config.WORKER_READ_THREADS });
+  const started = await runInProcess(
+    config,
+    (connection) => createSyncWorker({ config, db, connection, pages }),
+    () => pages.close(),
+  );
+  return { ...started, ctl: { db, client: started.client, taskQueue: config.TEMPORAL_TASK_QUEUE } };
 }
 
 export function sandbox(): SandboxControl {
@@ -285,6 +301,39 @@ export function expectedEvents(before: Snapshot, after: Snapshot): { events: Exp
   return { events: out, created, updated, deleted };
 }
 
+/**
+ * The events of run `jobId` are the changes between `before` and the cache now (which must equal the source), each
+ * once, and one SYNC_COMPLETE: what the oracle expected, the cache, and the events.
+ */
+export async function expectEachChangeOnce(db: Db, integration: IntegrationRow, before: Snapshot, jobId: string) {
+  const after = await expectCacheEqualsSource(db, integration);
+  const want = expectedEvents(before, after);
+  const got = await eventsOf(db, integration.id, jobId);
+  const key = (e: { type: string; recordId: string | null }) => `${e.type} ${e.recordId}`;
+  expect(
+    got
+      .filter((e) => e.type !== 'SYNC_COMPLETE')
+      .map(key)
+      .sort(),
+  ).toEqual(want.events.map(key).sort());
+  expect(got.filter((e) => e.type === 'SYNC_COMPLETE')).toHaveLength(1);
+  return { want, after, got };
+}
+
+/**
+ * Run `jobId` (of more than 200 changes) succeeded with the cache equal to the source, each change recorded once and
+ * SYNC_COMPLETE last, and its counts are what it changed.
+ */
+export async function expectRecordedOnce(db: Db, integration: IntegrationRow, before: Snapshot, jobId: string): Promise<void> {
+  const done = (await getSyncJob(db, jobId))!;
+  expect(done.status, done.error ?? '').toBe('succeeded');
+  const { want, after, got } = await expectEachChangeOnce(db, integration, before, jobId);
+  expect(got.at(-1)!.type).toBe('SYNC_COMPLETE');
+  expect(done).toMatchObject({ recordsNew: want.created, recordsUpdated: want.updated, recordsSoftDeleted: want.deleted });
+  expect(done.recordsSeen).toBe(ENTITIES.reduce((n, e) => n + after[e].filter((r) => r.deleted_at === null).length, 0));
+  expect(want.events.length).toBeGreaterThan(200);
+}
+
 /** docs/api.md payload rule 2, written out independently of db/apply.ts: id, x_id, updated_at, changed and the changed fields. */
 function onlyChanged(rec: Record<string, unknown>, changed: string[]): Record<string, unknown> {
   const data: Record<string, unknown> = { id: rec.id, x_id: rec.x_id, updated_at: rec.updated_at, changed };
@@ -320,31 +369,4 @@ export function lifecycleOf(status: string | null, isRenewal: boolean | null): s
   if (status === 'evicted') return 'LEASE_EVICTED';
   if (status === 'cancelled') return 'LEASE_CANCELLED';
   return null;
-}
-
-export interface Stack {
-  db: Db;
-  config: Config;
-  api: TestServer;
-  worker: TestWorker;
-  stop(): Promise<void>;
-}
-
-/** The whole system for a test file: its database pool, the API over HTTP, and a worker, both reaching the sandbox. */
-export async function startStack(): Promise<Stack> {
-  const db = testDb(4);
-  const config = testConfig({ SANDBOX_URL: inject('sandboxUrl'), SANDBOX_CONTROL_TOKEN: inject('sandboxControlToken') });
-  const api = await startApi(db, config);
-  const worker = await startTestWorker(config, db);
-  return {
-    db,
-    config,
-    api,
-    worker,
-    async stop() {
-      await worker.stop();
-      await api.close();
-      await closeDb(db);
-    },
-  };
 }

@@ -6,10 +6,17 @@ import { fileURLToPath } from 'node:url';
 // A CommonJS module: a default import works under both Node's ESM loader and bundlers.
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
-import { afterAll, beforeAll } from 'vitest';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { SEARCH_ATTRIBUTES } from '../../domain/contract';
 import { TEMPORAL_TEST_SERVER } from '../../scripts/tools';
+
+/** Durations in ms, for the test server's clock. */
+export const SECOND = 1_000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
 
 export interface TimeSkipping {
   env: TestWorkflowEnvironment;
@@ -17,14 +24,15 @@ export interface TimeSkipping {
   workflowCode: string;
 }
 
-export async function startTimeSkipping(): Promise<TimeSkipping> {
+/** `workflowsPath`: the workflows to bundle (by default the product's, workflows/index.ts). */
+async function startTimeSkipping(workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url))): Promise<TimeSkipping> {
   // Worker state changes (INFO) and the failures these tests provoke on purpose (WARN) would bury the output: keep errors, leave out
   // the core's warning, once per worker, that the test server does not advertise a capability of Temporal 1.16+.
   Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
   const [env, bundle] = await Promise.all([
     TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEMPORAL_TEST_SERVER } } }),
     bundleWorkflowCode({
-      workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+      workflowsPath,
       logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
     }),
   ]);
@@ -37,16 +45,68 @@ export async function startTimeSkipping(): Promise<TimeSkipping> {
   return { env, workflowCode: bundle.code };
 }
 
-/** A file's time-skipping server and bundle, started before its tests and torn down after them; `set` receives them. */
-export function onTimeSkipping(set: (started: TimeSkipping) => void): void {
+/**
+ * A file's time-skipping server and bundle (of `opts.workflowsPath`, by default the product's workflows), started
+ * before its tests and torn down after them; `set` receives them.
+ */
+export function onTimeSkipping(set: (started: TimeSkipping) => void, opts: { workflowsPath?: string } = {}): void {
   let started: TimeSkipping | undefined;
   beforeAll(async () => {
-    started = await startTimeSkipping();
+    started = await startTimeSkipping(opts.workflowsPath);
     set(started);
   });
   afterAll(async () => {
     await started?.env.teardown();
   });
+}
+
+/**
+ * Runs `body` with a worker of the file's bundle and `opts.activities` on `opts.taskQueue` (a queue of the test's own).
+ * Workflows `body` passes to `track` that still run after it are terminated, so that no later test's time skipping
+ * fires their timers.
+ */
+export async function runWorker<T>(
+  { env, workflowCode }: TimeSkipping,
+  opts: { taskQueue: string; activities?: object },
+  body: (track: <H extends WorkflowHandle>(handle: H) => H) => Promise<T>,
+): Promise<T> {
+  const handles: WorkflowHandle[] = [];
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: opts.taskQueue,
+    workflowBundle: { code: workflowCode },
+    activities: opts.activities,
+    // Workflows run on the test's thread: no workflow thread to start and load the bundle into (about 1.5 s a worker).
+    debugMode: true,
+  });
+  return worker.runUntil(async () => {
+    try {
+      return await body((handle) => {
+        handles.push(handle);
+        return handle;
+      });
+    } finally {
+      for (const h of handles) if ((await h.describe()).status.name === 'RUNNING') await h.terminate('test over');
+    }
+  });
+}
+
+/** `actual` is `expected`, or later by less than `slackMs` (the test server's clock runs at wall speed between timers). */
+export function expectLateBy(actual: number | undefined, expected: number | undefined, slackMs: number): void {
+  expect(actual).toBeDefined();
+  expect(expected).toBeDefined();
+  expect(actual!).toBeGreaterThanOrEqual(expected!);
+  expect(actual! - expected!).toBeLessThan(slackMs);
+}
+
+/** The cause of the failure a workflow ended with (it must have failed). */
+export async function failureOf(handle: WorkflowHandle): Promise<Error | undefined> {
+  const err = await handle.result().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  return (err as WorkflowFailedError).cause;
 }
 
 /** One activity call: its input and the test server's clock when it began and when it returned (or threw). */

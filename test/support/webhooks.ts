@@ -15,12 +15,14 @@ import { deliveryControlOf, type DeliveryControlDeps } from '../../control/webho
 import type { Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { events } from '../../db/schema';
-import { createIntegration, createOrganization, type IntegrationRow } from '../../db/tenants';
+import { createSubscription, type SubscriptionRow } from '../../db/webhooks';
+import { createOrganization, type IntegrationRow } from '../../db/tenants';
 import { categoryOf, type EventType } from '../../domain/events';
 import type { Mode, Plan } from '../../domain/plans';
 import { createKeyring } from '../../domain/secrets';
 import { createWebhookWorker, type WebhookWorker } from '../../worker/roles/webhooks';
 import { startRelay, type Relay } from '../../worker/roles/relay';
+import { unsyncedIntegration } from './fixtures';
 import { until } from './until';
 
 export interface Received {
@@ -146,16 +148,29 @@ export async function startWebhookStack(config: Config, db: Db, opts: { resolver
 export async function webhookIntegration(db: Db, stack: Pick<WebhookStack, 'orgs'> | null, opts: { plan?: Plan; mode?: Mode } = {}): Promise<IntegrationRow> {
   const org = await createOrganization(db, { name: `wh-${randomUUID().slice(0, 8)}` });
   stack?.orgs.add(org.id);
-  return createIntegration(
+  return unsyncedIntegration(db, org.id, { mode: opts.mode, plan: opts.plan ?? 'scale' });
+}
+
+/**
+ * A subscription of `integration` to `url` stored straight in the database, as the admin API stores one (to every
+ * event type unless told), its signing secret sealed with the test configuration's key.
+ */
+export function storeSubscription(
+  db: Db,
+  integration: Pick<IntegrationRow, 'id' | 'organizationId'>,
+  url: string,
+  opts: { eventTypes?: string[]; maxInFlight?: number } = {},
+): Promise<{ row: SubscriptionRow; secret: string }> {
+  return createSubscription(
     db,
     {
-      organizationId: org.id,
-      mode: opts.mode ?? 'test',
-      plan: opts.plan ?? 'scale',
-      sourceType: 'sandbox',
-      sourceConfig: { base_url: 'http://127.0.0.1:1', api_key: 'unused' },
+      organizationId: integration.organizationId,
+      integrationId: integration.id,
+      url,
+      eventTypes: opts.eventTypes ?? ['*'],
+      description: null,
+      ...(opts.maxInFlight === undefined ? {} : { maxInFlight: opts.maxInFlight }),
     },
-    // Sealed with the test configuration's key (this module is also used by the bench, outside vitest).
     createKeyring(parseConfig({}).ENCRYPTION_KEYS),
   );
 }

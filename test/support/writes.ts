@@ -3,36 +3,19 @@
  * integration's organization, and writing over HTTP: POST/PATCH with an Idempotency-Key, polling the Operation.
  */
 import { randomUUID } from 'node:crypto';
-import { Client } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
 import { expect } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { createApiKey, type Scope } from '../../db/tenants';
 import { createWriteWorker } from '../../worker/roles/writes';
+import { runInProcess, type InProcessWorker } from './sync';
 import { until } from './until';
 
-export interface WriteWorker {
-  client: Client;
-  worker: Worker;
-  stop(): Promise<void>;
-}
+export type WriteWorker = InProcessWorker;
 
 /** The write worker of this file's task queue, in this process until stop(). */
-export async function startWriteWorker(config: Config, db: Db): Promise<WriteWorker> {
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS! });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const worker = await createWriteWorker({ config, db, connection });
-  const running = worker.run();
-  return {
-    client,
-    worker,
-    async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
-      await connection.close();
-    },
-  };
+export function startWriteWorker(config: Config, db: Db): Promise<WriteWorker> {
+  return runInProcess(config, (connection) => createWriteWorker({ config, db, connection }));
 }
 
 export async function keyFor(db: Db, organizationId: string, scopes?: Scope[]): Promise<string> {

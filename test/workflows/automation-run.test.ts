@@ -9,14 +9,12 @@ import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { AutomationActivities, ExportAttemptInput } from '../../activities/automations';
 import type { ExportOutcome } from '../../domain/automations';
-import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
+import { failureOf, MINUTE, onTimeSkipping, recorder, runWorker, type Call } from '../support/time-skipping';
 import { AUTOMATION_FAILURE, automationTick, runAutomation, runStateQuery } from '../../workflows/automation';
 
 const SLACK_MS = 1_000;
-const MINUTE = 60_000;
 /** docs/decisions.md (Automations), written out rather than read from the code: delays before attempts 2, 3 and 4. */
 const SPEC_RETRY_DELAYS = [MINUTE, 5 * MINUTE, 15 * MINUTE];
 /** The export attempt's heartbeat time-out (workflows/automation.ts). */
@@ -60,23 +58,11 @@ const delivered: ExportOutcome = { outcome: 'succeeded', recordsExported: 42, fi
 
 async function withWorker(mock: ReturnType<typeof mockActivities>, body: (taskQueue: string) => Promise<void>): Promise<void> {
   const taskQueue = `automation-test-${randomUUID()}`;
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: { code: workflowCode },
-    activities: mock.activities,
-    debugMode: true,
-  });
-  await worker.runUntil(() => body(taskQueue));
+  await runWorker({ env, workflowCode }, { taskQueue, activities: mock.activities }, () => body(taskQueue));
 }
 
 async function failureTypeOf(handle: WorkflowHandle): Promise<string | undefined> {
-  const err = await handle.result().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  const cause = (err as WorkflowFailedError).cause;
+  const cause = await failureOf(handle);
   return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : cause?.constructor.name;
 }
 

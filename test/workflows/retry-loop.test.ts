@@ -6,39 +6,24 @@
  */
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
 import type { RetrySchedule } from '../../domain/retry';
-import { TEMPORAL_TEST_SERVER } from '../../scripts/tools';
-import { recorder, type Call } from '../support/time-skipping';
+import { MINUTE, onTimeSkipping, recorder, SECOND, type Call } from '../support/time-skipping';
 import type { RetryProbeActivities } from './fixtures/retry-workflow';
 import { retryProbe } from './fixtures/retry-workflow';
 
 /** What a measured time may exceed the exact one by (workflow tasks run at wall speed); far below every delay here. */
 const SLACK_MS = 1_000;
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
 
 let env: TestWorkflowEnvironment;
 let workflowCode: string;
 
-beforeAll(async () => {
-  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
-  const [e, bundle] = await Promise.all([
-    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEMPORAL_TEST_SERVER } } }),
-    bundleWorkflowCode({
-      workflowsPath: fileURLToPath(new URL('./fixtures/retry-workflow.ts', import.meta.url)),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
-    }),
-  ]);
-  env = e;
-  workflowCode = bundle.code;
-});
-afterAll(async () => {
-  await env?.teardown();
+onTimeSkipping((started) => ({ env, workflowCode } = started), {
+  workflowsPath: fileURLToPath(new URL('./fixtures/retry-workflow.ts', import.meta.url)),
 });
 
 type AttemptInput = Parameters<RetryProbeActivities['attempt']>[0];

@@ -17,12 +17,10 @@ import type { ConfirmResult, StartSyncJobResult, SyncActivities } from '../../ac
 import type { Entity } from '../../domain/cdm';
 import type { SyncPolicy } from '../../domain/contract';
 import type { SyncCompleteData } from '../../domain/events';
-import { onTimeSkipping } from '../support/time-skipping';
+import { MINUTE, onTimeSkipping, SECOND } from '../support/time-skipping';
 import { until } from '../support/until';
 import { syncIntegration } from '../../workflows/sync';
 
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
 /** Between an attempt's failure and the next one's start lie a report and a timer at wall speed: far below any delay here. */
 const SLACK_MS = 1_500;
 

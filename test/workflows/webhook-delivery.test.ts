@@ -5,15 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { Context } from '@temporalio/activity';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { AttemptInput, AttemptOutcome, PreparedDelivery, WebhookActivities } from '../../activities/webhooks';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule, scheduleOfList } from '../../domain/retry';
 import { RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../../domain/webhooks';
-import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
+import { DAY, expectLateBy, failureOf, HOUR, MINUTE, onTimeSkipping, recorder, runWorker, SECOND, type Call } from '../support/time-skipping';
 import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } from '../../workflows/webhook';
 
 /**
@@ -22,12 +21,8 @@ import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } fro
  * ms here). Far below the shortest delay (30 s), so any delay taken from the wrong slot of the schedule shows.
  */
 const SLACK_MS = 1_000;
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
 /** The attempt activity's start-to-close time-out (workflows/webhook.ts): how long a dead worker's attempt goes unnoticed. */
 const ATTEMPT_TIMEOUT = 30 * SECOND;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
 /** The default schedule as delays before each attempt, the first at once. */
 const DELIVERY_SCHEDULE_MS = listOfSchedule(DEFAULT_RETRY_SCHEDULES.webhook);
 /** The default schedule in full: 7 h 36 min 30 s from the first attempt to the last. */
@@ -105,63 +100,31 @@ interface RunContext {
  */
 async function withWorker(mock: Mock, body: (ctx: RunContext) => Promise<void>): Promise<void> {
   const taskQueue = `webhook-test-${randomUUID()}`;
-  const handles: WorkflowHandle<typeof deliverWebhook>[] = [];
-  const start = async (input: Partial<DeliveryWorkflowInput> = {}) => {
-    const handle = await env.client.workflow.start(deliverWebhook, {
-      taskQueue,
-      workflowId: `whd_${randomUUID()}`,
-      args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'deliver', ...input }],
-    });
-    handles.push(handle);
-    return handle;
-  };
-  const startReplay = async () => {
-    const handle = await env.client.workflow.signalWithStart(deliverWebhook, {
-      taskQueue,
-      workflowId: `whd_${randomUUID()}`,
-      args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'replay' }],
-      signal: replaySignal,
-      signalArgs: [],
-    });
-    handles.push(handle);
-    return handle;
-  };
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: { code: workflowCode },
-    activities: mock.activities,
-    // Workflows run on the test's thread: no workflow thread to start and load the bundle into (about 1.5 s a worker).
-    debugMode: true,
-  });
-  await worker.runUntil(async () => {
-    try {
-      await body({ taskQueue, start, startReplay });
-    } finally {
-      for (const h of handles) {
-        if ((await h.describe()).status.name === 'RUNNING') await h.terminate('test over');
-      }
-    }
+  await runWorker({ env, workflowCode }, { taskQueue, activities: mock.activities }, async (track) => {
+    const start = async (input: Partial<DeliveryWorkflowInput> = {}) =>
+      track(
+        await env.client.workflow.start(deliverWebhook, {
+          taskQueue,
+          workflowId: `whd_${randomUUID()}`,
+          args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'deliver', ...input }],
+        }),
+      );
+    const startReplay = async () =>
+      track(
+        await env.client.workflow.signalWithStart(deliverWebhook, {
+          taskQueue,
+          workflowId: `whd_${randomUUID()}`,
+          args: [{ deliveryId: `whd_${randomUUID()}`, mode: 'replay' }],
+          signal: replaySignal,
+          signalArgs: [],
+        }),
+      );
+    await body({ taskQueue, start, startReplay });
   });
 }
 
 /** `actual` is `expected`, or later by no more than the slack. */
-function expectAt(actual: number | undefined, expected: number | undefined) {
-  expect(actual).toBeDefined();
-  expect(expected).toBeDefined();
-  expect(actual!).toBeGreaterThanOrEqual(expected!);
-  expect(actual! - expected!).toBeLessThan(SLACK_MS);
-}
-
-/** The failure a workflow ended with. */
-async function failureOf(handle: WorkflowHandle): Promise<Error | undefined> {
-  const err = await handle.result().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  return (err as WorkflowFailedError).cause;
-}
+const expectAt = (actual: number | undefined, expected: number | undefined) => expectLateBy(actual, expected, SLACK_MS);
 
 /** What an operator sees of a delivery workflow: its execution status, the status query and the search attribute. */
 async function seen(handle: WorkflowHandle) {

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -14,10 +14,8 @@ import type { BatchInput, DispatchActivities } from '../../activities/dispatch';
 import { dispatchTaskQueueOf, SA_DELIVERY_STATUS } from '../../domain/contract';
 import type { BatchResult, DispatcherInput, DispatchSettings } from '../../domain/webhooks';
 import { dispatcherStateQuery, dispatchWebhooks, wakeSignal } from '../../workflows/dispatcher';
-import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
+import { expectLateBy, failureOf, MINUTE, onTimeSkipping, recorder, runWorker, SECOND, type Call } from '../support/time-skipping';
 
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
 /** See webhook-delivery.test.ts: what a measured time may exceed the exact one by. */
 const SLACK_MS = 1_000;
 
@@ -69,35 +67,23 @@ async function withWorkers(
   body: (start: (input?: Partial<DispatcherInput>) => Promise<WorkflowHandle<typeof dispatchWebhooks>>) => Promise<void>,
 ): Promise<void> {
   const taskQueue = `dispatch-test-${randomUUID()}`;
-  const handles: WorkflowHandle<typeof dispatchWebhooks>[] = [];
-  const start = async (input: Partial<DispatcherInput> = {}) => {
-    const handle = await env.client.workflow.start(dispatchWebhooks, {
-      taskQueue,
-      workflowId: `dispatch-whs_${randomUUID()}`,
-      args: [{ subscriptionId: 'whs_test', settings: SETTINGS, ...input }],
-    });
-    handles.push(handle);
-    return handle;
-  };
-  const workflows = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: { code: workflowCode }, debugMode: true });
   const batches = await Worker.create({ connection: env.nativeConnection, taskQueue: dispatchTaskQueueOf(taskQueue), activities: mock.activities });
   await batches.runUntil(
-    workflows.runUntil(async () => {
-      try {
-        await body(start);
-      } finally {
-        for (const h of handles) if ((await h.describe()).status.name === 'RUNNING') await h.terminate('test over');
-      }
+    runWorker({ env, workflowCode }, { taskQueue }, async (track) => {
+      const start = async (input: Partial<DispatcherInput> = {}) =>
+        track(
+          await env.client.workflow.start(dispatchWebhooks, {
+            taskQueue,
+            workflowId: `dispatch-whs_${randomUUID()}`,
+            args: [{ subscriptionId: 'whs_test', settings: SETTINGS, ...input }],
+          }),
+        );
+      await body(start);
     }),
   );
 }
 
-function expectAt(actual: number | undefined, expected: number | undefined) {
-  expect(actual).toBeDefined();
-  expect(expected).toBeDefined();
-  expect(actual!).toBeGreaterThanOrEqual(expected!);
-  expect(actual! - expected!).toBeLessThan(SLACK_MS);
-}
+const expectAt = (actual: number | undefined, expected: number | undefined) => expectLateBy(actual, expected, SLACK_MS);
 
 describe('dispatchWebhooks', () => {
   it('runs batches while they find work, waits idle for a wake, and completes after idleMs without one', async () => {
@@ -224,12 +210,7 @@ describe('dispatchWebhooks', () => {
       const handle = await start();
       await env.sleep(10 * SECOND);
       await handle.cancel();
-      const err = await handle.result().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(WorkflowFailedError);
-      expect((err as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+      expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
       await env.sleep(10 * MINUTE);
       expect(mock.calls.batch).toHaveLength(1);
       expect((await handle.describe()).status.name).toBe('CANCELLED');

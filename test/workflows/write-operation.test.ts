@@ -5,14 +5,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { AttemptInput, AttemptResult, FailInput, RetryInput, StoreInput, WriteActivities } from '../../activities/operations';
 import { SA_STATUS } from '../../domain/contract';
 import type { WriteWorkflowInput } from '../../domain/operations';
-import { recorder, onTimeSkipping, type Call } from '../support/time-skipping';
+import { DAY, expectLateBy, failureOf, HOUR, MINUTE, onTimeSkipping, recorder, runWorker, SECOND, type Call } from '../support/time-skipping';
 import { operationStateQuery, WRITE_FAILURE, writeOperation } from '../../workflows/operation';
 
 /**
@@ -21,10 +20,6 @@ import { operationStateQuery, WRITE_FAILURE, writeOperation } from '../../workfl
  * wall speed. Far below the shortest delay (5 s), so any delay taken from the wrong slot of the schedule shows.
  */
 const SLACK_MS = 1_000;
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
 /** The attempt activity's heartbeat time-out (workflows/operation.ts): how long a dead worker's attempt goes unnoticed. */
 const HEARTBEAT_TIMEOUT = 15 * SECOND;
 /** storeApplied's schedule-to-close time-out (workflows/operation.ts): how long an applied write is retried to be stored. */
@@ -124,66 +119,37 @@ interface RunContext {
  */
 async function withWorker(mock: Mock, body: (ctx: RunContext) => Promise<void>): Promise<void> {
   const taskQueue = `write-test-${randomUUID()}`;
-  const handles: WorkflowHandle<typeof writeOperation>[] = [];
-  const start = async (partial: Partial<WriteWorkflowInput> = {}) => {
-    const operationId = `opr_${randomUUID()}`;
-    const input: WriteWorkflowInput = {
-      operationId,
-      type: 'lease.create',
-      acceptedAtMs: await env.currentTimeMs(),
-      target: 'prp_target',
-      ...partial,
+  await runWorker({ env, workflowCode }, { taskQueue, activities: mock.activities }, async (track) => {
+    const start = async (partial: Partial<WriteWorkflowInput> = {}) => {
+      const operationId = `opr_${randomUUID()}`;
+      const input: WriteWorkflowInput = {
+        operationId,
+        type: 'lease.create',
+        acceptedAtMs: await env.currentTimeMs(),
+        target: 'prp_target',
+        ...partial,
+      };
+      const handle = track(
+        await env.client.workflow.start(writeOperation, {
+          taskQueue,
+          workflowId: operationId,
+          args: [input],
+          typedSearchAttributes: [{ key: SA_STATUS, value: 'queued' }],
+        }),
+      );
+      return { handle, input };
     };
-    const handle = await env.client.workflow.start(writeOperation, {
-      taskQueue,
-      workflowId: operationId,
-      args: [input],
-      typedSearchAttributes: [{ key: SA_STATUS, value: 'queued' }],
-    });
-    handles.push(handle);
-    return { handle, input };
-  };
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: { code: workflowCode },
-    activities: mock.activities,
-    // Workflows run on the test's thread: no workflow thread to start and load the bundle into (about 1.5 s a worker).
-    debugMode: true,
-  });
-  await worker.runUntil(async () => {
-    try {
-      await body({ start });
-    } finally {
-      for (const h of handles) {
-        if ((await h.describe()).status.name === 'RUNNING') await h.terminate('test over');
-      }
-    }
+    await body({ start });
   });
 }
 
 /** `actual` is `expected`, or later by no more than the slack. */
-function expectAt(actual: number | undefined, expected: number | undefined) {
-  expect(actual).toBeDefined();
-  expect(expected).toBeDefined();
-  expect(actual!).toBeGreaterThanOrEqual(expected!);
-  expect(actual! - expected!).toBeLessThan(SLACK_MS);
-}
+const expectAt = (actual: number | undefined, expected: number | undefined) => expectLateBy(actual, expected, SLACK_MS);
 
 /** `actual` is `expected` within the slack, either way. */
 function expectNear(actual: number | undefined, expected: number) {
   expect(actual).toBeDefined();
   expect(Math.abs(actual! - expected)).toBeLessThan(SLACK_MS);
-}
-
-/** The failure a workflow ended with. */
-async function failureOf(handle: WorkflowHandle): Promise<Error | undefined> {
-  const err = await handle.result().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  return (err as WorkflowFailedError).cause;
 }
 
 /** The type of the ApplicationFailure a workflow failed with. */
