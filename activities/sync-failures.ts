@@ -3,7 +3,7 @@
  * retried by Temporal, each attempt's failure visible in the history) and the failures they raise.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import type { NotMoved } from '../db/sync-runs';
+import type { NotMoved, NotRunning } from '../db/sync-runs';
 import { SourcePermanentError, SourceTransientError } from '../source/connector';
 
 /** Types of the non-retryable failures a sync activity raises. */
@@ -50,6 +50,12 @@ export function notMovedFailure(syncJobId: string, why: NotMoved): Error {
   return new Error(`another attempt moved sync job ${syncJobId} first`);
 }
 
-export function integrationGone(integrationId: string): ApplicationFailure {
+/** Why a job cannot run, as the activity fails: no such job, or as notMovedFailure says. */
+export function notRunningFailure(syncJobId: string, why: NotRunning): Error {
+  if (why.reason === 'not-found') return ApplicationFailure.nonRetryable(`sync job ${syncJobId} not found`, SYNC_FAILURE.jobNotFound);
+  return notMovedFailure(syncJobId, why);
+}
+
+function integrationGone(integrationId: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`integration ${integrationId} was deleted`, SYNC_FAILURE.integrationGone);
 }

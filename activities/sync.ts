@@ -9,33 +9,30 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import type { Db, Tx } from '../db/client';
+import type { Db } from '../db/client';
 import { databaseNow } from '../db/clock';
-import { newId } from '../db/ids';
 import type { ApplyResult } from '../db/apply';
 import { unseenXIds } from '../db/seen';
-import { abandonedJobsOf, activeJobOf, getSyncJob, lockIntegrationSync, type RunState, type SyncJobRow } from '../db/sync-jobs';
+import { abandonedJobsOf, getSyncJob, type RunState, type SyncJobRow } from '../db/sync-jobs';
 import {
+  claimRun,
   clearStepFailures,
   commitLookedUp,
   commitPage,
-  completeRun,
   failRun,
+  finishRun,
   hasRows,
-  insertRunningJob,
-  lockSyncJob,
   markDeletionsConfirmed,
-  markJobRunning,
   noteStepAttempt,
   noteStepFailure,
   runApplyContext,
-  syncCompleteData,
+  runningJob,
   type EntityProgress,
   type RunWindow,
 } from '../db/sync-runs';
 import { refreshStatsIfStale } from '../db/table-stats';
-import { getIntegration, type IntegrationRow } from '../db/tenants';
-import { SYNC_ORDER, type Entity } from '../domain/cdm';
+import type { IntegrationRow } from '../db/tenants';
+import type { Entity } from '../domain/cdm';
 import {
   DEFAULT_DELTA_OVERLAP_SECONDS,
   DEFAULT_FULL_SYNC_INTERVAL_SECONDS,
@@ -50,7 +47,7 @@ import { createConnector } from '../source';
 import type { ChangeWindow, SourceCapabilities, SourceSettings } from '../source/connector';
 import type { HashedPage, PageReader } from './page-reader';
 import { watchProgress } from './progress-watch';
-import { integrationGone, notMovedFailure, sourceFailure, SYNC_FAILURE } from './sync-failures';
+import { notMovedFailure, notRunningFailure, sourceFailure, SYNC_FAILURE } from './sync-failures';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 import { inSpan, SpanKind } from '../observability/tracing';
 
@@ -171,13 +168,10 @@ export function createActivities(deps: SyncActivityDeps) {
     }
   };
 
-  async function loadRunning(tx: Tx, syncJobId: string): Promise<{ job: SyncJobRow; integration: IntegrationRow }> {
-    const job = await getSyncJob(tx, syncJobId);
-    if (!job) throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} not found`, SYNC_FAILURE.jobNotFound);
-    if (job.status !== 'running') throw ApplicationFailure.nonRetryable(`sync job ${syncJobId} is ${job.status}`, SYNC_FAILURE.jobNotRunning);
-    const integration = await getIntegration(tx, job.integrationId);
-    if (!integration || integration.deletedAt) throw integrationGone(job.integrationId);
-    return { job, integration };
+  async function loadRunning(syncJobId: string): Promise<{ job: SyncJobRow; integration: IntegrationRow }> {
+    const found = await runningJob(db, syncJobId);
+    if (!found.running) throw notRunningFailure(syncJobId, found.why);
+    return found;
   }
 
   /**
@@ -195,7 +189,7 @@ export function createActivities(deps: SyncActivityDeps) {
   async function syncEntityAttempt(input: { syncJobId: string; entity: Entity }): Promise<{ pages: number; records: number }> {
     const { entity, syncJobId } = input;
     const ctx = Context.current();
-    const { job, integration } = await loadRunning(db, syncJobId);
+    const { job, integration } = await loadRunning(syncJobId);
     let point: EntityProgress = job.progress[entity] ?? { page: 0, done: false };
     if (point.done) return { pages: point.page, records: 0 };
     // Nothing of the entity cached yet (a first sync, or a new kind of record): nothing to soft-delete, so the run
@@ -279,7 +273,7 @@ export function createActivities(deps: SyncActivityDeps) {
   async function confirmDeletionsAttempt(input: { syncJobId: string; entity: Entity }): Promise<ConfirmResult> {
     const { entity, syncJobId } = input;
     const ctx = Context.current();
-    const { job, integration } = await loadRunning(db, syncJobId);
+    const { job, integration } = await loadRunning(syncJobId);
     const result: ConfirmResult = { checked: 0, present: 0, gone: 0 };
     const point = job.progress[entity];
     if (!point?.done) throw ApplicationFailure.nonRetryable(`${entity} was not fully read`, SYNC_FAILURE.incomplete);
@@ -320,13 +314,12 @@ export function createActivities(deps: SyncActivityDeps) {
   }
 
   /**
-   * What the run starting now reads, and the window it covers; its end is the database's time now (the transaction's:
-   * the run's start), whatever the kind. Full: the integration's first run, a source that cannot list changes, no
-   * run succeeded yet, the last full run began a full-run interval ago or longer, or a manual trigger asked for it.
-   * Delta otherwise, from where the last successful run's window ended less the overlap.
+   * What the run starting now reads, and the window it covers; its end is `windowTo`, the database's time as the run
+   * is claimed (db/sync-runs.ts claimRun), whatever the kind. Full: the integration's first run, a source that cannot
+   * list changes, no run succeeded yet, the last full run began a full-run interval ago or longer, or a manual
+   * trigger asked for it. Delta otherwise, from where the last successful run's window ended less the overlap.
    */
-  async function runOf(tx: Tx, integration: IntegrationRow, requested: SyncKind | undefined): Promise<RunWindow> {
-    const windowTo = await databaseNow(tx);
+  function runOf(integration: IntegrationRow, requested: SyncKind | undefined, windowTo: Date): RunWindow {
     const full = { kind: 'full' as SyncKind, windowFrom: null, windowTo };
     if (integration.firstSyncCompletedAt === null || integration.syncedThrough === null || requested === 'full') return full;
     if (!capabilitiesOf(sourceSettingsOf(integration)).delta) return full;
@@ -345,45 +338,27 @@ export function createActivities(deps: SyncActivityDeps) {
       if (!workflowId) throw ApplicationFailure.nonRetryable('startSyncJob runs inside a sync workflow only', SYNC_FAILURE.jobNotFound);
       // Which runs are abandoned is asked of Temporal before the lock is taken: no network call under it.
       const abandoned = input.syncJobId ? new Set<string>() : await abandonedJobsOf(db, input.integrationId, deps.runState);
-      const started = await db.transaction(async (tx): Promise<StartSyncJobResult> => {
-        await lockIntegrationSync(tx, input.integrationId);
-        const integration = await getIntegration(tx, input.integrationId);
-        const initial = integration?.firstSyncCompletedAt == null;
-        if (input.syncJobId) {
-          const job = await getSyncJob(tx, input.syncJobId);
-          if (!job) throw ApplicationFailure.nonRetryable(`sync job ${input.syncJobId} not found`, SYNC_FAILURE.jobNotFound);
-          if (!integration || integration.deletedAt) {
-            throw integrationGone(input.integrationId);
-          }
-          if (job.status === 'queued') {
-            const run = await runOf(tx, integration, input.kind);
-            await markJobRunning(tx, job.id, { initial, ...run });
-            return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial, kind: run.kind };
-          }
-          if (job.status === 'running') return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial: job.initial, kind: job.kind };
-          throw ApplicationFailure.nonRetryable(`sync job ${job.id} is already ${job.status}`, SYNC_FAILURE.jobNotRunning);
-        }
-        if (!integration || integration.deletedAt) return { skipped: true, syncJobId: null, reason: 'integration deleted' };
-        const active = await activeJobOf(tx, integration.id, abandoned);
-        if (active?.workflowId === workflowId) {
-          return { skipped: false, syncJobId: active.id, organizationId: active.organizationId, initial: active.initial, kind: active.kind };
-        }
-        if (active) return { skipped: true, syncJobId: active.id, reason: `run ${active.id} is ${active.status}` };
-        const id = newId('syncJob');
-        const run = await runOf(tx, integration, input.kind);
-        await insertRunningJob(tx, {
-          id,
-          organizationId: integration.organizationId,
-          integrationId: integration.id,
-          trigger: input.trigger,
-          workflowId,
-          initial,
-          ...run,
-        });
-        return { skipped: false, syncJobId: id, organizationId: integration.organizationId, initial, kind: run.kind };
-      });
-      if (started.skipped) metrics.syncRun('skipped', input.trigger);
-      return started;
+      const claim = await claimRun(
+        db,
+        { integrationId: input.integrationId, syncJobId: input.syncJobId, workflowId, trigger: input.trigger, abandoned },
+        (integration, windowTo) => runOf(integration, input.kind, windowTo),
+      );
+      if (claim.outcome === 'not-running') {
+        // Only the job the API queued (input.syncJobId) can be found not running.
+        const { why } = claim;
+        throw why.reason === 'ended'
+          ? ApplicationFailure.nonRetryable(`sync job ${input.syncJobId} is already ${why.status}`, SYNC_FAILURE.jobNotRunning)
+          : notRunningFailure(input.syncJobId!, why);
+      }
+      if (claim.outcome === 'running') {
+        const { job } = claim;
+        return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial: job.initial, kind: job.kind };
+      }
+      metrics.syncRun('skipped', input.trigger);
+      const { active } = claim;
+      return active
+        ? { skipped: true, syncJobId: active.id, reason: `run ${active.id} is ${active.status}` }
+        : { skipped: true, syncJobId: null, reason: 'integration deleted' };
     },
 
     /**
@@ -415,29 +390,18 @@ export function createActivities(deps: SyncActivityDeps) {
      * transaction. A retry after a commit returns the stored outcome.
      */
     async finishSyncJob(input: { syncJobId: string }): Promise<SyncCompleteData> {
-      // What this call ended, counted once its transaction committed (a retry after a commit counts nothing).
-      let ended: { job: SyncJobRow; deleted: [Entity, number][] } | undefined;
-      const data = await db.transaction(async (tx) => {
-        const locked = await lockSyncJob(tx, input.syncJobId);
-        if (locked?.status === 'succeeded') return syncCompleteData(locked);
-        const { job, integration } = await loadRunning(tx, input.syncJobId);
-        const missing = SYNC_ORDER.filter((e) => !job.progress[e]?.done);
-        if (missing.length > 0) {
-          throw ApplicationFailure.nonRetryable(`entities not fully read: ${missing.join(', ')}`, SYNC_FAILURE.incomplete);
-        }
-        // Nothing is soft-deleted that the source has not confirmed gone.
-        const unconfirmed = SYNC_ORDER.filter((e) => job.progress[e]?.tracked !== false && !job.progress[e]?.confirmed);
-        if (unconfirmed.length > 0) {
-          throw ApplicationFailure.nonRetryable(`deletions not confirmed with the source: ${unconfirmed.join(', ')}`, SYNC_FAILURE.incomplete);
-        }
-        ended = await completeRun(tx, job, integration);
-        return syncCompleteData(ended.job);
-      });
-      if (ended) {
-        for (const [entity, n] of ended.deleted) metrics.syncRecords(entity, 'deleted', n);
-        metrics.syncRun('succeeded', ended.job.trigger, durationOf(ended.job));
+      const end = await finishRun(db, input.syncJobId);
+      if (end.outcome === 'not-running') throw notRunningFailure(input.syncJobId, end.why);
+      if (end.outcome === 'not-read') throw ApplicationFailure.nonRetryable(`entities not fully read: ${end.entities.join(', ')}`, SYNC_FAILURE.incomplete);
+      if (end.outcome === 'not-confirmed') {
+        throw ApplicationFailure.nonRetryable(`deletions not confirmed with the source: ${end.entities.join(', ')}`, SYNC_FAILURE.incomplete);
       }
-      return data;
+      // What this call ended, counted once its transaction committed (a retry after a commit counts nothing).
+      if (end.ended) {
+        for (const [entity, n] of end.ended.deleted) metrics.syncRecords(entity, 'deleted', n);
+        metrics.syncRun('succeeded', end.ended.job.trigger, durationOf(end.ended.job));
+      }
+      return end.data;
     },
 
     /** Mark a run failed with its error (nothing is soft-deleted) and forget what it saw. Idempotent. */

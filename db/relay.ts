@@ -1,11 +1,25 @@
 /**
- * What the outbox relay (worker/roles/relay.ts) reads and holds: its lease row, the events it has yet to turn into
- * deliveries, and the integrations of the subscriptions it wakes. Queuing the deliveries and marking the events
- * dispatched are db/webhooks.ts queueDeliveries and db/events.ts markDispatched.
+ * What the outbox relay (worker/roles/relay.ts) reads, holds and writes: the notification of recorded events, its
+ * lease row, the events it has yet to turn into deliveries, the one transaction that queues their deliveries and
+ * marks them dispatched (db/webhooks.ts queueDeliveries, db/events.ts markDispatched), and the integrations of the
+ * subscriptions it wakes.
  */
 import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db } from './client';
+import { markDispatched } from './events';
 import { events, leaseLocks, webhookSubscriptions } from './schema';
+import { queueDeliveries, type QueueItem } from './webhooks';
+
+/** Channel of the trigger in db/migrations (0005_webhooks.sql) that notifies when an event's transaction commits. */
+const EVENTS_CHANNEL = 'events_recorded';
+
+/**
+ * Hear of recorded events (`onRecorded`, once per notification; the payload is empty). One LISTEN on the pool's
+ * connection; rejects when it cannot be set up.
+ */
+export function listenForRecordedEvents(db: Db, onRecorded: () => void): Promise<{ unlisten(): Promise<void> }> {
+  return db.$client.listen(EVENTS_CHANNEL, () => onRecorded());
+}
 
 /**
  * Take the lease `name` for `holder`, or renew it, for `leaseMs`; false while another holder's lease has not
@@ -58,4 +72,20 @@ export async function integrationsOfSubscriptions(db: Db, subscriptionIds: strin
     .select({ id: webhookSubscriptions.id, integrationId: webhookSubscriptions.integrationId })
     .from(webhookSubscriptions)
     .where(inArray(webhookSubscriptions.id, subscriptionIds));
+}
+
+/**
+ * In one transaction: queue these deliveries (already filtered to the subscriptions that want each event), then
+ * mark the batch's events dispatched. Returns the subscriptions whose dispatcher was idle, to wake once this has
+ * committed (no network call inside the transaction).
+ */
+export async function queueAndMarkDispatched(db: Db, items: QueueItem[], eventIds: readonly string[]): Promise<string[]> {
+  return db.transaction(async (tx) => {
+    // A pass that died after queuing but before committing queued nothing; a pair queued already is skipped.
+    const idle = items.length > 0 ? (await queueDeliveries(tx, items)).idle : [];
+    // Last, so that the positions' lock is held only for the commit: the events take their places in the public
+    // feed (GET /v1/events) in the order their deliveries were queued.
+    await markDispatched(tx, eventIds);
+    return idle;
+  });
 }

@@ -117,11 +117,9 @@ class RolledBack extends Error {
 }
 
 async function whyNotMoved(tx: Tx, syncJobId: string): Promise<NotMoved> {
-  const job = await getSyncJob(tx, syncJobId);
-  if (job?.status !== 'running') return { reason: 'ended', status: job?.status ?? 'gone' };
-  const integration = await getIntegration(tx, job.integrationId);
-  if (!integration || integration.deletedAt) return { reason: 'integration-deleted', integrationId: job.integrationId };
-  return { reason: 'superseded' };
+  const found = await runningJob(tx, syncJobId);
+  if (found.running) return { reason: 'superseded' };
+  return found.why.reason === 'not-found' ? { reason: 'ended', status: 'gone' } : found.why;
 }
 
 /**
@@ -223,6 +221,85 @@ export interface RunWindow {
   windowTo: Date;
 }
 
+/** Why a job is not running: there is no such job, it ended, or its run's integration was deleted. */
+export type NotRunning = { reason: 'not-found' } | { reason: 'ended'; status: SyncJobRow['status'] } | { reason: 'integration-deleted'; integrationId: string };
+
+/** A running job with its integration, or why it is not running. */
+export async function runningJob(
+  tx: Tx,
+  syncJobId: string,
+): Promise<{ running: true; job: SyncJobRow; integration: IntegrationRow } | { running: false; why: NotRunning }> {
+  const job = await getSyncJob(tx, syncJobId);
+  if (!job) return { running: false, why: { reason: 'not-found' } };
+  if (job.status !== 'running') return { running: false, why: { reason: 'ended', status: job.status } };
+  const integration = await getIntegration(tx, job.integrationId);
+  if (!integration || integration.deletedAt) return { running: false, why: { reason: 'integration-deleted', integrationId: job.integrationId } };
+  return { running: true, job, integration };
+}
+
+/** A run asking to start (the sync workflow's first activity). */
+export interface RunClaim {
+  integrationId: string;
+  /** The job the API queued for the run; a scheduled run has none and makes its own. */
+  syncJobId?: string;
+  /** The run's workflow: a retry of a scheduled run finds the job it made. */
+  workflowId: string;
+  trigger: SyncJobRow['trigger'];
+  /** Active jobs whose workflow has ended (abandonedJobsOf, asked before the lock): they block no run. */
+  abandoned: ReadonlySet<string>;
+}
+
+export type ClaimOutcome =
+  /** The run goes on as this job (made running now, or already running: a retry). */
+  | { outcome: 'running'; job: Pick<SyncJobRow, 'id' | 'organizationId' | 'initial' | 'kind'> }
+  /** A scheduled run is skipped: another run of the integration is active, or (`active` null) the integration was deleted. */
+  | { outcome: 'skipped'; active: Pick<SyncJobRow, 'id' | 'status'> | null }
+  /** The job the API queued cannot run (`ended`: it is no longer queued or running); nothing was written. */
+  | { outcome: 'not-running'; why: NotRunning };
+
+/**
+ * Claim a run, under the integration's run lock, in one transaction: mark the API's queued job running, or (a
+ * scheduled run) make a running job unless another run of the integration is active. What the run reads is
+ * `windowOf` the integration and the database's time now (the transaction's: the run's start); it is called inside
+ * the transaction, and what it throws rolls the claim back. Idempotent across retries of the same workflow.
+ */
+export async function claimRun(db: Db, claim: RunClaim, windowOf: (integration: IntegrationRow, windowTo: Date) => RunWindow): Promise<ClaimOutcome> {
+  return db.transaction(async (tx): Promise<ClaimOutcome> => {
+    await lockIntegrationSync(tx, claim.integrationId);
+    const integration = await getIntegration(tx, claim.integrationId);
+    const initial = integration?.firstSyncCompletedAt == null;
+    const runOf = async (i: IntegrationRow) => windowOf(i, await databaseNow(tx));
+    if (claim.syncJobId) {
+      const job = await getSyncJob(tx, claim.syncJobId);
+      if (!job) return { outcome: 'not-running', why: { reason: 'not-found' } };
+      if (!integration || integration.deletedAt) return { outcome: 'not-running', why: { reason: 'integration-deleted', integrationId: claim.integrationId } };
+      if (job.status === 'queued') {
+        const run = await runOf(integration);
+        await markJobRunning(tx, job.id, { initial, ...run });
+        return { outcome: 'running', job: { id: job.id, organizationId: job.organizationId, initial, kind: run.kind } };
+      }
+      if (job.status === 'running') return { outcome: 'running', job };
+      return { outcome: 'not-running', why: { reason: 'ended', status: job.status } };
+    }
+    if (!integration || integration.deletedAt) return { outcome: 'skipped', active: null };
+    const active = await activeJobOf(tx, integration.id, claim.abandoned);
+    if (active?.workflowId === claim.workflowId) return { outcome: 'running', job: active };
+    if (active) return { outcome: 'skipped', active };
+    const id = newId('syncJob');
+    const run = await runOf(integration);
+    await insertRunningJob(tx, {
+      id,
+      organizationId: integration.organizationId,
+      integrationId: integration.id,
+      trigger: claim.trigger,
+      workflowId: claim.workflowId,
+      initial,
+      ...run,
+    });
+    return { outcome: 'running', job: { id, organizationId: integration.organizationId, initial, kind: run.kind } };
+  });
+}
+
 /**
  * Queue a job for a run the API starts (manual or initial), unless the integration has an active job (queued or
  * running, and not among the `abandoned`, which activeJobOf fails): then that job, and nothing is created. Under the
@@ -254,7 +331,7 @@ export async function failUnstartedRun(db: Tx, syncJobId: string, error: string)
 }
 
 /** A queued job (created by the API) starts running, as the run `window` says; `initial`: the integration's first. */
-export async function markJobRunning(tx: Tx, syncJobId: string, run: RunWindow & { initial: boolean }): Promise<void> {
+async function markJobRunning(tx: Tx, syncJobId: string, run: RunWindow & { initial: boolean }): Promise<void> {
   await tx
     .update(syncJobs)
     .set({ status: 'running', startedAt: run.windowTo, ...run })
@@ -262,7 +339,7 @@ export async function markJobRunning(tx: Tx, syncJobId: string, run: RunWindow &
 }
 
 /** A job made running at once (a scheduled run, which no API call queued). */
-export async function insertRunningJob(
+async function insertRunningJob(
   tx: Tx,
   job: Pick<SyncJobRow, 'id' | 'organizationId' | 'integrationId' | 'trigger' | 'workflowId' | 'initial'> & RunWindow,
 ): Promise<void> {
@@ -270,7 +347,7 @@ export async function insertRunningJob(
 }
 
 /** The job, its row locked until the caller's transaction ends. */
-export async function lockSyncJob(tx: Tx, syncJobId: string): Promise<SyncJobRow | undefined> {
+async function lockSyncJob(tx: Tx, syncJobId: string): Promise<SyncJobRow | undefined> {
   const [row] = await tx.select().from(syncJobs).where(eq(syncJobs.id, syncJobId)).for('update');
   return row;
 }
@@ -287,7 +364,7 @@ export function runApplyContext(integration: IntegrationRow, job: SyncJobRow, no
 }
 
 /** What SYNC_COMPLETE (or FIRST_SYNC_COMPLETE) says of a run. */
-export function syncCompleteData(job: SyncJobRow): SyncCompleteData {
+function syncCompleteData(job: SyncJobRow): SyncCompleteData {
   return {
     sync_job_id: job.id,
     started_at: (job.startedAt ?? job.createdAt).toISOString(),
@@ -305,7 +382,7 @@ export function syncCompleteData(job: SyncJobRow): SyncCompleteData {
  * of the run, move the integration's sync marks and forget what the run saw. Returns the ended job and what it
  * soft-deleted of each entity.
  */
-export async function completeRun(tx: Tx, job: SyncJobRow, integration: IntegrationRow): Promise<{ job: SyncJobRow; deleted: [Entity, number][] }> {
+async function completeRun(tx: Tx, job: SyncJobRow, integration: IntegrationRow): Promise<{ job: SyncJobRow; deleted: [Entity, number][] }> {
   // The end of the run must not precede any event of the run, even one written by a worker on another host.
   const [last] = await tx
     .select({ createdAt: events.createdAt })
@@ -358,6 +435,36 @@ export async function completeRun(tx: Tx, job: SyncJobRow, integration: Integrat
   }
   await clearSeen(tx, job.id);
   return { job: done!, deleted };
+}
+
+export type FinishOutcome =
+  /** The job succeeded: in this call (`ended`: what it soft-deleted of each entity), or before it (a retry after a commit). */
+  | { outcome: 'succeeded'; data: SyncCompleteData; ended?: { job: SyncJobRow; deleted: [Entity, number][] } }
+  | { outcome: 'not-running'; why: NotRunning }
+  /** Entities the run has not fully read (then nothing was written). */
+  | { outcome: 'not-read'; entities: Entity[] }
+  /** Entities whose deletions the source has not confirmed (then nothing was written). */
+  | { outcome: 'not-confirmed'; entities: Entity[] };
+
+/**
+ * End a run whose every entity was fully read and whose deletions were confirmed (completeRun), in one transaction
+ * with its job's row locked. A job that already succeeded answers with its stored outcome.
+ */
+export async function finishRun(db: Db, syncJobId: string): Promise<FinishOutcome> {
+  return db.transaction(async (tx): Promise<FinishOutcome> => {
+    const locked = await lockSyncJob(tx, syncJobId);
+    if (locked?.status === 'succeeded') return { outcome: 'succeeded', data: syncCompleteData(locked) };
+    const found = await runningJob(tx, syncJobId);
+    if (!found.running) return { outcome: 'not-running', why: found.why };
+    const { job, integration } = found;
+    const missing = SYNC_ORDER.filter((e) => !job.progress[e]?.done);
+    if (missing.length > 0) return { outcome: 'not-read', entities: missing };
+    // Nothing is soft-deleted that the source has not confirmed gone.
+    const unconfirmed = SYNC_ORDER.filter((e) => job.progress[e]?.tracked !== false && !job.progress[e]?.confirmed);
+    if (unconfirmed.length > 0) return { outcome: 'not-confirmed', entities: unconfirmed };
+    const ended = await completeRun(tx, job, integration);
+    return { outcome: 'succeeded', data: syncCompleteData(ended.job), ended };
+  });
 }
 
 /** Mark a queued or running job failed with its error (nothing is soft-deleted) and forget what it saw. */

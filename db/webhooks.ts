@@ -325,16 +325,19 @@ export interface QueueItem {
   event: Pick<EventRow, 'id' | 'type'>;
 }
 
+/** What queuing made: the subscriptions whose dispatcher was idle (to wake), and the deliveries made. */
+interface QueuedDeliveries {
+  idle: string[];
+  queued: Pick<DeliveryRow, 'id' | 'eventId' | 'subscriptionId'>[];
+}
+
 /**
  * Queue deliveries at the end of their subscriptions' queues, in the order given (production order), in the
  * caller's transaction. A pair that has a delivery already is skipped. Returns the subscriptions whose dispatcher
  * was idle (the caller wakes them once the transaction has committed: no network call inside it); a busy
  * dispatcher hears of its new work by a notification sent at commit.
  */
-export async function queueDeliveries(
-  tx: Tx,
-  items: QueueItem[],
-): Promise<{ idle: string[]; queued: Pick<DeliveryRow, 'id' | 'eventId' | 'subscriptionId'>[] }> {
+export async function queueDeliveries(tx: Tx, items: QueueItem[]): Promise<QueuedDeliveries> {
   const perSub = new Map<string, QueueItem[]>();
   for (const item of items) perSub.set(item.sub.id, [...(perSub.get(item.sub.id) ?? []), item]);
   const idle: string[] = [];
@@ -371,6 +374,14 @@ export async function queueDeliveries(
   // One array parameter (sql.param): a bare array in a sql template is expanded into a row `($1, $2)`, which no cast makes an array.
   if (busy.length > 0) await tx.execute(sql`select pg_notify(${QUEUED_CHANNEL}, id) from unnest(${sql.param(busy)}::text[]) as id`);
   return { idle, queued };
+}
+
+/**
+ * queueDeliveries in a transaction of its own (an operator's re-send): once this returns, the deliveries are
+ * committed and the caller wakes the idle dispatchers it names.
+ */
+export async function queueAndCommitDeliveries(db: Db, items: QueueItem[]): Promise<QueuedDeliveries> {
+  return db.transaction((tx) => queueDeliveries(tx, items));
 }
 
 /** Cancel a subscription's queue (it was deleted): its deliveries waiting for a first attempt end `cancelled`. */

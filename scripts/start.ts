@@ -21,7 +21,7 @@ import { DEV_ADMIN_TOKEN, loadConfigOrExit } from '../config';
 import { closeDb, createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { describeReseal } from '../db/secrets';
-import { organizations } from '../db/schema';
+import { organizationsPage } from '../db/tenants';
 import { SEARCH_ATTRIBUTES } from '../domain/contract';
 import { createKeyring } from '../domain/secrets';
 import { workerProcessEnv } from '../worker/process-env';
@@ -261,7 +261,7 @@ async function main() {
 /** On an empty database: a demo organization with a sandbox integration and a test key, through the admin API. */
 async function seedDemo(base: string) {
   const db = createDb(databaseUrl, { max: 1 });
-  const existing = await db.select({ id: organizations.id, name: organizations.name }).from(organizations).orderBy(organizations.createdAt).limit(6);
+  const existing = await organizationsPage(db, { limit: 6, offset: 0, order: 'asc' });
   await closeDb(db);
   const admin = async (path: string, body: unknown) => {
     const res = await fetch(`${base}/admin/v1${path}`, {

@@ -18,7 +18,7 @@ import {
   getSubscription,
   listDeliveries,
   listSubscriptions,
-  queueDeliveries,
+  queueAndCommitDeliveries,
   rotateSigningSecret,
   updateSubscription,
   type AttemptRow,
@@ -224,7 +224,7 @@ export async function redeliver(deps: ApiDeps, work: Redelivery, action = 'repla
       else replay.push(d);
     }
   }
-  const { idle, queued } = toQueue.length > 0 ? await deps.db.transaction((tx) => queueDeliveries(tx, toQueue)) : { idle: [], queued: [] };
+  const { idle, queued } = toQueue.length > 0 ? await queueAndCommitDeliveries(deps.db, toQueue) : { idle: [], queued: [] };
   await viaTemporal(deps, action, async (client) => {
     const control = await loadDeliveryControl();
     const ctl = control.deliveryControlOf(client, deps.config);

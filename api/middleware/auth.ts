@@ -5,17 +5,14 @@
  * is not trusted: every request goes to the database, and the cache starts empty once the connection is back.
  */
 import type { MiddlewareHandler } from 'hono';
-import postgres from 'postgres';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
+import { openApiKeyFeed, type ApiKeyFeed } from '../../db/api-key-feed';
 import type { Db } from '../../db/client';
 import { apiKeyByHash, hashApiKey, recordApiKeyUse } from '../../db/tenants';
 import type { Mode } from '../../domain/plans';
 import { ApiError } from '../problem';
 import type { Principal } from './env';
-
-/** Channel of the trigger in db/migrations (api_keys_notify_change); the payload is the key's sha256. */
-const API_KEYS_CHANNEL = 'api_keys_changed';
 
 const KEY = /^sk_(test|live)_[A-Za-z0-9]{32,128}$/;
 const MAX_CACHED = 10_000;
@@ -48,7 +45,7 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
   let closed = false;
   /** Bumped on every notification and reconnect, so a lookup that raced with one is not cached. */
   let generation = 0;
-  let listener: postgres.Sql | undefined;
+  let feed: ApiKeyFeed | undefined;
   let started: Promise<void> | undefined;
   let retry: NodeJS.Timeout | undefined;
 
@@ -59,27 +56,20 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
 
   async function listen(): Promise<void> {
     if (closed) return;
-    // A client of its own rather than sql.listen(): its onclose tells us when notifications may have been missed.
-    // `onnotify` is a supported option that postgres.js's typings omit.
-    listener ??= postgres(config.DATABASE_URL, {
-      max: 1,
-      idle_timeout: 0,
-      max_lifetime: null,
-      fetch_types: false,
-      onnotice: () => {},
-      connection: { application_name: 'propsync-api-auth' },
-      onnotify: (_channel: string, payload: string) => {
+    // A connection of its own (db/api-key-feed.ts): its closing tells us when notifications may have been missed.
+    feed ??= openApiKeyFeed(config.DATABASE_URL, {
+      onChange: (keyHash) => {
         generation++;
-        cache.delete(payload);
+        cache.delete(keyHash);
       },
-      onclose: () => {
+      onLost: () => {
         listening = false;
         evictAll();
         if (!closed) scheduleListen();
       },
-    } as postgres.Options<Record<string, postgres.PostgresType>>);
+    });
     try {
-      await listener.unsafe(`listen "${API_KEYS_CHANNEL}"`);
+      await feed.listen();
       evictAll();
       listening = true;
     } catch (err) {
@@ -140,9 +130,8 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
       return listening;
     },
     async listenerPid() {
-      if (!listening || !listener) return undefined;
-      const [row] = await listener<{ pid: number }[]>`select pg_backend_pid() as pid`;
-      return row?.pid;
+      if (!listening || !feed) return undefined;
+      return feed.pid();
     },
     middleware: async (c, next) => {
       started ??= listen();
@@ -156,7 +145,7 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
       listening = false;
       clearTimeout(retry);
       await started?.catch(() => {});
-      await listener?.end({ timeout: 2 });
+      await feed?.close();
     },
   };
 }

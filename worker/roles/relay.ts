@@ -17,16 +17,22 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../config/logger';
-import type { Db, Tx } from '../../db/client';
-import { markDispatched } from '../../db/events';
-import { integrationsOfSubscriptions, releaseLease, takeLease, undispatchedEvents, type UndispatchedEvent } from '../../db/relay';
-import { activeSubscriptionsOf, queueDeliveries, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../../db/webhooks';
+import type { Db } from '../../db/client';
+import {
+  integrationsOfSubscriptions,
+  listenForRecordedEvents,
+  queueAndMarkDispatched,
+  releaseLease,
+  takeLease,
+  undispatchedEvents,
+  type UndispatchedEvent,
+} from '../../db/relay';
+import { activeSubscriptionsOf, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../../db/webhooks';
 import { deliveryControlOf, wakeDispatcher, type DeliveryControlDeps } from '../../control/webhooks';
 import { wantsEvent } from '../../domain/webhooks';
 import { eachLimit } from '../each-limit';
 import type { RoleContext, RunningRole } from './role';
 
-const EVENTS_CHANNEL = 'events_recorded';
 const LEASE_NAME = 'outbox-relay';
 
 export interface RelayOptions {
@@ -69,15 +75,13 @@ export function startRelay(opts: RelayOptions): Relay {
   let wake: (() => void) | undefined;
   let pending = false;
 
-  const listening = db.$client
-    .listen(EVENTS_CHANNEL, () => {
-      pending = true;
-      wake?.();
-    })
-    .catch((err: unknown) => {
-      logger.warn({ err }, 'outbox relay could not LISTEN; polling only');
-      return null;
-    });
+  const listening = listenForRecordedEvents(db, () => {
+    pending = true;
+    wake?.();
+  }).catch((err: unknown) => {
+    logger.warn({ err }, 'outbox relay could not LISTEN; polling only');
+    return null;
+  });
 
   /** Take or renew the lease; false while another relay holds it. */
   function lease(): Promise<boolean> {
@@ -94,34 +98,27 @@ export function startRelay(opts: RelayOptions): Relay {
     if (batch.length === 0) return 0;
 
     const subs = await activeSubscriptionsOf(db, [...new Set(batch.map((e) => e.integrationId))]);
-    await db.transaction(async (tx) => {
-      const idle = subs.length > 0 ? await queue(tx, batch, subs) : [];
-      // Last, so that the positions' lock is held only for the commit: the events take their places in the public
-      // feed (GET /v1/events) in the order their deliveries were queued.
-      await markDispatched(
-        tx,
-        batch.map((e) => e.id),
-      );
-      for (const id of idle) toWake.set(id, subs.find((s) => s.id === id)!.integrationId);
-    });
+    // Queued and marked dispatched in one transaction (db/relay.ts queueAndMarkDispatched, which says why the marking
+    // comes last); the dispatchers it found idle are woken only once it has committed.
+    const idle = await queueAndMarkDispatched(
+      db,
+      wanted(batch, subs),
+      batch.map((e) => e.id),
+    );
+    for (const id of idle) toWake.set(id, subs.find((s) => s.id === id)!.integrationId);
     return batch.length;
   }
 
-  type Batch = UndispatchedEvent[];
-
-  /** Queue the batch's deliveries (in the caller's transaction); returns the subscriptions whose dispatcher was idle. */
-  async function queue(tx: Tx, batch: Batch, subs: SubscriptionRow[]): Promise<string[]> {
-    // An event goes to the subscriptions that existed, and wanted its type, when it was recorded.
-    const wanted: QueueItem[] = [];
+  /** The batch's deliveries: an event goes to the subscriptions that existed, and wanted its type, when it was recorded. */
+  function wanted(batch: UndispatchedEvent[], subs: SubscriptionRow[]): QueueItem[] {
+    const items: QueueItem[] = [];
     for (const event of batch) {
       for (const sub of subs) {
         if (sub.integrationId !== event.integrationId || sub.createdAt > event.createdAt || !wantsEvent(sub.eventTypes, event.type)) continue;
-        wanted.push({ event, sub });
+        items.push({ event, sub });
       }
     }
-    if (wanted.length === 0) return [];
-    // A pass that died after queuing but before committing queued nothing; a pair queued already is skipped.
-    return (await queueDeliveries(tx, wanted)).idle;
+    return items;
   }
 
   /** Wake the dispatchers marked to wake; one that fails stays marked for the next pass. */
