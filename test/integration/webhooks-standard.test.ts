@@ -153,7 +153,8 @@ describe('endpoint health', () => {
     await receiver.waitFor(() => at('/health-ok').length >= 3);
     const view = await until(
       () => admin('GET', `/webhook_subscriptions/${sub.id}`),
-      (r) => r.body.health.attempts === 3,
+      // The health row is folded in just after the attempts are recorded (activities/dispatch.ts), so wait for both.
+      (r) => r.body.health.attempts === 3 && r.body.health.last_success_at !== null,
     );
     expect(view.body.health).toEqual({
       success_rate: 1,
