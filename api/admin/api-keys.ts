@@ -4,7 +4,7 @@ import { apiKeysPage, createApiKey, revokeApiKey, type ApiKeyRow } from '../../d
 import type { ApiDeps } from '../deps';
 import { ApiKey, ApiKeyCreate, ApiKeyCreated } from './api-keys.schemas';
 import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, OrganizationId } from './schemas';
-import { found, listPage, loadOrganization, uuidOr404 } from './support';
+import { found, listChildren, loadOrganization, uuidOr404 } from './support';
 
 function apiKeyView(row: ApiKeyRow) {
   return {
@@ -50,10 +50,7 @@ export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
       request: { params: OrganizationId, query: OrderedListQuery('asc') },
       responses: { 200: json(listOf(ApiKey, 'ApiKeyList'), orderedDescription('asc', '; revoked keys included')), ...errorResponses },
     }),
-    async (c) => {
-      const org = await loadOrganization(deps, c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => apiKeysPage(deps.db, org.id, page), apiKeyView), 200);
-    },
+    listChildren(deps, loadOrganization, apiKeysPage, apiKeyView),
   );
 
   app.openapi(

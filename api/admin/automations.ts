@@ -32,7 +32,7 @@ import type { ApiDeps } from '../deps';
 import { ApiError, type FieldError } from '../problem';
 import { Automation, AutomationCreate, AutomationRun, AutomationUpdate } from './automations.schemas';
 import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
-import { checkOutboundUrl, found, listPage, loadById, loadIntegration, viaTemporal } from './support';
+import { checkOutboundUrl, found, listChildren, loadById, loadIntegration, viaTemporal } from './support';
 
 /** The Temporal side of automations, loaded on first use like sync control (reads never load the Temporal SDK). */
 type AutomationControl = typeof import('../../control/automations');
@@ -303,10 +303,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       request: { params: IntegrationId, query: OrderedListQuery('asc') },
       responses: { 200: json(listOf(Automation, 'AutomationList'), orderedDescription('asc', '; header names only')), ...errorResponses },
     }),
-    async (c) => {
-      const integration = await loadIntegration(deps, c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => automationsPage(deps.db, integration.id, page), automationView), 200);
-    },
+    listChildren(deps, loadIntegration, automationsPage, automationView),
   );
 
   app.openapi(
@@ -448,10 +445,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       request: { params: AutomationId, query: OrderedListQuery('desc') },
       responses: { 200: json(listOf(AutomationRun, 'AutomationRunList'), orderedDescription('desc')), ...errorResponses },
     }),
-    async (c) => {
-      const automation = await loadAutomation(deps, c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => runsOf(deps.db, automation.id, page), automationRunView), 200);
-    },
+    listChildren(deps, loadAutomation, runsOf, automationRunView),
   );
 
   app.openapi(

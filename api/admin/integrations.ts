@@ -26,7 +26,7 @@ import {
   IntegrationId,
   OrganizationId,
 } from './schemas';
-import { listPage, loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
+import { listChildren, loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */
 const DEFAULT_SANDBOX_SIZE = 50;
@@ -202,11 +202,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       request: { params: OrganizationId, query: OrderedListQuery('asc') },
       responses: { 200: json(listOf(Integration, 'IntegrationList'), orderedDescription('asc')), ...errorResponses },
     }),
-    async (c) => {
-      const org = await loadOrganization(deps, c.req.valid('param').id);
-      const view = (r: IntegrationRow) => integrationView(r, deps.config.SYNC_FULL_INTERVAL_SECONDS);
-      return c.json(await listPage(c.req.valid('query'), (page) => integrationsPage(deps.db, org.id, page), view), 200);
-    },
+    listChildren(deps, loadOrganization, integrationsPage, (r) => integrationView(r, deps.config.SYNC_FULL_INTERVAL_SECONDS)),
   );
 
   app.openapi(

@@ -5,7 +5,7 @@ import { SYNC_ORDER, type Entity } from '../../domain/cdm';
 import type { ApiDeps } from '../deps';
 import { SkippedRecord, SyncJob, SyncRequest } from './syncs.schemas';
 import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
-import { capabilitiesOf, invalidField, listPage, loadById, loadIntegration, withTemporal } from './support';
+import { capabilitiesOf, invalidField, listChildren, loadById, loadIntegration, withTemporal } from './support';
 import { dialectOf } from '../../source/connector';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
@@ -25,9 +25,9 @@ function adminSyncJobView(row: SyncJobRow) {
 const tags = ['Sync jobs'];
 const SyncJobId = IdParam('syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Sync job id (`syj_` + ULID).');
 
-export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
-  const loadJob = (id: string): Promise<SyncJobRow> => loadById('syncJob', id, 'sync job', (id) => getSyncJob(deps.db, id));
+const loadSyncJob = (deps: ApiDeps, id: string): Promise<SyncJobRow> => loadById('syncJob', id, 'sync job', (id) => getSyncJob(deps.db, id));
 
+export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
     createRoute({
       method: 'post',
@@ -65,10 +65,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       request: { params: IntegrationId, query: OrderedListQuery('desc') },
       responses: { 200: json(listOf(SyncJob, 'SyncJobList'), orderedDescription('desc')), ...errorResponses },
     }),
-    async (c) => {
-      const integration = await loadIntegration(deps, c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => syncJobsPage(deps.db, integration.id, page), adminSyncJobView), 200);
-    },
+    listChildren(deps, loadIntegration, syncJobsPage, adminSyncJobView),
   );
 
   app.openapi(
@@ -82,10 +79,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       request: { params: SyncJobId, query: ListQuery },
       responses: { 200: json(listOf(SkippedRecord, 'SkippedRecordList'), 'In entity and x_id order.'), ...errorResponses },
     }),
-    async (c) => {
-      const row = await loadJob(c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => skippedRecordsOf(deps.db, row.id, page), skippedRecordView), 200);
-    },
+    listChildren(deps, loadSyncJob, skippedRecordsOf, skippedRecordView),
   );
 
   app.openapi(
@@ -99,6 +93,6 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       request: { params: SyncJobId },
       responses: { 200: json(SyncJob, 'The job.'), ...errorResponses },
     }),
-    async (c) => c.json(adminSyncJobView(await loadJob(c.req.valid('param').id)), 200),
+    async (c) => c.json(adminSyncJobView(await loadSyncJob(deps, c.req.valid('param').id)), 200),
   );
 }
