@@ -31,9 +31,9 @@ const wordsOf = <P extends string>(w: Words<P>) => ({
 });
 
 /** A request of a path id (`params`) and a JSON body (`body`), either of them absent. */
-type Request<I, B> = ([I] extends [never] ? object : { params: I }) & ([B] extends [never] ? object : ReturnType<typeof body<B & z.ZodType>>);
+type RequestOf<I, B> = ([I] extends [never] ? object : { params: I }) & ([B] extends [never] ? object : ReturnType<typeof body<B & z.ZodType>>);
 const requestOf = <I, B>(params: I | undefined, schema: B | undefined) =>
-  ({ ...(params === undefined ? {} : { params }), ...(schema === undefined ? {} : body(schema as z.ZodType)) }) as Request<I, B>;
+  ({ ...(params === undefined ? {} : { params }), ...(schema === undefined ? {} : body(schema as z.ZodType)) }) as RequestOf<I, B>;
 
 /** GET the row at the path's id (`params`): `ok` is its 200. */
 export const retrieveRoute = <P extends string, I extends z.ZodObject, R extends Responses[number]>(r: Words<P> & { params: I; ok: R }) =>
