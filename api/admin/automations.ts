@@ -224,6 +224,17 @@ function viaControl<T>(
   );
 }
 
+/** `fn` with the automation control of this process when Temporal answers; a failure is ignored (an undo's last step). */
+function tryControl(deps: ApiDeps, fn: (ctl: AutomationControlDeps, control: AutomationControl) => Promise<unknown>): Promise<void> {
+  return deps
+    .temporal()
+    .then(async (client) => {
+      const control = await loadAutomationControl();
+      await fn(control.automationControlOf(client, deps.config), control);
+    })
+    .catch(() => {});
+}
+
 /** A live automation of a live integration; anything else is 404 like an unknown id. */
 async function loadAutomation(deps: ApiDeps, id: string): Promise<AutomationRow> {
   const row = await loadById('automation', id, 'automation', (id) => getAutomation(deps.db, id));
@@ -278,13 +289,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
         async () => {
           // Nothing refers to the row yet; the schedule may exist if Temporal made it but the answer was lost.
           await deleteNewAutomation(deps.db, id);
-          await deps
-            .temporal()
-            .then(async (client) => {
-              const control = await loadAutomationControl();
-              await control.removeAutomationSchedule(control.automationControlOf(client, deps.config), id);
-            })
-            .catch(() => {});
+          await tryControl(deps, (ctl, control) => control.removeAutomationSchedule(ctl, id));
         },
       );
       return c.json(automationView(row), 201);
@@ -361,13 +366,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
             const { id: _id, createdAt: _created, ...was } = before;
             await updateAutomation(deps.db, before.id, was);
             // The schedule may have been half-moved (spec changed, pause not); put it back as it was, if Temporal lets us.
-            await deps
-              .temporal()
-              .then(async (client) => {
-                const control = await loadAutomationControl();
-                await control.ensureAutomationSchedule(control.automationControlOf(client, deps.config), before);
-              })
-              .catch(() => {});
+            await tryControl(deps, (ctl, control) => control.ensureAutomationSchedule(ctl, before));
           },
         );
       }
