@@ -47,7 +47,7 @@ import {
   SubscriptionUpdate,
 } from './webhooks.schemas';
 import { deleted, deleteRoute, listRoute, patchRoute, postRoute, retrieveRoute } from './routes';
-import { errorResponses, IdParam, json, linkTo, listOf, unavailableResponse, IntegrationId } from './schemas';
+import { IdParam, json, linkTo, listOf, problemResponse, unavailableResponse, IntegrationId } from './schemas';
 import { checkOutboundUrl, listPageWith, loadById, loadIntegration, viaTemporal } from './support';
 
 /** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */
@@ -238,18 +238,8 @@ export async function redeliver(deps: ApiDeps, work: Redelivery, action = 'repla
 const tags = ['Webhooks'];
 const SubscriptionId = IdParam('whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook subscription id (`whs_` + ULID).');
 const DeliveryId = IdParam('whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook delivery id (`whd_` + ULID).');
-export const forbidden = {
-  403: {
-    content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } },
-    description: 'The integration is on a plan without webhooks.',
-  },
-};
-const conflict = {
-  409: {
-    content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } },
-    description: 'The subscription is disabled.',
-  },
-};
+export const forbidden = { 403: problemResponse('The integration is on a plan without webhooks.') };
+const conflict = { 409: problemResponse('The subscription is disabled.') };
 
 export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
