@@ -29,6 +29,7 @@ const SyncJobId = IdParam('syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Sync job id (`syj_`
 const loadSyncJob = (deps: ApiDeps, id: string): Promise<SyncJobRow> => loadById('syncJob', id, 'sync job', (id) => getSyncJob(deps.db, id));
 
 export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
+  // Written out, not built (./routes): its body is optional, a bare POST being a run like a scheduled one.
   app.openapi(
     createRoute({
       method: 'post',
