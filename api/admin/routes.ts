@@ -40,9 +40,9 @@ export const retrieveRoute = <P extends string, I extends z.ZodObject, R extends
   createRoute({ method: 'get', ...wordsOf(r), request: { params: r.params }, responses: { 200: r.ok, ...errorResponses } });
 
 /**
- * GET a page of `list` (a listOf): ordered by creation time, by default `order` first, `query` (by default
- * OrderedListQuery(order)) perhaps adding filters, `note` ending the 200's words. A list in another order gives its
- * `query` and the 200's words (`what`) instead.
+ * GET a page of `list` (a listOf). A list ordered by creation time names its default `order`: its query is
+ * OrderedListQuery(order) unless `query` extends it with filters, and the 200 says the order (`note` adds to that). A
+ * list in another order gives its `query` and the 200's words (`what`).
  */
 export const listRoute = <P extends string, L extends z.ZodType, I extends z.ZodObject = never, Q extends z.ZodObject = ReturnType<typeof OrderedListQuery>>(
   r: Words<P> & { params?: I; list: L; links?: Links } & ({ order: SortOrder; note?: string; query?: Q } | { order?: never; query: Q; what: string }),
