@@ -1,10 +1,11 @@
 /** API keys of an organization: created with the secret shown once, listed and revoked without it. */
-import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import type { OpenAPIHono } from '@hono/zod-openapi';
 import { apiKeysPage, createApiKey, revokeApiKey, type ApiKeyRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
 import { ApiKey, ApiKeyCreate, ApiKeyCreated } from './api-keys.schemas';
-import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, OrganizationId } from './schemas';
-import { found, listPage, loadOrganization, uuidOr404 } from './support';
+import { listRoute, postRoute } from './routes';
+import { IdParam, json, listOf, OrganizationId } from './schemas';
+import { found, listChildren, loadOrganization, uuidOr404 } from './support';
 
 function apiKeyView(row: ApiKeyRow) {
   return {
@@ -23,14 +24,14 @@ const tags = ['API keys'];
 
 export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/organizations/{id}/api_keys',
       tags,
       summary: 'Create an API key',
       description: 'The response is the only time the secret `key` is shown; only its hash is stored. Scopes default to read and write.',
-      request: { params: OrganizationId, ...body(ApiKeyCreate) },
-      responses: { 201: json(ApiKeyCreated, 'The key, with its secret.'), ...errorResponses },
+      params: OrganizationId,
+      body: ApiKeyCreate,
+      responses: { 201: json(ApiKeyCreated, 'The key, with its secret.') },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
@@ -42,29 +43,26 @@ export function registerApiKeys(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/organizations/{id}/api_keys',
       tags,
       summary: "List an organization's API keys (without secrets)",
-      request: { params: OrganizationId, query: OrderedListQuery('asc') },
-      responses: { 200: json(listOf(ApiKey, 'ApiKeyList'), orderedDescription('asc', '; revoked keys included')), ...errorResponses },
+      params: OrganizationId,
+      list: listOf(ApiKey, 'ApiKeyList'),
+      order: 'asc',
+      note: '; revoked keys included',
     }),
-    async (c) => {
-      const org = await loadOrganization(deps, c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => apiKeysPage(deps.db, org.id, page), apiKeyView), 200);
-    },
+    listChildren(deps, loadOrganization, apiKeysPage, apiKeyView),
   );
 
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/api_keys/{id}/revoke',
       tags,
       summary: 'Revoke an API key',
       description: 'Takes effect at once in every API process. Idempotent: revoking again returns the key with its first `revoked_at`.',
-      request: { params: IdParam('7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6', 'API key id (UUID).') },
-      responses: { 200: json(ApiKey, 'The revoked key.'), ...errorResponses },
+      params: IdParam('7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6', 'API key id (UUID).'),
+      responses: { 200: json(ApiKey, 'The revoked key.') },
     }),
     async (c) => {
       const id = c.req.valid('param').id;

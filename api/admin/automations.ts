@@ -7,7 +7,7 @@
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
+import type { OpenAPIHono, z } from '@hono/zod-openapi';
 import {
   automationsPage,
   deleteNewAutomation,
@@ -31,8 +31,9 @@ import type { AutomationControlDeps } from '../../control/automations';
 import type { ApiDeps } from '../deps';
 import { ApiError, type FieldError } from '../problem';
 import { Automation, AutomationCreate, AutomationRun, AutomationUpdate } from './automations.schemas';
-import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
-import { checkOutboundUrl, found, listPage, loadById, loadIntegration, viaTemporal } from './support';
+import { deleted, deleteRoute, listRoute, patchRoute, postRoute, retrieveRoute } from './routes';
+import { IdParam, json, linkTo, listOf, unavailableResponse, IntegrationId } from './schemas';
+import { checkOutboundUrl, found, listChildren, loadById, loadIntegration, viaTemporal } from './support';
 
 /** The Temporal side of automations, loaded on first use like sync control (reads never load the Temporal SDK). */
 type AutomationControl = typeof import('../../control/automations');
@@ -223,6 +224,17 @@ function viaControl<T>(
   );
 }
 
+/** `fn` with the automation control of this process when Temporal answers; a failure is ignored (an undo's last step). */
+function tryControl(deps: ApiDeps, fn: (ctl: AutomationControlDeps, control: AutomationControl) => Promise<unknown>): Promise<void> {
+  return deps
+    .temporal()
+    .then(async (client) => {
+      const control = await loadAutomationControl();
+      await fn(control.automationControlOf(client, deps.config), control);
+    })
+    .catch(() => {});
+}
+
 /** A live automation of a live integration; anything else is 404 like an unknown id. */
 async function loadAutomation(deps: ApiDeps, id: string): Promise<AutomationRow> {
   const row = await loadById('automation', id, 'automation', (id) => getAutomation(deps.db, id));
@@ -236,19 +248,15 @@ const RunId = IdParam('aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Automation run id (`aru
 
 export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/integrations/{id}/automations',
       tags,
       summary: 'Create an automation',
       description:
         "A scheduled CSV export of one entity to an HTTP(S) endpoint or a directory under the export root. `filters` are the entity's list endpoint query parameters, checked now by the same rules (422 at `/filters/<name>`). Destination header values are stored encrypted and never shown again. The Temporal Schedule is made at once; if Temporal is unreachable nothing is created (503).",
-      request: { params: IntegrationId, ...body(AutomationCreate) },
-      responses: {
-        201: json(Automation, 'The automation.', linkTo('GetAutomation', 'getAutomation', 'The automation created.')),
-        ...errorResponses,
-        ...unavailableResponse,
-      },
+      params: IntegrationId,
+      body: AutomationCreate,
+      responses: { 201: json(Automation, 'The automation.', linkTo('GetAutomation', 'getAutomation', 'The automation created.')), ...unavailableResponse },
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
@@ -281,13 +289,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
         async () => {
           // Nothing refers to the row yet; the schedule may exist if Temporal made it but the answer was lost.
           await deleteNewAutomation(deps.db, id);
-          await deps
-            .temporal()
-            .then(async (client) => {
-              const control = await loadAutomationControl();
-              await control.removeAutomationSchedule(control.automationControlOf(client, deps.config), id);
-            })
-            .catch(() => {});
+          await tryControl(deps, (ctl, control) => control.removeAutomationSchedule(ctl, id));
         },
       );
       return c.json(automationView(row), 201);
@@ -295,43 +297,40 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/integrations/{id}/automations',
       tags,
       summary: "List an integration's automations",
-      request: { params: IntegrationId, query: OrderedListQuery('asc') },
-      responses: { 200: json(listOf(Automation, 'AutomationList'), orderedDescription('asc', '; header names only')), ...errorResponses },
+      params: IntegrationId,
+      list: listOf(Automation, 'AutomationList'),
+      order: 'asc',
+      note: '; header names only',
     }),
-    async (c) => {
-      const integration = await loadIntegration(deps, c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => automationsPage(deps.db, integration.id, page), automationView), 200);
-    },
+    listChildren(deps, loadIntegration, automationsPage, automationView),
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    retrieveRoute({
       path: '/automations/{id}',
       operationId: 'getAutomation',
       tags,
       summary: 'Retrieve an automation',
-      request: { params: AutomationId },
-      responses: { 200: json(Automation, 'The automation, header names only.'), ...errorResponses },
+      params: AutomationId,
+      ok: json(Automation, 'The automation, header names only.'),
     }),
     async (c) => c.json(automationView(await loadAutomation(deps, c.req.valid('param').id)), 200),
   );
 
   app.openapi(
-    createRoute({
-      method: 'patch',
+    patchRoute({
       path: '/automations/{id}',
       tags,
       summary: 'Change, pause or resume an automation',
       description:
         '`status: "paused"` pauses its Temporal Schedule (a manual run still starts), `"active"` resumes it; a new `schedule` moves it at once. Temporal unreachable: 503 and nothing changed. Each member given replaces the stored one; `filters` and `columns` are checked against the entity as at creation.',
-      request: { params: AutomationId, ...body(AutomationUpdate) },
-      responses: { 200: json(Automation, 'The automation.'), ...errorResponses, ...unavailableResponse },
+      params: AutomationId,
+      body: AutomationUpdate,
+      responses: { 200: json(Automation, 'The automation.'), ...unavailableResponse },
     }),
     async (c) => {
       const before = await loadAutomation(deps, c.req.valid('param').id);
@@ -367,13 +366,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
             const { id: _id, createdAt: _created, ...was } = before;
             await updateAutomation(deps.db, before.id, was);
             // The schedule may have been half-moved (spec changed, pause not); put it back as it was, if Temporal lets us.
-            await deps
-              .temporal()
-              .then(async (client) => {
-                const control = await loadAutomationControl();
-                await control.ensureAutomationSchedule(control.automationControlOf(client, deps.config), before);
-              })
-              .catch(() => {});
+            await tryControl(deps, (ctl, control) => control.ensureAutomationSchedule(ctl, before));
           },
         );
       }
@@ -382,14 +375,13 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'delete',
+    deleteRoute({
       path: '/automations/{id}',
       tags,
       summary: 'Delete an automation',
       description: 'Removes its Temporal Schedule, then the automation; later reads of it are 404. Its runs stay readable at `/automation_runs/{id}`.',
-      request: { params: AutomationId },
-      responses: { 204: { description: 'Deleted.' }, ...errorResponses, ...unavailableResponse },
+      params: AutomationId,
+      responses: { ...deleted, ...unavailableResponse },
     }),
     async (c) => {
       const row = await loadAutomation(deps, c.req.valid('param').id);
@@ -401,19 +393,14 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/automations/{id}/runs',
       tags,
       summary: 'Run an automation now',
       description:
         'Starts a run at once (also of a paused automation) → the run, `queued`; its workflow id is the run id. Follow it at `/automation_runs/{id}`. Temporal unreachable: 503; if the run was already recorded when starting its workflow failed, it is marked `failed` and the reply names it.',
-      request: { params: AutomationId },
-      responses: {
-        202: json(AutomationRun, 'The run.', linkTo('GetAutomationRun', 'getAutomationRun', 'Follow the run.')),
-        ...errorResponses,
-        ...unavailableResponse,
-      },
+      params: AutomationId,
+      responses: { 202: json(AutomationRun, 'The run.', linkTo('GetAutomationRun', 'getAutomationRun', 'Follow the run.')), ...unavailableResponse },
     }),
     async (c) => {
       const automation = await loadAutomation(deps, c.req.valid('param').id);
@@ -440,30 +427,26 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/automations/{id}/runs',
       tags,
       summary: "List an automation's runs",
-      request: { params: AutomationId, query: OrderedListQuery('desc') },
-      responses: { 200: json(listOf(AutomationRun, 'AutomationRunList'), orderedDescription('desc')), ...errorResponses },
+      params: AutomationId,
+      list: listOf(AutomationRun, 'AutomationRunList'),
+      order: 'desc',
     }),
-    async (c) => {
-      const automation = await loadAutomation(deps, c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => runsOf(deps.db, automation.id, page), automationRunView), 200);
-    },
+    listChildren(deps, loadAutomation, runsOf, automationRunView),
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    retrieveRoute({
       path: '/automation_runs/{id}',
       operationId: 'getAutomationRun',
       tags,
       summary: 'Retrieve an automation run',
       description: 'Poll until `status` is `succeeded` or `failed`. A run stays readable after its automation is deleted.',
-      request: { params: RunId },
-      responses: { 200: json(AutomationRun, 'The run.'), ...errorResponses },
+      params: RunId,
+      ok: json(AutomationRun, 'The run.'),
     }),
     async (c) => {
       const row = await loadById('automationRun', c.req.valid('param').id, 'automation run', (id) => getRun(deps.db, id));

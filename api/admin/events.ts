@@ -3,7 +3,7 @@
  * deliveries stand, one event with its payload, and a resend of one event to the subscriptions that want it now.
  * Older events are 404 here even before the daily clean-up removes them.
  */
-import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
+import type { OpenAPIHono, z } from '@hono/zod-openapi';
 import { deliveryCountsOf, eventsOf, retainedEvent, type DeliveryCounts, type EventSummary } from '../../db/events';
 import { activeSubscriptionsOf, type EventRow } from '../../db/webhooks';
 import type { EventCategory, EventType } from '../../domain/events';
@@ -12,7 +12,8 @@ import { wantsEvent } from '../../domain/webhooks';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { Event, EventQuery, EventResendResult, EventWithPayload } from './events.schemas';
-import { errorResponses, IdParam, json, linkTo, listOf, orderedDescription, unavailableResponse, IntegrationId } from './schemas';
+import { listRoute, postRoute, retrieveRoute } from './routes';
+import { IdParam, json, linkTo, listOf, unavailableResponse, IntegrationId } from './schemas';
 import { listPageWith, loadIntegration } from './support';
 import { forbidden, redeliver, requireWebhookPlan } from './webhooks';
 
@@ -44,18 +45,17 @@ async function loadEvent(deps: ApiDeps, id: string): Promise<EventRow> {
 
 export function registerEvents(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/integrations/{id}/events',
       tags,
       summary: "List an integration's events",
       description:
         'The events recorded in the last 30 days (the retention), newest first by default (`order=asc`: oldest first), each with how many deliveries it has per status. Filter by `type` (a comma-separated list matching any).',
-      request: { params: IntegrationId, query: EventQuery },
-      responses: {
-        200: json(listOf(Event, 'EventList'), orderedDescription('desc'), linkTo('GetEvent', 'getEvent', 'The first event of the page.', '/results/0/id')),
-        ...errorResponses,
-      },
+      params: IntegrationId,
+      query: EventQuery,
+      list: listOf(Event, 'EventList'),
+      order: 'desc',
+      links: linkTo('GetEvent', 'getEvent', 'The first event of the page.', '/results/0/id'),
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
@@ -66,16 +66,15 @@ export function registerEvents(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    retrieveRoute({
       path: '/events/{id}',
       operationId: 'getEvent',
       tags,
       summary: 'Retrieve an event',
       description:
         'With its deliveries per status and the payload exactly as sent (null while the outbox relay has not serialized it yet). 404 once it is older than 30 days.',
-      request: { params: EventId },
-      responses: { 200: json(EventWithPayload, 'The event.'), ...errorResponses },
+      params: EventId,
+      ok: json(EventWithPayload, 'The event.'),
     }),
     async (c) => {
       const row = await loadEvent(deps, c.req.valid('param').id);
@@ -86,15 +85,14 @@ export function registerEvents(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/events/{id}/resend',
       tags,
       summary: 'Resend an event',
       description:
         'Sends the event again to every active subscription of its integration that wants its type (`*` or the type), as they stand now: a subscription that already has a delivery of it gets one more attempt on that delivery (as `POST /webhook_deliveries/{id}/replay`); one that never got it (created later, or disabled at the time) gets a new delivery. Same event id and bytes, signed with the current secret(s). When no active subscription wants the event, nothing is sent: 202 with `resent: 0`. Scale and enterprise plans only.',
-      request: { params: EventId },
-      responses: { 202: json(EventResendResult, 'What was sent again.'), ...errorResponses, ...forbidden, ...unavailableResponse },
+      params: EventId,
+      responses: { 202: json(EventResendResult, 'What was sent again.'), ...forbidden, ...unavailableResponse },
     }),
     async (c) => {
       const event = await loadEvent(deps, c.req.valid('param').id);

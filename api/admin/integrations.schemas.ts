@@ -34,19 +34,23 @@ const SandboxSource = z
     seed: z.number().int().min(0).max(2_147_483_647).optional().openapi({ description: 'Generator seed (default random).' }),
   })
   .openapi('SandboxSource');
+/** Where a real source answers; integrations.ts refuses http:// for a live integration. */
+const BaseUrl = z.url({ protocol: /^https?$/ }).openapi({ description: 'https:// for a live integration; a test-mode one may use http://.' });
+/** A setting of a real source: plain text, 1 to 500 characters. */
+const setting = (description: string) => plainText().min(1).max(500).openapi({ description });
 const EntrataSource = z
   .strictObject({
     type: z.literal('entrata'),
-    base_url: z.url({ protocol: /^https?$/ }).openapi({ description: 'https:// for a live integration; a test-mode one may use http://.' }),
-    api_key: plainText().min(1).max(500).openapi({ description: 'Stored encrypted; never shown again.' }),
+    base_url: BaseUrl,
+    api_key: setting('Stored encrypted; never shown again.'),
   })
   .openapi('EntrataSource');
 const BuildiumSource = z
   .strictObject({
     type: z.literal('buildium'),
-    base_url: z.url({ protocol: /^https?$/ }).openapi({ description: 'https:// for a live integration; a test-mode one may use http://.' }),
-    client_id: plainText().min(1).max(500).openapi({ description: 'The API client id, sent with every request.' }),
-    client_secret: plainText().min(1).max(500).openapi({ description: 'The API client secret. Stored encrypted; never shown again.' }),
+    base_url: BaseUrl,
+    client_id: setting('The API client id, sent with every request.'),
+    client_secret: setting('The API client secret. Stored encrypted; never shown again.'),
   })
   .openapi('BuildiumSource');
 /**

@@ -4,7 +4,7 @@
  * never left half-made (the worker also reconciles schedules at start-up).
  */
 import { randomInt, randomUUID } from 'node:crypto';
-import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import type { OpenAPIHono } from '@hono/zod-openapi';
 import { automationsOf } from '../../db/automations';
 import { createIntegration, deleteNewIntegration, disconnectIntegration, integrationsPage, updateIntegration, type IntegrationRow } from '../../db/tenants';
 import { effectiveSyncInterval, PLAN_RULES, type Plan } from '../../domain/plans';
@@ -14,19 +14,9 @@ import { dialectOf } from '../../source/connector';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../problem';
 import { Integration, IntegrationCreate, IntegrationUpdate } from './integrations.schemas';
-import {
-  body,
-  errorResponses,
-  json,
-  listOf,
-  orderedDescription,
-  OrderedListQuery,
-  unavailableResponse,
-  linkTo,
-  IntegrationId,
-  OrganizationId,
-} from './schemas';
-import { listPage, loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
+import { deleted, deleteRoute, listRoute, patchRoute, postRoute, retrieveRoute } from './routes';
+import { json, linkTo, listOf, unavailableResponse, IntegrationId, OrganizationId } from './schemas';
+import { listChildren, loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */
 const DEFAULT_SANDBOX_SIZE = 50;
@@ -116,19 +106,15 @@ const tags = ['Integrations'];
 
 export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/organizations/{id}/integrations',
       tags,
       summary: 'Connect a source',
       description:
         "A `sandbox` source provisions a company with generated data in the sandbox PMS (test mode only), speaking the `dialect` asked for (default `entrata`). A live integration's `base_url` must be https://. The source's secret (`api_key`, or `client_secret` of a `buildium` source) is stored encrypted and never shown again. The sync schedule is created at once and, unless `initial_sync` is false, the first sync starts (always a full run). Where the source can list what changed (`buildium`), scheduled runs read only the changes and a full run comes every `full_sync_interval_seconds`.",
-      request: { params: OrganizationId, ...body(IntegrationCreate) },
-      responses: {
-        201: json(Integration, 'The integration.', linkTo('GetIntegration', 'getIntegration', 'The integration created.')),
-        ...errorResponses,
-        ...unavailableResponse,
-      },
+      params: OrganizationId,
+      body: IntegrationCreate,
+      responses: { 201: json(Integration, 'The integration.', linkTo('GetIntegration', 'getIntegration', 'The integration created.')), ...unavailableResponse },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);
@@ -194,44 +180,39 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/organizations/{id}/integrations',
       tags,
       summary: "List an organization's integrations",
-      request: { params: OrganizationId, query: OrderedListQuery('asc') },
-      responses: { 200: json(listOf(Integration, 'IntegrationList'), orderedDescription('asc')), ...errorResponses },
+      params: OrganizationId,
+      list: listOf(Integration, 'IntegrationList'),
+      order: 'asc',
     }),
-    async (c) => {
-      const org = await loadOrganization(deps, c.req.valid('param').id);
-      const view = (r: IntegrationRow) => integrationView(r, deps.config.SYNC_FULL_INTERVAL_SECONDS);
-      return c.json(await listPage(c.req.valid('query'), (page) => integrationsPage(deps.db, org.id, page), view), 200);
-    },
+    listChildren(deps, loadOrganization, integrationsPage, (r) => integrationView(r, deps.config.SYNC_FULL_INTERVAL_SECONDS)),
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    retrieveRoute({
       path: '/integrations/{id}',
       operationId: 'getIntegration',
       tags,
       summary: 'Retrieve an integration',
-      request: { params: IntegrationId },
-      responses: { 200: json(Integration, 'The integration.'), ...errorResponses },
+      params: IntegrationId,
+      ok: json(Integration, 'The integration.'),
     }),
     async (c) => c.json(integrationView(await loadIntegration(deps, c.req.valid('param').id), deps.config.SYNC_FULL_INTERVAL_SECONDS), 200),
   );
 
   app.openapi(
-    createRoute({
-      method: 'patch',
+    patchRoute({
       path: '/integrations/{id}',
       tags,
       summary: 'Change plan, cadence or name',
       description:
         'The schedule moves at once. `sync_interval_seconds: null` returns to the plan default; an override faster than the plan allows is refused (422), including when a plan change makes an existing override too fast. `full_sync_interval_seconds: null` returns to the service default; one shorter than the sync interval (including after a change of cadence or plan) or longer than 30 days is refused (422).',
-      request: { params: IntegrationId, ...body(IntegrationUpdate) },
-      responses: { 200: json(Integration, 'The integration.'), ...errorResponses, ...unavailableResponse },
+      params: IntegrationId,
+      body: IntegrationUpdate,
+      responses: { 200: json(Integration, 'The integration.'), ...unavailableResponse },
     }),
     async (c) => {
       const before = await loadIntegration(deps, c.req.valid('param').id);
@@ -267,15 +248,14 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'delete',
+    deleteRoute({
       path: '/integrations/{id}',
       tags,
       summary: 'Disconnect a source',
       description:
         'Removes the sync schedule and the schedules of its automations, and marks the integration and its automations deleted; later reads of them are 404. Its records are never physically deleted: they are soft-deleted (no events, since its subscriptions go with it), so the public API hides them unless `include_deleted=true`.',
-      request: { params: IntegrationId },
-      responses: { 204: { description: 'Deleted.' }, ...errorResponses, ...unavailableResponse },
+      params: IntegrationId,
+      responses: { ...deleted, ...unavailableResponse },
     }),
     async (c) => {
       const row = await loadIntegration(deps, c.req.valid('param').id);

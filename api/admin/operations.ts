@@ -3,12 +3,13 @@
  * shape plus where it belongs and its workflow, and an integration's Operations. The stored request body holds
  * residents' personal data, so it is never even loaded here.
  */
-import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
+import type { OpenAPIHono, z } from '@hono/zod-openapi';
 import { getOperationSummary, operationJson, operationsOfIntegration, type OperationRow } from '../../db/operations';
 import { writeWorkflowIdOf } from '../../domain/contract';
 import type { ApiDeps } from '../deps';
 import { AdminOperation, OperationQuery } from './operations.schemas';
-import { errorResponses, IdParam, json, listOf, orderedDescription, linkTo, IntegrationId } from './schemas';
+import { listRoute, retrieveRoute } from './routes';
+import { IdParam, json, linkTo, listOf, IntegrationId } from './schemas';
 import { listPage, loadById, loadIntegration } from './support';
 
 function adminOperationView(row: Omit<OperationRow, 'request'>): z.infer<typeof AdminOperation> {
@@ -27,8 +28,7 @@ const OperationId = IdParam('opr_01JH0000000000000000000000', 'Operation id (`op
 
 export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
-    createRoute({
-      method: 'get',
+    retrieveRoute({
       path: '/operations/{id}',
       operationId: 'getOperation',
       tags,
@@ -36,8 +36,8 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
       description:
         'Any organization and mode. Poll until `status` is `succeeded` or `failed`, backing off with `reconcile.attempts` (capped at 30 seconds); ' +
         'on `failed`, `reconcile.last_error` says why.',
-      request: { params: OperationId },
-      responses: { 200: json(AdminOperation, 'The Operation.'), ...errorResponses },
+      params: OperationId,
+      ok: json(AdminOperation, 'The Operation.'),
     }),
     async (c) => {
       const row = await loadById('operation', c.req.valid('param').id, 'operation', (id) => getOperationSummary(deps.db, id));
@@ -46,21 +46,16 @@ export function registerOperations(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/integrations/{id}/operations',
       tags,
       summary: "List an integration's Operations",
       description: 'Newest first by default (`order=asc`: oldest first). Filter by `status` and `type` (each a comma-separated list matching any).',
-      request: { params: IntegrationId, query: OperationQuery },
-      responses: {
-        200: json(
-          listOf(AdminOperation, 'AdminOperationList'),
-          orderedDescription('desc'),
-          linkTo('GetOperation', 'getOperation', 'The first Operation of the page.', '/results/0/id'),
-        ),
-        ...errorResponses,
-      },
+      params: IntegrationId,
+      query: OperationQuery,
+      list: listOf(AdminOperation, 'AdminOperationList'),
+      order: 'desc',
+      links: linkTo('GetOperation', 'getOperation', 'The first Operation of the page.', '/results/0/id'),
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);

@@ -1,9 +1,10 @@
 /** Organizations: the tenants. Their rate limit override is read by the API's org-wide limiter. */
-import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import type { OpenAPIHono } from '@hono/zod-openapi';
 import { createOrganization, organizationsPage, updateOrganization, type OrganizationRow } from '../../db/tenants';
 import type { ApiDeps } from '../deps';
 import { Organization, OrganizationCreate, OrganizationUpdate } from './organizations.schemas';
-import { body, errorResponses, json, linkTo, listOf, orderedDescription, OrderedListQuery, OrganizationId } from './schemas';
+import { listRoute, patchRoute, postRoute, retrieveRoute } from './routes';
+import { json, linkTo, listOf, OrganizationId } from './schemas';
 import { listPage, loadOrganization } from './support';
 
 function organizationView(row: OrganizationRow) {
@@ -17,17 +18,15 @@ function organizationView(row: OrganizationRow) {
 }
 
 const tags = ['Organizations'];
-const OrgQuery = OrderedListQuery('asc');
 
 export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/organizations',
       tags,
       summary: 'Create an organization',
-      request: body(OrganizationCreate),
-      responses: { 201: json(Organization, 'The organization.', linkTo('GetOrganization', 'getOrganization', 'The organization created.')), ...errorResponses },
+      body: OrganizationCreate,
+      responses: { 201: json(Organization, 'The organization.', linkTo('GetOrganization', 'getOrganization', 'The organization created.')) },
     }),
     async (c) => {
       const row = await createOrganization(deps.db, { name: c.req.valid('json').name });
@@ -36,21 +35,14 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/organizations',
       tags,
       summary: 'List organizations',
       description: 'Every organization of the deployment, oldest first by default (`order=desc`: newest first).',
-      request: { query: OrgQuery },
-      responses: {
-        200: json(
-          listOf(Organization, 'OrganizationList'),
-          orderedDescription('asc'),
-          linkTo('GetOrganization', 'getOrganization', 'The first organization of the page.', '/results/0/id'),
-        ),
-        ...errorResponses,
-      },
+      list: listOf(Organization, 'OrganizationList'),
+      order: 'asc',
+      links: linkTo('GetOrganization', 'getOrganization', 'The first organization of the page.', '/results/0/id'),
     }),
     async (c) => {
       return c.json(await listPage(c.req.valid('query'), (page) => organizationsPage(deps.db, page), organizationView), 200);
@@ -58,27 +50,26 @@ export function registerOrganizations(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    retrieveRoute({
       path: '/organizations/{id}',
       operationId: 'getOrganization',
       tags,
       summary: 'Retrieve an organization',
-      request: { params: OrganizationId },
-      responses: { 200: json(Organization, 'The organization.'), ...errorResponses },
+      params: OrganizationId,
+      ok: json(Organization, 'The organization.'),
     }),
     async (c) => c.json(organizationView(await loadOrganization(deps, c.req.valid('param').id)), 200),
   );
 
   app.openapi(
-    createRoute({
-      method: 'patch',
+    patchRoute({
       path: '/organizations/{id}',
       tags,
       summary: 'Update an organization (name, rate limit override)',
       description: 'A `null` rate limit clears the override, so the plan limit applies again.',
-      request: { params: OrganizationId, ...body(OrganizationUpdate) },
-      responses: { 200: json(Organization, 'The organization.'), ...errorResponses },
+      params: OrganizationId,
+      body: OrganizationUpdate,
+      responses: { 200: json(Organization, 'The organization.') },
     }),
     async (c) => {
       const org = await loadOrganization(deps, c.req.valid('param').id);

@@ -2,6 +2,8 @@
 import { isIP } from 'node:net';
 import { z } from '@hono/zod-openapi';
 import type { Client } from '@temporalio/client';
+import type { Context, Env } from 'hono';
+import type { Db } from '../../db/client';
 import { pageOf, type Page } from '../../db/queries';
 import { getLiveIntegration, getOrganization, type IntegrationRow, type OrganizationRow } from '../../db/tenants';
 import { blockedRangeOf, isLoopbackName } from '../../domain/addresses';
@@ -70,6 +72,23 @@ export async function listPage<Q extends { limit: number; offset: number }, R, V
 ): Promise<Page<V>> {
   return pageOf(await read({ ...query, limit: query.limit + 1 }), query, view);
 }
+
+/**
+ * The handler of a list of what belongs to the row at the path's id (an organization's API keys, an integration's
+ * sync jobs): that row first (`load`: an unknown id is a 404, not an empty page), then a page of its rows (`read`, by
+ * the row's id), each shown by `view`.
+ */
+export const listChildren =
+  <P extends { id: string }, Q extends { limit: number; offset: number }, R, V>(
+    deps: ApiDeps,
+    load: (deps: ApiDeps, id: string) => Promise<P>,
+    read: (db: Db, id: string, page: Q) => Promise<R[]>,
+    view: (row: R) => V,
+  ) =>
+  async (c: Context<Env, string, { out: { param: { id: string }; query: Q } }>) => {
+    const parent = await load(deps, c.req.valid('param').id);
+    return c.json(await listPage(c.req.valid('query'), (page) => read(deps.db, parent.id, page), view), 200);
+  };
 
 /** listPage for rows shown with more of them (`more`: by row id, read for the rows of the page in one go). */
 export async function listPageWith<Q extends { limit: number; offset: number }, R extends { id: string }, M, V>(

@@ -4,8 +4,9 @@ import { getSyncJob, skippedRecordsOf, skippedRecordView, syncJobsPage, syncJobV
 import { SYNC_ORDER, type Entity } from '../../domain/cdm';
 import type { ApiDeps } from '../deps';
 import { SkippedRecord, SyncJob, SyncRequest } from './syncs.schemas';
-import { errorResponses, IdParam, json, listOf, ListQuery, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
-import { capabilitiesOf, invalidField, listPage, loadById, loadIntegration, withTemporal } from './support';
+import { listRoute, retrieveRoute } from './routes';
+import { errorResponses, IdParam, json, linkTo, listOf, ListQuery, unavailableResponse, IntegrationId } from './schemas';
+import { capabilitiesOf, invalidField, listChildren, loadById, loadIntegration, withTemporal } from './support';
 import { dialectOf } from '../../source/connector';
 
 /** The job as syncJobView shows it, plus where each entity stands, so the CLI can draw a real progress bar. */
@@ -25,9 +26,10 @@ function adminSyncJobView(row: SyncJobRow) {
 const tags = ['Sync jobs'];
 const SyncJobId = IdParam('syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Sync job id (`syj_` + ULID).');
 
-export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
-  const loadJob = (id: string): Promise<SyncJobRow> => loadById('syncJob', id, 'sync job', (id) => getSyncJob(deps.db, id));
+const loadSyncJob = (deps: ApiDeps, id: string): Promise<SyncJobRow> => loadById('syncJob', id, 'sync job', (id) => getSyncJob(deps.db, id));
 
+export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
+  // Written out, not built (./routes): its body is optional, a bare POST being a run like a scheduled one.
   app.openapi(
     createRoute({
       method: 'post',
@@ -57,48 +59,42 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/integrations/{id}/sync_jobs',
       tags,
       summary: "List an integration's sync jobs",
-      request: { params: IntegrationId, query: OrderedListQuery('desc') },
-      responses: { 200: json(listOf(SyncJob, 'SyncJobList'), orderedDescription('desc')), ...errorResponses },
+      params: IntegrationId,
+      list: listOf(SyncJob, 'SyncJobList'),
+      order: 'desc',
     }),
-    async (c) => {
-      const integration = await loadIntegration(deps, c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => syncJobsPage(deps.db, integration.id, page), adminSyncJobView), 200);
-    },
+    listChildren(deps, loadIntegration, syncJobsPage, adminSyncJobView),
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/sync_jobs/{id}/skipped_records',
       tags,
       summary: "List a sync job's quarantined records",
       description:
         'Records the source served that the mapping could not read, with the reason. The run skipped them and left their cached version as it was; fix them in the source and the next run picks them up.',
-      request: { params: SyncJobId, query: ListQuery },
-      responses: { 200: json(listOf(SkippedRecord, 'SkippedRecordList'), 'In entity and x_id order.'), ...errorResponses },
+      params: SyncJobId,
+      query: ListQuery,
+      list: listOf(SkippedRecord, 'SkippedRecordList'),
+      what: 'In entity and x_id order.',
     }),
-    async (c) => {
-      const row = await loadJob(c.req.valid('param').id);
-      return c.json(await listPage(c.req.valid('query'), (page) => skippedRecordsOf(deps.db, row.id, page), skippedRecordView), 200);
-    },
+    listChildren(deps, loadSyncJob, skippedRecordsOf, skippedRecordView),
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    retrieveRoute({
       path: '/sync_jobs/{id}',
       operationId: 'getSyncJob',
       tags,
       summary: 'Retrieve a sync job',
       description: 'Counts move while the job runs.',
-      request: { params: SyncJobId },
-      responses: { 200: json(SyncJob, 'The job.'), ...errorResponses },
+      params: SyncJobId,
+      ok: json(SyncJob, 'The job.'),
     }),
-    async (c) => c.json(adminSyncJobView(await loadJob(c.req.valid('param').id)), 200),
+    async (c) => c.json(adminSyncJobView(await loadSyncJob(deps, c.req.valid('param').id)), 200),
   );
 }

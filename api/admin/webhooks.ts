@@ -4,7 +4,7 @@
  * stored encrypted; only the delivery activity opens it, to sign.
  */
 import { pageOf } from '../../db/queries';
-import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import type { OpenAPIHono } from '@hono/zod-openapi';
 import {
   attemptsOf,
   createSubscription,
@@ -46,7 +46,8 @@ import {
   SubscriptionReplay,
   SubscriptionUpdate,
 } from './webhooks.schemas';
-import { body, errorResponses, IdParam, json, listOf, orderedDescription, OrderedListQuery, unavailableResponse, linkTo, IntegrationId } from './schemas';
+import { deleted, deleteRoute, listRoute, patchRoute, postRoute, retrieveRoute } from './routes';
+import { IdParam, json, linkTo, listOf, problemResponse, unavailableResponse, IntegrationId } from './schemas';
 import { checkOutboundUrl, listPageWith, loadById, loadIntegration, viaTemporal } from './support';
 
 /** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */
@@ -237,36 +238,25 @@ export async function redeliver(deps: ApiDeps, work: Redelivery, action = 'repla
 const tags = ['Webhooks'];
 const SubscriptionId = IdParam('whs_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook subscription id (`whs_` + ULID).');
 const DeliveryId = IdParam('whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Webhook delivery id (`whd_` + ULID).');
-export const forbidden = {
-  403: {
-    content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } },
-    description: 'The integration is on a plan without webhooks.',
-  },
-};
-const conflict = {
-  409: {
-    content: { 'application/problem+json': { schema: errorResponses[400].content['application/problem+json'].schema } },
-    description: 'The subscription is disabled.',
-  },
-};
+export const forbidden = { 403: problemResponse('The integration is on a plan without webhooks.') };
+const conflict = { 409: problemResponse('The subscription is disabled.') };
 
 export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/integrations/{id}/webhook_subscriptions',
       tags,
       summary: 'Subscribe to events',
       description:
         'The response is the only one that shows the signing `secret`. Events recorded from now on that match `event_types` are delivered to `url`. Scale and enterprise plans only.',
-      request: { params: IntegrationId, ...body(SubscriptionCreate) },
+      params: IntegrationId,
+      body: SubscriptionCreate,
       responses: {
         201: json(
           SubscriptionCreated,
           'The subscription, with its secret.',
           linkTo('GetSubscription', 'getWebhookSubscription', 'The subscription created (without its secret).'),
         ),
-        ...errorResponses,
         ...forbidden,
       },
     }),
@@ -292,13 +282,14 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/integrations/{id}/webhook_subscriptions',
       tags,
       summary: "List an integration's webhook subscriptions",
-      request: { params: IntegrationId, query: OrderedListQuery('asc') },
-      responses: { 200: json(listOf(Subscription, 'WebhookSubscriptionList'), orderedDescription('asc', '; without secrets')), ...errorResponses },
+      params: IntegrationId,
+      list: listOf(Subscription, 'WebhookSubscriptionList'),
+      order: 'asc',
+      note: '; without secrets',
     }),
     async (c) => {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
@@ -310,28 +301,27 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    retrieveRoute({
       path: '/webhook_subscriptions/{id}',
       operationId: 'getWebhookSubscription',
       tags,
       summary: 'Retrieve a webhook subscription',
-      request: { params: SubscriptionId },
-      responses: { 200: json(Subscription, 'The subscription, without its secret.'), ...errorResponses },
+      params: SubscriptionId,
+      ok: json(Subscription, 'The subscription, without its secret.'),
     }),
     async (c) => c.json((await subscriptionViews(deps, [await loadSubscription(deps, c.req.valid('param').id)]))[0]!, 200),
   );
 
   app.openapi(
-    createRoute({
-      method: 'patch',
+    patchRoute({
       path: '/webhook_subscriptions/{id}',
       tags,
       summary: 'Change a webhook subscription',
       description:
         'A `disabled` subscription gets no new deliveries; its queue (deliveries waiting for their first attempt) pauses, and deliveries being retried stop (`cancelled`, replayable). Enabling it again resumes the queue in order; events recorded while it was disabled are not sent: a replay by time range does that.',
-      request: { params: SubscriptionId, ...body(SubscriptionUpdate) },
-      responses: { 200: json(Subscription, 'The subscription.'), ...errorResponses },
+      params: SubscriptionId,
+      body: SubscriptionUpdate,
+      responses: { 200: json(Subscription, 'The subscription.') },
     }),
     async (c) => {
       const before = await loadSubscription(deps, c.req.valid('param').id);
@@ -365,15 +355,14 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'delete',
+    deleteRoute({
       path: '/webhook_subscriptions/{id}',
       tags,
       summary: 'Delete a webhook subscription',
       description:
         'It gets nothing from now on: its queue and the deliveries still being retried end `cancelled`. Its delivery history stays readable until the retention ends.',
-      request: { params: SubscriptionId },
-      responses: { 204: { description: 'Deleted.' }, ...errorResponses },
+      params: SubscriptionId,
+      responses: deleted,
     }),
     async (c) => {
       const row = await loadSubscription(deps, c.req.valid('param').id);
@@ -383,15 +372,15 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/webhook_subscriptions/{id}/rotate_secret',
       tags,
       summary: 'Rotate the signing secret',
       description:
         'The new secret signs every delivery from now on (`X-Service-Signature`); during the grace window (default 24 h) deliveries also carry `X-Service-Signature-Previous`, made with the secret this call replaces.',
-      request: { params: SubscriptionId, ...body(RotateSecret) },
-      responses: { 200: json(RotatedSecret, 'The new secret, shown only here.'), ...errorResponses },
+      params: SubscriptionId,
+      body: RotateSecret,
+      responses: { 200: json(RotatedSecret, 'The new secret, shown only here.') },
     }),
     async (c) => {
       const sub = await loadSubscription(deps, c.req.valid('param').id);
@@ -404,14 +393,15 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    listRoute({
       path: '/webhook_subscriptions/{id}/deliveries',
       tags,
       summary: "List a subscription's deliveries",
       description: 'Newest first by default (`order=asc`: oldest first), each with its attempts. Filter by `status` (e.g. `dead_lettered`) and `event_type`.',
-      request: { params: SubscriptionId, query: DeliveryQuery },
-      responses: { 200: json(listOf(Delivery, 'WebhookDeliveryList'), orderedDescription('desc')), ...errorResponses },
+      params: SubscriptionId,
+      query: DeliveryQuery,
+      list: listOf(Delivery, 'WebhookDeliveryList'),
+      order: 'desc',
     }),
     async (c) => {
       const sub = await loadSubscription(deps, c.req.valid('param').id);
@@ -422,14 +412,13 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'get',
+    retrieveRoute({
       path: '/webhook_deliveries/{id}',
       tags,
       summary: 'Retrieve a delivery',
       description: 'With every attempt and the payload exactly as sent.',
-      request: { params: DeliveryId },
-      responses: { 200: json(DeliveryWithPayload, 'The delivery.'), ...errorResponses },
+      params: DeliveryId,
+      ok: json(DeliveryWithPayload, 'The delivery.'),
     }),
     async (c) => {
       const row = await loadDelivery(deps, c.req.valid('param').id);
@@ -439,21 +428,14 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/webhook_deliveries/{id}/replay',
       tags,
       summary: 'Replay a delivery',
       description:
         "One more attempt now, on the same delivery record: the same event id and bytes, signed with the current secret(s). Works for a dead-lettered delivery, one still being retried, and one that succeeded; a delivery still waiting in its subscription's queue for its first attempt is refused with 409 (it goes out in its turn).",
-      request: { params: DeliveryId },
-      responses: {
-        202: json(Delivery, 'The delivery, as it stands before the attempt.'),
-        ...errorResponses,
-        ...forbidden,
-        ...conflict,
-        ...unavailableResponse,
-      },
+      params: DeliveryId,
+      responses: { 202: json(Delivery, 'The delivery, as it stands before the attempt.'), ...forbidden, ...conflict, ...unavailableResponse },
     }),
     async (c) => {
       const row = await loadDelivery(deps, c.req.valid('param').id);
@@ -474,15 +456,15 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
   );
 
   app.openapi(
-    createRoute({
-      method: 'post',
+    postRoute({
       path: '/webhook_subscriptions/{id}/replay',
       tags,
       summary: 'Replay deliveries in bulk',
       description:
         '`{"status": "dead_lettered"}` replays every dead-lettered delivery of the subscription. `{"since", "until"}` re-sends every event of the integration recorded in that range (within the 30-day retention) that the subscription wants, including events it never got (made before it existed, or while it was disabled).',
-      request: { params: SubscriptionId, ...body(SubscriptionReplay) },
-      responses: { 202: json(ReplayResult, 'What was replayed.'), ...errorResponses, ...forbidden, ...conflict, ...unavailableResponse },
+      params: SubscriptionId,
+      body: SubscriptionReplay,
+      responses: { 202: json(ReplayResult, 'What was replayed.'), ...forbidden, ...conflict, ...unavailableResponse },
     }),
     async (c) => {
       const sub = await loadSubscription(deps, c.req.valid('param').id);
