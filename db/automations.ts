@@ -7,7 +7,8 @@ import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { exportFileName, runStatesBefore, type RunStatus, type RunTrigger } from '../domain/automations';
 import type { Tx, Db } from './client';
 import { newId } from './ids';
-import { inOrder, orderedPage, type OrderedPage, type SortOrder } from './order';
+import { liveById, livePage } from './live';
+import { inOrder, type OrderedPage, type SortOrder } from './order';
 import { automationRuns, automations, events, integrations } from './schema';
 
 export type AutomationRow = typeof automations.$inferSelect;
@@ -24,11 +25,7 @@ export async function insertAutomation(db: Db | Tx, input: NewAutomation & { id?
 
 /** A live (not deleted) automation. */
 export async function getAutomation(db: Db | Tx, id: string): Promise<AutomationRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(automations)
-    .where(and(eq(automations.id, id), isNull(automations.deletedAt)));
-  return row;
+  return liveById(db, automations, id);
 }
 
 export async function automationsOf(db: Db, integrationId: string): Promise<AutomationRow[]> {
@@ -164,12 +161,7 @@ export async function endRun(db: Db, runId: string, end: RunEnd, now = new Date(
 
 /** An integration's automations that are not deleted, one page. */
 export async function automationsPage(db: Db, integrationId: string, page: OrderedPage): Promise<AutomationRow[]> {
-  const query = db
-    .select()
-    .from(automations)
-    .where(and(eq(automations.integrationId, integrationId), isNull(automations.deletedAt)))
-    .$dynamic();
-  return orderedPage(query, page, automations);
+  return livePage(db, automations, automations.integrationId, integrationId, page);
 }
 
 /** Change an automation (or put it back as it was); returns it as it now is. */

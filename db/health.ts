@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Db } from './client';
-import { PLAN_RULES } from '../domain/plans';
+import { planRuleCase } from './plan-sql';
 
 /** Counts stop at this many rows (a backlog of more reads as this many): each count is bounded in time. */
 const COUNT_CAP = 100_000;
@@ -45,9 +45,7 @@ export interface HealthFacts {
   oldestOpenCircuitSeconds: number;
 }
 
-const cadenceCase = `case i.plan ${Object.entries(PLAN_RULES)
-  .map(([plan, r]) => `when '${plan}' then ${r.defaultSyncIntervalSeconds}`)
-  .join(' ')} end`;
+const cadenceCase = planRuleCase('defaultSyncIntervalSeconds');
 
 const capped = (from: string) => `(select count(*) from (select 1 from ${from} limit ${COUNT_CAP}) s)::int`;
 

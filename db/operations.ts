@@ -18,6 +18,10 @@ export type OperationRow = typeof operations.$inferSelect;
 /** How long an idempotency key is remembered, per organization and mode. */
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
+/** The idempotency key `key` of an organization and mode (the table's unique key). */
+const keyIs = (k: { organizationId: string; mode: Mode; key: string }) =>
+  and(eq(idempotencyKeys.organizationId, k.organizationId), eq(idempotencyKeys.mode, k.mode), eq(idempotencyKeys.key, k.key));
+
 /** The Operation as the API shows it (docs/api.md Operation; docs/decisions.md names "the service" `resource`). */
 export interface OperationJson {
   id: string;
@@ -128,7 +132,7 @@ export async function acceptOperation(db: Db, input: NewOperation, now = new Dat
     .select({ requestHash: idempotencyKeys.requestHash, operationId: idempotencyKeys.operationId, operation: operations })
     .from(idempotencyKeys)
     .leftJoin(operations, eq(operations.id, idempotencyKeys.operationId))
-    .where(and(eq(idempotencyKeys.organizationId, input.organizationId), eq(idempotencyKeys.mode, input.mode), eq(idempotencyKeys.key, input.idempotencyKey)));
+    .where(keyIs({ ...input, key: input.idempotencyKey }));
   if (!known) throw new Error('idempotency key vanished while being read');
   if (known.requestHash !== input.requestHash) return { outcome: 'conflict', operationId: known.operationId };
   if (!known.operation) throw new Error(`operation ${known.operationId} of an idempotency key does not exist`);
@@ -143,14 +147,7 @@ export async function idempotencyKeyHeld(db: Db, input: { organizationId: string
   const [row] = await db
     .select({ key: idempotencyKeys.key })
     .from(idempotencyKeys)
-    .where(
-      and(
-        eq(idempotencyKeys.organizationId, input.organizationId),
-        eq(idempotencyKeys.mode, input.mode),
-        eq(idempotencyKeys.key, input.key),
-        gte(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)),
-      ),
-    );
+    .where(and(keyIs(input), gte(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS))));
   return row !== undefined;
 }
 

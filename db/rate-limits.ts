@@ -6,6 +6,7 @@
  */
 import type postgres from 'postgres';
 import { DEFAULT_BURST_FRACTION, PLAN_RULES } from '../domain/plans';
+import { planRuleCase } from './plan-sql';
 
 /** The limits of the moment and what one reservation got. */
 export interface Reservation {
@@ -21,9 +22,7 @@ export interface Reservation {
   granted: number;
 }
 
-const planCase = `case i.plan ${Object.entries(PLAN_RULES)
-  .map(([plan, r]) => `when '${plan}' then ${r.rateLimitPerMinute}`)
-  .join(' ')} end`;
+const planCase = planRuleCase('rateLimitPerMinute');
 
 /**
  * One statement: the limits (fresh from organizations and integrations, so an override applies at once), the

@@ -6,6 +6,7 @@ import type { Mode, Plan } from '../domain/plans';
 import { sealSourceConfig, type Keyring } from '../domain/secrets';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
+import { liveById, livePage } from './live';
 import { orderedPage, type OrderedPage } from './order';
 import { apiKeys, automations, integrations, organizations, syncJobs, type StoredSourceConfig } from './schema';
 import { softDeleteUnseen } from './seen';
@@ -135,21 +136,12 @@ export async function updateOrganization(
 
 /** An integration that is not deleted. */
 export async function getLiveIntegration(tx: Tx, id: string): Promise<IntegrationRow | undefined> {
-  const [row] = await tx
-    .select()
-    .from(integrations)
-    .where(and(eq(integrations.id, id), isNull(integrations.deletedAt)));
-  return row;
+  return liveById(tx, integrations, id);
 }
 
 /** An organization's integrations that are not deleted, one page. */
 export async function integrationsPage(tx: Tx, organizationId: string, page: OrderedPage): Promise<IntegrationRow[]> {
-  const query = tx
-    .select()
-    .from(integrations)
-    .where(and(eq(integrations.organizationId, organizationId), isNull(integrations.deletedAt)))
-    .$dynamic();
-  return orderedPage(query, page, integrations);
+  return livePage(tx, integrations, integrations.organizationId, organizationId, page);
 }
 
 /** Change an integration's plan, cadences or name; returns it as it now is. */

@@ -10,6 +10,7 @@ import { newSigningSecret } from '../domain/signature';
 import { wantsEvent, type DeliveryStatus } from '../domain/webhooks';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
+import { liveById, livePage } from './live';
 import { inOrder, type SortOrder } from './order';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from './schema';
 
@@ -82,11 +83,7 @@ export async function eventTimes(tx: Tx, eventIds: string[]): Promise<Map<string
 }
 
 export async function getSubscription(tx: Tx, id: string): Promise<SubscriptionRow | undefined> {
-  const [row] = await tx
-    .select()
-    .from(webhookSubscriptions)
-    .where(and(eq(webhookSubscriptions.id, id), isNull(webhookSubscriptions.deletedAt)));
-  return row;
+  return liveById(tx, webhookSubscriptions, id);
 }
 
 /**
@@ -118,13 +115,7 @@ export async function createSubscription(
 
 /** An integration's subscriptions that are not deleted, one page (`limit + 1` rows: the extra says there is more). */
 export async function listSubscriptions(tx: Tx, integrationId: string, page: { limit: number; offset: number; order: SortOrder }): Promise<SubscriptionRow[]> {
-  return tx
-    .select()
-    .from(webhookSubscriptions)
-    .where(and(eq(webhookSubscriptions.integrationId, integrationId), isNull(webhookSubscriptions.deletedAt)))
-    .orderBy(...inOrder(page.order, webhookSubscriptions.createdAt, webhookSubscriptions.id))
-    .limit(page.limit + 1)
-    .offset(page.offset);
+  return livePage(tx, webhookSubscriptions, webhookSubscriptions.integrationId, integrationId, { ...page, limit: page.limit + 1 });
 }
 
 /** Change a subscription's settings; returns it as it now is. */

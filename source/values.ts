@@ -5,6 +5,7 @@
  * formats, its code lists, its idea of an empty value) stay in its folder.
  */
 import type { Address, Entity, InputOf, JsonObject, Money } from '../domain/cdm';
+import { inKeyOrder } from '../domain/content';
 import { SourcePermanentError, type RecordsById } from './connector';
 
 /** A record (or a field of it) the mapping cannot read: the connector sets the record aside as skipped. */
@@ -108,6 +109,11 @@ export class Fields {
   /** The elements of a list, as `items` reads the field's value, each with its leftovers under `key.<index>.`. */
   list(key: string, items: (v: unknown) => unknown[], what = key): Fields[] {
     return items(this.take(key)).map((v, i) => new Fields(Fields.of(v, what), `${this.path}${key}.${i}.`, this.custom, this.normalize));
+  }
+  /** A record's custom_data, once every field its mapping reads is taken: the unread ones copied in, keys in order. */
+  customData(): JsonObject {
+    this.finish();
+    return inKeyOrder(this.custom);
   }
   /** Copy every unread field into custom_data. */
   finish(): void {

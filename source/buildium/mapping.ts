@@ -10,7 +10,6 @@
  * - every field the CDM has no column for lands in custom_data under its source name (nested ones under a dotted
  *   path, e.g. "Address.AddressLine3"), its times as UTC ISO with milliseconds, keys in sorted order.
  */
-import { inKeyOrder } from '../../domain/content';
 import type { Address, JsonObject, LeaseInput, Money, Phone, PropertyInput, ResidentInput, UnitInput } from '../../domain/cdm';
 import { addressFrom, decimalToMinor, exponentOf, Fields, MappingError, validDate, type Normalize } from '../values';
 
@@ -161,12 +160,11 @@ function array(value: unknown): unknown[] {
   return value;
 }
 
-function recordOf(raw: unknown, what: string): { f: Fields; custom: JsonObject; x_id: string } {
-  const custom: JsonObject = {};
-  const f = new Fields(Fields.of(raw, what), '', custom, normalize);
+function recordOf(raw: unknown, what: string): { f: Fields; x_id: string } {
+  const f = new Fields(Fields.of(raw, what), '', {}, normalize);
   const x_id = idOf(f.take('Id'), 'Id');
   if (x_id === null) throw new MappingError('record without Id');
-  return { f, custom, x_id };
+  return { f, x_id };
 }
 
 const ADDRESS = { line_1: 'AddressLine1', line_2: 'AddressLine2', city: 'City', state: 'State', postal_code: 'PostalCode', country: 'Country' };
@@ -185,14 +183,14 @@ function phonesOf(f: Fields, key: string): Phone[] | null {
 }
 
 export function mapProperty(raw: unknown): PropertyInput {
-  const { f, custom, x_id } = recordOf(raw, 'rental property');
+  const { f, x_id } = recordOf(raw, 'rental property');
   const active = bool(f.take('IsActive'));
   const media = f.list('Photos', array, 'Photos element').map((p) => {
     const m: JsonObject = { type: 'photo', url: str(p.take('Url')), caption: str(p.take('Caption')) };
     p.finish();
     return m;
   });
-  const input: PropertyInput = {
+  return {
     x_id,
     name: str(f.take('Name')),
     type: snakeOf(f.take('RentalSubType')),
@@ -214,16 +212,13 @@ export function mapProperty(raw: unknown): PropertyInput {
     pet_policy: snakeOf(f.take('PetPolicy')),
     smoking_policy: snakeOf(f.take('SmokingPolicy')),
     media: media.length > 0 ? media : null,
-    custom_data: custom,
+    custom_data: f.customData(),
   };
-  f.finish();
-  input.custom_data = inKeyOrder(custom);
-  return input;
 }
 
 export function mapUnit(raw: unknown, currency = DEFAULT_CURRENCY): UnitInput {
-  const { f, custom, x_id } = recordOf(raw, 'rental unit');
-  const input: UnitInput = {
+  const { f, x_id } = recordOf(raw, 'rental unit');
+  return {
     x_id,
     property_x_id: idOf(f.take('PropertyId'), 'PropertyId'),
     unit_number: str(f.take('UnitNumber')),
@@ -237,16 +232,13 @@ export function mapUnit(raw: unknown, currency = DEFAULT_CURRENCY): UnitInput {
     status: oneOf(OCCUPANCY_STATUSES, f.take('OccupancyStatus'), 'OccupancyStatus'),
     note: str(f.take('Description')),
     address: addressOf(f.child('Address')),
-    custom_data: custom,
+    custom_data: f.customData(),
   };
-  f.finish();
-  input.custom_data = inKeyOrder(custom);
-  return input;
 }
 
 export function mapResident(raw: unknown): ResidentInput {
-  const { f, custom, x_id } = recordOf(raw, 'tenant');
-  const input: ResidentInput = {
+  const { f, x_id } = recordOf(raw, 'tenant');
+  return {
     x_id,
     property_x_id: idOf(f.take('PropertyId'), 'PropertyId'),
     first_name: str(f.take('FirstName')),
@@ -257,15 +249,12 @@ export function mapResident(raw: unknown): ResidentInput {
     date_of_birth: dateOf(f.take('DateOfBirth')),
     address: addressOf(f.child('PrimaryAddress')),
     status: oneOf(TENANT_STATUSES, f.take('Status'), 'tenant Status'),
-    custom_data: custom,
+    custom_data: f.customData(),
   };
-  f.finish();
-  input.custom_data = inKeyOrder(custom);
-  return input;
 }
 
 export function mapLease(raw: unknown, currency = DEFAULT_CURRENCY): LeaseInput {
-  const { f, custom, x_id } = recordOf(raw, 'lease');
+  const { f, x_id } = recordOf(raw, 'lease');
   const residents = f.list('Tenants', array, 'Tenants element').map((t) => {
     const id = idOf(t.take('Id'), 'Tenants.Id');
     if (id === null) throw new MappingError('lease tenant without Id');
@@ -274,7 +263,7 @@ export function mapLease(raw: unknown, currency = DEFAULT_CURRENCY): LeaseInput 
     return r;
   });
   const rent = moneyOf(f.take('Rent'), currency);
-  const input: LeaseInput = {
+  return {
     x_id,
     property_x_id: idOf(f.take('PropertyId'), 'PropertyId'),
     unit_x_id: idOf(f.take('UnitId'), 'UnitId'),
@@ -297,11 +286,8 @@ export function mapLease(raw: unknown, currency = DEFAULT_CURRENCY): LeaseInput 
     is_renewal: bool(f.take('IsRenewal')),
     concessions: null,
     notes: str(f.take('Notes')),
-    custom_data: custom,
+    custom_data: f.customData(),
   };
-  f.finish();
-  input.custom_data = inKeyOrder(custom);
-  return input;
 }
 
 export const MAPPERS = { property: mapProperty, unit: mapUnit, resident: mapResident, lease: mapLease } as const;

@@ -12,7 +12,6 @@
  *   (a record's content hash is taken over its JSON: see contentHash in db/apply.ts);
  * Anything malformed throws MappingError: the connector reports it as a permanent source failure.
  */
-import { inKeyOrder } from '../../domain/content';
 import type { Address, JsonObject, LeaseInput, Money, Phone, PropertyInput, ResidentInput, UnitInput } from '../../domain/cdm';
 import type { SourceOption, SourceUnitSpace } from '../connector';
 import { addressFrom, DECIMAL, decimalToMinor, exponentOf, Fields, MappingError, pad, validDate, type Normalize } from '../values';
@@ -317,7 +316,7 @@ export function mapProperty(raw: unknown): PropertyInput {
     p.finish();
     return m;
   });
-  const input: PropertyInput = {
+  return {
     x_id: xId,
     name: text(f.take('propertyName')),
     type: snakeName(f.take('propertyType')),
@@ -339,19 +338,18 @@ export function mapProperty(raw: unknown): PropertyInput {
     pet_policy: snakeName(f.take('petPolicy')),
     smoking_policy: snakeName(f.take('smokingPolicy')),
     media: media.length > 0 ? media : null,
-    custom_data: custom,
+    custom_data: f.customData(),
   };
-  f.finish();
-  input.custom_data = inKeyOrder(custom);
-  return input;
 }
 
 export function mapUnit(raw: unknown): UnitInput {
   const custom: JsonObject = {};
   const f = new Fields(Fields.of(raw, 'unit'), '', custom, normalizeIn(null));
   const statusId = f.take('unitStatusTypeId');
+  // Several source statuses fold into one CDM status; the raw id keeps the distinction.
+  if (statusId !== null && statusId !== undefined && statusId !== '') custom.unitStatusTypeId = statusId;
   const currency = currencyOf(f);
-  const input: UnitInput = {
+  return {
     x_id: nativeId(f.take('unitId'), 'unitId'),
     property_x_id: text(f.take('propertyId')),
     unit_number: text(f.take('unitNumber')),
@@ -365,13 +363,8 @@ export function mapUnit(raw: unknown): UnitInput {
     status: unitStatusOf(statusId),
     note: text(f.take('remarks')),
     address: addressOf(child(f, 'address')),
-    custom_data: custom,
+    custom_data: f.customData(),
   };
-  f.finish();
-  // Several source statuses fold into one CDM status; the raw id keeps the distinction.
-  if (statusId !== null && statusId !== undefined && statusId !== '') custom.unitStatusTypeId = statusId;
-  input.custom_data = inKeyOrder(custom);
-  return input;
 }
 
 export function mapResident(raw: unknown): ResidentInput {
@@ -379,7 +372,7 @@ export function mapResident(raw: unknown): ResidentInput {
   const custom: JsonObject = {};
   const f = new Fields(obj, '', custom, normalizeIn(null));
   const phonesRaw = obj.phones;
-  const input: ResidentInput = {
+  return {
     x_id: nativeId(f.take('customerId'), 'customerId'),
     property_x_id: text(f.take('propertyId')),
     first_name: text(f.take('firstName')),
@@ -390,17 +383,15 @@ export function mapResident(raw: unknown): ResidentInput {
     date_of_birth: toIsoDate(f.take('dateOfBirth')),
     address: addressOf(child(f, 'address')),
     status: residentStatusOf(f.take('customerStatusTypeId')),
-    custom_data: custom,
+    custom_data: f.customData(),
   };
-  f.finish();
-  input.custom_data = inKeyOrder(custom);
-  return input;
 }
 
 export function mapLease(raw: unknown): LeaseInput {
   const custom: JsonObject = {};
   const f = new Fields(Fields.of(raw, 'lease'), '', custom, normalizeIn(null));
   const statusId = f.take('leaseStatusTypeId');
+  if (statusId !== null && statusId !== undefined && statusId !== '') custom.leaseStatusTypeId = statusId;
   const currency = currencyOf(f);
   const residents = children(f, 'customers', 'customer').map((c) => {
     const r = { x_id: nativeId(c.take('customerId'), 'customerId'), role: roleOf(c.take('customerTypeId')) ?? 'occupant' };
@@ -408,7 +399,7 @@ export function mapLease(raw: unknown): LeaseInput {
     return r;
   });
   const rent = moneyOf(f.take('rent'), currency);
-  const input: LeaseInput = {
+  return {
     x_id: nativeId(f.take('leaseId'), 'leaseId'),
     property_x_id: text(f.take('propertyId')),
     unit_x_id: text(f.take('unitId')),
@@ -431,12 +422,8 @@ export function mapLease(raw: unknown): LeaseInput {
     is_renewal: bool(f.take('isRenewal')),
     concessions: text(f.take('concessions')),
     notes: text(f.take('notes')),
-    custom_data: custom,
+    custom_data: f.customData(),
   };
-  f.finish();
-  if (statusId !== null && statusId !== undefined && statusId !== '') custom.leaseStatusTypeId = statusId;
-  input.custom_data = inKeyOrder(custom);
-  return input;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
