@@ -101,7 +101,7 @@ export interface ConfirmResult {
   gone: number;
 }
 
-export function createActivities(deps: SyncActivityDeps) {
+export function createSyncActivities(deps: SyncActivityDeps) {
   const { db } = deps;
   const clock = deps.clock ?? (() => new Date());
   const pageSize = deps.pageSize ?? 1000;
@@ -412,7 +412,7 @@ export function createActivities(deps: SyncActivityDeps) {
   };
 }
 
-export type SyncActivities = ReturnType<typeof createActivities>;
+export type SyncActivities = ReturnType<typeof createSyncActivities>;
 
 const STATS_CHECK_EVERY_PAGES = 10;
 

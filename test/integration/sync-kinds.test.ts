@@ -8,7 +8,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { eq, sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { HashedPage, PageReader } from '../../activities/page-reader';
-import { createActivities, type StartSyncJobResult, type SyncActivityDeps } from '../../activities/sync';
+import { createSyncActivities, type StartSyncJobResult, type SyncActivityDeps } from '../../activities/sync';
 import { triggerSync } from '../../control/sync';
 import type { Db } from '../../db/client';
 import { databaseNow } from '../../db/clock';
@@ -44,7 +44,7 @@ onServices({ pool: 4 }, (s) => ({ db } = s));
 
 /** Sync activities over a page reader of the test's own (run with MockActivityEnvironment, no worker). */
 function activitiesFor(pages: PageReader, extra: Partial<SyncActivityDeps> = {}) {
-  return createActivities({ db, pages, secrets: testKeyring(), runState: async () => 'closed' as const, ...extra });
+  return createSyncActivities({ db, pages, secrets: testKeyring(), runState: async () => 'closed' as const, ...extra });
 }
 const NO_PAGES: PageReader = {
   read: () => Promise.reject(new Error('unused')),

@@ -8,7 +8,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { inArray, sql } from 'drizzle-orm';
 import type { PageReader } from '../../activities/page-reader';
-import { createActivities, type ConfirmResult } from '../../activities/sync';
+import { createSyncActivities, type ConfirmResult } from '../../activities/sync';
 import { triggerSync } from '../../control/sync';
 import { closeDb, createDb, type Db } from '../../db/client';
 import { newId } from '../../db/ids';
@@ -35,7 +35,7 @@ import {
 
 /** The sync activities over a scripted page reader (no worker: run with MockActivityEnvironment). */
 function syncActivitiesFor(db: Db, pages: PageReader, opts: { stallMs?: number; heartbeatEveryMs?: number } = {}) {
-  return createActivities({ db, pages, secrets: testKeyring(), runState: async () => 'closed' as const, ...opts });
+  return createSyncActivities({ db, pages, secrets: testKeyring(), runState: async () => 'closed' as const, ...opts });
 }
 
 /** x_ids the events of a run mark deleted (`deleted_at` set), per entity. */

@@ -5,7 +5,7 @@
 import { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { createPageReader, type PageReader } from '../../activities/page-reader';
-import { createActivities } from '../../activities/sync';
+import { createSyncActivities } from '../../activities/sync';
 import { removeUnknownSchedules } from '../../control/schedules';
 import { ensureSyncSchedule, removeSyncSchedule, runStateVia } from '../../control/sync';
 import type { Config } from '../../config';
@@ -26,7 +26,7 @@ export interface SyncWorkerDeps extends WorkerDeps {
 export async function createSyncWorker(deps: SyncWorkerDeps, bundle?: { codePath: string }): Promise<Worker> {
   const { config } = deps;
   const client = new Client({ connection: deps.connection, namespace: config.TEMPORAL_NAMESPACE });
-  const activities = createActivities({
+  const activities = createSyncActivities({
     db: deps.db,
     pages: deps.pages,
     secrets: createKeyring(config.ENCRYPTION_KEYS),
