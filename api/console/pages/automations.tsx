@@ -5,7 +5,7 @@ import type { Automation, AutomationRun } from '../../admin/automations.schemas'
 import type { AdminClient } from '../admin';
 import { field, loadList, type ConsoleApp } from '../context';
 import { Badge, FactsCard, Form, ListTable, Time, WorkflowLink } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
+import { IntegrationFrame, LiveRegion, loadIntegrationList, loadOfIntegration } from './integrations';
 import { cadence } from './organizations';
 
 type Auto = z.infer<typeof Automation>;
@@ -18,8 +18,7 @@ const live = (r: Run) => r.status === 'queued' || r.status === 'running';
 export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id/automations', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const automations = await loadList<Auto>(c, admin, `/integrations/${ctx.integration.id}/automations`, { order: 'asc' });
+    const [automations, ctx] = await loadIntegrationList<Auto>(c, admin, '/automations', { order: 'asc' });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="automations">
         <h2>Automations</h2>

@@ -11,7 +11,7 @@ import { syncWorkflowIdOf } from '../../../domain/contract';
 import type { Organization } from '../../admin/organizations.schemas';
 import type { SkippedRecord, SyncJob } from '../../admin/syncs.schemas';
 import type { AdminClient, Page } from '../admin';
-import { loadList, type ConsoleApp } from '../context';
+import { loadList, type ConsoleApp, type ConsoleEnv } from '../context';
 import { Badge, FactsCard, Form, IdLink, Layout, ListTable, pagingOf, Table, Tabs, TemporalLink, Time, WorkflowLink, type List, type Ui } from '../ui';
 import { cadence, integrationLabel, type IntegrationView } from './organizations';
 
@@ -30,6 +30,20 @@ export async function loadIntegrationContext(c: Context, admin: AdminClient, id:
   const integration = await admin.get<IntegrationView>(c, `/integrations/${encodeURIComponent(id)}`);
   const org = await admin.get<Org>(c, `/organizations/${integration.organization_id}`);
   return { integration, org };
+}
+
+/**
+ * The integration of a page at /integrations/:id, and one page of its list at `path` under it (`/operations`), read
+ * as loadList reads one.
+ */
+export async function loadIntegrationList<T>(
+  c: Context<ConsoleEnv, `/integrations/:id${string}`>,
+  admin: AdminClient,
+  path: string,
+  how: Parameters<typeof loadList>[3],
+): Promise<[List<T>, IntegrationContext]> {
+  const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
+  return [await loadList<T>(c, admin, `/integrations/${ctx.integration.id}${path}`, how), ctx];
 }
 
 /** What a page shows (an Operation, a subscription, a run…) read at `path`, and the integration it belongs to. */
@@ -99,9 +113,8 @@ function progressText(job: Job): string {
 export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
+    const [runs, ctx] = await loadIntegrationList<Job>(c, admin, '/sync_jobs', { order: 'desc', prefix: 'r_' });
     const { integration } = ctx;
-    const runs = await loadList<Job>(c, admin, `/integrations/${integration.id}/sync_jobs`, { order: 'desc', prefix: 'r_' });
     // The newest run is the first row of the default view; another page or order asks for it on its own.
     const newestFirst = runs.paging.offset === 0 && runs.paging.order === 'desc';
     const last = newestFirst

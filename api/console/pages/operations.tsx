@@ -4,9 +4,9 @@ import type { FC } from 'hono/jsx';
 import { OPERATION_STATUSES } from '../../../domain/operations';
 import type { AdminOperation } from '../../admin/operations.schemas';
 import type { AdminClient } from '../admin';
-import { loadList, type ConsoleApp } from '../context';
+import type { ConsoleApp } from '../context';
 import { Badge, FactsCard, FilterForm, IdLink, ListTable, TemporalLink, Time, WorkflowLink } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
+import { IntegrationFrame, LiveRegion, loadIntegrationList, loadOfIntegration } from './integrations';
 
 type Op = z.infer<typeof AdminOperation>;
 
@@ -17,8 +17,7 @@ const SourceState: FC<{ op: Op }> = ({ op }) => (op.source.state ? <Badge status
 export function registerOperationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id/operations', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const ops = await loadList<Op>(c, admin, `/integrations/${ctx.integration.id}/operations`, { order: 'desc', filters: ['status'] });
+    const [ops, ctx] = await loadIntegrationList<Op>(c, admin, '/operations', { order: 'desc', filters: ['status'] });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="operations">
         <h2>Write Operations</h2>

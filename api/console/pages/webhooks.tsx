@@ -28,7 +28,7 @@ import {
   type Column,
   type Ui,
 } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration, tabCrumb } from './integrations';
+import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadIntegrationList, loadOfIntegration, tabCrumb } from './integrations';
 import { num } from './organizations';
 
 type Sub = z.infer<typeof Subscription>;
@@ -105,8 +105,7 @@ const deliveryColumns = (ui: Ui): Column<Del>[] => [
 export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id/webhooks', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const subs = await loadList<Sub>(c, admin, `/integrations/${ctx.integration.id}/webhook_subscriptions`, { order: 'asc' });
+    const [subs, ctx] = await loadIntegrationList<Sub>(c, admin, '/webhook_subscriptions', { order: 'asc' });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" notice={noticeOf(ui.url)}>
         <h2>Webhook subscriptions</h2>
@@ -433,8 +432,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
 
   app.get('/integrations/:id/events', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const events = await loadList<Evt>(c, admin, `/integrations/${ctx.integration.id}/events`, { order: 'desc', filters: ['type'] });
+    const [events, ctx] = await loadIntegrationList<Evt>(c, admin, '/events', { order: 'desc', filters: ['type'] });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="events" notice={noticeOf(ui.url)}>
         <h2>Events of the last 30 days</h2>
