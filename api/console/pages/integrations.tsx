@@ -12,14 +12,13 @@ import type { Organization } from '../../admin/organizations.schemas';
 import type { SkippedRecord, SyncJob } from '../../admin/syncs.schemas';
 import type { AdminClient, Page } from '../admin';
 import { loadList, type ConsoleApp, type ConsoleEnv } from '../context';
+import { isLive, LiveListTable, LiveRegion } from '../live';
 import { Badge, FactsCard, Form, IdLink, Layout, ListTable, pagingOf, Table, Tabs, TemporalLink, Time, WorkflowLink, type List, type Ui } from '../ui';
 import { cadence, integrationLabel, type IntegrationView } from './organizations';
 
 type Job = z.infer<typeof SyncJob>;
 type Skipped = z.infer<typeof SkippedRecord>;
 type Org = z.infer<typeof Organization>;
-
-const live = (status: string) => status === 'queued' || status === 'running';
 
 export interface IntegrationContext {
   integration: IntegrationView;
@@ -91,18 +90,6 @@ export const IntegrationFrame: FC<
   );
 };
 
-/** While `active`, htmx re-reads this page every 2 s and replaces the element with the new one of the same id. */
-export const LiveRegion: FC<PropsWithChildren<{ id: string; ui: Ui; active: boolean }>> = ({ id, ui, active, children }) =>
-  active ? (
-    <div id={id} hx-get={`${ui.url.pathname}${ui.url.search}`} hx-trigger="every 2s" hx-select={`#${id}`} hx-swap="outerHTML" aria-live="polite">
-      {children}
-    </div>
-  ) : (
-    <div id={id} aria-live="polite">
-      {children}
-    </div>
-  );
-
 /** "2/4 entities · 7 pages": how far a run got, as the CLI says it (the run's page shows each entity). */
 function progressText(job: Job): string {
   const done = SYNC_ORDER.filter((e) => job.progress[e]?.done).length;
@@ -150,29 +137,28 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
           <button type="submit">Sync now</button>
         </Form>
         <h2>Sync runs</h2>
-        <LiveRegion id="runs" ui={ui} active={runs.page.results.some((r) => live(r.status))}>
-          <ListTable
-            label="Sync runs"
-            list={runs}
-            sortBy="Started"
-            status={(r) => r.status}
-            columns={[
-              { head: 'Run', cell: (r) => <IdLink href={`/console/sync-jobs/${r.id}`} id={r.id} /> },
-              { head: 'Status', cell: (r) => <Badge status={r.status} /> },
-              { head: 'Trigger · kind', cell: (r) => `${r.trigger}${r.kind ? ` · ${r.kind}` : ''}`, narrow: true },
-              { head: 'Started', cell: (r) => <Time iso={r.started_at} /> },
-              { head: 'Finished', cell: (r) => <Time iso={r.finished_at} />, narrow: true },
-              { head: 'Seen', cell: (r) => r.records_seen, class: 'num' },
-              { head: 'New', cell: (r) => r.records_new, class: 'num' },
-              { head: 'Updated', cell: (r) => r.records_updated, class: 'num' },
-              { head: 'Deleted', cell: (r) => r.records_soft_deleted, class: 'num' },
-              { head: 'Skipped', cell: (r) => r.records_skipped, class: 'num' },
-              { head: 'Progress', cell: progressText, class: 'muted', narrow: true },
-              { head: '', cell: (r) => <WorkflowLink ui={ui} id={syncWorkflowIdOf(r.id)} />, narrow: true },
-            ]}
-            empty="No sync runs yet. Press “Sync now”, or wait for the schedule."
-          />
-        </LiveRegion>
+        <LiveListTable
+          id="runs"
+          ui={ui}
+          label="Sync runs"
+          list={runs}
+          sortBy="Started"
+          columns={[
+            { head: 'Run', cell: (r) => <IdLink href={`/console/sync-jobs/${r.id}`} id={r.id} /> },
+            { head: 'Status', cell: (r) => <Badge status={r.status} /> },
+            { head: 'Trigger · kind', cell: (r) => `${r.trigger}${r.kind ? ` · ${r.kind}` : ''}`, narrow: true },
+            { head: 'Started', cell: (r) => <Time iso={r.started_at} /> },
+            { head: 'Finished', cell: (r) => <Time iso={r.finished_at} />, narrow: true },
+            { head: 'Seen', cell: (r) => r.records_seen, class: 'num' },
+            { head: 'New', cell: (r) => r.records_new, class: 'num' },
+            { head: 'Updated', cell: (r) => r.records_updated, class: 'num' },
+            { head: 'Deleted', cell: (r) => r.records_soft_deleted, class: 'num' },
+            { head: 'Skipped', cell: (r) => r.records_skipped, class: 'num' },
+            { head: 'Progress', cell: progressText, class: 'muted', narrow: true },
+            { head: '', cell: (r) => <WorkflowLink ui={ui} id={syncWorkflowIdOf(r.id)} />, narrow: true },
+          ]}
+          empty="No sync runs yet. Press “Sync now”, or wait for the schedule."
+        />
       </IntegrationFrame>,
     );
   });
@@ -195,7 +181,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     };
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="runs" title={`Sync run ${job.id}`} crumbs={[['Sync run']]}>
-        <LiveRegion id="job" ui={ui} active={live(job.status)}>
+        <LiveRegion id="job" ui={ui} active={isLive(job.status)}>
           <FactsCard
             rows={[
               ['Status', <Badge status={job.status} />],
@@ -219,7 +205,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
               ['Error', job.error ? <span>{job.error}</span> : <span class="muted">none</span>],
               [
                 'Attempt',
-                job.attempt > 1 && job.last_error && live(job.status) ? (
+                job.attempt > 1 && job.last_error && isLive(job.status) ? (
                   <span data-retrying>
                     {job.attempt}, retrying
                     {job.next_attempt_at ? (
@@ -246,7 +232,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
             columns={[
               { head: 'Entity', cell: (e) => e },
               { head: 'Pages committed', cell: (e) => job.progress[e]?.pages ?? 0, class: 'num' },
-              { head: 'Complete', cell: (e) => (job.progress[e]?.done ? '✓' : live(job.status) ? '…' : '—') },
+              { head: 'Complete', cell: (e) => (job.progress[e]?.done ? '✓' : isLive(job.status) ? '…' : '—') },
             ]}
             empty=""
           />
