@@ -1,20 +1,9 @@
 /**
- * What a CLI command is (a noun's verb: its arguments, its flags and the one admin API call it makes) and the flag
- * readers and verb shapes the nouns of cli/commands/ share.
+ * What a CLI command is (a noun's verb: its arguments, its flags and the one admin API call it makes) and the verb
+ * shapes the nouns of cli/commands/ share. Flags are declared and read with flags.ts.
  */
-import { CliError, type AdminClient } from './client';
-
-export interface Flag {
-  type: 'string' | 'boolean';
-  description: string;
-  /** Shown in help: `--size <n>`. */
-  value?: string;
-  /** May be given more than once (`--filter a=1 --filter b=2`); its value is then the list of them. */
-  multiple?: boolean;
-}
-
-/** A parsed flag: a string, a boolean switch, or the list of a `multiple` flag's values. */
-export type FlagValue = string | boolean | string[] | undefined;
+import type { AdminClient } from './client';
+import { int, option, usageError, type Flag, type FlagValue } from './flags';
 
 export interface Command {
   summary: string;
@@ -29,34 +18,8 @@ export interface Noun {
   verbs: Record<string, Command>;
 }
 
-export const usageError = (message: string) => new CliError(message, 2);
-
-export function int(name: string, value: FlagValue): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^-?\d+$/.test(value)) throw usageError(`--${name} must be an integer, got ${JSON.stringify(value)}`);
-  return Number(value);
-}
-
-/** An integer, or `null`/`default` to clear an override. */
-export function intOrNull(name: string, value: FlagValue): number | null | undefined {
-  if (value === 'null' || value === 'default') return null;
-  return int(name, value);
-}
-
-export function required(name: string, value: FlagValue): string {
-  if (typeof value !== 'string' || value === '') throw usageError(`--${name} is required`);
-  return value;
-}
-
 /** Drops undefined members so the API sees only what the operator gave. */
 export const defined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
-
-/** A comma-separated list, its items trimmed, empty ones dropped (`a, b,` is a and b). */
-export const commaList = (value: string) =>
-  value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
 
 export const id = (s: string) => encodeURIComponent(s);
 
@@ -94,8 +57,8 @@ export function deleteVerb(summary: string, template: string): Command {
 }
 
 const page: Record<string, Flag> = {
-  limit: { type: 'string', value: '<n>', description: 'Page size, 1 to 100 (default 25)' },
-  offset: { type: 'string', value: '<n>', description: 'Zero-based offset (default 0)' },
+  limit: option('<n>', 'Page size, 1 to 100 (default 25)'),
+  offset: option('<n>', 'Zero-based offset (default 0)'),
 };
 
 /**
@@ -136,20 +99,4 @@ export function sendVerb(
       return { output: await client.request(method, path(values), body) };
     },
   };
-}
-
-/** Where something is created (an integration, an API key): its organization and mode. */
-export const orgAndMode: Record<string, Flag> = {
-  org: { type: 'string', value: '<org_id>', description: 'Organization (required)' },
-  mode: { type: 'string', value: '<test|live>', description: 'Mode (required)' },
-};
-
-/** `--poll-ms` of a verb that waits at a fixed interval. */
-export const pollMsFlag: Flag = { type: 'string', value: '<ms>', description: 'Polling interval with --wait (default 1000)' };
-
-/** `--timeout <seconds>` of a `--wait` that refuses less than a second. */
-export function waitTimeout(flags: Record<string, FlagValue>): number | undefined {
-  const timeout = int('timeout', flags.timeout);
-  if (timeout !== undefined && timeout < 1) throw usageError(`--timeout must be at least 1 second, got ${timeout}`);
-  return timeout;
 }

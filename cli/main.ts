@@ -5,13 +5,14 @@
 import { parseArgs } from 'node:util';
 import { loadConfigOrExit } from '../config';
 import { AdminClient, CliError } from './client';
-import { usageError, type Command, type Flag, type FlagValue } from './command';
+import type { Command } from './command';
+import { option, toggle, usageError, type Flag, type FlagValue } from './flags';
 import { NOUNS } from './commands';
 
 const GLOBAL: Record<string, Flag & { short?: string }> = {
-  url: { type: 'string', value: '<url>', description: 'Address of the API (default: PUBLIC_BASE_URL)' },
-  token: { type: 'string', value: '<token>', description: 'Admin token (default: ADMIN_TOKEN)' },
-  help: { type: 'boolean', short: 'h', description: 'Show help' },
+  url: option('<url>', 'Address of the API (default: PUBLIC_BASE_URL)'),
+  token: option('<token>', 'Admin token (default: ADMIN_TOKEN)'),
+  help: { ...toggle('Show help'), short: 'h' },
 };
 
 const PROG = 'npm run -s cli --';

@@ -271,14 +271,26 @@ export interface List<T> {
   filtered: boolean;
 }
 
+export type ListTableProps<T> = Omit<TableProps<T>, 'rows'> & { list: List<T>; sortBy?: string };
+
 /** A Table of one page of a list with its Pager; the header of the column `sortBy` sorts the list by creation time. */
-export function ListTable<T>({ list, sortBy, columns, ...table }: Omit<TableProps<T>, 'rows'> & { list: List<T>; sortBy?: string }) {
+export function ListTable<T>({ list, sortBy, columns, ...table }: ListTableProps<T>) {
   const { url, paging, page } = list;
   const heads = columns.map((c) => (sortBy !== undefined && c.head === sortBy ? { ...c, head: <SortHeader url={url} paging={paging} label={sortBy} /> } : c));
   return (
     <>
       <Table {...table} rows={page.results} columns={heads} />
       <Pager url={url} paging={paging} page={page} />
+    </>
+  );
+}
+
+/** A section of a page that lists one page of a list: its heading, and the ListTable labelled with it. */
+export function ListSection<T>({ title, ...table }: Omit<ListTableProps<T>, 'label'> & { title: string }) {
+  return (
+    <>
+      <h2>{title}</h2>
+      <ListTable {...table} label={title} />
     </>
   );
 }

@@ -1,21 +1,6 @@
 /** `automation`: automations (scheduled CSV exports of an integration) and their runs. */
-import {
-  int,
-  required,
-  defined,
-  commaList,
-  id,
-  callVerb,
-  deleteVerb,
-  listVerb,
-  sendVerb,
-  pollMsFlag,
-  usageError,
-  waitTimeout,
-  type Noun,
-  type Flag,
-  type FlagValue,
-} from '../command';
+import { defined, id, callVerb, deleteVerb, listVerb, sendVerb, type Noun } from '../command';
+import { int, required, commaList, pollMsFlag, usageError, waitTimeout, option, repeatable, toggle, type Flag, type FlagValue } from '../flags';
 import { errorLine, waitForAutomationRun, waited, type AutomationRun } from '../progress';
 
 /** The values of a repeatable flag (none when absent). */
@@ -89,29 +74,15 @@ function destination(flags: Record<string, FlagValue>, isRequired: boolean): Rec
 }
 
 const exportFlags: Record<string, Flag> = {
-  filter: {
-    type: 'string',
-    multiple: true,
-    value: '<name=value>',
-    description: "A query parameter of the entity's list endpoint, e.g. status=active,notice (repeatable)",
-  },
-  every: { type: 'string', value: '<seconds>', description: 'Run every this many seconds (at least 60)' },
-  cron: { type: 'string', value: '"<expr>"', description: 'Or run on a five-field cron, e.g. "0 6 * * 1-5"' },
-  timezone: { type: 'string', value: '<Area/City>', description: 'Time zone of --cron (default UTC)' },
-  'http-url': { type: 'string', value: '<url>', description: 'Send the file to this URL (live integrations: public https only)' },
-  method: { type: 'string', value: '<PUT|POST>', description: 'With --http-url: how the file is sent (default PUT)' },
-  header: {
-    type: 'string',
-    multiple: true,
-    value: '"<Name: value>"',
-    description: 'With --http-url: a header to send, stored encrypted, never shown again (repeatable)',
-  },
-  directory: { type: 'string', value: '<path>', description: 'Or write the file to this directory, relative to the export root' },
-  'escape-formulas': {
-    type: 'string',
-    value: '<on|off>',
-    description: "CSV-injection protection for spreadsheets: a text cell starting with = + - @ TAB or CR gets a leading ' (default on)",
-  },
+  filter: repeatable('<name=value>', "A query parameter of the entity's list endpoint, e.g. status=active,notice (repeatable)"),
+  every: option('<seconds>', 'Run every this many seconds (at least 60)'),
+  cron: option('"<expr>"', 'Or run on a five-field cron, e.g. "0 6 * * 1-5"'),
+  timezone: option('<Area/City>', 'Time zone of --cron (default UTC)'),
+  'http-url': option('<url>', 'Send the file to this URL (live integrations: public https only)'),
+  method: option('<PUT|POST>', 'With --http-url: how the file is sent (default PUT)'),
+  header: repeatable('"<Name: value>"', 'With --http-url: a header to send, stored encrypted, never shown again (repeatable)'),
+  directory: option('<path>', 'Or write the file to this directory, relative to the export root'),
+  'escape-formulas': option('<on|off>', "CSV-injection protection for spreadsheets: a text cell starting with = + - @ TAB or CR gets a leading ' (default on)"),
 };
 
 /** `--escape-formulas on|off` as the API's boolean. */
@@ -127,9 +98,9 @@ export const automation: Noun = {
     create: sendVerb('POST /integrations/{integration_id}/automations', {
       summary: 'Create an automation: an entity, its filters, a schedule and a destination',
       flags: {
-        name: { type: 'string', value: '<name>', description: 'Its name; each file is <name>-<run id>.csv (required)' },
-        entity: { type: 'string', value: '<entity>', description: 'properties, units, residents or leases (required)' },
-        columns: { type: 'string', value: '<field,...>', description: 'Fields to export, in order (default every field)' },
+        name: option('<name>', 'Its name; each file is <name>-<run id>.csv (required)'),
+        entity: option('<entity>', 'properties, units, residents or leases (required)'),
+        columns: option('<field,...>', 'Fields to export, in order (default every field)'),
         ...exportFlags,
       },
       body: (flags) =>
@@ -148,9 +119,9 @@ export const automation: Noun = {
     update: sendVerb('PATCH /automations/{automation_id}', {
       summary: 'Change the name, filters, columns, formula escaping, schedule or destination (each given replaces the stored one)',
       flags: {
-        name: { type: 'string', value: '<name>', description: 'New name' },
-        columns: { type: 'string', value: '<field,...|all>', description: 'Fields to export, in order; all = every field' },
-        'clear-filters': { type: 'boolean', description: 'Export every record (no filters)' },
+        name: option('<name>', 'New name'),
+        columns: option('<field,...|all>', 'Fields to export, in order; all = every field'),
+        'clear-filters': toggle('Export every record (no filters)'),
         ...exportFlags,
       },
       body: (flags) => {
@@ -173,9 +144,9 @@ export const automation: Noun = {
       summary: 'Run it now; with --wait, follow the run to its end',
       args: ['automation_id'],
       flags: {
-        wait: { type: 'boolean', description: 'Poll the run until it succeeded or failed; exit 1 if it failed (its error on stderr)' },
+        wait: toggle('Poll the run until it succeeded or failed; exit 1 if it failed (its error on stderr)'),
         'poll-ms': pollMsFlag,
-        timeout: { type: 'string', value: '<seconds>', description: 'With --wait: give up waiting after this long (exit 1; the run goes on)' },
+        timeout: option('<seconds>', 'With --wait: give up waiting after this long (exit 1; the run goes on)'),
       },
       run: async ({ client, args, flags }) => {
         const timeout = waitTimeout(flags);

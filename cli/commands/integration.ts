@@ -1,5 +1,6 @@
 /** `integration`: integrations (connected sources) and their sync schedules. */
-import { int, intOrNull, required, defined, id, callVerb, deleteVerb, sendVerb, orgAndMode, type Noun } from '../command';
+import { defined, id, callVerb, deleteVerb, sendVerb, type Noun } from '../command';
+import { int, intOrNull, required, orgAndMode, option, toggle } from '../flags';
 
 export const integration: Noun = {
   summary: 'Integrations (connected sources) and their sync schedules',
@@ -9,23 +10,19 @@ export const integration: Noun = {
       args: [],
       flags: {
         ...orgAndMode,
-        plan: { type: 'string', value: '<plan>', description: 'starter, growth, scale or enterprise (required)' },
-        source: { type: 'string', value: '<sandbox|entrata|buildium>', description: 'Source type (default sandbox)' },
-        dialect: { type: 'string', value: '<entrata|buildium>', description: 'Sandbox: the wire its company speaks (default entrata)' },
-        size: { type: 'string', value: '<n>', description: 'Sandbox: leases to generate (default 50)' },
-        seed: { type: 'string', value: '<n>', description: 'Sandbox: generator seed (default random)' },
-        'base-url': { type: 'string', value: '<url>', description: 'Entrata, Buildium: the API base address' },
-        'api-key': { type: 'string', value: '<key>', description: 'Entrata: the API key' },
-        'client-id': { type: 'string', value: '<id>', description: 'Buildium: the API client id' },
-        'client-secret': { type: 'string', value: '<secret>', description: 'Buildium: the API client secret' },
-        name: { type: 'string', value: '<name>', description: 'A label' },
-        interval: { type: 'string', value: '<seconds>', description: 'Sync cadence override (default: the plan cadence)' },
-        'full-sync-interval': {
-          type: 'string',
-          value: '<seconds>',
-          description: 'Seconds between full runs where the source reads deltas (default: the service default, a day)',
-        },
-        'no-initial-sync': { type: 'boolean', description: 'Do not start the first sync now' },
+        plan: option('<plan>', 'starter, growth, scale or enterprise (required)'),
+        source: option('<sandbox|entrata|buildium>', 'Source type (default sandbox)'),
+        dialect: option('<entrata|buildium>', 'Sandbox: the wire its company speaks (default entrata)'),
+        size: option('<n>', 'Sandbox: leases to generate (default 50)'),
+        seed: option('<n>', 'Sandbox: generator seed (default random)'),
+        'base-url': option('<url>', 'Entrata, Buildium: the API base address'),
+        'api-key': option('<key>', 'Entrata: the API key'),
+        'client-id': option('<id>', 'Buildium: the API client id'),
+        'client-secret': option('<secret>', 'Buildium: the API client secret'),
+        name: option('<name>', 'A label'),
+        interval: option('<seconds>', 'Sync cadence override (default: the plan cadence)'),
+        'full-sync-interval': option('<seconds>', 'Seconds between full runs where the source reads deltas (default: the service default, a day)'),
+        'no-initial-sync': toggle('Do not start the first sync now'),
       },
       run: async ({ client, flags }) => {
         const type = (flags.source as string | undefined) ?? 'sandbox';
@@ -56,14 +53,10 @@ export const integration: Noun = {
     update: sendVerb('PATCH /integrations/{integration_id}', {
       summary: 'Change plan, cadence or name (the schedule moves at once)',
       flags: {
-        plan: { type: 'string', value: '<plan>', description: 'New plan' },
-        interval: { type: 'string', value: '<seconds|default>', description: 'Cadence override; default = the plan cadence' },
-        'full-sync-interval': {
-          type: 'string',
-          value: '<seconds|default>',
-          description: 'Seconds between full runs where the source reads deltas; default = the service default',
-        },
-        name: { type: 'string', value: '<name>', description: 'New label' },
+        plan: option('<plan>', 'New plan'),
+        interval: option('<seconds|default>', 'Cadence override; default = the plan cadence'),
+        'full-sync-interval': option('<seconds|default>', 'Seconds between full runs where the source reads deltas; default = the service default'),
+        name: option('<name>', 'New label'),
       },
       body: (flags) =>
         defined({

@@ -1,5 +1,6 @@
 /** `key`: aPI keys of the public API. */
-import { required, defined, commaList, id, callVerb, orgAndMode, type Noun } from '../command';
+import { defined, id, callVerb, type Noun } from '../command';
+import { required, commaList, orgAndMode, option } from '../flags';
 
 export const key: Noun = {
   summary: 'API keys of the public API',
@@ -9,7 +10,7 @@ export const key: Noun = {
       args: [],
       flags: {
         ...orgAndMode,
-        scopes: { type: 'string', value: '<read,write>', description: 'Comma-separated scopes (default read,write)' },
+        scopes: option('<read,write>', 'Comma-separated scopes (default read,write)'),
       },
       run: async ({ client, flags }) => {
         const scopes = typeof flags.scopes === 'string' ? commaList(flags.scopes) : undefined;

@@ -1,5 +1,6 @@
 /** `operations`: writes (Operations) and how their write-back to the source went. */
-import { id, listVerb, usageError, waitTimeout, type Noun } from '../command';
+import { id, listVerb, type Noun } from '../command';
+import { usageError, waitTimeout, option, toggle } from '../flags';
 import { errorLine, waitForOperation, waited, type Operation } from '../progress';
 
 export const operations: Noun = {
@@ -9,8 +10,8 @@ export const operations: Noun = {
       summary: 'Show an Operation; with --wait, poll until it succeeded or failed',
       args: ['operation_id'],
       flags: {
-        wait: { type: 'boolean', description: 'Poll, backing off with its attempts (1 s, 2 s, 4 s, … at most 30 s); exit 1 if it failed' },
-        timeout: { type: 'string', value: '<seconds>', description: 'With --wait: give up waiting after this long (exit 1)' },
+        wait: toggle('Poll, backing off with its attempts (1 s, 2 s, 4 s, … at most 30 s); exit 1 if it failed'),
+        timeout: option('<seconds>', 'With --wait: give up waiting after this long (exit 1)'),
       },
       run: async ({ client, args, flags }) => {
         const timeout = waitTimeout(flags);
@@ -22,8 +23,8 @@ export const operations: Noun = {
       },
     },
     list: listVerb("List an integration's Operations, most recent first (never their request bodies)", '/integrations/{integration_id}/operations', {
-      status: { type: 'string', value: '<status,...>', description: 'queued, running, succeeded or failed; a comma-separated list matches any' },
-      type: { type: 'string', value: '<type,...>', description: 'e.g. lease.create or resident.update; a comma-separated list matches any' },
+      status: option('<status,...>', 'queued, running, succeeded or failed; a comma-separated list matches any'),
+      type: option('<type,...>', 'e.g. lease.create or resident.update; a comma-separated list matches any'),
     }),
   },
 };

@@ -1,5 +1,6 @@
 /** `org`: organizations (tenants). */
-import { intOrNull, required, defined, callVerb, listVerb, sendVerb, type Noun } from '../command';
+import { defined, callVerb, listVerb, sendVerb, type Noun } from '../command';
+import { intOrNull, required, option } from '../flags';
 
 export const org: Noun = {
   summary: 'Organizations (tenants)',
@@ -7,16 +8,16 @@ export const org: Noun = {
     list: listVerb('List organizations (ids and names: what `key create --org` needs after a restart)', '/organizations'),
     create: sendVerb('POST /organizations', {
       summary: 'Create an organization',
-      flags: { name: { type: 'string', value: '<name>', description: 'Its name (required)' } },
+      flags: { name: option('<name>', 'Its name (required)') },
       body: (flags) => ({ name: required('name', flags.name) }),
     }),
     get: callVerb('Show an organization', 'GET /organizations/{org_id}'),
     update: sendVerb('PATCH /organizations/{org_id}', {
       summary: 'Rename, or override the org-wide rate limit',
       flags: {
-        name: { type: 'string', value: '<name>', description: 'New name' },
-        'rate-limit': { type: 'string', value: '<n|null>', description: 'Requests per minute; null = the plan limit' },
-        burst: { type: 'string', value: '<n|null>', description: 'Burst size; null = 10 % of the per-minute budget' },
+        name: option('<name>', 'New name'),
+        'rate-limit': option('<n|null>', 'Requests per minute; null = the plan limit'),
+        burst: option('<n|null>', 'Burst size; null = 10 % of the per-minute budget'),
       },
       body: (flags) =>
         defined({

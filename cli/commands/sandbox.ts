@@ -1,5 +1,6 @@
 /** `sandbox`: controls of the sandbox PMS behind a sandbox integration. */
-import { int, required, defined, id, sendVerb, usageError, type Noun, type FlagValue } from '../command';
+import { defined, id, sendVerb, type Noun } from '../command';
+import { int, required, usageError, option, type FlagValue } from '../flags';
 
 /** `5` (a total) or `lease=3,unit=2` (per entity). */
 function counts(name: string, value: FlagValue): number | Record<string, number> | undefined {
@@ -22,10 +23,10 @@ export const sandbox: Noun = {
     changes: sendVerb('POST /integrations/{integration_id}/sandbox/changes', {
       summary: 'Change source data; prints the x_ids touched',
       flags: {
-        update: { type: 'string', value: '<n|entity=n,...>', description: 'Records to update' },
-        create: { type: 'string', value: '<n|entity=n,...>', description: 'Records to create' },
-        delete: { type: 'string', value: '<n|entity=n,...>', description: 'Records to delete' },
-        'lease-transitions': { type: 'string', value: '<n>', description: 'Leases whose status moves on' },
+        update: option('<n|entity=n,...>', 'Records to update'),
+        create: option('<n|entity=n,...>', 'Records to create'),
+        delete: option('<n|entity=n,...>', 'Records to delete'),
+        'lease-transitions': option('<n>', 'Leases whose status moves on'),
       },
       body: (flags) =>
         defined({
@@ -39,8 +40,8 @@ export const sandbox: Noun = {
     fault: sendVerb('POST /integrations/{integration_id}/sandbox/faults', {
       summary: 'Inject a fault: unavailable, rate_limited, slow or reject_writes',
       flags: {
-        kind: { type: 'string', value: '<kind>', description: 'unavailable, rate_limited, slow or reject_writes (required)' },
-        count: { type: 'string', value: '<n>', description: 'Requests affected (default: until cleared)' },
+        kind: option('<kind>', 'unavailable, rate_limited, slow or reject_writes (required)'),
+        count: option('<n>', 'Requests affected (default: until cleared)'),
       },
       body: (flags) => defined({ kind: required('kind', flags.kind), count: int('count', flags.count) }),
     }),

@@ -1,5 +1,6 @@
 /** `sync`: sync runs. */
-import { int, defined, id, callVerb, listVerb, pollMsFlag, type Noun } from '../command';
+import { defined, id, callVerb, listVerb, type Noun } from '../command';
+import { int, pollMsFlag, option, toggle } from '../flags';
 import { waitForJob, type SyncJob } from '../progress';
 
 export const sync: Noun = {
@@ -9,14 +10,13 @@ export const sync: Noun = {
       summary: 'Start a sync now; with --wait, follow it to its end',
       args: ['integration_id'],
       flags: {
-        wait: { type: 'boolean', description: 'Poll the job with a progress display on stderr; exit 1 if it fails' },
+        wait: toggle('Poll the job with a progress display on stderr; exit 1 if it fails'),
         'poll-ms': pollMsFlag,
-        timeout: { type: 'string', value: '<seconds>', description: 'Give up waiting after this long (exit 1)' },
-        kind: {
-          type: 'string',
-          value: '<full|delta>',
-          description: 'full: read every record and find deletions now; delta: only what changed (sources that can list it). Default: as the cadence decides',
-        },
+        timeout: option('<seconds>', 'Give up waiting after this long (exit 1)'),
+        kind: option(
+          '<full|delta>',
+          'full: read every record and find deletions now; delta: only what changed (sources that can list it). Default: as the cadence decides',
+        ),
       },
       run: async ({ client, args, flags }) => {
         const job = await client.request<SyncJob>('POST', `/integrations/${id(args[0]!)}/syncs`, defined({ kind: flags.kind }));

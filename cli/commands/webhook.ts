@@ -1,5 +1,6 @@
 /** `webhook`: webhook subscriptions of an integration (scale and enterprise plans) and their deliveries. */
-import { int, required, defined, commaList, id, callVerb, deleteVerb, listVerb, sendVerb, usageError, type Noun, type FlagValue } from '../command';
+import { defined, id, callVerb, deleteVerb, listVerb, sendVerb, type Noun } from '../command';
+import { int, required, commaList, usageError, option, toggle, type FlagValue } from '../flags';
 
 /** `on`/`off` (also `true`/`false`) as a boolean; undefined when the flag is absent. */
 function onOff(name: string, value: FlagValue | undefined): boolean | undefined {
@@ -26,14 +27,10 @@ export const webhook: Noun = {
     create: sendVerb('POST /integrations/{integration_id}/webhook_subscriptions', {
       summary: 'Subscribe a URL to events; the signing secret is printed this once',
       flags: {
-        endpoint: { type: 'string', value: '<url>', description: 'Where events are POSTed (required; live integrations: public https only)' },
-        events: { type: 'string', value: '<TYPE,...|*>', description: "Comma-separated event types, or '*' for every type (required)" },
-        description: { type: 'string', value: '<text>', description: 'A label' },
-        'standard-webhooks': {
-          type: 'string',
-          value: '<on|off>',
-          description: 'Also sign with the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature); default on',
-        },
+        endpoint: option('<url>', 'Where events are POSTed (required; live integrations: public https only)'),
+        events: option('<TYPE,...|*>', "Comma-separated event types, or '*' for every type (required)"),
+        description: option('<text>', 'A label'),
+        'standard-webhooks': option('<on|off>', 'Also sign with the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature); default on'),
       },
       body: (flags) =>
         defined({
@@ -48,11 +45,11 @@ export const webhook: Noun = {
     update: sendVerb('PATCH /webhook_subscriptions/{subscription_id}', {
       summary: 'Change the endpoint, event types, description or status',
       flags: {
-        endpoint: { type: 'string', value: '<url>', description: 'New address to POST events to' },
-        events: { type: 'string', value: '<TYPE,...|*>', description: "Comma-separated event types, or '*' for every type" },
-        description: { type: 'string', value: '<text>', description: "New label; '' clears it" },
-        status: { type: 'string', value: '<active|disabled>', description: 'disabled = gets nothing, retries stop; enabling does not resend what it missed' },
-        'standard-webhooks': { type: 'string', value: '<on|off>', description: 'Sign with the Standard Webhooks headers too, or stop' },
+        endpoint: option('<url>', 'New address to POST events to'),
+        events: option('<TYPE,...|*>', "Comma-separated event types, or '*' for every type"),
+        description: option('<text>', "New label; '' clears it"),
+        status: option('<active|disabled>', 'disabled = gets nothing, retries stop; enabling does not resend what it missed'),
+        'standard-webhooks': option('<on|off>', 'Sign with the Standard Webhooks headers too, or stop'),
       },
       body: (flags) =>
         defined({
@@ -80,21 +77,21 @@ export const webhook: Noun = {
     delete: deleteVerb('Delete a subscription; its delivery history stays readable until the retention ends', '/webhook_subscriptions/{subscription_id}'),
     'rotate-secret': sendVerb('POST /webhook_subscriptions/{subscription_id}/rotate_secret', {
       summary: 'Rotate the signing secret; the new one is printed this once',
-      flags: { 'grace-seconds': { type: 'string', value: '<n>', description: 'How long the previous secret keeps signing too (default 86400)' } },
+      flags: { 'grace-seconds': option('<n>', 'How long the previous secret keeps signing too (default 86400)') },
       body: (flags) => defined({ grace_period_seconds: int('grace-seconds', flags['grace-seconds']) }),
     }),
     deliveries: listVerb("List a subscription's deliveries with their attempts, most recent first", '/webhook_subscriptions/{subscription_id}/deliveries', {
-      status: { type: 'string', value: '<status>', description: 'pending, retrying, succeeded, dead_lettered, cancelled or expired' },
-      'event-type': { type: 'string', value: '<TYPE>', description: 'Only this event type' },
+      status: option('<status>', 'pending, retrying, succeeded, dead_lettered, cancelled or expired'),
+      'event-type': option('<TYPE>', 'Only this event type'),
     }),
     delivery: callVerb('Show a delivery with every attempt and the payload as sent', 'GET /webhook_deliveries/{delivery_id}'),
     replay: callVerb('Attempt a delivery once more now (same event id and bytes, current secret)', 'POST /webhook_deliveries/{delivery_id}/replay'),
     'replay-all': sendVerb('POST /webhook_subscriptions/{subscription_id}/replay', {
       summary: 'Replay every dead-lettered delivery, or every event of a time range (last 30 days)',
       flags: {
-        'dead-lettered': { type: 'boolean', description: 'Replay every dead-lettered delivery' },
-        since: { type: 'string', value: '<iso>', description: 'Start of the range, e.g. 2025-01-31T00:00:00Z (with --until)' },
-        until: { type: 'string', value: '<iso>', description: 'End of the range (with --since)' },
+        'dead-lettered': toggle('Replay every dead-lettered delivery'),
+        since: option('<iso>', 'Start of the range, e.g. 2025-01-31T00:00:00Z (with --until)'),
+        until: option('<iso>', 'End of the range (with --since)'),
       },
       body: (flags) => {
         const range = flags.since !== undefined || flags.until !== undefined;

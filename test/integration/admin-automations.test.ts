@@ -79,6 +79,14 @@ function expectProblem(r: Reply, status: number, slug: string) {
   expect(r.status, JSON.stringify(r.body)).toBe(status);
   expect(r.body.type).toBe(`${config.DOCS_BASE_URL}/errors/${slug}`);
 }
+
+/** Each call (`METHOD /path`, under /admin/v1) is answered 404 not_found. */
+async function expectNotFound(...calls: string[]): Promise<void> {
+  for (const call of calls) {
+    const [method, path] = call.split(' ') as [string, string];
+    expectProblem(await admin(method, path), 404, 'not_found');
+  }
+}
 const pointers = (r: Reply) => (r.body.errors as { pointer: string }[]).map((e) => e.pointer).sort();
 
 /** An integration row of its own organization (no source behind it: nothing here syncs). */
@@ -349,11 +357,13 @@ describe('read', () => {
     const got = await admin('GET', `/automations/${a1.id}`);
     conforms(got, '/automations/{id}', 'get');
     expect(got.body).toEqual(a1);
-    expectProblem(await admin('GET', '/automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8'), 404, 'not_found');
-    expectProblem(await admin('GET', '/automations/nope'), 404, 'not_found');
-    expectProblem(await admin('GET', '/automation_runs/aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8'), 404, 'not_found');
-    expectProblem(await admin('GET', '/automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8/runs'), 404, 'not_found');
-    expectProblem(await admin('POST', '/automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8/runs'), 404, 'not_found');
+    await expectNotFound(
+      'GET /automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8',
+      'GET /automations/nope',
+      'GET /automation_runs/aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8',
+      'GET /automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8/runs',
+      'POST /automations/atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8/runs',
+    );
   });
 });
 
@@ -541,17 +551,9 @@ describe('runs', () => {
 });
 
 describe('when Temporal is unreachable or refuses', () => {
-  let down: TestServer;
-  let refusing: TestServer;
-  onApi(
-    () => startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' }),
-    (api) => (down = api),
-  );
+  const down = onApi(() => startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' }));
   // Reachable, but every call names a namespace the server does not have.
-  onApi(
-    () => startApi(db, { ...config, TEMPORAL_NAMESPACE: `missing-${randomUUID().slice(0, 8)}` }),
-    (api) => (refusing = api),
-  );
+  const refusing = onApi(() => startApi(db, { ...config, TEMPORAL_NAMESPACE: `missing-${randomUUID().slice(0, 8)}` }));
 
   it('answers 503 that says nothing changed, and nothing did', async () => {
     const integ = await integration();

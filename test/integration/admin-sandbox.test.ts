@@ -228,11 +228,7 @@ describe('sandbox integrations', () => {
 });
 
 describe('when the sandbox PMS is unreachable', () => {
-  let down: TestServer;
-  onApi(
-    () => startApi(db, { ...config, SANDBOX_URL: 'http://127.0.0.1:1' }),
-    (api) => (down = api),
-  );
+  const down = onApi(() => startApi(db, { ...config, SANDBOX_URL: 'http://127.0.0.1:1' }));
 
   it('creating a sandbox integration is a 503 that leaves nothing behind', async () => {
     const orgId = await newOrg();

@@ -56,6 +56,13 @@ function expectProblem(r: Reply, status: number, slug: string) {
     request_id: r.headers.get('x-request-id'),
   });
 }
+/** Each call (`METHOD /path`, under /admin/v1) is answered 404 not_found. */
+async function expectNotFound(...calls: string[]): Promise<void> {
+  for (const call of calls) {
+    const [method, path] = call.split(' ') as [string, string];
+    expectProblem(await admin(method, path), 404, 'not_found');
+  }
+}
 const pointers = (r: Reply) => (r.body.errors as { pointer: string }[]).map((e) => e.pointer).sort();
 
 async function newOrg(name = 'Acme'): Promise<string> {
@@ -64,12 +71,18 @@ async function newOrg(name = 'Acme'): Promise<string> {
   return r.body.id;
 }
 
+/** A well-formed id that no organization or integration has. */
+const UNKNOWN = '6b1d1f4e-0000-4000-8000-000000000000';
+
 const entrata = { type: 'entrata', base_url: 'https://pms.example.com/api', api_key: 'super-secret-pms-key' };
 async function newIntegration(orgId: string, extra: Record<string, unknown> = {}): Promise<any> {
   const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: entrata, initial_sync: false, ...extra });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body;
 }
+
+/** An integration (as newIntegration makes one) of an organization of its own. */
+const integrationOfNewOrg = async () => newIntegration(await newOrg());
 
 async function scheduleEverySeconds(integrationId: string): Promise<number> {
   const d = await temporal.schedule.getHandle(scheduleIdOf(integrationId)).describe();
@@ -141,9 +154,9 @@ describe('organizations', () => {
     expect(pointers(r)).toEqual(['rate_limit_per_minute']);
     expect((await admin('GET', `/organizations/${id}`)).body).toMatchObject({ name: 'Before', rate_limit_per_minute: null });
 
-    expectProblem(await admin('GET', '/organizations/6b1d1f4e-0000-4000-8000-000000000000'), 404, 'not_found');
+    expectProblem(await admin('GET', `/organizations/${UNKNOWN}`), 404, 'not_found');
     expectProblem(await admin('GET', '/organizations/not-a-uuid'), 404, 'not_found');
-    expectProblem(await admin('PATCH', '/organizations/6b1d1f4e-0000-4000-8000-000000000000', { name: 'x' }), 404, 'not_found');
+    expectProblem(await admin('PATCH', `/organizations/${UNKNOWN}`, { name: 'x' }), 404, 'not_found');
   });
 
   it('refuses a NUL character in any JSON string with a 422 at its pointer, never a 500, and changes nothing', async () => {
@@ -249,13 +262,8 @@ describe('integrations', () => {
     expect(pointers(r)).toEqual(['/source/size']);
     expectProblem(await admin('POST', `/organizations/${orgId}/integrations`, undefined, { raw: '{' }), 400, 'bad_request');
     expect((await admin('GET', `/organizations/${orgId}/integrations`)).body.results).toEqual([]);
-    expectProblem(
-      await admin('POST', '/organizations/6b1d1f4e-0000-4000-8000-000000000000/integrations', { mode: 'live', plan: 'scale', source: entrata }),
-      404,
-      'not_found',
-    );
-    expectProblem(await admin('GET', '/integrations/nope'), 404, 'not_found');
-    expectProblem(await admin('GET', '/organizations/nope/integrations'), 404, 'not_found');
+    expectProblem(await admin('POST', `/organizations/${UNKNOWN}/integrations`, { mode: 'live', plan: 'scale', source: entrata }), 404, 'not_found');
+    await expectNotFound('GET /integrations/nope', 'GET /organizations/nope/integrations');
   });
 
   it('refuses a plain-http base_url for a live integration (test mode may use it) and stores the api key encrypted', async () => {
@@ -309,7 +317,7 @@ describe('integrations', () => {
 
     expect(pointers(await admin('PATCH', `/integrations/${i.id}`, { plan: 'platinum' }))).toEqual(['plan']);
     expect(pointers(await admin('PATCH', `/integrations/${i.id}`, { mode: 'test' }))).toEqual(['mode']);
-    expectProblem(await admin('PATCH', '/integrations/6b1d1f4e-0000-4000-8000-000000000000', { plan: 'scale' }), 404, 'not_found');
+    expectProblem(await admin('PATCH', `/integrations/${UNKNOWN}`, { plan: 'scale' }), 404, 'not_found');
   });
 
   it('connects a buildium source (client id and secret, the secret stored sealed and never shown), https only when live', async () => {
@@ -395,9 +403,7 @@ describe('integrations', () => {
 
     const r = await admin('DELETE', `/integrations/${i.id}`);
     expect(r.status).toBe(204);
-    expectProblem(await admin('GET', `/integrations/${i.id}`), 404, 'not_found');
-    expectProblem(await admin('DELETE', `/integrations/${i.id}`), 404, 'not_found');
-    expectProblem(await admin('POST', `/integrations/${i.id}/syncs`), 404, 'not_found');
+    await expectNotFound(`GET /integrations/${i.id}`, `DELETE /integrations/${i.id}`, `POST /integrations/${i.id}/syncs`);
     expect((await admin('GET', `/organizations/${orgId}/integrations`)).body.results).toEqual([]);
     await expect(temporal.schedule.getHandle(scheduleIdOf(i.id)).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
     const props = await db.select().from(properties).where(eq(properties.integrationId, i.id));
@@ -407,11 +413,7 @@ describe('integrations', () => {
 });
 
 describe('when Temporal is unreachable', () => {
-  let down: TestServer;
-  onApi(
-    () => startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' }),
-    (api) => (down = api),
-  );
+  const down = onApi(() => startApi(db, { ...config, TEMPORAL_ADDRESS: '127.0.0.1:1' }));
 
   it('answers 503 and changes nothing', async () => {
     const orgId = await newOrg();
@@ -483,16 +485,13 @@ describe('api keys', () => {
     r = await admin('POST', `/organizations/${orgId}/api_keys`, { mode: 'test', scopes: [] });
     expect(pointers(r)).toEqual(['scopes']);
     expect((await admin('GET', `/organizations/${orgId}/api_keys`)).body.results).toEqual([]);
-    expectProblem(await admin('POST', '/api_keys/6b1d1f4e-0000-4000-8000-000000000000/revoke'), 404, 'not_found');
-    expectProblem(await admin('POST', '/api_keys/xyz/revoke'), 404, 'not_found');
-    expectProblem(await admin('GET', '/organizations/6b1d1f4e-0000-4000-8000-000000000000/api_keys'), 404, 'not_found');
+    await expectNotFound(`POST /api_keys/${UNKNOWN}/revoke`, 'POST /api_keys/xyz/revoke', `GET /organizations/${UNKNOWN}/api_keys`);
   });
 });
 
 describe('sync jobs', () => {
   it('triggers a manual run (one at a time), retrieves and lists jobs most recent first', async () => {
-    const orgId = await newOrg();
-    const i = await newIntegration(orgId);
+    const i = await integrationOfNewOrg();
     const r = await admin('POST', `/integrations/${i.id}/syncs`);
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ id: expect.stringMatching(/^syj_[0-9A-Z]{26}$/), integration_id: i.id, status: 'queued', trigger: 'manual' });
@@ -535,9 +534,14 @@ describe('sync jobs', () => {
     });
     // An older finished job, to see the order and paging.
     const older = 'syj_01H00000000000000000000000';
-    await db
-      .insert(syncJobs)
-      .values({ id: older, organizationId: orgId, integrationId: i.id, status: 'succeeded', trigger: 'schedule', createdAt: new Date(Date.now() - 60_000) });
+    await db.insert(syncJobs).values({
+      id: older,
+      organizationId: i.organization_id,
+      integrationId: i.id,
+      status: 'succeeded',
+      trigger: 'schedule',
+      createdAt: new Date(Date.now() - 60_000),
+    });
     const page = await admin('GET', `/integrations/${i.id}/sync_jobs?limit=1`);
     expect(page.body.meta).toEqual({ limit: 1, offset: 0, hasMore: true });
     expect(page.body.results.map((j: any) => j.id)).toEqual([r.body.id]);
@@ -547,24 +551,20 @@ describe('sync jobs', () => {
   });
 
   it('answers 400, 422 and 404 for bad parameters and ids', async () => {
-    const orgId = await newOrg();
-    const i = await newIntegration(orgId);
+    const i = await integrationOfNewOrg();
     expectProblem(await admin('GET', `/integrations/${i.id}/sync_jobs?limit=abc`), 400, 'bad_request');
     let r = await admin('GET', `/integrations/${i.id}/sync_jobs?limit=0`);
     expectProblem(r, 422, 'validation_error');
     expect(pointers(r)).toEqual(['limit']);
     r = await admin('GET', `/integrations/${i.id}/sync_jobs?limit=101`);
     expect(pointers(r)).toEqual(['limit']);
-    expectProblem(await admin('GET', '/sync_jobs/syj_01H00000000000000000000099'), 404, 'not_found');
-    expectProblem(await admin('GET', '/sync_jobs/job-1'), 404, 'not_found');
-    expectProblem(await admin('POST', '/integrations/6b1d1f4e-0000-4000-8000-000000000000/syncs'), 404, 'not_found');
+    await expectNotFound('GET /sync_jobs/syj_01H00000000000000000000099', 'GET /sync_jobs/job-1', `POST /integrations/${UNKNOWN}/syncs`);
   });
 });
 
 describe('sandbox controls', () => {
   it('are refused (409) for an integration that is not a sandbox one, and validated', async () => {
-    const orgId = await newOrg();
-    const i = await newIntegration(orgId);
+    const i = await integrationOfNewOrg();
     expectProblem(await admin('POST', `/integrations/${i.id}/sandbox/changes`, { update: 3 }), 409, 'conflict');
     expectProblem(await admin('POST', `/integrations/${i.id}/sandbox/faults`, { kind: 'unavailable' }), 409, 'conflict');
     expectProblem(await admin('DELETE', `/integrations/${i.id}/sandbox/faults`), 409, 'conflict');
@@ -572,7 +572,7 @@ describe('sandbox controls', () => {
     expect(pointers(r)).toEqual(['kind']);
     r = await admin('POST', `/integrations/${i.id}/sandbox/changes`, { update: { lease: -1 }, nonsense: 1 });
     expect(pointers(r)).toEqual(['/update/lease', 'nonsense']);
-    expectProblem(await admin('POST', '/integrations/6b1d1f4e-0000-4000-8000-000000000000/sandbox/faults', { kind: 'slow' }), 404, 'not_found');
+    expectProblem(await admin('POST', `/integrations/${UNKNOWN}/sandbox/faults`, { kind: 'slow' }), 404, 'not_found');
   });
 });
 

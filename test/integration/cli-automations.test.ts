@@ -14,7 +14,7 @@ import { automationRuns } from '../../db/schema';
 import { createOrganization } from '../../db/tenants';
 import { automationScheduleIdOf } from '../../domain/contract';
 import type { TestServer } from '../support/api-server';
-import { expectUsageErrors, expectVerbs, fails, ok, runCli, type CliRun } from '../support/cli';
+import { expectFlags, expectUsageErrors, expectVerbs, fails, ok, runCli, type CliRun } from '../support/cli';
 import { testExportRoot } from '../support/context';
 import { unsyncedIntegration } from '../support/fixtures';
 import { onServices } from '../support/services';
@@ -68,8 +68,7 @@ describe('help and usage', SPAWNS, () => {
       'runs <automation_id>',
       'run-get <run_id>',
     ]);
-    expect(create.code).toBe(0);
-    for (const flag of [
+    expectFlags(create, [
       '--name <name>',
       '--entity <entity>',
       '--filter <name=value>',
@@ -81,9 +80,7 @@ describe('help and usage', SPAWNS, () => {
       '--method <PUT|POST>',
       '--header "<Name: value>"',
       '--directory <path>',
-    ]) {
-      expect(create.stdout).toContain(flag);
-    }
+    ]);
     expect(create.stdout).toContain('(repeatable)');
   });
 

@@ -83,6 +83,24 @@ const idOf = (entity: NativeEntity, r: Record<string, unknown>) => String(r[SERV
 const ENTITIES: NativeEntity[] = ['property', 'unit', 'resident', 'lease'];
 const statusName = (id: unknown): string | undefined => LEASE_STATUS[id as number];
 
+/** A sendLeases lease of `unit`: 12 months from 1 August 2025, Grace Hopper its applicant; `over` replaces some of it. */
+const leaseOf = (unit: Record<string, unknown>, over: Record<string, unknown> = {}) => ({
+  leaseStartDate: '08/01/2025',
+  leaseEndDate: '07/31/2026',
+  moveInDate: '08/01/2025',
+  leaseTermId: 2,
+  floorplanId: unit.floorplanId,
+  unitSpaceId: unit.unitId,
+  applicant: {
+    firstName: 'Grace',
+    lastName: 'Hopper',
+    customerRelationshipTypeId: 1,
+    phone: { phoneNumber: '512-555-0199', phoneNumberTypeId: 3 },
+    address: { addressTypeId: 1, streetLine1: '1 Navy Way', city: 'Arlington', state: 'Virginia', stateCode: 'VA', postalCode: '22201' },
+  },
+  ...over,
+});
+
 beforeAll(() => {
   ctl = sandboxControlClient(url(), inject('sandboxControlToken'));
 });
@@ -453,21 +471,7 @@ describe('writes', () => {
     const dup = await rpc(c.key, 'propertyunits', 'sendPropertyUnits', { propertyId, unit: { unitNumber: 'Z-900' } });
     expect(dup.body.response).toMatchObject({ code: 422, error: { code: 'DUPLICATE' } });
 
-    const lease = {
-      leaseStartDate: '08/01/2025',
-      leaseEndDate: '07/31/2026',
-      moveInDate: '08/01/2025',
-      leaseTermId: 2,
-      floorplanId: unit!.floorplanId,
-      unitSpaceId: unit!.unitId,
-      applicant: {
-        firstName: 'Grace',
-        lastName: 'Hopper',
-        customerRelationshipTypeId: 1,
-        phone: { phoneNumber: '512-555-0199', phoneNumberTypeId: 3 },
-        address: { addressTypeId: 1, streetLine1: '1 Navy Way', city: 'Arlington', state: 'Virginia', stateCode: 'VA', postalCode: '22201' },
-      },
-    };
+    const lease = leaseOf(unit!);
     const created = await rpc(c.key, 'leases', 'sendLeases', { propertyId, lease });
     expect(created.body.response.code).toBe(200);
     const { leaseId, customerId } = (created.body.response.result as { lease: { leaseId: number; customerId: number } }).lease;
@@ -557,22 +561,7 @@ describe('setup reads', () => {
     expect((await rpc(c.key, 'properties', 'constructor', { propertyId })).status).toBe(400);
 
     // A term the company has but this (odd-numbered) property does not offer is refused by sendLeases too.
-    const unit = units[0]!;
-    const lease = {
-      leaseStartDate: '08/01/2025',
-      leaseEndDate: '01/31/2027',
-      moveInDate: '08/01/2025',
-      leaseTermId: 3,
-      floorplanId: unit.floorplanId,
-      unitSpaceId: unit.unitId,
-      applicant: {
-        firstName: 'Mary',
-        lastName: 'Jackson',
-        customerRelationshipTypeId: 1,
-        phone: { phoneNumber: '757-555-0100', phoneNumberTypeId: 3 },
-        address: { addressTypeId: 1, streetLine1: '1 Main St', city: 'Hampton', state: 'Virginia', stateCode: 'VA', postalCode: '23681' },
-      },
-    };
+    const lease = leaseOf(units[0]!, { leaseTermId: 3, leaseEndDate: '01/31/2027' });
     const refused = await rpc(c.key, 'leases', 'sendLeases', { propertyId, lease });
     expect(refused.body.response).toMatchObject({
       code: 422,

@@ -9,7 +9,6 @@ import { eq, sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { HashedPage, PageReader } from '../../activities/page-reader';
 import { createSyncActivities, type StartSyncJobResult, type SyncActivityDeps } from '../../activities/sync';
-import { triggerSync } from '../../control/sync';
 import type { Db } from '../../db/client';
 import { databaseNow } from '../../db/clock';
 import { newId } from '../../db/ids';
@@ -33,7 +32,6 @@ import {
   sandbox,
   sandboxIntegration,
   until,
-  waitForJob,
   type SandboxIntegration,
   type TestWorker,
 } from '../support/sync';
@@ -54,6 +52,15 @@ const NO_PAGES: PageReader = {
 };
 /** A source that can list what changed (as a buildium one can), without asking a connector. */
 const DELTA = { capabilitiesOf: () => ({ delta: true, idempotentCreates: true }) };
+
+/** A manual sync job of the tenant's integration, queued as a trigger stores it (`values` over that): its id. */
+async function insertJob(tenant: Tenant, values: Partial<typeof syncJobs.$inferInsert> = {}): Promise<string> {
+  const id = newId('syncJob');
+  await db
+    .insert(syncJobs)
+    .values({ id, organizationId: tenant.organizationId, integrationId: tenant.integrationId, status: 'queued', trigger: 'manual', ...values });
+  return id;
+}
 
 describe('the claim decides the kind and the window', () => {
   let tenant: Tenant;
@@ -118,14 +125,9 @@ describe('the claim decides the kind and the window', () => {
   it('a manual trigger that asks for full gets full; one that asks for delta gets it where one is due', async () => {
     const now = await dbNow();
     await setIntegration({ syncedThrough: now, lastFullSyncAt: now, fullSyncIntervalSeconds: null });
-    const queued = async () => {
-      const id = newId('syncJob');
-      await db.insert(syncJobs).values({ id, organizationId: tenant.organizationId, integrationId: tenant.integrationId, status: 'queued', trigger: 'manual' });
-      return id;
-    };
-    expect((await claim(DELTA, { syncJobId: await queued(), kind: 'full' })).kind).toBe('full');
-    expect((await claim(DELTA, { syncJobId: await queued(), kind: 'delta' })).kind).toBe('delta');
-    expect((await claim(DELTA, { syncJobId: await queued() })).kind).toBe('delta');
+    expect((await claim(DELTA, { syncJobId: await insertJob(tenant), kind: 'full' })).kind).toBe('full');
+    expect((await claim(DELTA, { syncJobId: await insertJob(tenant), kind: 'delta' })).kind).toBe('delta');
+    expect((await claim(DELTA, { syncJobId: await insertJob(tenant) })).kind).toBe('delta');
   });
 
   it('a source that cannot list what changed (entrata): always full', async () => {
@@ -148,7 +150,7 @@ describe('full runs of an entrata source, end to end', () => {
     expect(row.syncedThrough).toEqual(first.windowTo);
     expect(row.lastFullSyncAt).toEqual(first.windowTo);
 
-    const second = await waitForJob(t, db, (await triggerSync(t.ctl, row)).id);
+    const second = await runSync(t, db, row);
     expect(second).toMatchObject({ status: 'succeeded', kind: 'full', initial: false, windowFrom: null });
     expect(second.windowTo!.getTime()).toBeGreaterThan(first.windowTo!.getTime());
     row = await reload(db, s.row);
@@ -163,7 +165,7 @@ describe('delta and full runs of a buildium source, interleaved with changes and
   /** A manual run (of the kind asked for, if any) to its end, with its data events checked against the cache's change: each once. */
   async function run(s: SandboxIntegration, kind?: SyncKind) {
     const before = await readCache(db, s.row.id);
-    const job = await waitForJob(t, db, (await triggerSync(t.ctl, await reload(db, s.row), { kind })).id);
+    const job = await runSync(t, db, await reload(db, s.row), kind);
     expect(job.status, job.error ?? '').toBe('succeeded');
     const after = await readCache(db, s.row.id);
     const got = await eventsOf(db, s.row.id, job.id);
@@ -242,17 +244,7 @@ describe('the stale-page guard', () => {
       await applyRecords(tx, { integration, emitEvents: false }, 'unit', [unitInput('GU1', 'GP1', { bedrooms: 1 })]);
     });
     await db.update(integrations).set({ firstSyncCompletedAt: new Date() }).where(eq(integrations.id, tenant.integrationId));
-    const jobId = newId('syncJob');
-    await db.insert(syncJobs).values({
-      id: jobId,
-      organizationId: tenant.organizationId,
-      integrationId: tenant.integrationId,
-      status: 'running',
-      trigger: 'manual',
-      workflowId: `test-${randomUUID()}`,
-      kind: 'full',
-      startedAt: new Date(),
-    });
+    const jobId = await insertJob(tenant, { status: 'running', workflowId: `test-${randomUUID()}`, kind: 'full', startedAt: new Date() });
     // The page is read (bedrooms 2, the source's value before the write); while it is in flight a write-back stores
     // bedrooms 3 (the database's clock, as every write-back does); then the page arrives.
     const pages: PageReader = {

@@ -15,15 +15,7 @@ import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
 import { syncWorkflowIdOf } from '../../domain/contract';
 import { testDb } from '../support/context';
 import { freePort, Processes, spawnTemporal, spawnWorker, TcpProxy, temporalReady } from '../support/faults';
-import {
-  expectRecordedOnce as expectRecordedOnceOf,
-  readCache,
-  sandbox,
-  sandboxIntegration,
-  until,
-  type SandboxIntegration,
-  type Snapshot,
-} from '../support/sync';
+import { expectRecordedOnce, readCache, sandbox, sandboxIntegration, until } from '../support/sync';
 
 const procs = new Processes();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -72,8 +64,28 @@ async function ended(jobId: string, alive: () => void, timeoutMs = 60_000): Prom
   );
 }
 
-/** The run ended succeeded with the cache equal to the source and each change recorded once, SYNC_COMPLETE last. */
-const expectRecordedOnce = (s: SandboxIntegration, before: Snapshot, jobId: string) => expectRecordedOnceOf(db, s.row, before, jobId);
+/**
+ * A company of 600 leases synced once and then changed (CHANGES), and a later run of it caught past its 500th record,
+ * where the outage strikes. `carriedOn()` waits for that run to end, checks that it succeeded with the cache equal to
+ * the source and each change recorded once (SYNC_COMPLETE last), and returns the job as it ended.
+ */
+async function laterRunUnderWay(ctl: SyncControlDeps, seed: number, alive: () => void) {
+  const s = await sandboxIntegration(db, { size: 600, seed });
+  const first = await triggerSync(ctl, s.row);
+  expect((await ended(first.id, alive)).status).toBe('succeeded');
+  await sandbox().applyChanges(s.companyId, CHANGES);
+  const before = await readCache(db, s.row.id);
+
+  const job = await triggerSync(ctl, s.row);
+  const at = await midRun(job.id, 500, alive);
+  const carriedOn = async (): Promise<SyncJobRow> => {
+    await ended(job.id, alive);
+    await ctl.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result();
+    await expectRecordedOnce(db, s.row, before, job.id);
+    return (await getSyncJob(db, job.id))!;
+  };
+  return { job, at, carriedOn };
+}
 
 describe('the Temporal server restarts mid-sync', () => {
   const dbFile = join(tmpdir(), `propsync-outage-${randomUUID()}.sqlite`);
@@ -103,14 +115,7 @@ describe('the Temporal server restarts mid-sync', () => {
   });
 
   it('a later run carries on after the restart: cache equal to the source, every change once', async () => {
-    const s = await sandboxIntegration(db, { size: 600, seed: 31 });
-    const first = await triggerSync(ctl, s.row);
-    expect((await ended(first.id, alive)).status).toBe('succeeded');
-    await sandbox().applyChanges(s.companyId, CHANGES);
-    const before = await readCache(db, s.row.id);
-
-    const job = await triggerSync(ctl, s.row);
-    const at = await midRun(job.id, 500, alive);
+    const { at, carriedOn } = await laterRunUnderWay(ctl, 31, alive);
     await procs.kill(server);
     // The worker keeps running without its server; its heartbeats and completions fail meanwhile. The sleep is the
     // outage's length, not an absence proof: what the run did is checked once it has ended.
@@ -118,10 +123,7 @@ describe('the Temporal server restarts mid-sync', () => {
     server = spawnTemporal(procs, port, dbFile);
     await temporalReady(address, server, procs);
 
-    await ended(job.id, alive);
-    await ctl.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result();
-    expect(at.recordsSeen).toBeLessThan((await getSyncJob(db, job.id))!.recordsSeen);
-    await expectRecordedOnce(s, before, job.id);
+    expect(at.recordsSeen).toBeLessThan((await carriedOn()).recordsSeen);
   }, 120_000);
 });
 
@@ -149,14 +151,7 @@ describe('Postgres unreachable from the worker mid-sync', () => {
   });
 
   it('a later run carries on once the database is back: cache equal to the source, every change once', async () => {
-    const s = await sandboxIntegration(db, { size: 600, seed: 32 });
-    const first = await triggerSync(ctl, s.row);
-    expect((await ended(first.id, alive)).status).toBe('succeeded');
-    await sandbox().applyChanges(s.companyId, CHANGES);
-    const before = await readCache(db, s.row.id);
-
-    const job = await triggerSync(ctl, s.row);
-    const at = await midRun(job.id, 500, alive);
+    const { job, at, carriedOn } = await laterRunUnderWay(ctl, 32, alive);
     expect(proxy.connections).toBeGreaterThan(0);
     await proxy.cut();
     // The outage's length, not an absence proof: the worker cannot write while cut off, and the run is checked at its end.
@@ -164,13 +159,11 @@ describe('Postgres unreachable from the worker mid-sync', () => {
     const during = (await getSyncJob(db, job.id))!;
     await proxy.start();
 
-    await ended(job.id, alive);
-    await ctl.client.workflow.getHandle(syncWorkflowIdOf(job.id)).result();
+    const final = await carriedOn();
     // Nothing moved while the worker could not reach the database, and the run went on afterwards.
     expect(during.status).toBe('running');
-    expect(during.recordsSeen).toBeLessThan((await getSyncJob(db, job.id))!.recordsSeen);
+    expect(during.recordsSeen).toBeLessThan(final.recordsSeen);
     expect(at.recordsSeen).toBeLessThanOrEqual(during.recordsSeen);
-    await expectRecordedOnce(s, before, job.id);
   }, 120_000);
 });
 

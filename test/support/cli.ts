@@ -75,6 +75,12 @@ export function expectVerbs(help: CliRun, verbs: string[]): void {
   for (const line of verbs) expect(help.stdout).toContain(`  ${line} `);
 }
 
+/** `help` (a verb's --help) exited 0 and lists each of `flags` (`--name <value>`). */
+export function expectFlags(help: CliRun, flags: string[]): void {
+  expect(help.code).toBe(0);
+  for (const flag of flags) expect(help.stdout).toContain(flag);
+}
+
 /**
  * Each case (the arguments, and what the error line must say) is refused as a usage mistake before any API call (the
  * API address leads nowhere): exit 2, nothing on stdout, one `error:` line on stderr.

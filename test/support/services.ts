@@ -111,15 +111,20 @@ export function onServices<O extends ServicesOptions>(opts: O, set: (started: Se
 
 /**
  * An extra app for the tests of the describe block it is called in (a misconfigured one, say): `start` serves it
- * before them, and it is closed after them.
+ * before them, and it is closed after them. What it returns gives the app's address to those tests.
  */
-export function onApi(start: () => Promise<TestServer>, set: (api: TestServer) => void): void {
+export function onApi(start: () => Promise<TestServer>): { readonly url: string } {
   let api: TestServer | undefined;
   beforeAll(async () => {
     api = await start();
-    set(api);
   });
   afterAll(() => api?.close());
+  return {
+    get url() {
+      if (!api) throw new Error('the app is served from the beforeAll hooks on: read its url in a test');
+      return api.url;
+    },
+  };
 }
 
 /**

@@ -7,71 +7,74 @@ import { describe, expect, it } from 'vitest';
 import { GuardRefusal, lookupThrough, refusalOf } from '../../activities/address-guard';
 import { blockedRangeOf, isBlockedAddress, isLoopbackName } from '../../domain/addresses';
 
-describe('blockedRangeOf', () => {
-  it('refuses every special-purpose IPv4 range, naming it', () => {
-    const cases: [string, string][] = [
-      ['0.0.0.0', 'unspecified'],
-      ['0.255.255.255', 'unspecified'],
-      ['255.255.255.255', 'broadcast'],
-      ['224.0.0.1', 'multicast'],
-      ['239.255.255.255', 'multicast'],
-      ['169.254.169.254', 'link-local'],
-      ['127.0.0.1', 'loopback'],
-      ['127.255.255.254', 'loopback'],
-      ['100.64.0.1', 'shared (carrier-grade NAT)'],
-      ['100.127.255.255', 'shared (carrier-grade NAT)'],
-      ['10.0.0.1', 'private'],
-      ['172.16.0.1', 'private'],
-      ['172.31.255.255', 'private'],
-      ['192.168.1.1', 'private'],
-      ['192.0.0.8', 'reserved or documentation'],
-      ['192.0.2.1', 'reserved or documentation'],
-      ['192.88.99.1', 'reserved or documentation'],
-      ['198.18.0.1', 'reserved or documentation'],
-      ['198.19.255.255', 'reserved or documentation'],
-      ['198.51.100.1', 'reserved or documentation'],
-      ['203.0.113.1', 'reserved or documentation'],
-      ['240.0.0.1', 'reserved or documentation'],
-      ['192.175.48.1', 'AS112'],
-      ['192.31.196.1', 'AS112'],
-      ['192.52.193.1', 'AMT relay'],
-    ];
-    for (const [address, range] of cases) expect(blockedRangeOf(address), address).toBe(range);
-  });
+/** Special-purpose IPv4 addresses, each with the name of its range. */
+const IPV4_RANGES: [string, string][] = [
+  ['0.0.0.0', 'unspecified'],
+  ['0.255.255.255', 'unspecified'],
+  ['255.255.255.255', 'broadcast'],
+  ['224.0.0.1', 'multicast'],
+  ['239.255.255.255', 'multicast'],
+  ['169.254.169.254', 'link-local'],
+  ['127.0.0.1', 'loopback'],
+  ['127.255.255.254', 'loopback'],
+  ['100.64.0.1', 'shared (carrier-grade NAT)'],
+  ['100.127.255.255', 'shared (carrier-grade NAT)'],
+  ['10.0.0.1', 'private'],
+  ['172.16.0.1', 'private'],
+  ['172.31.255.255', 'private'],
+  ['192.168.1.1', 'private'],
+  ['192.0.0.8', 'reserved or documentation'],
+  ['192.0.2.1', 'reserved or documentation'],
+  ['192.88.99.1', 'reserved or documentation'],
+  ['198.18.0.1', 'reserved or documentation'],
+  ['198.19.255.255', 'reserved or documentation'],
+  ['198.51.100.1', 'reserved or documentation'],
+  ['203.0.113.1', 'reserved or documentation'],
+  ['240.0.0.1', 'reserved or documentation'],
+  ['192.175.48.1', 'AS112'],
+  ['192.31.196.1', 'AS112'],
+  ['192.52.193.1', 'AMT relay'],
+];
 
-  it('refuses every special-purpose IPv6 range, naming it', () => {
-    const cases: [string, string][] = [
-      ['::', 'unspecified'],
-      ['::1', 'loopback'],
-      ['fe80::1', 'link-local'],
-      ['febf:ffff::1', 'link-local'],
-      ['ff02::1', 'multicast'],
-      ['fc00::1', 'unique local (private)'],
-      ['fd12:3456:789a::1', 'unique local (private)'],
-      ['fec0::1', 'site-local'],
-      ['100::1', 'discard-only'],
-      ['::ffff:8.8.8.8', 'IPv4-mapped'],
-      ['::ffff:0:808:808', 'IPv4-translated'],
-      ['64:ff9b::808:808', 'NAT64'],
-      ['64:ff9b:1::1', 'NAT64'],
-      ['2002:808:808::1', '6to4'],
-      ['2001::1', 'Teredo'],
-      ['2001:2::1', 'benchmarking'],
-      ['2001:3::1', 'AMT relay'],
-      ['2001:4:112::1', 'AS112'],
-      ['2620:4f:8000::1', 'AS112'],
-      ['2001:10::1', 'ORCHID'],
-      ['2001:20::1', 'ORCHIDv2'],
-      ['2001:30::1', 'drone remote ID'],
-      ['5f00::1', 'segment routing'],
-      ['2001:db8::1', 'reserved or documentation'],
-      ['2001:1::1', 'reserved or documentation'],
-      ['3fff::1', 'reserved or documentation'],
-      ['::808:808', 'IPv4-compatible or unallocated (outside 2000::/3)'],
-      ['1::1', 'IPv4-compatible or unallocated (outside 2000::/3)'],
-      ['4000::1', 'IPv4-compatible or unallocated (outside 2000::/3)'],
-      ['e000::1', 'IPv4-compatible or unallocated (outside 2000::/3)'],
-    ];
+/** Special-purpose IPv6 addresses, each with the name of its range. */
+const IPV6_RANGES: [string, string][] = [
+  ['::', 'unspecified'],
+  ['::1', 'loopback'],
+  ['fe80::1', 'link-local'],
+  ['febf:ffff::1', 'link-local'],
+  ['ff02::1', 'multicast'],
+  ['fc00::1', 'unique local (private)'],
+  ['fd12:3456:789a::1', 'unique local (private)'],
+  ['fec0::1', 'site-local'],
+  ['100::1', 'discard-only'],
+  ['::ffff:8.8.8.8', 'IPv4-mapped'],
+  ['::ffff:0:808:808', 'IPv4-translated'],
+  ['64:ff9b::808:808', 'NAT64'],
+  ['64:ff9b:1::1', 'NAT64'],
+  ['2002:808:808::1', '6to4'],
+  ['2001::1', 'Teredo'],
+  ['2001:2::1', 'benchmarking'],
+  ['2001:3::1', 'AMT relay'],
+  ['2001:4:112::1', 'AS112'],
+  ['2620:4f:8000::1', 'AS112'],
+  ['2001:10::1', 'ORCHID'],
+  ['2001:20::1', 'ORCHIDv2'],
+  ['2001:30::1', 'drone remote ID'],
+  ['5f00::1', 'segment routing'],
+  ['2001:db8::1', 'reserved or documentation'],
+  ['2001:1::1', 'reserved or documentation'],
+  ['3fff::1', 'reserved or documentation'],
+  ['::808:808', 'IPv4-compatible or unallocated (outside 2000::/3)'],
+  ['1::1', 'IPv4-compatible or unallocated (outside 2000::/3)'],
+  ['4000::1', 'IPv4-compatible or unallocated (outside 2000::/3)'],
+  ['e000::1', 'IPv4-compatible or unallocated (outside 2000::/3)'],
+];
+
+describe('blockedRangeOf', () => {
+  it.each([
+    ['IPv4', IPV4_RANGES],
+    ['IPv6', IPV6_RANGES],
+  ])('refuses every special-purpose %s range, naming it', (_family, cases) => {
     for (const [address, range] of cases) expect(blockedRangeOf(address), address).toBe(range);
   });
 

@@ -38,6 +38,8 @@ type AttemptScript = AttemptOutcome | { throws: Error } | 'overrun';
 
 const failed: AttemptOutcome = { outcome: 'failed', status: 503, error: 'HTTP 503' };
 const succeeded: AttemptOutcome = { outcome: 'succeeded', status: 200 };
+/** Attempt `n` succeeds, every other one fails. */
+const succeedsAt = (n: number) => (attempt: number) => (attempt === n ? succeeded : failed);
 
 interface MockOptions {
   /** Attempt number → what it does (default: fails with a 503). */
@@ -139,6 +141,20 @@ async function seen(handle: WorkflowHandle) {
 /** Skip the clock past the whole default schedule: every attempt has been made and the last one has been handled. */
 const pastTheSchedule = () => env.sleep(SCHEDULE_TOTAL_MS + MINUTE);
 
+/** Start a delivery and skip the clock past its schedule: with every attempt failing so far, it is a dead letter. */
+async function deadLetter(start: RunContext['start']): Promise<WorkflowHandle<typeof deliverWebhook>> {
+  const handle = await start();
+  await pastTheSchedule();
+  return handle;
+}
+
+/** Ask for a replay, as an operator does: the time it was asked at, on the test server's clock. */
+async function replay(handle: WorkflowHandle<typeof deliverWebhook>): Promise<number> {
+  const at = await env.currentTimeMs();
+  await handle.signal(replaySignal);
+  return at;
+}
+
 /**
  * Let the workflow act on what just happened (a signal, a cancellation) while the clock moves by at most this much:
  * the server skips no time while a workflow task or an activity is outstanding.
@@ -220,12 +236,10 @@ describe('deliverWebhook', () => {
   });
 
   it('replays a dead letter at once: attempt 8 succeeds and the workflow completes', async () => {
-    const mock = mockActivities({ attempt: (n) => (n === 8 ? succeeded : failed) });
+    const mock = mockActivities({ attempt: succeedsAt(8) });
     await withWorker(mock, async ({ start }) => {
-      const handle = await start();
-      await pastTheSchedule();
-      const replayedAt = await env.currentTimeMs();
-      await handle.signal(replaySignal);
+      const handle = await deadLetter(start);
+      const replayedAt = await replay(handle);
 
       expect(await handle.result()).toEqual({ deliveryId: mock.calls.prepare[0]!.input.deliveryId, status: 'succeeded', attempts: 8 });
       expect(mock.calls.attempt).toHaveLength(8);
@@ -236,12 +250,10 @@ describe('deliverWebhook', () => {
   });
 
   it('keeps the dead letter when a replay fails, and replays it again', async () => {
-    const mock = mockActivities({ attempt: (n) => (n === 9 ? succeeded : failed) });
+    const mock = mockActivities({ attempt: succeedsAt(9) });
     await withWorker(mock, async ({ start }) => {
-      const handle = await start();
-      await pastTheSchedule();
-      const firstReplayAt = await env.currentTimeMs();
-      await handle.signal(replaySignal);
+      const handle = await deadLetter(start);
+      const firstReplayAt = await replay(handle);
       await settle();
       expect(mock.calls.attempt).toHaveLength(8);
       expect(mock.calls.attempt[7]!.input).toMatchObject({ attempt: 8, nextDelayMs: null, replay: true });
@@ -250,8 +262,7 @@ describe('deliverWebhook', () => {
 
       await env.sleep(3 * DAY);
       expect(mock.calls.attempt).toHaveLength(8);
-      const secondReplayAt = await env.currentTimeMs();
-      await handle.signal(replaySignal);
+      const secondReplayAt = await replay(handle);
       expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 9 });
       expect(mock.calls.attempt[8]!.input).toMatchObject({ attempt: 9, nextDelayMs: null, replay: true });
       expectAt(mock.calls.attempt[8]!.at, secondReplayAt);
@@ -284,7 +295,7 @@ describe('deliverWebhook', () => {
   });
 
   it('completes when attempt 3 succeeds, and makes no more attempts', async () => {
-    const mock = mockActivities({ attempt: (n) => (n === 3 ? succeeded : failed) });
+    const mock = mockActivities({ attempt: succeedsAt(3) });
     await withWorker(mock, async ({ start }) => {
       const handle = await start();
       expect(await handle.result()).toEqual({ deliveryId: mock.calls.prepare[0]!.input.deliveryId, status: 'succeeded', attempts: 3 });
@@ -373,13 +384,12 @@ describe('deliverWebhook', () => {
   });
 
   it('makes the next attempt at once when a replay is asked for during a retry wait, then keeps to the schedule', async () => {
-    const mock = mockActivities({ attempt: (n) => (n === 3 ? succeeded : failed) });
+    const mock = mockActivities({ attempt: succeedsAt(3) });
     await withWorker(mock, async ({ start }) => {
       const handle = await start();
       await env.sleep(10 * SECOND);
       expect(mock.calls.attempt).toHaveLength(1);
-      const replayedAt = await env.currentTimeMs();
-      await handle.signal(replaySignal);
+      const replayedAt = await replay(handle);
       await settle();
       expect(mock.calls.attempt.map((c) => c.input)).toMatchObject([{ attempt: 1 }, { attempt: 2, nextDelayMs: DELIVERY_SCHEDULE_MS[2], replay: true }]);
       // 20 s before its scheduled time.

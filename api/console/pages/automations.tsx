@@ -4,8 +4,9 @@ import { automationRunWorkflowIdOf } from '../../../domain/contract';
 import type { Automation, AutomationRun } from '../../admin/automations.schemas';
 import type { AdminClient } from '../admin';
 import { field, loadList, type ConsoleApp } from '../context';
-import { Badge, FactsCard, Form, ListTable, Time, WorkflowLink } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
+import { Badge, FactsCard, Form, ListSection, Time, WorkflowLink } from '../ui';
+import { LiveListTable } from '../live';
+import { IntegrationFrame, loadIntegrationList, loadOfIntegration } from './integrations';
 import { cadence } from './organizations';
 
 type Auto = z.infer<typeof Automation>;
@@ -13,18 +14,15 @@ type Run = z.infer<typeof AutomationRun>;
 
 const scheduleText = (a: Auto) => ('every' in a.schedule ? cadence(a.schedule.every) : `cron ${a.schedule.cron} (${a.schedule.timezone})`);
 const destinationText = (a: Auto) => (a.destination.type === 'http' ? `${a.destination.method} ${a.destination.url}` : `directory ${a.destination.path}`);
-const live = (r: Run) => r.status === 'queued' || r.status === 'running';
 
 export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id/automations', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const automations = await loadList<Auto>(c, admin, `/integrations/${ctx.integration.id}/automations`, { order: 'asc' });
+    const [automations, ctx] = await loadIntegrationList<Auto>(c, admin, '/automations', { order: 'asc' });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="automations">
-        <h2>Automations</h2>
-        <ListTable
-          label="Automations"
+        <ListSection
+          title="Automations"
           list={automations}
           sortBy="Created"
           columns={[
@@ -100,35 +98,34 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
           </Form>
         </div>
         <h2>Runs</h2>
-        <LiveRegion id="runs" ui={ui} active={runs.page.results.some(live)}>
-          <ListTable
-            label="Runs"
-            list={runs}
-            sortBy="Created"
-            status={(r) => r.status}
-            columns={[
-              {
-                head: 'Run',
-                cell: (r) => (
-                  <>
-                    <code>{r.id}</code>
-                    <div class="muted">{r.file_name}</div>
-                  </>
-                ),
-              },
-              { head: 'Status', cell: (r) => <Badge status={r.status} /> },
-              { head: 'Trigger', cell: (r) => r.trigger },
-              { head: 'Created', cell: (r) => <Time iso={r.created_at} /> },
-              { head: 'Finished', cell: (r) => <Time iso={r.finished_at} /> },
-              { head: 'Records', cell: (r) => r.records_exported ?? '—', class: 'num' },
-              { head: 'Attempts', cell: (r) => r.attempts, class: 'num' },
-              { head: 'Next attempt', cell: (r) => <Time iso={r.next_attempt_at} /> },
-              { head: 'Error', cell: (r) => r.error ?? <span class="muted">—</span> },
-              { head: '', cell: (r) => <WorkflowLink ui={ui} id={automationRunWorkflowIdOf(r.id)} /> },
-            ]}
-            empty="No runs yet: the schedule starts the first, or press “Run now”."
-          />
-        </LiveRegion>
+        <LiveListTable
+          id="runs"
+          ui={ui}
+          label="Runs"
+          list={runs}
+          sortBy="Created"
+          columns={[
+            {
+              head: 'Run',
+              cell: (r) => (
+                <>
+                  <code>{r.id}</code>
+                  <div class="muted">{r.file_name}</div>
+                </>
+              ),
+            },
+            { head: 'Status', cell: (r) => <Badge status={r.status} /> },
+            { head: 'Trigger', cell: (r) => r.trigger },
+            { head: 'Created', cell: (r) => <Time iso={r.created_at} /> },
+            { head: 'Finished', cell: (r) => <Time iso={r.finished_at} /> },
+            { head: 'Records', cell: (r) => r.records_exported ?? '—', class: 'num' },
+            { head: 'Attempts', cell: (r) => r.attempts, class: 'num' },
+            { head: 'Next attempt', cell: (r) => <Time iso={r.next_attempt_at} /> },
+            { head: 'Error', cell: (r) => r.error ?? <span class="muted">—</span> },
+            { head: '', cell: (r) => <WorkflowLink ui={ui} id={automationRunWorkflowIdOf(r.id)} /> },
+          ]}
+          empty="No runs yet: the schedule starts the first, or press “Run now”."
+        />
       </IntegrationFrame>,
     );
   });

@@ -11,15 +11,14 @@ import { syncWorkflowIdOf } from '../../../domain/contract';
 import type { Organization } from '../../admin/organizations.schemas';
 import type { SkippedRecord, SyncJob } from '../../admin/syncs.schemas';
 import type { AdminClient, Page } from '../admin';
-import { loadList, type ConsoleApp } from '../context';
+import { loadList, type ConsoleApp, type ConsoleEnv } from '../context';
+import { isLive, LiveListTable, LiveRegion } from '../live';
 import { Badge, FactsCard, Form, IdLink, Layout, ListTable, pagingOf, Table, Tabs, TemporalLink, Time, WorkflowLink, type List, type Ui } from '../ui';
 import { cadence, integrationLabel, type IntegrationView } from './organizations';
 
 type Job = z.infer<typeof SyncJob>;
 type Skipped = z.infer<typeof SkippedRecord>;
 type Org = z.infer<typeof Organization>;
-
-const live = (status: string) => status === 'queued' || status === 'running';
 
 export interface IntegrationContext {
   integration: IntegrationView;
@@ -30,6 +29,20 @@ export async function loadIntegrationContext(c: Context, admin: AdminClient, id:
   const integration = await admin.get<IntegrationView>(c, `/integrations/${encodeURIComponent(id)}`);
   const org = await admin.get<Org>(c, `/organizations/${integration.organization_id}`);
   return { integration, org };
+}
+
+/**
+ * The integration of a page at /integrations/:id, and one page of its list at `path` under it (`/operations`), read
+ * as loadList reads one.
+ */
+export async function loadIntegrationList<T>(
+  c: Context<ConsoleEnv, `/integrations/:id${string}`>,
+  admin: AdminClient,
+  path: string,
+  how: Parameters<typeof loadList>[3],
+): Promise<[List<T>, IntegrationContext]> {
+  const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
+  return [await loadList<T>(c, admin, `/integrations/${ctx.integration.id}${path}`, how), ctx];
 }
 
 /** What a page shows (an Operation, a subscription, a run…) read at `path`, and the integration it belongs to. */
@@ -77,18 +90,6 @@ export const IntegrationFrame: FC<
   );
 };
 
-/** While `active`, htmx re-reads this page every 2 s and replaces the element with the new one of the same id. */
-export const LiveRegion: FC<PropsWithChildren<{ id: string; ui: Ui; active: boolean }>> = ({ id, ui, active, children }) =>
-  active ? (
-    <div id={id} hx-get={`${ui.url.pathname}${ui.url.search}`} hx-trigger="every 2s" hx-select={`#${id}`} hx-swap="outerHTML" aria-live="polite">
-      {children}
-    </div>
-  ) : (
-    <div id={id} aria-live="polite">
-      {children}
-    </div>
-  );
-
 /** "2/4 entities · 7 pages": how far a run got, as the CLI says it (the run's page shows each entity). */
 function progressText(job: Job): string {
   const done = SYNC_ORDER.filter((e) => job.progress[e]?.done).length;
@@ -99,9 +100,8 @@ function progressText(job: Job): string {
 export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
+    const [runs, ctx] = await loadIntegrationList<Job>(c, admin, '/sync_jobs', { order: 'desc', prefix: 'r_' });
     const { integration } = ctx;
-    const runs = await loadList<Job>(c, admin, `/integrations/${integration.id}/sync_jobs`, { order: 'desc', prefix: 'r_' });
     // The newest run is the first row of the default view; another page or order asks for it on its own.
     const newestFirst = runs.paging.offset === 0 && runs.paging.order === 'desc';
     const last = newestFirst
@@ -137,29 +137,28 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
           <button type="submit">Sync now</button>
         </Form>
         <h2>Sync runs</h2>
-        <LiveRegion id="runs" ui={ui} active={runs.page.results.some((r) => live(r.status))}>
-          <ListTable
-            label="Sync runs"
-            list={runs}
-            sortBy="Started"
-            status={(r) => r.status}
-            columns={[
-              { head: 'Run', cell: (r) => <IdLink href={`/console/sync-jobs/${r.id}`} id={r.id} /> },
-              { head: 'Status', cell: (r) => <Badge status={r.status} /> },
-              { head: 'Trigger · kind', cell: (r) => `${r.trigger}${r.kind ? ` · ${r.kind}` : ''}`, narrow: true },
-              { head: 'Started', cell: (r) => <Time iso={r.started_at} /> },
-              { head: 'Finished', cell: (r) => <Time iso={r.finished_at} />, narrow: true },
-              { head: 'Seen', cell: (r) => r.records_seen, class: 'num' },
-              { head: 'New', cell: (r) => r.records_new, class: 'num' },
-              { head: 'Updated', cell: (r) => r.records_updated, class: 'num' },
-              { head: 'Deleted', cell: (r) => r.records_soft_deleted, class: 'num' },
-              { head: 'Skipped', cell: (r) => r.records_skipped, class: 'num' },
-              { head: 'Progress', cell: progressText, class: 'muted', narrow: true },
-              { head: '', cell: (r) => <WorkflowLink ui={ui} id={syncWorkflowIdOf(r.id)} />, narrow: true },
-            ]}
-            empty="No sync runs yet. Press “Sync now”, or wait for the schedule."
-          />
-        </LiveRegion>
+        <LiveListTable
+          id="runs"
+          ui={ui}
+          label="Sync runs"
+          list={runs}
+          sortBy="Started"
+          columns={[
+            { head: 'Run', cell: (r) => <IdLink href={`/console/sync-jobs/${r.id}`} id={r.id} /> },
+            { head: 'Status', cell: (r) => <Badge status={r.status} /> },
+            { head: 'Trigger · kind', cell: (r) => `${r.trigger}${r.kind ? ` · ${r.kind}` : ''}`, narrow: true },
+            { head: 'Started', cell: (r) => <Time iso={r.started_at} /> },
+            { head: 'Finished', cell: (r) => <Time iso={r.finished_at} />, narrow: true },
+            { head: 'Seen', cell: (r) => r.records_seen, class: 'num' },
+            { head: 'New', cell: (r) => r.records_new, class: 'num' },
+            { head: 'Updated', cell: (r) => r.records_updated, class: 'num' },
+            { head: 'Deleted', cell: (r) => r.records_soft_deleted, class: 'num' },
+            { head: 'Skipped', cell: (r) => r.records_skipped, class: 'num' },
+            { head: 'Progress', cell: progressText, class: 'muted', narrow: true },
+            { head: '', cell: (r) => <WorkflowLink ui={ui} id={syncWorkflowIdOf(r.id)} />, narrow: true },
+          ]}
+          empty="No sync runs yet. Press “Sync now”, or wait for the schedule."
+        />
       </IntegrationFrame>,
     );
   });
@@ -182,7 +181,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
     };
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="runs" title={`Sync run ${job.id}`} crumbs={[['Sync run']]}>
-        <LiveRegion id="job" ui={ui} active={live(job.status)}>
+        <LiveRegion id="job" ui={ui} active={isLive(job.status)}>
           <FactsCard
             rows={[
               ['Status', <Badge status={job.status} />],
@@ -206,7 +205,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
               ['Error', job.error ? <span>{job.error}</span> : <span class="muted">none</span>],
               [
                 'Attempt',
-                job.attempt > 1 && job.last_error && live(job.status) ? (
+                job.attempt > 1 && job.last_error && isLive(job.status) ? (
                   <span data-retrying>
                     {job.attempt}, retrying
                     {job.next_attempt_at ? (
@@ -233,7 +232,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
             columns={[
               { head: 'Entity', cell: (e) => e },
               { head: 'Pages committed', cell: (e) => job.progress[e]?.pages ?? 0, class: 'num' },
-              { head: 'Complete', cell: (e) => (job.progress[e]?.done ? '✓' : live(job.status) ? '…' : '—') },
+              { head: 'Complete', cell: (e) => (job.progress[e]?.done ? '✓' : isLive(job.status) ? '…' : '—') },
             ]}
             empty=""
           />

@@ -4,45 +4,42 @@ import type { FC } from 'hono/jsx';
 import { OPERATION_STATUSES } from '../../../domain/operations';
 import type { AdminOperation } from '../../admin/operations.schemas';
 import type { AdminClient } from '../admin';
-import { loadList, type ConsoleApp } from '../context';
-import { Badge, FactsCard, FilterForm, IdLink, ListTable, TemporalLink, Time, WorkflowLink } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration } from './integrations';
+import type { ConsoleApp } from '../context';
+import { Badge, FactsCard, FilterForm, IdLink, TemporalLink, Time, WorkflowLink } from '../ui';
+import { isLive, LiveListTable, LiveRegion } from '../live';
+import { IntegrationFrame, loadIntegrationList, loadOfIntegration } from './integrations';
 
 type Op = z.infer<typeof AdminOperation>;
-
-const live = (op: Op) => op.status === 'queued' || op.status === 'running';
 
 const SourceState: FC<{ op: Op }> = ({ op }) => (op.source.state ? <Badge status={op.source.state} /> : <span class="muted">not yet</span>);
 
 export function registerOperationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id/operations', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const ops = await loadList<Op>(c, admin, `/integrations/${ctx.integration.id}/operations`, { order: 'desc', filters: ['status'] });
+    const [ops, ctx] = await loadIntegrationList<Op>(c, admin, '/operations', { order: 'desc', filters: ['status'] });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="operations">
         <h2>Write Operations</h2>
         <FilterForm ui={ui} filters={[{ name: 'status', label: 'Status', values: OPERATION_STATUSES }]} />
-        <LiveRegion id="operations" ui={ui} active={ops.page.results.some(live)}>
-          <ListTable
-            label="Operations"
-            list={ops}
-            sortBy="Accepted"
-            status={(op) => op.status}
-            columns={[
-              { head: 'Operation', cell: (op) => <IdLink href={`/console/operations/${op.id}`} id={op.id} /> },
-              { head: 'Type', cell: (op) => <code>{op.type}</code> },
-              { head: 'Status', cell: (op) => <Badge status={op.status} /> },
-              { head: 'Source', cell: (op) => <SourceState op={op} /> },
-              { head: 'Attempts', cell: (op) => op.reconcile.attempts, class: 'num' },
-              { head: 'Next attempt', cell: (op) => <Time iso={op.reconcile.next_attempt_at} /> },
-              { head: 'Last error', cell: (op) => op.reconcile.last_error ?? <span class="muted">—</span> },
-              { head: 'Accepted', cell: (op) => <Time iso={op.created_at} /> },
-              { head: '', cell: (op) => <WorkflowLink ui={ui} id={op.workflow_id} /> },
-            ]}
-            empty={ops.filtered ? 'No Operations in this status.' : 'No writes yet. Each POST or PATCH to /v1 becomes an Operation, listed here.'}
-          />
-        </LiveRegion>
+        <LiveListTable
+          id="operations"
+          ui={ui}
+          label="Operations"
+          list={ops}
+          sortBy="Accepted"
+          columns={[
+            { head: 'Operation', cell: (op) => <IdLink href={`/console/operations/${op.id}`} id={op.id} /> },
+            { head: 'Type', cell: (op) => <code>{op.type}</code> },
+            { head: 'Status', cell: (op) => <Badge status={op.status} /> },
+            { head: 'Source', cell: (op) => <SourceState op={op} /> },
+            { head: 'Attempts', cell: (op) => op.reconcile.attempts, class: 'num' },
+            { head: 'Next attempt', cell: (op) => <Time iso={op.reconcile.next_attempt_at} /> },
+            { head: 'Last error', cell: (op) => op.reconcile.last_error ?? <span class="muted">—</span> },
+            { head: 'Accepted', cell: (op) => <Time iso={op.created_at} /> },
+            { head: '', cell: (op) => <WorkflowLink ui={ui} id={op.workflow_id} /> },
+          ]}
+          empty={ops.filtered ? 'No Operations in this status.' : 'No writes yet. Each POST or PATCH to /v1 becomes an Operation, listed here.'}
+        />
       </IntegrationFrame>,
     );
   });
@@ -52,7 +49,7 @@ export function registerOperationPages(app: ConsoleApp, admin: AdminClient): voi
     const [op, ctx] = await loadOfIntegration<Op>(c, admin, `/operations/${encodeURIComponent(c.req.param('id'))}`);
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="operations" title={`Operation ${op.id}`} item={op.id}>
-        <LiveRegion id="operation" ui={ui} active={live(op)}>
+        <LiveRegion id="operation" ui={ui} active={isLive(op.status)}>
           <FactsCard
             rows={[
               ['Type', <code>{op.type}</code>],

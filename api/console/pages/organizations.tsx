@@ -7,7 +7,7 @@ import type { Organization } from '../../admin/organizations.schemas';
 import type { Health } from '../../admin/health';
 import type { AdminClient } from '../admin';
 import { field, fields, loadList, type ConsoleApp } from '../context';
-import { Badge, Facts, FactsCard, Form, Layout, ListTable, Select, SecretOnce, Time, type Ui } from '../ui';
+import { Badge, Facts, FactsCard, Form, Layout, ListSection, ListTable, Select, SecretOnce, Time, type Ui } from '../ui';
 
 type Org = z.infer<typeof Organization>;
 type Key = z.infer<typeof ApiKey>;
@@ -123,9 +123,8 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
           ]}
         />
 
-        <h2>Integrations</h2>
-        <ListTable
-          label="Integrations"
+        <ListSection
+          title="Integrations"
           list={ints}
           sortBy="Created"
           columns={[
@@ -143,9 +142,8 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
           <NewIntegration ui={ui} orgId={org.id} />
         </details>
 
-        <h2>API keys</h2>
-        <ListTable
-          label="API keys"
+        <ListSection
+          title="API keys"
           list={keys}
           sortBy="Created"
           columns={[

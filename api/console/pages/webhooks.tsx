@@ -18,6 +18,7 @@ import {
   FilterForm,
   Form,
   IdLink,
+  ListSection,
   ListTable,
   SecretOnce,
   SortHeader,
@@ -28,7 +29,8 @@ import {
   type Column,
   type Ui,
 } from '../ui';
-import { IntegrationFrame, LiveRegion, loadIntegrationContext, loadOfIntegration, tabCrumb } from './integrations';
+import { LiveListTable, LiveRegion } from '../live';
+import { IntegrationFrame, loadIntegrationContext, loadIntegrationList, loadOfIntegration, tabCrumb } from './integrations';
 import { num } from './organizations';
 
 type Sub = z.infer<typeof Subscription>;
@@ -59,6 +61,9 @@ function noticeOf(url: URL): string | undefined {
       return undefined;
   }
 }
+
+/** A delivery whose attempts are still due. */
+const due = (status: string) => status === 'pending' || status === 'retrying';
 
 /** Success rate of the last 24 hours, and how many attempts it counts. */
 const HealthSummary: FC<{ health: Sub['health'] }> = ({ health }) =>
@@ -105,13 +110,11 @@ const deliveryColumns = (ui: Ui): Column<Del>[] => [
 export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id/webhooks', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const subs = await loadList<Sub>(c, admin, `/integrations/${ctx.integration.id}/webhook_subscriptions`, { order: 'asc' });
+    const [subs, ctx] = await loadIntegrationList<Sub>(c, admin, '/webhook_subscriptions', { order: 'asc' });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" notice={noticeOf(ui.url)}>
-        <h2>Webhook subscriptions</h2>
-        <ListTable
-          label="Webhook subscriptions"
+        <ListSection
+          title="Webhook subscriptions"
           list={subs}
           sortBy="Created"
           columns={[
@@ -264,19 +267,19 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
             { name: 'event_type', label: 'Event type', values: ALL_EVENT_TYPES },
           ]}
         />
-        <LiveRegion id="deliveries" ui={ui} active={deliveries.page.results.some((d) => d.status === 'pending' || d.status === 'retrying')}>
-          <ListTable
-            label="Deliveries"
-            list={deliveries}
-            status={(d) => d.status}
-            columns={deliveryColumns(ui)}
-            empty={
-              deliveries.filtered
-                ? 'No deliveries match this filter.'
-                : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'
-            }
-          />
-        </LiveRegion>
+        <LiveListTable
+          id="deliveries"
+          ui={ui}
+          live={due}
+          label="Deliveries"
+          list={deliveries}
+          columns={deliveryColumns(ui)}
+          empty={
+            deliveries.filtered
+              ? 'No deliveries match this filter.'
+              : 'No deliveries yet: events recorded from now on that this subscription wants are delivered here.'
+          }
+        />
         <p class="muted">
           Sorted by creation time,{' '}
           <SortHeader url={ui.url} paging={deliveries.paging} label={deliveries.paging.order === 'desc' ? 'newest first' : 'oldest first'} />.
@@ -380,7 +383,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const [d, ctx] = await loadOfIntegration<z.infer<typeof DeliveryWithPayload>>(c, admin, `/webhook_deliveries/${encodeURIComponent(c.req.param('id'))}`);
     // Followed live while attempts are due, and after a replay until its attempt is recorded (`after`: the count before).
     const after = Number(ui.url.searchParams.get('after') ?? 'NaN');
-    const active = d.status === 'pending' || d.status === 'retrying' || d.attempt_count <= after;
+    const active = due(d.status) || d.attempt_count <= after;
     return c.html(
       <IntegrationFrame
         ui={ui}
@@ -433,8 +436,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
 
   app.get('/integrations/:id/events', async (c) => {
     const ui = c.get('ui');
-    const ctx = await loadIntegrationContext(c, admin, c.req.param('id'));
-    const events = await loadList<Evt>(c, admin, `/integrations/${ctx.integration.id}/events`, { order: 'desc', filters: ['type'] });
+    const [events, ctx] = await loadIntegrationList<Evt>(c, admin, '/events', { order: 'desc', filters: ['type'] });
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="events" notice={noticeOf(ui.url)}>
         <h2>Events of the last 30 days</h2>
