@@ -294,6 +294,16 @@ export async function applyRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, 
   );
 }
 
+/**
+ * The stale-page guard: whether the cached version was stored after `readAt`, so the version in hand (read at
+ * readAt) may be older and is left out. Both times are the database's, in milliseconds; in a tie (the same
+ * millisecond) the order is unknown and the write-back wins: a sync page in hand is left out (the record already holds
+ * a version read after the write), a write-back's read-back is stored. Either way the next sync reads the source again.
+ */
+function storedAfterRead(syncedAt: Date, readAt: Date, ctx: Pick<ApplyContext, 'operationId'>): boolean {
+  return ctx.operationId ? syncedAt > readAt : syncedAt >= readAt;
+}
+
 /** applyRecords for records hashed already (a sync page, hashed by the thread that read it). */
 export async function applyHashedRecords<E extends Entity>(tx: Tx, ctx: ApplyContext, entity: E, records: HashedRecord<InputOf[E]>[]): Promise<ApplyResult> {
   const result: ApplyResult = { created: 0, updated: 0, unchanged: 0, ids: new Map(), eventIds: [] };
@@ -322,7 +332,7 @@ export async function applyHashedRecords<E extends Entity>(tx: Tx, ctx: ApplyCon
   const changed: { input: InputOf[E]; hash: string; id: string; existed: boolean }[] = [];
   for (const r of byXId.values()) {
     const cur = stored.get(r.x_id);
-    if (cur && cur.live && (cur.contentHash === r.hash || (ctx.readAt && cur.syncedAt && cur.syncedAt > ctx.readAt))) {
+    if (cur && cur.live && (cur.contentHash === r.hash || (ctx.readAt && cur.syncedAt && storedAfterRead(cur.syncedAt, ctx.readAt, ctx)))) {
       result.unchanged++;
       result.ids.set(r.x_id, cur.id);
       continue;
