@@ -17,7 +17,7 @@ export default defineConfig({
       // Pure code, configuration, files of the repository: no service at all.
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       // Workflows on the time-skipping test server each file starts for itself (test/support/time-skipping.ts).
-      { extends: true, test: { name: 'workflows', include: ['test/workflows/**/*.test.ts'] } },
+      { extends: true, test: { name: 'workflows', include: ['test/workflows/**/*.test.ts'], setupFiles: ['test/support/quiet-runtime.ts'] } },
       // A fresh database, one Temporal dev server and the sandbox for the whole run (test/global-setup.ts).
       {
         extends: true,

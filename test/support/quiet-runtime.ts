@@ -1,8 +1,14 @@
 /**
- * Setup file of the services project: the Temporal SDK's runtime of each test process logs warnings and errors only.
- * Its default logs every worker state change at INFO on the console, over a thousand lines a green run; a failing
- * test still prints its own error, and workers started as child processes log as they are configured.
+ * Setup file of the services and workflows projects: the Temporal SDK's runtime of each test process logs errors only.
+ * Its default logs every worker state change at INFO and every workflow or activity failure at WARN, over a thousand
+ * lines a green run, most of them failures the tests provoke on purpose; a failing test still prints its own error.
+ * `TEST_LOG_LEVEL=INFO npm test` (or WARN, DEBUG) shows them again. Workers started as child processes log as they
+ * are configured.
  */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 
-Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'WARN' } } } });
+const LEVELS: readonly LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
+const asked = process.env.TEST_LOG_LEVEL?.toUpperCase();
+const level: LogLevel = LEVELS.find((l) => l === asked) ?? 'ERROR';
+
+Runtime.install({ logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level, other: level } } } });

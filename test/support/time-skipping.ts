@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { SEARCH_ATTRIBUTES } from '../../domain/contract';
 import { TEMPORAL_TEST_SERVER } from '../../scripts/tools';
@@ -26,9 +26,9 @@ export interface TimeSkipping {
 
 /** `workflowsPath`: the workflows to bundle (by default the product's, workflows/index.ts). */
 async function startTimeSkipping(workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url))): Promise<TimeSkipping> {
-  // Worker state changes (INFO) and the failures these tests provoke on purpose (WARN) would bury the output: keep errors, leave out
-  // the core's warning, once per worker, that the test server does not advertise a capability of Temporal 1.16+.
-  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  // The runtime logs errors only (test/support/quiet-runtime.ts, this project's setup file): worker state changes, the
+  // failures these tests provoke on purpose and the core's warning that the test server does not advertise a capability
+  // of Temporal 1.16+ would bury the output.
   const [env, bundle] = await Promise.all([
     TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEMPORAL_TEST_SERVER } } }),
     bundleWorkflowCode({
