@@ -12,7 +12,7 @@ import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { liveById, livePage } from './live';
 import { inOrder, type SortOrder } from './order';
-import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from './schema';
+import { events, integrations, webhookAttempts, webhookDeliveries, webhookDispatchCursors, webhookSubscriptions } from './schema';
 
 export type SubscriptionRow = typeof webhookSubscriptions.$inferSelect;
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -399,7 +399,8 @@ export async function subscriptionsToWake(db: Db, opts: { staleMs: number; organ
       where s.status = 'active' and s.deleted_at is null and i.deleted_at is null and i.plan = any(${sql.param(WEBHOOK_PLANS)}::text[]) ${scope}
         and exists (
           select 1 from ${webhookDeliveries} d
-          where d.subscription_id = s.id and d.status = 'pending' and d.first_started_at is null and d.seq is not null
+          where d.subscription_id = s.id and d.status = 'pending'
+            and d.seq > coalesce((select c.taken_seq from ${webhookDispatchCursors} c where c.subscription_id = s.id), 0)
             and (s.dispatch_idle or d.created_at < now() - ${`${opts.staleMs} milliseconds`}::interval)
         )
     )
