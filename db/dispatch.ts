@@ -159,7 +159,7 @@ export interface FirstAttemptRecord {
 }
 
 /**
- * Record first attempts and move their deliveries, in one transaction of two statements whatever their number. An
+ * Record first attempts and move their deliveries, in one statement whatever their number. An
  * attempt already recorded is kept; a delivery moves only out of `pending`, except that a success always stands.
  */
 export async function recordFirstAttempts(db: Db, records: FirstAttemptRecord[]): Promise<void> {
@@ -177,19 +177,19 @@ export async function recordFirstAttempts(db: Db, records: FirstAttemptRecord[])
     })),
   );
   const columns = sql`v(id text, started_at timestamptz, duration_ms int, response_status int, error text, response_body text, status text, next_attempt_at timestamptz)`;
-  await db.transaction(async (tx) => {
-    await tx.execute(sql`
+  // One statement: the attempts are inserted and the deliveries moved in the same snapshot, from one parameter.
+  await db.execute(sql`
+    with v as (select * from json_to_recordset(${json}::json) as ${columns}),
+    recorded as (
       insert into ${webhookAttempts} (delivery_id, number, started_at, duration_ms, response_status, error, response_body)
-      select v.id, 1, v.started_at, v.duration_ms, v.response_status, v.error, v.response_body
-      from json_to_recordset(${json}::json) as ${columns}
-      on conflict do nothing`);
-    await tx.execute(sql`
-      update ${webhookDeliveries} d set
-        status = v.status, attempts = greatest(d.attempts, 1), last_attempt_at = v.started_at, next_attempt_at = v.next_attempt_at,
-        last_response_status = v.response_status, last_error = v.error, first_sent_at = coalesce(d.first_sent_at, v.started_at), updated_at = now()
-      from json_to_recordset(${json}::json) as ${columns}
-      where d.id = v.id and (d.status = 'pending' or (v.status = 'succeeded' and d.status <> 'succeeded'))`);
-  });
+      select v.id, 1, v.started_at, v.duration_ms, v.response_status, v.error, v.response_body from v
+      on conflict do nothing
+    )
+    update ${webhookDeliveries} d set
+      status = v.status, attempts = greatest(d.attempts, 1), last_attempt_at = v.started_at, next_attempt_at = v.next_attempt_at,
+      last_response_status = v.response_status, last_error = v.error, first_sent_at = coalesce(d.first_sent_at, v.started_at), updated_at = now()
+    from v
+    where d.id = v.id and (d.status = 'pending' or (v.status = 'succeeded' and d.status <> 'succeeded'))`);
 }
 
 /**

@@ -60,18 +60,30 @@ export async function eventBodies(tx: Tx, eventIds: readonly string[]): Promise<
   const bodies = new Map<string, string>();
   if (eventIds.length === 0) return bodies;
   const rows = await tx
-    .select()
+    .select({
+      id: events.id,
+      type: events.type,
+      category: events.category,
+      createdAt: events.createdAt,
+      organizationId: events.organizationId,
+      integrationId: events.integrationId,
+      data: events.data,
+      body: events.body,
+    })
     .from(events)
-    .where(inArray(events.id, [...new Set(eventIds)]));
+    // One array parameter, whatever the number of ids.
+    .where(sql`${events.id} = any(${sql.param([...new Set(eventIds)])}::text[])`);
   const unserialized = rows.filter((r) => r.body === null);
   for (const r of rows) if (r.body !== null) bodies.set(r.id, r.body);
   if (unserialized.length === 0) return bodies;
-  const stored = await tx.execute<{ id: string; body: string }>(sql`
+  const made = new Map(unserialized.map((e) => [e.id, envelopeOf(e)]));
+  // The bodies stored come back only where another writer's won (null: ours is stored).
+  const stored = await tx.execute<{ id: string; theirs: string | null }>(sql`
     update ${events} set body = coalesce(${events.body}, v.body)
-    from json_to_recordset(${JSON.stringify(unserialized.map((e) => ({ id: e.id, body: envelopeOf(e) })))}::json) as v(id text, body text)
+    from json_to_recordset(${JSON.stringify([...made].map(([id, body]) => ({ id, body })))}::json) as v(id text, body text)
     where ${events.id} = v.id
-    returning ${events.id} as id, ${events.body} as body`);
-  for (const r of stored) bodies.set(r.id, r.body);
+    returning ${events.id} as id, nullif(${events.body}, v.body) as theirs`);
+  for (const r of stored) bodies.set(r.id, r.theirs ?? made.get(r.id)!);
   return bodies;
 }
 
