@@ -67,7 +67,7 @@ import { createKeyring } from '../domain/secrets';
 import { verifyWebhookSignature } from '../domain/signature';
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule } from '../domain/retry';
 import { DEFAULT_DISPATCH } from '../domain/webhooks';
-import { workerProcessEnv } from '../worker/process-env';
+import { WEBHOOK_WORKER_V8_OPTIONS, workerProcessEnv } from '../worker/process-env';
 import { benchArgs } from './lib/args';
 import { commandsTo } from './lib/commands';
 import type { EventCommand, EventRunResult } from './lib/event-writer';
@@ -450,7 +450,8 @@ async function main(): Promise<void> {
         },
         observed ? '[worker+obs]' : '[worker]',
         {
-          nodeArgs: args.profileWorker ? ['--cpu-prof', `--cpu-prof-dir=${args.profileWorker}`] : [],
+          // As docker-compose.yml's worker-webhooks runs (worker/process-env.ts).
+          nodeArgs: [...WEBHOOK_WORKER_V8_OPTIONS, ...(args.profileWorker ? ['--cpu-prof', `--cpu-prof-dir=${args.profileWorker}`] : [])],
           plainNode: !args.fromSource,
           // Every line is counted by its message; long ones (a failed query lists its parameters) are cut.
           echo: (line) => {
