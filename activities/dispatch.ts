@@ -12,6 +12,7 @@
 import type { Db } from '../db/client';
 import {
   claimQueued,
+  ensureCursor,
   recordFirstAttempts,
   sendingStateOf,
   settleIdle,
@@ -131,6 +132,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
     const result: BatchResult = { succeeded: 0, failed: 0, failureRun: 0, stoppedBy: 'idle' };
     return heartbeating(deps.heartbeatEveryMs ?? 5_000, async (ctx) => {
       const began = Date.now();
+      await ensureCursor(db, subId);
       // First attempts an earlier batch took and never recorded: lost attempts, retried by their own workflows.
       const lost = await unrecordedFirstAttempts(db, subId);
       if (lost.length > 0) {
@@ -379,10 +381,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
         }
         // A claim still under way lands in the queue, and whatever is left there keeps its place.
         await (claiming as Promise<number> | null);
-        await unclaim(
-          db,
-          queue.map((d) => d.id),
-        );
+        await unclaim(db, subId, queue.length === 0 ? null : { firstSeq: queue[0]!.seq, lastSeq: queue[queue.length - 1]!.seq });
         await Promise.all(open);
         clearInterval(timer);
         flush();

@@ -67,7 +67,7 @@ import { createKeyring } from '../domain/secrets';
 import { verifyWebhookSignature } from '../domain/signature';
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule } from '../domain/retry';
 import { DEFAULT_DISPATCH } from '../domain/webhooks';
-import { workerProcessEnv } from '../worker/process-env';
+import { WEBHOOK_WORKER_V8_OPTIONS, workerProcessEnv } from '../worker/process-env';
 import { benchArgs } from './lib/args';
 import { commandsTo } from './lib/commands';
 import type { EventCommand, EventRunResult } from './lib/event-writer';
@@ -275,38 +275,23 @@ async function deliveriesOf(db: Db, subscriptionId: string, eventIds: string[]) 
   };
 }
 
+/** A gap longer than this between one first attempt and the next (in seq order) is a stall: nothing was started. */
+const SEND_GAP_MS = 10;
+
 /**
- * How a dispatcher's batches took a subscription's deliveries of a set of events: claims (the deliveries one claim
- * statement took share its `first_started_at`, the statement's time), their size, and how the first attempts' span
- * splits into time within claims (first to last first attempt of a claim) and time between them (the previous claim's
- * last first attempt to this one's first: what taking the next claim cost, nothing being started meanwhile).
+ * How steadily a subscription's first attempts of a set of events went out: the gaps between one first attempt and
+ * the next in seq order (`first_sent_at`), split into stalls (gaps over SEND_GAP_MS: the dispatcher waiting for a claim,
+ * the relay, or a CPU) and the rest, the time spent sending.
  */
-async function claimsOf(db: Db, subscriptionId: string, eventIds: string[]) {
-  const [row] = await db.execute<{
-    claims: number;
-    avg_size: number;
-    within_ms: number;
-    between_ms: number;
-    p50_between_ms: number;
-    p50_to_first_ms: number;
-  }>(sql`
-    with d as (select first_started_at, first_sent_at from webhook_deliveries where subscription_id = ${subscriptionId} and event_id = any(${sql.param(eventIds)}::text[])),
-    c as (select first_started_at as claimed, count(*) as n, min(first_sent_at) as first_send, max(first_sent_at) as last_send from d group by 1),
-    g as (select *, lag(last_send) over (order by claimed) as prev_last from c)
-    select count(*)::int as claims, avg(n)::float8 as avg_size,
-      sum(extract(epoch from last_send - first_send) * 1000)::float8 as within_ms,
-      coalesce(sum(extract(epoch from first_send - prev_last) * 1000), 0)::float8 as between_ms,
-      percentile_cont(0.5) within group (order by extract(epoch from first_send - prev_last) * 1000) as p50_between_ms,
-      percentile_cont(0.5) within group (order by extract(epoch from first_send - claimed) * 1000) as p50_to_first_ms
+async function stallsOf(db: Db, subscriptionId: string, eventIds: string[]) {
+  const [row] = await db.execute<{ stalls: number; within_ms: number; between_ms: number }>(sql`
+    with d as (select first_sent_at from webhook_deliveries where subscription_id = ${subscriptionId} and event_id = any(${sql.param(eventIds)}::text[])),
+    g as (select extract(epoch from first_sent_at - lag(first_sent_at) over (order by first_sent_at)) * 1000 as gap from d)
+    select (count(*) filter (where gap > ${SEND_GAP_MS}))::int as stalls,
+      coalesce(sum(gap) filter (where gap <= ${SEND_GAP_MS}), 0)::float8 as within_ms,
+      coalesce(sum(gap) filter (where gap > ${SEND_GAP_MS}), 0)::float8 as between_ms
     from g`);
-  return {
-    claims: row!.claims,
-    avgSize: Number(row!.avg_size),
-    withinMs: Number(row!.within_ms),
-    betweenMs: Number(row!.between_ms),
-    p50BetweenMs: Number(row!.p50_between_ms),
-    p50ToFirstMs: Number(row!.p50_to_first_ms),
-  };
+  return { stalls: row!.stalls, withinMs: Number(row!.within_ms), betweenMs: Number(row!.between_ms) };
 }
 
 interface Subscription {
@@ -345,7 +330,7 @@ interface BurstFigures {
   cpu: Record<string, number>;
   workerRssMb: number;
   timeline: Awaited<ReturnType<typeof deliveriesOf>>;
-  claims: Awaited<ReturnType<typeof claimsOf>>;
+  stalls: Awaited<ReturnType<typeof stallsOf>>;
 }
 
 async function main(): Promise<void> {
@@ -465,7 +450,8 @@ async function main(): Promise<void> {
         },
         observed ? '[worker+obs]' : '[worker]',
         {
-          nodeArgs: args.profileWorker ? ['--cpu-prof', `--cpu-prof-dir=${args.profileWorker}`] : [],
+          // As docker-compose.yml's worker-webhooks runs (worker/process-env.ts).
+          nodeArgs: [...WEBHOOK_WORKER_V8_OPTIONS, ...(args.profileWorker ? ['--cpu-prof', `--cpu-prof-dir=${args.profileWorker}`] : [])],
           plainNode: !args.fromSource,
           // Every line is counted by its message; long ones (a failed query lists its parameters) are cut.
           echo: (line) => {
@@ -520,7 +506,8 @@ async function main(): Promise<void> {
         const [row] = await db!.execute<{ idle: boolean; opened: string | null; by_status: Record<string, number> | null; taken: number }>(sql`
           select s.dispatch_idle as idle, s.circuit_opened_at::text as opened,
             (select json_object_agg(status, n) from (select status, count(*)::int as n from webhook_deliveries where subscription_id = s.id group by status) x) as by_status,
-            (select count(*)::int from webhook_deliveries where subscription_id = s.id and status = 'pending' and first_started_at is not null) as taken
+            (select count(*)::int from webhook_deliveries d join webhook_dispatch_cursors c on c.subscription_id = d.subscription_id
+              where d.subscription_id = s.id and d.status = 'pending' and d.seq <= c.taken_seq) as taken
           from webhook_subscriptions s where s.id = ${sub.row.id}`);
         let dispatcher = 'no dispatcher workflow';
         try {
@@ -589,7 +576,7 @@ async function main(): Promise<void> {
       await sleep(1_000);
       const xs = openDuring(await executions(client), from, to);
       const timeline = await deliveriesOf(db!, a.row.id, [...committed.keys()]);
-      const claims = await claimsOf(db!, a.row.id, [...committed.keys()]);
+      const stalls = await stallsOf(db!, a.row.id, [...committed.keys()]);
       say(`  ${label}: ${int(args.events)} deliveries to A in ${secs(ms)} s (${int(args.events / (ms / 1000))}/s)`);
       return {
         run,
@@ -604,7 +591,7 @@ async function main(): Promise<void> {
         cpu,
         workerRssMb,
         timeline,
-        claims,
+        stalls,
       };
     };
 
@@ -905,7 +892,7 @@ async function main(): Promise<void> {
     );
     console.log(
       `  ${'run'.padEnd(26)}${'seconds'.padStart(8)}${'per s'.padStart(8)}${'p50 s'.padStart(7)}${'p99 s'.padStart(7)}${'relay'.padStart(9)}` +
-        `${'sending'.padStart(15)}${'claims'.padStart(7)}${'within'.padStart(8)}${'between'.padStart(9)}   CPU ms/delivery worker / postgres / receiver / temporal`,
+        `${'sending'.padStart(15)}${'stalls'.padStart(7)}${'within'.padStart(8)}${'stalled'.padStart(9)}   CPU ms/delivery worker / postgres / receiver / temporal`,
     );
     for (const [name, fs] of [
       ['A alone', alone],
@@ -915,8 +902,8 @@ async function main(): Promise<void> {
         const c0 = f.run.txs[0]!.at;
         console.log(
           `  ${`${name}, round ${i + 1}`.padEnd(26)}${secs(f.ms).padStart(8)}${int(f.perSec).padStart(8)}${secs(percentile(f.lat, 50)).padStart(7)}${secs(percentile(f.lat, 99)).padStart(7)}` +
-            `${at(f.timeline.queuedLast, c0).padStart(9)}${`${at(f.timeline.sentFirst, c0)} → ${secs(f.timeline.sentLast - c0)}`.padStart(15)}${int(f.claims.claims).padStart(7)}` +
-            `${secs(f.claims.withinMs).padStart(8)}${secs(f.claims.betweenMs).padStart(9)}   ${cpuOf(f.cpu)}`,
+            `${at(f.timeline.queuedLast, c0).padStart(9)}${`${at(f.timeline.sentFirst, c0)} → ${secs(f.timeline.sentLast - c0)}`.padStart(15)}${int(f.stalls.stalls).padStart(7)}` +
+            `${secs(f.stalls.withinMs).padStart(8)}${secs(f.stalls.betweenMs).padStart(9)}   ${cpuOf(f.cpu)}`,
         );
       });
     }
@@ -926,8 +913,8 @@ async function main(): Promise<void> {
       );
     });
     console.log(
-      `  (relay: when its last transaction queuing A's deliveries began; sending: first to last first attempt; claims: the batches' claim statements, ` +
-        `and the seconds spent sending within claims and between one claim's last first attempt and the next one's first)`,
+      `  (relay: when its last transaction queuing A's deliveries began; sending: first to last first attempt; stalls: gaps of over ${SEND_GAP_MS} ms between one first attempt ` +
+        `and the next, during which nothing was started; within: the seconds spent sending outside them; stalled: the seconds in them)`,
     );
     console.log('');
     console.log(`  deliveries/s to A alone (median of rounds)         ${int(alonePerSec)}`);

@@ -4,9 +4,9 @@
  * idle, and its circuit breaker as shown to operators. The queue is filled by queueDeliveries
  * (db/webhooks.ts); later attempts and replays are db/delivery-attempts.ts's.
  */
-import { and, asc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
+import { and, asc, eq, isNotNull, lte, sql } from 'drizzle-orm';
 import type { Db, Tx } from './client';
-import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from './schema';
+import { events, integrations, webhookAttempts, webhookDeliveries, webhookDispatchCursors, webhookSubscriptions } from './schema';
 import type { DeliveryStatus } from '../domain/webhooks';
 import { QUEUED_CHANNEL, WEBHOOK_PLANS } from './webhooks';
 
@@ -58,9 +58,16 @@ export interface ClaimedDelivery {
   eventCreatedAt: Date | null;
 }
 
+/** Make sure a subscription's queue has its cursor (a batch does before it claims). */
+export async function ensureCursor(tx: Tx, subscriptionId: string): Promise<void> {
+  await tx.execute(sql`insert into ${webhookDispatchCursors} (subscription_id) values (${subscriptionId}) on conflict do nothing`);
+}
+
 /**
- * Take the next `limit` queued deliveries of a subscription for their first attempt, in queue order, marking them
- * taken (first_started_at) before anything is sent.
+ * Take the next `limit` queued deliveries of a subscription for their first attempt, in queue order, moving its
+ * cursor past them before anything is sent (one statement: the cursor's row lock orders concurrent claims). The
+ * relay numbers a subscription's deliveries under its row lock and commits before the lock goes, so a delivery after
+ * the cursor is never committed later than one further on. Call ensureCursor first.
  */
 export async function claimQueued(tx: Tx, subscriptionId: string, limit: number): Promise<ClaimedDelivery[]> {
   const rows = await tx.execute<{
@@ -72,35 +79,41 @@ export async function claimQueued(tx: Tx, subscriptionId: string, limit: number)
     body: string | null;
     event_created_at: string | null;
   }>(sql`
-    update ${webhookDeliveries} d set first_started_at = now()
-    where d.id in (
-      select id from ${webhookDeliveries}
-      where subscription_id = ${subscriptionId} and status = 'pending' and first_started_at is null and seq is not null
-      order by seq limit ${limit} for update skip locked
+    with c as (select taken_seq from ${webhookDispatchCursors} where subscription_id = ${subscriptionId} for update),
+    picked as (
+      select d.id, d.seq, d.event_id, d.event_type, d.integration_id from ${webhookDeliveries} d
+      where d.subscription_id = ${subscriptionId} and d.seq > (select taken_seq from c) and d.status = 'pending'
+      order by d.seq limit ${limit}
+    ),
+    moved as (
+      update ${webhookDispatchCursors} set taken_seq = (select max(seq) from picked)
+      where subscription_id = ${subscriptionId} and exists (select 1 from picked)
     )
-    returning d.id, d.seq::float8 as seq, d.event_id, d.event_type, d.integration_id,
-      (select e.body from ${events} e where e.id = d.event_id) as body,
-      (select e.created_at from ${events} e where e.id = d.event_id) as event_created_at`);
-  return rows
-    .map((r) => ({
-      id: r.id,
-      seq: Number(r.seq),
-      eventId: r.event_id,
-      eventType: r.event_type,
-      integrationId: r.integration_id,
-      body: r.body,
-      eventCreatedAt: r.event_created_at === null ? null : new Date(r.event_created_at),
-    }))
-    .sort((a, b) => a.seq - b.seq);
+    select p.id, p.seq::float8 as seq, p.event_id, p.event_type, p.integration_id, e.body, e.created_at::text as event_created_at
+    from picked p left join ${events} e on e.id = p.event_id
+    order by p.seq`);
+  return rows.map((r) => ({
+    id: r.id,
+    seq: Number(r.seq),
+    eventId: r.event_id,
+    eventType: r.event_type,
+    integrationId: r.integration_id,
+    body: r.body,
+    eventCreatedAt: r.event_created_at === null ? null : new Date(r.event_created_at),
+  }));
 }
 
-/** Give back deliveries taken but not sent (a batch that stopped early): they keep their place in the queue. */
-export async function unclaim(tx: Tx, deliveryIds: string[]): Promise<void> {
-  if (deliveryIds.length === 0) return;
+/**
+ * Give back deliveries taken but not sent (a batch that stopped early: the last ones it took, `firstSeq` to
+ * `lastSeq`): they keep their place in the queue. Unless another claim has taken more since (then they count as
+ * lost attempts, retried by their own workflows).
+ */
+export async function unclaim(tx: Tx, subscriptionId: string, taken: { firstSeq: number; lastSeq: number } | null): Promise<void> {
+  if (taken === null) return;
   await tx
-    .update(webhookDeliveries)
-    .set({ firstStartedAt: null })
-    .where(and(inArray(webhookDeliveries.id, deliveryIds), eq(webhookDeliveries.status, 'pending')));
+    .update(webhookDispatchCursors)
+    .set({ takenSeq: taken.firstSeq - 1 })
+    .where(and(eq(webhookDispatchCursors.subscriptionId, subscriptionId), eq(webhookDispatchCursors.takenSeq, taken.lastSeq)));
 }
 
 /**
@@ -118,8 +131,16 @@ export async function unrecordedFirstAttempts(tx: Tx, subscriptionId: string): P
       eventCreatedAt: events.createdAt,
     })
     .from(webhookDeliveries)
+    .innerJoin(webhookDispatchCursors, eq(webhookDispatchCursors.subscriptionId, webhookDeliveries.subscriptionId))
     .leftJoin(events, eq(events.id, webhookDeliveries.eventId))
-    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), eq(webhookDeliveries.status, 'pending'), isNotNull(webhookDeliveries.firstStartedAt)))
+    .where(
+      and(
+        eq(webhookDeliveries.subscriptionId, subscriptionId),
+        eq(webhookDeliveries.status, 'pending'),
+        isNotNull(webhookDeliveries.seq),
+        lte(webhookDeliveries.seq, webhookDispatchCursors.takenSeq),
+      ),
+    )
     .orderBy(asc(webhookDeliveries.seq));
   return rows.map((r) => ({ ...r, seq: r.seq ?? 0 }));
 }
@@ -138,7 +159,7 @@ export interface FirstAttemptRecord {
 }
 
 /**
- * Record first attempts and move their deliveries, in one transaction of two statements whatever their number. An
+ * Record first attempts and move their deliveries, in one statement whatever their number. An
  * attempt already recorded is kept; a delivery moves only out of `pending`, except that a success always stands.
  */
 export async function recordFirstAttempts(db: Db, records: FirstAttemptRecord[]): Promise<void> {
@@ -156,19 +177,19 @@ export async function recordFirstAttempts(db: Db, records: FirstAttemptRecord[])
     })),
   );
   const columns = sql`v(id text, started_at timestamptz, duration_ms int, response_status int, error text, response_body text, status text, next_attempt_at timestamptz)`;
-  await db.transaction(async (tx) => {
-    await tx.execute(sql`
+  // One statement: the attempts are inserted and the deliveries moved in the same snapshot, from one parameter.
+  await db.execute(sql`
+    with v as (select * from json_to_recordset(${json}::json) as ${columns}),
+    recorded as (
       insert into ${webhookAttempts} (delivery_id, number, started_at, duration_ms, response_status, error, response_body)
-      select v.id, 1, v.started_at, v.duration_ms, v.response_status, v.error, v.response_body
-      from json_to_recordset(${json}::json) as ${columns}
-      on conflict do nothing`);
-    await tx.execute(sql`
-      update ${webhookDeliveries} d set
-        status = v.status, attempts = greatest(d.attempts, 1), last_attempt_at = v.started_at, next_attempt_at = v.next_attempt_at,
-        last_response_status = v.response_status, last_error = v.error, first_sent_at = coalesce(d.first_sent_at, v.started_at), updated_at = now()
-      from json_to_recordset(${json}::json) as ${columns}
-      where d.id = v.id and (d.status = 'pending' or (v.status = 'succeeded' and d.status <> 'succeeded'))`);
-  });
+      select v.id, 1, v.started_at, v.duration_ms, v.response_status, v.error, v.response_body from v
+      on conflict do nothing
+    )
+    update ${webhookDeliveries} d set
+      status = v.status, attempts = greatest(d.attempts, 1), last_attempt_at = v.started_at, next_attempt_at = v.next_attempt_at,
+      last_response_status = v.response_status, last_error = v.error, first_sent_at = coalesce(d.first_sent_at, v.started_at), updated_at = now()
+    from v
+    where d.id = v.id and (d.status = 'pending' or (v.status = 'succeeded' and d.status <> 'succeeded'))`);
 }
 
 /**
@@ -182,7 +203,8 @@ export async function settleIdle(db: Db, subscriptionId: string, opts: { force?:
     if (!opts.force) {
       const [row] = await tx.execute<{ queued: boolean }>(sql`
         select exists (select 1 from ${webhookDeliveries}
-          where subscription_id = ${subscriptionId} and status = 'pending' and first_started_at is null and seq is not null) as queued`);
+          where subscription_id = ${subscriptionId} and status = 'pending'
+            and seq > coalesce((select taken_seq from ${webhookDispatchCursors} where subscription_id = ${subscriptionId}), 0)) as queued`);
       if (row!.queued) return false;
     }
     await tx.update(webhookSubscriptions).set({ dispatchIdle: true }).where(eq(webhookSubscriptions.id, subscriptionId));

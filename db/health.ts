@@ -53,7 +53,7 @@ const FACTS = `
 select
   coalesce(extract(epoch from now() - (select min(created_at) from events where dispatched_at is null)), 0)::float8 as outbox_lag,
   ${capped(`webhook_deliveries where status = 'pending'`)} as pending,
-  ${capped(`webhook_deliveries where status = 'pending' and first_started_at is not null`)} as in_flight,
+  ${capped(`webhook_deliveries d join webhook_dispatch_cursors c on c.subscription_id = d.subscription_id where d.status = 'pending' and d.seq <= c.taken_seq`)} as in_flight,
   ${capped(`webhook_deliveries where status = 'retrying'`)} as retrying,
   ${capped(`webhook_deliveries where status = 'dead_lettered'`)} as dead_letters,
   coalesce(extract(epoch from now() - (select min(created_at) from operations where status in ('queued', 'running'))), 0)::float8 as oldest_operation,

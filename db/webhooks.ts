@@ -12,7 +12,7 @@ import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { liveById, livePage } from './live';
 import { inOrder, type SortOrder } from './order';
-import { events, integrations, webhookAttempts, webhookDeliveries, webhookSubscriptions } from './schema';
+import { events, integrations, webhookAttempts, webhookDeliveries, webhookDispatchCursors, webhookSubscriptions } from './schema';
 
 export type SubscriptionRow = typeof webhookSubscriptions.$inferSelect;
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -60,18 +60,30 @@ export async function eventBodies(tx: Tx, eventIds: readonly string[]): Promise<
   const bodies = new Map<string, string>();
   if (eventIds.length === 0) return bodies;
   const rows = await tx
-    .select()
+    .select({
+      id: events.id,
+      type: events.type,
+      category: events.category,
+      createdAt: events.createdAt,
+      organizationId: events.organizationId,
+      integrationId: events.integrationId,
+      data: events.data,
+      body: events.body,
+    })
     .from(events)
-    .where(inArray(events.id, [...new Set(eventIds)]));
+    // One array parameter, whatever the number of ids.
+    .where(sql`${events.id} = any(${sql.param([...new Set(eventIds)])}::text[])`);
   const unserialized = rows.filter((r) => r.body === null);
   for (const r of rows) if (r.body !== null) bodies.set(r.id, r.body);
   if (unserialized.length === 0) return bodies;
-  const stored = await tx.execute<{ id: string; body: string }>(sql`
+  const made = new Map(unserialized.map((e) => [e.id, envelopeOf(e)]));
+  // The bodies stored come back only where another writer's won (null: ours is stored).
+  const stored = await tx.execute<{ id: string; theirs: string | null }>(sql`
     update ${events} set body = coalesce(${events.body}, v.body)
-    from json_to_recordset(${JSON.stringify(unserialized.map((e) => ({ id: e.id, body: envelopeOf(e) })))}::json) as v(id text, body text)
+    from json_to_recordset(${JSON.stringify([...made].map(([id, body]) => ({ id, body })))}::json) as v(id text, body text)
     where ${events.id} = v.id
-    returning ${events.id} as id, ${events.body} as body`);
-  for (const r of stored) bodies.set(r.id, r.body);
+    returning ${events.id} as id, nullif(${events.body}, v.body) as theirs`);
+  for (const r of stored) bodies.set(r.id, r.theirs ?? made.get(r.id)!);
   return bodies;
 }
 
@@ -399,7 +411,8 @@ export async function subscriptionsToWake(db: Db, opts: { staleMs: number; organ
       where s.status = 'active' and s.deleted_at is null and i.deleted_at is null and i.plan = any(${sql.param(WEBHOOK_PLANS)}::text[]) ${scope}
         and exists (
           select 1 from ${webhookDeliveries} d
-          where d.subscription_id = s.id and d.status = 'pending' and d.first_started_at is null and d.seq is not null
+          where d.subscription_id = s.id and d.status = 'pending'
+            and d.seq > coalesce((select c.taken_seq from ${webhookDispatchCursors} c where c.subscription_id = s.id), 0)
             and (s.dispatch_idle or d.created_at < now() - ${`${opts.staleMs} milliseconds`}::interval)
         )
     )

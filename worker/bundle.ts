@@ -20,4 +20,18 @@ const { code } = await bundleWorkflowCode({
   workflowInterceptorModules: flag === '--traced' ? WORKFLOW_INTERCEPTOR_MODULES : [],
   logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
 });
-writeFileSync(out, code);
+writeFileSync(out, withoutSourcesContent(code));
+
+/**
+ * The bundle's inline source map without the sources' text (`sourcesContent`, two thirds of it): stack traces of
+ * workflow code still point at the TypeScript file and line, and every workflow thread holds the bundle's code and
+ * source map (the worker requires one), which this makes 0.9 MB smaller each.
+ */
+function withoutSourcesContent(bundle: string): string {
+  const at = bundle.lastIndexOf('//# sourceMappingURL=data:');
+  const tag = bundle.indexOf('base64,', at);
+  if (at < 0 || tag < 0) return bundle;
+  const map = JSON.parse(Buffer.from(bundle.slice(tag + 'base64,'.length).trimEnd(), 'base64').toString()) as Record<string, unknown>;
+  delete map.sourcesContent;
+  return `${bundle.slice(0, at)}//# sourceMappingURL=data:application/json;base64,${Buffer.from(JSON.stringify(map)).toString('base64')}\n`;
+}

@@ -62,11 +62,6 @@ export const webhookDeliveries = pgTable(
      */
     seq: bigint('seq', { mode: 'number' }),
     attempts: integer('attempts').notNull().default(0),
-    /**
-     * When the dispatcher took the delivery for its first attempt. Set while still `pending` means the outcome is not
-     * recorded yet: after a crash the attempt counts as lost and the delivery's own workflow retries it.
-     */
-    firstStartedAt: ts('first_started_at'),
     /** When the first attempt's request went out. */
     firstSentAt: ts('first_sent_at'),
     lastAttemptAt: ts('last_attempt_at'),
@@ -79,9 +74,10 @@ export const webhookDeliveries = pgTable(
     uniqueIndex('webhook_deliveries_event_subscription_idx').on(t.eventId, t.subscriptionId),
     index('webhook_deliveries_subscription_idx').on(t.subscriptionId, t.createdAt, t.id),
     index('webhook_deliveries_subscription_status_idx').on(t.subscriptionId, t.status, t.createdAt),
+    // The subscriptions' queues too: what each dispatcher takes next (after its cursor), in order.
     uniqueIndex('webhook_deliveries_subscription_seq_idx').on(t.subscriptionId, t.seq),
     index('webhook_deliveries_created_idx').on(t.createdAt),
-    // The subscriptions' queues: what each dispatcher takes next, in order.
+    // Deliveries waiting for their first attempt's outcome: the ones a crashed batch took (at or before the cursor).
     index('webhook_deliveries_queue_idx')
       .on(t.subscriptionId, t.seq)
       .where(sql`${t.status} = 'pending'`),
@@ -102,6 +98,17 @@ export const webhookSubscriptionHealth = pgTable('webhook_subscription_health', 
   lastSuccessAt: ts('last_success_at'),
   lastFailureAt: ts('last_failure_at'),
   failingSince: ts('failing_since'),
+});
+
+/**
+ * How far a subscription's dispatcher has taken its queue: every delivery numbered up to `taken_seq` was taken for
+ * its first attempt. One still `pending` there has no recorded outcome yet: after a crash the attempt counts as lost
+ * and the delivery's own workflow retries it. A row of its own (not the subscription's), so that taking deliveries
+ * never waits on the relay's lock of the subscription row, and one claim statement moves it however many it takes.
+ */
+export const webhookDispatchCursors = pgTable('webhook_dispatch_cursors', {
+  subscriptionId: text('subscription_id').primaryKey(),
+  takenSeq: bigint('taken_seq', { mode: 'number' }).notNull().default(0),
 });
 
 /** Every attempt of a delivery: when, how long, what the receiver answered (or why there was no answer). */

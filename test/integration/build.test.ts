@@ -116,7 +116,8 @@ describe('docker-compose.yml and the Dockerfile', () => {
   });
 
   it('passes the secrets and the Temporal connection settings as environment variables the configuration knows', () => {
-    const known = new Set(Object.keys(configSchema.shape));
+    // The configuration's variables, and node's own (a webhook worker's V8 options).
+    const known = new Set([...Object.keys(configSchema.shape), 'NODE_OPTIONS']);
     for (const [name, s] of ours) {
       const env = Object.keys(s.environment ?? {});
       for (const v of [

@@ -10,7 +10,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
-import { webhookAttempts, webhookDeliveries } from '../../db/schema';
+import { webhookAttempts, webhookDeliveries, webhookDispatchCursors } from '../../db/schema';
 import { dispatcherWorkflowIdOf, SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
 import { adminCaller, type Reply, type TestServer } from '../support/api-server';
@@ -64,6 +64,10 @@ async function subscribe(integrationId: string, url: string, extra: Record<strin
 /** A subscription's delivery rows in queue order. */
 const queueOf = (subscriptionId: string) =>
   db.select().from(webhookDeliveries).where(eq(webhookDeliveries.subscriptionId, subscriptionId)).orderBy(webhookDeliveries.seq);
+
+/** How far the subscription's dispatcher has taken its queue: deliveries numbered up to this were taken. */
+const takenSeqOf = async (subscriptionId: string) =>
+  (await db.select().from(webhookDispatchCursors).where(eq(webhookDispatchCursors.subscriptionId, subscriptionId)))[0]?.takenSeq ?? 0;
 
 const circuitOf = async (subscriptionId: string) =>
   (await admin('GET', `/webhook_subscriptions/${subscriptionId}`)).body.circuit as { state: string; opened_at: string | null; next_probe_at: string | null };
@@ -141,10 +145,11 @@ it('a burst of 2,000 events reaches a healthy subscriber in seconds, once each a
   // The rest of its queue waits, untaken and unsent, but for the first probe (one delivery, next in line) when its
   // delay (PROBE_MS) has passed since the circuit opened.
   const waiting = queue.slice(moved.length);
-  const untaken = (d: (typeof queue)[number]) => d.status === 'pending' && d.attempts === 0 && d.firstStartedAt === null && d.firstSentAt === null;
+  const takenSeq = await takenSeqOf(hanging.id);
+  const untaken = (d: (typeof queue)[number]) => d.status === 'pending' && d.attempts === 0 && d.seq! > takenSeq && d.firstSentAt === null;
   expect(waiting.slice(1).every(untaken)).toBe(true);
   expect(waiting[0]!.status).toBe('pending');
-  const taken = new Set(queue.filter((d) => d.firstStartedAt !== null).map((d) => d.eventId));
+  const taken = new Set(queue.filter((d) => d.seq! <= takenSeq).map((d) => d.eventId));
   const sent = new Set(hangingReceiver.received.filter((r) => attemptOf(r) === 1).map((r) => r.body.id as string));
   expect([...sent].every((id) => taken.has(id))).toBe(true);
   expect(moved.every((d) => sent.has(d.eventId))).toBe(true);
@@ -305,7 +310,8 @@ it('a disabled subscription’s queue pauses and, enabled again, resumes in prod
   expect(done.length).toBeLessThan(ids.length);
   expect(paused.slice(0, done.length)).toEqual(done);
   // The rest waits in the queue, untaken and unsent.
-  expect(paused.slice(done.length).every((d) => d.status === 'pending' && d.attempts === 0 && d.firstStartedAt === null)).toBe(true);
+  const takenSeq = await takenSeqOf(sub.id);
+  expect(paused.slice(done.length).every((d) => d.status === 'pending' && d.attempts === 0 && d.seq! > takenSeq)).toBe(true);
   expect(r.received.map((x) => x.body.id)).toEqual(ids.slice(0, sentBefore));
 
   const enabledAt = Date.now();
