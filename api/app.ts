@@ -11,6 +11,7 @@ import { createAdminRoutes } from './admin';
 import { createAdminTokenGuard } from './admin/auth';
 import { createConsole } from './console';
 import type { ApiDeps } from './deps';
+import { createFastReads, type FastReads } from './fast-reads';
 import type { AppEnv } from './middleware/env';
 import { createApiKeyAuth, type ApiKeyAuth } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
@@ -41,6 +42,8 @@ export type App = OpenAPIHono<AppEnv> & {
   readonly metrics: ApiMetrics;
   /** The database health facts (metrics gauges and the console's home), cached for a few seconds. */
   readonly health: HealthFactsSource;
+  /** The read fast path (api/fast-reads.ts), which api/server.ts runs before the app on every request. */
+  readonly reads: FastReads;
   /**
    * Stops what the app holds besides the injected dependencies: the key-revocation LISTEN connection, and the rate
    * limiter's connection once it has given back the tokens this process held.
@@ -68,17 +71,21 @@ export function createApp(deps: ApiDeps): App {
   const rateLimit = createRateLimiter(deps);
   const health = cachedHealthFacts(() => readHealthFacts(deps.db));
   const metrics = createApiMetrics(health);
+  const observed = deps.config.METRICS_PORT !== undefined;
+  const tracing = Boolean(deps.config.OTEL_EXPORTER_OTLP_ENDPOINT);
+  const reads = createFastReads(deps, { auth, rateLimit, metrics: observed ? metrics : undefined, tracing });
   const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), {
     auth,
     metrics,
     health,
+    reads,
     close: async () => void (await Promise.all([auth.close(), rateLimit.close()])),
   });
 
   app.use('*', requestId());
   // Requests are observed only where the metrics are served (METRICS_PORT): off, the hot path carries nothing.
-  if (deps.config.METRICS_PORT !== undefined) app.use('*', requestMetrics(metrics));
-  if (deps.config.OTEL_EXPORTER_OTLP_ENDPOINT) app.use('*', requestTracing());
+  if (observed) app.use('*', requestMetrics(metrics));
+  if (tracing) app.use('*', requestTracing());
   app.onError(errorHandler(deps.config, deps.logger));
   app.notFound(notFoundHandler(app as unknown as Hono, deps.config));
 

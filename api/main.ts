@@ -23,7 +23,7 @@ const db = createDb(config.DATABASE_URL, {
 const temporal = lazyTemporalClient(config, { tracing: tracing !== undefined });
 const app = createApp({ config, db, temporal, logger, secrets: createKeyring(config.ENCRYPTION_KEYS) });
 
-const server = serveApi({ fetch: app.fetch, hostname: config.HOST, port: config.PORT, bases: config }, (info: AddressInfo) => {
+const server = serveApi({ fetch: app.fetch, reads: app.reads, hostname: config.HOST, port: config.PORT, bases: config }, (info: AddressInfo) => {
   logger.info({ address: `http://${info.address}:${info.port}`, docs: `${config.PUBLIC_BASE_URL}/docs` }, 'API listening');
 });
 server.on('error', (err) => {

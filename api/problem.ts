@@ -114,11 +114,21 @@ export function problemBody(bases: ProblemBases, err: ApiError, instance: string
   };
 }
 
+/** Status, headers and body of the problem response to `err`: what problem() and the read fast path (api/fast-reads.ts) send. */
+export function problemParts(
+  bases: ProblemBases,
+  err: ApiError,
+  instance: string,
+  requestId: string,
+): { status: number; headers: Record<string, string>; body: string } {
+  const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...err.opts.headers };
+  if (requestId) headers['x-request-id'] = requestId;
+  return { status: err.status, headers, body: JSON.stringify(problemBody(bases, err, instance, requestId)) };
+}
+
 /** Render an ApiError on a Hono context. The request id comes from the request-id middleware. */
 export function problem(c: Context, bases: ProblemBases, err: ApiError): Response {
   const requestId = (c.get('requestId' as never) as string | undefined) ?? c.res.headers.get('x-request-id') ?? '';
-  const body = problemBody(bases, err, new URL(c.req.url).pathname, requestId);
-  const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...err.opts.headers };
-  if (requestId) headers['x-request-id'] = requestId;
-  return new Response(JSON.stringify(body), { status: err.status, headers });
+  const { status, headers, body } = problemParts(bases, err, new URL(c.req.url).pathname, requestId);
+  return new Response(body, { status, headers });
 }

@@ -24,6 +24,7 @@
  * `retrieve_cost_pct` in the ratios (per cent). The observed API must answer the same bodies, and its metrics must
  * have counted every request answered, with one root span each at the sink: tracing and metrics were truly on.
  * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4]   (`--leases 2000`: a small data set, to try it)
+ * `--profile-api <dir>`: a V8 CPU profile of the plain API process (node --cpu-prof), written into <dir> when it stops.
  */
 import { availableParallelism } from 'node:os';
 import type autocannon from 'autocannon';
@@ -38,7 +39,7 @@ import { CheckFailed, endBench } from './lib/report';
 import { DEFAULT_LEASES, ensureBenchData } from './lib/seed';
 import { median } from './lib/stats';
 
-const args = benchArgs({ rounds: 3, seconds: 20, rate: 15, connections: 4, keys: 4, warmup: 5, leases: DEFAULT_LEASES });
+const args = benchArgs({ rounds: 3, seconds: 20, rate: 15, connections: 4, keys: 4, warmup: 5, leases: DEFAULT_LEASES }, { profileApi: '' });
 const LIMIT_PER_MINUTE = PLAN_RULES.enterprise.rateLimitPerMinute;
 /** A load generator that sent fewer than this share of rate × seconds did not offer the load it was asked to. */
 const MIN_SENT_SHARE = 0.9;
@@ -97,7 +98,7 @@ async function main() {
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const config = loadConfigOrExit();
   const data = await ensureBenchData(config.DATABASE_URL, say, { keys: args.keys, leases: args.leases });
-  const api = await startApi(data.databaseUrl);
+  const api = await startApi(data.databaseUrl, {}, '[api]', args.profileApi ? ['--cpu-prof', `--cpu-prof-dir=${args.profileApi}`] : []);
   const sink = await startSpanSink();
   const metricsPort = await freePort();
   const observedApi = await startApi(data.databaseUrl, { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url }, '[api+obs]');

@@ -27,6 +27,8 @@ interface Cached {
 
 export interface ApiKeyAuth {
   middleware: MiddlewareHandler;
+  /** The caller behind an `Authorization` header value, or a 401 ApiError: what the middleware does, for the read fast path. */
+  principalOf(authorization: string | undefined): Promise<Principal>;
   /** Whether cached keys are trusted right now (the LISTEN connection is up). */
   readonly listening: boolean;
   /** Backend pid of the LISTEN connection (operators and tests), undefined while it is down. */
@@ -125,6 +127,13 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
     return principal;
   }
 
+  async function principalOf(authorization: string | undefined): Promise<Principal> {
+    started ??= listen();
+    const principal = await authenticate(authorization);
+    touch(principal);
+    return principal;
+  }
+
   return {
     get listening() {
       return listening;
@@ -133,11 +142,9 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
       if (!listening || !feed) return undefined;
       return feed.pid();
     },
+    principalOf,
     middleware: async (c, next) => {
-      started ??= listen();
-      const principal = await authenticate(c.req.header('authorization'));
-      c.set('principal' as never, principal as never);
-      touch(principal);
+      c.set('principal' as never, (await principalOf(c.req.header('authorization'))) as never);
       await next();
     },
     async close() {

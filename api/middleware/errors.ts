@@ -32,31 +32,29 @@ const FRAMEWORK_DETAIL: Record<number, string> = {
 /** Seconds a client is asked to wait after a 503 for an unreachable database. */
 const DATABASE_RETRY_AFTER_S = 5;
 
+/**
+ * The ApiError a failure is answered with (the unexpected ones logged with the request they failed): the app's error
+ * handler and the read fast path (api/fast-reads.ts) both answer through it.
+ */
+export function apiErrorOf(err: unknown, logger: Logger, request: { request_id: unknown; method: string; path: string }): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof HTTPException && err.status < 500) {
+    const slug = SLUG_OF_STATUS[err.status] ?? 'bad_request';
+    return new ApiError(slug, FRAMEWORK_DETAIL[err.status] ?? (err.message || 'The request could not be processed.'));
+  }
+  if (isDatabaseUnavailable(err)) {
+    // Not a bug: the database is down, cut off or overloaded. Clients retry; operators see it in the metrics.
+    logger.warn({ err, ...request }, 'database unavailable');
+    return new ApiError('service_unavailable', 'The database cannot be reached right now. Retry after the time in Retry-After.', {
+      headers: { 'retry-after': String(DATABASE_RETRY_AFTER_S) },
+    });
+  }
+  logger.error({ err, ...request }, 'unhandled error');
+  return new ApiError('internal_error', 'An unexpected error occurred. It is safe to retry with exponential backoff; quote the request_id if it persists.');
+}
+
 export function errorHandler(bases: ProblemBases, logger: Logger): ErrorHandler {
-  return (err, c) => {
-    if (err instanceof ApiError) return problem(c, bases, err);
-    if (err instanceof HTTPException && err.status < 500) {
-      const slug = SLUG_OF_STATUS[err.status] ?? 'bad_request';
-      return problem(c, bases, new ApiError(slug, FRAMEWORK_DETAIL[err.status] ?? (err.message || 'The request could not be processed.')));
-    }
-    if (isDatabaseUnavailable(err)) {
-      // Not a bug: the database is down, cut off or overloaded. Clients retry; operators see it in the metrics.
-      logger.warn({ err, request_id: c.get('requestId' as never), method: c.req.method, path: c.req.path }, 'database unavailable');
-      return problem(
-        c,
-        bases,
-        new ApiError('service_unavailable', 'The database cannot be reached right now. Retry after the time in Retry-After.', {
-          headers: { 'retry-after': String(DATABASE_RETRY_AFTER_S) },
-        }),
-      );
-    }
-    logger.error({ err, request_id: c.get('requestId' as never), method: c.req.method, path: c.req.path }, 'unhandled error');
-    return problem(
-      c,
-      bases,
-      new ApiError('internal_error', 'An unexpected error occurred. It is safe to retry with exponential backoff; quote the request_id if it persists.'),
-    );
-  };
+  return (err, c) => problem(c, bases, apiErrorOf(err, logger, { request_id: c.get('requestId' as never), method: c.req.method, path: c.req.path }));
 }
 
 /** Turns a Hono route path (`/v1/leases/:id`, `/admin/*`) into a matcher for 405 detection. */

@@ -82,6 +82,11 @@ interface Decision {
 
 export interface RateLimiter {
   take(organizationId: string): Promise<Decision>;
+  /**
+   * Takes a token for the organization: the headers every answer to the request carries, or the 429 ApiError (with
+   * its own headers) when there is none. The middleware's whole decision, for the read fast path too.
+   */
+  admit(organizationId: string): Promise<Record<string, string>>;
   middleware: MiddlewareHandler;
   /** Gives every held token back and closes the limiter's connection. */
   close(): Promise<void>;
@@ -270,19 +275,25 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
     }
   }
 
+  async function admit(orgId: string): Promise<Record<string, string>> {
+    const d = await take(orgId);
+    const headers = rateLimitHeaders(d);
+    if (!d.allowed) {
+      throw new ApiError(
+        'rate_limit_exceeded',
+        `The organization's rate limit of ${d.perMinute} requests per minute (bursts of ${d.burst}) is exhausted; retry after ${d.retryAfter} s.`,
+        { headers: { ...headers, 'retry-after': String(d.retryAfter) } },
+      );
+    }
+    return headers;
+  }
+
   return {
     take,
+    admit,
     middleware: async (c, next) => {
       const principal = c.get('principal' as never) as Principal;
-      const d = await take(principal.organizationId);
-      const headers = rateLimitHeaders(d);
-      if (!d.allowed) {
-        throw new ApiError(
-          'rate_limit_exceeded',
-          `The organization's rate limit of ${d.perMinute} requests per minute (bursts of ${d.burst}) is exhausted; retry after ${d.retryAfter} s.`,
-          { headers: { ...headers, 'retry-after': String(d.retryAfter) } },
-        );
-      }
+      const headers = await admit(principal.organizationId);
       // As with x-request-id: before the route for its own response, afterwards for error responses.
       for (const [name, value] of Object.entries(headers)) c.header(name, value);
       await next();

@@ -55,6 +55,14 @@ function knownParametersOnly(entity: Entity): MiddlewareHandler {
   };
 }
 
+/** The 404 of a retrieve (also the read fast path's, api/fast-reads.ts). */
+export function notFoundError(entity: Entity, id: string, includeDeleted: boolean): ApiError {
+  return new ApiError(
+    'not_found',
+    includeDeleted ? `No ${entity} with id ${id}.` : `No ${entity} with id ${id}. If it was deleted at the source, retry with include_deleted=true.`,
+  );
+}
+
 export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, deps: ApiDeps, spec: ResourceSpec<E>): void {
   const { entity, path, tag } = spec;
   app.openapi(
@@ -106,12 +114,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
       const { include_deleted } = c.req.valid('query');
       // An id that is not even of this entity's form cannot exist: no query (and no NUL byte reaches Postgres).
       const record = isId(entity, id) ? await retrieveRecord(deps.db, entity, c.get('principal') as Principal, id, include_deleted ?? false) : undefined;
-      if (!record) {
-        throw new ApiError(
-          'not_found',
-          include_deleted ? `No ${entity} with id ${id}.` : `No ${entity} with id ${id}. If it was deleted at the source, retry with include_deleted=true.`,
-        );
-      }
+      if (!record) throw notFoundError(entity, id, include_deleted ?? false);
       return c.json(record as never, 200);
     },
   );

@@ -30,7 +30,7 @@ export async function startApi(db: Db, config: Config, configure?: (app: App) =>
   });
   configure?.(app);
   const server: ServerType = await new Promise((resolve) => {
-    const s = serveApi({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', bases: config }, () => resolve(s));
+    const s = serveApi({ fetch: app.fetch, reads: app.reads, port: 0, hostname: '127.0.0.1', bases: config }, () => resolve(s));
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
