@@ -172,15 +172,22 @@ export function startChild(script: string, argv: string[], env: Record<string, s
 
 /**
  * The API (api/main.ts) as a process of its own on a free port of 127.0.0.1, serving test keys (serving live would
- * need secrets of its own), logging warnings and above; `env` adds to or overrides that. Not yet healthy on return.
+ * need secrets of its own), logging warnings and above; `env` adds to or overrides that; `nodeArgs` go to node itself
+ * (`--cpu-prof`). Not yet healthy on return.
  */
-export async function startApi(databaseUrl: string, env: Record<string, string> = {}, prefix = '[api]'): Promise<Child & { url: string }> {
+export async function startApi(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  prefix = '[api]',
+  nodeArgs: string[] = [],
+): Promise<Child & { url: string }> {
   const port = await freePort();
   const child = startChild(
     'api/main.ts',
     [],
     { DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: String(port), SERVED_MODES: 'test', LOG_LEVEL: 'warn', LOG_PRETTY: 'false', ...env },
     prefix,
+    { nodeArgs },
   );
   return Object.assign(child, { url: `http://127.0.0.1:${port}` });
 }
