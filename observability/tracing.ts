@@ -1,6 +1,6 @@
 /**
  * OpenTelemetry traces, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: spans go to `<endpoint>/v1/traces` over
- * OTLP/HTTP (JSON) in batches (up to 2,048 spans, sent at most 5 s after they end). One trace follows a request
+ * OTLP/HTTP (JSON) in batches (up to 512 spans, sent at most 5 s after they end). One trace follows a request
  * from the API's root span (with its x-request-id) through the workflow it starts (the Temporal client and workflow interceptors carry the context in headers) to the
  * activities and their own spans: a source call, a sync page, a webhook attempt, named with the ids an operator
  * searches for (Operation, sync job, delivery), never personal data or secrets. With tracing off, the spans below
@@ -21,15 +21,14 @@ export interface Tracing {
 }
 
 /**
- * How spans leave the process: in batches of up to EXPORT_BATCH spans, at the latest EXPORT_DELAY_MS after the first
- * of them ended (OpenTelemetry's default delay), so that a quiet process sends one export every few seconds and a busy
- * one (a dispatcher's thousands of attempt spans a second) one per couple of thousand spans, not one per 512. A
- * process that ends exports what it still holds (shutdown).
+ * How spans leave the process: in batches of up to 512 (the SDK's default: a span waits at most one batch before it
+ * is serialized and dropped, so a busy dispatcher's thousands of attempt spans a second die young), and at the latest
+ * EXPORT_DELAY_MS after the first of a batch ended (OpenTelemetry's default delay; it was 1 s), so that a quiet
+ * process sends one export every few seconds, not one a second. A process that ends exports what it still holds.
  */
 const EXPORT_DELAY_MS = 5_000;
-const EXPORT_BATCH = 2_048;
 /** Spans held at most while an export is under way; beyond it new ones are dropped (counted by the SDK's diag). */
-const QUEUE_LIMIT = 16_384;
+const QUEUE_LIMIT = 8_192;
 
 /** The tracer of the provider this process installed (undefined: tracing is off, and the API's no-op tracer serves). */
 let processTracer: Tracer | undefined;
@@ -39,7 +38,7 @@ const tracer = (): Tracer => processTracer ?? trace.getTracer('propsync');
 export function startTracing(opts: { endpoint: string; serviceName: string }): Tracing {
   const resource = new Resource({ 'service.name': opts.serviceName });
   const exporter = new OTLPTraceExporter({ url: `${opts.endpoint.replace(/\/$/, '')}/v1/traces` });
-  const processor = new BatchSpanProcessor(exporter, { scheduledDelayMillis: EXPORT_DELAY_MS, maxExportBatchSize: EXPORT_BATCH, maxQueueSize: QUEUE_LIMIT });
+  const processor = new BatchSpanProcessor(exporter, { scheduledDelayMillis: EXPORT_DELAY_MS, maxQueueSize: QUEUE_LIMIT });
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   provider.register();
   processTracer = provider.getTracer('propsync');
@@ -54,12 +53,17 @@ export function startTracing(opts: { endpoint: string; serviceName: string }): T
 }
 
 /**
- * Runs `fn` in a span named `name` (a child of the active one, and active while `fn` runs), recording a thrown error
- * as the span's status. The attributes are ids and kinds only.
+ * Runs `fn` in a span named `name` (a child of the active one), recording a thrown error as the span's status. The
+ * attributes are ids and kinds only. A CLIENT span (a call to another service: a source page, a source write, a
+ * webhook attempt) is the last span of this process on its path, since the service installs no transport
+ * instrumentation that would make children of it: it is not made active while `fn` runs, which spares a context
+ * and an AsyncLocalStorage run per call (a dispatcher makes thousands a second). Any other kind is active, so that
+ * spans started inside `fn` are its children.
  */
 export function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
   const parent = context.active();
   const span = tracer().startSpan(name, { kind, attributes }, parent);
+  if (kind === SpanKind.CLIENT) return runInSpan(span, fn);
   return context.with(trace.setSpan(parent, span), runInSpan<T>, undefined, span, fn);
 }
 
