@@ -6,7 +6,19 @@
  * searches for (Operation, sync job, delivery), never personal data or secrets. With tracing off, the spans below
  * are the OpenTelemetry API's no-ops.
  */
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  context,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type ContextManager,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -30,6 +42,60 @@ const EXPORT_DELAY_MS = 5_000;
 /** Spans held at most while an export is under way; beyond it new ones are dropped (counted by the SDK's diag). */
 const QUEUE_LIMIT = 8_192;
 
+/**
+ * The process's OpenTelemetry context, carried across awaits by an AsyncLocalStorage that exists only from the first
+ * context holding a span made active (a write's root span, an activity's span). Node 20 keeps the hooks of an
+ * AsyncLocalStorage on for every promise and I/O callback of the process once one is used, so a process that never
+ * makes a span active (an API serving reads: their root spans are recorded once answered) must never use one, yet
+ * the span processor makes its exports' calls untraced with a context of their own (no span in it) every few
+ * seconds. Such a context is active for the synchronous part of `fn` only, which is all it needs in a process with no
+ * transport instrumentation; any context with a span goes through the AsyncLocalStorage, as the SDK's own manager
+ * does.
+ */
+class LazyAsyncContext implements ContextManager {
+  private storage: AsyncLocalStorage<Context> | undefined;
+  private current: Context | undefined;
+
+  active(): Context {
+    return (this.storage ? this.storage.getStore() : this.current) ?? ROOT_CONTEXT;
+  }
+
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+    if (!this.storage) {
+      if (trace.getSpan(ctx) === undefined) {
+        const before = this.current;
+        this.current = ctx;
+        try {
+          return fn.apply(thisArg, args);
+        } finally {
+          this.current = before;
+        }
+      }
+      this.storage = new AsyncLocalStorage<Context>();
+    }
+    return this.storage.run(ctx, () => fn.apply(thisArg, args));
+  }
+
+  bind<T>(ctx: Context, target: T): T {
+    if (typeof target !== 'function') return target;
+    const run = (self: unknown, args: unknown[]) => this.with(ctx, () => (target as (...a: unknown[]) => unknown).apply(self, args));
+    return function (this: unknown, ...args: unknown[]) {
+      return run(this, args);
+    } as T;
+  }
+
+  enable(): this {
+    return this;
+  }
+
+  disable(): this {
+    this.storage?.disable();
+    this.storage = undefined;
+    this.current = undefined;
+    return this;
+  }
+}
+
 /** The tracer of the provider this process installed (undefined: tracing is off, and the API's no-op tracer serves). */
 let processTracer: Tracer | undefined;
 const tracer = (): Tracer => processTracer ?? trace.getTracer('propsync');
@@ -40,7 +106,7 @@ export function startTracing(opts: { endpoint: string; serviceName: string }): T
   const exporter = new OTLPTraceExporter({ url: `${opts.endpoint.replace(/\/$/, '')}/v1/traces` });
   const processor = new BatchSpanProcessor(exporter, { scheduledDelayMillis: EXPORT_DELAY_MS, maxQueueSize: QUEUE_LIMIT });
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
-  provider.register();
+  provider.register({ contextManager: new LazyAsyncContext() });
   processTracer = provider.getTracer('propsync');
   return {
     processor,
