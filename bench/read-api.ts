@@ -23,8 +23,8 @@
  * request over the plain API's is the cost (target <= 5 %): `observability_cost` (a fraction) and `list_cost_pct`,
  * `retrieve_cost_pct` in the ratios (per cent). The observed API must answer the same bodies, and its metrics must
  * have counted every request answered, with one root span each at the sink: tracing and metrics were truly on.
- * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4]   (`--leases 2000`: a small data set, to try it)
- * `--profile-api <dir>`: a V8 CPU profile of the plain API process (node --cpu-prof), written into <dir> when it stops.
+ * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4]   (`--leases 2000`: a small data set, to try it;
+ * `--profile-api <dir>`: CPU profiles of both APIs, for diagnosis only)
  */
 import { availableParallelism } from 'node:os';
 import type autocannon from 'autocannon';
@@ -40,6 +40,8 @@ import { DEFAULT_LEASES, ensureBenchData } from './lib/seed';
 import { median } from './lib/stats';
 
 const args = benchArgs({ rounds: 3, seconds: 20, rate: 15, connections: 4, keys: 4, warmup: 5, leases: DEFAULT_LEASES }, { profileApi: '' });
+/** `--profile-api <dir>`: V8 CPU profiles of the plain and the observed API, written when they stop (diagnosis only). */
+const profile = (dir: string) => (dir ? ['--cpu-prof', '--cpu-prof-interval=250', `--cpu-prof-dir=${dir}`] : []);
 const LIMIT_PER_MINUTE = PLAN_RULES.enterprise.rateLimitPerMinute;
 /** A load generator that sent fewer than this share of rate × seconds did not offer the load it was asked to. */
 const MIN_SENT_SHARE = 0.9;
@@ -98,10 +100,15 @@ async function main() {
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const config = loadConfigOrExit();
   const data = await ensureBenchData(config.DATABASE_URL, say, { keys: args.keys, leases: args.leases });
-  const api = await startApi(data.databaseUrl, {}, '[api]', args.profileApi ? ['--cpu-prof', `--cpu-prof-dir=${args.profileApi}`] : []);
+  const api = await startApi(data.databaseUrl, {}, '[api]', profile(args.profileApi));
   const sink = await startSpanSink();
   const metricsPort = await freePort();
-  const observedApi = await startApi(data.databaseUrl, { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url }, '[api+obs]');
+  const observedApi = await startApi(
+    data.databaseUrl,
+    { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url },
+    '[api+obs]',
+    profile(args.profileApi),
+  );
   let scrapes = 0;
   const scraper = setInterval(() => {
     fetch(`http://127.0.0.1:${metricsPort}/metrics`)

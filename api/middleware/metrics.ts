@@ -9,9 +9,17 @@ import { isDatabaseUnavailable } from '../../db/errors';
 import { planOfLimit, type ApiMetrics } from '../../observability/metrics';
 import { perMinuteOfPolicy } from './rate-limit';
 
+/**
+ * Templates of the registered route paths, made once each: the paths are the app's own (a few dozen), never a
+ * request's, so the map stays as small as the route table.
+ */
+const templates = new Map<string, string>();
+
 /** `/v1/leases/:id{[a-z]+}` → `/v1/leases/{id}`. */
 function templateOf(path: string): string {
-  return path.replace(/:([A-Za-z0-9_]+)(\{[^}]*\})?/g, '{$1}');
+  let template = templates.get(path);
+  if (template === undefined) templates.set(path, (template = path.replace(/:([A-Za-z0-9_]+)(\{[^}]*\})?/g, '{$1}')));
+  return template;
 }
 
 /** The template of the route that answered: the last matched handler that is not middleware (`use` registers ALL). */

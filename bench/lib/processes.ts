@@ -172,7 +172,7 @@ export function startChild(script: string, argv: string[], env: Record<string, s
 
 /**
  * The API (api/main.ts) as a process of its own on a free port of 127.0.0.1, serving test keys (serving live would
- * need secrets of its own), logging warnings and above; `env` adds to or overrides that, `nodeArgs` go to node itself
+ * need secrets of its own), logging warnings and above; `env` adds to or overrides that; `nodeArgs` go to node itself
  * (`--cpu-prof`). Not yet healthy on return.
  */
 export async function startApi(

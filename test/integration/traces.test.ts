@@ -172,6 +172,7 @@ describe('traces', () => {
       expect(Object.keys(p.attributes).sort()).toEqual(['propsync.entity', 'propsync.page', 'propsync.sync_job_id', 'propsync.sync_kind']);
       expect(p.attributes['propsync.page']).toBeGreaterThanOrEqual(1);
       expect(p.attributes['propsync.sync_kind']).toBe('full'); // an entrata source: every run is full
+      expect(p.parentSpanId).not.toBe(''); // inside its activity's span, not a trace of its own
     }
 
     // Each delivery's attempt is a span with its delivery id, subscription and outcome.
@@ -197,6 +198,7 @@ describe('traces', () => {
     for (const a of attempts) {
       const d = deliveries.find((x) => x.id === a.attributes['propsync.delivery_id'])!;
       expect(a.service).toBe('propsync-worker');
+      expect(a.parentSpanId).not.toBe(''); // inside its dispatcher activity's span
       expect(a.attributes).toEqual({
         'propsync.delivery_id': d.id,
         'propsync.subscription_id': subscription.id,
