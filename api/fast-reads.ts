@@ -17,7 +17,6 @@
  * test/integration/api-fast-reads.test.ts asks both paths the same requests and compares the bytes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SpanStatusCode } from '@opentelemetry/api';
 import { getQueryParams } from 'hono/utils/url';
 import type { z } from 'zod';
 import type { Entity } from '../domain/cdm';
@@ -26,7 +25,7 @@ import { isId } from '../domain/ids';
 import { isDatabaseUnavailable } from '../db/errors';
 import { listRecords, retrieveRecord, type CommonListQuery } from '../db/queries';
 import { planOfLimit, type ApiMetrics } from '../observability/metrics';
-import { withServerSpan } from '../observability/tracing';
+import { recordServerSpan } from '../observability/tracing';
 import type { ApiDeps } from './deps';
 import type { ApiKeyAuth } from './middleware/auth';
 import type { Principal } from './middleware/env';
@@ -131,17 +130,11 @@ export function createFastReads(
 
   /** The app's metrics and root span around the answer (middleware/metrics.ts and tracing.ts, when they are on). */
   async function observed(req: IncomingMessage, res: ServerResponse, plan: Plan): Promise<void> {
-    const started = metrics ? performance.now() : 0;
+    const started = metrics || tracing ? performance.now() : 0;
     const requestId = requestIdFrom(header(req, 'x-request-id'));
-    const { status, error, headers } = tracing
-      ? await withServerSpan('GET', { 'http.request.method': 'GET', 'propsync.request_id': requestId }, async (span) => {
-          const outcome = await answer(req, res, plan, requestId);
-          span.updateName(`GET ${plan.route}`);
-          span.setAttributes({ 'http.route': plan.route, 'http.response.status_code': outcome.status });
-          if (outcome.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-          return outcome;
-        })
-      : await answer(req, res, plan, requestId);
+    const { status, error, headers } = await answer(req, res, plan, requestId);
+    // A read starts no workflow and has no child span: its root span is recorded once answered (middleware/tracing.ts).
+    if (tracing) recordServerSpan('GET', plan.route, requestId, status, started);
     if (!metrics) return;
     metrics.request('GET', plan.route, status, (performance.now() - started) / 1000);
     if (status === 503 && error && isDatabaseUnavailable(error)) metrics.databaseUnavailable();
