@@ -70,8 +70,8 @@ export function createApp(deps: ApiDeps): App {
   const auth = createApiKeyAuth(deps);
   const rateLimit = createRateLimiter(deps);
   const health = cachedHealthFacts(() => readHealthFacts(deps.db));
-  const metrics = createApiMetrics(health);
   const observed = deps.config.METRICS_PORT !== undefined;
+  const metrics = createApiMetrics(health, { processMetrics: observed });
   const tracing = Boolean(deps.config.OTEL_EXPORTER_OTLP_ENDPOINT);
   const reads = createFastReads(deps, { auth, rateLimit, metrics: observed ? metrics : undefined, tracing });
   const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), {
