@@ -23,7 +23,11 @@
  * request over the plain API's is the cost (target <= 5 %): `observability_cost` (a fraction) and `list_cost_pct`,
  * `retrieve_cost_pct` in the ratios (per cent). The observed API must answer the same bodies, and its metrics must
  * have counted every request answered, with one root span each at the sink: tracing and metrics were truly on.
- * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4]   (`--leases 2000`: a small data set, to try it;
+ * Then the saturated rounds measure throughput directly: the same requests to each target as fast as `--connections`
+ * go for `--saturated-seconds` (0 skips them), alternating, with the organization's limit lifted by an override for
+ * their length (the limiter still runs on every request; the override is removed afterwards). They print requests/s,
+ * service over baseline and the observability cost as a share of throughput (`saturated` in the JSON line).
+ * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4 --saturated-seconds 10]   (`--leases 2000`: a small data set, to try it;
  * `--profile-api <dir>`: CPU profiles of both APIs, for diagnosis only)
  */
 import { availableParallelism } from 'node:os';
@@ -39,10 +43,15 @@ import { CheckFailed, endBench } from './lib/report';
 import { DEFAULT_LEASES, ensureBenchData } from './lib/seed';
 import { median } from './lib/stats';
 
-const args = benchArgs({ rounds: 3, seconds: 20, rate: 15, connections: 4, keys: 4, warmup: 5, leases: DEFAULT_LEASES }, { profileApi: '' });
+const args = benchArgs(
+  { rounds: 3, seconds: 20, rate: 15, connections: 4, keys: 4, warmup: 5, leases: DEFAULT_LEASES, saturatedSeconds: 10 },
+  { profileApi: '' },
+);
 /** `--profile-api <dir>`: V8 CPU profiles of the plain and the observed API, written when they stop (diagnosis only). */
 const profile = (dir: string) => (dir ? ['--cpu-prof', '--cpu-prof-interval=250', `--cpu-prof-dir=${dir}`] : []);
 const LIMIT_PER_MINUTE = PLAN_RULES.enterprise.rateLimitPerMinute;
+/** The saturated rounds' limit (requests a minute), far above what 4 connections reach. */
+const SATURATED_LIMIT = 10_000_000;
 /** A load generator that sent fewer than this share of rate × seconds did not offer the load it was asked to. */
 const MIN_SENT_SHARE = 0.9;
 /** Targets of the estimated throughput ratio (baseline's CPU per request over the service's), per scenario. */
@@ -57,14 +66,25 @@ interface Summary {
   ratios: { list: number | null; retrieve: number | null; list_cost_pct: number | null; retrieve_cost_pct: number | null };
   /** CPU per request of the API with metrics and tracing on over the plain API's, minus 1 (0.03: 3 % more). */
   observability_cost: { list: number | null; retrieve: number | null };
+  /**
+   * The saturated rounds (`--saturated-seconds`, 0 to skip): requests per second as fast as the connections go, the
+   * organization's limit lifted for them. `ratio`: service over baseline; `cost`: 1 - observed over service.
+   */
+  saturated: { list: SaturatedFigures | null; retrieve: SaturatedFigures | null };
   rss_mb: { api_max: number | null; api_median: number | null };
   ok: boolean;
+}
+interface SaturatedFigures {
+  rps: Record<Target, number>;
+  ratio: number;
+  cost: number;
 }
 const NO_RATIOS = { list: null, retrieve: null, list_cost_pct: null, retrieve_cost_pct: null };
 const summary: Summary = {
   bench: 'read',
   ratios: { ...NO_RATIOS },
   observability_cost: { list: null, retrieve: null },
+  saturated: { list: null, retrieve: null },
   rss_mb: { api_max: null, api_median: null },
   ok: false,
 };
@@ -121,6 +141,8 @@ async function main() {
   const basePort = await freePort();
   const baseline = startChild('bench/lib/baseline.ts', [data.databaseUrl, String(basePort), data.organizationId, data.mode], {}, '[baseline]');
   const pg = postgres(data.databaseUrl, { max: 1, onnotice: () => {} });
+  /** The saturated rounds' override is on the organization (the seeded data is kept between runs: it must go). */
+  let overridden = false;
   try {
     const targets: Record<Target, string> = { service: api.url, observed: observedApi.url, baseline: `http://127.0.0.1:${basePort}` };
     await Promise.all(Object.values(targets).map((u) => waitHealthy(u)));
@@ -177,14 +199,21 @@ async function main() {
     let windows = 0;
 
     /** One measured window: the load generator in its own process; any non-2xx or error fails the run. */
-    async function load(target: Target, paths: string[], seconds: number, label: string): Promise<{ result: autocannon.Result; cpu: Record<string, number> }> {
+    /** `paced` false: as fast as the target answers (the saturated rounds). */
+    async function load(
+      target: Target,
+      paths: string[],
+      seconds: number,
+      label: string,
+      paced = true,
+    ): Promise<{ result: autocannon.Result; cpu: Record<string, number> }> {
       const spec: LoadSpec = {
         url: targets[target],
         paths,
         keys: target === 'baseline' ? undefined : data.keys,
         connections: args.connections,
         duration: seconds,
-        rate: args.rate,
+        ...(paced ? { rate: args.rate } : {}),
       };
       const gen = startChild('bench/lib/load.ts', [], {}, '[load]', { stdin: true, echo: () => false });
       gen.process.stdin!.end(JSON.stringify(spec));
@@ -204,7 +233,7 @@ async function main() {
         );
       }
       const want = args.rate * seconds * MIN_SENT_SHARE;
-      if (result.requests.total < want) {
+      if (paced && result.requests.total < want) {
         throw new CheckFailed(
           `${label} against the ${target}: ${result.requests.total} requests answered in ${seconds} s, fewer than ${Math.ceil(want)} (${args.rate}/s offered)`,
         );
@@ -275,6 +304,41 @@ async function main() {
     }
     summary.rss_mb = { api_max: Math.max(...rss), api_median: median(rss) };
     console.log(`API process RSS under load: max ${Math.max(...rss)} MB, median ${median(rss)} MB (target <= 200 MB)`);
+
+    if (args.saturatedSeconds > 0) {
+      // Throughput measured directly: the same requests as fast as the connections go. One organization cannot be
+      // driven past its limit, so these rounds lift it (an override on the organization, which the limiter reads at
+      // its next claim; the limiter still runs on every request) and put it back afterwards.
+      await pg`update organizations set rate_limit_per_minute = ${SATURATED_LIMIT}, rate_limit_burst = ${SATURATED_LIMIT / 10} where id = ${data.organizationId}`;
+      overridden = true;
+      await new Promise((r) => setTimeout(r, 2_000)); // every lease taken under the plan's limit has expired
+      say(`saturated rounds: ${args.rounds} x ${args.saturatedSeconds} s per scenario and target, ${args.connections} connections, no pacing`);
+      for (const [name, paths] of Object.entries(scenarios)) {
+        const rps: Record<Target, number[]> = { service: [], observed: [], baseline: [] };
+        for (const target of TARGETS_IN_ORDER) await load(target, paths, 2, `saturated warm-up ${name}`, false);
+        for (let round = 1; round <= args.rounds; round++) {
+          for (const target of round % 2 === 1 ? TARGETS_IN_ORDER : (['observed', 'service', 'baseline'] as const)) {
+            const { result } = await load(target, paths, args.saturatedSeconds, `saturated round ${round} ${name}`, false);
+            rps[target].push(result.requests.total / args.saturatedSeconds);
+          }
+        }
+        const m = { service: median(rps.service), observed: median(rps.observed), baseline: median(rps.baseline) };
+        const { key, target } = TARGETS[name]!;
+        const figures: SaturatedFigures = {
+          rps: { service: Math.round(m.service), observed: Math.round(m.observed), baseline: Math.round(m.baseline) },
+          ratio: Number((m.service / m.baseline).toFixed(3)),
+          cost: Number((1 - m.observed / m.service).toFixed(3)),
+        };
+        summary.saturated[key] = figures;
+        console.log(
+          `${name.padEnd(21)} saturated: service ${figures.rps.service}/s, observed ${figures.rps.observed}/s, baseline ${figures.rps.baseline}/s (medians of ${args.rounds}); ` +
+            `service/baseline ${figures.ratio} (target >= ${target}: ${figures.ratio >= target ? 'meets target' : 'BELOW TARGET'}), ` +
+            `metrics + tracing cost ${(figures.cost * 100).toFixed(1)} % of throughput (target <= ${OBSERVABILITY_COST_TARGET * 100} %: ${figures.cost <= OBSERVABILITY_COST_TARGET ? 'meets target' : 'ABOVE TARGET'})`,
+        );
+      }
+      await pg`update organizations set rate_limit_per_minute = null, rate_limit_burst = null where id = ${data.organizationId}`;
+      overridden = false;
+    }
     // Metrics and tracing were on, and saw every request: the observed API counted each request answered (and at
     // most the few in flight when a window ended), and exported one root span per request it counted.
     const exposition = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -305,6 +369,7 @@ async function main() {
     );
   } finally {
     clearInterval(scraper);
+    if (overridden) await pg`update organizations set rate_limit_per_minute = null, rate_limit_burst = null where id = ${data.organizationId}`;
     await pg.end({ timeout: 2 });
     await api.stop();
     await observedApi.stop();
@@ -315,5 +380,7 @@ async function main() {
 
 // No figure of a run that failed a check stands: the line says so, with no ratios.
 endBench('read', main, (passed) =>
-  passed ? { ...summary, ok: true } : { ...summary, ratios: { ...NO_RATIOS }, observability_cost: { list: null, retrieve: null }, ok: false },
+  passed
+    ? { ...summary, ok: true }
+    : { ...summary, ratios: { ...NO_RATIOS }, observability_cost: { list: null, retrieve: null }, saturated: { list: null, retrieve: null }, ok: false },
 );
