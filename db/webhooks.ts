@@ -23,11 +23,11 @@ export type EventRow = typeof events.$inferSelect;
 export const WEBHOOK_PLANS = PLANS.filter((p) => PLAN_RULES[p].webhooks);
 
 /**
- * The envelope of an event as receivers get it, in a fixed field order. Called once per event (the dispatcher that
- * first takes one of its deliveries, or an attempt or replay that finds none) and stored in events.body; every
- * attempt sends the stored bytes.
+ * The envelope of an event as receivers get it, in a fixed field order. Called once per event (the outbox relay when
+ * it queues the event's deliveries; a replay, an attempt or the public feed that finds none stored) and stored in
+ * events.body; every attempt sends the stored bytes.
  */
-function envelopeOf(row: Pick<EventRow, 'id' | 'type' | 'category' | 'createdAt' | 'organizationId' | 'integrationId' | 'data'>): string {
+export function envelopeOf(row: Pick<EventRow, 'id' | 'type' | 'category' | 'createdAt' | 'organizationId' | 'integrationId' | 'data'>): string {
   return JSON.stringify({
     id: row.id,
     type: row.type,
