@@ -184,16 +184,42 @@ export async function getDelivery(tx: Tx, id: string): Promise<DeliveryRow | und
   return row;
 }
 
-/** Attempts of the given deliveries, oldest first, grouped by delivery id. */
+/**
+ * Attempts of the given deliveries, oldest first, grouped by delivery id: their rows, and a first attempt that
+ * succeeded from its delivery's columns (which the dispatcher records there alone; it stands over a row numbered 1).
+ */
 export async function attemptsOf(tx: Tx, deliveryIds: string[]): Promise<Map<string, AttemptRow[]>> {
   const out = new Map<string, AttemptRow[]>(deliveryIds.map((id) => [id, []]));
   if (deliveryIds.length === 0) return out;
-  const rows = await tx
-    .select()
-    .from(webhookAttempts)
-    .where(inArray(webhookAttempts.deliveryId, deliveryIds))
-    .orderBy(asc(webhookAttempts.deliveryId), asc(webhookAttempts.number));
-  for (const r of rows) out.get(r.deliveryId)!.push(r);
+  const ids = sql.param(deliveryIds);
+  const rows = await tx.execute<{
+    delivery_id: string;
+    number: number;
+    started_at: string;
+    duration_ms: number;
+    response_status: number | null;
+    error: string | null;
+    response_body: string | null;
+  }>(sql`
+    select a.delivery_id, a.number, a.started_at::text as started_at, a.duration_ms, a.response_status, a.error, a.response_body
+    from ${webhookAttempts} a join ${webhookDeliveries} d on d.id = a.delivery_id
+    where a.delivery_id = any(${ids}::text[]) and not (a.number = 1 and d.first_duration_ms is not null)
+    union all
+    select d.id, 1, d.first_sent_at::text, d.first_duration_ms, d.first_response_status, null, d.first_response_body
+    from ${webhookDeliveries} d
+    where d.id = any(${ids}::text[]) and d.first_duration_ms is not null
+    order by 1, 2`);
+  for (const r of rows) {
+    out.get(r.delivery_id)!.push({
+      deliveryId: r.delivery_id,
+      number: r.number,
+      startedAt: new Date(r.started_at),
+      durationMs: r.duration_ms,
+      responseStatus: r.response_status,
+      error: r.error,
+      responseBody: r.response_body,
+    });
+  }
   return out;
 }
 
@@ -293,7 +319,7 @@ export async function activeSubscriptionsOf(tx: Tx, integrationIds: string[]): P
   return rows.map((r) => r.sub);
 }
 
-/** Remove events and deliveries (with their attempts) created before `before`, in batches. */
+/** Remove events and deliveries (with their attempt rows) created before `before`, in batches. */
 export async function purgeBefore(tx: Tx, before: Date, batch = 5_000): Promise<{ events: number; deliveries: number }> {
   let deliveries = 0;
   for (;;) {

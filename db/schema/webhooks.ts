@@ -64,6 +64,16 @@ export const webhookDeliveries = pgTable(
     attempts: integer('attempts').notNull().default(0),
     /** When the first attempt's request went out. */
     firstSentAt: ts('first_sent_at'),
+    /**
+     * A first attempt that succeeded, as its dispatcher recorded it on the delivery alone (no `webhook_attempts` row:
+     * one row and index entry less per delivery): how long it took, what the receiver answered and the first bytes
+     * of its answer; it started at `first_sent_at`. Readers of attempts show it as attempt 1 (over a row numbered 1,
+     * which only a lost-attempt record racing with this success can have made). Null when attempt 1 has a row of its
+     * own (it failed, was given up as lost, or was recorded before these columns existed).
+     */
+    firstDurationMs: integer('first_duration_ms'),
+    firstResponseStatus: integer('first_response_status'),
+    firstResponseBody: text('first_response_body'),
     lastAttemptAt: ts('last_attempt_at'),
     nextAttemptAt: ts('next_attempt_at'),
     lastResponseStatus: integer('last_response_status'),
@@ -111,7 +121,10 @@ export const webhookDispatchCursors = pgTable('webhook_dispatch_cursors', {
   takenSeq: bigint('taken_seq', { mode: 'number' }).notNull().default(0),
 });
 
-/** Every attempt of a delivery: when, how long, what the receiver answered (or why there was no answer). */
+/**
+ * Every attempt of a delivery: when, how long, what the receiver answered (or why there was no answer). All but a
+ * first attempt that succeeded, which is kept on its delivery (`first_duration_ms` and the columns after it).
+ */
 export const webhookAttempts = pgTable(
   'webhook_attempts',
   {
