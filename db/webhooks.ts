@@ -323,9 +323,22 @@ export async function activeSubscriptionsOf(tx: Tx, integrationIds: string[]): P
 export async function purgeBefore(tx: Tx, before: Date, batch = 5_000): Promise<{ events: number; deliveries: number }> {
   let deliveries = 0;
   for (;;) {
+    // Subscription by subscription through the index by subscription and time (there is none on time alone): the
+    // subscriptions are walked in the index itself, one probe each, so a delivery whose subscription row is gone
+    // is found too.
     const gone = await tx.execute<{ id: string }>(sql`
-      with doomed as (
-        select id from ${webhookDeliveries} where ${webhookDeliveries.createdAt} < ${before.toISOString()} limit ${batch}
+      with recursive subs(id) as (
+        (select subscription_id from ${webhookDeliveries} order by subscription_id limit 1)
+        union all
+        select (select d.subscription_id from ${webhookDeliveries} d where d.subscription_id > subs.id order by d.subscription_id limit 1)
+        from subs where subs.id is not null
+      ), doomed as (
+        select old.id from subs cross join lateral (
+          select d.id from ${webhookDeliveries} d
+          where d.subscription_id = subs.id and d.created_at < ${before.toISOString()}
+          order by d.created_at limit ${batch}
+        ) old
+        limit ${batch}
       ), attempts as (
         delete from ${webhookAttempts} where ${webhookAttempts.deliveryId} in (select id from doomed)
       )

@@ -80,20 +80,19 @@ export const webhookDeliveries = pgTable(
     lastError: text('last_error'),
     ...timestamps(),
   },
+  // Five indexes: an entry in each at every insert (in the partial one while pending) and in the first four at every
+  // status change, which is never HOT (status is a key). The queues need no index of their own: the open one serves
+  // them (seq comes from the relay under the subscription's row lock, so it needs no unique index either), and the
+  // retention's purge goes subscription by subscription through the one by subscription and time.
   (t) => [
     uniqueIndex('webhook_deliveries_event_subscription_idx').on(t.eventId, t.subscriptionId),
     index('webhook_deliveries_subscription_idx').on(t.subscriptionId, t.createdAt, t.id),
     index('webhook_deliveries_subscription_status_idx').on(t.subscriptionId, t.status, t.createdAt),
-    // The subscriptions' queues too: what each dispatcher takes next (after its cursor), in order.
-    uniqueIndex('webhook_deliveries_subscription_seq_idx').on(t.subscriptionId, t.seq),
-    index('webhook_deliveries_created_idx').on(t.createdAt),
-    // Deliveries waiting for their first attempt's outcome: the ones a crashed batch took (at or before the cursor).
-    index('webhook_deliveries_queue_idx')
-      .on(t.subscriptionId, t.seq)
-      .where(sql`${t.status} = 'pending'`),
-    // The metrics' and the console's health numbers (backlogs and dead letters, per subscription for the top few).
+    // Deliveries not settled, by state and subscription: each queue in order (pending after its cursor: what its
+    // dispatcher takes next; at or before it: first attempts made and not recorded, the lost ones after a crash),
+    // and the metrics' and the console's health numbers (backlogs and dead letters, in all and per subscription).
     index('webhook_deliveries_open_idx')
-      .on(t.status, t.subscriptionId)
+      .on(t.status, t.subscriptionId, t.seq)
       .where(sql`${t.status} in ('pending', 'retrying', 'dead_lettered')`),
   ],
 );
