@@ -3,11 +3,11 @@
  * their attempts, the subscriptions' queues as the relay (and a replay) fills them, and the one serialization of an
  * event's envelope. What a dispatcher takes from its queue and records is in db/dispatch.ts.
  */
-import { and, asc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
 import { PLAN_RULES, PLANS } from '../domain/plans';
 import { isPlaintext, sealSigningSecret, type Keyring } from '../domain/secrets';
 import { newSigningSecret } from '../domain/signature';
-import { wantsEvent, type DeliveryStatus } from '../domain/webhooks';
+import { DELIVERY_STATUSES, wantsEvent, type DeliveryStatus } from '../domain/webhooks';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { liveById, livePage } from './live';
@@ -223,25 +223,37 @@ export async function attemptsOf(tx: Tx, deliveryIds: string[]): Promise<Map<str
   return out;
 }
 
+/**
+ * The ids and times of a subscription's deliveries, `first` of each of `states` in time order (`order`, ties by
+ * id), in one union: what the index by subscription, state and time gives without a sort, state by state.
+ */
+function firstOfEachState(subscriptionId: string, states: readonly DeliveryStatus[], where: SQL, order: SortOrder, first: number): SQL {
+  const dir = order === 'asc' ? sql`asc` : sql`desc`;
+  const parts = states.map(
+    (state) => sql`(select id, created_at from ${webhookDeliveries} where subscription_id = ${subscriptionId} and status = ${state} ${where}
+      order by created_at ${dir}, id ${dir} limit ${first})`,
+  );
+  return sql.join(parts, sql` union all `);
+}
+
 /** A subscription's deliveries, newest first unless `order` says otherwise. */
 export async function listDeliveries(
   tx: Tx,
   subscriptionId: string,
   filter: { status?: DeliveryStatus; eventType?: string; order?: SortOrder; limit: number; offset: number },
 ): Promise<DeliveryRow[]> {
+  const order = filter.order ?? 'desc';
+  const dir = order === 'asc' ? sql`asc` : sql`desc`;
+  const eventType = filter.eventType ? sql`and event_type = ${filter.eventType}` : sql``;
+  // One state: a range of the index. Every state: each state's first rows merged (there is no index by subscription
+  // and time alone), then the page's rows.
+  const page = sql`select id from (${firstOfEachState(subscriptionId, filter.status ? [filter.status] : DELIVERY_STATUSES, eventType, order, filter.limit + filter.offset)}) d
+    order by created_at ${dir}, id ${dir} limit ${filter.limit} offset ${filter.offset}`;
   return tx
     .select()
     .from(webhookDeliveries)
-    .where(
-      and(
-        eq(webhookDeliveries.subscriptionId, subscriptionId),
-        filter.status ? eq(webhookDeliveries.status, filter.status) : undefined,
-        filter.eventType ? eq(webhookDeliveries.eventType, filter.eventType) : undefined,
-      ),
-    )
-    .orderBy(...inOrder(filter.order ?? 'desc', webhookDeliveries.createdAt, webhookDeliveries.id))
-    .limit(filter.limit)
-    .offset(filter.offset);
+    .where(sql`${webhookDeliveries.id} in (${page})`)
+    .orderBy(...inOrder(order, webhookDeliveries.createdAt, webhookDeliveries.id));
 }
 
 /** Every dead-lettered delivery of a subscription (bulk replay). */
@@ -323,9 +335,9 @@ export async function activeSubscriptionsOf(tx: Tx, integrationIds: string[]): P
 export async function purgeBefore(tx: Tx, before: Date, batch = 5_000): Promise<{ events: number; deliveries: number }> {
   let deliveries = 0;
   for (;;) {
-    // Subscription by subscription through the index by subscription and time (there is none on time alone): the
-    // subscriptions are walked in the index itself, one probe each, so a delivery whose subscription row is gone
-    // is found too.
+    // Subscription by subscription, state by state, through the index by subscription, state and time (there is
+    // none on time alone): the subscriptions are walked in the index itself, one probe each, so a delivery whose
+    // subscription row is gone is found too.
     const gone = await tx.execute<{ id: string }>(sql`
       with recursive subs(id) as (
         (select subscription_id from ${webhookDeliveries} order by subscription_id limit 1)
@@ -335,8 +347,8 @@ export async function purgeBefore(tx: Tx, before: Date, batch = 5_000): Promise<
       ), doomed as (
         select old.id from subs cross join lateral (
           select d.id from ${webhookDeliveries} d
-          where d.subscription_id = subs.id and d.created_at < ${before.toISOString()}
-          order by d.created_at limit ${batch}
+          where d.subscription_id = subs.id and d.status = any(${sql.param([...DELIVERY_STATUSES])}::text[]) and d.created_at < ${before.toISOString()}
+          limit ${batch}
         ) old
         limit ${batch}
       ), attempts as (

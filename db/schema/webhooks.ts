@@ -80,14 +80,16 @@ export const webhookDeliveries = pgTable(
     lastError: text('last_error'),
     ...timestamps(),
   },
-  // Five indexes: an entry in each at every insert (in the partial one while pending) and in the first four at every
-  // status change, which is never HOT (status is a key). The queues need no index of their own: the open one serves
-  // them (seq comes from the relay under the subscription's row lock, so it needs no unique index either), and the
-  // retention's purge goes subscription by subscription through the one by subscription and time.
+  // Four indexes: an entry in each at every insert (in the partial one while pending) and in the first three at every
+  // status change, which is never HOT (status is a key). A subscription's deliveries in time order, of one state or
+  // of all (merged state by state: db/webhooks.ts listDeliveries), come from the one by subscription, state and
+  // time. The queues need no index of their own: the open one serves them (seq comes from the relay under the
+  // subscription's row lock, so it needs no unique index either); the retention's purge goes subscription by
+  // subscription through the one by subscription.
   (t) => [
     uniqueIndex('webhook_deliveries_event_subscription_idx').on(t.eventId, t.subscriptionId),
-    index('webhook_deliveries_subscription_idx').on(t.subscriptionId, t.createdAt, t.id),
-    index('webhook_deliveries_subscription_status_idx').on(t.subscriptionId, t.status, t.createdAt),
+    // With the id, the order of every list is the index's own (no sort, whatever the statistics say).
+    index('webhook_deliveries_subscription_status_idx').on(t.subscriptionId, t.status, t.createdAt, t.id),
     // Deliveries not settled, by state and subscription: each queue in order (pending after its cursor: what its
     // dispatcher takes next; at or before it: first attempts made and not recorded, the lost ones after a crash),
     // and the metrics' and the console's health numbers (backlogs and dead letters, in all and per subscription).
