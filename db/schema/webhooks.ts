@@ -80,12 +80,12 @@ export const webhookDeliveries = pgTable(
     lastError: text('last_error'),
     ...timestamps(),
   },
-  // Four indexes: an entry in each at every insert (in the partial one while pending) and in the first three at every
-  // status change, which is never HOT (status is a key). A subscription's deliveries in time order, of one state or
-  // of all (merged state by state: db/webhooks.ts listDeliveries), come from the one by subscription, state and
-  // time. The queues need no index of their own: the open one serves them (seq comes from the relay under the
-  // subscription's row lock, so it needs no unique index either); the retention's purge goes subscription by
-  // subscription through the one by subscription.
+  // Four indexes with the primary key: an entry in each at every insert (in the open one only while pending), and in
+  // all but the open one at every status change, which is never HOT (status is a key). A subscription's deliveries in
+  // time order, of one state or of all (merged state by state: db/webhooks.ts listDeliveries), come from the one by
+  // subscription, state and time; so does the retention's purge, subscription by subscription. The queues need no
+  // index of their own: the open one serves them (seq comes from the relay under the subscription's row lock, so it
+  // needs no unique index either).
   (t) => [
     uniqueIndex('webhook_deliveries_event_subscription_idx').on(t.eventId, t.subscriptionId),
     // With the id, the order of every list is the index's own (no sort, whatever the statistics say).
