@@ -302,11 +302,12 @@ export function createDispatchActivities(deps: DispatchDeps) {
           if (stop !== null) return Promise.resolve(0);
           claiming = (async () => {
             if (Date.now() - refreshedAt >= 1_000 && !(await refresh())) return 0;
-            // Far enough ahead that a claim's round trips (the claim, and storing bodies not yet serialized: some 20
-            // to 100 ms under a burst on a busy database) never leave the window idle.
+            // Far enough ahead that a claim's round trips (some 20 to 100 ms under a burst on a busy database) never
+            // leave the window idle.
             const claimed = await claimQueued(db, subId, input.probe ? 1 : Math.max(CLAIM_AT_LEAST, 16 * bound()));
-            // Events no one has serialized yet (the relay leaves that to the first dispatcher that takes one): their
-            // bodies are stored here, in the background of the sends, so every attempt sends the stored bytes.
+            // The relay stores the body of every event it queues; events no one has serialized yet (deliveries a
+            // range replay queued for events no subscription had) are stored here, in the background of the sends,
+            // so every attempt sends the stored bytes.
             const missing = claimed.filter((d) => d.body === null).map((d) => d.eventId);
             if (missing.length > 0) {
               const bodies = await eventBodies(db, missing);

@@ -4,7 +4,7 @@
  * whitelist (domain/webhooks.ts statesBefore), so a stale write changes nothing. First attempts are the dispatcher's
  * (db/dispatch.ts recordFirstAttempts).
  */
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNotNull, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import { statesBefore, type DeliveryStatus } from '../domain/webhooks';
 import type { Db, Tx } from './client';
@@ -102,8 +102,18 @@ export async function deliveryStanding(db: Db, deliveryId: string) {
   return row;
 }
 
-/** The response status recorded for attempt `attempt` of a delivery (null: none came), or undefined if it was not recorded. */
+/**
+ * The response status recorded for attempt `attempt` of a delivery (null: none came), or undefined if it was not
+ * recorded. A first attempt that succeeded is recorded on the delivery itself (db/dispatch.ts recordFirstAttempts).
+ */
 export async function recordedAttemptOf(db: Db, deliveryId: string, attempt: number): Promise<{ status: number | null } | undefined> {
+  if (attempt === 1) {
+    const [first] = await db
+      .select({ status: webhookDeliveries.firstResponseStatus })
+      .from(webhookDeliveries)
+      .where(and(eq(webhookDeliveries.id, deliveryId), isNotNull(webhookDeliveries.firstDurationMs)));
+    if (first) return first;
+  }
   const [existing] = await db
     .select({ status: webhookAttempts.responseStatus })
     .from(webhookAttempts)

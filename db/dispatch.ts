@@ -159,8 +159,10 @@ export interface FirstAttemptRecord {
 }
 
 /**
- * Record first attempts and move their deliveries, in one statement whatever their number. An
- * attempt already recorded is kept; a delivery moves only out of `pending`, except that a success always stands.
+ * Record first attempts and move their deliveries, in one statement whatever their number. A success is recorded on
+ * its delivery alone (`first_duration_ms` and the columns after it; no attempt row), a failure in an attempt row. An
+ * attempt already recorded is kept; a delivery moves only out of `pending`, except that a success always stands (a
+ * success that comes after its attempt was given up as lost leaves the lost attempt's row as attempt 1).
  */
 export async function recordFirstAttempts(db: Db, records: FirstAttemptRecord[]): Promise<void> {
   if (records.length === 0) return;
@@ -177,17 +179,24 @@ export async function recordFirstAttempts(db: Db, records: FirstAttemptRecord[])
     })),
   );
   const columns = sql`v(id text, started_at timestamptz, duration_ms int, response_status int, error text, response_body text, status text, next_attempt_at timestamptz)`;
+  // Attempt rows for the failures only (a batch records its successes apart: then there is no insert at all).
+  const failures = records.some((r) => r.to !== 'succeeded')
+    ? sql`, recorded as (
+        insert into ${webhookAttempts} (delivery_id, number, started_at, duration_ms, response_status, error, response_body)
+        select v.id, 1, v.started_at, v.duration_ms, v.response_status, v.error, v.response_body from v where v.status <> 'succeeded'
+        on conflict do nothing
+      )`
+    : sql``;
   // One statement: the attempts are inserted and the deliveries moved in the same snapshot, from one parameter.
   await db.execute(sql`
-    with v as (select * from json_to_recordset(${json}::json) as ${columns}),
-    recorded as (
-      insert into ${webhookAttempts} (delivery_id, number, started_at, duration_ms, response_status, error, response_body)
-      select v.id, 1, v.started_at, v.duration_ms, v.response_status, v.error, v.response_body from v
-      on conflict do nothing
-    )
+    with v as (select * from json_to_recordset(${json}::json) as ${columns})${failures}
     update ${webhookDeliveries} d set
       status = v.status, attempts = greatest(d.attempts, 1), last_attempt_at = v.started_at, next_attempt_at = v.next_attempt_at,
-      last_response_status = v.response_status, last_error = v.error, first_sent_at = coalesce(d.first_sent_at, v.started_at), updated_at = now()
+      last_response_status = v.response_status, last_error = v.error, first_sent_at = coalesce(d.first_sent_at, v.started_at),
+      first_duration_ms = case when v.status = 'succeeded' and d.status = 'pending' then v.duration_ms else d.first_duration_ms end,
+      first_response_status = case when v.status = 'succeeded' and d.status = 'pending' then v.response_status else d.first_response_status end,
+      first_response_body = case when v.status = 'succeeded' and d.status = 'pending' then v.response_body else d.first_response_body end,
+      updated_at = now()
     from v
     where d.id = v.id and (d.status = 'pending' or (v.status = 'succeeded' and d.status <> 'succeeded'))`);
 }

@@ -71,22 +71,25 @@ export async function deliveryCountsOf(tx: Tx, eventIds: string[]): Promise<Map<
 
 /**
  * Mark events dispatched and give them their places in production order, in the order given (the relay's, which is
- * the order their deliveries were queued in). The next block of positions comes from the one `event_positions` row,
+ * the order their deliveries were queued in), storing with them the bodies given (`bodies[i]` for `eventIds[i]`; an
+ * event with a body stored already keeps it): one tuple version per event for both, where storing the body later
+ * made a second. The next block of positions comes from the one `event_positions` row,
  * whose lock this transaction then holds until it commits: a relay transaction that takes a later block waits for
  * this one to commit first, so a reader never sees a position while a lower one is still uncommitted, and a reader
  * that has seen position p will never see a new event below p. An event another relay numbered first keeps its
  * place (its block then has a hole, which is harmless).
  */
-export async function markDispatched(tx: Tx, eventIds: readonly string[]): Promise<void> {
+export async function markDispatched(tx: Tx, eventIds: readonly string[], bodies: readonly (string | null)[] = []): Promise<void> {
   if (eventIds.length === 0) return;
+  // The bodies as one JSON array (ROWS FROM pads a shorter one with nulls): one parameter, whatever their number.
   await tx.execute(sql`
     with block as (
       insert into ${eventPositions} as p (name, last) values ('events', ${eventIds.length})
       on conflict (name) do update set last = p.last + excluded.last
       returning last
     )
-    update ${events} e set dispatched_at = now(), position = (select last from block) - ${eventIds.length} + v.ord
-    from unnest(${sql.param(eventIds)}::text[]) with ordinality as v(id, ord)
+    update ${events} e set dispatched_at = now(), position = (select last from block) - ${eventIds.length} + v.ord, body = coalesce(e.body, v.body)
+    from rows from (unnest(${sql.param(eventIds)}::text[]), json_array_elements_text(${JSON.stringify(bodies)}::json)) with ordinality as v(id, body, ord)
     where e.id = v.id and e.position is null`);
 }
 

@@ -1,14 +1,14 @@
 /**
  * What the outbox relay (worker/roles/relay.ts) reads, holds and writes: the notification of recorded events, its
  * lease row, the events it has yet to turn into deliveries, the one transaction that queues their deliveries and
- * marks them dispatched (db/webhooks.ts queueDeliveries, db/events.ts markDispatched), and the integrations of the
- * subscriptions it wakes.
+ * marks them dispatched with their serialized bodies (db/webhooks.ts queueDeliveries, db/events.ts markDispatched),
+ * and the integrations of the subscriptions it wakes.
  */
 import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db } from './client';
 import { markDispatched } from './events';
 import { events, leaseLocks, webhookSubscriptions } from './schema';
-import { queueDeliveries, type QueueItem } from './webhooks';
+import { envelopeOf, queueDeliveries, type QueueItem } from './webhooks';
 
 /** Channel of the trigger in db/migrations (0005_webhooks.sql) that notifies when an event's transaction commits. */
 const EVENTS_CHANNEL = 'events_recorded';
@@ -44,12 +44,19 @@ export interface UndispatchedEvent {
   organizationId: string;
   integrationId: string;
   type: string;
+  category: string;
   createdAt: Date;
+  /**
+   * The payload, read only for an event that has no stored body yet and whose integration has an active subscription
+   * (the relay serializes the body of an event it queues deliveries of); null otherwise.
+   */
+  data: Record<string, unknown> | null;
 }
 
 /**
- * Up to `limit` events not yet dispatched, in production order (of `organizationIds` only, when given). The payload
- * is not read: the dispatcher that first takes a delivery of an event serializes its body, off the relay's path.
+ * Up to `limit` events not yet dispatched, in production order (of `organizationIds` only, when given), each with
+ * its payload when it may be delivered and has no body yet (an event of an integration without subscriptions is
+ * not serialized: the public feed does that when it first serves it).
  */
 export async function undispatchedEvents(db: Db, opts: { limit: number; organizationIds?: string[] }): Promise<UndispatchedEvent[]> {
   return db
@@ -58,7 +65,12 @@ export async function undispatchedEvents(db: Db, opts: { limit: number; organiza
       organizationId: events.organizationId,
       integrationId: events.integrationId,
       type: events.type,
+      category: events.category,
       createdAt: events.createdAt,
+      data: sql<Record<string, unknown> | null>`case when ${events.body} is null and ${events.integrationId} in (
+          select ${webhookSubscriptions.integrationId} from ${webhookSubscriptions}
+          where ${webhookSubscriptions.status} = 'active' and ${webhookSubscriptions.deletedAt} is null
+        ) then ${events.data} end`.mapWith(events.data),
     })
     .from(events)
     .where(and(isNull(events.dispatchedAt), opts.organizationIds ? inArray(events.organizationId, opts.organizationIds) : undefined))
@@ -76,16 +88,23 @@ export async function integrationsOfSubscriptions(db: Db, subscriptionIds: strin
 
 /**
  * In one transaction: queue these deliveries (already filtered to the subscriptions that want each event), then
- * mark the batch's events dispatched. Returns the subscriptions whose dispatcher was idle, to wake once this has
- * committed (no network call inside the transaction).
+ * mark the batch's events dispatched, storing the body of each event queued (serialized here, before the
+ * transaction: every attempt and replay sends those bytes). Returns the subscriptions whose dispatcher was idle, to
+ * wake once this has committed (no network call inside the transaction).
  */
-export async function queueAndMarkDispatched(db: Db, items: QueueItem[], eventIds: readonly string[]): Promise<string[]> {
+export async function queueAndMarkDispatched(db: Db, items: QueueItem[], batch: readonly UndispatchedEvent[]): Promise<string[]> {
+  const queued = new Set(items.map((i) => i.event.id));
+  const bodies = batch.map((e) => (e.data !== null && queued.has(e.id) ? envelopeOf({ ...e, data: e.data }) : null));
   return db.transaction(async (tx) => {
     // A pass that died after queuing but before committing queued nothing; a pair queued already is skipped.
     const idle = items.length > 0 ? (await queueDeliveries(tx, items)).idle : [];
     // Last, so that the positions' lock is held only for the commit: the events take their places in the public
     // feed (GET /v1/events) in the order their deliveries were queued.
-    await markDispatched(tx, eventIds);
+    await markDispatched(
+      tx,
+      batch.map((e) => e.id),
+      bodies,
+    );
     return idle;
   });
 }

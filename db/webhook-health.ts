@@ -5,6 +5,7 @@
  * and the console, with the record of who disabled it and why.
  */
 import { and, eq, isNull, sql } from 'drizzle-orm';
+import { DELIVERY_STATUSES } from '../domain/webhooks';
 import type { Tx } from './client';
 import { newId } from './ids';
 import { events, integrations, webhookSubscriptionHealth, webhookSubscriptions } from './schema';
@@ -185,9 +186,23 @@ export async function healthOf(tx: Tx, subscriptionIds: readonly string[], now =
     left join lateral (
       select count(*)::int as attempts, (count(*) filter (where a.response_status between 200 and 299))::int as succeeded
       from (
-        select d.id from webhook_deliveries d where d.subscription_id = s.id and d.created_at >= ${since}::timestamptz
-        order by d.created_at desc limit ${RATE_DELIVERIES}
-      ) d join webhook_attempts a on a.delivery_id = d.id and a.started_at >= ${since}::timestamptz
+        -- The most recent of each state, merged (the index is by subscription, state and time).
+        select * from (${sql.join(
+          DELIVERY_STATUSES.map(
+            (state) => sql`(select d.id, d.created_at, d.first_sent_at, d.first_duration_ms, d.first_response_status from webhook_deliveries d
+              where d.subscription_id = s.id and d.status = ${state} and d.created_at >= ${since}::timestamptz
+              order by d.created_at desc limit ${RATE_DELIVERIES})`,
+          ),
+          sql` union all `,
+        )}) recent
+        order by created_at desc limit ${RATE_DELIVERIES}
+      ) d cross join lateral (
+        -- Attempt rows, and a first attempt that succeeded as its delivery records it (it stands over a row numbered 1).
+        select a.response_status from webhook_attempts a
+        where a.delivery_id = d.id and a.started_at >= ${since}::timestamptz and not (a.number = 1 and d.first_duration_ms is not null)
+        union all
+        select d.first_response_status where d.first_duration_ms is not null and d.first_sent_at >= ${since}::timestamptz
+      ) a
     ) r on true`);
   const date = (v: string | null) => (v === null ? null : new Date(v));
   for (const r of rows) {

@@ -3,11 +3,11 @@
  * their attempts, the subscriptions' queues as the relay (and a replay) fills them, and the one serialization of an
  * event's envelope. What a dispatcher takes from its queue and records is in db/dispatch.ts.
  */
-import { and, asc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
 import { PLAN_RULES, PLANS } from '../domain/plans';
 import { isPlaintext, sealSigningSecret, type Keyring } from '../domain/secrets';
 import { newSigningSecret } from '../domain/signature';
-import { wantsEvent, type DeliveryStatus } from '../domain/webhooks';
+import { DELIVERY_STATUSES, wantsEvent, type DeliveryStatus } from '../domain/webhooks';
 import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { liveById, livePage } from './live';
@@ -23,11 +23,11 @@ export type EventRow = typeof events.$inferSelect;
 export const WEBHOOK_PLANS = PLANS.filter((p) => PLAN_RULES[p].webhooks);
 
 /**
- * The envelope of an event as receivers get it, in a fixed field order. Called once per event (the dispatcher that
- * first takes one of its deliveries, or an attempt or replay that finds none) and stored in events.body; every
- * attempt sends the stored bytes.
+ * The envelope of an event as receivers get it, in a fixed field order. Called once per event (the outbox relay when
+ * it queues the event's deliveries; a replay, an attempt or the public feed that finds none stored) and stored in
+ * events.body; every attempt sends the stored bytes.
  */
-function envelopeOf(row: Pick<EventRow, 'id' | 'type' | 'category' | 'createdAt' | 'organizationId' | 'integrationId' | 'data'>): string {
+export function envelopeOf(row: Pick<EventRow, 'id' | 'type' | 'category' | 'createdAt' | 'organizationId' | 'integrationId' | 'data'>): string {
   return JSON.stringify({
     id: row.id,
     type: row.type,
@@ -184,17 +184,56 @@ export async function getDelivery(tx: Tx, id: string): Promise<DeliveryRow | und
   return row;
 }
 
-/** Attempts of the given deliveries, oldest first, grouped by delivery id. */
+/**
+ * Attempts of the given deliveries, oldest first, grouped by delivery id: their rows, and a first attempt that
+ * succeeded from its delivery's columns (which the dispatcher records there alone; it stands over a row numbered 1).
+ */
 export async function attemptsOf(tx: Tx, deliveryIds: string[]): Promise<Map<string, AttemptRow[]>> {
   const out = new Map<string, AttemptRow[]>(deliveryIds.map((id) => [id, []]));
   if (deliveryIds.length === 0) return out;
-  const rows = await tx
-    .select()
-    .from(webhookAttempts)
-    .where(inArray(webhookAttempts.deliveryId, deliveryIds))
-    .orderBy(asc(webhookAttempts.deliveryId), asc(webhookAttempts.number));
-  for (const r of rows) out.get(r.deliveryId)!.push(r);
+  const ids = sql.param(deliveryIds);
+  const rows = await tx.execute<{
+    delivery_id: string;
+    number: number;
+    started_at: string;
+    duration_ms: number;
+    response_status: number | null;
+    error: string | null;
+    response_body: string | null;
+  }>(sql`
+    select a.delivery_id, a.number, a.started_at::text as started_at, a.duration_ms, a.response_status, a.error, a.response_body
+    from ${webhookAttempts} a join ${webhookDeliveries} d on d.id = a.delivery_id
+    where a.delivery_id = any(${ids}::text[]) and not (a.number = 1 and d.first_duration_ms is not null)
+    union all
+    select d.id, 1, d.first_sent_at::text, d.first_duration_ms, d.first_response_status, null, d.first_response_body
+    from ${webhookDeliveries} d
+    where d.id = any(${ids}::text[]) and d.first_duration_ms is not null
+    order by 1, 2`);
+  for (const r of rows) {
+    out.get(r.delivery_id)!.push({
+      deliveryId: r.delivery_id,
+      number: r.number,
+      startedAt: new Date(r.started_at),
+      durationMs: r.duration_ms,
+      responseStatus: r.response_status,
+      error: r.error,
+      responseBody: r.response_body,
+    });
+  }
   return out;
+}
+
+/**
+ * The ids and times of a subscription's deliveries, `first` of each of `states` in time order (`order`, ties by
+ * id), in one union: what the index by subscription, state and time gives without a sort, state by state.
+ */
+function firstOfEachState(subscriptionId: string, states: readonly DeliveryStatus[], where: SQL, order: SortOrder, first: number): SQL {
+  const dir = order === 'asc' ? sql`asc` : sql`desc`;
+  const parts = states.map(
+    (state) => sql`(select id, created_at from ${webhookDeliveries} where subscription_id = ${subscriptionId} and status = ${state} ${where}
+      order by created_at ${dir}, id ${dir} limit ${first})`,
+  );
+  return sql.join(parts, sql` union all `);
 }
 
 /** A subscription's deliveries, newest first unless `order` says otherwise. */
@@ -203,19 +242,18 @@ export async function listDeliveries(
   subscriptionId: string,
   filter: { status?: DeliveryStatus; eventType?: string; order?: SortOrder; limit: number; offset: number },
 ): Promise<DeliveryRow[]> {
+  const order = filter.order ?? 'desc';
+  const dir = order === 'asc' ? sql`asc` : sql`desc`;
+  const eventType = filter.eventType ? sql`and event_type = ${filter.eventType}` : sql``;
+  // One state: a range of the index. Every state: each state's first rows merged (there is no index by subscription
+  // and time alone), then the page's rows.
+  const page = sql`select id from (${firstOfEachState(subscriptionId, filter.status ? [filter.status] : DELIVERY_STATUSES, eventType, order, filter.limit + filter.offset)}) d
+    order by created_at ${dir}, id ${dir} limit ${filter.limit} offset ${filter.offset}`;
   return tx
     .select()
     .from(webhookDeliveries)
-    .where(
-      and(
-        eq(webhookDeliveries.subscriptionId, subscriptionId),
-        filter.status ? eq(webhookDeliveries.status, filter.status) : undefined,
-        filter.eventType ? eq(webhookDeliveries.eventType, filter.eventType) : undefined,
-      ),
-    )
-    .orderBy(...inOrder(filter.order ?? 'desc', webhookDeliveries.createdAt, webhookDeliveries.id))
-    .limit(filter.limit)
-    .offset(filter.offset);
+    .where(sql`${webhookDeliveries.id} in (${page})`)
+    .orderBy(...inOrder(order, webhookDeliveries.createdAt, webhookDeliveries.id));
 }
 
 /** Every dead-lettered delivery of a subscription (bulk replay). */
@@ -293,13 +331,26 @@ export async function activeSubscriptionsOf(tx: Tx, integrationIds: string[]): P
   return rows.map((r) => r.sub);
 }
 
-/** Remove events and deliveries (with their attempts) created before `before`, in batches. */
+/** Remove events and deliveries (with their attempt rows) created before `before`, in batches. */
 export async function purgeBefore(tx: Tx, before: Date, batch = 5_000): Promise<{ events: number; deliveries: number }> {
   let deliveries = 0;
   for (;;) {
+    // Subscription by subscription, state by state, through the index by subscription, state and time (there is
+    // none on time alone): the subscriptions are walked in the index itself, one probe each, so a delivery whose
+    // subscription row is gone is found too.
     const gone = await tx.execute<{ id: string }>(sql`
-      with doomed as (
-        select id from ${webhookDeliveries} where ${webhookDeliveries.createdAt} < ${before.toISOString()} limit ${batch}
+      with recursive subs(id) as (
+        (select subscription_id from ${webhookDeliveries} order by subscription_id limit 1)
+        union all
+        select (select d.subscription_id from ${webhookDeliveries} d where d.subscription_id > subs.id order by d.subscription_id limit 1)
+        from subs where subs.id is not null
+      ), doomed as (
+        select old.id from subs cross join lateral (
+          select d.id from ${webhookDeliveries} d
+          where d.subscription_id = subs.id and d.status = any(${sql.param([...DELIVERY_STATUSES])}::text[]) and d.created_at < ${before.toISOString()}
+          limit ${batch}
+        ) old
+        limit ${batch}
       ), attempts as (
         delete from ${webhookAttempts} where ${webhookAttempts.deliveryId} in (select id from doomed)
       )

@@ -64,26 +64,37 @@ export const webhookDeliveries = pgTable(
     attempts: integer('attempts').notNull().default(0),
     /** When the first attempt's request went out. */
     firstSentAt: ts('first_sent_at'),
+    /**
+     * A first attempt that succeeded, as its dispatcher recorded it on the delivery alone (no `webhook_attempts` row:
+     * one row and index entry less per delivery): how long it took, what the receiver answered and the first bytes
+     * of its answer; it started at `first_sent_at`. Readers of attempts show it as attempt 1 (over a row numbered 1,
+     * which only a lost-attempt record racing with this success can have made). Null when attempt 1 has a row of its
+     * own (it failed, was given up as lost, or was recorded before these columns existed).
+     */
+    firstDurationMs: integer('first_duration_ms'),
+    firstResponseStatus: integer('first_response_status'),
+    firstResponseBody: text('first_response_body'),
     lastAttemptAt: ts('last_attempt_at'),
     nextAttemptAt: ts('next_attempt_at'),
     lastResponseStatus: integer('last_response_status'),
     lastError: text('last_error'),
     ...timestamps(),
   },
+  // Four indexes with the primary key: an entry in each at every insert (in the open one only while pending), and in
+  // all but the open one at every status change, which is never HOT (status is a key). A subscription's deliveries in
+  // time order, of one state or of all (merged state by state: db/webhooks.ts listDeliveries), come from the one by
+  // subscription, state and time; so does the retention's purge, subscription by subscription. The queues need no
+  // index of their own: the open one serves them (seq comes from the relay under the subscription's row lock, so it
+  // needs no unique index either).
   (t) => [
     uniqueIndex('webhook_deliveries_event_subscription_idx').on(t.eventId, t.subscriptionId),
-    index('webhook_deliveries_subscription_idx').on(t.subscriptionId, t.createdAt, t.id),
-    index('webhook_deliveries_subscription_status_idx').on(t.subscriptionId, t.status, t.createdAt),
-    // The subscriptions' queues too: what each dispatcher takes next (after its cursor), in order.
-    uniqueIndex('webhook_deliveries_subscription_seq_idx').on(t.subscriptionId, t.seq),
-    index('webhook_deliveries_created_idx').on(t.createdAt),
-    // Deliveries waiting for their first attempt's outcome: the ones a crashed batch took (at or before the cursor).
-    index('webhook_deliveries_queue_idx')
-      .on(t.subscriptionId, t.seq)
-      .where(sql`${t.status} = 'pending'`),
-    // The metrics' and the console's health numbers (backlogs and dead letters, per subscription for the top few).
+    // With the id, the order of every list is the index's own (no sort, whatever the statistics say).
+    index('webhook_deliveries_subscription_status_idx').on(t.subscriptionId, t.status, t.createdAt, t.id),
+    // Deliveries not settled, by state and subscription: each queue in order (pending after its cursor: what its
+    // dispatcher takes next; at or before it: first attempts made and not recorded, the lost ones after a crash),
+    // and the metrics' and the console's health numbers (backlogs and dead letters, in all and per subscription).
     index('webhook_deliveries_open_idx')
-      .on(t.status, t.subscriptionId)
+      .on(t.status, t.subscriptionId, t.seq)
       .where(sql`${t.status} in ('pending', 'retrying', 'dead_lettered')`),
   ],
 );
@@ -111,7 +122,10 @@ export const webhookDispatchCursors = pgTable('webhook_dispatch_cursors', {
   takenSeq: bigint('taken_seq', { mode: 'number' }).notNull().default(0),
 });
 
-/** Every attempt of a delivery: when, how long, what the receiver answered (or why there was no answer). */
+/**
+ * Every attempt of a delivery: when, how long, what the receiver answered (or why there was no answer). All but a
+ * first attempt that succeeded, which is kept on its delivery (`first_duration_ms` and the columns after it).
+ */
 export const webhookAttempts = pgTable(
   'webhook_attempts',
   {

@@ -376,4 +376,62 @@ describe('order on the admin lists', () => {
     expect(filtered.body.results).toEqual(asc.slice(1, 3));
     expect(filtered.body.meta.hasMore).toBe(true);
   });
+
+  it("a subscription's deliveries in every state make one list in time order, paged, with and without an event type", async () => {
+    const integ = await webhookIntegration(db, null);
+    const sub = await subscribe(integ.id, hookUrl('/states'));
+    const ids = await recordEvents(db, integ, residentUpdates(9, 'states'));
+    const t = Date.now();
+    // States interleaved in time, two pairs sharing a creation time across states (the id decides).
+    const made = (
+      [
+        ['succeeded', 9_000, 'RESIDENT_UPDATED'],
+        ['dead_lettered', 8_000, 'LEASE_UPDATED'],
+        ['succeeded', 7_000, 'LEASE_UPDATED'],
+        ['retrying', 7_000, 'RESIDENT_UPDATED'],
+        ['pending', 6_000, 'RESIDENT_UPDATED'],
+        ['cancelled', 5_000, 'LEASE_UPDATED'],
+        ['succeeded', 4_000, 'LEASE_UPDATED'],
+        ['expired', 4_000, 'RESIDENT_UPDATED'],
+        ['succeeded', 3_000, 'RESIDENT_UPDATED'],
+      ] as const
+    ).map(([status, ago, eventType], i) => ({
+      id: newId('webhookDelivery'),
+      eventId: ids[i]!,
+      subscriptionId: sub.id,
+      organizationId: integ.organizationId,
+      integrationId: integ.id,
+      eventType,
+      status,
+      createdAt: new Date(t - ago),
+    }));
+    await db.insert(webhookDeliveries).values(made);
+    const inOrder = (rows: typeof made, dir: 'asc' | 'desc') => {
+      const ids = [...rows].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1)).map((d) => d.id);
+      return dir === 'asc' ? ids : ids.reverse();
+    };
+    const listed = async (query: string) => {
+      const pages: string[] = [];
+      for (let offset = 0; ; offset += 2) {
+        const r = await admin('GET', `/webhook_subscriptions/${sub.id}/deliveries?limit=2&offset=${offset}${query}`);
+        pages.push(...r.body.results.map((d: { id: string }) => d.id));
+        if (!r.body.meta.hasMore) return pages;
+      }
+    };
+    for (const dir of ['asc', 'desc'] as const) {
+      expect(await listed(`&order=${dir}`)).toEqual(inOrder(made, dir));
+      expect(await listed(`&order=${dir}&event_type=LEASE_UPDATED`)).toEqual(
+        inOrder(
+          made.filter((d) => d.eventType === 'LEASE_UPDATED'),
+          dir,
+        ),
+      );
+      expect(await listed(`&order=${dir}&status=succeeded`)).toEqual(
+        inOrder(
+          made.filter((d) => d.status === 'succeeded'),
+          dir,
+        ),
+      );
+    }
+  });
 });

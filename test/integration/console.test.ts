@@ -12,12 +12,12 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
-import { consoleSessions, organizations } from '../../db/schema';
+import { consoleSessions, integrations, organizations } from '../../db/schema';
 import { adminCaller, startApi, type Reply, type TestServer } from '../support/api-server';
 import { launchBrowser, newContext, screenshot } from '../support/browser';
 import { testConfig } from '../support/context';
 import { onServices } from '../support/services';
-import type { Receiver, WebhookStack } from '../support/webhooks';
+import { recordEvents, residentUpdates, type Receiver, type WebhookStack } from '../support/webhooks';
 import { write } from '../support/writes';
 
 let db: Db;
@@ -318,6 +318,41 @@ describe('operating an integration', () => {
     await page.locator('#delivery .badge.succeeded').waitFor({ timeout: 30_000 });
     expect(await attempts.locator('tbody tr').count()).toBe(4);
     expect(await textOf(attempts.locator('tbody tr').last())).toContain('200');
+  });
+
+  it('shows the first attempt of a delivery that succeeded at once, and a replay after it as attempt 2', async () => {
+    // The first attempt of this event is answered 202 after 120 ms; anything after it 200 at once.
+    receiver.reply((r) =>
+      (r.body.data as { id?: string } | undefined)?.id === 'res_console-first0' && r.headers['x-service-delivery-attempt'] === '1'
+        ? { status: 202, afterMs: 120 }
+        : 200,
+    );
+    const [integration] = await db.select().from(integrations).where(eq(integrations.id, integrationId));
+    const [eventId] = await recordEvents(db, integration!, residentUpdates(1, 'console-first'));
+    let deliveryId = '';
+    for (let i = 0; ; i++) {
+      const r = await admin('GET', `/webhook_subscriptions/${subscriptionId}/deliveries?status=succeeded&limit=100`);
+      deliveryId = r.body.results.find((d: { event_id: string }) => d.event_id === eventId)?.id ?? '';
+      if (deliveryId) break;
+      if (i > 60) throw new Error('the delivery never succeeded');
+      await page.waitForTimeout(250);
+    }
+    await page.goto(at(`/console/webhook-deliveries/${deliveryId}`));
+    const attempts = page.getByRole('table', { name: 'Attempts' });
+    const rows = attempts.locator('tbody tr');
+    expect(await rows.count()).toBe(1);
+    const cells = async (row: number) => (await rows.nth(row).locator('td').allTextContents()).map((t) => t.trim());
+    const [number, , duration, status, error, body] = await cells(0);
+    expect([number, status, error, body]).toEqual(['1', '202', '—', 'ok']);
+    expect(Number(/^(\d+) ms$/.exec(duration!)?.[1])).toBeGreaterThanOrEqual(120);
+
+    await page.getByRole('button', { name: 'Replay now' }).click();
+    expect(await textOf(page.getByRole('status'))).toContain('Replay started');
+    await rows.nth(1).waitFor({ timeout: 30_000 });
+    expect((await cells(0))[3]).toBe('202');
+    const second = await cells(1);
+    expect([second[0], second[3], second[5]]).toEqual(['2', '200', 'ok']);
+    expect(await textOf(page.locator('#delivery dl.facts'))).toMatch(/Attempts\s*2/);
   });
 
   it('lists the events of the last 30 days and resends one', async () => {

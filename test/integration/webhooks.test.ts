@@ -355,7 +355,9 @@ describe('delivery', () => {
     expect(await client.workflow.getHandle(d.id).result()).toMatchObject({ status: 'succeeded', attempts: 8 });
   });
 
-  it('replays a delivered event: a duplicate with the same event id and bytes', async () => {
+  it('replays a delivered event: a duplicate with the same event id and bytes, attempt 2 after the first attempt as recorded', async () => {
+    // The first attempt is answered 201 after 150 ms: what the delivery shows of it must be that answer.
+    receiver.reply((r) => (r.path === '/dup' && r.headers['x-service-delivery-attempt'] === '1' ? { status: 201, afterMs: 150 } : 200));
     const integ = await webhookIntegration(db, stack);
     const sub = await subscribe(integ.id, hookUrl('/dup'));
     await recordEvents(db, integ, residentUpdates(1, 'dup'));
@@ -364,12 +366,40 @@ describe('delivery', () => {
       () => deliveriesOf(sub.id),
       (ds) => ds[0]?.status === 'succeeded',
     );
-    expect((await admin('POST', `/webhook_deliveries/${d.id}/replay`)).status).toBe(202);
+    // A first attempt that succeeded is kept on the delivery alone (no attempt row); the admin API shows it as ever.
+    expect(await db.select().from(webhookAttempts).where(eq(webhookAttempts.deliveryId, d.id))).toEqual([]);
+    const firstAttempt = {
+      number: 1,
+      started_at: expect.stringMatching(/Z$/),
+      duration_ms: expect.any(Number),
+      response_status: 201,
+      error: null,
+      response_body: 'ok',
+    };
+    expect(d).toMatchObject({ status: 'succeeded', attempt_count: 1, last_attempt_at: expect.stringMatching(/Z$/), attempts: [firstAttempt] });
+    expect(d.attempts[0].duration_ms).toBeGreaterThanOrEqual(150);
+    expect(d.attempts[0].started_at).toBe(d.last_attempt_at);
+    expect((await admin('GET', `/webhook_deliveries/${d.id}`)).body.attempts).toEqual(d.attempts);
+
+    const replayed = await admin('POST', `/webhook_deliveries/${d.id}/replay`);
+    expect(replayed.status).toBe(202);
+    expect(replayed.body.attempts).toEqual(d.attempts);
     await receiver.waitFor(() => at('/dup').length >= 2);
     const [first, second] = at('/dup');
     expect(second!.body.id).toBe(first!.body.id);
     expect(second!.raw.equals(first!.raw)).toBe(true);
     expect(second!.headers['x-service-delivery-attempt']).toBe('2');
+    // The replay is attempt 2; attempt 1 still shows as it was answered.
+    const after = await until(
+      'the replay to be recorded',
+      async () => (await admin('GET', `/webhook_deliveries/${d.id}`)).body,
+      (x) => x.attempt_count === 2,
+    );
+    expect(after).toMatchObject({ status: 'succeeded', attempts: [d.attempts[0], { number: 2, response_status: 200, error: null, response_body: 'ok' }] });
+    expect((await deliveriesOf(sub.id))[0].attempts).toEqual(after.attempts);
+    const health = (await admin('GET', `/webhook_subscriptions/${sub.id}`)).body.health;
+    expect(health).toMatchObject({ attempts: 2, success_rate: 1 });
+    receiver.reply(() => 200);
   });
 
   it('replays every dead-lettered delivery of a subscription in bulk', async () => {

@@ -92,19 +92,15 @@ export function startRelay(opts: RelayOptions): Relay {
     if (!(await lease())) return 0;
     const scope = opts.scope?.();
     if (scope && scope.length === 0) return 0;
-    // The payload (data) is not read here: the dispatcher that first takes a delivery of an event serializes its
-    // body, off the relay's path (the relay's pass is what every subscription's first attempts wait for).
+    // The payload (data) comes only with events that may be delivered and have no body yet: the relay serializes
+    // the body of each event it queues, stored by the statement that marks it dispatched (one tuple version).
     const batch = await undispatchedEvents(db, { limit: batchSize, organizationIds: scope });
     if (batch.length === 0) return 0;
 
     const subs = await activeSubscriptionsOf(db, [...new Set(batch.map((e) => e.integrationId))]);
     // Queued and marked dispatched in one transaction (db/relay.ts queueAndMarkDispatched, which says why the marking
     // comes last); the dispatchers it found idle are woken only once it has committed.
-    const idle = await queueAndMarkDispatched(
-      db,
-      wanted(batch, subs),
-      batch.map((e) => e.id),
-    );
+    const idle = await queueAndMarkDispatched(db, wanted(batch, subs), batch);
     for (const id of idle) toWake.set(id, subs.find((s) => s.id === id)!.integrationId);
     return batch.length;
   }
