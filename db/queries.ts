@@ -242,13 +242,23 @@ function run<E extends Entity>(db: Db, statement: { text: string; params: unknow
   return db.$client.unsafe<WireRowOf[E][]>(statement.text, statement.params as never[], { prepare: true });
 }
 
-/** The nested `residents` of each lease, in source order, by one prepared statement. */
+/**
+ * The nested `residents` of each lease, in source order, by one prepared statement. One lease (a retrieve) is asked
+ * for by `=`: with `= any($1)` Postgres never settles on the statement's generic plan (it estimates an array of
+ * unknown length as matching more rows than any one lease has) and plans it again on every execution, which
+ * doubled its CPU (about 35 µs against 17 in the backend).
+ */
 async function leaseResidentsOf(db: Db, leaseIds: string[]): Promise<Map<string, LeaseResident[]>> {
   const out = new Map<string, LeaseResident[]>();
   if (leaseIds.length === 0) return out;
-  const rows = await db.$client<{ lease_id: string; resident_id: string; x_id: string; role: string }[]>`
-    select lease_id, resident_id, x_id, role from lease_residents
-    where lease_id = any(${leaseIds}::text[]) order by lease_id, position`;
+  type Link = { lease_id: string; resident_id: string; x_id: string; role: string };
+  const rows =
+    leaseIds.length === 1
+      ? await db.$client<Link[]>`
+          select lease_id, resident_id, x_id, role from lease_residents where lease_id = ${leaseIds[0]!} order by position`
+      : await db.$client<Link[]>`
+          select lease_id, resident_id, x_id, role from lease_residents
+          where lease_id = any(${leaseIds}::text[]) order by lease_id, position`;
   for (const r of rows) {
     const list = out.get(r.lease_id);
     const person = { resident_id: r.resident_id, x_id: r.x_id, role: r.role };
