@@ -7,10 +7,10 @@
  * list's length does not change the SQL), which makes the SQL text depend only on the query's shape. The text is
  * built once per shape and then run as a prepared statement. Building the query per request cost more CPU than the
  * rest of a request together. Each column is selected under the key of Drizzle's row (`"x_id" as "xId"`), so the
- * driver's rows go to the serializer as they come (WireRowOf): decoding them again into Drizzle's rows first cost
+ * driver's rows go to the serializer as they come (db/wire.ts): decoding them again into Drizzle's rows first cost
  * about a fifth of a list's CPU.
  */
-import { and, asc, desc, eq, getTableColumns, gte, ilike, isNull, lte, Placeholder, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, ilike, isNull, lte, Placeholder, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Entity, LeaseResident, PropertySummary, RecordOf } from '../domain/cdm';
 import type { OrderBy } from '../domain/filters';
@@ -19,6 +19,7 @@ import type { Db } from './client';
 import { tableOf, TABLES, type WireRowOf } from './records';
 import { leases, properties, residents, units } from './schema';
 import { leaseRecord, propertySummary, serializeOne } from './serialize';
+import { columnsOf, keyedColumns } from './wire';
 
 /** Whose records a query may see: an API key's organization and mode (an export's: its integration's). */
 export interface Principal {
@@ -139,17 +140,6 @@ export function orderColumn(entity: Entity, field: string): PgColumn {
   return col;
 }
 
-/** An entity's columns, each selected under its key in Drizzle's row (`"x_id" as "xId"`): rows come keyed as WireRowOf. */
-const selections = new Map<Entity, Record<string, SQL.Aliased>>();
-function selectionOf(entity: Entity): Record<string, SQL.Aliased> {
-  let s = selections.get(entity);
-  if (!s) {
-    s = Object.fromEntries(Object.entries(getTableColumns(TABLES[entity])).map(([key, col]) => [key, sql`${col}`.as(key)]));
-    selections.set(entity, s);
-  }
-  return s;
-}
-
 const scope = (b: Bindings, entity: Entity, principal: Principal) => {
   const t = tableOf(entity);
   return [eq(t.organizationId, b.bind('organization_id', principal.organizationId)), eq(t.mode, b.bind('mode', principal.mode))];
@@ -184,7 +174,7 @@ export function listQuery<E extends Entity>(db: Db, entity: E, principal: Princi
   const dir = order.dir === 'asc' ? asc : desc;
   // One row past the page tells whether there is a next one, without a count.
   const query = db
-    .select(selectionOf(entity))
+    .select(keyedColumns(columnsOf(TABLES[entity])))
     .from(t)
     .where(where)
     .orderBy(dir(orderColumn(entity, order.field)), dir(t.id))
@@ -196,7 +186,7 @@ export function listQuery<E extends Entity>(db: Db, entity: E, principal: Princi
 function retrieveQuery(db: Db, entity: Entity, principal: Principal, id: string, includeDeleted: boolean, b = new Bindings()) {
   const t = tableOf(entity);
   const query = db
-    .select(selectionOf(entity))
+    .select(keyedColumns(columnsOf(TABLES[entity])))
     .from(t)
     .where(and(eq(t.id, b.bind('id', id)), ...scope(b, entity, principal), includeDeleted ? undefined : isNull(t.deletedAt)));
   return { query, bindings: b };
@@ -237,7 +227,7 @@ function fill(c: Compiled, values: Map<string, unknown>) {
   return { text: c.text, params: c.params.map((p) => ('name' in p ? values.get(p.name) : p.value)) };
 }
 
-/** The rows of a list or retrieve statement, as the driver hands them over (each column under its key: selectionOf). */
+/** The rows of a list or retrieve statement, as the driver hands them over (each column under its key: db/wire.ts). */
 function run<E extends Entity>(db: Db, statement: { text: string; params: unknown[] }): Promise<WireRowOf[E][]> {
   return db.$client.unsafe<WireRowOf[E][]>(statement.text, statement.params as never[], { prepare: true });
 }

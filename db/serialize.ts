@@ -1,44 +1,18 @@
 /**
  * The one serializer from rows to API records, so events and reads show records identically. It takes a row as
- * Drizzle decodes it (the write path's) or as the driver hands it over under the same keys (the reads': WireRowOf),
- * whose values differ only where a helper below reads both: a timestamp (a Date, or Postgres's text) and money (a
- * number, or a bigint column's BigInt).
+ * Drizzle decodes it (the write path's) or as the driver hands it over under the same keys (the reads': WireRowOf,
+ * db/wire.ts), whose values differ only where a helper reads both: a timestamp (a Date, or Postgres's text: isoOf)
+ * and money (a number, or a bigint column's BigInt).
  */
 import { inArray } from 'drizzle-orm';
 import type { Entity, Lease, LeaseResident, Money, Property, PropertySummary, RecordOf, Resident, Unit } from '../domain/cdm';
 import type { Tx } from './client';
 import type { RowOf, WireRowOf } from './records';
 import { leaseResidents } from './schema';
+import { isoOf, isoOrNull } from './wire';
 
 export const iso = (d: Date): string => d.toISOString();
 
-/**
- * A timestamptz's text as Postgres writes it in UTC with the ISO DateStyle (`2025-06-01 00:00:30.5+00`), as
- * Date.toISOString() would write it (`2025-06-01T00:00:30.500Z`), by moving characters: parsing it into a Date
- * first cost more than the rest of a lease's record. Any other text (another time zone or DateStyle, a year past
- * 9999 or BC, more than three decimals) goes through a Date, as Drizzle's decoder does.
- */
-export function isoOfText(s: string): string {
-  const n = s.length;
-  if (
-    n >= 22 &&
-    n <= 26 &&
-    n !== 23 &&
-    s.charCodeAt(10) === 32 && // ' '
-    s.charCodeAt(n - 3) === 43 && // '+'
-    s.charCodeAt(n - 2) === 48 && // '0'
-    s.charCodeAt(n - 1) === 48 &&
-    (n === 22 || s.charCodeAt(19) === 46) // '.'
-  ) {
-    const fraction = n === 22 ? '000' : n === 26 ? s.slice(20, 23) : s.slice(20, n - 3).padEnd(3, '0');
-    return `${s.slice(0, 10)}T${s.slice(11, 19)}.${fraction}Z`;
-  }
-  return new Date(s).toISOString();
-}
-
-type Timestamp = Date | string;
-const isoOf = (t: Timestamp): string => (typeof t === 'string' ? isoOfText(t) : t.toISOString());
-const isoOrNull = (t: Timestamp | null): string | null => (t === null ? null : isoOf(t));
 const money = (amount: number | bigint | null, currency: string | null): Money | null =>
   amount === null || currency === null ? null : { amount: Number(amount), currency };
 

@@ -1,8 +1,9 @@
 /**
- * The reads (db/queries.ts) hand the driver's rows to the serializer as they come, while the write path (events,
- * write-backs) hands it Drizzle's decoded rows: the two must show a record identically, byte for byte. Each entity's
- * row is written with every column set (values made per column type, so a column added later is covered too, and a
- * column type this test does not know fails it) and with every nullable column null, then read both ways.
+ * The reads (db/queries.ts) and an Operation's poll (db/operations.ts getVisibleOperation) hand the driver's rows to
+ * the serializer as they come (db/wire.ts), while the write path (events, write-backs) and the other views of an
+ * Operation hand it Drizzle's decoded rows: the two must show a record identically, byte for byte. Each row is
+ * written with every column set (values made per column type, so a column added later is covered too, and a column
+ * type this test does not know fails it) and with every nullable column null, then read both ways.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq, getTableColumns } from 'drizzle-orm';
@@ -11,7 +12,8 @@ import { closeDb, type Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { listRecords, retrieveRecord } from '../../db/queries';
 import { TABLES } from '../../db/records';
-import { leaseResidents } from '../../db/schema';
+import { getOperation, getVisibleOperation, operationJson } from '../../db/operations';
+import { leaseResidents, operations } from '../../db/schema';
 import { propertySummary, toRecords } from '../../db/serialize';
 import type { Entity } from '../../domain/cdm';
 import { makeTenant, testDb, type Tenant } from '../support/context';
@@ -30,11 +32,11 @@ afterAll(async () => closeDb(db));
  * A value of every column, by its type; `i` varies them between rows. Timestamps carry each number of decimals
  * Postgres may print (none, one, two, three), money amounts beyond 32 bits and negative.
  */
-function fullRow(entity: Entity, i: number): Record<string, unknown> {
+function fullRow(entity: Entity | 'operation', i: number): Record<string, unknown> {
   const times = ['2025-06-01T00:00:30.000Z', '2025-06-01T12:34:56.500Z', '1999-12-31T23:59:59.050Z', '2031-02-28T08:09:10.123Z'];
   const row: Record<string, unknown> = {};
   let n = 0;
-  for (const [key, col] of Object.entries(getTableColumns(TABLES[entity])) as [string, PgColumn][]) {
+  for (const [key, col] of Object.entries(getTableColumns(tableOf(entity))) as [string, PgColumn][]) {
     n++;
     if (key === 'id') row[key] = newId(entity);
     else if (key === 'organizationId') row[key] = t.organizationId;
@@ -45,7 +47,7 @@ function fullRow(entity: Entity, i: number): Record<string, unknown> {
     else {
       switch (col.columnType) {
         case 'PgText':
-          row[key] = `${key} ${i} "quoted" ünïcödé`;
+          row[key] = col.enumValues?.length ? col.enumValues[i % col.enumValues.length] : `${key} ${i} "quoted" ünïcödé`;
           break;
         case 'PgInteger':
           row[key] = 1000 * i + n;
@@ -79,11 +81,13 @@ function fullRow(entity: Entity, i: number): Record<string, unknown> {
 }
 
 /** The same row with every nullable column null (what a NOT NULL column holds stays). */
-function nullRow(entity: Entity, i: number): Record<string, unknown> {
+function nullRow(entity: Entity | 'operation', i: number): Record<string, unknown> {
   const row = fullRow(entity, i);
-  for (const [key, col] of Object.entries(getTableColumns(TABLES[entity]))) if (!col.notNull) row[key] = null;
+  for (const [key, col] of Object.entries(getTableColumns(tableOf(entity)))) if (!col.notNull) row[key] = null;
   return row;
 }
+
+const tableOf = (entity: Entity | 'operation') => (entity === 'operation' ? operations : TABLES[entity]);
 
 describe("the reads' records", () => {
   it('are those the write path serializes, with every column set and with every nullable one null', async () => {
@@ -129,5 +133,24 @@ describe("the reads' records", () => {
     const read = await retrieveRecord(db, 'unit', t, row.id as string, true);
     expect(read).toMatchObject({ deleted_at: '2025-07-04T01:02:03.040Z', ps_synced_at: '0999-01-02T03:04:05.006Z' });
     expect(JSON.stringify(read)).toBe(JSON.stringify(expected));
+  });
+
+  it("of an Operation (a write's poll) are those its other views show, with every column set and with every nullable one null", async () => {
+    const rows = [fullRow('operation', 1), fullRow('operation', 2), nullRow('operation', 3)];
+    for (const r of rows) r.type = 'lease.update';
+    rows[1]!.status = 'succeeded';
+    await db.insert(operations).values(rows as never);
+    for (const r of rows) {
+      const polled = await getVisibleOperation(db, r.id as string, t.organizationId, t.mode);
+      const decoded = await getOperation(db, r.id as string);
+      expect(polled, r.id as string).toBeDefined();
+      expect(JSON.stringify(operationJson(polled!))).toBe(JSON.stringify(operationJson(decoded!)));
+    }
+    expect(operationJson((await getVisibleOperation(db, rows[1]!.id as string, t.organizationId, t.mode))!)).toMatchObject({
+      status: 'succeeded',
+      result: { id: rows[1]!.resourceId },
+      source: { applied_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) },
+    });
+    expect(await getVisibleOperation(db, rows[0]!.id as string, t.organizationId, t.mode === 'test' ? 'live' : 'test')).toBeUndefined();
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoOfText } from '../../db/serialize';
+import { isoOfText } from '../../db/wire';
 
 /** Postgres's text of a timestamptz in UTC (ISO DateStyle): trailing zeros of the fraction dropped, no fraction when whole. */
 const pgText = (ms: number) => {
