@@ -1,6 +1,7 @@
 /**
- * The read fast path: `GET /v1/{properties,units,residents,leases}` and `GET /v1/{…}/{id}` answered straight from
- * Node's request and response objects, before the Hono app sees them.
+ * The read fast path: `GET /v1/{properties,units,residents,leases}`, `GET /v1/{…}/{id}` and the polls of a write's
+ * Operation, `GET /v1/operations/{id}`, answered straight from Node's request and response objects, before the Hono
+ * app sees them.
  *
  * Why: a retrieve is one indexed row, and the framework cost more CPU than the rest of the request together (routing,
  * the context and its middleware chain, the validators, the Node adapter's web Request and Response, header objects
@@ -11,7 +12,8 @@
  * would, and decides that before anything happens (no key looked up, no token taken); every other request, including
  * each one that will fail validation, goes to the app unchanged. What it then does, it does with the app's own
  * functions: the request id (middleware/request-id.ts), the key (ApiKeyAuth.principalOf), the rate limit
- * (RateLimiter.admit), the queries and serializer (db/queries.ts), the 404 (routes/resource.ts), every error
+ * (RateLimiter.admit), the queries and serializer (db/queries.ts), the 404 (routes/resource.ts), an Operation as its
+ * route shows it and its 404 (routes/operations.ts visibleOperation), every error
  * (apiErrorOf and problemParts), the request metrics and the root span (observability/). The headers are those the app
  * sends, in the order it sends them (sorted by name, as a web Headers object iterates, then Content-Length).
  * test/integration/api-fast-reads.test.ts asks both paths the same requests and compares the bytes.
@@ -34,6 +36,7 @@ import { perMinuteOfPolicy, type RateLimiter } from './middleware/rate-limit';
 import { requestIdFrom } from './middleware/request-id';
 import { rejectNul } from './middleware/validation';
 import { problemParts } from './problem';
+import { visibleOperation } from './routes/operations';
 import { notFoundError } from './routes/resource';
 import { LeaseListQuery, PropertyListQuery, ResidentListQuery, UnitListQuery } from './schemas';
 
@@ -50,9 +53,10 @@ const RESOURCES: Record<string, { entity: Entity; listQuery: z.ZodType }> = {
 
 /**
  * The request targets taken: a resource, an id of plain characters (nothing to percent-decode), a query only on a
- * list. Anything else (a trailing slash, an encoded id, a retrieve's `include_deleted`) is the app's.
+ * list; an Operation by such an id, without a query. Anything else (a trailing slash, an encoded id, a retrieve's
+ * `include_deleted`) is the app's.
  */
-const TARGET = /^\/v1\/(properties|units|residents|leases)(?:\/([A-Za-z0-9_]+)|(\?.*)?)$/;
+const TARGET = /^\/v1\/(?:(properties|units|residents|leases)(?:\/([A-Za-z0-9_]+)|(\?.*)?)|operations\/([A-Za-z0-9_]+))$/;
 /** A Host the Node adapter takes as it is (it answers a 400 to one it cannot build a URL from). */
 const HOST = /^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/;
 
@@ -87,6 +91,15 @@ export function createFastReads(
     if (!m) return undefined;
     const host = req.headers.host;
     if (!host || !HOST.test(host) || repeats(req, 'authorization')) return undefined;
+    const operationId = m[4];
+    if (operationId !== undefined) {
+      // Any id: one not of an Operation's form is the route's 404 too, without a query.
+      return {
+        route: '/v1/operations/{id}',
+        path: url,
+        body: async (principal) => JSON.stringify(await visibleOperation(db, principal, operationId)),
+      };
+    }
     const { entity, listQuery } = RESOURCES[m[1]!]!;
     const id = m[2];
     if (id !== undefined) {

@@ -4,7 +4,7 @@
  * repeated activity never moves a terminal Operation.
  */
 import { createHash } from 'node:crypto';
-import { and, asc, eq, getTableColumns, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, gte, inArray, isNull, lt, Placeholder, sql } from 'drizzle-orm';
 import { canonicalJson } from '../domain/content';
 import type { Mode } from '../domain/plans';
 import { operationStatesBefore, parseOperationType, type OperationStatus, type OperationType, type WritableEntity } from '../domain/operations';
@@ -12,6 +12,7 @@ import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { orderedPage, type OrderedPage } from './order';
 import { idempotencyKeys, operations } from './schema';
+import { isoOf, isoOrNull, keyedColumns, type WireRow } from './wire';
 
 export type OperationRow = typeof operations.$inferSelect;
 
@@ -36,25 +37,30 @@ export interface OperationJson {
   created_at: string;
 }
 
-/** The API's view of an Operation; it never needs the stored request (which holds personal data). */
-export function operationJson(row: Omit<OperationRow, 'request'>): OperationJson {
+/** An Operation without its stored request (which holds personal data): what every view of it reads. */
+type OperationView = Omit<OperationRow, 'request'>;
+/** The same as the driver hands it over to a poll (db/wire.ts): its times as Postgres's text. */
+type WireOperationView = Omit<WireRow<typeof operations>, 'request'>;
+
+/** The API's view of an Operation, from Drizzle's row or the driver's; it never needs the stored request. */
+export function operationJson(row: OperationView | WireOperationView): OperationJson {
   const { entity } = parseOperationType(row.type);
   return {
     id: row.id,
     object: 'operation',
     type: row.type,
     status: row.status,
-    source: { state: row.sourceState, applied_at: row.appliedAt?.toISOString() ?? null },
+    source: { state: row.sourceState, applied_at: isoOrNull(row.appliedAt) },
     reconcile: {
       state: row.reconcileState,
       attempts: row.attempts,
-      next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
+      next_attempt_at: isoOrNull(row.nextAttemptAt),
       last_error: row.lastError,
     },
     resource: { type: entity, id: row.resourceId, x_id: row.resourceXId },
     result: row.status === 'succeeded' && row.resourceId ? { id: row.resourceId } : null,
     idempotency_key: row.idempotencyKey,
-    created_at: row.createdAt.toISOString(),
+    created_at: isoOf(row.createdAt),
   };
 }
 
@@ -159,11 +165,16 @@ export async function getOperation(db: Db | Tx, id: string): Promise<OperationRo
 /** What the API shows of an Operation: everything but the stored request (personal data it never needs). */
 const { request: _request, ...viewColumns } = getTableColumns(operations);
 
-/** A prepared statement per pool: callers poll this, often several times a second per write. */
-const visibleStatements = new WeakMap<Db, ReturnType<typeof prepareVisible>>();
-function prepareVisible(db: Db) {
-  return db
-    .select(viewColumns)
+/**
+ * The SQL of a poll, built once: the visible columns, each under its key (db/wire.ts), of the Operation with this id,
+ * organization and mode, in that order of parameters. Run as a prepared statement, its row goes to operationJson
+ * as the driver hands it over: a poll comes often, several times a second per write.
+ */
+let visibleSql: string | undefined;
+function visibleSqlOf(db: Db): string {
+  if (visibleSql) return visibleSql;
+  const { sql: text, params } = db
+    .select(keyedColumns(viewColumns))
     .from(operations)
     .where(
       and(
@@ -172,14 +183,15 @@ function prepareVisible(db: Db) {
         eq(operations.mode, sql.placeholder('mode')),
       ),
     )
-    .prepare('visible_operation');
+    .toSQL();
+  const names = params.map((p) => (p instanceof Placeholder ? p.name : p));
+  if (names.join() !== 'id,organizationId,mode') throw new Error(`unexpected parameters of the poll's statement: ${names.join()}`);
+  return (visibleSql = text);
 }
 
 /** An Operation as a key sees it (its organization and mode only), without its stored request. */
-export async function getVisibleOperation(db: Db, id: string, organizationId: string, mode: Mode): Promise<Omit<OperationRow, 'request'> | undefined> {
-  let statement = visibleStatements.get(db);
-  if (!statement) visibleStatements.set(db, (statement = prepareVisible(db)));
-  const [row] = await statement.execute({ id, organizationId, mode });
+export async function getVisibleOperation(db: Db, id: string, organizationId: string, mode: Mode): Promise<WireOperationView | undefined> {
+  const [row] = await db.$client.unsafe<WireOperationView[]>(visibleSqlOf(db), [id, organizationId, mode], { prepare: true });
   return row;
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Entity } from '../domain/cdm';
 import { leases, properties, residents, units } from './schema';
+import type { WireRow } from './wire';
 
 export const TABLES = { property: properties, unit: units, resident: residents, lease: leases } as const;
 /** Any entity table, typed by the columns all of them share (for queries over common columns only). */
@@ -19,4 +20,12 @@ export interface RowOf {
   unit: UnitRow;
   resident: ResidentRow;
   lease: LeaseRow;
+}
+
+/** A row of each entity as the reads select it (db/wire.ts): what the serializers take besides a row of RowOf. */
+export interface WireRowOf {
+  property: WireRow<typeof properties>;
+  unit: WireRow<typeof units>;
+  resident: WireRow<typeof residents>;
+  lease: WireRow<typeof leases>;
 }

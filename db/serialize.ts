@@ -1,16 +1,24 @@
-/** The one serializer from rows to API records, so events and reads show records identically. */
+/**
+ * The one serializer from rows to API records, so events and reads show records identically. It takes a row as
+ * Drizzle decodes it (the write path's) or as the driver hands it over under the same keys (the reads': WireRowOf,
+ * db/wire.ts), whose values differ only where a helper reads both: a timestamp (a Date, or Postgres's text: isoOf)
+ * and money (a number, or a bigint column's BigInt).
+ */
 import { inArray } from 'drizzle-orm';
 import type { Entity, Lease, LeaseResident, Money, Property, PropertySummary, RecordOf, Resident, Unit } from '../domain/cdm';
 import type { Tx } from './client';
-import type { LeaseRow, PropertyRow, ResidentRow, RowOf, UnitRow } from './records';
+import type { RowOf, WireRowOf } from './records';
 import { leaseResidents } from './schema';
+import { isoOf, isoOrNull } from './wire';
 
 export const iso = (d: Date): string => d.toISOString();
-const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null);
-const money = (amount: number | null, currency: string | null): Money | null =>
+
+const money = (amount: number | bigint | null, currency: string | null): Money | null =>
   amount === null || currency === null ? null : { amount: Number(amount), currency };
 
-type AnyRow = PropertyRow | UnitRow | ResidentRow | LeaseRow;
+/** A row of an entity as the serializers take it: Drizzle's, or the driver's (see the top of this file). */
+type Row<E extends Entity> = RowOf[E] | WireRowOf[E];
+type AnyRow = Row<Entity>;
 
 /**
  * A record: its identity, then the entity's own `fields`, then custom data and times, in that order. The identity is
@@ -25,14 +33,14 @@ function recordOf<F extends object>(row: AnyRow, fields: F) {
     integration_id: row.integrationId,
     ...fields,
     custom_data: row.customData ?? {},
-    created_at: iso(row.createdAt),
-    updated_at: iso(row.updatedAt),
+    created_at: isoOf(row.createdAt),
+    updated_at: isoOf(row.updatedAt),
     deleted_at: isoOrNull(row.deletedAt),
     ps_synced_at: isoOrNull(row.psSyncedAt),
   };
 }
 
-function propertyRecord(r: PropertyRow): Property {
+function propertyRecord(r: Row<'property'>): Property {
   return recordOf(r, {
     name: r.name,
     type: r.type,
@@ -58,7 +66,7 @@ function propertyRecord(r: PropertyRow): Property {
 }
 
 /** The reduced record of GET /v1/properties. */
-export function propertySummary(r: PropertyRow): PropertySummary {
+export function propertySummary(r: Row<'property'>): PropertySummary {
   return {
     id: r.id,
     x_id: r.xId,
@@ -68,12 +76,12 @@ export function propertySummary(r: PropertyRow): PropertySummary {
     type: r.type,
     status: r.status,
     custom_data: r.customData ?? {},
-    created_at: iso(r.createdAt),
-    updated_at: iso(r.updatedAt),
+    created_at: isoOf(r.createdAt),
+    updated_at: isoOf(r.updatedAt),
   };
 }
 
-function unitRecord(r: UnitRow): Unit {
+function unitRecord(r: Row<'unit'>): Unit {
   return recordOf(r, {
     property_id: r.propertyId,
     unit_number: r.unitNumber,
@@ -90,7 +98,7 @@ function unitRecord(r: UnitRow): Unit {
   });
 }
 
-function residentRecord(r: ResidentRow): Resident {
+function residentRecord(r: Row<'resident'>): Resident {
   return recordOf(r, {
     property_id: r.propertyId,
     first_name: r.firstName,
@@ -104,7 +112,7 @@ function residentRecord(r: ResidentRow): Resident {
   });
 }
 
-export function leaseRecord(r: LeaseRow, people: LeaseResident[]): Lease {
+export function leaseRecord(r: Row<'lease'>, people: LeaseResident[]): Lease {
   return recordOf(r, {
     property_id: r.propertyId,
     unit_id: r.unitId,
@@ -150,33 +158,25 @@ export function byLease(rows: { leaseId: string; residentId: string; xId: string
 }
 
 /** Serialize rows of any entity, loading lease residents in one query. */
-export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: RowOf[E][]): Promise<RecordOf[E][]> {
-  switch (entity) {
-    case 'property':
-      return (rows as PropertyRow[]).map(propertyRecord) as RecordOf[E][];
-    case 'unit':
-      return (rows as UnitRow[]).map(unitRecord) as RecordOf[E][];
-    case 'resident':
-      return (rows as ResidentRow[]).map(residentRecord) as RecordOf[E][];
-    default: {
-      const people = await loadLeaseResidents(
-        tx,
-        (rows as LeaseRow[]).map((r) => r.id),
-      );
-      return (rows as LeaseRow[]).map((r) => leaseRecord(r, people.get(r.id) ?? [])) as RecordOf[E][];
-    }
-  }
+export async function toRecords<E extends Entity>(tx: Tx, entity: E, rows: Row<E>[]): Promise<RecordOf[E][]> {
+  if (entity !== 'lease') return rows.map((r) => serializeOne(entity, r));
+  const leaseRows = rows as Row<'lease'>[];
+  const people = await loadLeaseResidents(
+    tx,
+    leaseRows.map((r) => r.id),
+  );
+  return leaseRows.map((r) => leaseRecord(r, people.get(r.id) ?? [])) as RecordOf[E][];
 }
 
 /** Serialize a row of an entity other than lease (a lease needs its residents: leaseRecord). */
-export function serializeOne<E extends Entity>(entity: E, row: RowOf[E]): RecordOf[E] {
+export function serializeOne<E extends Entity>(entity: E, row: Row<E>): RecordOf[E] {
   switch (entity) {
     case 'property':
-      return propertyRecord(row as PropertyRow) as RecordOf[E];
+      return propertyRecord(row as Row<'property'>) as RecordOf[E];
     case 'unit':
-      return unitRecord(row as UnitRow) as RecordOf[E];
+      return unitRecord(row as Row<'unit'>) as RecordOf[E];
     case 'resident':
-      return residentRecord(row as ResidentRow) as RecordOf[E];
+      return residentRecord(row as Row<'resident'>) as RecordOf[E];
     default:
       throw new Error('leases are serialized with their residents');
   }

@@ -1,12 +1,20 @@
 /** GET /v1/operations/{id}: a write's Operation, 200 in every state (404 across organizations and modes). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { getVisibleOperation, operationJson } from '../../db/operations';
+import type { Db } from '../../db/client';
+import { getVisibleOperation, operationJson, type OperationJson } from '../../db/operations';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
-import type { AppEnv } from '../middleware/env';
+import type { AppEnv, Principal } from '../middleware/env';
 import { okHeaders, problemResponses } from '../openapi';
 import { ApiError } from '../problem';
 import { IdParam, Operation } from '../schemas';
+
+/** The Operation `id` as the caller's key sees it, or the 404: the route's answer, and the read fast path's (api/fast-reads.ts). */
+export async function visibleOperation(db: Db, principal: Principal, id: string): Promise<OperationJson> {
+  const row = isId('operation', id) ? await getVisibleOperation(db, id, principal.organizationId, principal.mode) : undefined;
+  if (!row) throw new ApiError('not_found', `No operation with id ${id}.`);
+  return operationJson(row);
+}
 
 export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
   app.openapi(
@@ -27,10 +35,7 @@ export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps): voi
     }),
     async (c) => {
       const { id } = c.req.valid('param');
-      const p = c.get('principal');
-      const row = isId('operation', id) ? await getVisibleOperation(deps.db, id, p.organizationId, p.mode) : undefined;
-      if (!row) throw new ApiError('not_found', `No operation with id ${id}.`);
-      return c.json(operationJson(row) as never, 200);
+      return c.json((await visibleOperation(deps.db, c.get('principal'), id)) as never, 200);
     },
   );
 }

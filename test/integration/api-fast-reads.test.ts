@@ -16,6 +16,7 @@ import type { Config } from '../../config';
 import { createLogger } from '../../config/logger';
 import { closeDb, type Db } from '../../db/client';
 import { applyRecords, type ApplyContext } from '../../db/apply';
+import { acceptOperation, moveOperation, requestHashOf } from '../../db/operations';
 import { organizations } from '../../db/schema';
 import { softDeleteUnseen } from '../../db/seen';
 import type { Entity, InputOf } from '../../domain/cdm';
@@ -32,6 +33,8 @@ let plain: ServerType;
 let a: Tenant;
 let b: Tenant;
 const ids = new Map<string, string>();
+/** Operations of A by status, and one of B. */
+const operationIds: Record<'queued' | 'running' | 'succeeded' | 'failed' | 'other', string> = { queued: '', running: '', succeeded: '', failed: '', other: '' };
 /** Whether the fast path took each request sent to the fast server, in order. */
 const taken: boolean[] = [];
 
@@ -115,6 +118,62 @@ beforeAll(async () => {
     await applyRecords(tx, { integration, emitEvents: false, syncJobId: job, now: new Date('2025-06-02T00:00:00.000Z') }, 'lease', [leases[0]!]);
     await softDeleteUnseen(tx, { integration, emitEvents: false, syncJobId: job, now: new Date('2025-06-02T00:00:01.000Z') }, 'lease');
   });
+
+  // Writes in each state an Operation can be polled in (db/operations.ts moves them as the write workflow does).
+  const accept = async (t: Tenant, key: string, now: Date) => {
+    const request = { x_id: key };
+    const r = await acceptOperation(
+      db,
+      {
+        organizationId: t.organizationId,
+        integrationId: t.integrationId,
+        mode: t.mode,
+        type: 'lease.update',
+        request,
+        targetId: ids.get(`${t.organizationId}:L1`),
+        targetXId: 'L1',
+        idempotencyKey: key,
+        requestHash: requestHashOf('PATCH', '/v1/leases/x', request),
+      },
+      now,
+    );
+    if (r.outcome !== 'created') throw new Error(`operation ${key} not created`);
+    return r.operation.id;
+  };
+  const at = new Date('2025-06-03T10:00:00.250Z');
+  operationIds.queued = await accept(a, 'op-queued', at);
+  operationIds.running = await accept(a, 'op-running', at);
+  await moveOperation(
+    db,
+    operationIds.running,
+    'running',
+    { attempts: 2, nextAttemptAt: new Date('2025-06-03T10:00:07.5Z'), lastError: 'source timed out' },
+    at,
+  );
+  operationIds.succeeded = await accept(a, 'op-succeeded', at);
+  await moveOperation(
+    db,
+    operationIds.succeeded,
+    'succeeded',
+    {
+      sourceState: 'applied',
+      appliedAt: new Date('2025-06-03T10:00:01.001Z'),
+      reconcileState: 'reconciled',
+      attempts: 1,
+      resourceId: ids.get(`${a.organizationId}:L1`),
+      resourceXId: 'L1',
+    },
+    at,
+  );
+  operationIds.failed = await accept(a, 'op-failed', at);
+  await moveOperation(
+    db,
+    operationIds.failed,
+    'failed',
+    { sourceState: 'rejected', reconcileState: 'failed', attempts: 1, lastError: 'the source rejected the "end_date"' },
+    at,
+  );
+  operationIds.other = await accept(b, 'op-other', at);
 });
 
 afterAll(async () => {
@@ -167,6 +226,29 @@ describe('the read fast path', () => {
     }
   });
 
+  it("answers an Operation's polls exactly as the app does, in every state and for an id it does not show", async () => {
+    const cases: [string, Record<string, string>, number][] = [
+      [`/v1/operations/${operationIds.queued}`, key(), 200],
+      [`/v1/operations/${operationIds.running}`, key(), 200],
+      [`/v1/operations/${operationIds.succeeded}`, key(), 200],
+      [`/v1/operations/${operationIds.failed}`, { authorization: `Bearer ${a.key}` }, 200],
+      [`/v1/operations/${operationIds.other}`, key(), 404],
+      ['/v1/operations/opr_01JH0000000000000000000000', key(), 404],
+      ['/v1/operations/not_an_id', key(), 404],
+      [`/v1/operations/${operationIds.queued}`, { 'x-request-id': 'caller-id-4' }, 401],
+      [`/v1/operations/${operationIds.queued}`, { authorization: `Bearer sk_test_${'b'.repeat(40)}` }, 401],
+    ];
+    const statuses: string[] = [];
+    for (const [path, headers, status] of cases) {
+      const r = await both(path, headers);
+      expect(r.took, path).toBe(true);
+      expect(r.fast, path).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(r.fast, path).toBe(r.plain);
+      if (status === 200) statuses.push((JSON.parse(r.fast.slice(r.fast.indexOf('\r\n\r\n') + 4)) as { status: string }).status);
+    }
+    expect(statuses).toEqual(['queued', 'running', 'succeeded', 'failed']);
+  });
+
   it('leaves to the app what it would answer otherwise, which then answers as it always has', async () => {
     const lease = ids.get(`${a.organizationId}:L2`)!;
     const cases: [string, Record<string, string>, number][] = [
@@ -181,6 +263,9 @@ describe('the read fast path', () => {
       ['/v1/leases?x_id=a%00b', key(), 400],
       ['/v1/leases?updated_after=2025-13-45', key(), 400],
       ['/v1/events', key(), 200],
+      [`/v1/operations/${operationIds.queued}?wait=1`, key(), 200],
+      [`/v1/operations/${operationIds.queued}/`, key(), 404],
+      ['/v1/operations/opr%5F01JH0000000000000000000000', key(), 404],
     ];
     for (const [path, headers, status] of cases) {
       const r = await both(path, headers);
