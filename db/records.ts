@@ -11,9 +11,9 @@ export const TABLES = { property: properties, unit: units, resident: residents, 
 export function tableOf(entity: Entity): typeof properties {
   return TABLES[entity] as unknown as typeof properties;
 }
-export type PropertyRow = typeof properties.$inferSelect;
-export type UnitRow = typeof units.$inferSelect;
-export type ResidentRow = typeof residents.$inferSelect;
+type PropertyRow = typeof properties.$inferSelect;
+type UnitRow = typeof units.$inferSelect;
+type ResidentRow = typeof residents.$inferSelect;
 export type LeaseRow = typeof leases.$inferSelect;
 export interface RowOf {
   property: PropertyRow;
