@@ -25,11 +25,6 @@ interface Cached {
   expiresAt: number;
 }
 
-interface KeyOfHeader {
-  hash: string;
-  mode: Mode;
-}
-
 export interface ApiKeyAuth {
   middleware: MiddlewareHandler;
   /** The caller behind an `Authorization` header value, or a 401 ApiError: what the middleware does, for the read fast path. */
@@ -47,12 +42,6 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
   const { config, db, logger } = deps;
   const served = new Set<Mode>(config.SERVED_MODES);
   const cache = new Map<string, Cached>();
-  /**
-   * The hash and mode of the Authorization values of recent requests whose key was found (a pure function of the
-   * value, so nothing to evict on a revocation, which acts on `cache`): hashing the key again on every request cost
-   * about 4 µs of a 300 µs retrieve, OpenSSL's digest context cold between requests. Bounded as `cache` is.
-   */
-  const keysOfHeaders = new Map<string, KeyOfHeader>();
   const touchedAt = new Map<string, number>();
   let listening = false;
   let closed = false;
@@ -109,11 +98,8 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
     recordApiKeyUse(db, principal.keyId).catch((err: unknown) => logger.warn({ err }, 'could not record api key use'));
   }
 
-  /** The key's sha256 and mode of an Authorization value that names a well-formed key of a served mode. */
-  function keyOf(header: string | undefined): KeyOfHeader {
+  async function authenticate(header: string | undefined): Promise<Principal> {
     if (!header) throw unauthorized('Missing Authorization header; send `Authorization: Bearer <API key>`.');
-    const known = keysOfHeaders.get(header);
-    if (known) return known;
     const m = /^Bearer +(\S+) *$/i.exec(header);
     if (!m) throw unauthorized('Malformed Authorization header; expected `Bearer <API key>`.');
     const key = m[1]!;
@@ -121,18 +107,7 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
     if (!km) throw unauthorized('Invalid API key.');
     const mode = km[1] as Mode;
     if (!served.has(mode)) throw unauthorized(`This deployment does not serve ${mode}-mode keys.`);
-    return { hash: hashApiKey(key), mode };
-  }
-
-  function remember(header: string, key: KeyOfHeader) {
-    if (keysOfHeaders.has(header)) return;
-    if (keysOfHeaders.size >= MAX_CACHED) keysOfHeaders.delete(keysOfHeaders.keys().next().value!);
-    keysOfHeaders.set(header, key);
-  }
-
-  async function authenticate(header: string | undefined): Promise<Principal> {
-    const key = keyOf(header);
-    const { hash, mode } = key;
+    const hash = hashApiKey(key);
 
     const now = Date.now();
     if (listening) {
@@ -145,7 +120,6 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
     if (row.revoked_at) throw unauthorized('This API key has been revoked.');
     if (row.mode !== mode) throw unauthorized('Invalid API key.');
     const principal: Principal = { keyId: row.id, organizationId: row.organization_id, mode: row.mode, scopes: row.scopes };
-    remember(header!, key);
     if (listening && before === generation && config.AUTH_CACHE_MS > 0) {
       if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
       cache.set(hash, { principal, expiresAt: now + config.AUTH_CACHE_MS });
