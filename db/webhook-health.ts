@@ -8,6 +8,7 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import { DELIVERY_STATUSES } from '../domain/webhooks';
 import type { Tx } from './client';
 import { newId } from './ids';
+import { firstOfEachState } from './webhooks';
 import { events, integrations, webhookSubscriptionHealth, webhookSubscriptions } from './schema';
 
 /** Who disabled a subscription: an operator, or the service because every attempt failed for long, or a 410 Gone. */
@@ -187,14 +188,14 @@ export async function healthOf(tx: Tx, subscriptionIds: readonly string[], now =
       select count(*)::int as attempts, (count(*) filter (where a.response_status between 200 and 299))::int as succeeded
       from (
         -- The most recent of each state, merged (the index is by subscription, state and time).
-        select * from (${sql.join(
-          DELIVERY_STATUSES.map(
-            (state) => sql`(select d.id, d.created_at, d.first_sent_at, d.first_duration_ms, d.first_response_status from webhook_deliveries d
-              where d.subscription_id = s.id and d.status = ${state} and d.created_at >= ${since}::timestamptz
-              order by d.created_at desc limit ${RATE_DELIVERIES})`,
-          ),
-          sql` union all `,
-        )}) recent
+        select * from (${firstOfEachState({
+          subscription: sql`s.id`,
+          columns: sql`d.id, d.created_at, d.first_sent_at, d.first_duration_ms, d.first_response_status`,
+          states: DELIVERY_STATUSES,
+          where: sql`and d.created_at >= ${since}::timestamptz`,
+          order: 'desc',
+          first: RATE_DELIVERIES,
+        })}) recent
         order by created_at desc limit ${RATE_DELIVERIES}
       ) d cross join lateral (
         -- Attempt rows, and a first attempt that succeeded as its delivery records it (it stands over a row numbered 1).

@@ -224,14 +224,23 @@ export async function attemptsOf(tx: Tx, deliveryIds: string[]): Promise<Map<str
 }
 
 /**
- * The ids and times of a subscription's deliveries, `first` of each of `states` in time order (`order`, ties by
- * id), in one union: what the index by subscription, state and time gives without a sort, state by state.
+ * `columns` of a subscription's deliveries (aliased `d`), the `first` of each of `states` in time order (`order`, ties
+ * by id) that also match `where`, in one union: what the index by subscription, state and time gives without a sort,
+ * state by state. The caller orders the union and takes its page. `subscription` is an id, or an SQL expression (a
+ * lateral join's column).
  */
-function firstOfEachState(subscriptionId: string, states: readonly DeliveryStatus[], where: SQL, order: SortOrder, first: number): SQL {
-  const dir = order === 'asc' ? sql`asc` : sql`desc`;
-  const parts = states.map(
-    (state) => sql`(select id, created_at from ${webhookDeliveries} where subscription_id = ${subscriptionId} and status = ${state} ${where}
-      order by created_at ${dir}, id ${dir} limit ${first})`,
+export function firstOfEachState(opts: {
+  subscription: string | SQL;
+  columns: SQL;
+  states: readonly DeliveryStatus[];
+  where: SQL;
+  order: SortOrder;
+  first: number;
+}): SQL {
+  const dir = opts.order === 'asc' ? sql`asc` : sql`desc`;
+  const parts = opts.states.map(
+    (state) => sql`(select ${opts.columns} from ${webhookDeliveries} d where d.subscription_id = ${opts.subscription} and d.status = ${state} ${opts.where}
+      order by d.created_at ${dir}, d.id ${dir} limit ${opts.first})`,
   );
   return sql.join(parts, sql` union all `);
 }
@@ -244,11 +253,18 @@ export async function listDeliveries(
 ): Promise<DeliveryRow[]> {
   const order = filter.order ?? 'desc';
   const dir = order === 'asc' ? sql`asc` : sql`desc`;
-  const eventType = filter.eventType ? sql`and event_type = ${filter.eventType}` : sql``;
+  const eventType = filter.eventType ? sql`and d.event_type = ${filter.eventType}` : sql``;
   // One state: a range of the index. Every state: each state's first rows merged (there is no index by subscription
   // and time alone), then the page's rows.
-  const page = sql`select id from (${firstOfEachState(subscriptionId, filter.status ? [filter.status] : DELIVERY_STATUSES, eventType, order, filter.limit + filter.offset)}) d
-    order by created_at ${dir}, id ${dir} limit ${filter.limit} offset ${filter.offset}`;
+  const each = firstOfEachState({
+    subscription: subscriptionId,
+    columns: sql`d.id, d.created_at`,
+    states: filter.status ? [filter.status] : DELIVERY_STATUSES,
+    where: eventType,
+    order,
+    first: filter.limit + filter.offset,
+  });
+  const page = sql`select id from (${each}) d order by created_at ${dir}, id ${dir} limit ${filter.limit} offset ${filter.offset}`;
   return tx
     .select()
     .from(webhookDeliveries)
