@@ -36,7 +36,9 @@
  * warm-up burst, then one burst of `--events` to A, measured as in 3. Cost = 1 - median deliveries/s observed ÷ plain,
  * and the worker's CPU per delivery observed ÷ plain - 1 (target <= 5 %). Each observed life must have counted every
  * attempt it made in propsync_webhook_attempts_total and exported a `webhook.attempt` span for each; a plain life must
- * have exported none. The worker is plain again for 4.
+ * have exported none. The worker is plain again for 4. `--observed metrics` or `--observed tracing` gives the observed
+ * lives only one of the two (WORKER_METRICS_PORT or OTEL_EXPORTER_OTLP_ENDPOINT), to see what each costs; the checks
+ * follow (no span from a life without tracing, no counters read from one without metrics).
  *
  * Before printing any ratio it checks the run: every event recorded reached A's receiver at least once with a valid
  * `X-Service-Signature` under A's secret, its own id in the body and attempt 1, and nothing else arrived there;
@@ -50,7 +52,9 @@
  * Usage: npm run bench:webhooks [-- --events 10000 --per-tx 1000 --steady-rate 50 --steady-seconds 20 --warmup 2000 --rounds 3]
  *   (`--events 1000 --steady-seconds 5 --rounds 1`: to try it; `--from-source`: the worker from source through tsx
  *   instead of the built dist/worker.mjs production runs; `--profile-worker <dir>`: a V8 CPU profile of the worker, written
- *   when it stops, for diagnosis only; `--observability`: the cost of metrics and tracing, above)
+ *   when it stops, for diagnosis only, as is `'--worker-node-options=--trace-opt --trace-deopt'` (more options for its
+ *   node); `--observability`: the cost of metrics and tracing, above, with `--observed metrics`
+ *   or `--observed tracing` for one of the two)
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -95,12 +99,22 @@ const args = benchArgs(
   {
     /** Write a V8 CPU profile of the worker process into this directory (diagnosis only: it slows the worker). */
     profileWorker: '',
+    /** More options for the worker's node, space-separated (diagnosis: `--perf-basic-prof` for perf, `--trace-deopt`). */
+    workerNodeOptions: '',
     /** Run the worker from source through tsx (bundling its workflows at start) instead of the built dist/worker.mjs. */
     fromSource: false,
     /** Also measure what metrics and tracing cost: plain and observed worker lives, taking turns. */
     observability: false,
+    /** What an observed life has on: `both` (as production with both configured), `metrics` or `tracing` alone. */
+    observed: 'both',
   },
 );
+/** `--observed`: what an observed worker life has on, and how the bench names it. */
+const OBSERVED = {
+  both: { metrics: true, tracing: true, name: 'metrics and tracing' },
+  metrics: { metrics: true, tracing: false, name: 'metrics only' },
+  tracing: { metrics: false, tracing: true, name: 'tracing only' },
+} as const;
 const TASK_QUEUE = 'bench-webhooks';
 const WEBHOOK_QUEUE = webhookTaskQueueOf(TASK_QUEUE);
 const DISPATCH_QUEUE = dispatchTaskQueueOf(WEBHOOK_QUEUE);
@@ -342,6 +356,8 @@ async function main(): Promise<void> {
   if (!positive || !(Number.isInteger(args.warmup) && args.warmup >= 1) || !(Number.isInteger(args.rounds) && args.rounds >= 1)) {
     throw new Error('--events, --per-tx, --steady-rate, --steady-seconds, --warmup and --rounds must be positive numbers');
   }
+  if (!(args.observed in OBSERVED)) throw new Error(`--observed takes ${Object.keys(OBSERVED).join(', ')}, not ${JSON.stringify(args.observed)}`);
+  const observedAs = OBSERVED[args.observed as keyof typeof OBSERVED];
   const settings = {
     WEBHOOK_MAX_IN_FLIGHT: [cfg.WEBHOOK_MAX_IN_FLIGHT, DEFAULT_DISPATCH.maxInFlight],
     WEBHOOK_CIRCUIT_FAILURES: [cfg.WEBHOOK_CIRCUIT_FAILURES, DEFAULT_DISPATCH.circuitFailures],
@@ -433,7 +449,7 @@ async function main(): Promise<void> {
     }
     /** The worker, plain or observed (its metrics listener on, its spans to the sink); resolves once it polls. */
     const startWorker = async (observed: boolean): Promise<{ child: Child; metricsUrl: string | null }> => {
-      const metricsPort = observed ? await freePort() : null;
+      const metricsPort = observed && observedAs.metrics ? await freePort() : null;
       const child = startChild(
         args.fromSource ? 'worker/main.ts' : 'dist/worker.mjs',
         [],
@@ -446,12 +462,17 @@ async function main(): Promise<void> {
           SERVED_MODES: 'test',
           LOG_LEVEL: 'warn',
           LOG_PRETTY: 'false',
-          ...(observed ? { WORKER_METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink!.url } : {}),
+          ...(metricsPort === null ? {} : { WORKER_METRICS_PORT: String(metricsPort) }),
+          ...(observed && observedAs.tracing ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink!.url } : {}),
         },
         observed ? '[worker+obs]' : '[worker]',
         {
           // As docker-compose.yml's worker-webhooks runs (worker/process-env.ts).
-          nodeArgs: [...WEBHOOK_WORKER_V8_OPTIONS, ...(args.profileWorker ? ['--cpu-prof', `--cpu-prof-dir=${args.profileWorker}`] : [])],
+          nodeArgs: [
+            ...WEBHOOK_WORKER_V8_OPTIONS,
+            ...args.workerNodeOptions.split(' ').filter(Boolean),
+            ...(args.profileWorker ? ['--cpu-prof', `--cpu-prof-dir=${args.profileWorker}`] : []),
+          ],
           plainNode: !args.fromSource,
           // Every line is counted by its message; long ones (a failed query lists its parameters) are cut.
           echo: (line) => {
@@ -663,9 +684,10 @@ async function main(): Promise<void> {
         readRss(observedNow ? 'worker_observed' : 'worker', worker);
         await worker!.stop(); // an observed worker exports what its tracer still holds on the way out
         const spans = (await sink!.count('webhook.attempt')) - spansBefore;
-        if (spans !== (observedNow ? attemptsMade : 0)) {
+        const traced = observedNow && observedAs.tracing;
+        if (spans !== (traced ? attemptsMade : 0)) {
           throw new CheckFailed(
-            `the ${observedNow ? 'observed' : 'plain'} worker's life made ${attemptsMade} attempts and exported ${spans} webhook.attempt spans (expected ${observedNow ? attemptsMade : 0})`,
+            `the ${observedNow ? 'observed' : 'plain'} worker's life made ${attemptsMade} attempts and exported ${spans} webhook.attempt spans (expected ${traced ? attemptsMade : 0})`,
           );
         }
         lifeSpans += spans;
@@ -684,14 +706,14 @@ async function main(): Promise<void> {
         for (let r = 1; r <= args.rounds; r++) {
           for (const mode of r % 2 === 1 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
             say(
-              `observability ${r}/${args.rounds}: the worker restarted ${mode === 'on' ? 'with metrics and tracing on' : 'plain'}; ${int(warm)} events to warm it up`,
+              `observability ${r}/${args.rounds}: the worker restarted ${mode === 'on' ? `with ${observedAs.name} on` : 'plain'}; ${int(warm)} events to warm it up`,
             );
             await restart(mode === 'on', madeThisLife);
             await record({ kind: 'burst', count: warm, perTx: args.perTx, tag: `o${r}${mode}w-` });
             await allDeliveredToA(`observability ${r}/${args.rounds} ${mode}: warm-up deliveries succeeded`);
-            observability[mode].push(await burst(`observability ${r}/${args.rounds}, metrics and tracing ${mode}`, `o${r}${mode}-`));
+            observability[mode].push(await burst(`observability ${r}/${args.rounds}, ${observedAs.name} ${mode}`, `o${r}${mode}-`));
             madeThisLife = warm + args.events;
-            if (mode === 'on') {
+            if (mode === 'on' && observedAs.metrics) {
               // The observed worker counted every attempt of its life, each a first attempt that succeeded.
               const text = await (await fetch(metricsUrl!)).text();
               const counted = sampleOf(text, 'propsync_webhook_attempts_total', { outcome: 'succeeded', attempt: '1' });
@@ -988,7 +1010,7 @@ async function main(): Promise<void> {
       costs = { deliveries: (1 - onRate / offRate) * 100, cpu: (onCpu / offCpu - 1) * 100 };
       console.log('');
       console.log(
-        `  Metrics and tracing: ${args.rounds} round(s) of a plain and an observed worker life, taking turns, each a burst of ${int(args.events)} to A after ${int(Math.min(args.warmup, args.events))} to warm up`,
+        `  ${observedAs.name[0]!.toUpperCase()}${observedAs.name.slice(1)}: ${args.rounds} round(s) of a plain and an observed worker life, taking turns, each a burst of ${int(args.events)} to A after ${int(Math.min(args.warmup, args.events))} to warm up`,
       );
       for (const mode of ['off', 'on'] as const) {
         observability[mode].forEach((f, i) => {
