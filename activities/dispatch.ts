@@ -9,6 +9,7 @@
  * recorded (its worker died) are handed to their workflows as lost attempts by the next batch: at-least-once, never
  * a second send of an attempt recorded as succeeded.
  */
+import type { Context } from '@temporalio/activity';
 import type { Db } from '../db/client';
 import {
   claimQueued,
@@ -33,7 +34,7 @@ import type { QueuedListener } from './queued-listener';
 import { attemptHeaders, unsealedError } from './webhooks';
 import type { Sender } from './webhook-http';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
-import { inSpan, SpanKind } from '../observability/tracing';
+import { inLinkedRoot, inSpan, SpanKind, type Span } from '../observability/tracing';
 
 /** A delivery whose first attempt failed, to hand to its own workflow. */
 export interface RetryRef {
@@ -130,7 +131,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
   async function dispatchBatch(input: BatchInput): Promise<BatchResult> {
     const { subscriptionId: subId } = input;
     const result: BatchResult = { succeeded: 0, failed: 0, failureRun: 0, stoppedBy: 'idle' };
-    return heartbeating(deps.heartbeatEveryMs ?? 5_000, async (ctx) => {
+    const batch = async (ctx: Context | undefined, batchSpan: Span): Promise<BatchResult> => {
       const began = Date.now();
       await ensureCursor(db, subId);
       // First attempts an earlier batch took and never recorded: lost attempts, retried by their own workflows.
@@ -397,11 +398,17 @@ export function createDispatchActivities(deps: DispatchDeps) {
         if ((ended === 'budget' || ended === 'idle') && failureRun >= input.circuitFailures) ended = 'circuit';
         result.stoppedBy = ended;
         log({ subscription_id: subId, ...result }, 'webhook batch');
+        batchSpan.setAttributes({ 'propsync.succeeded': result.succeeded, 'propsync.failed': result.failed, 'propsync.stopped_by': ended });
         return result;
       } finally {
         clearInterval(timer);
       }
-    });
+    };
+    // Each batch is a trace of its own, linked to its activity's span: a dispatcher lives as long as its subscription,
+    // and every batch it ran would otherwise be part of one trace that never ends.
+    return heartbeating(deps.heartbeatEveryMs ?? 5_000, (ctx) =>
+      inLinkedRoot('webhook.dispatch', { 'propsync.subscription_id': subId }, (span) => batch(ctx, span)),
+    );
   }
 
   return {

@@ -133,6 +133,20 @@ export function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span)
   return context.with(trace.setSpan(parent, span), runInSpan<T>, undefined, span, fn);
 }
 
+/**
+ * Runs `fn` in the root span of a trace of its own, linked to the active span (if any) rather than its child: for
+ * work that repeats without end under one long-lived workflow (a subscription's dispatcher continues as new for as
+ * long as the subscription lives), whose spans would otherwise grow one trace forever. Each such trace is sampled on
+ * its own, so `OTEL_TRACES_SAMPLER` (e.g. `parentbased_traceidratio`) thins them as it thins requests. Active while
+ * `fn` runs, so spans started inside are its children; `fn` may add attributes to it as it ends.
+ */
+export function inLinkedRoot<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {
+  const from = trace.getSpan(context.active())?.spanContext();
+  const links = from && trace.isSpanContextValid(from) ? [{ context: from }] : [];
+  const span = tracer().startSpan(name, { kind: SpanKind.INTERNAL, attributes, links, root: true }, ROOT_CONTEXT);
+  return context.with(trace.setSpan(ROOT_CONTEXT, span), runInSpan<T>, undefined, span, fn);
+}
+
 async function runInSpan<T>(span: Span, fn: (span: Span) => Promise<T>): Promise<T> {
   try {
     return await fn(span);
@@ -182,3 +196,4 @@ export function recordServerSpan(method: string, route: string, requestId: strin
 }
 
 export { SpanKind };
+export type { Span };

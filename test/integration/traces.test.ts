@@ -29,6 +29,8 @@ interface ReceivedSpan {
   parentSpanId: string;
   name: string;
   attributes: Record<string, unknown>;
+  /** The spans this one links to (another trace's), as `<traceId>/<spanId>`. */
+  links: string[];
 }
 
 const ADMIN = 'traces-test-admin-token-0123456789';
@@ -66,6 +68,7 @@ async function startReceiver(): Promise<number> {
                 parentSpanId: s.parentSpanId ?? '',
                 name: s.name,
                 attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, valueOf(a.value)])),
+                links: (s.links ?? []).map((l) => `${l.traceId}/${l.spanId}`),
               });
             }
           }
@@ -87,6 +90,7 @@ interface RawSpan {
   parentSpanId?: string;
   name: string;
   attributes?: Attr[];
+  links?: { traceId: string; spanId: string }[];
 }
 const valueOf = (v: Record<string, unknown> | undefined): unknown => (v ? Object.values(v)[0] : undefined);
 
@@ -198,7 +202,16 @@ describe('traces', () => {
     for (const a of attempts) {
       const d = deliveries.find((x) => x.id === a.attributes['propsync.delivery_id'])!;
       expect(a.service).toBe('propsync-worker');
-      expect(a.parentSpanId).not.toBe(''); // inside its dispatcher activity's span
+      // Inside its batch's span: the root of a trace of its own, linked to the dispatcher activity's span (a
+      // dispatcher lives as long as its subscription; one trace of all its batches would never end).
+      const batch = await until('the batch span of an attempt', async () => spans.find((s) => s.spanId === a.parentSpanId && s.traceId === a.traceId));
+      expect(batch).toMatchObject({ service: 'propsync-worker', name: 'webhook.dispatch', parentSpanId: '' });
+      expect(batch.attributes).toMatchObject({ 'propsync.subscription_id': subscription.id, 'propsync.stopped_by': expect.any(String) });
+      expect(batch.links).toHaveLength(1);
+      const [linkedTrace, linkedSpan] = batch.links[0]!.split('/');
+      const activity = await until('the activity span a batch links to', async () => spans.find((s) => s.traceId === linkedTrace && s.spanId === linkedSpan));
+      expect(activity).toMatchObject({ service: 'propsync-worker', name: 'RunActivity:dispatchBatch' });
+      expect(activity.traceId).not.toBe(batch.traceId);
       expect(a.attributes).toEqual({
         'propsync.delivery_id': d.id,
         'propsync.subscription_id': subscription.id,
