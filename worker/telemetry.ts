@@ -6,6 +6,7 @@
  * sink is still registered, dropping anything, so a bundle given by WORKFLOW_BUNDLE_PATH may have them either way.
  */
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import {
   makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
@@ -14,8 +15,14 @@ import {
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
 import type { Tracing } from '../observability/tracing';
 
-/** The module of workflow interceptors every bundle includes. */
-export const WORKFLOW_INTERCEPTOR_MODULES = [createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+/**
+ * The modules of workflow interceptors the traced bundle includes, in order: OpenTelemetry's, then ours, which takes
+ * the trace context out of a continue-as-new (workflows/trace-per-run.ts) after OpenTelemetry's has put it in.
+ */
+export const WORKFLOW_INTERCEPTOR_MODULES = [
+  createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+  fileURLToPath(new URL('../workflows/trace-per-run.ts', import.meta.url)),
+];
 
 type Telemetry = Pick<WorkerOptions, 'sinks' | 'interceptors'>;
 
