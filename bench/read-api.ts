@@ -336,29 +336,27 @@ async function main() {
       say(`saturated rounds: ${args.rounds} x ${args.saturatedSeconds} s per scenario and target, ${args.connections} connections, no pacing`);
       for (const [name, paths] of Object.entries(scenarios)) {
         const rps: Record<Target, number[]> = { service: [], observed: [], baseline: [] };
-        const cpuSum: Record<Target, { cpu: number; requests: number }> = {
+        /** CPU seconds (process + Postgres) and requests answered, per target, over the rounds. */
+        const spent: Record<Target, { cpu: number; requests: number }> = {
           service: { cpu: 0, requests: 0 },
           observed: { cpu: 0, requests: 0 },
           baseline: { cpu: 0, requests: 0 },
         };
+        const msPerRequest = (t: Target) => Number(((spent[t].cpu * 1000) / spent[t].requests).toFixed(3));
         for (const target of TARGETS_IN_ORDER) await load(target, paths, 2, `saturated warm-up ${name}`, false);
         for (let round = 1; round <= args.rounds; round++) {
           for (const target of round % 2 === 1 ? TARGETS_IN_ORDER : (['observed', 'service', 'baseline'] as const)) {
             const { result, cpu } = await load(target, paths, args.saturatedSeconds, `saturated round ${round} ${name}`, false);
             rps[target].push(result.requests.total / args.saturatedSeconds);
-            cpuSum[target].cpu += (cpu.process ?? 0) + (cpu.postgres ?? 0);
-            cpuSum[target].requests += result.requests.total;
+            spent[target].cpu += (cpu.process ?? 0) + (cpu.postgres ?? 0);
+            spent[target].requests += result.requests.total;
           }
         }
         const m = { service: median(rps.service), observed: median(rps.observed), baseline: median(rps.baseline) };
         const { key, target } = TARGETS[name]!;
         const figures: SaturatedFigures = {
           rps: { service: Math.round(m.service), observed: Math.round(m.observed), baseline: Math.round(m.baseline) },
-          cpu_ms: {
-            service: Number(((cpuSum.service.cpu * 1000) / cpuSum.service.requests).toFixed(3)),
-            observed: Number(((cpuSum.observed.cpu * 1000) / cpuSum.observed.requests).toFixed(3)),
-            baseline: Number(((cpuSum.baseline.cpu * 1000) / cpuSum.baseline.requests).toFixed(3)),
-          },
+          cpu_ms: { service: msPerRequest('service'), observed: msPerRequest('observed'), baseline: msPerRequest('baseline') },
           ratio: Number((m.service / m.baseline).toFixed(3)),
           cost: Number((1 - m.observed / m.service).toFixed(3)),
         };

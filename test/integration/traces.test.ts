@@ -8,8 +8,6 @@
  * residents, the source's api key or the subscription's signing secret.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { and, eq, isNull } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import type { Db } from '../../db/client';
@@ -18,25 +16,16 @@ import { createApiKey, createIntegration, createOrganization } from '../../db/te
 import { ENTITIES } from '../../domain/cdm';
 import { testKeyring } from '../support/context';
 import { freePort, Processes, spawnWorker } from '../support/faults';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp';
 import { onOwnDatabase } from '../support/services';
 import { sandbox, until } from '../support/sync';
 import { startReceiver as startWebhookReceiver, type Receiver } from '../support/webhooks';
 
-interface ReceivedSpan {
-  service: string;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  attributes: Record<string, unknown>;
-  /** The spans this one links to (another trace's), as `<traceId>/<spanId>`. */
-  links: string[];
-}
-
 const ADMIN = 'traces-test-admin-token-0123456789';
 const procs = new Processes();
-const spans: ReceivedSpan[] = [];
-let receiver: Server;
+let receiver: OtlpReceiver;
+/** Every span the receiver got (its own array). */
+let spans: ReceivedSpan[] = [];
 let hooks: Receiver;
 let dbUrl = '';
 let db: Db;
@@ -47,55 +36,10 @@ let key = '';
 /** A database of this file's own, so that the worker's relay dispatches this file's events alone. */
 onOwnDatabase('traces', (own) => ({ url: dbUrl, db } = own));
 
-/** An OTLP/HTTP trace receiver: JSON bodies of ExportTraceServiceRequest, flattened into spans. */
-async function startReceiver(): Promise<number> {
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.url === '/v1/traces') {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-          resourceSpans: { resource: { attributes: Attr[] }; scopeSpans: { spans: RawSpan[] }[] }[];
-        };
-        for (const rs of body.resourceSpans) {
-          const service = String(valueOf(rs.resource.attributes.find((a) => a.key === 'service.name')?.value));
-          for (const ss of rs.scopeSpans) {
-            for (const s of ss.spans) {
-              spans.push({
-                service,
-                traceId: s.traceId,
-                spanId: s.spanId,
-                parentSpanId: s.parentSpanId ?? '',
-                name: s.name,
-                attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, valueOf(a.value)])),
-                links: (s.links ?? []).map((l) => `${l.traceId}/${l.spanId}`),
-              });
-            }
-          }
-        }
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  return (receiver.address() as AddressInfo).port;
-}
-interface Attr {
-  key: string;
-  value: Record<string, unknown>;
-}
-interface RawSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  attributes?: Attr[];
-  links?: { traceId: string; spanId: string }[];
-}
-const valueOf = (v: Record<string, unknown> | undefined): unknown => (v ? Object.values(v)[0] : undefined);
-
 beforeAll(async () => {
-  const otlp = `http://127.0.0.1:${await startReceiver()}`;
+  receiver = await startOtlpReceiver();
+  spans = receiver.spans;
+  const otlp = receiver.endpoint;
   const [port, workerMetrics] = [await freePort(), await freePort()];
   const common = {
     DATABASE_URL: dbUrl,
@@ -134,7 +78,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await procs.killAll();
-  await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+  await receiver?.close();
   await hooks?.close();
 });
 
