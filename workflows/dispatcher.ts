@@ -101,8 +101,10 @@ export async function dispatchWebhooks(input: DispatcherInput): Promise<{ end: D
       setCircuit(true);
       await markCircuit({ subscriptionId, openedAtMs: Date.now(), nextProbeAtMs: state.nextProbeAtMs });
       await sleep(delay);
+      woken = false;
       const r = await batch(true);
       if (!r) continue;
+      if (r.stoppedBy === 'paused' && woken) continue; // see below
       if (r.stoppedBy === 'paused' || r.stoppedBy === 'deleted') {
         await markCircuit({ subscriptionId, closed: true });
         return { end: r.stoppedBy };
@@ -122,6 +124,10 @@ export async function dispatchWebhooks(input: DispatcherInput): Promise<{ end: D
     woken = false;
     const r = await batch(false);
     if (!r) continue;
+    // Woken while the batch found the subscription paused: an operator may have enabled it since, and the wake that
+    // says so went to this run, so no new run will start for it. Look again; a subscription still paused ends the run
+    // at the next batch.
+    if (r.stoppedBy === 'paused' && woken) continue;
     if (r.stoppedBy === 'paused' || r.stoppedBy === 'deleted') return { end: r.stoppedBy };
     if (r.stoppedBy === 'circuit') {
       probeIndex = 0;

@@ -63,7 +63,7 @@ function mockActivities(script: (n: number, input: BatchInput) => Script) {
 
 /** A workflow worker on a queue of its own and a batch worker on its dispatch queue, for the length of `body`. */
 async function withWorkers(
-  mock: ReturnType<typeof mockActivities>,
+  mock: { activities: DispatchActivities },
   body: (start: (input?: Partial<DispatcherInput>) => Promise<WorkflowHandle<typeof dispatchWebhooks>>) => Promise<void>,
 ): Promise<void> {
   const taskQueue = `dispatch-test-${randomUUID()}`;
@@ -177,6 +177,30 @@ describe('dispatchWebhooks', () => {
       expect(await (await start()).result()).toEqual({ end: 'deleted' });
       expect(deleted.calls.batch.map((c) => c.input.probe)).toEqual([false, true]);
       expect(deleted.calls.circuit.at(-1)!.input).toEqual({ subscriptionId: 'whs_test', closed: true });
+    });
+  });
+
+  it('looks again when woken while a batch found its subscription paused (an operator enabled it meanwhile)', async () => {
+    // Batch 1 finds the subscription disabled; while it runs, the operator enables it and the API's wake reaches this
+    // run. Without a second look the run would end, the wake with it, and the queue would wait for the relay's sweep.
+    let started: (h: WorkflowHandle) => void = () => {};
+    const handle = new Promise<WorkflowHandle>((resolve) => (started = resolve));
+    const calls: BatchInput[] = [];
+    const activities = {
+      dispatchBatch: async (input: BatchInput) => {
+        calls.push(input);
+        if (calls.length > 1) return batchOf('idle', 3);
+        await (await handle).signal(wakeSignal);
+        return batchOf('paused');
+      },
+      markCircuit: async () => {},
+    } satisfies DispatchActivities;
+    await withWorkers({ activities }, async (start) => {
+      const h = await start();
+      started(h);
+      expect(await h.result()).toEqual({ end: 'idle' });
+      expect(calls).toHaveLength(2);
+      expect((await h.query(dispatcherStateQuery)).succeeded).toBe(3);
     });
   });
 
