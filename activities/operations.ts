@@ -10,7 +10,7 @@ import type { Db } from '../db/client';
 import { databaseNow } from '../db/clock';
 import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
 import type { IntegrationRow } from '../db/tenants';
-import { operationWithIntegration, storeWriteBack } from '../db/write-back';
+import { operationWithIntegration, StaleReadBackError, storeWriteBack } from '../db/write-back';
 import type { Entity, InputOf } from '../domain/cdm';
 import { isTerminal, parseOperationType, type OperationStatus } from '../domain/operations';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
@@ -27,6 +27,12 @@ import {
 import { clip, heartbeating, messageOf } from './attempt';
 import { NO_METRICS, type WorkerMetrics } from '../observability/metrics';
 import { inSpan, SpanKind } from '../observability/tracing';
+
+/**
+ * Read-backs of one store before it gives up for this activity (the attempt's outcome is then `applied` and
+ * storeApplied tries again later): each is left out only when another write of the same record was stored meanwhile.
+ */
+const MAX_READ_BACKS = 5;
 
 export interface WriteActivityDeps {
   db: Db;
@@ -121,11 +127,31 @@ export function createWriteActivities(deps: WriteActivityDeps) {
 
   /**
    * Read the written record (and what the source changed alongside it) back from the source, then store it through
-   * the sync's write path and mark the Operation succeeded, in one transaction.
+   * the sync's write path and mark the Operation succeeded, in one transaction. When another write-back or a sync
+   * page of the record was stored while it was being read (their reads overlapped, so which is newer is unknown),
+   * nothing is stored and the source is read again: a later read sees this write and whatever followed it, so the
+   * Operation never turns succeeded over an older version of its record.
    */
   async function store(op: OperationRow, integration: IntegrationRow, connector: SourceConnector, s: Omit<StoreInput, 'operationId'>): Promise<string> {
     const { entity } = parseOperationType(op.type);
     const wanted: { entity: Entity; x_id: string }[] = [...s.related, { entity, x_id: s.xId }];
+    for (let read = 1; ; read++) {
+      try {
+        return await readBackAndStore(op, integration, connector, s, entity, wanted);
+      } catch (err) {
+        if (!(err instanceof StaleReadBackError) || read >= MAX_READ_BACKS) throw err;
+      }
+    }
+  }
+
+  async function readBackAndStore(
+    op: OperationRow,
+    integration: IntegrationRow,
+    connector: SourceConnector,
+    s: Omit<StoreInput, 'operationId'>,
+    entity: Entity,
+    wanted: { entity: Entity; x_id: string }[],
+  ): Promise<string> {
     const read = new Map<Entity, InputOf[Entity][]>();
     // A sync page read after this read-back and stored before it is the newer word: readAt keeps it. Both times are
     // the database's (a sync page's are too): the workers' clocks may disagree by any amount.

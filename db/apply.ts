@@ -200,9 +200,10 @@ export interface ApplyContext {
   recordsLocked?: boolean;
   /**
    * A statement of the caller's, given every input record's CDM id by x_id, sent with the last batch of writes (the
-   * same round trip): a write-back's move of its Operation.
+   * same round trip): a write-back's move of its Operation. `stale` holds the x_ids whose version in hand the
+   * stale-page guard left out (the cache holds a different one, stored after `readAt`).
    */
-  alongside?: (ids: ReadonlyMap<string, string>) => Promise<unknown>;
+  alongside?: (ids: ReadonlyMap<string, string>, stale: ReadonlySet<string>) => Promise<unknown>;
 }
 
 export interface ApplyResult {
@@ -330,9 +331,11 @@ export async function applyHashedRecords<E extends Entity>(tx: Tx, ctx: ApplyCon
         : lookupByXIds(tx, entity).execute({ integrationId, xIds }));
   const stored = new Map(found.map((r) => [r.xId, r]));
   const changed: { input: InputOf[E]; hash: string; id: string; existed: boolean }[] = [];
+  const stale = new Set<string>();
   for (const r of byXId.values()) {
     const cur = stored.get(r.x_id);
     if (cur && cur.live && (cur.contentHash === r.hash || (ctx.readAt && cur.syncedAt && storedAfterRead(cur.syncedAt, ctx.readAt, ctx)))) {
+      if (cur.contentHash !== r.hash) stale.add(r.x_id);
       result.unchanged++;
       result.ids.set(r.x_id, cur.id);
       continue;
@@ -342,7 +345,7 @@ export async function applyHashedRecords<E extends Entity>(tx: Tx, ctx: ApplyCon
     changed.push({ input: recordOf(r), hash: r.hash, id, existed: cur !== undefined });
   }
   if (changed.length === 0) {
-    if (ctx.alongside) await ctx.alongside(result.ids);
+    if (ctx.alongside) await ctx.alongside(result.ids, stale);
     return result;
   }
 
@@ -425,7 +428,7 @@ export async function applyHashedRecords<E extends Entity>(tx: Tx, ctx: ApplyCon
   // One batch of independent writes; a lease's new residents follow the removal of its old ones. A lease whose
   // residents did not change keeps their rows.
   const writes: Promise<unknown>[] = [insertRows(tx, table, inserts), updateRows(tx, table, updates), updateRows(tx, table, rehashed)];
-  if (ctx.alongside) writes.push(ctx.alongside(result.ids));
+  if (ctx.alongside) writes.push(ctx.alongside(result.ids, stale));
   if (entity === 'lease') {
     for (const d of drafts) if (d.before && !d.changed.includes('residents')) peopleOf.delete(d.row.id);
   }

@@ -38,6 +38,18 @@ export interface AppliedWrite {
 }
 
 /**
+ * The written record's read-back was left out: the cache holds a version of it stored after the read-back began (another
+ * write-back of the same record, or a sync page, read later or at the same time). Nothing was stored; the caller reads
+ * the source again, so that the Operation never turns succeeded over a version older than its write.
+ */
+export class StaleReadBackError extends Error {
+  constructor(entity: Entity, xId: string) {
+    super(`${entity} ${xId} was stored by another write or sync while it was being read back`);
+    this.name = 'StaleReadBackError';
+  }
+}
+
+/**
  * Store a write-back and mark its Operation succeeded, in one transaction of five round trips: BEGIN, the locks, the
  * reads, the writes with the Operation's move, COMMIT. Returns the written record's CDM id, and whether this call
  * moved the Operation (false: it had ended already).
@@ -61,7 +73,8 @@ export async function storeWriteBack(db: Db, w: AppliedWrite): Promise<{ resourc
       recordsLocked: true,
     };
     let resourceId: string | undefined;
-    const succeed = async (ids: ReadonlyMap<string, string>) => {
+    const succeed = async (ids: ReadonlyMap<string, string>, stale: ReadonlySet<string>) => {
+      if (stale.has(w.xId)) throw new StaleReadBackError(entity, w.xId);
       resourceId = ids.get(w.xId);
       if (!resourceId) throw new Error(`${entity} ${w.xId} was read back but not stored`);
       succeeded = !!(await moveOperation(
