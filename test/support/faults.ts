@@ -14,15 +14,35 @@ import { until } from './until';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** Child processes a test file started, with the tail of their stderr, so afterAll can kill whatever is left. */
+/** How much of a child's stderr is kept: its first lines (where a start-up panic says why) and its last. */
+const STDERR_HEAD = 3_000;
+const STDERR_TAIL = 4_000;
+
+/** `kept` (a head and tail of what came before) with `more` written after it, bounded to the head and the tail. */
+function headAndTail(kept: { head: string; tail: string; dropped: number }, more: string): void {
+  if (kept.head.length < STDERR_HEAD) {
+    const room = STDERR_HEAD - kept.head.length;
+    kept.head += more.slice(0, room);
+    more = more.slice(room);
+  }
+  const tail = kept.tail + more;
+  kept.dropped += Math.max(0, tail.length - STDERR_TAIL);
+  kept.tail = tail.slice(-STDERR_TAIL);
+}
+
+/** Child processes a test file started, with the head and tail of their stderr, so afterAll can kill whatever is left. */
 export class Processes {
   readonly running = new Set<ChildProcess>();
   readonly stderr = new Map<ChildProcess, string>();
 
   spawn(command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
     const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const kept = { head: '', tail: '', dropped: 0 };
     this.stderr.set(child, '');
-    child.stderr!.on('data', (d: Buffer) => this.stderr.set(child, (this.stderr.get(child)! + d.toString()).slice(-4000)));
+    child.stderr!.on('data', (d: Buffer) => {
+      headAndTail(kept, d.toString());
+      this.stderr.set(child, kept.dropped > 0 ? `${kept.head}\n… ${kept.dropped} characters left out …\n${kept.tail}` : kept.head + kept.tail);
+    });
     this.running.add(child);
     child.on('exit', () => this.running.delete(child));
     return child;
