@@ -354,7 +354,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
         const { job } = claim;
         return { skipped: false, syncJobId: job.id, organizationId: job.organizationId, initial: job.initial, kind: job.kind };
       }
-      metrics.syncRun('skipped', input.trigger);
+      metrics.syncRun('skipped', { trigger: input.trigger, kind: input.kind });
       const { active } = claim;
       return active
         ? { skipped: true, syncJobId: active.id, reason: `run ${active.id} is ${active.status}` }
@@ -399,7 +399,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
       // What this call ended, counted once its transaction committed (a retry after a commit counts nothing).
       if (end.ended) {
         for (const [entity, n] of end.ended.deleted) metrics.syncRecords(entity, 'deleted', n);
-        metrics.syncRun('succeeded', end.ended.job.trigger, durationOf(end.ended.job));
+        metrics.syncRun('succeeded', end.ended.job, durationOf(end.ended.job));
       }
       return end.data;
     },
@@ -407,7 +407,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
     /** Mark a run failed with its error (nothing is soft-deleted) and forget what it saw. Idempotent. */
     async failSyncJob(input: { syncJobId: string; error: string }): Promise<void> {
       const failed = await failRun(db, input.syncJobId, input.error, clock());
-      if (failed) metrics.syncRun('failed', failed.trigger, durationOf(failed));
+      if (failed) metrics.syncRun('failed', failed, durationOf(failed));
     },
   };
 }

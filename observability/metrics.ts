@@ -12,7 +12,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { HealthFacts } from '../db/health';
 import type { Entity } from '../domain/cdm';
-import type { SyncTrigger } from '../domain/contract';
+import type { SyncKind, SyncTrigger } from '../domain/contract';
 import type { OperationType } from '../domain/operations';
 import { PLAN_RULES } from '../domain/plans';
 
@@ -21,7 +21,8 @@ type RecordChange = 'created' | 'updated' | 'deleted' | 'skipped';
 
 /** What the worker's activities count. Every method is cheap (an in-memory increment). */
 export interface WorkerMetrics {
-  syncRun(outcome: SyncRunOutcome, kind: SyncTrigger | 'unknown', durationSeconds?: number): void;
+  /** A sync run ended: `kind` null when none was decided (a run skipped, or failed before it started). */
+  syncRun(outcome: SyncRunOutcome, run: { trigger: SyncTrigger; kind: SyncKind | null | undefined }, durationSeconds?: number): void;
   syncRecords(entity: Entity, change: RecordChange, count: number): void;
   /** One webhook attempt (`attempt` from 1); `durationSeconds` when a request was sent. */
   webhookAttempt(outcome: 'succeeded' | 'failed', attempt: number, durationSeconds: number | null): void;
@@ -70,14 +71,14 @@ export function createWorkerMetrics(opts: { processMetrics: boolean }): WorkerRe
   const registry = registryOf(opts.processMetrics);
   const syncRuns = new Counter({
     name: 'propsync_sync_runs_total',
-    help: 'Sync runs ended, by outcome and trigger kind.',
-    labelNames: ['outcome', 'kind'],
+    help: 'Sync runs ended, by outcome, kind (full, delta; none when no run was decided) and trigger (initial, schedule, manual).',
+    labelNames: ['outcome', 'kind', 'trigger'],
     registers: [registry],
   });
   const syncDuration = new Histogram({
     name: 'propsync_sync_run_duration_seconds',
-    help: 'Wall time of sync runs from claim to end, by outcome and trigger kind.',
-    labelNames: ['outcome', 'kind'],
+    help: 'Wall time of sync runs from claim to end, by outcome, kind and trigger.',
+    labelNames: ['outcome', 'kind', 'trigger'],
     buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200],
     registers: [registry],
   });
@@ -115,9 +116,10 @@ export function createWorkerMetrics(opts: { processMetrics: boolean }): WorkerRe
   return {
     registry,
     metrics: {
-      syncRun(outcome, kind, durationSeconds) {
-        syncRuns.inc({ outcome, kind });
-        if (durationSeconds !== undefined) syncDuration.observe({ outcome, kind }, durationSeconds);
+      syncRun(outcome, run, durationSeconds) {
+        const labels = { outcome, kind: run.kind ?? 'none', trigger: run.trigger };
+        syncRuns.inc(labels);
+        if (durationSeconds !== undefined) syncDuration.observe(labels, durationSeconds);
       },
       syncRecords(entity, change, count) {
         if (count > 0) syncRecords.inc({ entity, change }, count);

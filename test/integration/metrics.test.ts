@@ -168,9 +168,9 @@ describe('metrics', () => {
       'the worker counters',
       (s) => s.value('propsync_operations_completed_total', { type: 'lease.update', outcome: 'succeeded' }) === 1,
     );
-    expect(worker.value('propsync_sync_runs_total', { outcome: 'succeeded', kind: 'manual' })).toBe(1);
+    expect(worker.value('propsync_sync_runs_total', { outcome: 'succeeded', kind: 'full', trigger: 'manual' })).toBe(1);
     expect(worker.all('propsync_sync_runs_total').reduce((n, s) => n + s.value, 0)).toBe(1);
-    expect(worker.value('propsync_sync_run_duration_seconds_count', { outcome: 'succeeded', kind: 'manual' })).toBe(1);
+    expect(worker.value('propsync_sync_run_duration_seconds_count', { outcome: 'succeeded', kind: 'full', trigger: 'manual' })).toBe(1);
     for (const entity of ENTITIES) {
       const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
       const live = await db
