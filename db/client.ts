@@ -31,6 +31,9 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
       application_name: opts.applicationName ?? 'propsync',
       statement_timeout: opts.statementTimeoutMs ?? DEFAULT_DB_TIMEOUT_MS,
       idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? DEFAULT_DB_TIMEOUT_MS,
+      // Timestamps as text in UTC and ISO whatever the server's defaults (db/wire.ts reads them as they come).
+      TimeZone: 'UTC',
+      DateStyle: 'ISO, MDY',
     },
     // bigint columns hold money in minor units; they fit in a JS number.
     types: { bigint: postgres.BigInt },
