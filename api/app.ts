@@ -12,6 +12,7 @@ import { createAdminTokenGuard } from './admin/auth';
 import { createConsole } from './console';
 import type { ApiDeps } from './deps';
 import { createFastReads, type FastReads } from './fast-reads';
+import { createOperationWaits } from './operation-waits';
 import type { AppEnv } from './middleware/env';
 import { createApiKeyAuth, type ApiKeyAuth } from './middleware/auth';
 import { errorHandler, notFoundHandler } from './middleware/errors';
@@ -44,9 +45,14 @@ export type App = OpenAPIHono<AppEnv> & {
   readonly health: HealthFactsSource;
   /** The read fast path (api/fast-reads.ts), which api/server.ts runs before the app on every request. */
   readonly reads: FastReads;
+  /** Answers every held poll of an Operation now, and holds none from here on: the first step of a shutdown. */
+  releaseHeldPolls(): Promise<void>;
+  /** Whether held polls hear Operations end (api/operation-waits.ts; its feed opens at the first held poll). */
+  readonly waitsListening: boolean;
   /**
-   * Stops what the app holds besides the injected dependencies: the key-revocation LISTEN connection, and the rate
-   * limiter's connection once it has given back the tokens this process held.
+   * Stops what the app holds besides the injected dependencies: the key-revocation and Operation-end LISTEN
+   * connections (held polls answer at once), and the rate limiter's connection once it has given back the tokens
+   * this process held.
    */
   close(): Promise<void>;
 };
@@ -73,14 +79,18 @@ export function createApp(deps: ApiDeps): App {
   const observed = deps.config.METRICS_PORT !== undefined;
   const metrics = createApiMetrics(health, { processMetrics: observed });
   const tracing = Boolean(deps.config.OTEL_EXPORTER_OTLP_ENDPOINT);
-  const reads = createFastReads(deps, { auth, rateLimit, metrics: observed ? metrics : undefined, tracing });
+  const waits = createOperationWaits(deps);
+  const reads = createFastReads(deps, { auth, rateLimit, waits, metrics: observed ? metrics : undefined, tracing });
   const app = Object.assign(new OpenAPIHono<AppEnv>({ defaultHook: validationHook }), {
     auth,
     metrics,
     health,
     reads,
-    close: async () => void (await Promise.all([auth.close(), rateLimit.close()])),
+    releaseHeldPolls: () => waits.close(),
+    close: async () => void (await Promise.all([auth.close(), rateLimit.close(), waits.close()])),
   });
+  // A getter (Object.assign would copy its value at this moment).
+  Object.defineProperty(app, 'waitsListening', { get: () => waits.listening, enumerable: true });
 
   app.use('*', requestId());
   // Requests are observed only where the metrics are served (METRICS_PORT): off, the hot path carries nothing.
@@ -101,7 +111,7 @@ export function createApp(deps: ApiDeps): App {
   registerUnits(app, deps, writeOptions);
   registerResidents(app, deps, writeOptions);
   registerLeases(app, deps, writeOptions);
-  registerOperations(app, deps);
+  registerOperations(app, deps, waits);
   registerWriteOptions(app, deps, writeOptions);
   registerEvents(app, deps);
 
@@ -111,5 +121,5 @@ export function createApp(deps: ApiDeps): App {
   const admin = createAdminRoutes({ ...deps, health }, adminToken);
   app.route('/admin/v1', admin);
   app.route('/console', createConsole({ ...deps, health }, admin, adminToken));
-  return app;
+  return app as App;
 }

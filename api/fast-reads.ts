@@ -36,7 +36,8 @@ import { perMinuteOfPolicy, type RateLimiter } from './middleware/rate-limit';
 import { requestIdFrom } from './middleware/request-id';
 import { rejectNul } from './middleware/validation';
 import { problemParts } from './problem';
-import { visibleOperation } from './routes/operations';
+import { preferredWaitS, type OperationWaits } from './operation-waits';
+import { answerOperation, preferenceApplied } from './routes/operations';
 import { notFoundError } from './routes/resource';
 import { LeaseListQuery, PropertyListQuery, ResidentListQuery, UnitListQuery } from './schemas';
 
@@ -74,14 +75,16 @@ interface Plan {
   path: string;
   /** The JSON body of the 200, or a throw (an ApiError, or what the app's error handler would answer). */
   body(principal: Principal): Promise<string>;
+  /** Headers of the 200 besides the app's own (a held poll's Preference-Applied). */
+  headers?: Record<string, string>;
 }
 
 export function createFastReads(
   deps: ApiDeps,
-  parts: { auth: ApiKeyAuth; rateLimit: RateLimiter; metrics: ApiMetrics | undefined; tracing: boolean },
+  parts: { auth: ApiKeyAuth; rateLimit: RateLimiter; waits: OperationWaits; metrics: ApiMetrics | undefined; tracing: boolean },
 ): FastReads {
   const { db, config, logger } = deps;
-  const { auth, rateLimit, metrics, tracing } = parts;
+  const { auth, rateLimit, waits, metrics, tracing } = parts;
 
   /** The plan for a request the app would answer as this path does, or undefined. */
   function planOf(req: IncomingMessage): Plan | undefined {
@@ -94,10 +97,12 @@ export function createFastReads(
     const operationId = m[4];
     if (operationId !== undefined) {
       // Any id: one not of an Operation's form is the route's 404 too, without a query.
+      const waitS = preferredWaitS(header(req, 'prefer'));
       return {
         route: '/v1/operations/{id}',
         path: url,
-        body: async (principal) => JSON.stringify(await visibleOperation(db, principal, operationId)),
+        body: async (principal) => JSON.stringify(await answerOperation(db, waits, principal, operationId, waitS)),
+        headers: preferenceApplied(waitS),
       };
     }
     const { entity, listQuery } = RESOURCES[m[1]!]!;
@@ -130,7 +135,7 @@ export function createFastReads(
     try {
       const principal = await auth.principalOf(req.headers.authorization);
       limits = await rateLimit.admit(principal.organizationId);
-      send(res, 200, { 'content-type': 'application/json', ...limits, 'x-request-id': requestId }, await plan.body(principal));
+      send(res, 200, { 'content-type': 'application/json', ...limits, ...plan.headers, 'x-request-id': requestId }, await plan.body(principal));
       return { status: 200 };
     } catch (error) {
       const problem = problemParts(config, apiErrorOf(error, logger, { request_id: requestId, method: 'GET', path: plan.path }), plan.path, requestId);

@@ -57,6 +57,8 @@ async function shutdown(signal: string) {
   // In-flight requests finish; a second signal or 10 s without finishing ends the process anyway.
   const force = setTimeout(() => process.exit(1), 10_000);
   force.unref();
+  // Held polls (Prefer: wait) answer with their Operation's state now rather than hold the shutdown up.
+  await app.releaseHeldPolls();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   await metricsServer?.close();
   await app.close();

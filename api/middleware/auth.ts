@@ -7,7 +7,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
-import { openApiKeyFeed, type ApiKeyFeed } from '../../db/api-key-feed';
+import { openApiKeyFeed, type Feed } from '../../db/feeds';
 import type { Db } from '../../db/client';
 import { apiKeyByHash, hashApiKey, recordApiKeyUse } from '../../db/tenants';
 import type { Mode } from '../../domain/plans';
@@ -47,7 +47,7 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
   let closed = false;
   /** Bumped on every notification and reconnect, so a lookup that raced with one is not cached. */
   let generation = 0;
-  let feed: ApiKeyFeed | undefined;
+  let feed: Feed | undefined;
   let started: Promise<void> | undefined;
   let retry: NodeJS.Timeout | undefined;
 
@@ -58,9 +58,9 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
 
   async function listen(): Promise<void> {
     if (closed) return;
-    // A connection of its own (db/api-key-feed.ts): its closing tells us when notifications may have been missed.
+    // A connection of its own (db/feeds.ts): its closing tells us when notifications may have been missed.
     feed ??= openApiKeyFeed(config.DATABASE_URL, {
-      onChange: (keyHash) => {
+      onNotify: (keyHash) => {
         generation++;
         cache.delete(keyHash);
       },

@@ -6,6 +6,7 @@ import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import type { AppEnv, Principal } from '../middleware/env';
 import { okHeaders, problemResponses } from '../openapi';
+import { heldOperation, MAX_WAIT_S, preferredWaitS, type OperationWaits } from '../operation-waits';
 import { ApiError } from '../problem';
 import { IdParam, Operation } from '../schemas';
 
@@ -16,7 +17,16 @@ export async function visibleOperation(db: Db, principal: Principal, id: string)
   return operationJson(row);
 }
 
-export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
+/** What a held poll's answer says of the wait it applied (RFC 7240 Preference-Applied), when it asked for one. */
+export const preferenceApplied = (waitS: number): Record<string, string> => (waitS > 0 ? { 'preference-applied': `wait=${waitS}` } : {});
+
+/** The Operation `id`, held up to the `Prefer: wait=N` of the request while it has not ended (api/operation-waits.ts). */
+export function answerOperation(db: Db, waits: OperationWaits, principal: Principal, id: string, waitS: number): Promise<OperationJson> {
+  const read = () => visibleOperation(db, principal, id);
+  return waitS > 0 ? heldOperation(waits, id, waitS, read) : read();
+}
+
+export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps, waits: OperationWaits): void {
   app.openapi(
     createRoute({
       method: 'get',
@@ -26,16 +36,28 @@ export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps): voi
       summary: 'Retrieve an Operation',
       description:
         'Poll until `status` is `succeeded` or `failed`, backing off exponentially with `reconcile.attempts`, capped at 30 seconds. ' +
-        'Always 200, whatever the state: a failed write is a `failed` Operation whose `reconcile.last_error` says why.',
+        'Always 200, whatever the state: a failed write is a `failed` Operation whose `reconcile.last_error` says why. ' +
+        `With \`Prefer: wait=N\` (RFC 7240; N seconds, at most ${MAX_WAIT_S}) the answer is held until the Operation ends or N seconds pass, ` +
+        'whichever comes first, and says `Preference-Applied: wait=N`: one request instead of a poll loop.',
       request: { params: IdParam('opr_01JH0000000000000000000000') },
       responses: {
-        200: { description: 'The Operation.', headers: okHeaders, content: { 'application/json': { schema: Operation } } },
+        200: {
+          description: 'The Operation.',
+          headers: {
+            ...okHeaders,
+            'Preference-Applied': { description: '`wait=N` when the request asked to wait (`Prefer: wait=N`).', schema: { type: 'string' as const } },
+          },
+          content: { 'application/json': { schema: Operation } },
+        },
         ...problemResponses(401, 404, 429, 500),
       },
     }),
     async (c) => {
       const { id } = c.req.valid('param');
-      return c.json((await visibleOperation(deps.db, c.get('principal'), id)) as never, 200);
+      const waitS = preferredWaitS(c.req.header('prefer'));
+      const op = await answerOperation(deps.db, waits, c.get('principal'), id, waitS);
+      for (const [name, value] of Object.entries(preferenceApplied(waitS))) c.header(name, value);
+      return c.json(op as never, 200);
     },
   );
 }

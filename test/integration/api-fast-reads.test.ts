@@ -232,6 +232,8 @@ describe('the read fast path', () => {
       [`/v1/operations/${operationIds.running}`, key(), 200],
       [`/v1/operations/${operationIds.succeeded}`, key(), 200],
       [`/v1/operations/${operationIds.failed}`, { authorization: `Bearer ${a.key}` }, 200],
+      // A held poll of an ended Operation: answered at once, saying the wait applies (Preference-Applied).
+      [`/v1/operations/${operationIds.succeeded}`, { ...key(), prefer: 'wait=5' }, 200],
       [`/v1/operations/${operationIds.other}`, key(), 404],
       ['/v1/operations/opr_01JH0000000000000000000000', key(), 404],
       ['/v1/operations/not_an_id', key(), 404],
@@ -246,7 +248,7 @@ describe('the read fast path', () => {
       expect(r.fast, path).toBe(r.plain);
       if (status === 200) statuses.push((JSON.parse(r.fast.slice(r.fast.indexOf('\r\n\r\n') + 4)) as { status: string }).status);
     }
-    expect(statuses).toEqual(['queued', 'running', 'succeeded', 'failed']);
+    expect(statuses).toEqual(['queued', 'running', 'succeeded', 'failed', 'succeeded']);
   });
 
   it('leaves to the app what it would answer otherwise, which then answers as it always has', async () => {
