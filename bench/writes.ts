@@ -13,9 +13,10 @@
  *
  *   latency:    `--writes` lease updates one at a time, each a distinct `rent_amount` under a fresh Idempotency-Key,
  *               each timed as its caller sees it: PATCH sent → the reply of the poll that shows `succeeded` read
- *               (polls every `--poll-ms`); and `--floor` floor workflows one at a time, start → result. Both in
+ *               (held polls, `Prefer: wait`, as the floor's client waits on Temporal's long poll; `--poll-ms N`: a poll
+ *               every N ms instead); and `--floor` floor workflows one at a time, start → result. Both in
  *               `--rounds` alternating blocks, so the machine's other work falls on both alike.
- *   throughput: `--throughput` writes by `--callers` concurrent callers, each PATCH then poll (every
+ *   throughput: `--throughput` writes by `--callers` concurrent callers, each PATCH then poll (held, or every
  *               `--throughput-poll-ms`) until succeeded, then the next; each caller owns its leases, so a lease's
  *               writes are ordered. Writes/s from the first PATCH to the last write done; and, for comparison, as
  *               many floor workflows by as many concurrent callers.
@@ -28,7 +29,7 @@
  * "rss_mb": {...}, "ok"}`: the floor's p50 and p99 over the writes' (higher is better; targets >= 1/1.4 and >= 1/2),
  * writes/s over the floor's workflows/s with 20 callers (target >= 0.7), the worker's peak RSS, and `ok` whether
  * every check passed (ratios null if not).
- * Usage: npm run bench:writes [-- --writes 500 --floor 500 --throughput 1000 --callers 20 --poll-ms 10 --size 4000 --apis 1]
+ * Usage: npm run bench:writes [-- --writes 500 --floor 500 --throughput 1000 --callers 20 --poll-ms 0 --size 4000 --apis 1]
  *   (`--temporal-defaults`: the dev server's own dynamic config; `--writes 50 --floor 50 --throughput 100`: to try it)
  */
 import { availableParallelism } from 'node:os';
@@ -50,7 +51,7 @@ import { newIntegration, runSync, sandboxDatabaseUrl, startSyncBench, startWorke
 import type { LeaseWrite, WriteCommand, WriteOutcome, WriteRunResult } from './lib/write-client';
 
 const args = benchArgs(
-  { size: 4000, seed: 1, writes: 500, floor: 500, rounds: 5, warmup: 30, throughput: 1000, callers: 20, pollMs: 10, throughputPollMs: 10, apis: 1 },
+  { size: 4000, seed: 1, writes: 500, floor: 500, rounds: 5, warmup: 30, throughput: 1000, callers: 20, pollMs: 0, throughputPollMs: 0, apis: 1 },
   { temporalDefaults: false },
 );
 /**
@@ -121,13 +122,17 @@ function checkOutcomes(label: string, outcomes: WriteOutcome[], expected: number
   }
 }
 
+/** How the callers poll, in words. */
+const pollingOf = (ms: number) => (ms === 0 ? 'held polls, Prefer: wait' : `a poll every ${ms} ms`);
+
 async function main() {
   const began = Date.now();
-  const positive = [args.size, args.writes, args.floor, args.rounds, args.throughput, args.callers, args.pollMs, args.throughputPollMs, args.apis].every(
-    (n) => Number.isInteger(n) && n >= 1,
-  );
-  if (!positive || !(args.warmup >= 0))
-    throw new Error('--size, --writes, --floor, --rounds, --throughput, --callers, --poll-ms, --throughput-poll-ms and --apis must be positive integers');
+  const positive = [args.size, args.writes, args.floor, args.rounds, args.throughput, args.callers, args.apis].every((n) => Number.isInteger(n) && n >= 1);
+  const natural = [args.warmup, args.pollMs, args.throughputPollMs].every((n) => Number.isInteger(n) && n >= 0);
+  if (!positive || !natural)
+    throw new Error(
+      '--size, --writes, --floor, --rounds, --throughput, --callers and --apis must be positive integers; --warmup, --poll-ms and --throughput-poll-ms integers >= 0',
+    );
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const b = await startSyncBench('bench_writes', say, TEMPORAL_DYNAMIC_CONFIG);
   say(`Temporal dev server with ${TEMPORAL_DYNAMIC_CONFIG.length ? TEMPORAL_DYNAMIC_CONFIG.join(', ') : 'its default dynamic config'}`);
@@ -350,7 +355,7 @@ async function main() {
     console.log(
       `  ${'latency, one at a time'.padEnd(52)}${'n'.padStart(7)}${'p50 ms'.padStart(9)}${'p90 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'max ms'.padStart(9)}`,
     );
-    row(`write: PATCH sent → poll shows succeeded (every ${args.pollMs} ms)`, writeMs);
+    row(`write: PATCH sent → poll shows succeeded (${pollingOf(args.pollMs)})`, writeMs);
     row('  of which PATCH sent → 202 read', accept);
     row(
       `  in the database: accepted → succeeded`,
@@ -358,7 +363,9 @@ async function main() {
     );
     row('floor: workflow + no-op activity, start → result', floorMs);
     console.log(
-      `  (a write took ${percentile(polls, 50)} polls at the median; polling adds up to ${args.pollMs} ms plus one GET to the moment its Operation turned succeeded)`,
+      args.pollMs === 0
+        ? `  (a write took ${percentile(polls, 50)} held poll(s) at the median, each answered when its Operation's end was committed)`
+        : `  (a write took ${percentile(polls, 50)} polls at the median; polling adds up to ${args.pollMs} ms plus one GET to the moment its Operation turned succeeded)`,
     );
     console.log('');
     console.log(
@@ -367,7 +374,7 @@ async function main() {
     );
     console.log(
       `  throughput, ${args.callers} concurrent callers     ${writesPerSec.toFixed(1)} writes/s (${int(args.throughput)} writes in ${secs(tp.ms)} s, ${tpErrors} errors, target 0; ` +
-        `polls every ${args.throughputPollMs} ms: ${int(tpPolls)} polls, ${int(tpPolls / (tp.ms / 1000))}/s); ` +
+        `${pollingOf(args.throughputPollMs)}: ${int(tpPolls)} polls, ${int(tpPolls / (tp.ms / 1000))}/s); ` +
         `per write p50 ${ms1(
           percentile(
             tp.outcomes.map((o) => o.ms),
@@ -428,7 +435,7 @@ async function main() {
         `the source (read back through the connector) and the cache (GET /v1/leases/{id}) hold the last rent written to each lease`,
     );
     console.log(
-      `  rate limit: override of ${int(RATE_LIMIT.rate_limit_per_minute)}/min on the organization (the enterprise plan's 1,200/min would refuse a caller polling every ${args.pollMs} ms)`,
+      `  rate limit: override of ${int(RATE_LIMIT.rate_limit_per_minute)}/min on the organization (the enterprise plan's 1,200/min would refuse a caller polling every 10 ms)`,
     );
     console.log(`  load average ${loadAverage()} at the end; the whole bench took ${secs(Date.now() - began)} s`);
   } finally {

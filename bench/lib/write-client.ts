@@ -2,12 +2,14 @@
  * bench:writes's client, a process of its own for the whole bench so that neither the API nor the orchestration
  * shares its event loop: `node --import tsx bench/lib/write-client.ts`. It writes as an API user does: PATCH
  * /v1/leases/{id} with a fresh Idempotency-Key, then GET /v1/operations/{id} until the Operation is `succeeded` or
- * `failed`, one poll in flight at a time, the next one `pollMs` after the previous one began (or at its reply, if
- * that came later); the first poll `pollMs` after the 202.
+ * `failed`, one poll in flight at a time. With `pollMs` 0 each poll asks to be held until the Operation ends
+ * (`Prefer: wait=20`, api/operation-waits.ts), the first at the 202, the next at the reply of one that ran out;
+ * otherwise the next poll goes `pollMs` after the previous one began (or at its reply, if that came later), the
+ * first `pollMs` after the 202.
  *
  * A write's latency is what its caller sees: from just before the PATCH is sent until the reply of the poll that
  * shows it terminal has been read (performance.now() in this process). Polling adds up to `pollMs` plus one GET to
- * the moment the Operation turned terminal.
+ * the moment the Operation turned terminal; a held poll, the notification's way from Postgres to the API.
  *
  * Commands arrive as JSON lines on stdin (WriteCommand): `lanes` of writes, each lane one caller writing its writes
  * one after another, all lanes at once; lane i talks to `urls[i % urls.length]`. Each command is answered by one
@@ -28,6 +30,7 @@ export interface WriteCommand {
   urls: string[];
   key: string;
   lanes: LeaseWrite[][];
+  /** Between polls; 0: held polls (`Prefer: wait`). */
   pollMs: number;
   /** A write whose Operation is not terminal this long after its PATCH is an error. */
   timeoutMs: number;
@@ -63,10 +66,13 @@ export interface WriteRunResult {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 /** One HTTP exchange; the reply's body read whole (text), its request id kept for error reports. */
-async function call(url: string, init: RequestInit): Promise<{ status: number; text: string; requestId: string | null }> {
+async function call(url: string, init: RequestInit): Promise<{ status: number; text: string; requestId: string | null; applied: string | null }> {
   const res = await fetch(url, init);
-  return { status: res.status, text: await res.text(), requestId: res.headers.get('x-request-id') };
+  return { status: res.status, text: await res.text(), requestId: res.headers.get('x-request-id'), applied: res.headers.get('preference-applied') };
 }
+
+/** How long a held poll asks to be held, in seconds. */
+const HELD_S = 20;
 
 const describe = (what: string, r: { status: number; text: string; requestId: string | null }) =>
   `${what} → ${r.status} (x-request-id ${r.requestId ?? '-'}): ${r.text.slice(0, 600)}`;
@@ -109,6 +115,8 @@ async function writeOne(cmd: WriteCommand, base: string, lane: number, w: LeaseW
   const op = JSON.parse(accepted.text) as { id: string; status: string };
   out.operationId = op.id;
   out.status = op.status;
+  const held = cmd.pollMs === 0;
+  const pollHeaders = held ? { ...auth, prefer: `wait=${HELD_S}` } : auth;
   let pollAt = performance.now() + cmd.pollMs;
   for (;;) {
     await sleep(pollAt - performance.now());
@@ -116,12 +124,13 @@ async function writeOne(cmd: WriteCommand, base: string, lane: number, w: LeaseW
     if (sent - t0 > cmd.timeoutMs) return done(`Operation ${op.id} still ${out.status} ${cmd.timeoutMs} ms after its PATCH`);
     let r;
     try {
-      r = await call(`${base}/v1/operations/${op.id}`, { headers: auth });
+      r = await call(`${base}/v1/operations/${op.id}`, { headers: pollHeaders });
     } catch (err) {
       return done(`GET /v1/operations/${op.id}: ${String(err)}`);
     }
     out.polls++;
     if (r.status !== 200) return done(describe(`GET /v1/operations/${op.id}`, r));
+    if (held && r.applied !== `wait=${HELD_S}`) return done(describe(`GET /v1/operations/${op.id} (Prefer: wait=${HELD_S}) was not held`, r));
     const now = JSON.parse(r.text) as { status: string; reconcile?: { last_error?: string | null } };
     out.status = now.status;
     if (now.status === 'succeeded') return done(null);
