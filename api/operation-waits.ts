@@ -11,7 +11,7 @@
  */
 import type { Logger } from '../config/logger';
 import type { Config } from '../config';
-import { openOperationEndedFeed, type Feed } from '../db/feeds';
+import { keepOperationEndedFeed } from '../db/feeds';
 import type { OperationJson } from '../db/operations';
 
 /** The longest wait a poll may ask for, in seconds (a longer one is held this long). */
@@ -19,7 +19,7 @@ export const MAX_WAIT_S = 20;
 /** How often a held poll reads its Operation again while notifications may be missed. */
 const UNHEARD_RECHECK_MS = 500;
 /** How soon the feed is opened again after it failed or was lost. */
-const RELISTEN_MS = 5_000;
+const RELISTEN_MS = 1_000;
 
 export interface OperationWaits {
   /**
@@ -50,63 +50,35 @@ export function preferredWaitS(prefer: string | undefined): number {
 
 export function createOperationWaits(deps: { config: Config; logger: Logger }): OperationWaits {
   const waiting = new Map<string, Set<() => void>>();
-  let feed: Feed | undefined;
-  let started = false;
-  let listening = false;
   let closed = false;
-  let retry: NodeJS.Timeout | undefined;
 
   /** Wake every held poll: each reads its Operation again. */
   function wakeAll() {
     for (const wakers of waiting.values()) for (const wake of [...wakers]) wake();
   }
 
-  async function listen(): Promise<void> {
-    if (closed) return;
-    feed ??= openOperationEndedFeed(deps.config.DATABASE_URL, {
-      onNotify: (id) => {
-        const wakers = waiting.get(id);
-        if (wakers) for (const wake of [...wakers]) wake();
-      },
-      onLost: () => {
-        listening = false;
-        wakeAll();
-        if (!closed) scheduleListen();
-      },
-    });
-    try {
-      await feed.listen();
-      listening = true;
-      // Ends committed before the LISTEN took effect were not heard: every held poll looks again.
-      wakeAll();
-    } catch (err) {
-      deps.logger.warn({ err }, 'operation end feed unavailable; held polls read their Operation every 500 ms');
-      scheduleListen();
-    }
-  }
-
-  function scheduleListen() {
-    if (retry || closed) return;
-    retry = setTimeout(() => {
-      retry = undefined;
-      void listen();
-    }, RELISTEN_MS);
-    retry.unref();
-  }
+  // A connection of its own (db/feeds.ts): its closing tells us when notifications may have been missed.
+  const feed = keepOperationEndedFeed(deps.config.DATABASE_URL, RELISTEN_MS, {
+    onNotify: (id) => {
+      const wakers = waiting.get(id);
+      if (wakers) for (const wake of [...wakers]) wake();
+    },
+    // Ends committed while nothing listened were not heard: every held poll looks again.
+    onListening: wakeAll,
+    onLost: wakeAll,
+    onUnavailable: (err) => deps.logger.warn({ err }, 'operation end feed unavailable; held polls read their Operation every 500 ms'),
+  });
 
   return {
     get listening() {
-      return listening;
+      return feed.listening;
     },
     arm(id, ms) {
       if (closed) return undefined;
-      if (!started) {
-        started = true;
-        void listen();
-      }
+      void feed.start();
       let wake!: () => void;
       const ended = new Promise<void>((resolve) => (wake = resolve));
-      const timer = setTimeout(() => disarm(), listening ? ms : Math.min(ms, UNHEARD_RECHECK_MS));
+      const timer = setTimeout(() => disarm(), feed.listening ? ms : Math.min(ms, UNHEARD_RECHECK_MS));
       const wakers = waiting.get(id) ?? new Set<() => void>();
       waiting.set(id, wakers);
       const disarm = () => {
@@ -121,9 +93,8 @@ export function createOperationWaits(deps: { config: Config; logger: Logger }): 
     async close() {
       if (closed) return;
       closed = true;
-      clearTimeout(retry);
       wakeAll();
-      await feed?.close();
+      await feed.close();
     },
   };
 }

@@ -19,7 +19,7 @@ interface FeedEvents {
   onLost(): void;
 }
 
-export interface Feed {
+interface Feed {
   /** Connect (if not connected) and LISTEN; rejects when that fails, and the caller tries again when it likes. */
   listen(): Promise<void>;
   /** Backend pid of the feed's connection (operators and tests). */
@@ -54,8 +54,88 @@ function openFeed(url: string, channel: string, applicationName: string, on: Fee
   };
 }
 
-/** API-key changes: `onNotify` gets the changed key's sha256. */
-export const openApiKeyFeed = (url: string, on: FeedEvents): Feed => openFeed(url, CHANNELS.apiKeys, 'propsync-api-auth', on);
+/** What a kept feed tells its owner, besides each notification. */
+interface KeptFeedEvents extends FeedEvents {
+  /** The LISTEN took effect (at start and after each loss): what was missed before it is unknown. */
+  onListening(): void;
+  /** The LISTEN could not be set up; it is tried again after a while. */
+  onUnavailable(err: unknown): void;
+}
 
-/** Operations that ended: `onNotify` gets the Operation's id. */
-export const openOperationEndedFeed = (url: string, on: FeedEvents): Feed => openFeed(url, CHANNELS.operationEnded, 'propsync-api-waits', on);
+export interface KeptFeed {
+  /** Whether notifications are heard right now (the LISTEN is up). */
+  readonly listening: boolean;
+  /** Starts listening (once; later calls do nothing). */
+  start(): Promise<void>;
+  /** Backend pid of the LISTEN connection, undefined while it is down. */
+  pid(): Promise<number | undefined>;
+  close(): Promise<void>;
+}
+
+/**
+ * A feed kept listening: opened at start(), LISTENed again `relistenMs` after a failure or a loss, for as long as it
+ * is not closed. Its owner learns each notification, each (re)start of the LISTEN and each loss.
+ */
+function keepListening(open: (on: FeedEvents) => Feed, relistenMs: number, on: KeptFeedEvents): KeptFeed {
+  let feed: Feed | undefined;
+  let started: Promise<void> | undefined;
+  let listening = false;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+
+  async function listen(): Promise<void> {
+    if (closed) return;
+    feed ??= open({
+      onNotify: (payload) => on.onNotify(payload),
+      onLost: () => {
+        listening = false;
+        on.onLost();
+        if (!closed) scheduleListen();
+      },
+    });
+    try {
+      await feed.listen();
+      listening = true;
+      on.onListening();
+    } catch (err) {
+      on.onUnavailable(err);
+      scheduleListen();
+    }
+  }
+
+  function scheduleListen() {
+    if (retry || closed) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void listen();
+    }, relistenMs);
+    retry.unref();
+  }
+
+  return {
+    get listening() {
+      return listening;
+    },
+    start: () => (started ??= listen()),
+    async pid() {
+      if (!listening || !feed) return undefined;
+      return feed.pid();
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      listening = false;
+      clearTimeout(retry);
+      await started?.catch(() => {});
+      await feed?.close();
+    },
+  };
+}
+
+/** API-key changes, kept listening: `onNotify` gets the changed key's sha256. */
+export const keepApiKeyFeed = (url: string, relistenMs: number, on: KeptFeedEvents): KeptFeed =>
+  keepListening((events) => openFeed(url, CHANNELS.apiKeys, 'propsync-api-auth', events), relistenMs, on);
+
+/** Operations that ended, kept listening: `onNotify` gets the Operation's id. */
+export const keepOperationEndedFeed = (url: string, relistenMs: number, on: KeptFeedEvents): KeptFeed =>
+  keepListening((events) => openFeed(url, CHANNELS.operationEnded, 'propsync-api-waits', events), relistenMs, on);

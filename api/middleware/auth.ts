@@ -7,7 +7,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
-import { openApiKeyFeed, type Feed } from '../../db/feeds';
+import { keepApiKeyFeed } from '../../db/feeds';
 import type { Db } from '../../db/client';
 import { apiKeyByHash, hashApiKey, recordApiKeyUse } from '../../db/tenants';
 import type { Mode } from '../../domain/plans';
@@ -43,51 +43,25 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
   const served = new Set<Mode>(config.SERVED_MODES);
   const cache = new Map<string, Cached>();
   const touchedAt = new Map<string, number>();
-  let listening = false;
-  let closed = false;
   /** Bumped on every notification and reconnect, so a lookup that raced with one is not cached. */
   let generation = 0;
-  let feed: Feed | undefined;
-  let started: Promise<void> | undefined;
-  let retry: NodeJS.Timeout | undefined;
 
   function evictAll() {
     generation++;
     cache.clear();
   }
 
-  async function listen(): Promise<void> {
-    if (closed) return;
-    // A connection of its own (db/feeds.ts): its closing tells us when notifications may have been missed.
-    feed ??= openApiKeyFeed(config.DATABASE_URL, {
-      onNotify: (keyHash) => {
-        generation++;
-        cache.delete(keyHash);
-      },
-      onLost: () => {
-        listening = false;
-        evictAll();
-        if (!closed) scheduleListen();
-      },
-    });
-    try {
-      await feed.listen();
-      evictAll();
-      listening = true;
-    } catch (err) {
-      logger.warn({ err }, 'api key revocation feed unavailable; authenticating every request against the database');
-      scheduleListen();
-    }
-  }
-
-  function scheduleListen() {
-    if (retry || closed) return;
-    retry = setTimeout(() => {
-      retry = undefined;
-      void listen();
-    }, RELISTEN_MS);
-    retry.unref();
-  }
+  // A connection of its own (db/feeds.ts): its closing tells us when notifications may have been missed.
+  const feed = keepApiKeyFeed(config.DATABASE_URL, RELISTEN_MS, {
+    onNotify: (keyHash) => {
+      generation++;
+      cache.delete(keyHash);
+    },
+    // Whatever changed while the connection was down is unknown: the cache starts empty.
+    onListening: evictAll,
+    onLost: evictAll,
+    onUnavailable: (err) => logger.warn({ err }, 'api key revocation feed unavailable; authenticating every request against the database'),
+  });
 
   function touch(principal: Principal) {
     const now = Date.now();
@@ -110,7 +84,7 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
     const hash = hashApiKey(key);
 
     const now = Date.now();
-    if (listening) {
+    if (feed.listening) {
       const hit = cache.get(hash);
       if (hit && hit.expiresAt > now) return hit.principal;
     }
@@ -120,7 +94,7 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
     if (row.revoked_at) throw unauthorized('This API key has been revoked.');
     if (row.mode !== mode) throw unauthorized('Invalid API key.');
     const principal: Principal = { keyId: row.id, organizationId: row.organization_id, mode: row.mode, scopes: row.scopes };
-    if (listening && before === generation && config.AUTH_CACHE_MS > 0) {
+    if (feed.listening && before === generation && config.AUTH_CACHE_MS > 0) {
       if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
       cache.set(hash, { principal, expiresAt: now + config.AUTH_CACHE_MS });
     }
@@ -128,7 +102,7 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
   }
 
   async function principalOf(authorization: string | undefined): Promise<Principal> {
-    started ??= listen();
+    void feed.start();
     const principal = await authenticate(authorization);
     touch(principal);
     return principal;
@@ -136,23 +110,14 @@ export function createApiKeyAuth(deps: { config: Config; db: Db; logger: Logger 
 
   return {
     get listening() {
-      return listening;
+      return feed.listening;
     },
-    async listenerPid() {
-      if (!listening || !feed) return undefined;
-      return feed.pid();
-    },
+    listenerPid: () => feed.pid(),
     principalOf,
     middleware: async (c, next) => {
       c.set('principal' as never, (await principalOf(c.req.header('authorization'))) as never);
       await next();
     },
-    async close() {
-      closed = true;
-      listening = false;
-      clearTimeout(retry);
-      await started?.catch(() => {});
-      await feed?.close();
-    },
+    close: () => feed.close(),
   };
 }

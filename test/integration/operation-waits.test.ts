@@ -126,6 +126,13 @@ describe('a poll that asks to wait (Prefer: wait=N)', () => {
     const r = await held;
     expect(r).toMatchObject({ status: 200, body: { status: 'succeeded' } });
     expect(r.ms).toBeLessThan(10_000);
+    // The feed listens again by itself, and a held poll hears the next end.
+    await until('the feed to listen again', async () => app.waitsListening || undefined, 10_000);
+    const next = await queuedOperation();
+    const again = poll(urlOf(fast), next, 'wait=15');
+    await new Promise((r) => setTimeout(r, 200));
+    await succeed(next);
+    expect(await again).toMatchObject({ status: 200, body: { status: 'succeeded' } });
   });
 
   it('is answered at once when the API shuts down', async () => {
