@@ -11,7 +11,7 @@ import { ApiError } from '../problem';
 import { IdParam, Operation } from '../schemas';
 
 /** The Operation `id` as the caller's key sees it, or the 404: the route's answer, and the read fast path's (api/fast-reads.ts). */
-export async function visibleOperation(db: Db, principal: Principal, id: string): Promise<OperationJson> {
+async function visibleOperation(db: Db, principal: Principal, id: string): Promise<OperationJson> {
   const row = isId('operation', id) ? await getVisibleOperation(db, id, principal.organizationId, principal.mode) : undefined;
   if (!row) throw new ApiError('not_found', `No operation with id ${id}.`);
   return operationJson(row);
