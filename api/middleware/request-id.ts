@@ -1,26 +1,13 @@
 /** Correlation id of every request: a caller's well-formed `x-request-id` is echoed, anything else gets `req_` + ULID. */
-import { randomFillSync } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import { monotonicFactory } from 'ulid';
+import { newUlid } from '../../db/ids';
 import { ID_PREFIX } from '../../domain/ids';
 
 /** Long enough for UUIDs, ULIDs and trace ids; restricted so a header value can never smuggle anything into logs. */
 const VALID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** ulid's default source asks the OS for one byte per character; on every request that shows in profiles. */
-const pool = new Uint8Array(4096);
-let at = pool.length;
-function pooledRandom(): number {
-  if (at >= pool.length) {
-    randomFillSync(pool);
-    at = 0;
-  }
-  return pool[at++]! / 256;
-}
-const ulid = monotonicFactory(pooledRandom);
-
 export function requestIdFrom(header: string | undefined): string {
-  return header && VALID.test(header) ? header : ID_PREFIX.request + ulid();
+  return header && VALID.test(header) ? header : ID_PREFIX.request + newUlid();
 }
 
 export const requestId = (): MiddlewareHandler => async (c, next) => {
