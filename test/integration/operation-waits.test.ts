@@ -13,11 +13,11 @@ import { lazyTemporalClient } from '../../api/temporal';
 import type { Config } from '../../config';
 import { createLogger } from '../../config/logger';
 import { closeDb, type Db } from '../../db/client';
-import { newId } from '../../db/ids';
-import { acceptOperation, moveOperation } from '../../db/operations';
+import { moveOperation } from '../../db/operations';
 import { createKeyring } from '../../domain/secrets';
 import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
 import { until } from '../support/until';
+import { queuedOperation } from '../support/writes';
 
 let db: Db;
 let config: Config;
@@ -50,20 +50,7 @@ afterAll(async () => {
   await closeDb(db);
 });
 
-async function queuedOperation(): Promise<string> {
-  const r = await acceptOperation(db, {
-    organizationId: t.organizationId,
-    integrationId: t.integrationId,
-    mode: t.mode,
-    type: 'lease.update',
-    request: { notes: 'x' },
-    targetXId: 'L1',
-    idempotencyKey: newId('operation'),
-    requestHash: 'h',
-  });
-  if (r.outcome !== 'created') throw new Error(r.outcome);
-  return r.operation.id;
-}
+const queued = () => queuedOperation(db, t, { type: 'lease.update', request: { notes: 'x' }, targetXId: 'L1' });
 
 const succeed = (id: string) =>
   moveOperation(db, id, 'succeeded', { sourceState: 'applied', appliedAt: new Date(), reconcileState: 'reconciled', attempts: 1, resourceXId: 'L1' });
@@ -76,7 +63,7 @@ async function poll(base: string, id: string, prefer?: string): Promise<{ status
 
 describe('a poll that asks to wait (Prefer: wait=N)', () => {
   it('is answered when its Operation ends, on the fast path and in the app', async () => {
-    const id = await queuedOperation();
+    const id = await queued();
     const held = [poll(urlOf(fast), id, 'wait=15'), poll(urlOf(plain), id, 'respond-async, wait=15')];
     // Both are held (the Operation is queued) before it ends.
     await new Promise((r) => setTimeout(r, 300));
@@ -91,7 +78,7 @@ describe('a poll that asks to wait (Prefer: wait=N)', () => {
 
   it('is answered with the state then when the wait runs out, and at once when there is nothing to wait for', async () => {
     for (const base of [urlOf(fast), urlOf(plain)]) {
-      const id = await queuedOperation();
+      const id = await queued();
       const r = await poll(base, id, 'wait=1');
       expect(r).toMatchObject({ status: 200, applied: 'wait=1', body: { status: 'queued' } });
       expect(r.ms).toBeGreaterThanOrEqual(950);
@@ -106,7 +93,7 @@ describe('a poll that asks to wait (Prefer: wait=N)', () => {
   });
 
   it('hears an end after its notification connection was lost and came back', async () => {
-    const id = await queuedOperation();
+    const id = await queued();
     // The feed is open (the tests above used it): end its connection as a database restart would.
     await until(
       'the feed to listen',
@@ -128,7 +115,7 @@ describe('a poll that asks to wait (Prefer: wait=N)', () => {
     expect(r.ms).toBeLessThan(10_000);
     // The feed listens again by itself, and a held poll hears the next end.
     await until('the feed to listen again', async () => app.waitsListening || undefined, 10_000);
-    const next = await queuedOperation();
+    const next = await queued();
     const again = poll(urlOf(fast), next, 'wait=15');
     await new Promise((r) => setTimeout(r, 200));
     await succeed(next);
@@ -140,7 +127,7 @@ describe('a poll that asks to wait (Prefer: wait=N)', () => {
     const server = serveApi({ fetch: own.fetch, reads: own.reads, port: 0, hostname: '127.0.0.1', bases: config });
     await listen(server);
     try {
-      const id = await queuedOperation();
+      const id = await queued();
       const held = poll(urlOf(server), id, 'wait=15');
       await new Promise((r) => setTimeout(r, 300));
       await own.releaseHeldPolls();

@@ -11,12 +11,13 @@ import { createWriteActivities } from '../../activities/operations';
 import { applyRecords, lockForWriteBack } from '../../db/apply';
 import { closeDb, type Db } from '../../db/client';
 import { newId } from '../../db/ids';
-import { acceptOperation, getOperation } from '../../db/operations';
+import { getOperation } from '../../db/operations';
 import { units } from '../../db/schema';
 import type { UnitInput } from '../../domain/cdm';
 import type { SourceConnector } from '../../source';
 import { makeTenant, testDb, testKeyring, type Tenant } from '../support/context';
 import { propertyInput, unitInput } from '../support/fixtures';
+import { queuedOperation } from '../support/writes';
 
 let db: Db;
 let tenant: Tenant;
@@ -69,20 +70,7 @@ function source(answers: UnitInput[], during: () => Promise<void>, reads: string
   };
 }
 
-async function unitUpdate(): Promise<string> {
-  const accepted = await acceptOperation(db, {
-    organizationId: tenant.organizationId,
-    integrationId: tenant.integrationId,
-    mode: tenant.mode,
-    type: 'unit.update',
-    request: { unit_number: 'B-2' },
-    targetXId: 'U1',
-    idempotencyKey: newId('operation'),
-    requestHash: 'h',
-  });
-  if (accepted.outcome !== 'created') throw new Error(accepted.outcome);
-  return accepted.operation.id;
-}
+const unitUpdate = () => queuedOperation(db, tenant, { type: 'unit.update', request: { unit_number: 'B-2' }, targetXId: 'U1' });
 
 const cachedUnitNumber = async () =>
   (

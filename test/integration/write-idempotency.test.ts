@@ -7,10 +7,9 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWriteActivities } from '../../activities/operations';
 import { closeDb, type Db } from '../../db/client';
-import { acceptOperation } from '../../db/operations';
-import { newId } from '../../db/ids';
 import { SourceTransientError, type CreateOptions, type SourceConnector } from '../../source';
 import { makeTenant, testDb, testKeyring, type Tenant } from '../support/context';
+import { queuedOperation } from '../support/writes';
 
 let db: Db;
 let tenant: Tenant;
@@ -42,19 +41,7 @@ function slowSource(idempotentCreates: boolean, sent: (CreateOptions | undefined
   };
 }
 
-async function unitCreate(): Promise<string> {
-  const accepted = await acceptOperation(db, {
-    organizationId: tenant.organizationId,
-    integrationId: tenant.integrationId,
-    mode: tenant.mode,
-    type: 'unit.create',
-    request: { property_x_id: 'P1', unit_number: '101' },
-    idempotencyKey: newId('operation'),
-    requestHash: 'h',
-  });
-  if (accepted.outcome !== 'created') throw new Error(accepted.outcome);
-  return accepted.operation.id;
-}
+const unitCreate = () => queuedOperation(db, tenant, { type: 'unit.create', request: { property_x_id: 'P1', unit_number: '101' } });
 
 describe('the idempotency key of a create', () => {
   it.each([

@@ -6,12 +6,34 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
+import { newId } from '../../db/ids';
+import { acceptOperation } from '../../db/operations';
+import type { OperationType } from '../../domain/operations';
 import { createApiKey, type Scope } from '../../db/tenants';
 import { createWriteWorker } from '../../worker/roles/writes';
+import type { Tenant } from './context';
 import { runInProcess, type InProcessWorker } from './sync';
 import { until } from './until';
 
 export type WriteWorker = InProcessWorker;
+
+/** An Operation of `t` accepted straight into the database (no API, no workflow): its id, queued. */
+export async function queuedOperation(
+  db: Db,
+  t: Pick<Tenant, 'organizationId' | 'integrationId' | 'mode'>,
+  op: { type: OperationType; request: Record<string, unknown>; targetXId?: string },
+): Promise<string> {
+  const accepted = await acceptOperation(db, {
+    organizationId: t.organizationId,
+    integrationId: t.integrationId,
+    mode: t.mode,
+    ...op,
+    idempotencyKey: newId('operation'),
+    requestHash: 'h',
+  });
+  if (accepted.outcome !== 'created') throw new Error(`operation not created: ${accepted.outcome}`);
+  return accepted.operation.id;
+}
 
 /** The write worker of this file's task queue, in this process until stop(). */
 export function startWriteWorker(config: Config, db: Db): Promise<WriteWorker> {
