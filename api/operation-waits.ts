@@ -13,6 +13,7 @@ import type { Logger } from '../config/logger';
 import type { Config } from '../config';
 import { keepOperationEndedFeed } from '../db/feeds';
 import type { OperationJson } from '../db/operations';
+import { isTerminal } from '../domain/operations';
 
 /** The longest wait a poll may ask for, in seconds (a longer one is held this long). */
 export const MAX_WAIT_S = 20;
@@ -52,21 +53,22 @@ export function createOperationWaits(deps: { config: Config; logger: Logger }): 
   const waiting = new Map<string, Set<() => void>>();
   let closed = false;
 
-  /** Wake every held poll: each reads its Operation again. */
+  /** Wake the held polls of one Operation: each reads it again. */
+  function wake(id: string) {
+    for (const disarm of [...(waiting.get(id) ?? [])]) disarm();
+  }
+  /** Wake every held poll. */
   function wakeAll() {
-    for (const wakers of waiting.values()) for (const wake of [...wakers]) wake();
+    for (const id of [...waiting.keys()]) wake(id);
   }
 
   // A connection of its own (db/feeds.ts): its closing tells us when notifications may have been missed.
   const feed = keepOperationEndedFeed(deps.config.DATABASE_URL, RELISTEN_MS, {
-    onNotify: (id) => {
-      const wakers = waiting.get(id);
-      if (wakers) for (const wake of [...wakers]) wake();
-    },
+    onNotify: wake,
     // Ends committed while nothing listened were not heard: every held poll looks again.
     onListening: wakeAll,
     onLost: wakeAll,
-    onUnavailable: (err) => deps.logger.warn({ err }, 'operation end feed unavailable; held polls read their Operation every 500 ms'),
+    onUnavailable: (err) => deps.logger.warn({ err }, `operation end feed unavailable; held polls read their Operation every ${UNHEARD_RECHECK_MS} ms`),
   });
 
   return {
@@ -115,7 +117,7 @@ export async function heldOperation(waits: OperationWaits, id: string, waitS: nu
       armed?.disarm();
       throw err;
     }
-    if (!armed || op.status === 'succeeded' || op.status === 'failed') {
+    if (!armed || isTerminal(op.status)) {
       armed?.disarm();
       return op;
     }

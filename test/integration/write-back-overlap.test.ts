@@ -45,8 +45,8 @@ async function storeOtherWriteBack(unitNumber: string): Promise<void> {
   });
 }
 
-/** A source that applies every update and answers read-backs with `answers` in turn, running `during` inside the first. */
-function source(answers: UnitInput[], during: () => Promise<void>, reads: string[]): SourceConnector {
+/** A source that applies every update and answers every read-back with `answer`, running `during` inside the first. */
+function source(answer: UnitInput, during: () => Promise<void>, reads: string[]): SourceConnector {
   const unused = () => Promise.reject(new Error('unused'));
   return {
     dialect: 'entrata',
@@ -59,7 +59,7 @@ function source(answers: UnitInput[], during: () => Promise<void>, reads: string
         await new Promise((r) => setTimeout(r, 5));
         await during();
       }
-      return answers[Math.min(reads.length - 1, answers.length - 1)]! as never;
+      return answer as never;
     },
     create: unused,
     findCreated: unused,
@@ -87,7 +87,7 @@ describe('a write-back whose read overlaps another write-back of the same record
     const acts = createWriteActivities({
       db,
       secrets: testKeyring(),
-      connectorOf: () => source([after], () => storeOtherWriteBack('A-1'), reads),
+      connectorOf: () => source(after, () => storeOtherWriteBack('A-1'), reads),
     });
     const operationId = await unitUpdate();
     const result = await new MockActivityEnvironment().run(acts.attemptWrite, { operationId, attempt: 1, probe: false });
@@ -103,7 +103,7 @@ describe('a write-back whose read overlaps another write-back of the same record
     const acts = createWriteActivities({
       db,
       secrets: testKeyring(),
-      connectorOf: () => source([unitInput('U1', 'P1', { unit_number: 'C-3' })], async () => {}, reads),
+      connectorOf: () => source(unitInput('U1', 'P1', { unit_number: 'C-3' }), async () => {}, reads),
     });
     const operationId = await unitUpdate();
     expect(await new MockActivityEnvironment().run(acts.attemptWrite, { operationId, attempt: 1, probe: false })).toMatchObject({ outcome: 'succeeded' });
