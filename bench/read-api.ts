@@ -4,7 +4,8 @@
  *
  * Seeds (or reuses) a 100k-lease organization in a dedicated bench database through applyRecords; the organization
  * has an enterprise integration and no override, so its limit is the enterprise plan's (1,200 requests a minute,
- * shared by every key and process), and `--keys` read keys of its own. The real API (api/main.ts), the baseline
+ * shared by every key and process), and `--keys` read keys of its own. The real API (dist/api.mjs under plain node,
+ * built first, as production runs it; `--from-source`: api/main.ts through tsx), the baseline
  * (bench/lib/baseline.ts) and the load generator (bench/lib/load.ts, autocannon) each run as a process of their own.
  * It checks that both answer the same JSON and that the API reports the enterprise limit, then alternates rounds of
  *   (a) GET /v1/leases?limit=100&status=active&updated_after=…   and   (b) GET /v1/leases/{id}
@@ -31,7 +32,7 @@
  * "saturated"; with `--saturated-seconds 0`, the paced rounds' CPU estimates, "paced"); `paced` the paced estimates
  * whatever the case; `ok` whether every check passed (ratios null if not).
  * Usage: npm run bench:read [-- --rounds 3 --seconds 20 --rate 15 --connections 4 --keys 4 --saturated-seconds 10]   (`--leases 2000`: a small data set, to try it;
- * `--profile-api <dir>`: CPU profiles of both APIs, for diagnosis only)
+ * `--profile-api <dir>`: CPU profiles of both APIs, for diagnosis only; `--from-source`: the APIs through tsx)
  */
 import { availableParallelism } from 'node:os';
 import type autocannon from 'autocannon';
@@ -41,15 +42,17 @@ import { PLAN_RULES } from '../domain/plans';
 import { benchArgs } from './lib/args';
 import type { LoadSpec } from './lib/load';
 import { sampleOf, startSpanSink } from './lib/observed';
-import { cpuMeter, freePort, loadAverage, rssSampler, startApi, startChild, waitHealthy } from './lib/processes';
+import { buildDist, cpuMeter, freePort, loadAverage, rssSampler, startApi, startChild, waitHealthy } from './lib/processes';
 import { CheckFailed, endBench } from './lib/report';
 import { DEFAULT_LEASES, ensureBenchData } from './lib/seed';
 import { median } from './lib/stats';
 
 const args = benchArgs(
   { rounds: 3, seconds: 20, rate: 15, connections: 4, keys: 4, warmup: 5, leases: DEFAULT_LEASES, saturatedSeconds: 10 },
-  { profileApi: '' },
+  { profileApi: '', fromSource: false },
 );
+/** The API production runs (Dockerfile): the built bundle under plain node; `--from-source`: api/main.ts through tsx. */
+const built = !args.fromSource;
 /** `--profile-api <dir>`: V8 CPU profiles of the plain and the observed API, written when they stop (diagnosis only). */
 const profile = (dir: string) => (dir ? ['--cpu-prof', '--cpu-prof-interval=250', `--cpu-prof-dir=${dir}`] : []);
 const LIMIT_PER_MINUTE = PLAN_RULES.enterprise.rateLimitPerMinute;
@@ -135,15 +138,17 @@ async function main() {
   say(`load average ${loadAverage()} on ${availableParallelism()} CPUs at the start`);
   const config = loadConfigOrExit();
   const data = await ensureBenchData(config.DATABASE_URL, say, { keys: args.keys, leases: args.leases });
-  const api = await startApi(data.databaseUrl, {}, '[api]', profile(args.profileApi));
+  if (built) {
+    say('building dist/ (npm run build), to run the API as production does');
+    await buildDist();
+  }
+  const api = await startApi(data.databaseUrl, {}, '[api]', { nodeArgs: profile(args.profileApi), built });
   const sink = await startSpanSink();
   const metricsPort = await freePort();
-  const observedApi = await startApi(
-    data.databaseUrl,
-    { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url },
-    '[api+obs]',
-    profile(args.profileApi),
-  );
+  const observedApi = await startApi(data.databaseUrl, { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url }, '[api+obs]', {
+    nodeArgs: profile(args.profileApi),
+    built,
+  });
   let scrapes = 0;
   const scraper = setInterval(() => {
     fetch(`http://127.0.0.1:${metricsPort}/metrics`)

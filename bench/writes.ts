@@ -4,8 +4,9 @@
  * this process on the same Temporal server.
  *
  * The stack runs as the service runs it, each part a process of its own: a Temporal dev server, the sandbox PMS, the
- * API (`--apis`, api/main.ts), the worker (worker/main.ts, SERVED_MODES=test, every role but the relay) over a fresh
- * database, the floor's worker (bench/lib/floor-worker.ts with the write worker's settings) and the client that
+ * API (`--apis`, dist/api.mjs), the worker (dist/worker.mjs, SERVED_MODES=test, every role but the relay) over a
+ * fresh database (both built first and run under plain node, as production runs them; `--from-source`: api/main.ts
+ * and worker/main.ts through tsx), the floor's worker (bench/lib/floor-worker.ts with the write worker's settings) and the client that
  * writes (bench/lib/write-client.ts). One test-mode enterprise integration over a freshly generated sandbox company
  * of `--size` leases, initially synced. Its organization gets a rate-limit override through the admin API: a caller
  * polling every 10 ms makes far more requests than the enterprise plan's 1,200 a minute (the limiter still runs on
@@ -30,7 +31,9 @@
  * writes/s over the floor's workflows/s with 20 callers (target >= 0.7), the worker's peak RSS, and `ok` whether
  * every check passed (ratios null if not).
  * Usage: npm run bench:writes [-- --writes 500 --floor 500 --throughput 1000 --callers 20 --poll-ms 0 --size 4000 --apis 1]
- *   (`--temporal-defaults`: the dev server's own dynamic config; `--writes 50 --floor 50 --throughput 100`: to try it)
+ *   (`--temporal-defaults`: the dev server's own dynamic config; `--writes 50 --floor 50 --throughput 100`: to try it;
+ *   `--from-source`: the API and the worker through tsx instead of the built bundles; `--profile <dir>`: their CPU
+ *   profiles, for diagnosis only)
  */
 import { availableParallelism } from 'node:os';
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
@@ -44,7 +47,20 @@ import { benchArgs } from './lib/args';
 import { commandsTo } from './lib/commands';
 import type { floorWorkflow } from './lib/floor-workflow';
 import { legsOfAll, sample } from './lib/histories';
-import { childPids, cpuMeter, loadAverage, peakRssMb, rssSampler, startApi, startChild, waitForPollers, waitHealthy, type Child } from './lib/processes';
+import {
+  buildDist,
+  childPids,
+  cpuMeter,
+  loadAverage,
+  peakRssMb,
+  rssSampler,
+  startApi,
+  startChild,
+  waitForPollers,
+  waitHealthy,
+  type Child,
+  type ServiceProcessOptions,
+} from './lib/processes';
 import { CheckFailed, endBench, int, secs } from './lib/report';
 import { percentile } from './lib/stats';
 import { newIntegration, runSync, sandboxDatabaseUrl, startSyncBench, startWorker, type SyncBench } from './lib/sync-harness';
@@ -52,8 +68,13 @@ import type { LeaseWrite, WriteCommand, WriteOutcome, WriteRunResult } from './l
 
 const args = benchArgs(
   { size: 4000, seed: 1, writes: 500, floor: 500, rounds: 5, warmup: 30, throughput: 1000, callers: 20, pollMs: 0, throughputPollMs: 0, apis: 1 },
-  { temporalDefaults: false },
+  { temporalDefaults: false, fromSource: false, profile: '' },
 );
+/**
+ * The API and the worker as production runs them (Dockerfile): the built bundles under plain node. `--profile <dir>`:
+ * V8 CPU profiles of both, written when they stop (diagnosis only: it slows them).
+ */
+const SERVICE: ServiceProcessOptions = { built: !args.fromSource, nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [] };
 /**
  * The dev server has one history shard, whose transfer queue (what hands a new workflow task to matching) is polled
  * at most 20 times a second (history.transferProcessorMaxPollRPS). Workflows run one after another then wait up to
@@ -146,7 +167,11 @@ async function main() {
     say(`sandbox company ${COMPANY} of ${int(args.size)} leases generated in ${secs(performance.now() - t0)} s`);
     const integration = await newIntegration(b, settings);
 
-    const worker = await startWorker(b, TASK_QUEUE, { WORKER_ROLES: 'sync,webhooks,writes,automations' });
+    if (SERVICE.built) {
+      say('building dist/ (npm run build), to run the API and the worker as production does');
+      await buildDist();
+    }
+    const worker = await startWorker(b, TASK_QUEUE, { WORKER_ROLES: 'sync,webhooks,writes,automations' }, SERVICE);
     children.push(worker);
     await waitForPollers(b.client, WRITE_QUEUE, 120_000, worker.pid);
     say(`worker/main.ts pid ${worker.pid} polls ${TASK_QUEUE} and ${WRITE_QUEUE} (WRITE_MAX_ACTIVITIES ${b.cfg.WRITE_MAX_ACTIVITIES}, no outbox relay)`);
@@ -160,6 +185,7 @@ async function main() {
         b.databaseUrl,
         { TEMPORAL_ADDRESS: b.temporalAddress, TEMPORAL_TASK_QUEUE: TASK_QUEUE },
         args.apis > 1 ? `[api ${i + 1}]` : '[api]',
+        SERVICE,
       );
       apis.push(api);
       children.push(api);

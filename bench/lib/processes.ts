@@ -95,10 +95,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /**
- * `node --import tsx <script> ...argv` from the project root, with `env` over this process's environment. Its stdout
- * is echoed with `prefix` (and searched by `line`); its stderr is passed through.
- */
-/**
  * `npm run build` (dist/: the bundles production runs with plain node, the workflow bundle prebuilt), so that a
  * bench measures the worker its users run: no tsx loader thread, no workflow bundling at start-up.
  */
@@ -110,6 +106,10 @@ export async function buildDist(): Promise<void> {
   });
 }
 
+/**
+ * `node --import tsx <script> ...argv` from the project root, with `env` over this process's environment. Its stdout
+ * is echoed with `prefix` (and searched by `line`); its stderr is passed through.
+ */
 export function startChild(script: string, argv: string[], env: Record<string, string>, prefix: string, opts: ChildOptions = {}): Child {
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...(opts.plainNode ? [] : ['--import', 'tsx']), script, ...argv], {
     cwd: ROOT,
@@ -170,24 +170,32 @@ export function startChild(script: string, argv: string[], env: Record<string, s
   };
 }
 
+/** How a bench runs a service process: from source through tsx (the default), or `built` (dist/, after buildDist). */
+export interface ServiceProcessOptions {
+  /** Run the built bundle (dist/api.mjs, dist/worker.mjs) under plain node, as production does (Dockerfile). */
+  built?: boolean;
+  /** Options for node itself (`--cpu-prof`). */
+  nodeArgs?: string[];
+}
+
 /**
- * The API (api/main.ts) as a process of its own on a free port of 127.0.0.1, serving test keys (serving live would
- * need secrets of its own), logging warnings and above; `env` adds to or overrides that; `nodeArgs` go to node itself
- * (`--cpu-prof`). Not yet healthy on return.
+ * The API (api/main.ts, or dist/api.mjs when `built`) as a process of its own on a free port of 127.0.0.1, serving
+ * test keys (serving live would need secrets of its own), logging warnings and above; `env` adds to or overrides
+ * that. Not yet healthy on return.
  */
 export async function startApi(
   databaseUrl: string,
   env: Record<string, string> = {},
   prefix = '[api]',
-  nodeArgs: string[] = [],
+  opts: ServiceProcessOptions = {},
 ): Promise<Child & { url: string }> {
   const port = await freePort();
   const child = startChild(
-    'api/main.ts',
+    opts.built ? 'dist/api.mjs' : 'api/main.ts',
     [],
     { DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: String(port), SERVED_MODES: 'test', LOG_LEVEL: 'warn', LOG_PRETTY: 'false', ...env },
     prefix,
-    { nodeArgs },
+    { nodeArgs: opts.nodeArgs ?? [], plainNode: opts.built === true },
   );
   return Object.assign(child, { url: `http://127.0.0.1:${port}` });
 }

@@ -19,7 +19,7 @@ import { createKeyring } from '../../domain/secrets';
 import { sandboxControlClient, type SandboxControl, type SandboxCredentials, type SandboxDialect } from '../../sandbox/control';
 import { workerProcessEnv } from '../../worker/process-env';
 import { commandsTo } from './commands';
-import { freePort, freshStack, startChild, waitForPollers, waitHealthy, type Child } from './processes';
+import { freePort, freshStack, startChild, waitForPollers, waitHealthy, type Child, type ServiceProcessOptions } from './processes';
 import { CheckFailed, int, secs } from './report';
 import type { FloorCommand, FloorResult } from './sync-floor';
 
@@ -154,14 +154,18 @@ export async function newIntegration(b: SyncBench, settings: StoredSourceConfig)
   );
 }
 
-/** worker/main.ts as a child, as the service runs it, on its own task queue (`env` over the bench's settings); resolves once it polls. */
+/**
+ * The worker (worker/main.ts, or dist/worker.mjs when `built`) as a child, as the service runs it, on its own task
+ * queue (`env` over the bench's settings); resolves once it polls.
+ */
 export async function startWorker(
   b: Pick<SyncBench, 'databaseUrl' | 'temporalAddress' | 'client'>,
   taskQueue: string,
   env: Record<string, string> = {},
+  opts: ServiceProcessOptions = {},
 ): Promise<Child> {
   const worker = startChild(
-    'worker/main.ts',
+    opts.built ? 'dist/worker.mjs' : 'worker/main.ts',
     [],
     {
       ...workerProcessEnv(process.env),
@@ -175,6 +179,7 @@ export async function startWorker(
       ...env,
     },
     '[worker]',
+    { nodeArgs: opts.nodeArgs ?? [], plainNode: opts.built === true },
   );
   await waitForPollers(b.client, taskQueue, 120_000, worker.pid);
   return worker;
