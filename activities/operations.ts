@@ -132,12 +132,21 @@ export function createWriteActivities(deps: WriteActivityDeps) {
    * nothing is stored and the source is read again: a later read sees this write and whatever followed it, so the
    * Operation never turns succeeded over an older version of its record.
    */
-  async function store(op: OperationRow, integration: IntegrationRow, connector: SourceConnector, s: Omit<StoreInput, 'operationId'>): Promise<string> {
+  async function store(
+    op: OperationRow,
+    integration: IntegrationRow,
+    connector: SourceConnector,
+    s: Omit<StoreInput, 'operationId'>,
+    firstReadAt?: Promise<Date>,
+  ): Promise<string> {
     const { entity } = parseOperationType(op.type);
     const wanted: { entity: Entity; x_id: string }[] = [...s.related, { entity, x_id: s.xId }];
     for (let read = 1; ; read++) {
+      // A sync page read after this read-back and stored before it is the newer word: readAt keeps it. Both times are
+      // the database's (a sync page's are too): the workers' clocks may disagree by any amount.
+      const readAt = read === 1 && firstReadAt ? await firstReadAt : await databaseNow(db);
       try {
-        return await readBackAndStore(op, integration, connector, s, entity, wanted);
+        return await readBackAndStore(op, integration, connector, s, entity, wanted, readAt);
       } catch (err) {
         if (!(err instanceof StaleReadBackError) || read >= MAX_READ_BACKS) throw err;
       }
@@ -151,11 +160,9 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     s: Omit<StoreInput, 'operationId'>,
     entity: Entity,
     wanted: { entity: Entity; x_id: string }[],
+    readAt: Date,
   ): Promise<string> {
     const read = new Map<Entity, InputOf[Entity][]>();
-    // A sync page read after this read-back and stored before it is the newer word: readAt keeps it. Both times are
-    // the database's (a sync page's are too): the workers' clocks may disagree by any amount.
-    const readAt = await databaseNow(db);
     for (const w of wanted) {
       const record = await connector.readOne(w.entity, w.x_id);
       if (!record) {
@@ -249,6 +256,11 @@ export function createWriteActivities(deps: WriteActivityDeps) {
         throw err;
       }
       return heartbeating(heartbeatEveryMs, async () => {
+        // The read-back's time is taken while the source write is under way, one round trip fewer on the write's path.
+        // Earlier than the read itself, it can only make the stale-page guard count a sync page stored meanwhile as the
+        // newer word, and read again; never keep an older version.
+        const readAt = databaseNow(db);
+        readAt.catch(() => {}); // a write that fails first never waits for it; store() meets a rejection itself
         let written: WriteResult;
         try {
           // The source call, under the attempt's span: what an operator searches by is the Operation id.
@@ -265,7 +277,13 @@ export function createWriteActivities(deps: WriteActivityDeps) {
         }
         const appliedAtMs = clock().getTime();
         try {
-          const resourceId = await store(op, integration, connector, { attempts: input.attempt, xId: written.x_id, related: written.related, appliedAtMs });
+          const resourceId = await store(
+            op,
+            integration,
+            connector,
+            { attempts: input.attempt, xId: written.x_id, related: written.related, appliedAtMs },
+            readAt,
+          );
           return { outcome: 'succeeded', resourceId, xId: written.x_id };
         } catch (err) {
           return { outcome: 'applied', xId: written.x_id, related: written.related, appliedAtMs, error: clip(messageOf(err)) };
