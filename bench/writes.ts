@@ -6,11 +6,11 @@
  * The stack runs as the service runs it, each part a process of its own: a Temporal dev server, the sandbox PMS, the
  * API (`--apis`, dist/api.mjs), the worker (dist/worker.mjs, SERVED_MODES=test, every role but the relay) over a
  * fresh database (both built first and run under plain node, as production runs them; `--from-source`: api/main.ts
- * and worker/main.ts through tsx), the floor's worker (bench/lib/floor-worker.ts with the write worker's settings) and the client that
- * writes (bench/lib/write-client.ts). One test-mode enterprise integration over a freshly generated sandbox company
- * of `--size` leases, initially synced. Its organization gets a rate-limit override through the admin API: a caller
- * polling every 10 ms makes far more requests than the enterprise plan's 1,200 a minute (the limiter still runs on
- * every request). The dev server's transfer-queue poll limit is raised (see TEMPORAL_DYNAMIC_CONFIG).
+ * and worker/main.ts through tsx), the floor's worker (bench/lib/floor-worker.ts with the write worker's settings)
+ * and the client that writes (bench/lib/write-client.ts). One test-mode enterprise integration over a freshly
+ * generated sandbox company of `--size` leases, initially synced. Its organization gets a rate-limit override through
+ * the admin API: a caller polling every 10 ms makes far more requests than the enterprise plan's 1,200 a minute (the
+ * limiter still runs on every request). The dev server's transfer-queue poll limit is raised (see TEMPORAL_DYNAMIC_CONFIG).
  *
  *   latency:    `--writes` lease updates one at a time, each a distinct `rent_amount` under a fresh Idempotency-Key,
  *               each timed as its caller sees it: PATCH sent → the reply of the poll that shows `succeeded` read
@@ -174,7 +174,9 @@ async function main() {
     const worker = await startWorker(b, TASK_QUEUE, { WORKER_ROLES: 'sync,webhooks,writes,automations' }, SERVICE);
     children.push(worker);
     await waitForPollers(b.client, WRITE_QUEUE, 120_000, worker.pid);
-    say(`worker/main.ts pid ${worker.pid} polls ${TASK_QUEUE} and ${WRITE_QUEUE} (WRITE_MAX_ACTIVITIES ${b.cfg.WRITE_MAX_ACTIVITIES}, no outbox relay)`);
+    say(
+      `the worker (${SERVICE.built ? 'dist/worker.mjs' : 'worker/main.ts'}) pid ${worker.pid} polls ${TASK_QUEUE} and ${WRITE_QUEUE} (WRITE_MAX_ACTIVITIES ${b.cfg.WRITE_MAX_ACTIVITIES}, no outbox relay)`,
+    );
     const sync = await runSync(b, TASK_QUEUE, integration);
     const syncHwm = peakRssMb(worker.pid);
     say(`initial sync: ${int(sync.job.records_seen)} records in ${secs(sync.ms)} s (worker VmHWM ${syncHwm} MB after it)`);
