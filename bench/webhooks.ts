@@ -81,6 +81,7 @@ import {
   buildDist,
   childPids,
   cpuMeter,
+  cpuProfileArgs,
   freePort,
   freshStack,
   loadAverage,
@@ -475,11 +476,7 @@ async function main(): Promise<void> {
         observed ? '[worker+obs]' : '[worker]',
         {
           // As docker-compose.yml's worker-webhooks runs (worker/process-env.ts).
-          nodeArgs: [
-            ...WEBHOOK_WORKER_V8_OPTIONS,
-            ...args.workerNodeOptions.split(' ').filter(Boolean),
-            ...(args.profileWorker ? ['--cpu-prof', `--cpu-prof-dir=${args.profileWorker}`] : []),
-          ],
+          nodeArgs: [...WEBHOOK_WORKER_V8_OPTIONS, ...args.workerNodeOptions.split(' ').filter(Boolean), ...cpuProfileArgs(args.profileWorker)],
           plainNode: !args.fromSource,
           // Every line is counted by its message; long ones (a failed query lists its parameters) are cut.
           echo: (line) => {

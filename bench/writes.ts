@@ -51,6 +51,7 @@ import {
   buildDist,
   childPids,
   cpuMeter,
+  cpuProfileArgs,
   loadAverage,
   peakRssMb,
   rssSampler,
@@ -74,7 +75,7 @@ const args = benchArgs(
  * The API and the worker as production runs them (Dockerfile): the built bundles under plain node. `--profile <dir>`:
  * V8 CPU profiles of both, written when they stop (diagnosis only: it slows them).
  */
-const SERVICE: ServiceProcessOptions = { built: !args.fromSource, nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [] };
+const SERVICE: ServiceProcessOptions = { built: !args.fromSource, nodeArgs: cpuProfileArgs(args.profile) };
 /**
  * The dev server has one history shard, whose transfer queue (what hands a new workflow task to matching) is polled
  * at most 20 times a second (history.transferProcessorMaxPollRPS). Workflows run one after another then wait up to

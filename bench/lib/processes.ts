@@ -170,6 +170,13 @@ export function startChild(script: string, argv: string[], env: Record<string, s
   };
 }
 
+/**
+ * Node's options for a V8 CPU profile of a process, written into `dir` when it exits (none when `dir` is empty), for
+ * diagnosis only: profiling slows what it profiles. `intervalUs`: the sampling interval (Node's default 1,000 µs).
+ */
+export const cpuProfileArgs = (dir: string, intervalUs?: number): string[] =>
+  dir ? ['--cpu-prof', ...(intervalUs ? [`--cpu-prof-interval=${intervalUs}`] : []), `--cpu-prof-dir=${dir}`] : [];
+
 /** How a bench runs a service process: from source through tsx (the default), or `built` (dist/, after buildDist). */
 export interface ServiceProcessOptions {
   /** Run the built bundle (dist/api.mjs, dist/worker.mjs) under plain node, as production does (Dockerfile). */
