@@ -9,6 +9,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   context,
+  propagation,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -21,11 +22,21 @@ import {
 } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
-import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  SamplingDecision,
+  TraceIdRatioBasedSampler,
+  type ReadableSpan,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 
 export interface Tracing {
-  /** Where workflow spans (exported by the worker's sink) go too. */
+  /**
+   * Where workflow spans (exported by the worker's sink) go: the process's exports, less the traces the sampler does
+   * not keep (workflowSpansOf).
+   */
   processor: SpanProcessor;
   resource: Resource;
   /** Exports what is buffered and stops. */
@@ -100,20 +111,80 @@ class LazyAsyncContext implements ContextManager {
 let processTracer: Tracer | undefined;
 const tracer = (): Tracer => processTracer ?? trace.getTracer('propsync');
 
-/** Installs the process's tracer provider (and its async context) exporting to `endpoint`. */
+/**
+ * The share of traces that OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG keep, read as OpenTelemetry's SDK reads
+ * them: 1 for `always_on` and `parentbased_always_on` (the default), 0 for `always_off` and `parentbased_always_off`,
+ * the argument for `traceidratio` and `parentbased_traceidratio` (1 when it is blank or not a number in [0, 1]). A
+ * sampler these names do not cover (a remote one) is left to the SDK: 1.
+ */
+export function sampledShareOf(env: Record<string, string | undefined> = process.env): number {
+  const name = (env.OTEL_TRACES_SAMPLER ?? '').trim().toLowerCase();
+  if (name === 'always_off' || name === 'parentbased_always_off') return 0;
+  if (name !== 'traceidratio' && name !== 'parentbased_traceidratio') return 1;
+  const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim();
+  const share = arg ? Number(arg) : NaN;
+  return Number.isFinite(share) && share >= 0 && share <= 1 ? share : 1;
+}
+
+/**
+ * Whether a trace is kept, from its id alone: the decision OpenTelemetry's TraceIdRatioBased sampler makes at a
+ * trace's root (a function of the id), so that it is the same wherever it is made again. Undefined when every trace is kept.
+ */
+function keepsTraceOf(share: number): ((traceId: string) => boolean) | undefined {
+  if (share >= 1) return undefined;
+  const byId = new TraceIdRatioBasedSampler(share);
+  return (traceId) => byId.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
+}
+
+/**
+ * The processor the worker's workflow sink hands workflow spans to. A trace that starts inside a workflow (a sync
+ * run started by its schedule, a dispatcher, a retried delivery) starts in the Temporal SDK's workflow interceptors,
+ * whose tracer samples everything and which no setting of this process reaches; so the sampler's decision is made
+ * again here, by trace id: a trace the configured share does not keep loses its workflow spans, and (the provider's
+ * sampler, startTracing) the spans of its activities. A trace that started in the API was kept there by the same
+ * decision on the same id, and stays whole.
+ */
+function workflowSpansOf(processor: SpanProcessor, share: number): SpanProcessor {
+  const keeps = keepsTraceOf(share);
+  if (!keeps) return processor;
+  return {
+    onStart: (span, parent) => processor.onStart(span, parent),
+    onEnd: (span: ReadableSpan) => {
+      if (keeps(span.spanContext().traceId)) processor.onEnd(span);
+    },
+    forceFlush: () => processor.forceFlush(),
+    shutdown: () => processor.shutdown(),
+  };
+}
+
+/**
+ * Installs the process's tracer provider (and its async context) exporting to `endpoint`. With a share below 1 the
+ * sampler is OpenTelemetry's parent-based one whose root decision is TraceIdRatioBased, and a parent from another
+ * process (a workflow's span, carried in an activity's headers) is not taken at its word but decided again by the same
+ * id-based rule: a workflow-rooted trace, which the workflow's own tracer never drops, is thinned like any other, and one
+ * the API kept stays kept (the same rule on the same trace id).
+ */
 export function startTracing(opts: { endpoint: string; serviceName: string }): Tracing {
   const resource = new Resource({ 'service.name': opts.serviceName });
   const exporter = new OTLPTraceExporter({ url: `${opts.endpoint.replace(/\/$/, '')}/v1/traces` });
   const processor = new BatchSpanProcessor(exporter, { scheduledDelayMillis: EXPORT_DELAY_MS, maxQueueSize: QUEUE_LIMIT });
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  const share = sampledShareOf();
+  const byId = share < 1 ? new TraceIdRatioBasedSampler(share) : undefined;
+  const sampler = byId ? { sampler: new ParentBasedSampler({ root: byId, remoteParentSampled: byId }) } : {};
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor], ...sampler });
   provider.register({ contextManager: new LazyAsyncContext() });
   processTracer = provider.getTracer('propsync');
   return {
-    processor,
+    processor: workflowSpansOf(processor, share),
     resource,
     shutdown: async () => {
       await provider.shutdown();
       processTracer = undefined;
+      // The globals the provider registered (the tracer the Temporal interceptors ask for, the context manager):
+      // a later provider of this process (a test's) can register its own.
+      trace.disable();
+      context.disable();
+      propagation.disable();
     },
   };
 }
