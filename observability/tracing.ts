@@ -127,16 +127,6 @@ export function sampledShareOf(env: Record<string, string | undefined> = process
 }
 
 /**
- * Whether a trace is kept, from its id alone: the decision OpenTelemetry's TraceIdRatioBased sampler makes at a
- * trace's root (a function of the id), so that it is the same wherever it is made again. Undefined when every trace is kept.
- */
-function keepsTraceOf(share: number): ((traceId: string) => boolean) | undefined {
-  if (share >= 1) return undefined;
-  const byId = new TraceIdRatioBasedSampler(share);
-  return (traceId) => byId.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
-}
-
-/**
  * The processor the worker's workflow sink hands workflow spans to. A trace that starts inside a workflow (a sync
  * run started by its schedule, a dispatcher, a retried delivery) starts in the Temporal SDK's workflow interceptors,
  * whose tracer samples everything and which no setting of this process reaches; so the sampler's decision is made
@@ -144,9 +134,10 @@ function keepsTraceOf(share: number): ((traceId: string) => boolean) | undefined
  * sampler, startTracing) the spans of its activities. A trace that started in the API was kept there by the same
  * decision on the same id, and stays whole.
  */
-function workflowSpansOf(processor: SpanProcessor, share: number): SpanProcessor {
-  const keeps = keepsTraceOf(share);
-  if (!keeps) return processor;
+function workflowSpansOf(processor: SpanProcessor, byId: TraceIdRatioBasedSampler | undefined): SpanProcessor {
+  if (!byId) return processor;
+  // The ratio sampler's decision is a function of the trace id alone: the same wherever it is made again.
+  const keeps = (traceId: string) => byId.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
   return {
     onStart: (span, parent) => processor.onStart(span, parent),
     onEnd: (span: ReadableSpan) => {
@@ -175,7 +166,7 @@ export function startTracing(opts: { endpoint: string; serviceName: string }): T
   provider.register({ contextManager: new LazyAsyncContext() });
   processTracer = provider.getTracer('propsync');
   return {
-    processor: workflowSpansOf(processor, share),
+    processor: workflowSpansOf(processor, byId),
     resource,
     shutdown: async () => {
       await provider.shutdown();
