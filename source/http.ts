@@ -22,7 +22,7 @@
  *   connection within the timeout).
  *
  * Requests go out through node:http(s) on keep-alive agents, not the global fetch: in bench:writes the worker spent
- * 2.9 ms less CPU per write (two source requests) without fetch's WHATWG streams, abort signals and Request objects.
+ * 3–4 ms less CPU per write (two source requests) without fetch's WHATWG streams, abort signals and Request objects.
  * What fetch did besides is done here too: gzip, deflate and br replies are decoded, and a user agent is sent.
  * Redirects are not followed (a 3xx reply goes to the dialect, which refuses it): a write must not be re-sent
  * elsewhere, and a base_url that moved is the operator's to change.
