@@ -50,6 +50,10 @@ function answer(req: IncomingMessage, res: ServerResponse, body: string): void {
       return;
     case '/hang':
       return;
+    case '/cut-body':
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"partial":', () => res.socket?.destroy());
+      return;
     case '/slow-body':
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write('{"partial":');
@@ -156,6 +160,13 @@ describe('source HTTP over node:http', () => {
   it('a body that stops halfway counts against the same timeout', async () => {
     const r = await http(300).exchange(post('/slow-body', '{}'));
     expect((r as SourceTransientError).message).toBe('sendLeases: no reply within 300 ms; the write may have been applied');
+  });
+
+  it('a reply cut off halfway: transient, and a write may have been applied', async () => {
+    const r = await http().exchange(post('/cut-body', '{}'));
+    expect(r).toBeInstanceOf(SourceTransientError);
+    expect((r as SourceTransientError).message).toMatch(/^sendLeases: network error: .+; the write may have been applied$/);
+    expect((r as SourceTransientError).maybeApplied).toBe(true);
   });
 
   it('a connection refused sent nothing: transient, and never maybe applied', async () => {
