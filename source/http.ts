@@ -92,16 +92,12 @@ const DECODERS: Record<string, (b: Buffer) => Promise<Buffer>> = {
  * `TimeoutError` when the time ran out once connected, the socket's error (with its `code`) otherwise, and an error
  * coded CONNECT_TIMEOUT when no connection was made in time.
  */
-function send(url: string, init: RequestInit, timeoutMs: number): Promise<HttpReply> {
+function send(url: string, init: SourceRequestInit, timeoutMs: number): Promise<HttpReply> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const protocol = target.protocol === 'https:' ? 'https:' : 'http:';
-    const body = init.body === undefined || init.body === null ? undefined : String(init.body as string);
-    const headers: Record<string, string> = {
-      'user-agent': 'propsync',
-      'accept-encoding': 'gzip, deflate, br',
-      ...(init.headers as Record<string, string> | undefined),
-    };
+    const { body } = init;
+    const headers: Record<string, string> = { 'user-agent': 'propsync', 'accept-encoding': 'gzip, deflate, br', ...init.headers };
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
     let connected = false;
     const fail = (err: Error) => {
@@ -115,7 +111,7 @@ function send(url: string, init: RequestInit, timeoutMs: number): Promise<HttpRe
         : Object.assign(new Error(`no connection within ${timeoutMs} ms`), { code: CONNECT_TIMEOUT });
       fail(err);
     }, timeoutMs);
-    const req = (protocol === 'https:' ? https : http).request(target, { method: init.method ?? 'GET', headers, agent: AGENTS[protocol] }, (res) => {
+    const req = (protocol === 'https:' ? https : http).request(target, { method: init.method, headers, agent: AGENTS[protocol] }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', fail);
@@ -155,11 +151,18 @@ export interface HttpReply {
   text: string;
 }
 
+/** What a dialect sends: a method, plain headers (lower-case names) and a text body. */
+interface SourceRequestInit {
+  method: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
 /** One request: what it is called in messages (`sendLeases`, `POST /v1/leases`) and whether it is a write. */
 export interface RequestOf {
   label: string;
   url: string;
-  init: RequestInit;
+  init: SourceRequestInit;
   write: boolean;
 }
 
