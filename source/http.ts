@@ -80,12 +80,15 @@ function errorCodes(err: unknown, depth = 0): string[] {
 const KEEP_ALIVE = { keepAlive: true, timeout: 4_000 };
 const AGENTS = { 'http:': new http.Agent(KEEP_ALIVE), 'https:': new https.Agent(KEEP_ALIVE) } as const;
 
-const DECODERS: Record<string, (b: Buffer) => Promise<Buffer>> = {
-  gzip: promisify(zlib.gunzip),
-  'x-gzip': promisify(zlib.gunzip),
-  deflate: promisify(zlib.inflate),
-  br: promisify(zlib.brotliDecompress),
-};
+/** A reply's body by its Content-Encoding (none, or `identity`: as it came). A Map: the name is the source's to choose. */
+const DECODERS = new Map<string, (b: Buffer) => Promise<Buffer>>([
+  ['', async (b) => b],
+  ['identity', async (b) => b],
+  ['gzip', promisify(zlib.gunzip)],
+  ['x-gzip', promisify(zlib.gunzip)],
+  ['deflate', promisify(zlib.inflate)],
+  ['br', promisify(zlib.brotliDecompress)],
+]);
 
 /**
  * One request over node:http(s), its reply read whole (and decoded) within `timeoutMs`. Rejects as fetch does: a
@@ -120,9 +123,9 @@ function send(url: string, init: SourceRequestInit, timeoutMs: number): Promise<
         const encoding = String(res.headers['content-encoding'] ?? '')
           .trim()
           .toLowerCase();
-        const decode = encoding && encoding !== 'identity' ? DECODERS[encoding] : undefined;
-        if (encoding && encoding !== 'identity' && !decode) return fail(new Error(`the reply is in an encoding this client cannot read (${encoding})`));
-        (decode ? decode(raw) : Promise.resolve(raw)).then(
+        const decode = DECODERS.get(encoding);
+        if (!decode) return fail(new Error(`the reply is in an encoding this client cannot read (${encoding})`));
+        decode(raw).then(
           (bytes) => {
             clearTimeout(timer);
             const replyHeaders = new Headers();

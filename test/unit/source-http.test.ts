@@ -39,6 +39,10 @@ function answer(req: IncomingMessage, res: ServerResponse, body: string): void {
     case '/br':
       res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'br' }).end(brotliCompressSync(json));
       return;
+    case '/zstd':
+    case '/constructor':
+      res.writeHead(200, { 'content-encoding': (req.url ?? '').slice(1) }).end('{}');
+      return;
     case '/bad-gzip':
       res.writeHead(200, { 'content-encoding': 'gzip' }).end('not gzip at all');
       return;
@@ -121,6 +125,14 @@ describe('source HTTP over node:http', () => {
     expect(r).toBeInstanceOf(SourceTransientError);
     expect((r as SourceTransientError).message).toMatch(/sendLeases: network error: the reply's gzip body could not be decoded/);
     expect((r as SourceTransientError).maybeApplied).toBe(true);
+  });
+
+  it.each(['/zstd', '/constructor'])('a reply in an encoding it does not read (%s) is a failure, never a crash', async (path) => {
+    const r = await http().exchange(post(path, '{}'));
+    expect(r).toBeInstanceOf(SourceTransientError);
+    expect((r as SourceTransientError).message).toBe(
+      `sendLeases: network error: the reply is in an encoding this client cannot read (${path.slice(1)}); the write may have been applied`,
+    );
   });
 
   it('leaves a redirect to the dialect: the request is not sent again elsewhere', async () => {
