@@ -33,9 +33,17 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
  * them after its own, so Prometheus scrapes one endpoint. Counters end in _total and durations are in seconds.
  */
 const sdkMetricsPort = config.WORKER_METRICS_PORT === undefined ? undefined : await freeLoopbackPort();
+/**
+ * What the SDK warns of by design here: the webhook role's dispatch worker runs activities only (a subscription's
+ * batches), and the SDK says so at every start. Logged at info, so that a warning at start-up means something.
+ */
+const EXPECTED_SDK_WARNINGS = ['No workflows registered, not polling for workflow tasks'];
 // The SDK's own messages (activity failures, shutdown) go to the same log, at warnings and above.
 Runtime.install({
-  logger: new DefaultLogger('WARN', (entry) => logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: true }, entry.message)),
+  logger: new DefaultLogger('WARN', (entry) => {
+    const level = entry.level === 'WARN' && EXPECTED_SDK_WARNINGS.includes(entry.message) ? 'info' : PINO_LEVEL[entry.level];
+    logger[level]({ ...entry.meta, sdk: true }, entry.message);
+  }),
   ...(sdkMetricsPort === undefined
     ? {}
     : {

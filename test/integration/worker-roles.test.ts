@@ -11,7 +11,7 @@ import proto from '@temporalio/proto';
 import { afterAll, beforeAll, expect, it, inject } from 'vitest';
 import type { Db } from '../../db/client';
 import { automationTaskQueueOf, dispatchTaskQueueOf, webhookTaskQueueOf, writeTaskQueueOf } from '../../domain/contract';
-import { Processes, spawnWorker } from '../support/faults';
+import { Processes, WORKER_COMMAND, workerEnv } from '../support/faults';
 import { onOwnDatabase } from '../support/services';
 import { until } from '../support/until';
 import { recordEvents, residentUpdates, startReceiver, storeSubscription, webhookIntegration, type Receiver } from '../support/webhooks';
@@ -46,15 +46,14 @@ async function pollers(queue: string, type: 'workflow' | 'activity'): Promise<st
   return pollers.map((p) => p.identity ?? '');
 }
 
-it('a worker started with WORKER_ROLES=webhooks,relay delivers webhooks and polls no sync, write or automation queue', async () => {
+it('a worker started with WORKER_ROLES=webhooks,relay delivers webhooks, polls no sync, write or automation queue, and warns of nothing', async () => {
   const integration = await webhookIntegration(db, null);
   await storeSubscription(db, integration, receiver.url, { eventTypes: ['RESIDENT_UPDATED'] });
-  const worker = spawnWorker(procs, {
-    DATABASE_URL: dbUrl,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    WORKER_ROLES: 'webhooks,relay',
-  });
+  const { child: worker, output } = procs.spawnLogged(
+    WORKER_COMMAND[0],
+    [...WORKER_COMMAND[1]],
+    workerEnv({ DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_TASK_QUEUE: taskQueue, WORKER_ROLES: 'webhooks,relay' }),
+  );
   const [eventId] = await recordEvents(db, integration, residentUpdates(1));
   // Bundling at start-up takes a while from source.
   await until(
@@ -76,4 +75,12 @@ it('a worker started with WORKER_ROLES=webhooks,relay delivers webhooks and poll
     expect(await pollers(queue, 'workflow'), queue).toEqual([]);
     expect(await pollers(queue, 'activity'), queue).toEqual([]);
   }
+  // A healthy start warns of nothing (LOG_LEVEL=warn: every line written is a warning or worse), the SDK's note that
+  // the activities-only dispatch worker polls no workflow tasks included.
+  const warnings = output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .filter((entry) => entry.level >= 40);
+  expect(warnings.map((w) => w.msg)).toEqual([]);
 }, 180_000);

@@ -127,12 +127,9 @@ export async function temporalReady(address: string, child: ChildProcess, procs:
   );
 }
 
-/** `npm run worker` as a child process. */
-export function spawnWorker(
-  procs: Processes,
-  env: { DATABASE_URL: string; TEMPORAL_ADDRESS: string; TEMPORAL_TASK_QUEUE: string } & Record<string, string>,
-): ChildProcess {
-  return procs.spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+/** The environment of a worker process of a test (over `env`, which wins). */
+export function workerEnv(env: { DATABASE_URL: string; TEMPORAL_ADDRESS: string; TEMPORAL_TASK_QUEUE: string } & Record<string, string>): NodeJS.ProcessEnv {
+  return {
     ...process.env,
     ...env,
     // The test database is shared with other files whose schedules point at their own task queues.
@@ -146,7 +143,18 @@ export function spawnWorker(
     LOG_LEVEL: 'warn',
     LOG_PRETTY: 'false',
     ...env,
-  });
+  };
+}
+
+/** What starts a worker process from source (`npm run worker`). */
+export const WORKER_COMMAND = [process.execPath, ['--import', 'tsx', 'worker/main.ts']] as const;
+
+/** `npm run worker` as a child process. */
+export function spawnWorker(
+  procs: Processes,
+  env: { DATABASE_URL: string; TEMPORAL_ADDRESS: string; TEMPORAL_TASK_QUEUE: string } & Record<string, string>,
+): ChildProcess {
+  return procs.spawn(WORKER_COMMAND[0], [...WORKER_COMMAND[1]], workerEnv(env));
 }
 
 /** Every live process below `pid` (Linux /proc), at any depth. */
