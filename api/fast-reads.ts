@@ -12,7 +12,7 @@
  * would, and decides that before anything happens (no key looked up, no token taken); every other request, including
  * each one that will fail validation, goes to the app unchanged. What it then does, it does with the app's own
  * functions: the request id (middleware/request-id.ts), the key (ApiKeyAuth.principalOf), the rate limit
- * (RateLimiter.admit), the queries and serializer (db/queries.ts), the 404 (routes/resource.ts), an Operation as its
+ * (RateLimiter.admit), the key's scope (middleware/scopes.ts requireScope), the queries and serializer (db/queries.ts), the 404 (routes/resource.ts), an Operation as its
  * route shows it and its 404 (routes/operations.ts answerOperation), every error
  * (apiErrorOf and problemParts), the request metrics and the root span (observability/). The headers are those the app
  * sends, in the order it sends them (sorted by name, as a web Headers object iterates, then Content-Length).
@@ -21,6 +21,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getQueryParams } from 'hono/utils/url';
 import type { z } from 'zod';
+import type { Scope } from '../db/tenants';
 import type { Entity } from '../domain/cdm';
 import { unknownParameter } from '../domain/filters';
 import { isId } from '../domain/ids';
@@ -34,6 +35,7 @@ import type { Principal } from './middleware/env';
 import { apiErrorOf } from './middleware/errors';
 import { perMinuteOfPolicy, type RateLimiter } from './middleware/rate-limit';
 import { requestIdFrom } from './middleware/request-id';
+import { READ, READ_OR_WRITE, requireScope } from './middleware/scopes';
 import { rejectNul } from './middleware/validation';
 import { problemParts } from './problem';
 import { preferredWaitS, type OperationWaits } from './operation-waits';
@@ -75,6 +77,8 @@ interface Plan {
   path: string;
   /** The JSON body of the 200, or a throw (an ApiError, or what the app's error handler would answer). */
   body(principal: Principal): Promise<string>;
+  /** The scopes that admit a key (api/middleware/scopes.ts), as the route's guard says. */
+  scopes: readonly Scope[];
   /** Headers of the 200 besides the app's own (a held poll's Preference-Applied). */
   headers?: Record<string, string>;
 }
@@ -101,6 +105,7 @@ export function createFastReads(
       return {
         route: '/v1/operations/{id}',
         path: url,
+        scopes: READ_OR_WRITE,
         body: async (principal) => JSON.stringify(await answerOperation(db, waits, principal, operationId, waitS)),
         headers: preferenceApplied(waitS),
       };
@@ -113,6 +118,7 @@ export function createFastReads(
       return {
         route: `/v1/${m[1]}/{id}`,
         path: url,
+        scopes: READ,
         body: async (principal) => {
           const record = await retrieveRecord(db, entity, principal, id, false);
           if (!record) throw notFoundError(entity, id, false);
@@ -125,6 +131,7 @@ export function createFastReads(
     return {
       route: `/v1/${m[1]}`,
       path: m[3] ? url.slice(0, -m[3].length) : url,
+      scopes: READ,
       body: async (principal) => JSON.stringify(await listRecords(db, entity, principal, q as never)),
     };
   }
@@ -135,6 +142,7 @@ export function createFastReads(
     try {
       const principal = await auth.principalOf(req.headers.authorization);
       limits = await rateLimit.admit(principal.organizationId);
+      requireScope(principal, plan.scopes);
       send(res, 200, { 'content-type': 'application/json', ...limits, ...plan.headers, 'x-request-id': requestId }, await plan.body(principal));
       return { status: 200 };
     } catch (error) {

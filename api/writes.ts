@@ -16,6 +16,7 @@ import { isId } from '../domain/ids';
 import { operationTypeOf, type WritableEntity, type WriteAction } from '../domain/operations';
 import type { ApiDeps } from './deps';
 import type { AppEnv, Principal } from './middleware/env';
+import { requireScope, WRITE } from './middleware/scopes';
 import { rejectNul, validationError } from './middleware/validation';
 import { okHeaders, problemResponses } from './openapi';
 import { ApiError } from './problem';
@@ -37,10 +38,7 @@ const IdempotencyHeader = z.object({
 
 /** The `write` scope, then the Idempotency-Key header: both before the body is read. */
 const writeGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const principal = c.get('principal');
-  if (!principal.scopes.includes('write')) {
-    throw new ApiError('forbidden', 'Insufficient permissions: this API key has no `write` scope.');
-  }
+  requireScope(c.get('principal'), WRITE);
   const key = c.req.header('idempotency-key');
   if (key === undefined || key.trim() === '') {
     throw new ApiError(

@@ -5,6 +5,7 @@ import { getVisibleOperation, operationJson, type OperationJson } from '../../db
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import type { AppEnv, Principal } from '../middleware/env';
+import { READ_OR_WRITE, scopeGuard } from '../middleware/scopes';
 import { okHeaders, problemResponses } from '../openapi';
 import { heldOperation, MAX_WAIT_S, preferredWaitS, type OperationWaits } from '../operation-waits';
 import { ApiError } from '../problem';
@@ -39,6 +40,7 @@ export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps, wait
         'Always 200, whatever the state: a failed write is a `failed` Operation whose `reconcile.last_error` says why. ' +
         `With \`Prefer: wait=N\` (RFC 7240; N seconds, at most ${MAX_WAIT_S}) the answer is held until the Operation ends or N seconds pass, ` +
         'whichever comes first, and says `Preference-Applied: wait=N`: one request instead of a poll loop.',
+      middleware: [scopeGuard(READ_OR_WRITE)],
       request: { params: IdParam('opr_01JH0000000000000000000000') },
       responses: {
         200: {
@@ -49,7 +51,7 @@ export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps, wait
           },
           content: { 'application/json': { schema: Operation } },
         },
-        ...problemResponses(401, 404, 429, 500),
+        ...problemResponses(401, 403, 404, 429, 500),
       },
     }),
     async (c) => {

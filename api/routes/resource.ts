@@ -6,6 +6,7 @@ import { unknownParameter } from '../../domain/filters';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import type { AppEnv, Principal } from '../middleware/env';
+import { READ, scopeGuard } from '../middleware/scopes';
 import { validationError } from '../middleware/validation';
 import { okHeaders, problemResponses } from '../openapi';
 import { ApiError } from '../problem';
@@ -73,7 +74,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
       operationId: `list_${path}`,
       summary: `List ${path}`,
       description: `Only the query parameters below are known: any other (a misspelt filter such as \`propertyid\`) is a 400 naming it, rather than being ignored.`,
-      middleware: [knownParametersOnly(entity)],
+      middleware: [scopeGuard(READ), knownParametersOnly(entity)],
       request: { query: spec.listQuery as never },
       responses: {
         200: {
@@ -82,7 +83,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
           content: { 'application/json': { schema: listOf(spec.item, spec.listName) } },
           links: recordLinks(entity, '$response.body#/results/0/id'),
         },
-        ...problemResponses(400, 401, 422, 429, 500),
+        ...problemResponses(400, 401, 403, 422, 429, 500),
       },
     }),
     async (c) => {
@@ -98,6 +99,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
       tags: [tag],
       operationId: `retrieve_${entity}`,
       summary: `Retrieve a ${entity}`,
+      middleware: [scopeGuard(READ)],
       request: { params: IdParam(spec.idExample), query: RetrieveQuery },
       responses: {
         200: {
@@ -106,7 +108,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
           content: { 'application/json': { schema: spec.record } },
           links: recordLinks(entity, '$response.body#/id'),
         },
-        ...problemResponses(400, 401, 404, 429, 500),
+        ...problemResponses(400, 401, 403, 404, 429, 500),
       },
     }),
     async (c) => {

@@ -9,6 +9,7 @@ import { idPattern, isId } from '../../domain/ids';
 import { OPERATION_TYPES, type OperationType } from '../../domain/operations';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
+import { READ_OR_WRITE, scopeGuard } from '../middleware/scopes';
 import { validationError } from '../middleware/validation';
 import { okHeaders, problemResponses, requestIdHeader } from '../openapi';
 import { ApiError } from '../problem';
@@ -90,7 +91,7 @@ export function registerWriteOptions(app: OpenAPIHono<AppEnv>, deps: ApiDeps, op
         'source calls it, and a unit space also names its `floorplan_id`. `options` is null for a field that is not coded. The values are read ' +
         "from the source and reused for up to a minute. A write that sends a value not listed is answered 422 at the field's pointer. " +
         '`property_id` is the one query parameter: any other is a 400 naming it.',
-      middleware: [onlyPropertyId] as const,
+      middleware: [scopeGuard(READ_OR_WRITE), onlyPropertyId] as const,
       request: {
         params: z.object({
           operation_type: z.string().openapi({
@@ -120,7 +121,7 @@ export function registerWriteOptions(app: OpenAPIHono<AppEnv>, deps: ApiDeps, op
           headers: okHeaders,
           content: { 'application/json': { schema: WriteOptions, example: exampleOf(options.fields('lease.create')) } },
         },
-        ...problemResponses(400, 401, 404, 422, 429, 500),
+        ...problemResponses(400, 401, 403, 404, 422, 429, 500),
         503: {
           ...problemResponses(503)[503]!,
           description:

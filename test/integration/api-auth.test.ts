@@ -1,7 +1,8 @@
 /**
  * API-key authentication over real HTTP: every 401 case, served modes, revocation taking effect at once in every
  * API process (two apps with their own pools, keys cached for 10 minutes so only the NOTIFY can explain it),
- * surviving a lost LISTEN connection and last_used_at bookkeeping (the 403 of a write without the `write` scope: writes.test.ts).
+ * surviving a lost LISTEN connection and last_used_at bookkeeping, and the 403 of a key without the scope a route needs
+ * (a write without `write` in detail: writes.test.ts; the read fast path's: api-fast-reads.test.ts).
  */
 import { eq, sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -68,6 +69,34 @@ describe('401', () => {
     } finally {
       await liveOnly.close();
     }
+  });
+});
+
+describe('403: scopes', () => {
+  it('a key without `read` reads nothing, records or events, before its query is looked at; a poll or a write option needs either scope', async () => {
+    const writeOnly = (await createApiKey(db, { organizationId: t.organizationId, mode: 'test', scopes: ['write'] })).key;
+    const readOnly = (await createApiKey(db, { organizationId: t.organizationId, mode: 'test', scopes: ['read'] })).key;
+    for (const path of [
+      '/v1/leases?propertyid=x',
+      '/v1/units/unt_01JH0000000000000000000000?include_deleted=maybe',
+      '/v1/events',
+      '/v1/events/evt_01JH0000000000000000000000',
+    ]) {
+      const res = await one.get(path, { key: writeOnly });
+      expect(res.status, path).toBe(403);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await res.json()).toMatchObject({
+        type: `${config.DOCS_BASE_URL}/errors/forbidden`,
+        title: 'Forbidden',
+        status: 403,
+        detail: 'Insufficient permissions: this API key has no `read` scope.',
+      });
+    }
+    for (const key of [writeOnly, readOnly]) {
+      expect((await one.get('/v1/operations/opr_01JH0000000000000000000000', { key })).status).toBe(404);
+      expect((await one.get('/v1/write_options/lease.update?property_id=prp_01JH0000000000000000000000', { key })).status).toBe(404);
+    }
+    expect((await one.get('/v1/events', { key: readOnly })).status).toBe(200);
   });
 });
 

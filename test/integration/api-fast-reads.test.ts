@@ -18,6 +18,7 @@ import { closeDb, type Db } from '../../db/client';
 import { applyRecords, type ApplyContext } from '../../db/apply';
 import { acceptOperation, moveOperation, requestHashOf } from '../../db/operations';
 import { organizations } from '../../db/schema';
+import { createApiKey } from '../../db/tenants';
 import { softDeleteUnseen } from '../../db/seen';
 import type { Entity, InputOf } from '../../domain/cdm';
 import { createKeyring } from '../../domain/secrets';
@@ -32,6 +33,9 @@ let fast: ServerType;
 let plain: ServerType;
 let a: Tenant;
 let b: Tenant;
+/** Keys of A with one scope each. */
+let readOnly: string;
+let writeOnly: string;
 const ids = new Map<string, string>();
 /** Operations of A by status, and one of B. */
 const operationIds: Record<'queued' | 'running' | 'succeeded' | 'failed' | 'other', string> = { queued: '', running: '', succeeded: '', failed: '', other: '' };
@@ -99,6 +103,8 @@ beforeAll(async () => {
 
   a = await makeTenant(db);
   b = await makeTenant(db);
+  readOnly = (await createApiKey(db, { organizationId: a.organizationId, mode: a.mode, scopes: ['read'] })).key;
+  writeOnly = (await createApiKey(db, { organizationId: a.organizationId, mode: a.mode, scopes: ['write'] })).key;
   await db.update(organizations).set({ rateLimitPerMinute: 1_000_000, rateLimitBurst: 100_000 }).where(eq(organizations.id, a.organizationId));
   const t0 = new Date('2025-06-01T00:00:00.000Z');
   const leases = [
@@ -249,6 +255,25 @@ describe('the read fast path', () => {
       if (status === 200) statuses.push((JSON.parse(r.fast.slice(r.fast.indexOf('\r\n\r\n') + 4)) as { status: string }).status);
     }
     expect(statuses).toEqual(['queued', 'running', 'succeeded', 'failed', 'succeeded']);
+  });
+
+  it("answers a key without the scope a read needs the app's way (403), and an Operation's poll to a key of either scope", async () => {
+    const as = (k: string) => ({ authorization: `Bearer ${k}`, 'x-request-id': 'caller-id-5' });
+    const cases: [string, Record<string, string>, number][] = [
+      [`/v1/leases/${ids.get(`${a.organizationId}:L1`)}`, as(writeOnly), 403],
+      ['/v1/leases?limit=1', as(writeOnly), 403],
+      ['/v1/properties', as(writeOnly), 403],
+      [`/v1/operations/${operationIds.succeeded}`, as(writeOnly), 200],
+      [`/v1/leases/${ids.get(`${a.organizationId}:L1`)}`, as(readOnly), 200],
+      [`/v1/operations/${operationIds.failed}`, as(readOnly), 200],
+    ];
+    for (const [path, headers, status] of cases) {
+      const r = await both(path, headers);
+      expect(r.took, path).toBe(true);
+      expect(r.fast, path).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(r.fast, path).toBe(r.plain);
+      if (status === 403) expect(r.fast, path).toContain('Insufficient permissions: this API key has no `read` scope.');
+    }
   });
 
   it('leaves to the app what it would answer otherwise, which then answers as it always has', async () => {
