@@ -18,7 +18,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { idempotencyKeyHeld } from '../db/operations';
+import { heldIdempotencyKey } from '../db/operations';
 import { getIntegration } from '../db/tenants';
 import type { OperationType } from '../domain/operations';
 import { openSourceConfig } from '../domain/secrets';
@@ -350,7 +350,7 @@ export function createWriteOptions(deps: ApiDeps, opts: WriteOptionsOptions = {}
       if (!at || !fields.some((f) => f.list && typeof body[f.name] === 'string')) return;
       const p = c.get('principal');
       const key = c.req.header('idempotency-key');
-      if (key !== undefined && (await idempotencyKeyHeld(db, { organizationId: p.organizationId, mode: p.mode, key }))) return;
+      if (key !== undefined && (await heldIdempotencyKey(db, { organizationId: p.organizationId, mode: p.mode, key })) !== undefined) return;
       const started = now();
       const propertyXId = await at();
       if (propertyXId === null) return;

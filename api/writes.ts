@@ -9,7 +9,7 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { retrySchedulesOf } from '../config';
-import { acceptOperation, operationJson, requestHashOf, type OperationRow } from '../db/operations';
+import { acceptOperation, heldIdempotencyKey, operationJson, requestHashOf, type AcceptResult, type OperationRow } from '../db/operations';
 import { integrationsHoldingProperty, liveIntegrationIdsOf, liveRecordOf, propertyXIdOf } from '../db/write-options';
 import { writeTaskQueueOf } from '../domain/contract';
 import { isId } from '../domain/ids';
@@ -54,24 +54,37 @@ const writeGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 /**
  * The validation hook of a write route: every unknown field under its own pointer, and a field of the record that
- * cannot be written said to be so (a write never silently drops what the caller sent).
+ * cannot be written said to be so (a write never silently drops what the caller sent). A body that fails under an
+ * Idempotency-Key already held is answered as the key says instead (heldKeyAnswer).
  */
-function writeHook(notWritable: ReadonlySet<string>) {
-  return (result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void => {
-    if (result.success) return rejectNul(result.data, result.target as Parameters<typeof rejectNul>[1]);
-    if (!result.error) return;
-    const issues = result.error.issues.flatMap((i): z.core.$ZodIssue[] =>
-      i.code === 'unrecognized_keys'
-        ? i.keys.map((key) => ({
-            ...i,
-            keys: [key],
-            path: [...i.path, key],
-            message: i.path.length === 0 && notWritable.has(key) ? `${key} is not writable` : 'Unknown field.',
-          }))
-        : [i],
-    );
-    throw validationError(new z.ZodError(issues), result.target as Parameters<typeof validationError>[1]);
+function writeHook(deps: ApiDeps, notWritable: ReadonlySet<string>) {
+  return async (result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }, c: Context<AppEnv>): Promise<Response | undefined> => {
+    try {
+      refuseInvalid(result, notWritable);
+      return undefined;
+    } catch (err) {
+      const held = await heldKeyAnswer(c, deps);
+      if (held) return held;
+      throw err;
+    }
   };
+}
+
+/** The 422 of a body the schema refused (or one holding a NUL), each unknown or non-writable field under its own pointer. */
+function refuseInvalid(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }, notWritable: ReadonlySet<string>): void {
+  if (result.success) return rejectNul(result.data, result.target as Parameters<typeof rejectNul>[1]);
+  if (!result.error) return;
+  const issues = result.error.issues.flatMap((i): z.core.$ZodIssue[] =>
+    i.code === 'unrecognized_keys'
+      ? i.keys.map((key) => ({
+          ...i,
+          keys: [key],
+          path: [...i.path, key],
+          message: i.path.length === 0 && notWritable.has(key) ? `${key} is not writable` : 'Unknown field.',
+        }))
+      : [i],
+  );
+  throw validationError(new z.ZodError(issues), result.target as Parameters<typeof validationError>[1]);
 }
 
 /** The fields of a record schema that a body of `writable` fields may not set. */
@@ -162,11 +175,45 @@ async function enqueue(deps: ApiDeps, op: OperationRow, label: string | null): P
   return true;
 }
 
+/** A body's media type is JSON (as the validator reads it): `application/json` or `application/…+json`. */
+const JSON_MEDIA = /^application\/([\w.-]+\+)?json$/i;
+
+/**
+ * The body as the caller sent it, parsed (the validator's parse of it, which Hono keeps): what an Idempotency-Key
+ * is bound to, with the method and the path, as canonical JSON; undefined when it is not JSON.
+ */
+async function sentBody(c: Context<AppEnv>): Promise<unknown> {
+  const mediaType = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
+  if (!JSON_MEDIA.test(mediaType)) return undefined;
+  return c.req.json().catch(() => undefined);
+}
+
+/**
+ * A write whose body or target now fails (a 422, a 404), sent under an Idempotency-Key held for the last 24 hours:
+ * answered as the key says (docs/decisions.md Writes): the same method, path and body replay the key's Operation,
+ * anything else is a 409. A replay of a write accepted before stays a replay when its record has been deleted since
+ * or its property has become ambiguous. Undefined when the key is not held, or the body is not JSON (its 400 or 415
+ * stands). Asked only once a write fails: an accepted write pays no look-up for it.
+ */
+async function heldKeyAnswer(c: Context<AppEnv>, deps: ApiDeps): Promise<Response | undefined> {
+  const principal = c.get('principal');
+  const key = c.req.header('idempotency-key')!;
+  const held = await heldIdempotencyKey(deps.db, { organizationId: principal.organizationId, mode: principal.mode, key });
+  if (!held) return undefined;
+  const sent = await sentBody(c);
+  if (sent === undefined) return undefined;
+  const accepted: AcceptResult =
+    requestHashOf(c.req.method, c.req.path, sent) === held.requestHash
+      ? { outcome: 'replayed', operation: held.operation }
+      : { outcome: 'conflict', operationId: held.operation.id };
+  return answerAccepted(c, deps, accepted, held.operation.targetId);
+}
+
 /**
  * Accept a write: the Operation under the caller's idempotency key (created, or the one the key already made), its
- * workflow started, and the 202. The key binds the method, the path and the canonical body.
+ * workflow started, and the 202. The key binds the method, the path and the canonical body as sent.
  */
-async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest, body: unknown): Promise<Response> {
+async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest, validated: unknown): Promise<Response> {
   const principal = c.get('principal');
   const key = c.req.header('idempotency-key')!;
   const accepted = await acceptOperation(deps.db, {
@@ -178,8 +225,15 @@ async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest, b
     targetId: w.target?.id,
     targetXId: w.target?.xId,
     idempotencyKey: key,
-    requestHash: requestHashOf(c.req.method, c.req.path, body),
+    // (The validator read the body as JSON, so the parse is there; the validated body only stands in should it not be.)
+    requestHash: requestHashOf(c.req.method, c.req.path, (await sentBody(c)) ?? validated),
   });
+  return answerAccepted(c, deps, accepted, w.targetLabel ?? w.target?.id ?? null);
+}
+
+/** The 202 of an accepted or replayed write (its workflow started if no one has yet), or the 409 of a key in use. */
+async function answerAccepted(c: Context<AppEnv>, deps: ApiDeps, accepted: AcceptResult, label: string | null): Promise<Response> {
+  const key = c.req.header('idempotency-key')!;
   if (accepted.outcome === 'conflict') {
     throw new ApiError(
       'idempotency-key-conflict',
@@ -188,7 +242,7 @@ async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest, b
   }
   const op = accepted.operation;
   if (op.status === 'queued' && op.workflowStartedAt === null) {
-    const started = await enqueue(deps, op, w.targetLabel ?? w.target?.id ?? null);
+    const started = await enqueue(deps, op, label);
     if (!started) {
       throw new ApiError(
         'enqueue_failed',
@@ -267,11 +321,20 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
     async (c) => {
       const body = c.req.valid('json' as never) as z.infer<B>;
       const id = action === 'update' ? c.req.param('id') : undefined;
-      const w = await spec.build(c as unknown as Context<AppEnv>, body, id);
-      await options.check(c as unknown as Context<AppEnv>, type, w.integrationId, w.optionsAt, body as Record<string, unknown>);
-      return acceptWrite(c as unknown as Context<AppEnv>, deps, { ...w, entity: spec.entity, action }, body) as never;
+      const ctx = c as unknown as Context<AppEnv>;
+      let w: Omit<WriteRequest, 'entity' | 'action'>;
+      try {
+        w = await spec.build(ctx, body, id);
+        await options.check(ctx, type, w.integrationId, w.optionsAt, body as Record<string, unknown>);
+      } catch (err) {
+        // A target gone or now ambiguous, or a code the source no longer offers: a held key answers first.
+        const held = err instanceof ApiError && (err.status === 404 || err.status === 422) ? await heldKeyAnswer(ctx, deps) : undefined;
+        if (held) return held as never;
+        throw err;
+      }
+      return acceptWrite(ctx, deps, { ...w, entity: spec.entity, action }, body) as never;
     },
-    writeHook(notWritableOf(spec.record, spec.body)) as never,
+    writeHook(deps, notWritableOf(spec.record, spec.body)) as never,
   );
 }
 

@@ -146,15 +146,21 @@ export async function acceptOperation(db: Db, input: NewOperation, now = new Dat
 }
 
 /**
- * Whether an organization and mode's idempotency key is held: used within the last 24 hours, so that a request under
- * it replays that Operation (or conflicts with it) whatever else is true now.
+ * What an organization and mode's idempotency key holds, when it was used within the last 24 hours: the hash of the
+ * request it was used for and that request's Operation. A request under a held key replays that Operation (or
+ * conflicts with it) whatever else is true now: before its body is validated or its record looked up.
  */
-export async function idempotencyKeyHeld(db: Db, input: { organizationId: string; mode: Mode; key: string }, now = new Date()): Promise<boolean> {
+export async function heldIdempotencyKey(
+  db: Db,
+  input: { organizationId: string; mode: Mode; key: string },
+  now = new Date(),
+): Promise<{ requestHash: string; operation: OperationRow } | undefined> {
   const [row] = await db
-    .select({ key: idempotencyKeys.key })
+    .select({ requestHash: idempotencyKeys.requestHash, operation: operations })
     .from(idempotencyKeys)
+    .innerJoin(operations, eq(operations.id, idempotencyKeys.operationId))
     .where(and(keyIs(input), gte(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS))));
-  return row !== undefined;
+  return row;
 }
 
 export async function getOperation(db: Db | Tx, id: string): Promise<OperationRow | undefined> {

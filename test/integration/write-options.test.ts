@@ -203,7 +203,7 @@ describe('GET /v1/write_options/{operation_type}', () => {
     const params = Object.fromEntries(op.parameters.map((p: any) => [p.name, p]));
     expect(params.operation_type).toMatchObject({ in: 'path', required: true, schema: { enum: [...TYPES] } });
     expect(params.property_id).toMatchObject({ in: 'query', required: true });
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '404', '422', '429', '500', '503']);
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '404', '422', '429', '500', '503']);
     const example = op.responses['200'].content['application/json'].example;
     expect(example.operation_type).toBe('lease.create');
     expect(example.fields.find((f: any) => f.name === 'lease_term_id').options).toContainEqual({ value: '2', label: '12 Months' });

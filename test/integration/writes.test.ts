@@ -283,10 +283,14 @@ describe('idempotency', () => {
     expect(c.body.type).toBe(`${config.PROBLEM_BASE_URL}/idempotency-key-conflict`);
     expect(c.body.title).toBe('Idempotency-Key conflict');
     expect(c.body.detail).toContain(a.body.id);
-    // The same key on another path is a different request too.
+    // The same key on another path is a different request too, whether or not that request would pass on its own
+    // (the key is asked before the body is judged), and so is the same body with a field more.
     const other = await first('/v1/units');
-    expect((await write(api.url, 'PATCH', `/v1/units/${other.id}`, { occupants: 4 }, { key, idempotencyKey: idem })).status).toBe(422);
+    expect((await write(api.url, 'PATCH', `/v1/units/${other.id}`, { occupants: 4 }, { key, idempotencyKey: idem })).status).toBe(409);
     expect((await write(api.url, 'PATCH', `/v1/units/${other.id}`, { bedrooms: 3 }, { key, idempotencyKey: idem })).status).toBe(409);
+    expect((await write(api.url, 'POST', '/v1/units', { unit_number: 'Z1' }, { key, idempotencyKey: idem })).status).toBe(409);
+    expect((await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { ...body, zzz: 1 }, { key, idempotencyKey: idem })).status).toBe(409);
+    expect((await write(api.url, 'PATCH', `/v1/leases/lse_01JH0000000000000000000000`, body, { key, idempotencyKey: idem })).status).toBe(409);
     // Another organization has keys of its own.
     const t = await sandboxIntegration(db, { size: 3 });
     await runSync(syncs, db, t.row);
@@ -295,6 +299,30 @@ describe('idempotency', () => {
     const d = await write(api.url, 'PATCH', `/v1/leases/${tLease.id}`, { occupants: 5 }, { key: tKey, idempotencyKey: idem });
     expect(d.status).toBe(202);
     expect(d.body.id).not.toBe(a.body.id);
+  });
+
+  it('a write replayed after its record was deleted at the source is its Operation again, not a 404', async () => {
+    const t = await sandboxIntegration(db, { size: 12 });
+    await runSync(syncs, db, t.row);
+    const tKey = await keyFor(db, t.row.organizationId);
+    const lease = (await getJson(api.url, '/v1/leases?status=active&limit=1', tKey)).body.results[0];
+    const path = `/v1/leases/${lease.id}`;
+    const idem = randomUUID();
+    const r = await write(api.url, 'PATCH', path, { occupants: 3 }, { key: tKey, idempotencyKey: idem });
+    expect(r.status).toBe(202);
+    expect((await pollOperation(api.url, tKey, r.body.id)).status).toBe('succeeded');
+    // Every lease goes (the source picks which when told a number), so the written one does too.
+    const all = (await getJson(api.url, '/v1/leases?limit=100', tKey)).body.results.length;
+    expect((await sandbox().applyChanges(t.companyId, { delete: { lease: all } })).deleted.lease).toContain(lease.x_id);
+    await runSync(syncs, db, t.row);
+    expect((await getJson(api.url, path, tKey)).status).toBe(404);
+    const again = await write(api.url, 'PATCH', path, { occupants: 3 }, { key: tKey, idempotencyKey: idem });
+    expect(again.status).toBe(202);
+    expect(again.body).toMatchObject({ id: r.body.id, status: 'succeeded' });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect((await write(api.url, 'PATCH', path, { occupants: 4 }, { key: tKey, idempotencyKey: idem })).status).toBe(409);
+    // A new key on the deleted record: the 404 it always was.
+    expect((await write(api.url, 'PATCH', path, { occupants: 3 }, { key: tKey })).status).toBe(404);
   });
 
   it('identical requests racing: one Operation, one workflow, one record at the source', async () => {
