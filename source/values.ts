@@ -48,6 +48,17 @@ export function decimalToMinor(value: string | number, exponent = 2): number {
   return negative && n !== 0 ? -n : n;
 }
 
+/**
+ * Money for a source that keeps its amounts in `currency` only, as a decimal string: an amount in another currency
+ * is refused, as the source would refuse it (a write never silently drops what the caller sent, nor writes ¥5,000 as
+ * $5,000.00).
+ */
+export function minorToDecimalIn(money: Money, currency: string): string {
+  if (money.currency !== currency)
+    throw new SourcePermanentError(`the source keeps amounts in ${currency}, not ${money.currency}`, undefined, 'VALIDATION_FAILED');
+  return minorToDecimal(money);
+}
+
 /** Integer minor units to a decimal string, by string arithmetic: 103550 -> "1035.50". For writes: a bad amount is refused. */
 export function minorToDecimal(money: Money): string {
   const exp = exponentOf(money.currency);

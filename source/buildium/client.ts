@@ -30,7 +30,7 @@ import {
 } from '../connector';
 import { findCreatedIn } from '../find-created';
 import { SourceHttp, type ConnectorOptions } from '../http';
-import { mapRecords, minorToDecimal } from '../values';
+import { mapRecords, minorToDecimalIn } from '../values';
 import {
   ADDRESS_TYPES,
   BATHROOMS,
@@ -298,9 +298,7 @@ export class BuildiumConnector implements SourceConnector {
 
   /** Money as the wire's JSON number with two decimals, in the company's currency only. */
   private amount(money: Money): number {
-    if (money.currency !== this.currency)
-      throw new SourcePermanentError(`the source keeps amounts in ${this.currency}, not ${money.currency}`, undefined, 'VALIDATION_FAILED');
-    return Number(minorToDecimal(money));
+    return Number(minorToDecimalIn(money, this.currency));
   }
 
   /** A write's reply (the record) as the write's result; a lease's tenants are read back with it. */

@@ -26,8 +26,8 @@ import {
 } from '../connector';
 import { SourceHttp, type ConnectorOptions } from '../http';
 import { findCreatedIn } from '../find-created';
-import { mapRecords, minorToDecimal } from '../values';
-import { MAPPERS, MappingError, setupOption, unitSpaceOption, wrappedList } from './mapping';
+import { mapRecords, minorToDecimalIn } from '../values';
+import { ENTRATA_CURRENCY, MAPPERS, MappingError, setupOption, unitSpaceOption, wrappedList } from './mapping';
 import { MAX_PER_PAGE, SERVICES, SETUP_METHODS, WRITE_METHODS } from './native';
 
 export type { ConnectorOptions };
@@ -192,7 +192,7 @@ export class EntrataConnector implements SourceConnector {
           lease: defined({
             moveInDate: p.move_in_date === undefined ? undefined : toUsDate(p.move_in_date),
             occupants: p.occupants,
-            rent: p.rent_amount === undefined ? undefined : minorToDecimal(p.rent_amount),
+            rent: p.rent_amount === undefined ? undefined : minorToDecimalIn(p.rent_amount, ENTRATA_CURRENCY),
           }),
         });
         return { x_id: this.idIn(r, 'lease', 'leaseId'), related: [] };
@@ -366,7 +366,7 @@ function unitParams(u: Partial<CreateInputOf['unit']>): Record<string, unknown> 
     squareFeet: u.square_feet ?? undefined,
     maxOccupants: u.max_occupants ?? undefined,
     remarks: u.note === undefined ? undefined : (u.note ?? ''),
-    marketRent: u.market_rent ? minorToDecimal(u.market_rent) : undefined,
+    marketRent: u.market_rent ? minorToDecimalIn(u.market_rent, ENTRATA_CURRENCY) : undefined,
   });
 }
 

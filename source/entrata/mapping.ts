@@ -298,8 +298,14 @@ function phonesOf(list: Fields[], wrapperPresent: boolean): Phone[] | null {
   return phones.length > 0 || wrapperPresent ? phones : null;
 }
 
+/**
+ * The currency of a record that names none (`currencyCode`), and the one a write's amounts are sent in: the wire's
+ * write methods take bare decimal amounts, so an amount in any other currency is refused before it is sent.
+ */
+export const ENTRATA_CURRENCY = 'USD';
+
 function currencyOf(f: Fields): string {
-  return text(f.take('currencyCode'))?.toUpperCase() ?? 'USD';
+  return text(f.take('currencyCode'))?.toUpperCase() ?? ENTRATA_CURRENCY;
 }
 
 export function mapProperty(raw: unknown): PropertyInput {

@@ -414,6 +414,28 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
       await expect(conn.update('unit', '999999999', { note: 'x' })).rejects.toBeInstanceOf(SourcePermanentError);
     });
 
+    it('refuses an amount in a currency the source does not keep, before writing anything; the record keeps its amount', async () => {
+      // What is sent other than a REST read (a JSON-RPC read is a POST too, but the RPC flavour reads nothing first).
+      const sent: string[] = [];
+      const once = createConnector(c.settings, {
+        fetch: (input, init) => {
+          if ((init?.method ?? 'GET') !== 'GET') sent.push(`${init?.method} ${String(input)}`);
+          return fetch(input, init);
+        },
+      });
+      const unit = units[2]!;
+      for (const write of [
+        () => once.update('unit', unit.x_id, { market_rent: { amount: 5000, currency: 'JPY' } }),
+        () => once.create('unit', { property_x_id: unit.property_x_id!, unit_number: 'C-1', market_rent: { amount: 100000, currency: 'EUR' } }),
+      ]) {
+        const err = await write().catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(SourcePermanentError);
+        expect((err as Error).message).toMatch(/keeps amounts in USD, not (JPY|EUR)/);
+      }
+      expect(sent).toEqual([]);
+      expect((await conn.readOne('unit', unit.x_id))!.market_rent).toEqual(unit.market_rent);
+    });
+
     it('sends a write once under 5xx and rate limiting: transient, maybe applied only for the 5xx', async () => {
       const net = counting();
       const once = createConnector(c.settings, { fetch: net.fetch, backoffMs: 1 });
