@@ -181,6 +181,10 @@ export const Problem = z
       .array(z.object({ pointer: z.string(), detail: z.string() }))
       .optional()
       .openapi({ description: 'On 422 only: each offending parameter or field.' }),
+    required_scopes: z
+      .array(z.enum(['read', 'write']))
+      .optional()
+      .openapi({ description: 'On 403 only: the scopes of which the API key needs one for this route.' }),
   })
   .openapi('Problem');
 

@@ -89,7 +89,8 @@ describe('403: scopes', () => {
         type: `${config.DOCS_BASE_URL}/errors/forbidden`,
         title: 'Forbidden',
         status: 403,
-        detail: 'Insufficient permissions: this API key has no `read` scope.',
+        detail: 'Insufficient permissions',
+        required_scopes: ['read'],
       });
     }
     for (const key of [writeOnly, readOnly]) {

@@ -272,7 +272,7 @@ describe('the read fast path', () => {
       expect(r.took, path).toBe(true);
       expect(r.fast, path).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
       expect(r.fast, path).toBe(r.plain);
-      if (status === 403) expect(r.fast, path).toContain('Insufficient permissions: this API key has no `read` scope.');
+      if (status === 403) expect(r.fast, path).toContain('"detail":"Insufficient permissions"');
     }
   });
 

@@ -240,7 +240,7 @@ describe('bad requests change nothing', () => {
     const lease = await first('/v1/leases');
     const r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 2 }, { key: readOnly });
     problem(r, 403, 'forbidden');
-    expect(r.body.detail).toContain('Insufficient permissions');
+    expect(r.body).toMatchObject({ title: 'Forbidden', detail: 'Insufficient permissions', required_scopes: ['write'] });
     expect((await getJson(api.url, `/v1/leases/${lease.id}`, readOnly)).status).toBe(200);
   });
 
