@@ -1,10 +1,14 @@
-/** Correlation id of every request: a caller's well-formed `x-request-id` is echoed, anything else gets `req_` + ULID. */
+/** Correlation id of every request: a caller's `x-request-id` is echoed, one we cannot carry gets `req_` + ULID. */
 import type { MiddlewareHandler } from 'hono';
 import { newUlid } from '../../db/ids';
 import { ID_PREFIX } from '../../domain/ids';
 
-/** Long enough for UUIDs, ULIDs and trace ids; restricted so a header value can never smuggle anything into logs. */
-const VALID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * What is echoed: printable ASCII (spaces inside, not at either end), up to 200 characters: UUIDs, ULIDs, trace
+ * headers such as `Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1`, whatever a caller's gateway makes. No control
+ * character or byte beyond ASCII ever reaches a log line, a span or a problem body through it.
+ */
+const VALID = /^[\x21-\x7e](?:[\x20-\x7e]{0,198}[\x21-\x7e])?$/;
 
 export function requestIdFrom(header: string | undefined): string {
   return header && VALID.test(header) ? header : ID_PREFIX.request + newUlid();

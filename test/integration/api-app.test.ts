@@ -98,8 +98,8 @@ describe('request ids', () => {
     expect(err.headers.get('x-request-id')).not.toBe(ok.headers.get('x-request-id'));
   });
 
-  it('echoes a well-formed caller id, in the header and in problem bodies', async () => {
-    for (const id of ['req_01JH0000000000000000000000', 'trace-42.a:b_c', 'x'.repeat(128)]) {
+  it("echoes a caller's id, in the header and in problem bodies", async () => {
+    for (const id of ['req_01JH0000000000000000000000', 'trace-42.a:b_c', 'x'.repeat(200), 'my req', 'abc/def', 'Root=1-5759e988;Sampled=1', '<b>"x"</b>']) {
       const res = await api.get('/v1/leases', { key: t.key, headers: { 'x-request-id': id } });
       expect(res.headers.get('x-request-id')).toBe(id);
     }
@@ -108,8 +108,8 @@ describe('request ids', () => {
     expect(body.request_id).toBe('caller-123');
   });
 
-  it('replaces a malformed caller id with a generated one', async () => {
-    for (const id of ['has space', 'x'.repeat(129), 'semi;colon', '%C3%A9', '<script>']) {
+  it('replaces a caller id it cannot carry (too long, beyond ASCII) with a generated one', async () => {
+    for (const id of ['x'.repeat(201), '\u00e9t\u00e9']) {
       const res = await api.get('/healthz', { headers: { 'x-request-id': id } });
       expect(res.headers.get('x-request-id')).toMatch(/^req_/);
     }
