@@ -22,6 +22,7 @@ import {
   DATETIME_BOUNDS_DETAIL,
   DATETIME_RANGE,
   datetimeInBounds,
+  MAX_INSTANT,
   NUL_DETAIL,
   NUL_FREE,
   NUL_FREE_PATTERN,
@@ -64,13 +65,15 @@ export const boolParam = (description: string) =>
     .openapi({ type: 'boolean', description } as never) as unknown as z.ZodType<boolean | undefined, string | undefined>;
 
 const DATETIME = z.iso.datetime({ offset: true });
+/** The digits of a datetime's fraction beyond its milliseconds. */
+const SUB_MILLISECOND = /T[^.]*\.\d{3}(\d+)/;
 const DATE = z.iso.date();
 /**
  * An instant with `Z` or an offset; a date alone is that day's midnight UTC (`updated_after=2025-01-31`). A `+` in
  * an offset arrives as a space when the caller did not URL-encode it; take it back. Within the bounds of
  * domain/scalars.ts (years 0001 to 9999), else a 422 naming the parameter.
  */
-export const datetimeParam = (description: string) =>
+export const datetimeParam = (description: string, bound: 'lower' | 'upper') =>
   z
     .string()
     .transform((raw, ctx) => {
@@ -86,6 +89,9 @@ export const datetimeParam = (description: string) =>
         ctx.addIssue({ code: 'custom', message: DATETIME_BOUNDS_DETAIL, params: RULE });
         return z.NEVER;
       }
+      // Times are kept to the millisecond and a Date drops what is finer: `>= 45.8079` is `>= 45.808` there (`<=` is
+      // `<= 45.807`, as dropped), so a lower bound with more than its milliseconds goes up to the next one.
+      if (bound === 'lower' && /[1-9]/.test(SUB_MILLISECOND.exec(s)?.[1] ?? '')) instant = new Date(Math.min(instant.getTime() + 1, MAX_INSTANT.getTime()));
       return instant;
     })
     .optional()
@@ -178,9 +184,9 @@ const common = {
   limit: intParam({ min: 1, max: 100, default: 25, description: 'Page size, 1 to 100.' }),
   offset: intParam({ min: 0, max: Number.MAX_SAFE_INTEGER, default: 0, description: 'Zero-based record offset.' }),
   include_deleted: boolParam('Include soft-deleted records (hidden by default).'),
-  updated_after: datetimeParam('Only records with `updated_at` >= this value.'),
-  created_after: datetimeParam('Only records with `created_at` >= this value.'),
-  created_before: datetimeParam('Only records with `created_at` <= this value.'),
+  updated_after: datetimeParam('Only records with `updated_at` >= this value.', 'lower'),
+  created_after: datetimeParam('Only records with `created_at` >= this value.', 'lower'),
+  created_before: datetimeParam('Only records with `created_at` <= this value.', 'upper'),
   x_id: listParam("The source's native identifier, exact."),
   integration_id: uuidListParam('Integration (UUID), exact.'),
 };

@@ -60,8 +60,8 @@ const EventListQuery = z.object({
   limit: intParam({ min: 1, max: 100, default: 25, description: 'Page size, 1 to 100.' }),
   types: typesParam,
   integration_id: uuidListParam('Integration (UUID), exact.'),
-  created_after: datetimeParam('Only events with `created_at` >= this value.'),
-  created_before: datetimeParam('Only events with `created_at` <= this value.'),
+  created_after: datetimeParam('Only events with `created_at` >= this value.', 'lower'),
+  created_before: datetimeParam('Only events with `created_at` <= this value.', 'upper'),
 });
 
 const EXAMPLE_EVENT = {

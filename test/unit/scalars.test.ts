@@ -86,6 +86,17 @@ describe('datetime bounds', () => {
     expect(answer(ResidentListQuery, { created_before: '0001-01-02T01:04:22 04:05' }, 'query')).toMatchObject({ ok: true });
   });
 
+  it('a bound finer than a millisecond admits exactly the millisecond instants it admits (times are kept to the millisecond)', () => {
+    const at = (name: string, written: string) =>
+      (answer(LeaseListQuery, { [name]: written }, 'query') as { value: Record<string, Date> }).value[name]!.toISOString();
+    // >= 45.8079 is >= 45.808; <= 45.8079 is <= 45.807; a fraction of zeros changes nothing.
+    expect(at('created_after', '2026-11-27T15:16:45.8079Z')).toBe('2026-11-27T15:16:45.808Z');
+    expect(at('updated_after', '2026-11-27T15:16:45.807001+02:00')).toBe('2026-11-27T13:16:45.808Z');
+    expect(at('created_after', '2026-11-27T15:16:45.807000Z')).toBe('2026-11-27T15:16:45.807Z');
+    expect(at('created_before', '2026-11-27T15:16:45.8079Z')).toBe('2026-11-27T15:16:45.807Z');
+    expect(at('created_after', '9999-12-31T23:59:59.9999Z')).toBe('9999-12-31T23:59:59.999Z');
+  });
+
   it('a value that is no datetime at all stays a 400', () => {
     expect(answer(ResidentListQuery, { created_before: '10000-01-01T00:00:00Z' }, 'query')).toMatchObject({ ok: false, status: 400 });
     expect(answer(ResidentListQuery, { created_before: 'yesterday' }, 'query')).toMatchObject({ ok: false, status: 400 });
