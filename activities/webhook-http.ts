@@ -1,5 +1,6 @@
 /**
- * The one HTTP exchange of a webhook attempt: POST the body, a hard limit on the whole exchange, no redirects, and
+ * The one HTTP exchange of a webhook attempt: POST the body, a hard limit on the whole exchange (a 2xx head within it
+ * is a success, whatever its body does after: the excerpt is what arrived by then), no redirects, and
  * (for live integrations) the server-side request forgery guard, checked on the address actually connected to:
  * after DNS, so a name that resolves (or rebinds) to a loopback, private or link-local address is refused.
  * Never throws: every outcome is a SendResult the caller records as an attempt.
@@ -88,9 +89,13 @@ export function createSender(opts: { resolver?: Resolver; timeoutMs?: number } =
         agent: isHttps ? pool.https : pool.http,
         headers: { ...req.headers, 'content-length': String(Buffer.byteLength(req.body)) },
       });
-      // One limit for the whole exchange: connecting, sending, the response head and the excerpt.
+      /** Ends the exchange with the response as read so far, once its head is in. */
+      let answered: (() => void) | null = null;
+      // One limit for the whole exchange: connecting, sending, the response head and the excerpt. A receiver that
+      // answered within it has answered (SPEC: any 2xx within 10 seconds), even if its body is still coming.
       const timer = setTimeout(() => {
-        finish({ ok: false, status: null, error: `timed out after ${timeoutMs / 1000} s`, excerpt: null });
+        if (answered) answered();
+        else finish({ ok: false, status: null, error: `timed out after ${timeoutMs / 1000} s`, excerpt: null });
         request.destroy();
       }, timeoutMs);
       // Handed to the network: on a pooled, connected socket the request is written as soon as it is given the
@@ -122,6 +127,7 @@ export function createSender(opts: { resolver?: Resolver; timeoutMs?: number } =
             res.destroy();
           }
         });
+        answered = complete;
         res.once('end', complete);
         res.once('error', complete);
         res.once('aborted', complete);
