@@ -27,6 +27,7 @@ import {
 import { cancelQueue, eventBody, eventBodies } from '../db/webhooks';
 import { noteOutcomes } from '../db/webhook-health';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
+import { ALL_EVENT_TYPES, categoryOf } from '../domain/events';
 import { DISABLE_AFTER_MS, type BatchResult } from '../domain/webhooks';
 import { heartbeating } from './attempt';
 import type { InFlight } from './in-flight';
@@ -95,6 +96,8 @@ const CLAIM_AT_LEAST = 256;
 const FLUSH_AT = 256;
 const FLUSH_EVERY_MS = 100;
 const LOST = 'attempt lost: the batch that made it stopped before recording its outcome';
+/** The events that end a sync run (SYNC_COMPLETE and FIRST_SYNC_COMPLETE): sent alone, after what came before. */
+const SYNC_LIFECYCLE: ReadonlySet<string> = new Set(ALL_EVENT_TYPES.filter((t) => categoryOf(t) === 'sync_lifecycle'));
 
 export function createDispatchActivities(deps: DispatchDeps) {
   const { db, sender } = deps;
@@ -209,6 +212,8 @@ export function createDispatchActivities(deps: DispatchDeps) {
 
       /** Resolves once the previous request has been handed to the network: requests go out one after another, in order. */
       let handedOver: Promise<void> = Promise.resolve();
+      /** Resolves once the last sync-lifecycle request sent has been answered (see the loop). */
+      let fence: Promise<void> = Promise.resolve();
 
       async function sendOne(d: ClaimedDelivery, to: SendingState, onSent: () => void): Promise<void> {
         const startedAt = clock();
@@ -365,6 +370,16 @@ export function createDispatchActivities(deps: DispatchDeps) {
             release();
             break;
           }
+          // A sync run's end (its category's events) waits until every request before it has been answered, and the
+          // requests after it wait for its own answer: with up to maxInFlight requests open, a run's last data
+          // events could otherwise reach the receiver after the event that says the run is complete.
+          const ending = SYNC_LIFECYCLE.has(queue[0]!.eventType);
+          await fence;
+          if (ending && open.size > 0) await Promise.all(open);
+          if (stop !== null) {
+            release();
+            break;
+          }
           const d = queue.shift()!;
           await handedOver;
           let wentOut: () => void = () => {};
@@ -380,6 +395,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
               open.delete(p);
             });
           open.add(p);
+          if (ending) fence = p;
         }
         // A claim still under way lands in the queue, and whatever is left there keeps its place.
         await (claiming as Promise<number> | null);

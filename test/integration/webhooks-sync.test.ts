@@ -1,10 +1,12 @@
 /**
  * The events a real sync records reach a subscriber: FIRST_SYNC_COMPLETE after the bulk load (no per-record events),
- * then each later run's data-change events in production order, SYNC_COMPLETE last, every one signed.
+ * then each later run's data-change events in production order, SYNC_COMPLETE last, every one signed; and with many
+ * requests in flight, SYNC_COMPLETE still reaches the receiver after every change of its run has been answered.
  */
 import { expect, it } from 'vitest';
 import type { Db } from '../../db/client';
 import { createSubscription } from '../../db/webhooks';
+import { categoryOf, type EventType } from '../../domain/events';
 import { verifyWebhookSignature } from '../../domain/signature';
 import { testKeyring } from '../support/context';
 import { onServices } from '../support/services';
@@ -66,4 +68,35 @@ it('delivers what each sync run records, SYNC_COMPLETE after the run’s changes
   for (const r of receiver.received) expect(verifyWebhookSignature(r.raw, r.headers, sub.secret)).toBe(true);
   // A soft-delete arrives as *_UPDATED with deleted_at.
   expect(run.some((r) => r.body.type === 'LEASE_UPDATED' && (r.body.data as any).deleted_at)).toBe(true);
+}, 120_000);
+
+it('with many requests in flight, SYNC_COMPLETE goes out only once every event of its run has been answered', async () => {
+  const s = await sandboxIntegration(db, { size: 40, seed: 41, plan: 'scale' });
+  stack.orgs.add(s.row.organizationId);
+  // The default bound on requests in flight (16), and a receiver slow to answer data changes: without the wait, the
+  // run's end would be sent while its last changes are still being answered.
+  await createSubscription(
+    db,
+    { organizationId: s.row.organizationId, integrationId: s.row.id, url: `${receiver.url}/fenced`, eventTypes: ['*'], description: null },
+    testKeyring(),
+  );
+  await runSync(worker, db, s.row);
+  const SLOW_MS = 1_500;
+  receiver.reply((r) => (r.path.endsWith('/fenced') && categoryOf(r.body.type as EventType) === 'data_change' ? { status: 200, afterMs: SLOW_MS } : 200));
+  try {
+    await sandbox().applyChanges(s.companyId, { update: { lease: 3, resident: 3, unit: 2 } });
+    const second = await runSync(worker, db, s.row);
+    const mine = () => receiver.received.filter((r) => r.path.endsWith('/fenced'));
+    await receiver.waitFor(() => mine().some((r) => r.body.type === 'SYNC_COMPLETE'), 60_000);
+    const run = mine().filter((r) => r.body.type !== 'FIRST_SYNC_COMPLETE');
+    const end = run.find((r) => r.body.type === 'SYNC_COMPLETE')!;
+    const changes = run.filter((r) => r.body.type !== 'SYNC_COMPLETE');
+    expect(changes.length).toBe(second.recordsUpdated);
+    expect(changes.length).toBeGreaterThan(1);
+    // Each change was answered SLOW_MS after it arrived (a timer may fire a millisecond early).
+    const lastAnswered = Math.max(...changes.map((r) => r.at + SLOW_MS));
+    expect(end.at).toBeGreaterThanOrEqual(lastAnswered - 2);
+  } finally {
+    receiver.reply(() => 200);
+  }
 }, 120_000);
