@@ -400,9 +400,12 @@ async function completeRun(tx: Tx, job: SyncJobRow, integration: IntegrationRow)
     softDeleted += r.softDeleted;
     deleted.push([entity, r.softDeleted]);
   }
+  // The run ends after its soft-deletes (their events and `deleted_at` are `now`): a receiver ordering by
+  // `created_at` sees SYNC_COMPLETE after them, not tied with them.
+  const end = softDeleted > 0 ? new Date(now.getTime() + 1) : now;
   const [done] = await tx
     .update(syncJobs)
-    .set({ status: 'succeeded', finishedAt: now, recordsSoftDeleted: softDeleted, error: null })
+    .set({ status: 'succeeded', finishedAt: end, recordsSoftDeleted: softDeleted, error: null })
     .where(eq(syncJobs.id, job.id))
     .returning();
   await tx
@@ -416,13 +419,13 @@ async function completeRun(tx: Tx, job: SyncJobRow, integration: IntegrationRow)
       category: 'sync_lifecycle',
       data: { ...syncCompleteData(done!) },
       syncJobId: job.id,
-      createdAt: now,
+      createdAt: end,
     })
     .onConflictDoNothing();
   if (job.initial) {
     await tx
       .update(integrations)
-      .set({ firstSyncCompletedAt: now })
+      .set({ firstSyncCompletedAt: end })
       .where(and(eq(integrations.id, integration.id), isNull(integrations.firstSyncCompletedAt)));
   }
   // What the run covered: the next delta run reads from its window's end (less the overlap); a full run also

@@ -68,6 +68,9 @@ it('delivers what each sync run records, SYNC_COMPLETE after the run’s changes
   for (const r of receiver.received) expect(verifyWebhookSignature(r.raw, r.headers, sub.secret)).toBe(true);
   // A soft-delete arrives as *_UPDATED with deleted_at.
   expect(run.some((r) => r.body.type === 'LEASE_UPDATED' && (r.body.data as any).deleted_at)).toBe(true);
+  // By `created_at` too, the run's end comes after each of its changes, its soft-deletes included (never tied).
+  const endedAt = run.at(-1)!.body.created_at as string;
+  for (const r of run.slice(0, -1)) expect((r.body.created_at as string) < endedAt, r.body.type as string).toBe(true);
 }, 120_000);
 
 it('with many requests in flight, SYNC_COMPLETE goes out only once every event of its run has been answered', async () => {
