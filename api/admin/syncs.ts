@@ -1,5 +1,6 @@
 /** Manual sync runs and the sync job history an operator follows (the CLI's `sync run --wait` polls here). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
 import { getSyncJob, skippedRecordsOf, skippedRecordView, syncJobsPage, syncJobView, type SyncJobRow } from '../../db/sync-jobs';
 import { SYNC_ORDER, type Entity } from '../../domain/cdm';
 import type { ApiDeps } from '../deps';
@@ -28,6 +29,18 @@ const SyncJobId = IdParam('syj_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Sync job id (`syj_`
 
 const loadSyncJob = (deps: ApiDeps, id: string): Promise<SyncJobRow> => loadById('syncJob', id, 'sync job', (id) => getSyncJob(deps.db, id));
 
+/**
+ * A bare POST is a run like a scheduled one, also when it says its (empty) body is JSON, as a client that always sends
+ * `Content-Type: application/json` does: an empty body reads as no body, not as malformed JSON.
+ */
+const emptyBodyIsNone: MiddlewareHandler = async (c, next) => {
+  const length = c.req.header('content-length');
+  // The request's text, as Hono keeps it for the JSON validator: an empty body is the empty request, `{}`.
+  if (length === '0' || (length === undefined && c.req.header('transfer-encoding') === undefined))
+    c.req.bodyCache.text = Promise.resolve('{}') as unknown as string; // (the cache holds promises; its type says otherwise)
+  await next();
+};
+
 export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
   // Written out, not built (./routes): its body is optional, a bare POST being a run like a scheduled one.
   app.openapi(
@@ -38,6 +51,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       summary: 'Start a sync now',
       description:
         'Returns the new job, queued. While a run of the integration is queued or running, no second one starts: that job is returned instead. `kind: full` makes the run read every record (and find deletions) whatever the full-run cadence says; `kind: delta` asks for a run of the changes only, which is refused (422) for a source that cannot list them, and becomes full while the integration has no successful run. Without `kind` the run decides, as a scheduled one does.',
+      middleware: [emptyBodyIsNone] as const,
       request: {
         params: IntegrationId,
         body: { content: { 'application/json': { schema: SyncRequest } }, required: false },

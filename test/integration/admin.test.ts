@@ -495,8 +495,12 @@ describe('sync jobs', () => {
     const r = await admin('POST', `/integrations/${i.id}/syncs`);
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ id: expect.stringMatching(/^syj_[0-9A-Z]{26}$/), integration_id: i.id, status: 'queued', trigger: 'manual' });
-    // No worker polls this file's task queue, so the job stays queued and a second trigger returns it.
+    // No worker polls this file's task queue, so the job stays queued and a second trigger returns it (also to a
+    // client that labels its empty body JSON).
     expect((await admin('POST', `/integrations/${i.id}/syncs`)).body.id).toBe(r.body.id);
+    const labelled = await admin('POST', `/integrations/${i.id}/syncs`, undefined, { raw: '' });
+    expect(labelled.status).toBe(202);
+    expect(labelled.body.id).toBe(r.body.id);
     // A source that cannot list what changed cannot have a delta run; an unknown kind is no kind.
     let refused = await admin('POST', `/integrations/${i.id}/syncs`, { kind: 'delta' });
     expectProblem(refused, 422, 'validation_error');
