@@ -28,6 +28,12 @@ export async function getAutomation(db: Db | Tx, id: string): Promise<Automation
   return liveById(db, automations, id);
 }
 
+/** An automation, deleted or not (a deleted one's runs stay readable). */
+export async function getAutomationEver(db: Db, id: string): Promise<AutomationRow | undefined> {
+  const [row] = await db.select().from(automations).where(eq(automations.id, id));
+  return row;
+}
+
 export async function automationsOf(db: Db, integrationId: string): Promise<AutomationRow[]> {
   return db
     .select()

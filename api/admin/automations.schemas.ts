@@ -45,13 +45,38 @@ const cronField = (value: string) => {
   const item = `(\\*|(${value})(-(${value}))?)(/([1-9][0-9]?))?`;
   return `${item}(,${item})*`;
 };
-/** What a five-field schedule may say, field by field (minute, hour, day of month, month, day of week). */
-const CRON_PATTERN = `^(@(yearly|annually|monthly|weekly|daily|hourly)|${['[0-5]?[0-9]', '1?[0-9]|2[0-3]', '0?[1-9]|[12][0-9]|3[01]', '0?[1-9]|1[0-2]', '[0-6]']
+/**
+ * Letters either way, as a pattern a JSON Schema validator reads too (it takes no flags): header names, cron's month
+ * and day names.
+ */
+const caseless = (word: string) => [...word].map((ch) => (/[a-z]/.test(ch) ? `[${ch.toUpperCase()}${ch}]` : ch)).join('');
+/**
+ * What a five-field schedule may say, field by field (minute, hour, day of month, month, day of week), as Temporal's
+ * parser reads it: values with or without a leading zero, month and day names (`JAN`, `mon-fri`), Sunday as 0 or 7.
+ */
+const CRON_PATTERN = `^(@(yearly|annually|monthly|weekly|daily|hourly)|${[
+  '[0-5]?[0-9]',
+  '[01]?[0-9]|2[0-3]',
+  '0?[1-9]|[12][0-9]|3[01]',
+  `0?[1-9]|1[0-2]|${caseless('jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec')}`,
+  `0?[0-7]|${caseless('sun|mon|tue|wed|thu|fri|sat')}`,
+]
   .map(cronField)
   .join(' ')})$`;
 const CRON = new RegExp(CRON_PATTERN);
-/** IANA zones this runtime knows (the document lists them). */
-const TIME_ZONES: readonly string[] = ['UTC', ...Intl.supportedValuesOf('timeZone').filter((z) => z !== 'UTC')];
+/**
+ * Whether `zone` is an IANA time zone: what the runtime's time zone data resolves, current names (`Asia/Kolkata`,
+ * `Europe/Kyiv`) and their older aliases alike (Node 20 lists only one spelling of each).
+ */
+function isTimeZone(zone: string): boolean {
+  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(zone)) return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
 const MAX_EVERY_SECONDS = 366 * 86_400;
 
 /**
@@ -76,7 +101,7 @@ const AutomationScheduleInput = z
       .string()
       .max(100)
       .optional()
-      .openapi({ description: 'IANA time zone of a `cron` schedule (`Area/City`); default `UTC`.', example: 'America/Chicago', enum: TIME_ZONES } as never),
+      .openapi({ description: 'IANA time zone of a `cron` schedule (`Area/City`); default `UTC`.', example: 'America/Chicago' }),
   })
   .superRefine((s, ctx) => {
     if (s.every === undefined && s.cron === undefined) {
@@ -94,7 +119,7 @@ const AutomationScheduleInput = z
           'must be five cron fields (minute hour day-of-month month day-of-week, e.g. "0 6 * * 1-5") or one of @yearly, @annually, @monthly, @weekly, @daily, @hourly',
       });
     }
-    if (s.timezone !== undefined && !TIME_ZONES.includes(s.timezone)) {
+    if (s.timezone !== undefined && !isTimeZone(s.timezone)) {
       ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'not a known IANA time zone (e.g. America/Chicago, Europe/Paris, UTC)' });
     }
   })
@@ -144,8 +169,6 @@ function headerValueProblem(value: string): string | null {
   if (/^[ \t]|[ \t]$/.test(value)) return 'a header value may not start or end with a space or tab (HTTP drops them)';
   return null;
 }
-/** A letter either way: header names are case-insensitive. */
-const caseless = (word: string) => [...word].map((ch) => (/[a-z]/.test(ch) ? `[${ch.toUpperCase()}${ch}]` : ch)).join('');
 /**
  * What the document can say of destination headers: a name is an HTTP token of at most 100 characters and none of the
  * reserved ones (in any case); a value is a field value as headerValueProblem() takes it. Only a name given twice in

@@ -12,6 +12,7 @@ import {
   automationsPage,
   deleteNewAutomation,
   getAutomation,
+  getAutomationEver,
   getRun,
   insertAutomation,
   markAutomationDeleted,
@@ -106,9 +107,10 @@ const PAGING = new Set(['limit', 'offset']);
 /**
  * The filters checked by the list endpoint's own schema, so a filter the list endpoint would refuse is refused here
  * at once, not in a failed run later. Unknown parameters are refused too: in an export a misspelt filter would
- * silently export everything.
+ * silently export everything. An automation exports its own integration's records: an `integration_id` filter that
+ * names another would be overridden or empty the file, so it is refused too.
  */
-function filterErrors(entity: Entity, filters: Record<string, string>): FieldError[] {
+function filterErrors(entity: Entity, filters: Record<string, string>, integrationId: string): FieldError[] {
   const schema = LIST_QUERIES[entity];
   const known = listParameters(entity).filter((k) => !PAGING.has(k));
   const errors: FieldError[] = [];
@@ -121,6 +123,14 @@ function filterErrors(entity: Entity, filters: Record<string, string>): FieldErr
   const parsed = schema.safeParse(rest);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) errors.push({ pointer: pointer('filters', ...(issue.path as (string | number)[])), detail: issue.message });
+  } else {
+    const named = (parsed.data as { integration_id?: string[] }).integration_id ?? [];
+    if (named.some((id) => id.toLowerCase() !== integrationId)) {
+      errors.push({
+        pointer: pointer('filters', 'integration_id'),
+        detail: `an automation exports the records of its own integration (${integrationId}) only: integration_id may name that one, or be left out.`,
+      });
+    }
   }
   return errors;
 }
@@ -242,6 +252,10 @@ async function loadAutomation(deps: ApiDeps, id: string): Promise<AutomationRow>
   return found(integration && row, 'automation', id);
 }
 
+/** Any automation that ever was, deleted or not (with its integration): whose runs are listed. */
+const loadAutomationEver = (deps: ApiDeps, id: string): Promise<AutomationRow> =>
+  loadById('automation', id, 'automation', (id) => getAutomationEver(deps.db, id));
+
 const tags = ['Automations'];
 const AutomationId = IdParam('atm_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Automation id (`atm_` + ULID).');
 const RunId = IdParam('aru_01J8Z5Q3M3W6X9K0V7B2C4D6E8', 'Automation run id (`aru_` + ULID).');
@@ -264,7 +278,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       const entity = EXPORT_ENTITIES[input.entity]!;
       const filters = input.filters ?? {};
       const id = newId('automation');
-      const errors = [...filterErrors(entity, filters), ...columnErrors(entity, input.columns)];
+      const errors = [...filterErrors(entity, filters, integration.id), ...columnErrors(entity, input.columns)];
       const { destination, sealed } = destinationOf(deps, id, input.destination, integration, errors);
       if (errors.length > 0) throw invalid(errors);
       destination.escape_formulas = input.escape_formulas ?? true;
@@ -336,7 +350,10 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       const before = await loadAutomation(deps, c.req.valid('param').id);
       const integration = await loadIntegration(deps, before.integrationId);
       const input = c.req.valid('json');
-      const errors = [...(input.filters !== undefined ? filterErrors(before.entity, input.filters) : []), ...columnErrors(before.entity, input.columns)];
+      const errors = [
+        ...(input.filters !== undefined ? filterErrors(before.entity, input.filters, integration.id) : []),
+        ...columnErrors(before.entity, input.columns),
+      ];
       const old = before.destination as StoredDestination;
       const keep = old.type === 'http' ? { names: old.header_names ?? [], sealed: before.destinationHeaders } : undefined;
       const dest = input.destination !== undefined ? destinationOf(deps, before.id, input.destination, integration, errors, keep) : undefined;
@@ -431,11 +448,12 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/automations/{id}/runs',
       tags,
       summary: "List an automation's runs",
+      description: 'Also of a deleted automation: its runs stay readable.',
       params: AutomationId,
       list: listOf(AutomationRun, 'AutomationRunList'),
       order: 'desc',
     }),
-    listChildren(deps, loadAutomation, runsOf, automationRunView),
+    listChildren(deps, loadAutomationEver, runsOf, automationRunView),
   );
 
   app.openapi(

@@ -197,6 +197,7 @@ describe('create', () => {
       ['bad sort', { filters: { 'order-by': 'rent:asc' } }, ['/filters/order-by']],
       ['bad boolean', { filters: { include_deleted: 'maybe' } }, ['/filters/include_deleted']],
       ['bad uuid', { filters: { integration_id: 'nope' } }, ['/filters/integration_id']],
+      ['another integration', { filters: { integration_id: randomUUID() } }, ['/filters/integration_id']],
       ['another entity’s filter', { filters: { name: 'Harbor' } }, ['/filters/name']],
       ['a filter that is not a string', { filters: { status: 5 } }, ['/filters/status']],
       ['unknown column', { columns: ['id', 'colour'] }, ['/columns/1']],
@@ -310,6 +311,25 @@ describe('create', () => {
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body.destination.headers).toEqual(['X-Key', 'X-Empty']);
     expect(openAutomationHeaders(testKeyring(), (await rowsOf(integ))[0]!)).toEqual({ 'X-Key': 'caf\u00e9 \t au lait', 'X-Empty': '' });
+  });
+
+  it('takes every cron and time zone spelling Temporal reads: month and day names, Sunday as 7, leading zeros, current zone names', async () => {
+    const integ = await integration();
+    for (const [cron, timezone] of [
+      ['0 6 * * MON-FRI', 'Asia/Kolkata'],
+      ['0 6 1 JAN *', 'Europe/Kyiv'],
+      ['5 4 * * sun', 'America/Argentina/Buenos_Aires'],
+      ['0 6 * * 7', 'Etc/UTC'],
+      ['00 06 * * *', 'Asia/Ho_Chi_Minh'],
+    ] as const) {
+      const r = await admin(
+        'POST',
+        `/integrations/${integ}/automations`,
+        valid({ schedule: { cron, timezone }, filters: { integration_id: integ.toUpperCase() } }),
+      );
+      expect(r.status, `${cron} ${timezone}: ${JSON.stringify(r.body)}`).toBe(201);
+      expect((await describeSchedule(r.body.id)).spec.timezone).toBe(timezone);
+    }
   });
 
   it("refuses a cron outside the fields' ranges with a 422 at /schedule/cron, leaving no row and no schedule", async () => {
@@ -544,9 +564,12 @@ describe('runs', () => {
     expect(page2.body.results).toMatchObject([{ id: older.id, trigger: 'schedule', status: 'queued' }]);
     await expect(temporal.workflow.getHandle(older.id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
 
-    // A run stays readable after its automation is deleted.
+    // A run stays readable after its automation is deleted, by its id and in the automation's list.
     await admin('DELETE', `/automations/${a.id}`);
     expect((await admin('GET', `/automation_runs/${r.body.id}`)).status).toBe(200);
+    const after = await admin('GET', `/automations/${a.id}/runs`);
+    expect(after.status).toBe(200);
+    expect(after.body.results.map((x: { id: string }) => x.id)).toEqual([r.body.id, older.id]);
   });
 });
 
