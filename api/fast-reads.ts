@@ -12,8 +12,9 @@
  * would, and decides that before anything happens (no key looked up, no token taken); every other request, including
  * each one that will fail validation, goes to the app unchanged. What it then does, it does with the app's own
  * functions: the request id (middleware/request-id.ts), the key (ApiKeyAuth.principalOf), the rate limit
- * (RateLimiter.admit), the key's scope (middleware/scopes.ts requireScope), the queries and serializer (db/queries.ts), the 404 (routes/resource.ts), an Operation as its
- * route shows it and its 404 (routes/operations.ts answerOperation), every error
+ * (RateLimiter.admit), the key's scope (middleware/scopes.ts requireScope), the queries and serializer
+ * (db/queries.ts), the 404 (routes/resource.ts), an Operation as its route shows it and its 404
+ * (routes/operations.ts answerOperation), every error
  * (apiErrorOf and problemParts), the request metrics and the root span (observability/). The headers are those the app
  * sends, in the order it sends them (sorted by name, as a web Headers object iterates, then Content-Length).
  * test/integration/api-fast-reads.test.ts asks both paths the same requests and compares the bytes.

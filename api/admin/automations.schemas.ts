@@ -64,12 +64,14 @@ const CRON_PATTERN = `^(@(yearly|annually|monthly|weekly|daily|hourly)|${[
   .map(cronField)
   .join(' ')})$`;
 const CRON = new RegExp(CRON_PATTERN);
+/** The shape of an IANA zone name (`UTC`, `America/Argentina/Buenos_Aires`, `Etc/GMT+5`): what the document says. */
+const TIME_ZONE_PATTERN = '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$';
 /**
  * Whether `zone` is an IANA time zone: what the runtime's time zone data resolves, current names (`Asia/Kolkata`,
  * `Europe/Kyiv`) and their older aliases alike (Node 20 lists only one spelling of each).
  */
 function isTimeZone(zone: string): boolean {
-  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(zone)) return false;
+  if (!new RegExp(TIME_ZONE_PATTERN).test(zone)) return false;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: zone });
     return true;
@@ -101,7 +103,7 @@ const AutomationScheduleInput = z
       .string()
       .max(100)
       .optional()
-      .openapi({ description: 'IANA time zone of a `cron` schedule (`Area/City`); default `UTC`.', example: 'America/Chicago' }),
+      .openapi({ description: 'IANA time zone of a `cron` schedule (`Area/City`); default `UTC`.', example: 'America/Chicago', pattern: TIME_ZONE_PATTERN }),
   })
   .superRefine((s, ctx) => {
     if (s.every === undefined && s.cron === undefined) {
