@@ -211,9 +211,10 @@ async function heldKeyAnswer(c: Context<AppEnv>, deps: ApiDeps): Promise<Respons
 
 /**
  * Accept a write: the Operation under the caller's idempotency key (created, or the one the key already made), its
- * workflow started, and the 202. The key binds the method, the path and the canonical body as sent.
+ * workflow started, and the 202. The key binds the method, the path and the canonical body as sent (the validator
+ * parsed it as JSON, and Hono keeps the parse).
  */
-async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest, validated: unknown): Promise<Response> {
+async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest): Promise<Response> {
   const principal = c.get('principal');
   const key = c.req.header('idempotency-key')!;
   const accepted = await acceptOperation(deps.db, {
@@ -225,8 +226,7 @@ async function acceptWrite(c: Context<AppEnv>, deps: ApiDeps, w: WriteRequest, v
     targetId: w.target?.id,
     targetXId: w.target?.xId,
     idempotencyKey: key,
-    // (The validator read the body as JSON, so the parse is there; the validated body only stands in should it not be.)
-    requestHash: requestHashOf(c.req.method, c.req.path, (await sentBody(c)) ?? validated),
+    requestHash: requestHashOf(c.req.method, c.req.path, await c.req.json()),
   });
   return answerAccepted(c, deps, accepted, w.targetLabel ?? w.target?.id ?? null);
 }
@@ -332,7 +332,7 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
         if (held) return held as never;
         throw err;
       }
-      return acceptWrite(ctx, deps, { ...w, entity: spec.entity, action }, body) as never;
+      return acceptWrite(ctx, deps, { ...w, entity: spec.entity, action }) as never;
     },
     writeHook(deps, notWritableOf(spec.record, spec.body)) as never,
   );

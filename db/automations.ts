@@ -28,8 +28,8 @@ export async function getAutomation(db: Db | Tx, id: string): Promise<Automation
   return liveById(db, automations, id);
 }
 
-/** An automation, deleted or not (a deleted one's runs stay readable). */
-export async function getAutomationEver(db: Db, id: string): Promise<AutomationRow | undefined> {
+/** An automation, deleted or not (a deleted one's runs stay readable, and name it). */
+export async function getAutomationEver(db: Db | Tx, id: string): Promise<AutomationRow | undefined> {
   const [row] = await db.select().from(automations).where(eq(automations.id, id));
   return row;
 }
@@ -135,7 +135,7 @@ export async function endRun(db: Db, runId: string, end: RunEnd, now = new Date(
     );
     const run = moved ?? (await getRun(tx, runId));
     if (!run || !moved) return run;
-    const [automation] = await tx.select().from(automations).where(eq(automations.id, run.automationId));
+    const automation = await getAutomationEver(tx, run.automationId);
     const [integration] = await tx.select({ mode: integrations.mode }).from(integrations).where(eq(integrations.id, run.integrationId));
     const data: Record<string, unknown> = {
       automation_id: run.automationId,
