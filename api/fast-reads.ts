@@ -37,7 +37,7 @@ import { apiErrorOf } from './middleware/errors';
 import { perMinuteOfPolicy, type RateLimiter } from './middleware/rate-limit';
 import { requestIdFrom } from './middleware/request-id';
 import { READ, READ_OR_WRITE, requireScope } from './middleware/scopes';
-import { rejectNul } from './middleware/validation';
+import { rejectUnstorable } from './middleware/validation';
 import { problemParts } from './problem';
 import { preferredWaitS, type OperationWaits } from './operation-waits';
 import { answerOperation, preferenceApplied } from './routes/operations';
@@ -199,7 +199,7 @@ function listQueryOf(entity: Entity, schema: z.ZodType, url: string): CommonList
   try {
     const r = schema.safeParse(value);
     if (!r.success) return undefined;
-    rejectNul(r.data, 'query');
+    rejectUnstorable(r.data, 'query');
     return r.data as CommonListQuery;
   } catch {
     return undefined;

@@ -12,12 +12,12 @@ import { retrySchedulesOf } from '../config';
 import { acceptOperation, heldIdempotencyKey, operationJson, requestHashOf, type AcceptResult, type OperationRow } from '../db/operations';
 import { integrationsHoldingProperty, liveIntegrationIdsOf, liveRecordOf, propertyXIdOf } from '../db/write-options';
 import { writeTaskQueueOf } from '../domain/contract';
-import { isId } from '../domain/ids';
+import { ID_PREFIX, isId } from '../domain/ids';
 import { operationTypeOf, type WritableEntity, type WriteAction } from '../domain/operations';
 import type { ApiDeps } from './deps';
 import type { AppEnv, Principal } from './middleware/env';
 import { requireScope, WRITE } from './middleware/scopes';
-import { rejectNul, validationError } from './middleware/validation';
+import { rejectUnstorable, validationError } from './middleware/validation';
 import { okHeaders, problemResponses } from './openapi';
 import { ApiError } from './problem';
 import { Operation } from './schemas';
@@ -72,7 +72,7 @@ function writeHook(deps: ApiDeps, notWritable: ReadonlySet<string>) {
 
 /** The 422 of a body the schema refused (or one holding a NUL), each unknown or non-writable field under its own pointer. */
 function refuseInvalid(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }, notWritable: ReadonlySet<string>): void {
-  if (result.success) return rejectNul(result.data, result.target as Parameters<typeof rejectNul>[1]);
+  if (result.success) return rejectUnstorable(result.data, result.target as Parameters<typeof rejectUnstorable>[1]);
   if (!result.error) return;
   const issues = result.error.issues.flatMap((i): z.core.$ZodIssue[] =>
     i.code === 'unrecognized_keys'
@@ -281,7 +281,7 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
   const params =
     action === 'update'
       ? {
-          params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: `${spec.entity.slice(0, 3)}_01JH0000000000000000000000` }) }),
+          params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: `${ID_PREFIX[spec.entity]}01JH0000000000000000000000` }) }),
         }
       : {};
   app.openapi(

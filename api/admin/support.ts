@@ -12,7 +12,7 @@ import { openSourceConfig } from '../../domain/secrets';
 import { createConnector, type SourceCapabilities } from '../../source';
 import { SandboxControlError, sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import type { ApiDeps } from '../deps';
-import { rejectNul, validationError } from '../middleware/validation';
+import { rejectUnstorable, validationError } from '../middleware/validation';
 import { ApiError } from '../problem';
 import type { SyncControlDeps } from '../../control/sync';
 
@@ -25,7 +25,7 @@ export const loadSyncControl = (): Promise<SyncControl> => import('../../control
  * enclosing object), so an operator sees exactly what to remove.
  */
 export function adminValidationHook(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void {
-  if (result.success) return rejectNul(result.data, result.target as Parameters<typeof rejectNul>[1]);
+  if (result.success) return rejectUnstorable(result.data, result.target as Parameters<typeof rejectUnstorable>[1]);
   if (!result.error) return;
   const issues = result.error.issues.flatMap((i): z.core.$ZodIssue[] =>
     i.code === 'unrecognized_keys' ? i.keys.map((key) => ({ ...i, keys: [key], path: [...i.path, key], message: 'Unknown field.' })) : [i],

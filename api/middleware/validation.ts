@@ -6,6 +6,7 @@
  */
 import type { z } from 'zod';
 import { ApiError, type FieldError } from '../problem';
+import { NUL_DETAIL } from '../../domain/scalars';
 
 /** Marks a custom zod issue as a rule violation (422) rather than a parse failure (400). */
 export { RULE } from '../../domain/filters';
@@ -54,29 +55,51 @@ function describe(errors: FieldError[], noun: string): string {
   return `${errors.length} invalid values: ${errors.map((e) => `\`${e.pointer}\``).join(', ')}.`;
 }
 
-/** Path of the first string holding a NUL character, at any depth of a validated value. */
-function nulAt(value: unknown, path: PropertyKey[] = []): PropertyKey[] | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+/**
+ * Why a string cannot be stored, or undefined: Postgres text cannot hold NUL, and neither text nor JSON can hold an
+ * unpaired UTF-16 surrogate (`"\ud800"` is valid JSON, but no Unicode text: a json column refuses it and a text
+ * column would store U+FFFD instead).
+ */
+function unstorable(s: string): string | undefined {
+  if (s.includes('\u0000')) return NUL_DETAIL;
+  if (LONE_SURROGATE.test(s)) return LONE_SURROGATE_DETAIL;
+  return undefined;
+}
+
+/** A surrogate code point: with the `u` flag a well-formed pair reads as one other code point, so only a lone one matches. */
+const LONE_SURROGATE = /\p{Cs}/u;
+const LONE_SURROGATE_DETAIL = 'must be valid Unicode text: it holds an unpaired UTF-16 surrogate (\\ud800 to \\udfff)';
+
+/** Path and reason of the first string (a value or a member's name) that cannot be stored, at any depth of a validated value. */
+function unstorableAt(value: unknown, path: PropertyKey[] = []): { path: PropertyKey[]; detail: string } | undefined {
+  if (typeof value === 'string') {
+    const detail = unstorable(value);
+    return detail ? { path, detail } : undefined;
+  }
   if (value === null || typeof value !== 'object' || value instanceof Date) return undefined;
+  const list = Array.isArray(value);
   for (const [k, v] of Object.entries(value)) {
-    const found = nulAt(v, [...path, Array.isArray(value) ? Number(k) : k]);
+    const at = [...path, list ? Number(k) : k];
+    const detail = list ? undefined : unstorable(k);
+    if (detail) return { path: at, detail };
+    const found = unstorableAt(v, at);
     if (found) return found;
   }
   return undefined;
 }
 
 /**
- * Postgres text cannot hold NUL, so a value with one would fail deep in a query as a 500. It is refused here, like
- * any other value that cannot be used: 400 in the query or headers, 422 with its pointer in a JSON body. Path ids
- * are left to their routes, which check their format and answer 404 for a malformed one.
+ * A value Postgres cannot hold (a NUL, an unpaired surrogate) would fail deep in a query as a 500, or be stored
+ * altered. It is refused here, like any other value that cannot be used: 400 in the query or headers, 422 with its
+ * pointer in a JSON body. Path ids are left to their routes, which check their format and answer 404 for a malformed one.
  */
-export function rejectNul(data: unknown, target: Target): void {
+export function rejectUnstorable(data: unknown, target: Target): void {
   if (target === 'param') return;
-  const path = nulAt(data);
-  if (!path) return;
+  const found = unstorableAt(data);
+  if (!found) return;
+  const { path, detail } = found;
   // A query list arrives split into an array; the caller knows it by the parameter's name.
   const pointer = target === 'json' || target === 'form' ? pointerOf(target, path) : pointerOf(target, path.slice(0, 1));
-  const detail = 'must not contain a NUL character (\\u0000)';
   if (target === 'json' || target === 'form') {
     throw new ApiError('validation_error', `Invalid field \`${pointer}\`: ${detail}`, { errors: [{ pointer, detail }] });
   }
@@ -86,5 +109,5 @@ export function rejectNul(data: unknown, target: Target): void {
 /** The defaultHook of the app's OpenAPIHono: every route validates through here. */
 export function validationHook(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void {
   if (!result.success && result.error) throw validationError(result.error, result.target as Target);
-  if (result.success) rejectNul(result.data, result.target as Target);
+  if (result.success) rejectUnstorable(result.data, result.target as Target);
 }

@@ -176,6 +176,11 @@ describe('organizations', () => {
     expectProblem(r, 422, 'validation_error');
     expect(pointers(r)).toEqual(['/source/api_key']);
     expect(await db.select().from(integrations).where(eq(integrations.organizationId, id))).toEqual([]);
+    // An unpaired surrogate: valid JSON, but text would store U+FFFD in its place and a json column refuses it.
+    r = await admin('PATCH', `/organizations/${id}`, { name: 'x\ud800' });
+    expectProblem(r, 422, 'validation_error');
+    expect(r.body.errors).toEqual([{ pointer: 'name', detail: expect.stringContaining('unpaired UTF-16 surrogate') }]);
+    expect((await admin('GET', `/organizations/${id}`)).body.name).toBe('Clean');
   });
 
   it('says how to send the body when it is not JSON (415)', async () => {

@@ -118,6 +118,21 @@ describe('the document', () => {
     expect(doc.paths['/healthz'].get.security).toEqual([]);
   });
 
+  it("gives every path id an example of its own kind's prefix, on every method", () => {
+    const prefix: Record<string, string> = { properties: 'prp_', units: 'unt_', residents: 'res_', leases: 'lse_', operations: 'opr_', events: 'evt_' };
+    let checked = 0;
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      const kind = /^\/v1\/([a-z_]+)\/\{id\}$/.exec(path)?.[1];
+      if (!kind) continue;
+      for (const [method, op] of Object.entries<Json>(item)) {
+        const id = (op.parameters ?? []).find((p: Json) => p.in === 'path' && p.name === 'id');
+        expect(id?.schema?.example ?? id?.example, `${method} ${path}`).toMatch(new RegExp(`^${prefix[kind]}`));
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(8);
+  });
+
   it('documents every read endpoint with its errors as problem+json', () => {
     for (const name of ['properties', 'units', 'residents', 'leases']) {
       const list = doc.paths[`/v1/${name}`].get;

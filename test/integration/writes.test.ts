@@ -232,6 +232,12 @@ describe('bad requests change nothing', () => {
     expect(r.body.errors.map((e: any) => e.pointer)).toEqual(expect.arrayContaining(['lease_start_date', 'unit_space_id', 'postal_code']));
     r = await write(api.url, 'POST', '/v1/units', { unit_number: '12' }, { key });
     expect(r.body.errors.map((e: any) => e.pointer)).toEqual(['property_id']);
+    // An unpaired surrogate is valid JSON but no text Postgres can hold: a 422 at its pointer, never a 500.
+    r = await write(api.url, 'POST', '/v1/units', null, { key, raw: '{"property_id":"prp_01M8F2BZGQS3R7M5EAT51VCD5W","unit_number":"\\ud800"}' });
+    problem(r, 422, 'validation_error');
+    expect(r.body.errors).toEqual([{ pointer: 'unit_number', detail: expect.stringContaining('unpaired UTF-16 surrogate') }]);
+    r = await write(api.url, 'POST', '/v1/units', null, { key, raw: '{"property_id":"prp_01M8F2BZGQS3R7M5EAT51VCD5W","unit_number":"1","note":"x\\udc00y"}' });
+    expect(r.body.errors.map((e: any) => e.pointer)).toEqual(['note']);
     expect(await operationCount()).toBe(before);
   });
 
