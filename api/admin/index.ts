@@ -3,6 +3,7 @@
  * events and automations, for operators, the CLI and the operator console. Behind ADMIN_TOKEN; its OpenAPI document
  * (/admin/v1/openapi.json) is public and separate from the public API's.
  */
+import { maxHeaderSize } from 'node:http';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -19,6 +20,7 @@ import { registerOrganizations } from './organizations';
 import { registerSandbox } from './sandbox';
 import { registerSyncs } from './syncs';
 import { registerWebhooks } from './webhooks';
+import { completeAdminDocument } from './document';
 import { adminValidationHook } from './support';
 
 const SECURITY = 'adminToken';
@@ -32,17 +34,20 @@ export function createAdminRoutes(deps: ApiDeps, guard: AdminTokenGuard): Hono {
     scheme: 'bearer',
     description: 'The ADMIN_TOKEN of the deployment.',
   });
-  api.doc31('/openapi.json', {
+  const document = {
     openapi: '3.1.0',
     info: {
       title: 'Property Data Sync admin API',
       version: '1.0.0',
       description:
-        'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, write Operations, sandbox controls, webhook subscriptions, deliveries and replays, events and their resend, automations (scheduled CSV exports) and their runs. Lists ordered by creation time take `order` (`asc`/`desc`). Errors are problem+json.',
+        'Operator endpoints: tenants, integrations and their sync schedules, API keys, manual syncs, write Operations, sandbox controls, webhook subscriptions, deliveries and replays, events and their resend, automations (scheduled CSV exports) and their runs. Lists ordered by creation time take `order` (`asc`/`desc`). Errors are problem+json. ' +
+        'Any request may also be refused before it reaches an endpoint, with a problem body, an `x-request-id` and the connection closed: ' +
+        `431 (\`request_header_fields_too_large\`) when its request line and headers exceed ${maxHeaderSize / 1024} KiB, 400 when it is not HTTP/1.1, 408 (\`request_timeout\`) when it does not arrive in time.`,
     },
     servers: [{ url: `${deps.config.PUBLIC_BASE_URL}/admin/v1` }],
     security: [{ [SECURITY]: [] }],
-  });
+  };
+  api.get('/openapi.json', (c) => c.json(completeAdminDocument(api.getOpenAPI31Document(document))));
   // After the document's route, so the document stays public.
   api.use('*', adminAuth(guard));
   // Every admin body is a few hundred bytes; a huge one is refused before it is buffered and parsed.

@@ -121,7 +121,7 @@ export function registerWriteOptions(app: OpenAPIHono<AppEnv>, deps: ApiDeps, op
           headers: okHeaders,
           content: { 'application/json': { schema: WriteOptions, example: exampleOf(options.fields('lease.create')) } },
         },
-        ...problemResponses(400, 401, 403, 404, 422, 429, 500),
+        ...problemResponses(400, 401, 404, 422, 429, 500),
         503: {
           ...problemResponses(503)[503]!,
           description:

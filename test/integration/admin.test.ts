@@ -627,4 +627,29 @@ describe('openapi document', () => {
     const pub = await call('GET', '/v1/openapi.json', undefined, { token: null });
     expect(Object.keys(pub.body.paths ?? {}).some((p) => p.includes('admin') || p.includes('organizations'))).toBe(false);
   });
+
+  it('says what every answer has: x-request-id, Retry-After on 429, 500 anywhere, 415 with a body, no 413 on a GET', async () => {
+    const doc = (await call('GET', '/admin/v1/openapi.json', undefined, { token: null })).body;
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        expect(op.responses['500'], where).toBeDefined();
+        for (const [status, response] of Object.entries<any>(op.responses)) {
+          expect(response.headers?.['x-request-id'], `${where} ${status}`).toBeDefined();
+          if (status === '429') expect(response.headers['Retry-After'], where).toBeDefined();
+        }
+        expect(Boolean(op.responses['415']), where).toBe(Boolean(op.requestBody));
+        if (method === 'get') expect(op.responses['413'], where).toBeUndefined();
+      }
+    }
+    expect(Object.keys(doc.paths['/health'].get.responses).sort()).toEqual(['200', '401', '429', '500', '503']);
+    // What the document says, the service does: a 415 for a body that is not JSON, on an operation that lists it.
+    const res = await fetch(`${api.url}/admin/v1/organizations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain' },
+      body: '{"name":"x"}',
+    });
+    expect(res.status).toBe(415);
+    expect(res.headers.get('x-request-id')).toBeTruthy();
+  });
 });
