@@ -73,6 +73,19 @@ function parseEncryptionKeys(raw: string | undefined, ctx: z.RefinementCtx): Enc
 export const WORKER_ROLE_NAMES = ['sync', 'webhooks', 'writes', 'automations', 'relay'] as const;
 export type WorkerRole = (typeof WORKER_ROLE_NAMES)[number];
 
+/** The samplers OpenTelemetry's environment variables name (its SDK for Node implements the first six). */
+const OTEL_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+  'jaeger_remote',
+  'parentbased_jaeger_remote',
+  'xray',
+] as const;
+
 export const configSchema = z.object({
   /**
    * Postgres connection string for the cache, the outbox and everything else the service keeps. Unset: `npm start`
@@ -340,6 +353,17 @@ export const configSchema = z.object({
    * The API's spans are `propsync-api`, the worker's and its workflows' `propsync-worker`.
    */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  /**
+   * OpenTelemetry's standard sampler (its SDK reads it, in any case; observability/tracing.ts too): named here so that
+   * a misspelt one stops the process instead of sampling everything.
+   */
+  OTEL_TRACES_SAMPLER: z
+    .string()
+    .transform((v) => v.trim().toLowerCase())
+    .pipe(z.enum(OTEL_SAMPLERS, { error: `must be one of ${OTEL_SAMPLERS.join(', ')}` }))
+    .optional(),
+  /** The sampler's argument: for the two ratio samplers, the share of traces kept, a number from 0 to 1. */
+  OTEL_TRACES_SAMPLER_ARG: z.string().optional(),
   /** pino log level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Pretty, coloured logs (development) instead of JSON lines. */
@@ -411,6 +435,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(
       'Invalid configuration:\n  TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH: set both (an mTLS client certificate and its key) or neither',
     );
+  }
+  if (c.OTEL_TRACES_SAMPLER?.endsWith('traceidratio') && c.OTEL_TRACES_SAMPLER_ARG !== undefined) {
+    const share = Number(c.OTEL_TRACES_SAMPLER_ARG.trim());
+    if (c.OTEL_TRACES_SAMPLER_ARG.trim() === '' || !(share >= 0 && share <= 1)) {
+      throw new ConfigError(`Invalid configuration:\n  OTEL_TRACES_SAMPLER_ARG: the share of traces ${c.OTEL_TRACES_SAMPLER} keeps, a number from 0 to 1`);
+    }
   }
   const publicBase = (c.PUBLIC_BASE_URL ?? `http://${c.HOST === '0.0.0.0' ? '127.0.0.1' : c.HOST}:${c.PORT}`).replace(/\/$/, '');
   return {

@@ -73,6 +73,15 @@ describe('configuration', () => {
     const message = refusal({ PORT: 'abc', SANDBOX_PORT: '99999', ADMIN_TOKEN: 'short', SERVED_MODES: 'prod', ENCRYPTION_KEYS: 'nonsense' });
     for (const name of ['PORT', 'SANDBOX_PORT', 'ADMIN_TOKEN', 'SERVED_MODES', 'ENCRYPTION_KEYS']) expect(message).toMatch(new RegExp(`^  ${name}: `, 'm'));
   });
+
+  it("takes OpenTelemetry's sampler names in any case, and refuses a misspelt one or a ratio outside 0 to 1", () => {
+    expect(parseConfig({ OTEL_TRACES_SAMPLER: 'ParentBased_TraceIdRatio', OTEL_TRACES_SAMPLER_ARG: '0.1' }).OTEL_TRACES_SAMPLER).toBe('parentbased_traceidratio');
+    expect(parseConfig({ OTEL_TRACES_SAMPLER: 'parentbased_jaeger_remote', OTEL_TRACES_SAMPLER_ARG: 'endpoint=http://j:14250' })).toBeDefined();
+    expect(refusal({ OTEL_TRACES_SAMPLER: 'traceidration' })).toMatch(/^ {2}OTEL_TRACES_SAMPLER: must be one of /m);
+    for (const arg of ['half', '1.5', '-0.1', ' ']) {
+      expect(refusal({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg })).toMatch(/^ {2}OTEL_TRACES_SAMPLER_ARG: /m);
+    }
+  });
 });
 
 describe('ENCRYPTION_KEYS', () => {
