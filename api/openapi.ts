@@ -29,7 +29,7 @@ const DESCRIPTIONS: Record<number, string> = {
   429: 'Organization-wide rate limit exceeded; retry after `Retry-After` seconds.',
   500: 'Server fault; safe to retry with exponential backoff.',
   502: 'The write was stored as an Operation but could not be queued (`enqueue_failed`); `detail` names the Operation. Poll it, and if it stays `queued`, resend the same request with the same `Idempotency-Key`.',
-  503: 'A dependency is down.',
+  503: 'A dependency this request needs (the database; for a write, also Temporal) cannot be reached right now: type `internal_error`, as every 5xx but the 502, with `Retry-After`. Nothing was changed; retry after that many seconds.',
 };
 
 const requestIdHeader = { 'x-request-id': { description: 'Correlation id; echoes a valid caller-supplied one.', schema: { type: 'string' as const } } };
@@ -60,7 +60,9 @@ export function problemResponses(...statuses: number[]) {
         headers:
           s === 429
             ? { ...requestIdHeader, ...rateLimitHeaders, 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' as const } } }
-            : requestIdHeader,
+            : s === 503
+              ? { ...requestIdHeader, 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' as const } } }
+              : requestIdHeader,
         content: { 'application/problem+json': { schema: Problem } },
       },
     ]),

@@ -38,7 +38,8 @@ export const TITLES: Record<ProblemSlug, string> = {
   rate_limit_exceeded: 'Too Many Requests',
   internal_error: 'Internal Server Error',
   enqueue_failed: 'Bad Gateway',
-  service_unavailable: 'Service Unavailable',
+  // Every 5xx but the 502 is the contract's internal_error, by type and title (typeSlugOf).
+  service_unavailable: 'Internal Server Error',
 };
 
 export const STATUS: Record<ProblemSlug, number> = {
@@ -96,9 +97,16 @@ export interface ProblemBases {
   DOCS_BASE_URL: string;
 }
 
+/**
+ * The slug a problem's `type` names. A dependency that cannot be reached (the database, Temporal, the source) is
+ * answered 503 with `Retry-After`, but its class is the contract's one for every 5xx other than the 502:
+ * `internal_error`, "Internal Server Error", so a client switching on `type` needs one case for "retry later".
+ */
+export const typeSlugOf = (slug: ProblemSlug): ProblemSlug => (slug === 'service_unavailable' ? 'internal_error' : slug);
+
 /** `type` URI of a problem: `{docs_base}/errors/<slug>`, except the idempotency conflict under `{problem_base}`. */
 export function problemType(bases: ProblemBases, slug: ProblemSlug): string {
-  return slug === 'idempotency-key-conflict' ? `${bases.PROBLEM_BASE_URL}/idempotency-key-conflict` : `${bases.DOCS_BASE_URL}/errors/${slug}`;
+  return slug === 'idempotency-key-conflict' ? `${bases.PROBLEM_BASE_URL}/idempotency-key-conflict` : `${bases.DOCS_BASE_URL}/errors/${typeSlugOf(slug)}`;
 }
 
 export function problemBody(bases: ProblemBases, err: ApiError, instance: string, requestId: string): ProblemBody {

@@ -315,7 +315,7 @@ export function registerWrite<B extends z.ZodType>(app: OpenAPIHono<AppEnv>, dep
             },
           },
         },
-        ...problemResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502),
+        ...problemResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502, 503),
       },
     }),
     async (c) => {

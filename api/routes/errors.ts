@@ -9,7 +9,10 @@ import type { AppEnv } from '../middleware/env';
 import { ApiError, STATUS, TITLES, type ProblemSlug } from '../problem';
 
 /** When each problem occurs and what the caller does about it (docs/api.md Errors, docs/decisions.md). */
-const GUIDE: Record<ProblemSlug, { when: string; action: string }> = {
+/** The classes a problem's `type` names (typeSlugOf: a 503 is an internal_error). */
+type TypeSlug = Exclude<ProblemSlug, 'service_unavailable'>;
+
+const GUIDE: Record<TypeSlug, { when: string; action: string }> = {
   bad_request: {
     when: 'The request is malformed: a query parameter that cannot be parsed (a non-numeric `limit`, an invalid datetime, date or boolean, a non-UUID `integration_id`, text with a NUL character), a query parameter a list does not know (a misspelt filter), bad JSON, or a missing `Idempotency-Key` header; or bytes that are not an HTTP/1.1 request at all (the connection is then closed).',
     action: 'Fix the request as `detail` says; sending it again unchanged fails again.',
@@ -64,16 +67,12 @@ const GUIDE: Record<ProblemSlug, { when: string; action: string }> = {
       'Wait the `Retry-After` seconds; `RateLimit-Policy` names the burst and the per-minute budget, `RateLimit` what is left of the burst and when it is full again: pace at most `q` requests per `w` seconds. While admin-token guesses are throttled, every token, the right one too, is refused until then.',
   },
   internal_error: {
-    when: 'A fault inside the service.',
-    action: 'Retry with exponential backoff; if it persists, report the `request_id`.',
+    when: 'A fault inside the service (status 500), or a dependency it needs for this request (the database, Temporal, the source) that cannot be reached now (status 503, with `Retry-After` when it knows how long to wait).',
+    action: 'Retry with exponential backoff (after `Retry-After` seconds when it is given); if it persists, report the `request_id`.',
   },
   enqueue_failed: {
     when: 'A write was persisted as an Operation but could not be queued; `detail` carries the Operation id.',
     action: 'Poll the Operation; if it stays non-terminal, resend the original request with the same `Idempotency-Key`.',
-  },
-  service_unavailable: {
-    when: 'A dependency of the service (the database, Temporal or the source) is unreachable.',
-    action: 'Retry later with backoff.',
   },
 };
 
@@ -81,14 +80,15 @@ const escapeHtml = (s: string) => s.replace(/[&<>"]/g, (ch) => ({ '&': '&amp;', 
 /** `code` spans for backticks, as in the API's own messages. */
 const prose = (s: string) => escapeHtml(s).replace(/`([^`]+)`/g, '<code>$1</code>');
 
-function page(slug: ProblemSlug): string {
+function page(slug: TypeSlug): string {
   const { when, action } = GUIDE[slug];
+  const status = slug === 'internal_error' ? `${STATUS.internal_error} (or ${STATUS.service_unavailable})` : String(STATUS[slug]);
   const title = `${STATUS[slug]} ${TITLES[slug]}`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} (${slug})</title></head>
 <body>
 <h1>${escapeHtml(title)}</h1>
-<p>Problem type <code>${slug}</code>, HTTP status ${STATUS[slug]}, title <q>${escapeHtml(TITLES[slug])}</q>.</p>
+<p>Problem type <code>${slug}</code>, HTTP status ${status}, title <q>${escapeHtml(TITLES[slug])}</q>.</p>
 <h2>When</h2><p>${prose(when)}</p>
 <h2>What to do</h2><p>${prose(action)}</p>
 <p>Error bodies are <code>application/problem+json</code> with <code>type</code>, <code>title</code>, <code>status</code>,
@@ -99,12 +99,12 @@ See the <a href="/docs">API reference</a>.</p>
 }
 
 export function registerErrorDocs(app: OpenAPIHono<AppEnv>): void {
-  const serve = (slugs: readonly ProblemSlug[]) => (c: Context) => {
-    const slug = c.req.param('slug') as ProblemSlug;
+  const serve = (slugs: readonly TypeSlug[]) => (c: Context) => {
+    const slug = c.req.param('slug') as TypeSlug;
     if (!slugs.includes(slug)) throw new ApiError('not_found', `No problem type ${slug}.`);
     return c.html(page(slug));
   };
-  const all = Object.keys(GUIDE) as ProblemSlug[];
+  const all = Object.keys(GUIDE) as TypeSlug[];
   // Where problemType() points: every slug under the docs, the idempotency conflict under the problem base.
   app.get('/docs/errors/:slug', serve(all.filter((s) => s !== 'idempotency-key-conflict')));
   app.get('/problems/:slug', serve(['idempotency-key-conflict']));

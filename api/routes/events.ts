@@ -142,7 +142,7 @@ export function registerEvents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
             RetrieveEvent: { operationId: 'retrieve_event', parameters: { id: '$response.body#/results/0/id' }, description: 'The event by its id.' },
           },
         },
-        ...problemResponses(400, 401, 403, 404, 422, 429, 500),
+        ...problemResponses(400, 401, 403, 404, 422, 429, 500, 503),
       },
     }),
     async (c) => {
@@ -176,7 +176,7 @@ export function registerEvents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
       request: { params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: EXAMPLE_ID }) }) },
       responses: {
         200: { description: 'The event.', headers: okHeaders, content: { 'application/json': { schema: EventEnvelope } } },
-        ...problemResponses(401, 403, 404, 429, 500),
+        ...problemResponses(401, 403, 404, 429, 500, 503),
       },
     }),
     async (c) => {

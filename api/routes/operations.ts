@@ -51,7 +51,7 @@ export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps, wait
           },
           content: { 'application/json': { schema: Operation } },
         },
-        ...problemResponses(401, 404, 429, 500),
+        ...problemResponses(401, 404, 429, 500, 503),
       },
     }),
     async (c) => {

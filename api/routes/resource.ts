@@ -83,7 +83,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
           content: { 'application/json': { schema: listOf(spec.item, spec.listName) } },
           links: recordLinks(entity, '$response.body#/results/0/id'),
         },
-        ...problemResponses(400, 401, 403, 422, 429, 500),
+        ...problemResponses(400, 401, 403, 422, 429, 500, 503),
       },
     }),
     async (c) => {
@@ -108,7 +108,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
           content: { 'application/json': { schema: spec.record } },
           links: recordLinks(entity, '$response.body#/id'),
         },
-        ...problemResponses(400, 401, 403, 404, 429, 500),
+        ...problemResponses(400, 401, 403, 404, 429, 500, 503),
       },
     }),
     async (c) => {

@@ -582,26 +582,26 @@ describe('when Temporal is unreachable or refuses', () => {
     const integ = await integration();
     const a = await create(integ);
     let r = await admin('POST', `/integrations/${integ}/automations`, valid({ name: 'never' }), down.url);
-    expectProblem(r, 503, 'service_unavailable');
+    expectProblem(r, 503, 'internal_error');
     expect(r.body.detail).toContain('Nothing was changed');
     expect((await rowsOf(integ)).map((x) => x.id)).toEqual([a.id]);
 
     r = await admin('POST', `/integrations/${integ}/automations`, valid({ name: 'never' }), refusing.url);
-    expectProblem(r, 503, 'service_unavailable');
+    expectProblem(r, 503, 'internal_error');
     expect((await rowsOf(integ)).map((x) => x.id)).toEqual([a.id]);
 
-    expectProblem(await admin('PATCH', `/automations/${a.id}`, { status: 'paused', name: 'not this' }, down.url), 503, 'service_unavailable');
-    expectProblem(await admin('PATCH', `/automations/${a.id}`, { schedule: { every: 600 } }, refusing.url), 503, 'service_unavailable');
+    expectProblem(await admin('PATCH', `/automations/${a.id}`, { status: 'paused', name: 'not this' }, down.url), 503, 'internal_error');
+    expectProblem(await admin('PATCH', `/automations/${a.id}`, { schedule: { every: 600 } }, refusing.url), 503, 'internal_error');
     expect((await admin('GET', `/automations/${a.id}`)).body).toEqual(a);
     expect((await describeSchedule(a.id)).state.paused).toBe(false);
     // A change that needs no Temporal call goes through.
     expect((await admin('PATCH', `/automations/${a.id}`, { name: 'renamed' }, down.url)).body.name).toBe('renamed');
 
-    expectProblem(await admin('DELETE', `/automations/${a.id}`, undefined, down.url), 503, 'service_unavailable');
+    expectProblem(await admin('DELETE', `/automations/${a.id}`, undefined, down.url), 503, 'internal_error');
     expect((await admin('GET', `/automations/${a.id}`)).status).toBe(200);
 
     r = await admin('POST', `/automations/${a.id}/runs`, undefined, down.url);
-    expectProblem(r, 503, 'service_unavailable');
+    expectProblem(r, 503, 'internal_error');
     expect(await db.select().from(automationRuns).where(eq(automationRuns.automationId, a.id))).toEqual([]);
   });
 
@@ -609,7 +609,7 @@ describe('when Temporal is unreachable or refuses', () => {
     const integ = await integration();
     const a = await create(integ);
     const r = await admin('POST', `/automations/${a.id}/runs`, undefined, refusing.url);
-    expectProblem(r, 503, 'service_unavailable');
+    expectProblem(r, 503, 'internal_error');
     const runs = await db.select().from(automationRuns).where(eq(automationRuns.automationId, a.id));
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({

@@ -305,7 +305,7 @@ describe('POST /events/{id}/resend', () => {
         headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` },
       });
       const r: Reply = { status: res.status, headers: res.headers, body: await res.json() };
-      expectProblem(r, 503, 'service_unavailable');
+      expectProblem(r, 503, 'internal_error');
       expect(r.body.detail).toMatch(/^Could not resend the event: Temporal is unreachable/);
     } finally {
       await unreachable.close();

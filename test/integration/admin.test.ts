@@ -424,7 +424,7 @@ describe('when Temporal is unreachable', () => {
     const orgId = await newOrg();
     const existing = await newIntegration(orgId);
     const r = await admin('POST', `/organizations/${orgId}/integrations`, { mode: 'live', plan: 'scale', source: entrata }, { base: down.url });
-    expectProblem(r, 503, 'service_unavailable');
+    expectProblem(r, 503, 'internal_error');
     expect(r.body.detail).toContain('Temporal');
     const rows = await db
       .select()
@@ -432,11 +432,11 @@ describe('when Temporal is unreachable', () => {
       .where(and(eq(integrations.organizationId, orgId), isNull(integrations.deletedAt)));
     expect(rows.map((x) => x.id)).toEqual([existing.id]);
 
-    expectProblem(await admin('PATCH', `/integrations/${existing.id}`, { plan: 'enterprise' }, { base: down.url }), 503, 'service_unavailable');
+    expectProblem(await admin('PATCH', `/integrations/${existing.id}`, { plan: 'enterprise' }, { base: down.url }), 503, 'internal_error');
     expect((await admin('GET', `/integrations/${existing.id}`)).body.plan).toBe('scale');
-    expectProblem(await admin('DELETE', `/integrations/${existing.id}`, undefined, { base: down.url }), 503, 'service_unavailable');
+    expectProblem(await admin('DELETE', `/integrations/${existing.id}`, undefined, { base: down.url }), 503, 'internal_error');
     expect((await admin('GET', `/integrations/${existing.id}`)).status).toBe(200);
-    expectProblem(await admin('POST', `/integrations/${existing.id}/syncs`, undefined, { base: down.url }), 503, 'service_unavailable');
+    expectProblem(await admin('POST', `/integrations/${existing.id}/syncs`, undefined, { base: down.url }), 503, 'internal_error');
     expect(await db.select().from(syncJobs).where(eq(syncJobs.integrationId, existing.id))).toEqual([]);
   });
 });

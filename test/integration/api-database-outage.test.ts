@@ -70,7 +70,9 @@ function expectUnavailable(r: { res: Response; body: any }) {
   expect(r.res.status, JSON.stringify(r.body)).toBe(503);
   expect(r.res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   expect(r.res.headers.get('retry-after')).toBe('5');
-  expect(r.body.type).toBe(`${config.DOCS_BASE_URL}/errors/service_unavailable`);
+  // The contract's class of every 5xx but the 502.
+  expect(r.body.type).toBe(`${config.DOCS_BASE_URL}/errors/internal_error`);
+  expect(r.body.title).toBe('Internal Server Error');
   expect(r.body.request_id).toBeTruthy();
   // Never the driver's message (it names hosts, ports, users).
   expect(r.body.detail).not.toMatch(/ECONN|127\.0\.0\.1|CONNECT_TIMEOUT|postgres/i);

