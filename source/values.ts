@@ -111,6 +111,10 @@ export class Fields {
     this.used.add(key);
     return this.obj[key];
   }
+  /** A field's value, left for custom_data unless it is taken too. */
+  peek(key: string): unknown {
+    return this.obj[key];
+  }
   /** A nested object read with its own leftovers under `key.`; null when `absent` says the value is none. */
   child(key: string, absent: (v: unknown) => boolean = (v) => v === null || v === undefined): Fields | null {
     const v = this.take(key);

@@ -423,17 +423,30 @@ export class BuildiumConnector implements SourceConnector {
 const defined = (o: Raw): Raw => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
 /**
- * The name of a room count (`TwoBed`, `OnePointFiveBath`), `NotSet` for none, `plus` above `most`; a count the wire
- * has no name for (a quarter bath) is refused before anything is sent.
+ * The name of a room count (`TwoBed`, `FiveBath`), `NotSet` for none. A count above `most` is refused before anything
+ * is sent: the wire's last name (`plus`, `NineBedPlus`) reads back as `most`, so 12 bedrooms would be stored as 9.
+ * So is a count the wire has no name for.
  */
 function roomsName(table: Record<string, number | null>, value: number | null, most: number, plus: string, field: string): string {
-  const name = value !== null && value > most ? plus : nameOf(table, value);
+  if (value !== null && value > most) {
+    throw new SourcePermanentError(`${field} ${value} is more than the source can hold: at most ${most} (${plus})`, undefined, 'VALIDATION_FAILED');
+  }
+  const name = nameOf(table, value);
   if (name === undefined) throw new SourcePermanentError(`${field} ${value} is not a count the source takes`, undefined, 'VALIDATION_FAILED');
   return name;
 }
 
 function phonesOut(phones: Phone[] | null): Raw[] {
-  // The wire has no primary flag: the primary phone goes first, where a reader takes it from.
+  // The wire has no primary flag: the primary phone goes first, where a reader takes it from. So a list must have
+  // exactly one primary phone, or what is read back would differ from what was written.
+  const primaries = (phones ?? []).filter((p) => p.primary).length;
+  if ((phones ?? []).length > 0 && primaries !== 1) {
+    throw new SourcePermanentError(
+      `phones must have exactly one primary phone for this source (it holds the first phone as the primary one); ${primaries} sent`,
+      undefined,
+      'VALIDATION_FAILED',
+    );
+  }
   const ordered = [...(phones ?? [])].sort((a, b) => Number(b.primary) - Number(a.primary));
   return ordered.map((p) => {
     const type = nameOf(PHONE_TYPES, p.type as (typeof PHONE_TYPES)[keyof typeof PHONE_TYPES]);

@@ -5,7 +5,8 @@
  * - money: the number's shortest decimal form to integer minor units by integer arithmetic (1035.5 -> 103550), in
  *   the company's currency (the wire names none; USD unless the connector is told otherwise);
  * - statuses, lease types, roles and phone types fold into the CDM's vocabularies as the page's last section says;
- * - bedrooms and bathrooms are names (`TwoBed`, `OnePointFiveBath`): numbers in the CDM, `NotSet` none;
+ * - bedrooms and bathrooms are names (`TwoBed`, `OnePointFiveBath`): whole numbers in the CDM, `NotSet` none (a half
+ *   bath counts its whole ones, its name kept in custom_data as `UnitBathrooms`);
  * - a phone list has no primary flag: the first phone listed is the primary one (a write sends the primary first);
  * - every field the CDM has no column for lands in custom_data under its source name (nested ones under a dotted
  *   path, e.g. "Address.AddressLine3"), its times as UTC ISO with milliseconds, keys in sorted order.
@@ -86,6 +87,16 @@ function oneOf<T>(table: Record<string, T>, value: unknown, what: string): T | n
   if (value === null || value === undefined) return null;
   if (typeof value !== 'string' || !Object.hasOwn(table, value)) throw new MappingError(`unknown ${what}: ${JSON.stringify(value)}`);
   return table[value]!;
+}
+
+/**
+ * Property sub-types as the CDM names them (Entrata's words): a multi-family building is an `apartment` property, a
+ * condo or townhome a `townhome`; any other name in CDM style (`SingleFamily` -> `single_family`).
+ */
+const PROPERTY_TYPES: Record<string, string> = { MultiFamily: 'apartment', Townhome: 'townhome', Condo: 'townhome', CondoTownhome: 'townhome' };
+
+function propertyTypeOf(value: unknown): string | null {
+  return typeof value === 'string' && Object.hasOwn(PROPERTY_TYPES, value) ? PROPERTY_TYPES[value]! : snakeOf(value);
 }
 
 /** "MultiFamily" -> "multi_family": PascalCase names to CDM-style ones. */
@@ -193,7 +204,7 @@ export function mapProperty(raw: unknown): PropertyInput {
   return {
     x_id,
     name: str(f.take('Name')),
-    type: snakeOf(f.take('RentalSubType')),
+    type: propertyTypeOf(f.take('RentalSubType')),
     status: active === null ? null : active ? 'active' : 'inactive',
     address: addressOf(f.child('Address')),
     description: str(f.take('StructureDescription')),
@@ -218,6 +229,10 @@ export function mapProperty(raw: unknown): PropertyInput {
 
 export function mapUnit(raw: unknown, currency = DEFAULT_CURRENCY): UnitInput {
   const { f, x_id } = recordOf(raw, 'rental unit');
+  // The CDM counts whole bathrooms; a half bath (`OnePointFiveBath`) counts its whole ones, and the source's own
+  // name stays in custom_data (the field is left untaken).
+  const baths = oneOf(BATHROOMS, f.peek('UnitBathrooms'), 'UnitBathrooms');
+  if (baths === null || Number.isInteger(baths)) f.take('UnitBathrooms');
   return {
     x_id,
     property_x_id: idOf(f.take('PropertyId'), 'PropertyId'),
@@ -225,7 +240,7 @@ export function mapUnit(raw: unknown, currency = DEFAULT_CURRENCY): UnitInput {
     floorplan_id: idOf(f.take('FloorPlanId'), 'FloorPlanId'),
     floorplan_name: str(f.take('FloorPlanName')),
     bedrooms: oneOf(BEDROOMS, f.take('UnitBedrooms'), 'UnitBedrooms'),
-    bathrooms: oneOf(BATHROOMS, f.take('UnitBathrooms'), 'UnitBathrooms'),
+    bathrooms: baths === null ? null : Math.floor(baths),
     square_feet: int(f.take('UnitSize')),
     max_occupants: int(f.take('MaxOccupants')),
     market_rent: moneyOf(f.take('MarketRent'), currency),

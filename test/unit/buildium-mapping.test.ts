@@ -91,7 +91,7 @@ describe('dates and times', () => {
 });
 
 describe('records', () => {
-  it('maps a unit: rooms by name, money, status lower-cased, leftovers in custom_data with times normalized', () => {
+  it('maps a unit: rooms by name (a half bath counts its whole ones), money, status lower-cased, leftovers in custom_data with times normalized', () => {
     expect(mapUnit(unit())).toEqual({
       x_id: '7',
       property_x_id: '3',
@@ -99,15 +99,25 @@ describe('records', () => {
       floorplan_id: '12',
       floorplan_name: '2x1',
       bedrooms: 2,
-      bathrooms: 1.5,
+      bathrooms: 1,
       square_feet: 880,
       max_occupants: 4,
       market_rent: { amount: 103550, currency: 'USD' },
       status: 'occupied',
       note: 'Corner unit',
       address: { line_1: '1 Main St', line_2: null, city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' },
-      custom_data: { 'Address.AddressLine3': 'Rear', CreatedDateTime: '2024-01-02T03:04:05.000Z', LastUpdatedDateTime: '2025-06-30T23:59:59.000Z' },
+      custom_data: {
+        'Address.AddressLine3': 'Rear',
+        CreatedDateTime: '2024-01-02T03:04:05.000Z',
+        LastUpdatedDateTime: '2025-06-30T23:59:59.000Z',
+        UnitBathrooms: 'OnePointFiveBath',
+      },
     });
+    expect(mapUnit(unit({ UnitBathrooms: 'TwoBath' }))).toMatchObject({
+      bathrooms: 2,
+      custom_data: expect.not.objectContaining({ UnitBathrooms: expect.anything() }),
+    });
+    expect(mapUnit(unit({ UnitBathrooms: 'FourPointFiveBath' })).bathrooms).toBe(4);
     expect(mapUnit(unit({ UnitBedrooms: 'Studio', UnitBathrooms: 'NotSet', FloorPlanId: null, MarketRent: null, Address: null }))).toMatchObject({
       bedrooms: 0,
       bathrooms: null,
@@ -120,6 +130,7 @@ describe('records', () => {
       'Alpha',
       'CreatedDateTime',
       'LastUpdatedDateTime',
+      'UnitBathrooms',
       'Zeta',
     ]);
   });
@@ -218,7 +229,7 @@ describe('records', () => {
       x_id: '3',
       name: 'Elm Court',
       status: 'inactive',
-      type: 'multi_family',
+      type: 'apartment',
       pet_policy: 'not_allowed',
       smoking_policy: 'designated_areas',
       media: [{ type: 'photo', url: 'https://example.com/1.jpg', caption: null }],
@@ -379,7 +390,7 @@ describe('the client on the wire', () => {
       { status: 200, body: current },
       { status: 200, body: { ...current, MarketRent: 1035.5 } },
     ]);
-    expect(await conn.update('unit', '7', { market_rent: { amount: 103550, currency: 'USD' }, bedrooms: 12 })).toEqual({ x_id: '7', related: [] });
+    expect(await conn.update('unit', '7', { market_rent: { amount: 103550, currency: 'USD' }, bedrooms: 9 })).toEqual({ x_id: '7', related: [] });
     expect(asked.map((a) => `${a.method} ${a.url.pathname}`)).toEqual(['GET /v1/rentals/units/7', 'PUT /v1/rentals/units/7']);
     expect(asked[1]!.body).toEqual({
       UnitNumber: '101',
@@ -391,6 +402,21 @@ describe('the client on the wire', () => {
       MarketRent: 1035.5,
       Description: 'Corner unit',
     });
+  });
+
+  it('refuses, before sending anything, what the wire would store as something else: 10 bedrooms, 6 bathrooms, phones without one primary', async () => {
+    const { conn, asked } = wired([
+      { status: 200, body: unit({ Id: 7 }) },
+      { status: 200, body: unit({ Id: 7 }) },
+    ]);
+    await expect(conn.create('unit', { property_x_id: '3', unit_number: '9', bedrooms: 10 })).rejects.toThrow(
+      /bedrooms 10 is more than the source can hold: at most 9/,
+    );
+    await expect(conn.update('unit', '7', { bathrooms: 6 })).rejects.toThrow(/bathrooms 6 is more than the source can hold: at most 5/);
+    await expect(conn.update('resident', '7', { phones: [{ type: 'mobile', number: '+15125550100', primary: false }] } as never)).rejects.toThrow(
+      /exactly one primary phone/,
+    );
+    expect(asked.filter((a) => a.method !== 'GET')).toEqual([]);
   });
 
   it('turns a validation failure into a permanent error carrying the source’s field messages', async () => {
