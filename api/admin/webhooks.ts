@@ -29,6 +29,7 @@ import {
 } from '../../db/webhooks';
 import type { IntegrationRow } from '../../db/tenants';
 import { clearFailingRun, healthOf, NO_HEALTH, type Health } from '../../db/webhook-health';
+import { OPERATIONAL_EVENT_TYPES } from '../../domain/events';
 import { PLAN_RULES } from '../../domain/plans';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, RETENTION_MS } from '../../domain/webhooks';
 import type { ApiDeps } from '../deps';
@@ -142,7 +143,9 @@ const checkUrl = (raw: string, integration: IntegrationRow) =>
   checkOutboundUrl(raw, integration, 'url', { credentials: 'authenticate the webhook by its signature' });
 
 function normalizeTypes(types: string[]): string[] {
-  return types.includes(ALL_EVENTS) ? [ALL_EVENTS] : [...new Set(types)];
+  const named = [...new Set(types)];
+  // `*` covers the catalog but not the operational notices (wantsEvent): those named beside it stay.
+  return named.includes(ALL_EVENTS) ? [ALL_EVENTS, ...named.filter((t) => (OPERATIONAL_EVENT_TYPES as readonly string[]).includes(t))] : named;
 }
 
 function loadSubscription(deps: ApiDeps, id: string): Promise<SubscriptionRow> {

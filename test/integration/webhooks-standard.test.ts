@@ -210,6 +210,9 @@ describe('endpoint health', () => {
     // An operator's endpoint for notices, and a catch-all one (which does not get them: they are not in the catalog).
     const ops = await subscribe(integ.id, '/gone-ops', { event_types: ['SUBSCRIPTION_DISABLED'] });
     const catchAll = await subscribe(integ.id, '/gone-all', { event_types: ['*'] });
+    // One that asks for both: `*` does not swallow the notice it names beside it.
+    const both = await subscribe(integ.id, '/gone-both', { event_types: ['SUBSCRIPTION_DISABLED', '*', '*'] });
+    expect((await admin('GET', `/webhook_subscriptions/${both.id}`)).body.event_types).toEqual(['*', 'SUBSCRIPTION_DISABLED']);
     const sub = await subscribe(integ.id, '/gone', { max_in_flight: 1 });
     answers.set('/gone', () => 410);
     await recordEvents(db, integ, residentUpdates(5, 'g'));
@@ -240,6 +243,12 @@ describe('endpoint health', () => {
         disabled_at: disabled.body.disabled.at,
       },
     });
+    await receiver.waitFor(() => at('/gone-both').length >= 6);
+    expect(
+      at('/gone-both')
+        .map((r) => r.body.type)
+        .sort(),
+    ).toEqual([...Array(5).fill('RESIDENT_UPDATED'), 'SUBSCRIPTION_DISABLED']);
     await receiver.waitFor(() => at('/gone-all').length >= 5);
     expect(at('/gone-all').map((r) => r.body.type)).not.toContain('SUBSCRIPTION_DISABLED');
     // Nor is it queued for it: the relay queued every delivery of the notice in one transaction, before /gone-ops got it.
