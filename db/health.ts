@@ -31,7 +31,7 @@ export interface HealthFacts {
   pendingBySubscription: { subscriptionId: string; pending: number }[];
   /** Seconds since the oldest Operation still queued or running (retrying) was accepted; 0 when none. */
   oldestOpenOperationSeconds: number;
-  /** Records listed as quarantined by sync runs (kept for the retention). */
+  /** Records quarantined now (QUARANTINED): each listed as unreadable within the retention, once, unless stored since. */
   recordsQuarantined: number;
   /** Live integrations whose newest finished sync run failed. */
   integrationsFailing: number;
@@ -49,6 +49,23 @@ const cadenceCase = planRuleCase('defaultSyncIntervalSeconds');
 
 const capped = (from: string) => `(select count(*) from (select 1 from ${from} limit ${COUNT_CAP}) s)::int`;
 
+/**
+ * Records quarantined now: each record (integration, entity, x_id) a run listed as unreadable within the retention,
+ * once however many runs listed it, unless a later run stored it (the source mended it). A record without a readable
+ * id counts once per run that listed it.
+ */
+const QUARANTINED = `(select distinct on (j.integration_id, s.entity, coalesce(s.x_id, s.sync_job_id))
+       j.integration_id, s.entity, s.x_id, s.created_at
+     from sync_skipped_records s join sync_jobs j on j.id = s.sync_job_id
+     order by j.integration_id, s.entity, coalesce(s.x_id, s.sync_job_id), s.created_at desc) q
+   where q.x_id is null or not exists (
+     select 1 from (
+       select ps_synced_at from properties r where q.entity = 'property' and r.integration_id = q.integration_id and r.x_id = q.x_id
+       union all select ps_synced_at from units r where q.entity = 'unit' and r.integration_id = q.integration_id and r.x_id = q.x_id
+       union all select ps_synced_at from residents r where q.entity = 'resident' and r.integration_id = q.integration_id and r.x_id = q.x_id
+       union all select ps_synced_at from leases r where q.entity = 'lease' and r.integration_id = q.integration_id and r.x_id = q.x_id
+     ) stored where stored.ps_synced_at > q.created_at)`;
+
 const FACTS = `
 select
   coalesce(extract(epoch from now() - (select min(created_at) from events where dispatched_at is null)), 0)::float8 as outbox_lag,
@@ -57,7 +74,7 @@ select
   ${capped(`webhook_deliveries where status = 'retrying'`)} as retrying,
   ${capped(`webhook_deliveries where status = 'dead_lettered'`)} as dead_letters,
   coalesce(extract(epoch from now() - (select min(created_at) from operations where status in ('queued', 'running'))), 0)::float8 as oldest_operation,
-  ${capped('sync_skipped_records')} as quarantined,
+  ${capped(QUARANTINED)} as quarantined,
   (select count(*) from integrations i
      cross join lateral (select j.status from sync_jobs j where j.integration_id = i.id and j.status in ('succeeded', 'failed')
                          order by j.created_at desc limit 1) last

@@ -241,7 +241,11 @@ export function createApiMetrics(facts: HealthFactsSource, opts: { processMetric
     'Age of the oldest Operation not finished (queued, or running between attempts); 0 when none.',
     (f) => f.oldestOpenOperationSeconds,
   );
-  fact('propsync_records_quarantined', 'Records sync runs listed as unreadable (kept for the retention).', (f) => f.recordsQuarantined);
+  fact(
+    'propsync_records_quarantined',
+    'Records quarantined now: each one a sync run listed as unreadable within the retention, once, unless a later run stored it.',
+    (f) => f.recordsQuarantined,
+  );
   fact('propsync_integrations_failing', 'Live integrations whose newest finished sync run failed.', (f) => f.integrationsFailing);
   fact('propsync_integrations_sync_overdue', 'Live integrations with no successful sync within 3 times their cadence.', (f) => f.integrationsOverdue);
   fact('propsync_sync_runs_retrying', 'Sync runs whose current step is being retried (attempt 2 or later).', (f) => f.syncRunsRetrying);

@@ -39,7 +39,8 @@ export const SyncJob = z
         "The attempt of the run's current step (1 until a step fails; a step retried after a source outage is at 2, 3, …; back to 1 when it succeeds).",
     }),
     last_error: z.string().nullable().openapi({
-      description: 'Why the last attempt of the current step failed, while it is being retried; null otherwise. A failed run says why in `error`.',
+      description:
+        'Why the last failed attempt of the current step failed: set while the step is retried, kept when the run fails on it (beside `error`, which says why the run failed), null once the step succeeds or when no attempt failed.',
     }),
     next_attempt_at: DateTime.nullable().openapi({
       description: 'When the step is tried again, while the run waits between attempts; null while an attempt runs or none is due.',

@@ -13,6 +13,7 @@ import { triggerSync } from '../../control/sync';
 import { closeDb, createDb, type Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { syncJobs, syncSkippedRecords } from '../../db/schema';
+import { readHealthFacts } from '../../db/health';
 import { getSyncJob, purgeSkippedBefore } from '../../db/sync-jobs';
 import { ENTITIES, type Entity } from '../../domain/cdm';
 import { syncWorkflowIdOf } from '../../domain/contract';
@@ -142,6 +143,7 @@ describe('quarantine', () => {
     const s = await sandboxIntegration(db, { size: 40 });
     await runSync(stack.worker, db, s.row);
     const before = await readCache(db, s.row.id);
+    const quarantinedBefore = (await readHealthFacts(db)).recordsQuarantined;
     const change = await sandbox().applyChanges(s.companyId, { corrupt: { property: 1, unit: 1, resident: 1, lease: 1 }, update: { lease: 3 } });
     const job = await runSync(stack.worker, db, s.row);
 
@@ -184,6 +186,9 @@ describe('quarantine', () => {
     const waited = await runCli(target, ['sync', 'run', s.row.id, '--wait', '--poll-ms', '200']);
     expect(waited.code).toBe(0);
     expect(waited.stderr).toMatch(/warning: 4 record\(s\) could not be read from the source and were skipped; see: sync skipped syj_/);
+
+    // Quarantined now: the four records, however many runs listed them (this one and the CLI's).
+    expect((await readHealthFacts(db)).recordsQuarantined - quarantinedBefore).toBe(4);
   });
 
   it('a first sync with an unreadable record loads everything else and completes', async () => {

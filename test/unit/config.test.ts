@@ -75,7 +75,9 @@ describe('configuration', () => {
   });
 
   it("takes OpenTelemetry's sampler names in any case, and refuses a misspelt one or a ratio outside 0 to 1", () => {
-    expect(parseConfig({ OTEL_TRACES_SAMPLER: 'ParentBased_TraceIdRatio', OTEL_TRACES_SAMPLER_ARG: '0.1' }).OTEL_TRACES_SAMPLER).toBe('parentbased_traceidratio');
+    expect(parseConfig({ OTEL_TRACES_SAMPLER: 'ParentBased_TraceIdRatio', OTEL_TRACES_SAMPLER_ARG: '0.1' }).OTEL_TRACES_SAMPLER).toBe(
+      'parentbased_traceidratio',
+    );
     expect(parseConfig({ OTEL_TRACES_SAMPLER: 'parentbased_jaeger_remote', OTEL_TRACES_SAMPLER_ARG: 'endpoint=http://j:14250' })).toBeDefined();
     expect(refusal({ OTEL_TRACES_SAMPLER: 'traceidration' })).toMatch(/^ {2}OTEL_TRACES_SAMPLER: must be one of /m);
     for (const arg of ['half', '1.5', '-0.1', ' ']) {
