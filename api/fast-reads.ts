@@ -28,13 +28,13 @@ import { unknownParameter } from '../domain/filters';
 import { isId } from '../domain/ids';
 import { isDatabaseUnavailable } from '../db/errors';
 import { listRecords, retrieveRecord, type CommonListQuery } from '../db/queries';
-import { planOfLimit, type ApiMetrics } from '../observability/metrics';
+import type { ApiMetrics } from '../observability/metrics';
 import { recordServerSpan } from '../observability/tracing';
 import type { ApiDeps } from './deps';
 import type { ApiKeyAuth } from './middleware/auth';
 import type { Principal } from './middleware/env';
 import { apiErrorOf } from './middleware/errors';
-import { perMinuteOfPolicy, type RateLimiter } from './middleware/rate-limit';
+import { RateLimitedError, type RateLimiter } from './middleware/rate-limit';
 import { requestIdFrom } from './middleware/request-id';
 import { READ, READ_OR_WRITE, requireScope } from './middleware/scopes';
 import { rejectUnstorable } from './middleware/validation';
@@ -68,7 +68,6 @@ const HOST = /^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/;
 interface Outcome {
   status: number;
   error?: unknown;
-  headers?: Record<string, string>;
 }
 
 interface Plan {
@@ -151,7 +150,7 @@ export function createFastReads(
       // As the app's middleware does: the limits of a request that got a token, and the request id, on its error too.
       const headers = { ...problem.headers, ...limits, 'x-request-id': requestId };
       send(res, problem.status, headers, problem.body);
-      return { status: problem.status, error, headers };
+      return { status: problem.status, error };
     }
   }
 
@@ -159,16 +158,13 @@ export function createFastReads(
   async function observed(req: IncomingMessage, res: ServerResponse, plan: Plan): Promise<void> {
     const started = metrics || tracing ? performance.now() : 0;
     const requestId = requestIdFrom(header(req, 'x-request-id'));
-    const { status, error, headers } = await answer(req, res, plan, requestId);
+    const { status, error } = await answer(req, res, plan, requestId);
     // A read starts no workflow and has no child span: its root span is recorded once answered (middleware/tracing.ts).
     if (tracing) recordServerSpan('GET', plan.route, requestId, status, started);
     if (!metrics) return;
     metrics.request('GET', plan.route, status, (performance.now() - started) / 1000);
     if (status === 503 && error && isDatabaseUnavailable(error)) metrics.databaseUnavailable();
-    if (status === 429) {
-      const perMinute = perMinuteOfPolicy(headers?.['ratelimit-policy'] ?? null);
-      if (perMinute) metrics.rateLimited(planOfLimit(perMinute));
-    }
+    if (status === 429 && error instanceof RateLimitedError) metrics.rateLimited(error.plan);
   }
 
   return (req, res) => {

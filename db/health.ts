@@ -43,6 +43,12 @@ export interface HealthFacts {
   circuitsOpen: number;
   /** Seconds since the oldest circuit still open opened; 0 when none (over an hour: a receiver failing every attempt). */
   oldestOpenCircuitSeconds: number;
+  /**
+   * Seconds since the active subscription failing longest had its last success (every attempt since has failed: its
+   * `failing_since`); 0 when none is failing. Over an hour: a receiver failing every attempt for an hour, whether or
+   * not its circuit opened (a quiet subscription's few attempts never open it).
+   */
+  oldestFailingSubscriptionSeconds: number;
 }
 
 const cadenceCase = planRuleCase('defaultSyncIntervalSeconds');
@@ -86,7 +92,9 @@ select
                          and j.finished_at > now() - make_interval(secs => ${OVERDUE_CADENCES} * coalesce(i.sync_interval_seconds, ${cadenceCase}))))::int as overdue,
   ${capped(`sync_jobs where status = 'running' and attempt > 1`)} as sync_retrying,
   (select count(*) from webhook_subscriptions where circuit_opened_at is not null and deleted_at is null)::int as circuits_open,
-  coalesce(extract(epoch from now() - (select min(circuit_opened_at) from webhook_subscriptions where deleted_at is null)), 0)::float8 as oldest_circuit`;
+  coalesce(extract(epoch from now() - (select min(circuit_opened_at) from webhook_subscriptions where deleted_at is null)), 0)::float8 as oldest_circuit,
+  coalesce(extract(epoch from now() - (select min(h.failing_since) from webhook_subscription_health h
+     join webhook_subscriptions s on s.id = h.subscription_id where s.deleted_at is null and s.status = 'active')), 0)::float8 as oldest_failing`;
 
 const TOP = `
 select subscription_id, count(*)::int as pending
@@ -106,6 +114,7 @@ interface FactsRow {
   sync_retrying: number;
   circuits_open: number;
   oldest_circuit: number;
+  oldest_failing: number;
 }
 
 /** Reads every fact (two statements, in parallel on the pool). */
@@ -128,6 +137,7 @@ export async function readHealthFacts(db: Db): Promise<HealthFacts> {
     syncRunsRetrying: f!.sync_retrying,
     circuitsOpen: f!.circuits_open,
     oldestOpenCircuitSeconds: Math.max(0, f!.oldest_circuit),
+    oldestFailingSubscriptionSeconds: Math.max(0, f!.oldest_failing),
   };
 }
 

@@ -12,6 +12,8 @@ import { planRuleCase } from './plan-sql';
 export interface Reservation {
   /** Requests per minute: the override, else the highest plan among the organization's integrations. */
   perMinute: number;
+  /** Whether `perMinute` is the organization's own override rather than a plan's. */
+  custom: boolean;
   /** The bucket's size (the burst): the override, else 10 % of the minute. */
   cap: number;
   /** Tokens per second. */
@@ -34,10 +36,11 @@ with lim as (
   select coalesce(o.rate_limit_per_minute,
                   (select max(${planCase}) from integrations i where i.organization_id = o.id and i.deleted_at is null),
                   ${PLAN_RULES.starter.rateLimitPerMinute})::float8 as per_minute,
-         o.rate_limit_burst as burst
+         o.rate_limit_burst as burst,
+         o.rate_limit_per_minute is not null as custom
   from organizations o where o.id = $1
 ), cfg as (
-  select per_minute, coalesce(burst, greatest(1, ceil(per_minute * ${DEFAULT_BURST_FRACTION})))::float8 as cap, per_minute / 60.0 as rate from lim
+  select per_minute, custom, coalesce(burst, greatest(1, ceil(per_minute * ${DEFAULT_BURST_FRACTION})))::float8 as cap, per_minute / 60.0 as rate from lim
 ), ins as (
   insert into rate_limit_buckets (organization_id, tokens, refilled_at)
   select $1, cap, now() from cfg
@@ -45,7 +48,7 @@ with lim as (
 ), cur as (
   select tokens, refilled_at from rate_limit_buckets where organization_id = $1 for update
 ), calc as (
-  select cfg.per_minute, cfg.cap, cfg.rate,
+  select cfg.per_minute, cfg.custom, cfg.cap, cfg.rate,
          least(cfg.cap, cur.tokens + greatest(0, extract(epoch from clock_timestamp() - cur.refilled_at)) * cfg.rate) as avail,
          greatest(cur.refilled_at, clock_timestamp()) as at
   from cur, cfg
@@ -55,17 +58,19 @@ with lim as (
   update rate_limit_buckets b set tokens = g.avail - g.granted, refilled_at = g.at
   from grant_ g where b.organization_id = $1
 )
-select per_minute, cap, rate, avail, granted from grant_`;
+select per_minute, custom, cap, rate, avail, granted from grant_`;
 
 /**
  * Takes up to `want` whole tokens from the organization's bucket (creating it full the first time). Undefined only
  * on an organization's very first reservation, or for an organization that does not exist: ask once more.
  */
 export async function reserveTokens(sql: postgres.Sql, organizationId: string, want: number): Promise<Reservation | undefined> {
-  const [row] = await sql.unsafe<{ per_minute: number; cap: number; rate: number; avail: number; granted: number }[]>(RESERVE, [organizationId, want], {
-    prepare: true,
-  });
-  return row && { perMinute: row.per_minute, cap: row.cap, rate: row.rate, available: row.avail, granted: row.granted };
+  const [row] = await sql.unsafe<{ per_minute: number; custom: boolean; cap: number; rate: number; avail: number; granted: number }[]>(
+    RESERVE,
+    [organizationId, want],
+    { prepare: true },
+  );
+  return row && { perMinute: row.per_minute, custom: row.custom, cap: row.cap, rate: row.rate, available: row.avail, granted: row.granted };
 }
 
 /**

@@ -11,13 +11,18 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { HealthFacts } from '../db/health';
-import type { Entity } from '../domain/cdm';
-import type { SyncKind, SyncTrigger } from '../domain/contract';
-import type { OperationType } from '../domain/operations';
+import { ENTITIES, type Entity } from '../domain/cdm';
+import { SYNC_KINDS, type SyncKind, type SyncTrigger } from '../domain/contract';
+import { OPERATION_TYPES, type OperationType } from '../domain/operations';
 import { PLAN_RULES } from '../domain/plans';
 
-type SyncRunOutcome = 'succeeded' | 'failed' | 'skipped';
-type RecordChange = 'created' | 'updated' | 'deleted' | 'skipped';
+const SYNC_RUN_OUTCOMES = ['succeeded', 'failed', 'skipped'] as const;
+type SyncRunOutcome = (typeof SYNC_RUN_OUTCOMES)[number];
+const RECORD_CHANGES = ['created', 'updated', 'deleted', 'skipped'] as const;
+type RecordChange = (typeof RECORD_CHANGES)[number];
+const SYNC_TRIGGERS: readonly SyncTrigger[] = ['initial', 'schedule', 'manual'];
+/** How a webhook attempt, an Operation or an automation run ends. */
+const ENDINGS = ['succeeded', 'failed'] as const;
 
 /** What the worker's activities count. Every method is cheap (an in-memory increment). */
 export interface WorkerMetrics {
@@ -113,6 +118,16 @@ export function createWorkerMetrics(opts: { processMetrics: boolean }): WorkerRe
     labelNames: ['outcome'],
     registers: [registry],
   });
+  // Every series of a bounded label set exists from the start at 0, as Prometheus advises: a rate() or increase()
+  // over a counter's first increment then sees it (a series born at 1 would hide its first event).
+  for (const outcome of SYNC_RUN_OUTCOMES)
+    for (const kind of [...SYNC_KINDS, 'none']) for (const trigger of SYNC_TRIGGERS) syncRuns.labels({ outcome, kind, trigger }).inc(0);
+  for (const entity of ENTITIES) for (const change of RECORD_CHANGES) syncRecords.labels({ entity, change }).inc(0);
+  for (const outcome of ENDINGS) {
+    for (let attempt = 1; attempt <= 8; attempt++) attempts.labels({ outcome, attempt: attemptLabel(attempt) }).inc(0);
+    for (const type of OPERATION_TYPES) operations.labels({ type, outcome }).inc(0);
+    automations.labels({ outcome }).inc(0);
+  }
   return {
     registry,
     metrics: {
@@ -205,6 +220,7 @@ export function createApiMetrics(facts: HealthFactsSource, opts: { processMetric
     labelNames: ['plan'],
     registers: [registry],
   });
+  for (const plan of [...Object.keys(PLAN_RULES), 'custom']) limited.labels({ plan }).inc(0);
   const dbDown = new Counter({
     name: 'propsync_database_unavailable_total',
     help: 'Requests answered 503 because Postgres could not be reached within its connection or statement timeout.',
@@ -255,6 +271,11 @@ export function createApiMetrics(facts: HealthFactsSource, opts: { processMetric
     (f) => f.circuitsOpen,
   );
   fact('propsync_webhook_circuit_open_oldest_seconds', 'Seconds since the oldest circuit still open opened; 0 when none.', (f) => f.oldestOpenCircuitSeconds);
+  fact(
+    'propsync_webhook_subscription_failing_oldest_seconds',
+    'Seconds every attempt of the active subscription failing longest has failed (since its last success); 0 when none is failing.',
+    (f) => f.oldestFailingSubscriptionSeconds,
+  );
   new Gauge({
     name: 'propsync_webhook_subscription_deliveries_pending',
     help: 'Pending deliveries of the subscriptions with the most of them (the top 5 only).',

@@ -18,11 +18,14 @@ export const Health = z
     webhook_deliveries_retrying: count('Deliveries waiting for their next attempt.'),
     webhook_dead_letters_open: count('Dead letters not yet replayed or expired.'),
     webhook_circuits_open: count('Subscriptions whose circuit is open.'),
+    webhook_subscription_failing_oldest_seconds: seconds(
+      'Seconds every attempt of the active subscription failing longest has failed (since its last success); 0 when none is failing.',
+    ),
     integrations_failing: count('Live integrations whose newest finished sync run failed.'),
     integrations_sync_overdue: count('Live integrations without a successful sync within 3 times their cadence.'),
     sync_runs_retrying: count('Sync runs retrying a step (attempt 2 or later).'),
     operation_oldest_queued_age_seconds: seconds('Age of the oldest Operation still queued or running; 0 when none.'),
-    records_quarantined: count('Records sync runs listed as unreadable (kept for the retention).'),
+    records_quarantined: count('Records quarantined now: each one a sync run listed as unreadable within the retention, once, unless a later run stored it.'),
   })
   .openapi('Health');
 
@@ -48,6 +51,7 @@ export function registerHealthFacts(app: OpenAPIHono, deps: ApiDeps): void {
           webhook_deliveries_retrying: f.deliveriesRetrying,
           webhook_dead_letters_open: f.deadLettersOpen,
           webhook_circuits_open: f.circuitsOpen,
+          webhook_subscription_failing_oldest_seconds: f.oldestFailingSubscriptionSeconds,
           integrations_failing: f.integrationsFailing,
           integrations_sync_overdue: f.integrationsOverdue,
           sync_runs_retrying: f.syncRunsRetrying,

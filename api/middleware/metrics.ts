@@ -6,8 +6,8 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import { isDatabaseUnavailable } from '../../db/errors';
-import { planOfLimit, type ApiMetrics } from '../../observability/metrics';
-import { perMinuteOfPolicy } from './rate-limit';
+import type { ApiMetrics } from '../../observability/metrics';
+import { RateLimitedError } from './rate-limit';
 
 /**
  * Templates of the registered route paths, made once each: the paths are the app's own (a few dozen), never a
@@ -41,10 +41,7 @@ export function requestMetrics(metrics: ApiMetrics): MiddlewareHandler {
       const status = c.res.status;
       metrics.request(c.req.method, routeTemplateOf(c), status, (performance.now() - started) / 1000);
       if (status === 503 && c.error && isDatabaseUnavailable(c.error)) metrics.databaseUnavailable();
-      if (status === 429 && c.req.path.startsWith('/v1/')) {
-        const perMinute = perMinuteOfPolicy(c.res.headers.get('ratelimit-policy'));
-        if (perMinute) metrics.rateLimited(planOfLimit(perMinute));
-      }
+      if (status === 429 && c.error instanceof RateLimitedError) metrics.rateLimited(c.error.plan);
     }
   };
 }

@@ -26,6 +26,7 @@ import postgres from 'postgres';
 import type { Config } from '../../config';
 import type { Logger } from '../../config/logger';
 import { reserveTokens, returnTokens, type Reservation } from '../../db/rate-limits';
+import { planOfLimit } from '../../observability/metrics';
 import { ApiError } from '../problem';
 import type { Principal } from './env';
 
@@ -50,6 +51,7 @@ interface OrgState {
   blockedUntil: number;
   /** Figures of the last claim, for the headers: the limits, and the bucket after the claim, as of `seenAt`. */
   perMinute: number;
+  custom: boolean;
   cap: number;
   rate: number;
   bucketLeft: number;
@@ -68,6 +70,8 @@ interface OrgState {
 interface Decision {
   allowed: boolean;
   perMinute: number;
+  /** Where the budget comes from: the plan's name, or `custom` for the organization's own limit. */
+  plan: string;
   /** The bucket's size: requests that may be sent at once. */
   burst: number;
   /** Seconds an empty bucket takes to fill (rounded up, so that q per w never exceeds the refill rate). */
@@ -103,10 +107,15 @@ function rateLimitHeaders(d: Decision): Record<string, string> {
   };
 }
 
-/** The per-minute budget a `RateLimit-Policy` value names (its "minute" policy), or undefined. */
-export function perMinuteOfPolicy(policy: string | null): number | undefined {
-  const m = /"minute";q=(\d+);w=60\b/.exec(policy ?? '');
-  return m ? Number(m[1]) : undefined;
+/** A 429 of the organization's limit, with the plan its budget comes from (`custom`: its own), for the metrics. */
+export class RateLimitedError extends ApiError {
+  constructor(
+    detail: string,
+    headers: Record<string, string>,
+    readonly plan: string,
+  ) {
+    super('rate_limit_exceeded', detail, { headers });
+  }
 }
 
 /** The largest slice of an organization's bucket one process may hold. */
@@ -139,6 +148,7 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
         leaseUntil: 0,
         blockedUntil: 0,
         perMinute: 0,
+        custom: false,
         cap: 1,
         rate: 1,
         bucketLeft: 0,
@@ -169,6 +179,7 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
 
   function apply(s: OrgState, r: Reservation, want: number, now: number) {
     s.perMinute = r.perMinute;
+    s.custom = r.custom;
     s.cap = r.cap;
     s.rate = r.rate;
     s.bucketLeft = r.available - r.granted;
@@ -239,6 +250,7 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
     return {
       allowed,
       perMinute: Math.round(s.perMinute),
+      plan: s.custom ? 'custom' : planOfLimit(s.perMinute),
       burst,
       burstWindow: Math.max(1, Math.ceil(burst / s.rate)),
       remaining,
@@ -279,10 +291,10 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
     const d = await take(orgId);
     const headers = rateLimitHeaders(d);
     if (!d.allowed) {
-      throw new ApiError(
-        'rate_limit_exceeded',
+      throw new RateLimitedError(
         `The organization's rate limit of ${d.perMinute} requests per minute (bursts of ${d.burst}) is exhausted; retry after ${d.retryAfter} s.`,
-        { headers: { ...headers, 'retry-after': String(d.retryAfter) } },
+        { ...headers, 'retry-after': String(d.retryAfter) },
+        d.plan,
       );
     }
     return headers;

@@ -96,6 +96,13 @@ afterAll(async () => {
   await failing?.close();
 });
 
+/** A PATCH of the admin API with this file's token. */
+const patch = (body: unknown): RequestInit => ({
+  method: 'PATCH',
+  headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+
 /** Scrape until `ready` holds (gauges are cached for a few seconds), then return that scrape. */
 async function scrapeUntil(url: string, what: string, ready: (s: Scrape) => boolean, timeoutMs = 30_000): Promise<Scrape> {
   return until(
@@ -111,7 +118,22 @@ async function scrapeUntil(url: string, what: string, ready: (s: Scrape) => bool
 describe('metrics', () => {
   it('moves by exactly what happened: a sync, a delivered webhook, a dead letter and a write', async () => {
     const before = { api: await scrape(api.metrics), worker: await scrape(workerMetrics) };
-    expect(before.worker.value('propsync_sync_runs_total', { outcome: 'succeeded' })).toBe(0);
+    // Every series of a bounded label set is there from the start, at 0 (a counter's first increment is then a rise).
+    expect(before.worker.all('propsync_sync_runs_total').map((s) => s.value)).toEqual(Array(27).fill(0));
+    expect(before.worker.all('propsync_webhook_attempts_total')).toHaveLength(16);
+    expect(before.worker.all('propsync_operations_completed_total')).toHaveLength(12);
+    expect(
+      before.worker
+        .all('propsync_automation_runs_total')
+        .map((s) => s.labels.outcome)
+        .sort(),
+    ).toEqual(['failed', 'succeeded']);
+    expect(
+      before.api
+        .all('propsync_rate_limited_requests_total')
+        .map((s) => s.labels.plan)
+        .sort(),
+    ).toEqual(['custom', 'enterprise', 'growth', 'scale', 'starter']);
 
     // Two subscriptions to the end of the first sync: one receiver answers 200, the other 500 (a dead letter after 2 attempts).
     for (const url of [ok.url, failing.url]) {
@@ -228,9 +250,15 @@ describe('metrics', () => {
       'propsync_webhook_circuit_open_oldest_seconds',
       'propsync_rate_limited_requests_total',
     ]) {
-      expect(apiNow.value(idle), idle).toBe(0);
+      expect(
+        apiNow.all(idle).map((s) => s.value),
+        idle,
+      ).toEqual(apiNow.all(idle).map(() => 0));
+      expect(apiNow.all(idle).length, idle).toBeGreaterThan(0);
     }
     expect(apiNow.value('propsync_health_facts_up')).toBe(1);
+    // The subscription whose receiver answers 500 has failed every attempt since it began (its circuit never opened).
+    expect(apiNow.value('propsync_webhook_subscription_failing_oldest_seconds')).toBeGreaterThan(0);
     expect(apiNow.all('propsync_webhook_subscription_deliveries_pending')).toEqual([]);
     expect(apiNow.value('process_resident_memory_bytes')).toBeGreaterThan(0);
 
@@ -275,6 +303,29 @@ describe('metrics', () => {
       expect(s.text).not.toContain('/v1/leases/lea_');
     }
   }, 180_000);
+
+  it("counts a 429 under the plan its budget comes from: `custom` for an organization's own limit, even one equal to a plan's", async () => {
+    const org = tenant.row.organizationId;
+    const before = await scrape(api.metrics);
+    // 120 a minute is also the starter plan's budget: the label says where it comes from, not what it equals.
+    expect((await fetch(`${api.url}/admin/v1/organizations/${org}`, patch({ rate_limit_per_minute: 120, rate_limit_burst: 1 }))).status).toBe(200);
+    try {
+      let refused = 0;
+      for (let i = 0; i < 8; i++) {
+        const res = await fetch(`${api.url}/v1/leases?limit=1`, { headers: { authorization: `Bearer ${key}` } });
+        await res.arrayBuffer();
+        if (res.status === 429) refused++;
+      }
+      expect(refused).toBeGreaterThan(0);
+      const after = await scrape(api.metrics);
+      const moved = (plan: string) =>
+        after.value('propsync_rate_limited_requests_total', { plan }) - before.value('propsync_rate_limited_requests_total', { plan });
+      expect(moved('custom')).toBe(refused);
+      expect(moved('starter')).toBe(0);
+    } finally {
+      await fetch(`${api.url}/admin/v1/organizations/${org}`, patch({ rate_limit_per_minute: null, rate_limit_burst: null }));
+    }
+  });
 
   it('has a dashboard whose every panel queries metrics the service exports (checked against the scrapes above)', () => {
     expect(scraped, 'the first test scraped both endpoints').toBeDefined();
