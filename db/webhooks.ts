@@ -249,17 +249,24 @@ export function firstOfEachState(opts: {
 export async function listDeliveries(
   tx: Tx,
   subscriptionId: string,
-  filter: { status?: DeliveryStatus; eventType?: string; order?: SortOrder; limit: number; offset: number },
+  filter: { statuses?: readonly DeliveryStatus[]; eventTypes?: readonly string[]; order?: SortOrder; limit: number; offset: number },
 ): Promise<DeliveryRow[]> {
   const order = filter.order ?? 'desc';
   const dir = order === 'asc' ? sql`asc` : sql`desc`;
-  const eventType = filter.eventType ? sql`and d.event_type = ${filter.eventType}` : sql``;
+  const types = filter.eventTypes ?? [];
+  const eventType =
+    types.length > 0
+      ? sql`and d.event_type in (${sql.join(
+          types.map((t) => sql`${t}`),
+          sql`, `,
+        )})`
+      : sql``;
   // One state: a range of the index. Every state: each state's first rows merged (there is no index by subscription
   // and time alone), then the page's rows.
   const each = firstOfEachState({
     subscription: subscriptionId,
     columns: sql`d.id, d.created_at`,
-    states: filter.status ? [filter.status] : DELIVERY_STATUSES,
+    states: filter.statuses && filter.statuses.length > 0 ? filter.statuses : DELIVERY_STATUSES,
     where: eventType,
     order,
     first: filter.limit + filter.offset,

@@ -22,15 +22,24 @@ export const loadSyncControl = (): Promise<SyncControl> => import('../../control
 
 /**
  * The app's validation hook, with each unknown body field reported under its own pointer (`nonsense`, not the
- * enclosing object), so an operator sees exactly what to remove.
+ * enclosing object), so an operator sees exactly what to remove; and a body that fits none of a union's shapes (a
+ * replay's `{status}` or `{since, until}`) reported as the shape it comes closest to (fewest problems; the first on a
+ * tie) would see it, field by field, instead of one "Invalid input" at the root.
  */
 export function adminValidationHook(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void {
   if (result.success) return rejectUnstorable(result.data, result.target as Parameters<typeof rejectUnstorable>[1]);
   if (!result.error) return;
-  const issues = result.error.issues.flatMap((i): z.core.$ZodIssue[] =>
-    i.code === 'unrecognized_keys' ? i.keys.map((key) => ({ ...i, keys: [key], path: [...i.path, key], message: 'Unknown field.' })) : [i],
-  );
-  throw validationError(new z.ZodError(issues), result.target as Parameters<typeof validationError>[1]);
+  throw validationError(new z.ZodError(result.error.issues.flatMap(fieldIssues)), result.target as Parameters<typeof validationError>[1]);
+}
+
+function fieldIssues(i: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (i.code === 'unrecognized_keys') return i.keys.map((key) => ({ ...i, keys: [key], path: [...i.path, key], message: 'Unknown field.' }));
+  if (i.code === 'invalid_union' && i.errors.length > 0) {
+    const branches = i.errors.map((branch) => branch.flatMap(fieldIssues));
+    const closest = branches.reduce((best, b) => (b.length < best.length ? b : best));
+    return closest.map((b) => ({ ...b, path: [...i.path, ...b.path] }));
+  }
+  return [i];
 }
 
 const notFound = (what: string, id: string) => new ApiError('not_found', `No ${what} ${id}.`);

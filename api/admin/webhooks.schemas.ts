@@ -6,7 +6,7 @@ import { z } from '@hono/zod-openapi';
 import { ALL_EVENT_TYPES } from '../../domain/events';
 import { DELIVERY_STATUSES, SUBSCRIPTION_STATUSES } from '../../domain/webhooks';
 import { datetimeField, plainText } from '../../domain/scalars';
-import { DateTime, Uuid, OrderedListQuery, someField } from './schemas';
+import { DateTime, Uuid, OrderedListQuery, enumListParam, someField } from './schemas';
 
 const EventTypeName = z.enum(['*', ...ALL_EVENT_TYPES]);
 const EventTypes = z
@@ -146,8 +146,8 @@ export const DeliveryWithPayload = Delivery.extend({
   payload: z.record(z.string(), z.unknown()).nullable().openapi({ description: 'The event exactly as sent (null once purged).' }),
 }).openapi('WebhookDeliveryWithPayload');
 export const DeliveryQuery = OrderedListQuery('desc').extend({
-  status: z.enum(DELIVERY_STATUSES).optional(),
-  event_type: plainText().max(100).optional(),
+  status: enumListParam(DELIVERY_STATUSES, 'Only deliveries in this status.'),
+  event_type: enumListParam(ALL_EVENT_TYPES, 'Only deliveries of this event type.'),
 });
 export const SubscriptionReplay = z
   .union([

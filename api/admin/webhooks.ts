@@ -400,7 +400,8 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       path: '/webhook_subscriptions/{id}/deliveries',
       tags,
       summary: "List a subscription's deliveries",
-      description: 'Newest first by default (`order=asc`: oldest first), each with its attempts. Filter by `status` (e.g. `dead_lettered`) and `event_type`.',
+      description:
+        'Newest first by default (`order=asc`: oldest first), each with its attempts. Filter by `status` (e.g. `dead_lettered`) and `event_type`, each a comma-separated list matching any; a value outside its list is a 422.',
       params: SubscriptionId,
       query: DeliveryQuery,
       list: listOf(Delivery, 'WebhookDeliveryList'),
@@ -409,7 +410,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
     async (c) => {
       const sub = await loadSubscription(deps, c.req.valid('param').id);
       const query = c.req.valid('query');
-      const read = (page: typeof query) => listDeliveries(deps.db, sub.id, { ...page, eventType: page.event_type || undefined });
+      const read = (page: typeof query) => listDeliveries(deps.db, sub.id, { ...page, statuses: page.status, eventTypes: page.event_type });
       return c.json(await listPageWith(query, read, (ids) => attemptsOf(deps.db, ids), deliveryView), 200);
     },
   );

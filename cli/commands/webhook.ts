@@ -81,8 +81,8 @@ export const webhook: Noun = {
       body: (flags) => defined({ grace_period_seconds: int('grace-seconds', flags['grace-seconds']) }),
     }),
     deliveries: listVerb("List a subscription's deliveries with their attempts, most recent first", '/webhook_subscriptions/{subscription_id}/deliveries', {
-      status: option('<status>', 'pending, retrying, succeeded, dead_lettered, cancelled or expired'),
-      'event-type': option('<TYPE>', 'Only this event type'),
+      status: option('<status,...>', 'pending, retrying, succeeded, dead_lettered, cancelled or expired; a comma-separated list matches any'),
+      'event-type': option('<TYPE,...>', 'Only these event types (comma-separated)'),
     }),
     delivery: callVerb('Show a delivery with every attempt and the payload as sent', 'GET /webhook_deliveries/{delivery_id}'),
     replay: callVerb('Attempt a delivery once more now (same event id and bytes, current secret)', 'POST /webhook_deliveries/{delivery_id}/replay'),

@@ -432,6 +432,35 @@ describe('order on the admin lists', () => {
           dir,
         ),
       );
+      // Comma-separated lists match any of their values, as the other admin lists' filters do.
+      expect(await listed(`&order=${dir}&status=succeeded,pending&event_type=LEASE_UPDATED,RESIDENT_UPDATED`)).toEqual(
+        inOrder(
+          made.filter((d) => d.status === 'succeeded' || d.status === 'pending'),
+          dir,
+        ),
+      );
+    }
+    // A value outside its list names nothing: a 422 at the parameter, not an empty page.
+    for (const query of ['event_type=NOPE', 'status=succeeded,bogus']) {
+      const r = await admin('GET', `/webhook_subscriptions/${sub.id}/deliveries?${query}`);
+      expectProblem(r, 422, 'validation_error');
+      expect(pointers(r)).toEqual([query.split('=')[0]]);
+    }
+  });
+
+  it('a replay body that fits neither shape names the field to mend, not the whole body', async () => {
+    const integ = await webhookIntegration(db, null);
+    const sub = await subscribe(integ.id, hookUrl('/replay-shape'));
+    const cases: [unknown, string[]][] = [
+      [{ since: new Date().toISOString() }, ['until']],
+      [{ status: 'retrying' }, ['status']],
+      [{}, ['status']],
+      [{ status: 'dead_lettered', since: new Date().toISOString(), until: new Date().toISOString() }, ['status']],
+    ];
+    for (const [body, expected] of cases) {
+      const r = await admin('POST', `/webhook_subscriptions/${sub.id}/replay`, body);
+      expectProblem(r, 422, 'validation_error');
+      expect(pointers(r), JSON.stringify(body)).toEqual(expected);
     }
   });
 });

@@ -202,7 +202,7 @@ describe('commands', SPAWNS, () => {
     expect(filtered).toEqual({ meta: { limit: 5, offset: 0, hasMore: false }, results: [] });
 
     const badStatus = fails(await cli(['webhook', 'deliveries', sub.id, '--status', 'lost']));
-    expect(badStatus).toMatch(/^error: 400 Bad Request: Malformed request: query parameter `status`: .*dead_lettered/);
+    expect(badStatus).toMatch(/^error: 422 Unprocessable Entity: Invalid query parameter `status`: .*dead_lettered/);
 
     const unknown = 'whd_01J8Z5Q3M3W6X9K0V7B2C4D6E8';
     expect(fails(await cli(['webhook', 'delivery', unknown]))).toMatch(
