@@ -225,11 +225,12 @@ const MoneyInput = z
       .openapi({ example: 'USD' }),
   })
   .openapi('MoneyInput');
+// [0-9], not \d: the document's readers (Python, Rust) take any Unicode digit for \d.
+const phoneNumber = () => z.string().regex(/^[+0-9][0-9 ().-]{5,39}$/, 'must be a phone number: digits, spaces, ( ) . - and a leading +');
 const PhoneInput = z
   .strictObject({
     type: z.enum(['home', 'office', 'mobile', 'fax']),
-    // [0-9], not \d: the document's readers (Python, Rust) take any Unicode digit for \d.
-    number: z.string().regex(/^[+0-9][0-9 ().-]{5,39}$/, 'must be a phone number: digits, spaces, ( ) . - and a leading +'),
+    number: phoneNumber(),
     primary: z.boolean().optional(),
   })
   .openapi('PhoneInput');
@@ -257,27 +258,35 @@ const notEmpty = <T extends z.ZodObject>(schema: T) =>
     })
     .openapi({ minProperties: 1 });
 
-export const LeaseCreateBody = z
-  .strictObject({
-    property_x_id: id('The source id of the property (its `x_id`).'),
-    lease_start_date: writeDate('First day of the lease.'),
-    lease_end_date: writeDate('Last day of the lease.'),
-    move_in_date: writeDate('Move-in day.'),
-    lease_term_id: id('The source id of a lease term the property offers.'),
-    floorplan_id: id("The source id of the unit's floor plan (the unit's `floorplan_id`)."),
-    unit_space_id: id('The source id of the unit (its `x_id`).'),
-    first_name: text(100),
-    last_name: text(100),
-    customer_relationship_type_id: id("The source id of the applicant's relationship (primary, responsible…)."),
-    phone_number: text(40),
-    phone_number_type_id: id('The source id of the phone type.'),
-    address_type_id: id('The source id of the address type.'),
-    street_line_1: text(),
-    city: text(),
-    state: text(),
-    state_code: text(3),
-    postal_code: text(10),
-    integration_id: integrationChoice,
+/** The lease create body's fields, each checked on its own (LeaseCreateBody adds the rule between the two dates). */
+export const LeaseCreateFields = z.strictObject({
+  property_x_id: id('The source id of the property (its `x_id`).'),
+  lease_start_date: writeDate('First day of the lease.'),
+  lease_end_date: writeDate('Last day of the lease.'),
+  move_in_date: writeDate('Move-in day.'),
+  lease_term_id: id('The source id of a lease term the property offers.'),
+  floorplan_id: id("The source id of the unit's floor plan (the unit's `floorplan_id`)."),
+  unit_space_id: id('The source id of the unit (its `x_id`).'),
+  first_name: text(100),
+  last_name: text(100),
+  customer_relationship_type_id: id("The source id of the applicant's relationship (primary, responsible…)."),
+  phone_number: phoneNumber(),
+  phone_number_type_id: id('The source id of the phone type.'),
+  address_type_id: id('The source id of the address type.'),
+  street_line_1: text(),
+  city: text(),
+  state: text(),
+  state_code: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter state code (TX)'),
+  postal_code: z.string().regex(/^[0-9]{5}(-[0-9]{4})?$/, 'must be a US ZIP code (78701 or 78701-1234)'),
+  integration_id: integrationChoice,
+});
+
+export const LeaseCreateBody = LeaseCreateFields
+  // Checked once every field is valid, so that a date that is not one is reported as such.
+  .refine((b) => b.lease_end_date > b.lease_start_date, {
+    message: 'must be after lease_start_date',
+    path: ['lease_end_date'],
+    when: (payload) => payload.issues.length === 0,
   })
   .openapi('LeaseCreate', {
     description:

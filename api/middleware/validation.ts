@@ -36,7 +36,7 @@ const WHERE: Record<Target, string> = {
 };
 
 export function validationError(error: z.ZodError, target: Target): ApiError {
-  const issues = error.issues;
+  const issues = onePerPlace(error.issues);
   if (target === 'json' || target === 'form') {
     const errors: FieldError[] = issues.map((i) => ({ pointer: pointerOf(target, i.path), detail: i.message }));
     return new ApiError('validation_error', describe(errors, 'field'), { errors });
@@ -48,6 +48,20 @@ export function validationError(error: z.ZodError, target: Target): ApiError {
   }
   const errors: FieldError[] = issues.map((i) => ({ pointer: pointerOf(target, i.path), detail: i.message }));
   return new ApiError('validation_error', describe(errors, WHERE[target]), { errors });
+}
+
+/**
+ * One issue per parameter or field (a value can break two checks at once: `offset=9007199254740992` is both too big
+ * and not a safe integer), the one that decides between 400 and 422 kept: a value that does not parse is a 400.
+ */
+function onePerPlace(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
+  const byPlace = new Map<string, z.core.$ZodIssue>();
+  for (const i of issues) {
+    const place = JSON.stringify(i.path.map(String));
+    const kept = byPlace.get(place);
+    if (!kept || (isRule(kept) && !isRule(i))) byPlace.set(place, i);
+  }
+  return [...byPlace.values()];
 }
 
 function describe(errors: FieldError[], noun: string): string {
