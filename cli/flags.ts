@@ -60,6 +60,18 @@ export const orgAndMode: Record<string, Flag> = {
 /** `--poll-ms` of a verb that waits at a fixed interval. */
 export const pollMsFlag: Flag = option('<ms>', 'Polling interval with --wait (default 1000)');
 
+/**
+ * `--timeout` and `--poll-ms` of a verb that follows what it started with `--wait`: both only with `--wait`, a time-out
+ * of at least a second, a polling interval of at least 1 ms (default 1000).
+ */
+export function waitFlags(flags: Record<string, FlagValue>): { timeout: number | undefined; pollMs: number } {
+  const timeout = waitTimeout(flags);
+  if ((timeout !== undefined || flags['poll-ms'] !== undefined) && !flags.wait) throw usageError('--timeout and --poll-ms apply to --wait only');
+  const pollMs = int('poll-ms', flags['poll-ms']) ?? 1000;
+  if (pollMs < 1) throw usageError(`--poll-ms must be at least 1, got ${pollMs}`);
+  return { timeout, pollMs };
+}
+
 /** `--timeout <seconds>` of a `--wait` that refuses less than a second. */
 export function waitTimeout(flags: Record<string, FlagValue>): number | undefined {
   const timeout = int('timeout', flags.timeout);

@@ -108,7 +108,9 @@ async function main(argv: string[]): Promise<number> {
       strict: true,
     });
   } catch (err) {
-    throw usageError(`${(err as Error).message.split('. To specify')[0]}; see ${noun} ${verb} --help`);
+    // One line: Node's message runs over several, and its advice on dashes is about its own API.
+    const message = (err as Error).message.replace(/\s*\n\s*/g, ' ').split(/\.? To specify/)[0];
+    throw usageError(`${message}; see ${noun} ${verb} --help`);
   }
   const args = parsed.positionals;
   if (args.length !== cmd.args.length) {

@@ -34,6 +34,10 @@ export const SyncJob = z
         'Records the source served that the mapping could not read: left as they were in the cache (never soft-deleted) and listed under /sync_jobs/{id}/skipped_records. The run still succeeds.',
     }),
     error: z.string().nullable(),
+    workflow_id: z.string().openapi({
+      description:
+        "The Temporal workflow that runs the job (the Temporal UI finds it by this id): `sync-<job id>` for an initial or manual run, the schedule's `sync-scheduled-<integration id>-<time>` for a scheduled one.",
+    }),
     attempt: z.number().int().openapi({
       description:
         "The attempt of the run's current step (1 until a step fails; a step retried after a source outage is at 2, 3, …; back to 1 when it succeeds).",

@@ -3,6 +3,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { getSyncJob, skippedRecordsOf, skippedRecordView, syncJobsPage, syncJobView, type SyncJobRow } from '../../db/sync-jobs';
 import { SYNC_ORDER, type Entity } from '../../domain/cdm';
+import { syncWorkflowIdOf } from '../../domain/contract';
 import type { ApiDeps } from '../deps';
 import { SkippedRecord, SyncJob, SyncRequest } from './syncs.schemas';
 import { listRoute, retrieveRoute } from './routes';
@@ -14,6 +15,8 @@ import { dialectOf } from '../../source/connector';
 function adminSyncJobView(row: SyncJobRow) {
   return {
     ...syncJobView(row),
+    // Stored once the run claims the job (a scheduled run's id is the schedule's); before that, the one it starts under.
+    workflow_id: row.workflowId ?? syncWorkflowIdOf(row.id),
     attempt: row.attempt,
     last_error: row.lastError,
     next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
@@ -64,7 +67,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       if (kind === 'delta' && !capabilitiesOf(deps, integration).delta) {
         throw invalidField(
           'kind',
-          `A ${dialectOf(integration.sourceConfig)} source cannot list what changed: every run of this integration reads everything (kind full).`,
+          `${/^[aeiou]/i.test(dialectOf(integration.sourceConfig)) ? 'An' : 'A'} ${dialectOf(integration.sourceConfig)} source cannot list what changed: every run of this integration reads everything (kind full).`,
         );
       }
       const job = await withTemporal(deps, 'start the sync', (ctl, control) => control.triggerSync(ctl, integration, { kind }));

@@ -6,6 +6,7 @@
 import { Hono, type Context } from 'hono';
 import type { ApiDeps } from '../deps';
 import { errorHandler } from '../middleware/errors';
+import { requestId } from '../middleware/request-id';
 import type { ProblemBody } from '../problem';
 
 /** A refusal of the admin API, carried to the console's error page. */
@@ -24,6 +25,8 @@ export function adminClient(deps: ApiDeps, adminRoutes: Hono) {
   // The admin routes' errors are rendered as the app renders them, so the console sees the same problem bodies.
   const admin = new Hono();
   admin.onError(errorHandler(deps.config, deps.logger));
+  // The console's request id, sent below, is the admin answer's too: a refusal's problem body carries it.
+  admin.use('*', requestId());
   admin.route('/admin/v1', adminRoutes);
 
   async function call<T>(c: Context, method: string, path: string, opts: { query?: Query; body?: unknown } = {}): Promise<T> {

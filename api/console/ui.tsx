@@ -279,7 +279,8 @@ export function ListTable<T>({ list, sortBy, columns, ...table }: ListTableProps
   const heads = columns.map((c) => (sortBy !== undefined && c.head === sortBy ? { ...c, head: <SortHeader url={url} paging={paging} label={sortBy} /> } : c));
   return (
     <>
-      <Table {...table} rows={page.results} columns={heads} />
+      {/* A page past the last one is not an empty list: say so, whatever the list would say when empty. */}
+      <Table {...table} rows={page.results} columns={heads} empty={paging.offset > 0 ? 'Nothing more: this page is past the last one.' : table.empty} />
       <Pager url={url} paging={paging} page={page} />
     </>
   );

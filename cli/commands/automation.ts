@@ -1,6 +1,6 @@
 /** `automation`: automations (scheduled CSV exports of an integration) and their runs. */
 import { defined, id, callVerb, deleteVerb, listVerb, sendVerb, type Noun } from '../command';
-import { int, required, commaList, pollMsFlag, usageError, waitTimeout, option, repeatable, toggle, type Flag, type FlagValue } from '../flags';
+import { int, required, commaList, pollMsFlag, usageError, waitFlags, option, repeatable, toggle, type Flag, type FlagValue } from '../flags';
 import { errorLine, waitForAutomationRun, waited, type AutomationRun } from '../progress';
 
 /** The values of a repeatable flag (none when absent). */
@@ -149,10 +149,7 @@ export const automation: Noun = {
         timeout: option('<seconds>', 'With --wait: give up waiting after this long (exit 1; the run goes on)'),
       },
       run: async ({ client, args, flags }) => {
-        const timeout = waitTimeout(flags);
-        if ((timeout !== undefined || flags['poll-ms'] !== undefined) && !flags.wait) throw usageError('--timeout and --poll-ms apply to --wait only');
-        const pollMs = int('poll-ms', flags['poll-ms']) ?? 1000;
-        if (pollMs < 1) throw usageError(`--poll-ms must be at least 1, got ${pollMs}`);
+        const { timeout, pollMs } = waitFlags(flags);
         const started = await client.request<AutomationRun>('POST', `/automations/${id(args[0]!)}/runs`);
         if (!flags.wait) return { output: started };
         const followed = await waitForAutomationRun(client, started, { pollMs, timeoutMs: timeout === undefined ? undefined : timeout * 1000 });

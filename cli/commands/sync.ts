@@ -1,6 +1,6 @@
 /** `sync`: sync runs. */
 import { defined, id, callVerb, listVerb, type Noun } from '../command';
-import { int, pollMsFlag, option, toggle } from '../flags';
+import { pollMsFlag, option, toggle, waitFlags } from '../flags';
 import { waitForJob, type SyncJob } from '../progress';
 
 export const sync: Noun = {
@@ -12,20 +12,17 @@ export const sync: Noun = {
       flags: {
         wait: toggle('Poll the job with a progress display on stderr; exit 1 if it fails'),
         'poll-ms': pollMsFlag,
-        timeout: option('<seconds>', 'Give up waiting after this long (exit 1)'),
+        timeout: option('<seconds>', 'With --wait: give up waiting after this long (exit 1; the run goes on)'),
         kind: option(
           '<full|delta>',
           'full: read every record and find deletions now; delta: only what changed (sources that can list it). Default: as the cadence decides',
         ),
       },
       run: async ({ client, args, flags }) => {
+        const { timeout, pollMs } = waitFlags(flags);
         const job = await client.request<SyncJob>('POST', `/integrations/${id(args[0]!)}/syncs`, defined({ kind: flags.kind }));
         if (!flags.wait) return { output: job };
-        const timeout = int('timeout', flags.timeout);
-        const final = await waitForJob(client, job, {
-          pollMs: int('poll-ms', flags['poll-ms']) ?? 1000,
-          timeoutMs: timeout === undefined ? undefined : timeout * 1000,
-        });
+        const final = await waitForJob(client, job, { pollMs, timeoutMs: timeout === undefined ? undefined : timeout * 1000 });
         if (final.status === 'failed') {
           process.stderr.write(`error: sync job ${final.id} failed: ${final.error ?? 'no error recorded'}\n`);
           return { output: final, exitCode: 1 };

@@ -49,6 +49,9 @@ describe('help', () => {
       cli(['org', 'get']),
       cli(['org', 'create', '--bogus']),
       cli(['org', 'create']),
+      cli(['org', 'list', '--offset', '-1']),
+      cli(['sync', 'run', '00000000-0000-4000-8000-000000000000', '--wait', '--poll-ms', '0']),
+      cli(['sync', 'run', '00000000-0000-4000-8000-000000000000', '--timeout', '5']),
     ]);
     for (const r of runs) {
       expect(r.code).toBe(2);
@@ -59,6 +62,9 @@ describe('help', () => {
     expect(runs[0]!.stderr).toContain('unknown noun "planet"');
     expect(runs[3]!.stderr).toContain("'--bogus'");
     expect(runs[4]!.stderr).toContain('--name is required');
+    expect(runs[5]!.stderr).toContain("'--offset' argument is ambiguous");
+    expect(runs[6]!.stderr).toContain('--poll-ms must be at least 1');
+    expect(runs[7]!.stderr).toContain('apply to --wait only');
     const noVerb = await cli(['org']);
     expect(noVerb.code).toBe(2);
     expect(noVerb.stdout).toContain('Verbs:');

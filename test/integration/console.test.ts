@@ -246,6 +246,8 @@ describe('operating an integration', () => {
     const alert = await textOf(page.getByRole('alert'));
     expect(alert).toContain('422 Unprocessable Entity');
     expect(alert).toContain('sync_interval_seconds');
+    // With the request id an operator quotes (the admin API's refusal carries the console request's).
+    expect(alert).toMatch(/request req_[0-9A-HJKMNP-TV-Z]{26}/);
   });
 
   it('triggers a sync and follows its progress until it succeeds', async () => {

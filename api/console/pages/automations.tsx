@@ -33,7 +33,7 @@ export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): vo
             { head: 'Status', cell: (a) => <Badge status={a.status} /> },
             { head: 'Created', cell: (a) => <Time iso={a.created_at} /> },
           ]}
-          empty="No automations yet. Create one with the admin API or the CLI (`propsync automation create`): a scheduled CSV export of one entity."
+          empty="No automations yet. Create one with the admin API or the CLI (`npm run -s cli -- automation create`): a scheduled CSV export of one entity."
         />
       </IntegrationFrame>,
     );

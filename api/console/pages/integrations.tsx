@@ -7,7 +7,6 @@ import type { z } from '@hono/zod-openapi';
 import type { FC, PropsWithChildren } from 'hono/jsx';
 import type { Context } from 'hono';
 import { SYNC_ORDER } from '../../../domain/cdm';
-import { syncWorkflowIdOf } from '../../../domain/contract';
 import type { Organization } from '../../admin/organizations.schemas';
 import type { SkippedRecord, SyncJob } from '../../admin/syncs.schemas';
 import type { AdminClient, Page } from '../admin';
@@ -155,7 +154,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
             { head: 'Deleted', cell: (r) => r.records_soft_deleted, class: 'num' },
             { head: 'Skipped', cell: (r) => r.records_skipped, class: 'num' },
             { head: 'Progress', cell: progressText, class: 'muted', narrow: true },
-            { head: '', cell: (r) => <WorkflowLink ui={ui} id={syncWorkflowIdOf(r.id)} />, narrow: true },
+            { head: '', cell: (r) => <WorkflowLink ui={ui} id={r.workflow_id} />, narrow: true },
           ]}
           empty="No sync runs yet. Press “Sync now”, or wait for the schedule."
         />
@@ -222,7 +221,7 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
                   String(job.attempt)
                 ),
               ],
-              ['Workflow', <TemporalLink ui={ui} workflowId={syncWorkflowIdOf(job.id)} label={syncWorkflowIdOf(job.id)} />],
+              ['Workflow', <TemporalLink ui={ui} workflowId={job.workflow_id} label={job.workflow_id} />],
             ]}
           />
           <h2>Progress</h2>

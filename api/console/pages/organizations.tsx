@@ -81,9 +81,7 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
             { head: 'Id', cell: (o) => <code>{o.id}</code>, narrow: true },
             { head: 'Created', cell: (o) => <Time iso={o.created_at} /> },
           ]}
-          empty={
-            orgs.paging.offset > 0 ? 'No more organizations.' : 'No organizations yet. Create the first one below; then give it an API key and an integration.'
-          }
+          empty="No organizations yet. Create the first one below; then give it an API key and an integration."
         />
         <h2>New organization</h2>
         <Form ui={ui} action="/console/organizations" class="row">
@@ -117,7 +115,7 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
             ['Id', <code>{org.id}</code>],
             [
               'Rate limit',
-              org.rate_limit_per_minute === null ? 'plan default' : `${org.rate_limit_per_minute}/min, burst ${org.rate_limit_burst ?? 'default'}`,
+              `${org.rate_limit_per_minute === null ? "the plan's per minute" : `${org.rate_limit_per_minute}/min`}, burst ${org.rate_limit_burst ?? 'default (10 %)'}`,
             ],
             ['Created', <Time iso={org.created_at} />],
           ]}
