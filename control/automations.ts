@@ -45,7 +45,21 @@ export function automationControlOf(client: Client, config: Config): AutomationC
 /** Temporal's spec of an automation's schedule: an interval, or a cron expression in a time zone (UTC by default). */
 export function scheduleSpecOf(schedule: AutomationSchedule): ScheduleSpec {
   if ('every' in schedule) return { intervals: [{ every: schedule.every * 1000 }] };
-  return { cronExpressions: [schedule.cron], timezone: schedule.timezone ?? 'UTC' };
+  return { cronExpressions: cronAsTemporalReadsIt(schedule.cron), timezone: schedule.timezone ?? 'UTC' };
+}
+
+/**
+ * A five-field cron expression as cron means it, for Temporal. When both the day of the month and the day of the week
+ * are restricted (neither starts with `*`), cron runs on a day that matches either (crontab(5)), where Temporal's
+ * reading requires both: such an expression becomes two, one for each day field, whose union Temporal runs.
+ */
+export function cronAsTemporalReadsIt(cron: string): string[] {
+  const fields = cron.trim().split(/\s+/);
+  if (fields.length !== 5) return [cron];
+  const [minute, hour, dayOfMonth, month, dayOfWeek] = fields as [string, string, string, string, string];
+  const restricted = (f: string) => !f.startsWith('*') && f !== '?';
+  if (!restricted(dayOfMonth) || !restricted(dayOfWeek)) return [cron];
+  return [`${minute} ${hour} ${dayOfMonth} ${month} *`, `${minute} ${hour} * ${month} ${dayOfWeek}`];
 }
 
 const attributesOf = (a: AutomationRow) => [

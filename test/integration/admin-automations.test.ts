@@ -332,6 +332,25 @@ describe('create', () => {
     }
   });
 
+  it('runs a cron naming a day of the month and a day of the week on a day that matches either, as cron does', async () => {
+    const integ = await integration();
+    const cron = '0 6 1 jan,JUL sun';
+    const r = await admin('POST', `/integrations/${integ}/automations`, valid({ schedule: { cron, timezone: 'UTC' } }));
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(r.body.schedule).toEqual({ cron, timezone: 'UTC' });
+    const next = (await describeSchedule(r.body.id)).info.nextActionTimes.map((t) => t.toISOString());
+    // Every 1st of January and July, and every Sunday of those months (not only the Sundays that are a 1st).
+    expect(next.length).toBeGreaterThan(2);
+    for (const t of next) {
+      const d = new Date(t);
+      expect([0, 6], t).toContain(d.getUTCMonth());
+      expect(d.getUTCDate() === 1 || d.getUTCDay() === 0, t).toBe(true);
+      expect(t.slice(11), t).toBe('06:00:00.000Z');
+    }
+    expect(next.some((t) => new Date(t).getUTCDate() === 1 && new Date(t).getUTCDay() !== 0)).toBe(true);
+    expect(next.some((t) => new Date(t).getUTCDate() !== 1)).toBe(true);
+  });
+
   it("refuses a cron outside the fields' ranges with a 422 at /schedule/cron, leaving no row and no schedule", async () => {
     const integ = await integration();
     const r = await admin('POST', `/integrations/${integ}/automations`, valid({ schedule: { cron: '61 * * * *' } }));
