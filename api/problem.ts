@@ -102,7 +102,7 @@ export interface ProblemBases {
  * answered 503 with `Retry-After`, but its class is the contract's one for every 5xx other than the 502:
  * `internal_error`, "Internal Server Error", so a client switching on `type` needs one case for "retry later".
  */
-export const typeSlugOf = (slug: ProblemSlug): ProblemSlug => (slug === 'service_unavailable' ? 'internal_error' : slug);
+const typeSlugOf = (slug: ProblemSlug): ProblemSlug => (slug === 'service_unavailable' ? 'internal_error' : slug);
 
 /** `type` URI of a problem: `{docs_base}/errors/<slug>`, except the idempotency conflict under `{problem_base}`. */
 export function problemType(bases: ProblemBases, slug: ProblemSlug): string {

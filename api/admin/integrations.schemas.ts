@@ -104,7 +104,7 @@ export const Integration = z
     sync_interval_seconds: z.number().int().openapi({ description: 'The effective cadence: the override, else the plan default.' }),
     full_sync_interval_seconds: z.number().int().openapi({
       description:
-        'The effective seconds between full runs (the override, else the service default). Applies only where the source can list what changed; other sources read everything on every run.',
+        'The effective seconds between full runs: the override, else the service default or the sync interval, whichever is longer (every run is a full one when runs come less often than the default). Applies only where the source can list what changed; other sources read everything on every run.',
     }),
     created_at: DateTime,
   })

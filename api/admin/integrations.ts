@@ -31,7 +31,8 @@ function integrationView(row: IntegrationRow, fullSyncDefault: number) {
     plan: row.plan,
     source: { type: row.sourceType, dialect: dialectOf(row.sourceConfig) },
     sync_interval_seconds: effectiveSyncInterval(row.plan, row.syncIntervalSeconds),
-    full_sync_interval_seconds: row.fullSyncIntervalSeconds ?? fullSyncDefault,
+    // Without an override, a cadence slower than the default makes every run a full one: the interval is the cadence.
+    full_sync_interval_seconds: row.fullSyncIntervalSeconds ?? Math.max(fullSyncDefault, effectiveSyncInterval(row.plan, row.syncIntervalSeconds)),
     created_at: row.createdAt.toISOString(),
   };
 }

@@ -396,6 +396,10 @@ describe('integrations', () => {
     expect(r.body).toMatchObject({ sync_interval_seconds: 3600, full_sync_interval_seconds: 30 * 86_400 });
     r = await admin('PATCH', `/integrations/${i.id}`, { full_sync_interval_seconds: null });
     expect(r.body).toMatchObject({ full_sync_interval_seconds: 86_400 });
+    // Runs a week apart, no override: each run is a full one, and the interval says so (never less than the cadence).
+    r = await admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 7 * 86_400 });
+    expect(r.body).toMatchObject({ sync_interval_seconds: 7 * 86_400, full_sync_interval_seconds: 7 * 86_400 });
+    r = await admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 3600 });
     const [row] = await db.select().from(integrations).where(eq(integrations.id, i.id));
     expect(row!.fullSyncIntervalSeconds).toBeNull();
   });
@@ -531,6 +535,7 @@ describe('sync jobs', () => {
       records_soft_deleted: 0,
       records_skipped: 0,
       error: null,
+      workflow_id: `sync-${r.body.id}`,
       attempt: 1,
       last_error: null,
       next_attempt_at: null,
