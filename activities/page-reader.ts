@@ -65,40 +65,43 @@ const TASK_EXEC_ARGV = COMPILED ? [] : ['--import', pathToFileURL(createRequire(
 
 export function createPageReader(opts: PageReaderOptions): PageReader {
   const taskFile = opts.taskFile ?? TASK_FILE;
-  const pool =
-    opts.threads > 0
-      ? new Piscina<PageTask, PageReply>({
-          filename: taskFile,
-          minThreads: 0,
-          maxThreads: opts.threads,
-          idleTimeout: opts.idleTimeoutMs ?? 30_000,
-          // A read mostly waits on the source: one thread keeps several in flight.
-          concurrentTasksPerWorker: 4,
-          // From source the task is TypeScript: each thread loads it through tsx, whatever the parent was started with.
-          execArgv: TASK_EXEC_ARGV,
-        })
-      : undefined;
+  const newPool = () => {
+    const p = new Piscina<PageTask, PageReply>({
+      filename: taskFile,
+      minThreads: 0,
+      maxThreads: opts.threads,
+      idleTimeout: opts.idleTimeoutMs ?? 30_000,
+      // A read mostly waits on the source: one thread keeps several in flight. Piscina runs a task given an abort
+      // signal alone on its thread (aborting one ends the thread), so the tasks are given none: with one, a read
+      // waiting on a slow source held up every other integration's read on the thread until it ended.
+      concurrentTasksPerWorker: 4,
+      // From source the task is TypeScript: each thread loads it through tsx, whatever the parent was started with.
+      execArgv: TASK_EXEC_ARGV,
+    });
+    p.on('error', (err: unknown) => onPoolError(p, err));
+    return p;
+  };
+  let pool = opts.threads > 0 ? newPool() : undefined;
   // A thread that fails while it holds no task (its code did not load) is reported by the pool as an 'error' event,
   // which would end the process unheard, and the pool starts no thread after one that failed to load, so the tasks
-  // waiting for one would wait forever: every task in flight fails with the error instead, and so does each later
-  // one whose thread fails the same way.
-  const inFlight = new Set<AbortController>();
-  pool?.on('error', (err: unknown) => {
+  // waiting for one would wait forever: every task in flight fails with the error instead, the pool is replaced (the
+  // next read starts a thread afresh), and so does each later one whose thread fails the same way.
+  const inFlight = new Set<(err: Error) => void>();
+  function onPoolError(failed: Piscina<PageTask, PageReply>, err: unknown): void {
     const failure = new PageReaderError(`a page-reading thread failed (${taskFile}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     opts.onThreadError?.(failure);
-    for (const c of inFlight) c.abort(failure);
-  });
-  async function onThread(task: PageTask): Promise<PageReply> {
-    const controller = new AbortController();
-    inFlight.add(controller);
-    try {
-      return await pool!.run(task, { signal: controller.signal });
-    } catch (err) {
-      // A thread that died during a task hands its error to the task itself.
-      throw controller.signal.aborted ? (controller.signal.reason as Error) : err;
-    } finally {
-      inFlight.delete(controller);
-    }
+    for (const fail of inFlight) fail(failure);
+    if (pool === failed) pool = newPool();
+    failed.destroy().catch(() => {});
+  }
+  function onThread(task: PageTask): Promise<PageReply> {
+    return new Promise<PageReply>((resolve, reject) => {
+      inFlight.add(reject);
+      pool!
+        .run(task)
+        .then(resolve, reject)
+        .finally(() => inFlight.delete(reject));
+    });
   }
   async function run<E extends Entity>(task: PageTask): Promise<HashedPage<E>> {
     const reply = pool ? await onThread(task) : await readHashedPage(task);

@@ -53,6 +53,23 @@ describe('page reader', () => {
     expect((err as Error).message).toMatch(/\S/);
   });
 
+  it("a slow source's page never holds up another source's on the same thread", async () => {
+    const slowId = `pr-slow-${randomUUID()}`;
+    const { api_key } = await ctl.createCompany({ companyId: slowId, size: 5, seed: 6 });
+    await ctl.setFault(slowId, { kind: 'slow', delay_ms: 4_000, methods: 'reads' });
+    try {
+      const order: string[] = [];
+      const slow = threaded.read({ ...settings, api_key }, 'lease', 1, 10).then(() => order.push('slow'));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The other source answers at once: its page must not wait for the slow one's (one thread, several in flight).
+      await threaded.read(settings, 'lease', 1, 10).then(() => order.push('fast'));
+      await slow;
+      expect(order).toEqual(['fast', 'slow']);
+    } finally {
+      await ctl.clearFaults(slowId);
+    }
+  });
+
   it('keeps a transient failure transient across the thread', async () => {
     await ctl.setFault(companyId, { kind: 'unavailable', count: 5 });
     try {
