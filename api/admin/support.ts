@@ -23,8 +23,8 @@ export const loadSyncControl = (): Promise<SyncControl> => import('../../control
 /**
  * The app's validation hook, with each unknown body field reported under its own pointer (`nonsense`, not the
  * enclosing object), so an operator sees exactly what to remove; and a body that fits none of a union's shapes (a
- * replay's `{status}` or `{since, until}`) reported as the shape it comes closest to (fewest problems; the first on a
- * tie) would see it, field by field, instead of one "Invalid input" at the root.
+ * replay's `{status}` or `{since, until}`) judged against the shape it comes closest to (fewest problems; the first on
+ * a tie), field by field, instead of one "Invalid input" at the root.
  */
 export function adminValidationHook(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void {
   if (result.success) return rejectUnstorable(result.data, result.target as Parameters<typeof rejectUnstorable>[1]);
