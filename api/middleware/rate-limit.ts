@@ -70,8 +70,8 @@ interface OrgState {
 interface Decision {
   allowed: boolean;
   perMinute: number;
-  /** Where the budget comes from: the plan's name, or `custom` for the organization's own limit. */
-  plan: string;
+  /** Whether the budget is the organization's own limit rather than a plan's. */
+  custom: boolean;
   /** The bucket's size: requests that may be sent at once. */
   burst: number;
   /** Seconds an empty bucket takes to fill (rounded up, so that q per w never exceeds the refill rate). */
@@ -250,7 +250,7 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
     return {
       allowed,
       perMinute: Math.round(s.perMinute),
-      plan: s.custom ? 'custom' : planOfLimit(s.perMinute),
+      custom: s.custom,
       burst,
       burstWindow: Math.max(1, Math.ceil(burst / s.rate)),
       remaining,
@@ -294,7 +294,8 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
       throw new RateLimitedError(
         `The organization's rate limit of ${d.perMinute} requests per minute (bursts of ${d.burst}) is exhausted; retry after ${d.retryAfter} s.`,
         { ...headers, 'retry-after': String(d.retryAfter) },
-        d.plan,
+        // Named only for a refusal (the metrics' label), not on every request admitted.
+        d.custom ? 'custom' : planOfLimit(d.perMinute),
       );
     }
     return headers;
