@@ -27,6 +27,7 @@ import { createKeyring } from '../domain/secrets';
 import { workerProcessEnv } from '../worker/process-env';
 import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { createRestartTracker, DEFAULT_RESTART_POLICY, describePolicy } from './supervise';
+import { startDevServer } from './temporal-dev';
 import { TEMPORAL_CLI } from './tools';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -52,12 +53,13 @@ function say(name: string, line: string) {
   process.stdout.write(color ? `\x1b[${color}m${tag}\x1b[0m ${line}\n` : `${tag} ${line}\n`);
 }
 
-function spawnChild(name: string, cmd: string, args: string[], env: Record<string, string>) {
+function spawnChild(name: string, cmd: string, args: string[], env: Record<string, string>, onLine?: (line: string) => void) {
   const proc = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let last = '';
   for (const stream of [proc.stdout, proc.stderr]) {
     createInterface({ input: stream }).on('line', (l) => {
       if (l.trim()) last = l;
+      onLine?.(l);
       say(name, l);
     });
   }
@@ -67,15 +69,34 @@ function spawnChild(name: string, cmd: string, args: string[], env: Record<strin
   return { proc, lastLine: () => last };
 }
 
-/** A process the others cannot do without (Temporal): its death stops everything. */
-function run(name: string, cmd: string, args: string[], env: Record<string, string> = {}) {
-  const { proc } = spawnChild(name, cmd, args, env);
-  proc.on('exit', (code, signal) => {
+/**
+ * The Temporal dev server, which the others cannot do without: once it serves, its death stops everything. A start
+ * that loses a port the server picked at random to another process is made again (scripts/temporal-dev.ts).
+ */
+async function startTemporal(args: string[], address: string): Promise<void> {
+  const launch = () => {
+    const lines: string[] = [];
+    const { proc } = spawnChild('temporal', TEMPORAL_CLI, args, {}, (line) => {
+      lines.push(line);
+      if (lines.length > 50) lines.shift();
+    });
+    return { child: proc, output: () => lines.join('\n') };
+  };
+  let proc: ChildProcess;
+  try {
+    proc = await startDevServer(launch, address, { stopped: () => stopping, onRetry: (why) => say('start', why) });
+  } catch (err) {
+    say('start', `${(err as Error).message.split('\n')[0]}; stopping everything`);
+    return stop(1);
+  }
+  if (stopping) return;
+  const stopAll = () => {
     if (stopping) return;
-    say('start', `${name} exited (${signal ?? code}); stopping everything`);
+    say('start', `temporal exited (${proc.signalCode ?? proc.exitCode}); stopping everything`);
     void stop(1);
-  });
-  return proc;
+  };
+  if (proc.exitCode !== null || proc.signalCode !== null) stopAll();
+  else proc.once('exit', stopAll);
 }
 
 /**
@@ -203,25 +224,28 @@ async function main() {
       say('start', `something already listens on ${temporalAddress}; using it as the Temporal server`);
     } else {
       mkdirSync(dataDir, { recursive: true });
-      run('temporal', TEMPORAL_CLI, [
-        'server',
-        'start-dev',
-        '--ip',
-        '127.0.0.1',
-        '--port',
-        String(cfg.TEMPORAL_PORT),
-        '--ui-port',
-        String(cfg.TEMPORAL_UI_PORT),
-        '--db-filename',
-        temporalDbFile(cfg.TEMPORAL_PORT),
-        '--namespace',
-        cfg.TEMPORAL_NAMESPACE,
-        '--log-level',
-        'warn',
-        '--ui-disable-news-fetch',
-        ...SEARCH_ATTRIBUTES.flatMap((sa) => ['--search-attribute', `${sa.name}=Keyword`]),
-      ]);
-      await waitFor('Temporal', () => portOpen('127.0.0.1', cfg.TEMPORAL_PORT));
+      await startTemporal(
+        [
+          'server',
+          'start-dev',
+          '--ip',
+          '127.0.0.1',
+          '--port',
+          String(cfg.TEMPORAL_PORT),
+          '--ui-port',
+          String(cfg.TEMPORAL_UI_PORT),
+          '--db-filename',
+          temporalDbFile(cfg.TEMPORAL_PORT),
+          '--namespace',
+          cfg.TEMPORAL_NAMESPACE,
+          '--log-level',
+          'warn',
+          '--ui-disable-news-fetch',
+          ...SEARCH_ATTRIBUTES.flatMap((sa) => ['--search-attribute', `${sa.name}=Keyword`]),
+        ],
+        temporalAddress,
+      );
+      if (stopping) return;
       say('start', `Temporal UI: http://127.0.0.1:${cfg.TEMPORAL_UI_PORT}`);
     }
   }

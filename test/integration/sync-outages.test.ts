@@ -3,6 +3,7 @@
  * its state file, and Postgres unreachable from the worker for several seconds. Either way the run ends succeeded,
  * the cache equals the source, and every change is recorded exactly once.
  */
+import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import { closeDb, type Db } from '../../db/client';
 import { getSyncJob, type SyncJobRow } from '../../db/sync-jobs';
 import { syncWorkflowIdOf } from '../../domain/contract';
 import { testDb } from '../support/context';
-import { freePort, Processes, spawnTemporal, spawnWorker, TcpProxy, temporalReady } from '../support/faults';
+import { freePort, Processes, startTemporal, spawnWorker, TcpProxy } from '../support/faults';
 import { expectRecordedOnce, readCache, sandbox, sandboxIntegration, until } from '../support/sync';
 
 const procs = new Processes();
@@ -91,7 +92,7 @@ describe('the Temporal server restarts mid-sync', () => {
   const dbFile = join(tmpdir(), `propsync-outage-${randomUUID()}.sqlite`);
   let port: number;
   let address: string;
-  let server: ReturnType<typeof spawnTemporal>;
+  let server: ChildProcess;
   let connection: Connection;
   let ctl: SyncControlDeps;
   const workers = new Set<ReturnType<typeof spawnWorker>>();
@@ -102,8 +103,7 @@ describe('the Temporal server restarts mid-sync', () => {
   beforeAll(async () => {
     port = await freePort();
     address = `127.0.0.1:${port}`;
-    server = spawnTemporal(procs, port, dbFile);
-    await temporalReady(address, server, procs);
+    server = await startTemporal(procs, port, dbFile);
     connection = await Connection.connect({ address });
     ctl = { db, client: new Client({ connection }), taskQueue: `test-${randomUUID()}` };
     workers.add(spawnWorker(procs, { DATABASE_URL: inject('databaseUrl'), TEMPORAL_ADDRESS: address, TEMPORAL_TASK_QUEUE: ctl.taskQueue }));
@@ -120,8 +120,7 @@ describe('the Temporal server restarts mid-sync', () => {
     // The worker keeps running without its server; its heartbeats and completions fail meanwhile. The sleep is the
     // outage's length, not an absence proof: what the run did is checked once it has ended.
     await sleep(4_000);
-    server = spawnTemporal(procs, port, dbFile);
-    await temporalReady(address, server, procs);
+    server = await startTemporal(procs, port, dbFile);
 
     expect(at.recordsSeen).toBeLessThan((await carriedOn()).recordsSeen);
   }, 120_000);

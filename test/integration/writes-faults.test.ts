@@ -4,6 +4,7 @@
  * it), and the worker SIGKILLed while the source is applying a write. Each still ends `succeeded` with exactly one
  * record at the source.
  */
+import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +19,7 @@ import { writeTaskQueueOf } from '../../domain/contract';
 import { sweepWrites } from '../../workflows/operation';
 import { startApi, type TestServer } from '../support/api-server';
 import { testConfig, testDb } from '../support/context';
-import { freePort, Processes, spawnTemporal, spawnWorker, temporalReady } from '../support/faults';
+import { freePort, Processes, startTemporal, spawnWorker } from '../support/faults';
 import { readSource, sandbox, sandboxIntegration, until, type SandboxIntegration } from '../support/sync';
 import { getJson, keyFor, pollOperation, write } from '../support/writes';
 
@@ -27,7 +28,7 @@ const dbFile = join(tmpdir(), `propsync-writes-${randomUUID()}.sqlite`);
 let db: Db;
 let port: number;
 let address: string;
-let server: ReturnType<typeof spawnTemporal>;
+let server: ChildProcess;
 let connection: Connection;
 let ctl: SyncControlDeps;
 let api: TestServer;
@@ -42,8 +43,7 @@ beforeAll(async () => {
   db = testDb(3);
   port = await freePort();
   address = `127.0.0.1:${port}`;
-  server = spawnTemporal(procs, port, dbFile);
-  await temporalReady(address, server, procs);
+  server = await startTemporal(procs, port, dbFile);
   connection = await Connection.connect({ address });
   ctl = { db, client: new Client({ connection }), taskQueue };
   worker = startWorker();
@@ -62,8 +62,7 @@ afterAll(async () => {
 });
 
 async function restartTemporal(): Promise<void> {
-  server = spawnTemporal(procs, port, dbFile);
-  await temporalReady(address, server, procs);
+  server = await startTemporal(procs, port, dbFile);
 }
 
 describe('Temporal stopped when a write arrives', () => {

@@ -6,9 +6,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { SEARCH_ATTRIBUTES } from '../../domain/contract';
+import { startDevServer } from '../../scripts/temporal-dev';
 import { TEMPORAL_CLI } from '../../scripts/tools';
 import { until } from './until';
 
@@ -95,36 +95,19 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** `temporal server start-dev` on a fixed port and state file, so that a restart finds every workflow where it was. */
-export function spawnTemporal(procs: Processes, port: number, dbFile: string): ChildProcess {
+/**
+ * `temporal server start-dev` on a fixed port and state file, so that a restart finds every workflow where it was,
+ * once it answers (a start that loses a port the server picked at random is made again: scripts/temporal-dev.ts).
+ */
+export async function startTemporal(procs: Processes, port: number, dbFile: string, timeoutMs = 30_000): Promise<ChildProcess> {
   const args = ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', dbFile];
   for (const { name, type } of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${name}=${TypedSearchAttributes.toMetadataType(type)}`);
   args.push('--log-level', 'error');
-  return procs.spawn(TEMPORAL_CLI, args, process.env);
-}
-
-/** Wait until a Temporal server answers on `address`. */
-export async function temporalReady(address: string, child: ChildProcess, procs: Processes, timeoutMs = 30_000): Promise<void> {
-  // The answer is true once it answers, else why not (shown when time is up).
-  await until(
-    `a Temporal server to answer on ${address}`,
-    async () => {
-      if (!procs.running.has(child)) throw new Error(`temporal server exited: ${procs.stderr.get(child)}`);
-      try {
-        const c = await Connection.connect({ address, connectTimeout: 1_000 });
-        try {
-          await c.workflowService.getSystemInfo({});
-          return true;
-        } finally {
-          await c.close();
-        }
-      } catch (err) {
-        return String(err);
-      }
-    },
-    (answer) => answer === true,
-    { timeoutMs, intervalMs: 200 },
-  );
+  const launch = () => {
+    const child = procs.spawn(TEMPORAL_CLI, args, process.env);
+    return { child, output: () => procs.stderr.get(child) ?? '' };
+  };
+  return startDevServer(launch, `127.0.0.1:${port}`, { timeoutMs });
 }
 
 /** The environment of a worker process of a test (over `env`, which wins). */
