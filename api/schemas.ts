@@ -25,6 +25,12 @@ const tsOrNull = ts.nullable();
 const dateOrNull = z.iso.date().nullable();
 const uuid = z.string().openapi({ format: 'uuid' });
 
+/**
+ * A registered component or null, as `anyOf: [$ref, null]`: `.nullable()` on a registered schema would make the
+ * component itself nullable (`Money`'s `type: ["object", "null"]`), and with it every use that is not.
+ */
+const orNull = <T extends z.ZodType>(schema: T) => z.union([schema, z.null()]);
+
 const Money = z
   .object({ amount: z.number().int().openapi({ description: 'Integer minor units.' }), currency: z.string().openapi({ example: 'USD' }) })
   .openapi('Money');
@@ -61,7 +67,7 @@ export const Property = z
     name: z.string().nullable(),
     type: z.string().nullable(),
     status: z.string().nullable(),
-    address: Address.nullable(),
+    address: orNull(Address),
     description: z.string().nullable(),
     year_built: z.number().int().nullable(),
     total_units: z.number().int().nullable(),
@@ -107,10 +113,10 @@ export const Unit = z
     bathrooms: z.number().int().nullable(),
     square_feet: z.number().int().nullable(),
     max_occupants: z.number().int().nullable(),
-    market_rent: Money.nullable(),
+    market_rent: orNull(Money),
     status: z.string().nullable().openapi({ description: '`vacant`, `occupied` or `notice`.' }),
     note: z.string().nullable(),
-    address: Address.nullable(),
+    address: orNull(Address),
     ...times,
   })
   .openapi('Unit');
@@ -125,7 +131,7 @@ export const Resident = z
     email: z.string().nullable(),
     phones: z.array(Phone).nullable(),
     date_of_birth: dateOrNull,
-    address: Address.nullable(),
+    address: orNull(Address),
     status: z.string().nullable().openapi({ description: '`applicant`, `current`, `notice` or `past`.' }),
     ...times,
   })
@@ -149,8 +155,8 @@ export const Lease = z
     notice_date: dateOrNull,
     signed_date: dateOrNull,
     rent_amount: Money,
-    security_deposit: Money.nullable(),
-    balance: Money.nullable(),
+    security_deposit: orNull(Money),
+    balance: orNull(Money),
     term_months: z.number().int().nullable(),
     renewal_status: z.string().nullable(),
     is_renewal: z.boolean().nullable(),
@@ -332,7 +338,7 @@ const residentFields = {
     .nullable(),
   phones: z.array(PhoneInput).max(10, 'at most 10 phones').nullable(),
   date_of_birth: dateField('Date of birth.').nullable(),
-  address: AddressInput.nullable(),
+  address: orNull(AddressInput),
 };
 const propertyRef = plainText().openapi({ description: 'The CDM id of the property (`prp_…`).', example: 'prp_01JH0000000000000000000000' });
 

@@ -118,6 +118,22 @@ describe('the document', () => {
     expect(doc.paths['/healthz'].get.security).toEqual([]);
   });
 
+  it('allows null exactly where SPEC does: rent_amount is a Money object, security_deposit, balance, market_rent and address may be null', () => {
+    const accepts = (pointer: string, value: unknown) => ajv.validate({ $ref: `openapi.json#/components/schemas/${pointer}` }, value);
+    const money = { amount: 125_000, currency: 'USD' };
+    for (const pointer of ['Money', 'Lease/properties/rent_amount']) {
+      expect(accepts(pointer, null), pointer).toBe(false);
+      expect(accepts(pointer, money), pointer).toBe(true);
+    }
+    for (const pointer of ['Lease/properties/security_deposit', 'Lease/properties/balance', 'Unit/properties/market_rent']) {
+      expect(accepts(pointer, null), pointer).toBe(true);
+      expect(accepts(pointer, money), pointer).toBe(true);
+    }
+    for (const pointer of ['Address', 'Property/properties/address', 'Unit/properties/address', 'Resident/properties/address']) {
+      expect(accepts(pointer, null), pointer).toBe(pointer !== 'Address');
+    }
+  });
+
   it("gives every path id an example of its own kind's prefix, on every method", () => {
     const prefix: Record<string, string> = { properties: 'prp_', units: 'unt_', residents: 'res_', leases: 'lse_', operations: 'opr_', events: 'evt_' };
     let checked = 0;

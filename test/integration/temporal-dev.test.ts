@@ -59,7 +59,7 @@ describe('starting the Temporal dev server', () => {
     await procs.kill(child, 'SIGTERM');
   }, 60_000);
 
-  it('gives up after three starts that each lost a port, with the last one's output', async () => {
+  it("gives up after three starts that each lost a port, with the last one's output", async () => {
     let launches = 0;
     const start = startDevServer(
       () => {
