@@ -105,6 +105,18 @@ describe('docker-compose.yml and the Dockerfile', () => {
     for (const name of ['worker', 'worker-webhooks']) expect(services[name]!.command, name).toEqual(['node', 'dist/worker.mjs']);
   });
 
+  it("shares the export folder with the API (it checks an automation's directory) and the workers (they write it)", () => {
+    const exportRoot = `/app/${parseConfig({}).EXPORT_ROOT.replace(/^\.\//, '')}`;
+    for (const name of ['api', 'worker'])
+      expect(services[name]!.volumes, name).toContainEqual(expect.stringMatching(new RegExp(`^exports:${exportRoot}(:ro)?$`)));
+  });
+
+  it('mounts the Temporal TLS files into every service of ours once the commented ./certs lines are uncommented', () => {
+    const uncommented = composeText.replace(/^(\s*)# (volumes:|\s*- \.\/certs:)/gm, '$1$2');
+    const withCerts = (parse(uncommented, { merge: true }) as { services: Record<string, Service> }).services;
+    for (const [name] of ours) expect(withCerts[name]!.volumes, name).toContain('./certs:/certs:ro');
+  });
+
   it('puts two API replicas behind the proxy, the only service on port 3000', () => {
     expect(services.api!.deploy?.replicas).toBeGreaterThanOrEqual(2);
     expect(services.api!.ports).toBeUndefined();
