@@ -12,7 +12,7 @@ import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyK
 import type { IntegrationRow } from '../db/tenants';
 import { operationWithIntegration, StaleReadBackError, storeWriteBack } from '../db/write-back';
 import type { Entity, InputOf } from '../domain/cdm';
-import { isTerminal, parseOperationType, type OperationStatus } from '../domain/operations';
+import { isTerminal, parseOperationType, READ_BACK_FIRST_RETRY_MS, type OperationStatus } from '../domain/operations';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
 import {
   createConnector,
@@ -286,7 +286,24 @@ export function createWriteActivities(deps: WriteActivityDeps) {
           );
           return { outcome: 'succeeded', resourceId, xId: written.x_id };
         } catch (err) {
-          return { outcome: 'applied', xId: written.x_id, related: written.related, appliedAtMs, error: clip(messageOf(err)) };
+          const error = clip(messageOf(err));
+          // The caller sees that the source holds the change (not a write still to make) while the read-back is
+          // retried: `running`, source.state `applied`, the attempt counted. Best effort: when the database is what
+          // failed, this fails too, and storeApplied or the failure records it later.
+          await moveOperation(
+            db,
+            op.id,
+            'running',
+            {
+              sourceState: 'applied',
+              appliedAt: new Date(appliedAtMs),
+              attempts: input.attempt,
+              nextAttemptAt: new Date(appliedAtMs + READ_BACK_FIRST_RETRY_MS),
+              lastError: clip(`the source applied the change (x_id ${written.x_id}); reading it back failed and is retried: ${error}`),
+            },
+            clock(),
+          ).catch(() => {});
+          return { outcome: 'applied', xId: written.x_id, related: written.related, appliedAtMs, error };
         }
       });
     },

@@ -19,6 +19,8 @@ export interface HashedPage<E extends Entity> {
   skipped: SkippedRecord[];
   page: number;
   hasMore: boolean;
+  /** How many records the listing held, when the source says (SourcePage). */
+  total?: number;
 }
 
 export interface PageReader {
@@ -109,7 +111,7 @@ export function createPageReader(opts: PageReaderOptions): PageReader {
       throw reply.permanent ? new SourcePermanentError(reply.message) : new SourceTransientError(reply.message, undefined, reply.retryAfterMs);
     }
     const records = reply.xIds.map((x_id, i) => ({ x_id, hash: reply.hashes[i]!, json: reply.jsons[i]! }));
-    return { records, skipped: reply.skipped, page: reply.page, hasMore: reply.hasMore };
+    return { records, skipped: reply.skipped, page: reply.page, hasMore: reply.hasMore, ...(reply.total === undefined ? {} : { total: reply.total }) };
   }
   return {
     read: (settings, entity, page, size) => run({ settings, entity, page, size, connector: opts.connector }),

@@ -29,13 +29,13 @@ export type TaskConnectorOptions = Pick<ConnectorOptions, 'timeoutMs' | 'maxAtte
 
 /** A page as parallel arrays (cheap to copy between threads), or the source failure that stopped it. */
 export type PageReply =
-  | { ok: true; page: number; hasMore: boolean; xIds: string[]; hashes: string[]; jsons: string[]; skipped: SkippedRecord[] }
+  | { ok: true; page: number; hasMore: boolean; total?: number; xIds: string[]; hashes: string[]; jsons: string[]; skipped: SkippedRecord[] }
   | { ok: false; permanent: boolean; message: string; retryAfterMs?: number };
 
 export default async function readHashedPage(task: PageTask): Promise<PageReply> {
   try {
     const connector = createConnector(task.settings, task.connector);
-    const { records, skipped, page, hasMore } = task.ids
+    const { records, skipped, page, hasMore, total } = task.ids
       ? { ...(await connector.readByIds(task.entity, task.ids)), page: task.page, hasMore: false }
       : task.window
         ? await connector.readChangedPage(task.entity, { from: new Date(task.window.from), to: new Date(task.window.to) }, task.page, task.size)
@@ -49,7 +49,7 @@ export default async function readHashedPage(task: PageTask): Promise<PageReply>
       hashes.push(h.hash);
       jsons.push(h.json);
     }
-    return { ok: true, page, hasMore, xIds, hashes, jsons, skipped };
+    return { ok: true, page, hasMore, ...(total === undefined ? {} : { total }), xIds, hashes, jsons, skipped };
   } catch (err) {
     // Error classes do not survive the trip between threads; the distinction the activity acts on does.
     if (err instanceof SourcePermanentError) return { ok: false, permanent: true, message: err.message };

@@ -316,15 +316,16 @@ export function createSyncActivities(deps: SyncActivityDeps) {
   /**
    * What the run starting now reads, and the window it covers; its end is `windowTo`, the database's time as the run
    * is claimed (db/sync-runs.ts claimRun), whatever the kind. Full: the integration's first run, a source that cannot
-   * list changes, no run succeeded yet, the last full run began a full-run interval ago or longer, or a manual
-   * trigger asked for it. Delta otherwise, from where the last successful run's window ended less the overlap.
+   * list changes, no run succeeded yet, the last full run began a full-run interval ago or longer (unless a manual
+   * trigger asked for a delta), or a manual trigger asked for it. Delta otherwise, from where the last successful run's window ended less the overlap.
    */
   function runOf(integration: IntegrationRow, requested: SyncKind | undefined, windowTo: Date): RunWindow {
     const full = { kind: 'full' as SyncKind, windowFrom: null, windowTo };
     if (integration.firstSyncCompletedAt === null || integration.syncedThrough === null || requested === 'full') return full;
     if (!capabilitiesOf(sourceSettingsOf(integration)).delta) return full;
     const everyMs = (integration.fullSyncIntervalSeconds ?? fullSyncIntervalSeconds) * 1000;
-    if (integration.lastFullSyncAt === null || windowTo.getTime() - integration.lastFullSyncAt.getTime() >= everyMs) return full;
+    // A delta asked for is one, even when a full run is due (the next run without `kind` is that full run).
+    if (requested !== 'delta' && (integration.lastFullSyncAt === null || windowTo.getTime() - integration.lastFullSyncAt.getTime() >= everyMs)) return full;
     return { kind: 'delta' as SyncKind, windowFrom: new Date(integration.syncedThrough.getTime() - deltaOverlapSeconds * 1000), windowTo };
   }
 

@@ -32,6 +32,12 @@ export const operationStatesBefore = retriedStatesBefore;
 
 export const isTerminal = (s: OperationStatus): boolean => s === 'succeeded' || s === 'failed';
 
+/**
+ * When a write the source applied could not be read back and stored, the first retry of that (workflows/operation.ts
+ * storeApplied, which Temporal retries with backoff): the Operation's next_attempt_at meanwhile.
+ */
+export const READ_BACK_FIRST_RETRY_MS = 5_000;
+
 /** Input of the write workflow: ids only (the body, with residents' names and phones, stays in the database). */
 export interface WriteWorkflowInput {
   operationId: string;

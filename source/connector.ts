@@ -16,6 +16,11 @@ export interface SourcePage<E extends Entity> {
   page: number;
   /** Whether another page follows. */
   hasMore: boolean;
+  /**
+   * How many records the listing held when this page was read, when the source says (Buildium's `X-Total-Count`): a
+   * delta run that sees it fall between pages knows records left its window and the rest moved up a place.
+   */
+  total?: number;
 }
 
 /** A record the source served that the mapping could not read (quarantined by the sync, not applied). */

@@ -17,7 +17,14 @@ import {
 } from '@temporalio/workflow';
 import type { AttemptResult, WriteActivities } from '../activities/operations';
 import { SA_STATUS } from '../domain/contract';
-import { parseOperationType, type OperationStatus, type OperationView, type WriteWorkflowInput, type WriteWorkflowResult } from '../domain/operations';
+import {
+  parseOperationType,
+  READ_BACK_FIRST_RETRY_MS,
+  type OperationStatus,
+  type OperationView,
+  type WriteWorkflowInput,
+  type WriteWorkflowResult,
+} from '../domain/operations';
 import { DEFAULT_RETRY_SCHEDULES } from '../domain/retry';
 import { BOOKKEEPING, ONE_ATTEMPT, retryOnSchedule, type AttemptVerdict } from './retry';
 
@@ -49,7 +56,7 @@ const { attemptWrite } = proxyActivities<WriteActivities>({
 const { storeApplied } = proxyActivities<WriteActivities>({
   startToCloseTimeout: '2 minutes',
   scheduleToCloseTimeout: '6 hours',
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+  retry: { initialInterval: READ_BACK_FIRST_RETRY_MS, backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
 
 export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWorkflowResult> {

@@ -53,7 +53,7 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Start a sync now',
       description:
-        'Returns the new job, queued. While a run of the integration is queued or running, no second one starts: that job is returned instead. `kind: full` makes the run read every record (and find deletions) whatever the full-run cadence says; `kind: delta` asks for a run of the changes only, which is refused (422) for a source that cannot list them, and becomes full while the integration has no successful run. Without `kind` the run decides, as a scheduled one does.',
+        'Returns the new job, queued. While a run of the integration is queued or running, no second one starts: that job is returned instead. `kind: full` makes the run read every record (and find deletions) whatever the full-run cadence says; `kind: delta` asks for a run of the changes only, which is refused (422) for a source that cannot list them, and becomes full while the integration has no successful run (but not when a full run is due by the cadence: the next run without `kind` is that one). Without `kind` the run decides, as a scheduled one does.',
       middleware: [emptyBodyIsNone] as const,
       request: {
         params: IntegrationId,

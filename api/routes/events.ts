@@ -138,7 +138,12 @@ export function registerEvents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
           headers: okHeaders,
           content: { 'application/json': { schema: EventList } },
           links: {
-            NextPage: { operationId: 'list_events', parameters: { after: '$response.body#/results/0/id' }, description: 'The page after an event.' },
+            // A link cannot name the last result: to page on, `after` is the last result's id (the description).
+            EventsAfterFirst: {
+              operationId: 'list_events',
+              parameters: { after: '$response.body#/results/0/id' },
+              description: 'The events after the first of this page (the next page is `after` the last result).',
+            },
             RetrieveEvent: { operationId: 'retrieve_event', parameters: { id: '$response.body#/results/0/id' }, description: 'The event by its id.' },
           },
         },

@@ -1,5 +1,5 @@
 /** GET /v1/operations/{id}: a write's Operation, 200 in every state (404 across organizations and modes). */
-import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Db } from '../../db/client';
 import { getVisibleOperation, operationJson, type OperationJson } from '../../db/operations';
 import { isId } from '../../domain/ids';
@@ -41,7 +41,19 @@ export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps, wait
         `With \`Prefer: wait=N\` (RFC 7240; N seconds, at most ${MAX_WAIT_S}) the answer is held until the Operation ends or N seconds pass, ` +
         'whichever comes first, and says `Preference-Applied: wait=N`: one request instead of a poll loop.',
       middleware: [scopeGuard(READ_OR_WRITE)],
-      request: { params: IdParam('opr_01JH0000000000000000000000') },
+      request: {
+        params: IdParam('opr_01JH0000000000000000000000'),
+        headers: z.object({
+          prefer: z
+            .string()
+            .optional()
+            .openapi({
+              description: `\`wait=N\`: hold the answer until the Operation ends or N seconds pass (at most ${MAX_WAIT_S}; more is ${MAX_WAIT_S}). Other preferences are ignored.`,
+              example: 'wait=10',
+              pattern: '^[\\t\\x20-\\x7e]*$',
+            }),
+        }),
+      },
       responses: {
         200: {
           description: 'The Operation.',

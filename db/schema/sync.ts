@@ -36,8 +36,13 @@ export const syncJobs = pgTable(
      * Resume point per entity so a retried activity carries on from the last committed page. `tracked: false`: the
      * integration had no row of the entity when the run began, so the run records no seen x_ids and soft-deletes none.
      * `confirmed`: the source confirmed that what the run did not see of the entity is gone (soft-deletes may go ahead).
+     * A delta run's `total`: how many records its window held by the source's count at the last page read, and
+     * `restarts`: how often it began the window again because that count fell (activities/sync.ts).
      */
-    progress: jsonb('progress').$type<Record<string, { page: number; done: boolean; tracked?: boolean; confirmed?: boolean }>>().notNull().default({}),
+    progress: jsonb('progress')
+      .$type<Record<string, { page: number; done: boolean; tracked?: boolean; confirmed?: boolean; total?: number; restarts?: number }>>()
+      .notNull()
+      .default({}),
     error: text('error'),
     /**
      * While an entity step is retried (a source outage): the attempt under way or next (1 when none failed), the

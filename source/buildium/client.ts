@@ -127,7 +127,7 @@ export class BuildiumConnector implements SourceConnector {
     const { items, total } = await this.list(COLLECTIONS[entity], { ...filter, limit, offset });
     const { records, skipped } = this.mapList(entity, items);
     const hasMore = total === undefined ? items.length >= limit : offset + items.length < total;
-    return { records, skipped, page, hasMore };
+    return { records, skipped, page, hasMore, ...(total === undefined ? {} : { total }) };
   }
 
   async readByIds<E extends Entity>(entity: E, xIds: string[]): Promise<RecordsById<E>> {

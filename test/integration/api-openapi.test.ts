@@ -134,6 +134,12 @@ describe('the document', () => {
     }
   });
 
+  it('documents the Prefer header of an Operation poll', () => {
+    const prefer = doc.paths['/v1/operations/{id}'].get.parameters.find((p: Json) => p.in === 'header' && p.name === 'prefer');
+    expect(prefer).toMatchObject({ required: false, schema: { type: 'string' } });
+    expect(prefer.description).toMatch(/wait=N/);
+  });
+
   it("gives every path id an example of its own kind's prefix, on every method", () => {
     const prefix: Record<string, string> = { properties: 'prp_', units: 'unt_', residents: 'res_', leases: 'lse_', operations: 'opr_', events: 'evt_' };
     let checked = 0;

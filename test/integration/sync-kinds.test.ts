@@ -122,12 +122,16 @@ describe('the claim decides the kind and the window', () => {
     expect((await claim({ ...DELTA, fullSyncIntervalSeconds: 86_400 })).kind).toBe('delta');
   });
 
-  it('a manual trigger that asks for full gets full; one that asks for delta gets it where one is due', async () => {
+  it('a manual trigger that asks for full gets full; one that asks for delta gets it, even when a full run is due', async () => {
     const now = await dbNow();
     await setIntegration({ syncedThrough: now, lastFullSyncAt: now, fullSyncIntervalSeconds: null });
     expect((await claim(DELTA, { syncJobId: await insertJob(tenant), kind: 'full' })).kind).toBe('full');
     expect((await claim(DELTA, { syncJobId: await insertJob(tenant), kind: 'delta' })).kind).toBe('delta');
     expect((await claim(DELTA, { syncJobId: await insertJob(tenant) })).kind).toBe('delta');
+    // A full run is due by the cadence: a delta asked for is one all the same, and the next run without `kind` is full.
+    await setIntegration({ lastFullSyncAt: new Date(now.getTime() - 61_000), fullSyncIntervalSeconds: 60 });
+    expect((await claim(DELTA, { syncJobId: await insertJob(tenant), kind: 'delta' })).kind).toBe('delta');
+    expect((await claim(DELTA, { syncJobId: await insertJob(tenant) })).kind).toBe('full');
   });
 
   it('a source that cannot list what changed (entrata): always full', async () => {

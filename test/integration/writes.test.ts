@@ -162,6 +162,38 @@ describe.each(SOURCE_DIALECTS)('a write to a %s company, start to finish', (dial
     }
   });
 
+  it('a create the source applied that cannot be read back yet: running, source.state applied, the attempt counted; succeeded once reads return', async () => {
+    const property = await first('/v1/properties');
+    await sandbox().setFault(s.companyId, { kind: 'unavailable', methods: 'reads' });
+    let id: string;
+    try {
+      const r = await write(api.url, 'POST', '/v1/units', { property_id: property.id, unit_number: `RB-${Date.now() % 100000}` }, { key });
+      expect(r.status, JSON.stringify(r.body)).toBe(202);
+      id = r.body.id;
+      const applied = await until('the Operation to say the source applied it', async () => {
+        const op = (await getJson(api.url, `/v1/operations/${id}`, key)).body;
+        return op.source.state === 'applied' ? op : undefined;
+      });
+      expect(applied).toMatchObject({
+        status: 'running',
+        source: { state: 'applied', applied_at: expect.any(String) },
+        reconcile: { state: 'pending', attempts: 1, next_attempt_at: expect.any(String) },
+        result: null,
+      });
+      expect(applied.reconcile.last_error).toMatch(/^the source applied the change \(x_id [^)]+\); reading it back failed and is retried: /);
+    } finally {
+      await sandbox().clearFaults(s.companyId);
+    }
+    const done = await pollOperation(api.url, key, id);
+    expect(done).toMatchObject({
+      status: 'succeeded',
+      source: { state: 'applied' },
+      reconcile: { state: 'reconciled', attempts: 1, next_attempt_at: null },
+      result: { id: done.resource.id },
+    });
+    expect((await getJson(api.url, `/v1/units/${done.result.id}`, key)).status).toBe(200);
+  });
+
   it('a rejection by the source fails the Operation at once, with the source’s reason', async () => {
     const property = await first('/v1/properties');
     const unit = (await getJson(api.url, `/v1/units?property_id=${property.id}&limit=1`, key)).body.results[0];
