@@ -98,6 +98,12 @@ export async function getSubscription(tx: Tx, id: string): Promise<SubscriptionR
   return liveById(tx, webhookSubscriptions, id);
 }
 
+/** A subscription, a deleted one too: its delivery history stays readable until the retention removes it. */
+export async function getSubscriptionEvenDeleted(tx: Tx, id: string): Promise<SubscriptionRow | undefined> {
+  const [row] = await tx.select().from(webhookSubscriptions).where(eq(webhookSubscriptions.id, id));
+  return row;
+}
+
 /**
  * Create a subscription with a new signing secret, stored sealed with the keyring. The returned `secret` is the
  * only time the plaintext exists outside the delivery activity.

@@ -16,6 +16,7 @@ import {
   eventTimes,
   getDelivery,
   getSubscription,
+  getSubscriptionEvenDeleted,
   listDeliveries,
   listSubscriptions,
   queueAndCommitDeliveries,
@@ -363,7 +364,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Delete a webhook subscription',
       description:
-        'It gets nothing from now on: its queue and the deliveries still being retried end `cancelled`. Its delivery history stays readable until the retention ends.',
+        'It gets nothing from now on: its queue ends `cancelled` at once, and a delivery being retried at the time its next attempt was due (nothing more is sent). Its delivery history (`GET /webhook_subscriptions/{id}/deliveries`, `GET /webhook_deliveries/{id}`) stays readable until the retention ends.',
       params: SubscriptionId,
       responses: deleted,
     }),
@@ -408,7 +409,8 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       order: 'desc',
     }),
     async (c) => {
-      const sub = await loadSubscription(deps, c.req.valid('param').id);
+      // A deleted subscription's history too (DELETE says it stays readable).
+      const sub = await loadById('webhookSubscription', c.req.valid('param').id, 'webhook subscription', (id) => getSubscriptionEvenDeleted(deps.db, id));
       const query = c.req.valid('query');
       const read = (page: typeof query) => listDeliveries(deps.db, sub.id, { ...page, statuses: page.status, eventTypes: page.event_type });
       return c.json(await listPageWith(query, read, (ids) => attemptsOf(deps.db, ids), deliveryView), 200);

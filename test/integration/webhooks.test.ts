@@ -72,7 +72,7 @@ const dispatched = (id: string) =>
 async function expectOnlyDelivered(path: string, subId: string, ids: string[]): Promise<void> {
   await receiver.waitFor(() => at(path).some((r) => r.body.id === ids.at(-1)));
   expect(at(path).map((r) => r.body.id)).toEqual(ids);
-  expect((await deliveriesOf(subId)).map((d) => d.event_id)).toEqual(ids);
+  expect((await deliveriesOf(subId, '&order=asc')).map((d) => d.event_id)).toEqual(ids);
 }
 
 describe('subscriptions', () => {
@@ -280,6 +280,25 @@ describe('delivery', () => {
     const after = await recordEvents(db, integ, residentUpdates(1, 'dis2'));
     // The missed events were fanned out before it was enabled: once the later one has arrived, nothing else is owed.
     await expectOnlyDelivered('/disabled', sub.id, after);
+  });
+
+  it("keeps a deleted subscription's delivery history readable, and sends it nothing more", async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/deleted-later'));
+    const sent = await recordEvents(db, integ, residentUpdates(2, 'del'));
+    await expectOnlyDelivered('/deleted-later', sub.id, sent);
+    expect((await admin('DELETE', `/webhook_subscriptions/${sub.id}`)).status).toBe(204);
+    expectProblem(await admin('GET', `/webhook_subscriptions/${sub.id}`), 404, 'not_found');
+    const history = await admin('GET', `/webhook_subscriptions/${sub.id}/deliveries?order=asc`);
+    expect(history.status).toBe(200);
+    expect(history.body.results.map((d: any) => [d.event_id, d.status])).toEqual(sent.map((id) => [id, 'succeeded']));
+    expect((await admin('GET', `/webhook_deliveries/${history.body.results[0].id}`)).status).toBe(200);
+    // Later events are not its: once another subscription of the integration has one, it has none.
+    const other = await subscribe(integ.id, hookUrl('/still-here'));
+    const later = await recordEvents(db, integ, residentUpdates(1, 'del2'));
+    await expectOnlyDelivered('/still-here', other.id, later);
+    expect(at('/deleted-later').map((r) => r.body.id)).toEqual(sent);
+    expectProblem(await admin('GET', `/webhook_subscriptions/whs_01JH0000000000000000000000/deliveries`), 404, 'not_found');
   });
 
   it('retries a non-2xx answer on the schedule and records every attempt', async () => {
