@@ -231,8 +231,8 @@ export function createSyncActivities(deps: SyncActivityDeps) {
         if (n % STATS_CHECK_EVERY_PAGES === 0) await watch.guard(refreshStatsIfStale(db, entity));
         const page = await watch.guard(next.page);
         const readAt = await next.at;
-        const target: EntityProgress = { page: point.page + 1, done: !page.hasMore, tracked: point.tracked };
-        if (page.hasMore) next = read(target.page + 1);
+        const target = nextPoint(point, page, job.kind === 'delta');
+        if (!target.done) next = read(target.page + 1);
         // The resume point moves only from where this attempt found it, and only while the job runs; otherwise the
         // page's writes roll back.
         const commit = await watch.guard(
@@ -416,6 +416,25 @@ export function createSyncActivities(deps: SyncActivityDeps) {
 export type SyncActivities = ReturnType<typeof createSyncActivities>;
 
 const STATS_CHECK_EVERY_PAGES = 10;
+
+/** How often a delta run reads an entity's window again from its first page before it carries on regardless. */
+export const DELTA_WINDOW_RESTARTS = 3;
+
+/**
+ * Where an entity's reading stands once `page` is stored. A delta run pages by offset through the records changed in
+ * its window, and a record changed again while the run reads leaves the window (its time is now past the end): the
+ * records after it move up a place, and one may move onto a page already read, missed by this run and by the next
+ * (its change is older than the next window). The source's count of the window says so: when it falls between two
+ * pages, the run reads the window again from its first page, up to DELTA_WINDOW_RESTARTS times (what it reads twice is
+ * unchanged the second time: no event, no write). A source without a count, and a full run, page on.
+ */
+export function nextPoint(point: EntityProgress, page: { hasMore: boolean; total?: number }, delta: boolean): EntityProgress {
+  const restarts = point.restarts ?? 0;
+  const kept = { tracked: point.tracked, ...(delta && page.total !== undefined ? { total: page.total } : {}), ...(restarts > 0 ? { restarts } : {}) };
+  const fell = delta && page.total !== undefined && point.total !== undefined && page.total < point.total;
+  if (fell && restarts < DELTA_WINDOW_RESTARTS) return { ...kept, page: 0, done: false, restarts: restarts + 1 };
+  return { ...kept, page: point.page + 1, done: !page.hasMore };
+}
 
 function countOf(r: ApplyResult): number {
   return r.created + r.updated + r.unchanged;

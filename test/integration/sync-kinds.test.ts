@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { eq, sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { HashedPage, PageReader } from '../../activities/page-reader';
+import { createPageReader, type HashedPage, type PageReader } from '../../activities/page-reader';
 import { createSyncActivities, type StartSyncJobResult, type SyncActivityDeps } from '../../activities/sync';
 import type { Db } from '../../db/client';
 import { databaseNow } from '../../db/clock';
@@ -18,6 +18,8 @@ import { getSyncJob } from '../../db/sync-jobs';
 import type { Entity } from '../../domain/cdm';
 import { hashRecord } from '../../domain/content';
 import type { SyncKind, SyncTrigger } from '../../domain/contract';
+import { openSourceConfig } from '../../domain/secrets';
+import { createConnector } from '../../source';
 import { makeTenant, testKeyring, type Tenant } from '../support/context';
 import { propertyInput, unitInput } from '../support/fixtures';
 import { onServices } from '../support/services';
@@ -179,6 +181,24 @@ describe('delta and full runs of a buildium source, interleaved with changes and
     return job;
   }
 
+  /** A delta run of `s` claimed (its job running, its window from the last run less the overlap to now), run by the test. */
+  async function triggerDelta(s: SandboxIntegration) {
+    const syncJobId = newId('syncJob');
+    await db.insert(syncJobs).values({ id: syncJobId, organizationId: s.row.organizationId, integrationId: s.row.id, status: 'queued', trigger: 'manual' });
+    const acts = activitiesFor(NO_PAGES);
+    const env = new MockActivityEnvironment({ workflowExecution: { workflowId: `test-${randomUUID()}`, runId: randomUUID() } });
+    const started: StartSyncJobResult = await env.run(acts.startSyncJob, {
+      integrationId: s.row.id,
+      trigger: 'manual' as SyncTrigger,
+      syncJobId,
+      kind: 'delta' as SyncKind,
+    });
+    if (started.skipped) throw new Error(`skipped: ${started.reason}`);
+    const job = (await getSyncJob(db, started.syncJobId))!;
+    expect(job).toMatchObject({ kind: 'delta', status: 'running' });
+    return job;
+  }
+
   it('delta runs read what changed and delete nothing; the full run finds the deletions; no change is missed and no event repeats', async () => {
     const s = await sandboxIntegration(db, { size: 30, seed: 11, dialect: 'buildium' });
     const first = await run(s, 'delta');
@@ -223,6 +243,44 @@ describe('delta and full runs of a buildium source, interleaved with changes and
     // Nothing changed since: a delta run re-reads the overlap and announces nothing.
     const quiet = await run(s);
     expect(quiet).toMatchObject({ kind: 'delta', recordsNew: 0, recordsUpdated: 0, recordsSoftDeleted: 0 });
+  });
+
+  it('a delta run whose window loses a record while it pages reads the window again: the record that moved up a page is not missed', async () => {
+    const s = await sandboxIntegration(db, { size: 8, seed: 13, dialect: 'buildium' });
+    await run(s);
+    const connector = createConnector(openSourceConfig(testKeyring(), s.row));
+    // Three units changed before the run: its window, in id order, two a page; `shifted` alone on the second page.
+    const ids = (await readCache(db, s.row.id)).unit.map((u) => u.x_id).sort((a, b) => Number(a) - Number(b));
+    const [moved, second, shifted] = ids as [string, string, string];
+    for (const x of [moved, second, shifted]) await connector.update('unit', x, { note: 'changed before the delta run' });
+    const job = await triggerDelta(s);
+
+    // Once the first page is read, the first unit changes again: it leaves the window (its time is past the window's
+    // end), and `shifted` moves up onto the page already read.
+    const real = createPageReader({ threads: 0 });
+    let changedMidRun = false;
+    const pages: PageReader = {
+      ...real,
+      readChanged: async (settings, entity, window, page, size) => {
+        const read = await real.readChanged(settings, entity, window, page, size);
+        if (entity === 'unit' && page === 1 && !changedMidRun) {
+          changedMidRun = true;
+          // Past the window's end as the filter takes it: rounded up to the whole second, and that second included.
+          await until('the window end to pass', async () => ((await databaseNow(db)).getTime() > job.windowTo!.getTime() + 2_000 ? true : undefined), 10_000);
+          await connector.update('unit', moved, { note: 'changed while the run pages' });
+        }
+        return read;
+      },
+    };
+    const acts = createSyncActivities({ db, pages, pageSize: 2, secrets: testKeyring(), runState: async () => 'closed' as const });
+    const env = new MockActivityEnvironment({ workflowExecution: { workflowId: `test-${randomUUID()}`, runId: randomUUID() } });
+    await env.run(acts.syncEntity, { syncJobId: job.id, entity: 'unit' as Entity });
+    await real.close();
+
+    expect(changedMidRun).toBe(true);
+    const cached = (await readCache(db, s.row.id)).unit.find((u) => u.x_id === shifted);
+    expect(cached?.note).toBe('changed before the delta run');
+    expect((await getSyncJob(db, job.id))!.progress.unit).toMatchObject({ done: true, restarts: 1 });
   });
 
   it("a full run comes once the integration's full-run interval has passed", async () => {
