@@ -8,8 +8,9 @@ import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { liveById, livePage } from './live';
 import { orderedPage, type OrderedPage } from './order';
-import { apiKeys, automations, integrations, organizations, syncJobs, type StoredSourceConfig } from './schema';
+import { apiKeys, automations, integrations, organizations, syncJobs, webhookSubscriptions, type StoredSourceConfig } from './schema';
 import { softDeleteUnseen } from './seen';
+import { cancelQueue } from './webhooks';
 
 export type OrganizationRow = typeof organizations.$inferSelect;
 export type IntegrationRow = typeof integrations.$inferSelect;
@@ -174,6 +175,13 @@ export async function disconnectIntegration(db: Db, integration: IntegrationRow,
       .update(automations)
       .set({ deletedAt: now, updatedAt: now })
       .where(and(eq(automations.integrationId, integration.id), isNull(automations.deletedAt)));
+    // So do its webhook subscriptions, as a DELETE of each does: their queues end cancelled, their history stays readable.
+    const subscriptions = await tx
+      .update(webhookSubscriptions)
+      .set({ deletedAt: now, updatedAt: now })
+      .where(and(eq(webhookSubscriptions.integrationId, integration.id), isNull(webhookSubscriptions.deletedAt)))
+      .returning({ id: webhookSubscriptions.id });
+    for (const { id } of subscriptions) await cancelQueue(tx, id, 'the integration was deleted');
     // A run id that saw nothing: every live record of the integration counts as gone.
     const ctx = { integration, emitEvents: false, syncJobId: newId('syncJob'), now };
     for (const entity of ENTITIES) await softDeleteUnseen(tx, ctx, entity);

@@ -119,6 +119,17 @@ describe('subscriptions', () => {
     expect((await admin('GET', `/integrations/${integ.id}/webhook_subscriptions`)).body.results).toEqual([]);
   });
 
+  it("goes with its integration: a deleted integration's subscriptions read 404, their history stays readable", async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/integration-deleted'));
+    const sent = await recordEvents(db, integ, residentUpdates(1, 'intdel'));
+    await expectOnlyDelivered('/integration-deleted', sub.id, sent);
+    expect((await admin('DELETE', `/integrations/${integ.id}`)).status).toBe(204);
+    expectProblem(await admin('GET', `/webhook_subscriptions/${sub.id}`), 404, 'not_found');
+    expectProblem(await admin('POST', `/webhook_subscriptions/${sub.id}/rotate_secret`, {}), 404, 'not_found');
+    expect((await deliveriesOf(sub.id)).map((d) => [d.event_id, d.status])).toEqual([[sent[0], 'succeeded']]);
+  });
+
   it('refuses starter and growth integrations with 403 and the reason', async () => {
     for (const plan of ['starter', 'growth'] as const) {
       const integ = await webhookIntegration(db, stack, { plan });
