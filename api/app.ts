@@ -20,6 +20,7 @@ import { requestMetrics } from './middleware/metrics';
 import { requestTracing } from './middleware/tracing';
 import { createRateLimiter } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
+import { utf8JsonBody } from './middleware/json-body';
 import { validationHook } from './middleware/validation';
 import { ApiError } from './problem';
 import { registerDocs } from './openapi';
@@ -104,7 +105,7 @@ export function createApp(deps: ApiDeps): App {
   registerDocs(app, deps.config);
   registerErrorDocs(app);
 
-  app.use('/v1/*', auth.middleware, rateLimit.middleware, writeBodyLimit);
+  app.use('/v1/*', auth.middleware, rateLimit.middleware, writeBodyLimit, utf8JsonBody);
   registerProperties(app, deps);
   // The write routes register their bodies with the write options, which then serve them (and check every write).
   const writeOptions = createWriteOptions(deps);

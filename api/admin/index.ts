@@ -22,6 +22,7 @@ import { registerSyncs } from './syncs';
 import { registerWebhooks } from './webhooks';
 import { completeAdminDocument } from './document';
 import { adminValidationHook } from './support';
+import { utf8JsonBody } from '../middleware/json-body';
 
 const SECURITY = 'adminToken';
 const MAX_BODY_BYTES = 64 * 1024;
@@ -59,6 +60,7 @@ export function createAdminRoutes(deps: ApiDeps, guard: AdminTokenGuard): Hono {
         throw new ApiError('payload_too_large', `The request body exceeds ${MAX_BODY_BYTES / 1024} KiB.`);
       },
     }),
+    utf8JsonBody,
   );
 
   registerOrganizations(api, deps);

@@ -242,6 +242,23 @@ describe('bad requests change nothing', () => {
     expect(await operationCount()).toBe(before);
   });
 
+  it('400 for a body whose bytes are not UTF-8, 415 for one in another charset; spaces around the type parameters are fine', async () => {
+    const unit = await first('/v1/units');
+    const lease = (await getJson(api.url, '/v1/leases?status=active&limit=1', key)).body.results[0];
+    const before = await operationCount();
+    // "José" in ISO-8859-1: one byte 0xE9, not UTF-8. A lenient decoder would store "Jos\uFFFD".
+    const latin1 = Buffer.concat([Buffer.from('{"note":"Jos'), Buffer.from([0xe9]), Buffer.from('"}')]);
+    let r = await write(api.url, 'PATCH', `/v1/units/${unit.id}`, null, { key, raw: latin1 });
+    problem(r, 400, 'bad_request');
+    expect(r.body.detail).toMatch(/not valid UTF-8/);
+    r = await write(api.url, 'PATCH', `/v1/units/${unit.id}`, null, { key, raw: latin1, headers: { 'content-type': 'application/json; charset=iso-8859-1' } });
+    problem(r, 415, 'unsupported_media_type');
+    expect(r.body.detail).toMatch(/charset=iso-8859-1/);
+    expect(await operationCount()).toBe(before);
+    r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 2 }, { key, headers: { 'content-type': 'application/json ; charset="UTF-8"' } });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+  });
+
   it('422 names every unknown and every non-writable field by its pointer', async () => {
     const lease = await first('/v1/leases');
     const before = await operationCount();

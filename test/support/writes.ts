@@ -56,7 +56,7 @@ export async function write(
   method: 'POST' | 'PATCH',
   path: string,
   body: unknown,
-  opts: { key: string; idempotencyKey?: string | null; headers?: Record<string, string>; raw?: string },
+  opts: { key: string; idempotencyKey?: string | null; headers?: Record<string, string>; raw?: string | Uint8Array },
 ): Promise<Reply> {
   const idem = opts.idempotencyKey === undefined ? randomUUID() : opts.idempotencyKey;
   const res = await fetch(url + path, {
