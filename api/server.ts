@@ -4,9 +4,9 @@
  * a request that does not arrive in time), which Node would otherwise answer with a bare status line. api/main.ts (and
  * so the compiled dist/api.mjs) and the tests' server both listen through serveApi().
  */
-import { createServer, maxHeaderSize, STATUS_CODES, type RequestListener, type Server, type ServerOptions } from 'node:http';
+import { createServer, maxHeaderSize, STATUS_CODES, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
+import { getRequestListener, RequestError, type ServerType } from '@hono/node-server';
 import type { FastReads } from './fast-reads';
 import { requestIdFrom } from './middleware/request-id';
 import { ApiError, problemBody, type ProblemBases } from './problem';
@@ -20,25 +20,48 @@ export interface ServeOptions {
   reads?: FastReads;
 }
 
-/** `serve()` of @hono/node-server with the read fast path in front and the parser's refusals answered as problem+json. */
+/**
+ * @hono/node-server's request listener on node:http, with the read fast path in front, and every refusal answered as
+ * problem+json with a request id: the parser's (below), and those Node or the adapter would answer with a bare status
+ * (a request without a Host header or with an invalid one, a backslash in the path, an absolute URL of another
+ * scheme). An `Expect` other than `100-continue` is served as if it were absent (RFC 9110 lets a server do so; Node
+ * would answer a bare 417).
+ */
 export function serveApi(opts: ServeOptions, onListening?: (info: AddressInfo) => void): ServerType {
   const { reads } = opts;
-  const server = serve(
-    {
-      fetch: opts.fetch,
-      hostname: opts.hostname,
-      port: opts.port,
-      createServer: reads ? readsFirst(reads) : createServer,
-    },
-    onListening,
-  );
-  answerClientErrors(server as Server, opts.bases);
+  const listener = getRequestListener(opts.fetch, {
+    hostname: opts.hostname,
+    errorHandler: (err) => refusedResponse(err, opts.bases),
+  });
+  // Node's own check of the Host header answers a bare 400: this one answers as every refusal is answered.
+  const app: RequestListener = (req, res) => {
+    if (req.headers.host === undefined && req.httpVersion === '1.1') {
+      const requestId = requestIdFrom(undefined);
+      const body = JSON.stringify(problemBody(opts.bases, new ApiError('bad_request', 'An HTTP/1.1 request carries a Host header.'), '', requestId));
+      res.writeHead(400, { 'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId }).end(body);
+      return;
+    }
+    if (!reads?.(req, res)) void listener(req, res);
+  };
+  const server = createServer({ requireHostHeader: false }, app);
+  server.on('checkExpectation', app);
+  answerClientErrors(server, opts.bases);
+  server.listen(opts.port, opts.hostname, () => onListening?.(server.address() as AddressInfo));
   return server;
 }
 
-/** node:http's createServer, with the adapter's listener behind the fast path: the app gets what the fast path does not take. */
-function readsFirst(reads: FastReads): typeof createServer {
-  return ((options: ServerOptions, app: RequestListener) => createServer(options, (req, res) => reads(req, res) || app(req, res))) as typeof createServer;
+/** The answer to a request the adapter could not make a Request of (a 400), or to a failure no handler caught (a 500). */
+function refusedResponse(err: unknown, bases: ProblemBases): Response {
+  const problem =
+    err instanceof RequestError
+      ? new ApiError('bad_request', `The request cannot be served: ${err.message.toLowerCase()}.`)
+      : new ApiError('internal_error', 'An unexpected error occurred.');
+  const requestId = requestIdFrom(undefined);
+  const body = JSON.stringify(problemBody(bases, problem, '', requestId));
+  return new Response(body, {
+    status: problem.status,
+    headers: { 'content-type': 'application/problem+json', 'content-length': String(Buffer.byteLength(body)), 'x-request-id': requestId },
+  });
 }
 
 /** Node's `clientError`: Node parsed `rawPacket` no further than `code`. */

@@ -201,6 +201,27 @@ describe('problem+json for everything that goes wrong', () => {
     });
   });
 
+  it('answers a request without a Host, with a backslash in its path or an absolute URL of another scheme with problem+json and a request id', async () => {
+    for (const request of [
+      'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n',
+      'GET /v1\\leases HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      'GET ftp://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    ]) {
+      const answer = await rawExchange(request);
+      expect(answer.head[0], request).toBe('HTTP/1.1 400 Bad Request');
+      expect(answer.head).toContain('content-type: application/problem+json');
+      const requestId = answer.head.find((h) => h.startsWith('x-request-id: '))?.slice('x-request-id: '.length);
+      expect(requestId, request).toMatch(/^req_[0-9A-HJKMNP-TV-Z]{26}$/);
+      expect(JSON.parse(answer.body)).toMatchObject({ type: `${config.DOCS_BASE_URL}/errors/bad_request`, status: 400, request_id: requestId });
+    }
+  });
+
+  it('serves a request whose Expect is not 100-continue as if it had none', async () => {
+    const answer = await rawExchange('GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n');
+    expect(answer.head[0]).toBe('HTTP/1.1 200 OK');
+    expect(JSON.parse(answer.body)).toEqual({ status: 'ok' });
+  });
+
   it('the admin API is mounted under /admin/v1 and answers problem+json', async () => {
     const res = await api.get('/admin/v1/organizations/00000000-0000-0000-0000-000000000000');
     expect(res.headers.get('content-type')).toBe('application/problem+json');
