@@ -44,17 +44,23 @@ const INT = /^[+-]?\d+$/;
  * which a number coercion would take), within [min, max] (else 422), `default` when absent.
  */
 export function intParam(opts: { min: number; max: number; default: number; description: string }) {
-  return z
-    .string()
-    .regex(INT, 'must be an integer')
-    .transform(Number)
-    .pipe(z.number().int().min(opts.min).max(opts.max))
-    .optional()
-    .default(opts.default as never)
-    .openapi({ type: 'integer', minimum: opts.min, maximum: opts.max, default: opts.default, description: opts.description } as never) as unknown as z.ZodType<
-    number,
-    string | undefined
-  >;
+  return (
+    z
+      .string()
+      .regex(INT, 'must be an integer')
+      .transform(Number)
+      // The digits are an integer already: `.int()` would add a safe-integer bound that hides the documented one.
+      .pipe(z.number().min(opts.min).max(opts.max))
+      .optional()
+      .default(opts.default as never)
+      .openapi({
+        type: 'integer',
+        minimum: opts.min,
+        maximum: opts.max,
+        default: opts.default,
+        description: opts.description,
+      } as never) as unknown as z.ZodType<number, string | undefined>
+  );
 }
 
 export const boolParam = (description: string) =>

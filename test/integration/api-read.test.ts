@@ -489,6 +489,17 @@ describe('400 versus 422', () => {
     expect(body.errors).toEqual([{ pointer, detail: expect.any(String) }]);
   });
 
+  it('names the documented bound of limit and offset, however far past it the value is', async () => {
+    for (const [path, pointer, detail] of [
+      ['/v1/leases?limit=9007199254740993', 'limit', /<=100$/],
+      ['/v1/leases?limit=101', 'limit', /<=100$/],
+      ['/v1/leases?offset=-9007199254740993', 'offset', />=0$/],
+    ] as const) {
+      const body = await expectProblem(path, 422, 'validation_error');
+      expect(body.errors, path).toEqual([{ pointer, detail: expect.stringMatching(detail) }]);
+    }
+  });
+
   it('takes the first and the last instant of the bounds, in UTC', async () => {
     expect(xids(await list('/v1/leases?created_after=0001-01-01T00:00:00Z&created_before=9999-12-31T23:59:59.999Z'))).toEqual(['L1', 'L2', 'L3']);
     expect(xids(await list('/v1/leases?updated_after=0001-01-02T00:00:00%2B23:59&start_date_gte=0001-01-01&end_date_lte=9999-12-31'))).toEqual([
