@@ -73,18 +73,11 @@ function parseEncryptionKeys(raw: string | undefined, ctx: z.RefinementCtx): Enc
 export const WORKER_ROLE_NAMES = ['sync', 'webhooks', 'writes', 'automations', 'relay'] as const;
 export type WorkerRole = (typeof WORKER_ROLE_NAMES)[number];
 
-/** The samplers OpenTelemetry's environment variables name (its SDK for Node implements the first six). */
-const OTEL_SAMPLERS = [
-  'always_on',
-  'always_off',
-  'traceidratio',
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-  'jaeger_remote',
-  'parentbased_jaeger_remote',
-  'xray',
-] as const;
+/**
+ * The samplers OpenTelemetry's environment variables name that its SDK for Node implements. The others the
+ * specification lists (`jaeger_remote`, `parentbased_jaeger_remote`, `xray`) would silently sample everything: refused.
+ */
+const OTEL_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 
 export const configSchema = z.object({
   /**

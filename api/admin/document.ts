@@ -6,7 +6,6 @@
  * id, malformed, is a 404), nor a GET without a path id 404.
  */
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { problemResponse } from './schemas';
 
 type Document = ReturnType<OpenAPIHono['getOpenAPI31Document']>;
 type Operation = NonNullable<NonNullable<Document['paths']>[string]['get']>;
@@ -15,8 +14,10 @@ const REQUEST_ID = { description: 'Correlation id; echoes a valid caller-supplie
 const RETRY_AFTER = { description: 'Seconds to wait.', schema: { type: 'integer' as const } };
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
-const UNSUPPORTED = problemResponse('The request body must be JSON (`Content-Type: application/json`).');
-const FAULT = problemResponse('Server fault; nothing is left half-done. Safe to retry with exponential backoff.');
+/** A problem response added to the built document: its schema by reference (a zod schema is not JSON Schema). */
+const problemRef = (description: string) => ({ content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } }, description });
+const UNSUPPORTED = problemRef('The request body must be JSON (`Content-Type: application/json`, UTF-8).');
+const FAULT = problemRef('Server fault; nothing is left half-done. Safe to retry with exponential backoff.');
 
 function complete(method: (typeof METHODS)[number], op: Operation): void {
   const responses = (op.responses ??= {});

@@ -134,6 +134,26 @@ describe('the document', () => {
     }
   });
 
+  it('gives every response of both documents a JSON Schema (a $ref or a type), never a zod object', async () => {
+    const admin = (await (await api.get('/admin/v1/openapi.json')).json()) as Json;
+    for (const d of [doc, admin]) {
+      let checked = 0;
+      for (const [path, item] of Object.entries<Json>(d.paths)) {
+        for (const [method, op] of Object.entries<Json>(item)) {
+          for (const [status, response] of Object.entries<Json>(op.responses ?? {})) {
+            for (const media of Object.values<Json>(response.content ?? {})) {
+              const schema = media.schema;
+              expect(schema.$ref ?? schema.type ?? schema.anyOf ?? schema.oneOf, `${method} ${path} ${status}`).toBeDefined();
+              expect(JSON.stringify(schema), `${method} ${path} ${status}`).not.toMatch(/"def":|"shape":/);
+              checked++;
+            }
+          }
+        }
+      }
+      expect(checked).toBeGreaterThan(50);
+    }
+  });
+
   it('documents the Prefer header of an Operation poll', () => {
     const prefer = doc.paths['/v1/operations/{id}'].get.parameters.find((p: Json) => p.in === 'header' && p.name === 'prefer');
     expect(prefer).toMatchObject({ required: false, schema: { type: 'string' } });

@@ -74,11 +74,13 @@ describe('configuration', () => {
     for (const name of ['PORT', 'SANDBOX_PORT', 'ADMIN_TOKEN', 'SERVED_MODES', 'ENCRYPTION_KEYS']) expect(message).toMatch(new RegExp(`^  ${name}: `, 'm'));
   });
 
-  it("takes OpenTelemetry's sampler names in any case, and refuses a misspelt one or a ratio outside 0 to 1", () => {
+  it("takes OpenTelemetry's sampler names in any case, and refuses a misspelt or unimplemented one or a ratio outside 0 to 1", () => {
     expect(parseConfig({ OTEL_TRACES_SAMPLER: 'ParentBased_TraceIdRatio', OTEL_TRACES_SAMPLER_ARG: '0.1' }).OTEL_TRACES_SAMPLER).toBe(
       'parentbased_traceidratio',
     );
-    expect(parseConfig({ OTEL_TRACES_SAMPLER: 'parentbased_jaeger_remote', OTEL_TRACES_SAMPLER_ARG: 'endpoint=http://j:14250' })).toBeDefined();
+    // Named by the specification but not implemented by the SDK for Node, which would then keep every trace.
+    for (const name of ['jaeger_remote', 'parentbased_jaeger_remote', 'xray'])
+      expect(refusal({ OTEL_TRACES_SAMPLER: name })).toMatch(/^ {2}OTEL_TRACES_SAMPLER: must be one of /m);
     expect(refusal({ OTEL_TRACES_SAMPLER: 'traceidration' })).toMatch(/^ {2}OTEL_TRACES_SAMPLER: must be one of /m);
     for (const arg of ['half', '1.5', '-0.1', ' ']) {
       expect(refusal({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg })).toMatch(/^ {2}OTEL_TRACES_SAMPLER_ARG: /m);
