@@ -267,7 +267,7 @@ export function createApiMetrics(facts: HealthFactsSource, opts: { processMetric
   fact('propsync_sync_runs_retrying', 'Sync runs whose current step is being retried (attempt 2 or later).', (f) => f.syncRunsRetrying);
   fact(
     'propsync_webhook_circuits_open',
-    'Subscriptions whose circuit is open: their receiver failed a run of attempts and no probe has succeeded since.',
+    'Subscriptions whose circuit is open: their receiver failed a run of attempts, and no probe has since succeeded or found the queue empty.',
     (f) => f.circuitsOpen,
   );
   fact('propsync_webhook_circuit_open_oldest_seconds', 'Seconds since the oldest circuit still open opened; 0 when none.', (f) => f.oldestOpenCircuitSeconds);
