@@ -317,7 +317,8 @@ export function createSyncActivities(deps: SyncActivityDeps) {
    * What the run starting now reads, and the window it covers; its end is `windowTo`, the database's time as the run
    * is claimed (db/sync-runs.ts claimRun), whatever the kind. Full: the integration's first run, a source that cannot
    * list changes, no run succeeded yet, the last full run began a full-run interval ago or longer (unless a manual
-   * trigger asked for a delta), or a manual trigger asked for it. Delta otherwise, from where the last successful run's window ended less the overlap.
+   * trigger asked for a delta), or a manual trigger asked for it. Delta otherwise, from where the last successful
+   * run's window ended less the overlap.
    */
   function runOf(integration: IntegrationRow, requested: SyncKind | undefined, windowTo: Date): RunWindow {
     const full = { kind: 'full' as SyncKind, windowFrom: null, windowTo };

@@ -5,8 +5,11 @@ right to ask for one; but once the stateful phase finds real organization ids it
 generating and syncing those takes many minutes on a two-core machine. Sizes and counts above SMALL are lowered to
 SMALL just before the request is sent. The lowered value is still valid, so every check still applies to the
 request as sent; the bounds themselves are covered by the examples and coverage phases, which use ids that do not
-exist.
+exist. Likewise a held Operation poll (`Prefer: wait=N`) is shortened to SHORT_WAIT seconds, within the request
+time-out.
 """
+import re
+
 import schemathesis
 
 SMALL = 200
@@ -21,8 +24,23 @@ def _lower(value):
     return value
 
 
+# `Prefer: wait=N` holds an Operation poll up to N seconds (at most 20), longer than a request may take here (10 s).
+WAIT = re.compile(r"(wait\s*=\s*\"?)(\d+)", re.IGNORECASE)
+SHORT_WAIT = 2
+
+
+def _shorten_wait(headers):
+    for name in list(headers or {}):
+        if name.lower() == "prefer" and isinstance(headers[name], str):
+            headers[name] = WAIT.sub(lambda m: m.group(1) + str(min(int(m.group(2)), SHORT_WAIT)), headers[name])
+
+
 @schemathesis.hook
 def before_call(context, case, kwargs):
+    if case.operation.method.upper() == "GET" and case.operation.path == "/v1/operations/{id}":
+        _shorten_wait(case.headers)
+        _shorten_wait(kwargs.get("headers"))
+        return
     body = case.body
     if case.operation.method.upper() != "POST" or not isinstance(body, dict):
         return
