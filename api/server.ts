@@ -36,9 +36,8 @@ export function serveApi(opts: ServeOptions, onListening?: (info: AddressInfo) =
   // Node's own check of the Host header answers a bare 400: this one answers as every refusal is answered.
   const app: RequestListener = (req, res) => {
     if (req.headers.host === undefined && req.httpVersion === '1.1') {
-      const requestId = requestIdFrom(undefined);
-      const body = JSON.stringify(problemBody(opts.bases, new ApiError('bad_request', 'An HTTP/1.1 request carries a Host header.'), '', requestId));
-      res.writeHead(400, { 'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId }).end(body);
+      const { status, headers, body } = refusal(opts.bases, new ApiError('bad_request', 'An HTTP/1.1 request carries a Host header.'));
+      res.writeHead(status, headers).end(body);
       return;
     }
     if (!reads?.(req, res)) void listener(req, res);
@@ -50,18 +49,22 @@ export function serveApi(opts: ServeOptions, onListening?: (info: AddressInfo) =
   return server;
 }
 
+/** The status, headers and body of a refusal answered before the app (with a request id of its own). */
+function refusal(bases: ProblemBases, problem: ApiError, instance = ''): { status: number; headers: Record<string, string>; body: string } {
+  const requestId = requestIdFrom(undefined);
+  const body = JSON.stringify(problemBody(bases, problem, instance, requestId));
+  const headers = { 'content-type': 'application/problem+json', 'content-length': String(Buffer.byteLength(body)), 'x-request-id': requestId };
+  return { status: problem.status, headers, body };
+}
+
 /** The answer to a request the adapter could not make a Request of (a 400), or to a failure no handler caught (a 500). */
 function refusedResponse(err: unknown, bases: ProblemBases): Response {
   const problem =
     err instanceof RequestError
       ? new ApiError('bad_request', `The request cannot be served: ${err.message.toLowerCase()}.`)
       : new ApiError('internal_error', 'An unexpected error occurred.');
-  const requestId = requestIdFrom(undefined);
-  const body = JSON.stringify(problemBody(bases, problem, '', requestId));
-  return new Response(body, {
-    status: problem.status,
-    headers: { 'content-type': 'application/problem+json', 'content-length': String(Buffer.byteLength(body)), 'x-request-id': requestId },
-  });
+  const { status, headers, body } = refusal(bases, problem);
+  return new Response(body, { status, headers });
 }
 
 /** Node's `clientError`: Node parsed `rawPacket` no further than `code`. */
@@ -95,18 +98,9 @@ function problemOf(err: ClientError): ApiError {
 
 /** The whole HTTP/1.1 response to a request the parser refused; the connection ends with it. */
 export function clientErrorResponse(err: ClientError, bases: ProblemBases): string {
-  const problem = problemOf(err);
-  const requestId = requestIdFrom(undefined);
-  const body = JSON.stringify(problemBody(bases, problem, instanceOf(err.rawPacket), requestId));
-  return (
-    `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n` +
-    'content-type: application/problem+json\r\n' +
-    `content-length: ${Buffer.byteLength(body)}\r\n` +
-    `x-request-id: ${requestId}\r\n` +
-    'connection: close\r\n' +
-    '\r\n' +
-    body
-  );
+  const { status, headers, body } = refusal(bases, problemOf(err), instanceOf(err.rawPacket));
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join('')}connection: close\r\n\r\n${body}`;
 }
 
 /** How long a refused connection may stay open while the client reads the answer. */
