@@ -7,12 +7,19 @@ import { DEFAULT_DELTA_OVERLAP_SECONDS, DEFAULT_FULL_SYNC_INTERVAL_SECONDS, MAX_
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule, scheduleOfList, type RetrySchedule } from '../domain/retry';
 import { DEFAULT_DISPATCH, DISABLE_AFTER_MS } from '../domain/webhooks';
 
+/**
+ * A comma list of whole milliseconds, each item digits only: an empty item (`1,,2`, a trailing comma) or any other
+ * form (`1e3`, `0x10`, `-1`) is not a number, so it fails the check that follows and stops start-up naming the
+ * variable (Number('') alone would be a silent 0).
+ */
+const msItems = (s: string): number[] => s.split(',').map((v) => (/^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN));
+
 /** A retry schedule's list form: delays in milliseconds before each attempt after the previous one, the first at once. */
 const delayList = (defaults: RetrySchedule, maxMs: number) =>
   z
     .string()
     .default(listOfSchedule(defaults).join(','))
-    .transform((s) => s.split(',').map((v) => Number(v.trim())))
+    .transform(msItems)
     .pipe(z.array(z.number().int().min(0).max(maxMs)).min(1));
 
 /** An integer setting within its bounds (environment values are text: coerced first). */
@@ -274,7 +281,7 @@ export const configSchema = z.object({
   WEBHOOK_PROBE_SCHEDULE_MS: z
     .string()
     .default(DEFAULT_DISPATCH.probeScheduleMs.join(','))
-    .transform((s) => s.split(',').map((v) => Number(v.trim())))
+    .transform(msItems)
     .pipe(
       z
         .array(

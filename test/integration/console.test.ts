@@ -312,6 +312,9 @@ describe('operating an integration', () => {
     expect(await attempts.locator('tbody tr').count()).toBe(3);
     expect(await textOf(attempts)).toContain('500');
     expect(await textOf(page.locator('pre'))).toContain('"type"');
+    // Its first attempt failed: the delivery has a workflow of its own (the retries and the dead letter), linked.
+    const deadId = /whd_\w+$/.exec(page.url())![0];
+    expect(await page.locator('#delivery dl.facts').getByRole('link', { name: deadId }).getAttribute('href')).toMatch(new RegExp(`/workflows/${deadId}$`));
     await screenshot(page, '07-delivery-attempts');
 
     receiver.reply(() => 200);
@@ -347,6 +350,10 @@ describe('operating an integration', () => {
     const [number, , duration, status, error, body] = await cells(0);
     expect([number, status, error, body]).toEqual(['1', '202', '—', 'ok']);
     expect(Number(/^(\d+) ms$/.exec(duration!)?.[1])).toBeGreaterThanOrEqual(120);
+    // Taken at its first attempt by the dispatcher: no workflow of its own, so no link to one.
+    const facts = page.locator('#delivery dl.facts');
+    expect(await textOf(facts)).toContain('none (taken at its first attempt)');
+    expect(await facts.getByRole('link', { name: deliveryId }).count()).toBe(0);
 
     await page.getByRole('button', { name: 'Replay now' }).click();
     expect(await textOf(page.getByRole('status'))).toContain('Replay started');
@@ -355,6 +362,8 @@ describe('operating an integration', () => {
     const second = await cells(1);
     expect([second[0], second[3], second[5]]).toEqual(['2', '200', 'ok']);
     expect(await textOf(page.locator('#delivery dl.facts'))).toMatch(/Attempts\s*2/);
+    // The replay ran as the delivery's workflow: linked now.
+    expect(await facts.getByRole('link', { name: deliveryId }).getAttribute('href')).toMatch(new RegExp(`/workflows/${deliveryId}$`));
   });
 
   it('lists the events of the last 30 days and resends one', async () => {

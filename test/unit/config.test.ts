@@ -74,6 +74,23 @@ describe('configuration', () => {
     for (const name of ['PORT', 'SANDBOX_PORT', 'ADMIN_TOKEN', 'SERVED_MODES', 'ENCRYPTION_KEYS']) expect(message).toMatch(new RegExp(`^  ${name}: `, 'm'));
   });
 
+  it('takes delay lists of whole milliseconds, and refuses an empty item or any other number form instead of reading it as 0', () => {
+    const c = parseConfig({ WEBHOOK_RETRY_SCHEDULE_MS: ' 0, 30000 ,60000', WEBHOOK_PROBE_SCHEDULE_MS: '30000' });
+    expect(c.WEBHOOK_RETRY_SCHEDULE_MS).toEqual([0, 30_000, 60_000]);
+    expect(c.WEBHOOK_PROBE_SCHEDULE_MS).toEqual([30_000]);
+    for (const value of ['1,,2', '0,', ',5', '1e3', '0x10', '-1', ' , ']) {
+      const message = refusal({
+        WEBHOOK_RETRY_SCHEDULE_MS: value,
+        WRITE_RETRY_SCHEDULE_MS: value,
+        AUTOMATION_RETRY_SCHEDULE_MS: value,
+        WEBHOOK_PROBE_SCHEDULE_MS: value,
+      });
+      for (const name of ['WEBHOOK_RETRY_SCHEDULE_MS', 'WRITE_RETRY_SCHEDULE_MS', 'AUTOMATION_RETRY_SCHEDULE_MS', 'WEBHOOK_PROBE_SCHEDULE_MS']) {
+        expect(message, value).toMatch(new RegExp(`^  ${name}: `, 'm'));
+      }
+    }
+  });
+
   it("takes OpenTelemetry's sampler names in any case, and refuses a misspelt or unimplemented one or a ratio outside 0 to 1", () => {
     expect(parseConfig({ OTEL_TRACES_SAMPLER: 'ParentBased_TraceIdRatio', OTEL_TRACES_SAMPLER_ARG: '0.1' }).OTEL_TRACES_SAMPLER).toBe(
       'parentbased_traceidratio',

@@ -35,6 +35,13 @@ import { num } from './organizations';
 
 type Sub = z.infer<typeof Subscription>;
 type Del = z.infer<typeof Delivery>;
+
+/**
+ * Whether a delivery has a workflow of its own: one whose first attempt failed (the dispatcher handed it to a
+ * `deliverWebhook` workflow for the schedule) or that has more than one attempt (a retry or a replay). A delivery
+ * taken at its first attempt, or still waiting for it, has none (docs/webhooks.md).
+ */
+const hasWorkflow = (d: Pick<Del, 'attempt_count' | 'attempts'>): boolean => d.attempt_count > 1 || (d.attempt_count === 1 && d.attempts[0]?.error != null);
 type Evt = z.infer<typeof Event>;
 
 /** What a redirect after a change says on the page it lands on (codes only: a link cannot make the console say anything else). */
@@ -104,7 +111,7 @@ const deliveryColumns = (ui: Ui): Column<Del>[] => [
   },
   { head: 'Last attempt', cell: (d) => <Time iso={d.last_attempt_at} />, narrow: true },
   { head: 'Next attempt', cell: (d) => <Time iso={d.next_attempt_at} /> },
-  { head: '', cell: (d) => <WorkflowLink ui={ui} id={deliveryWorkflowIdOf(d.id)} />, narrow: true },
+  { head: '', cell: (d) => (hasWorkflow(d) ? <WorkflowLink ui={ui} id={deliveryWorkflowIdOf(d.id)} /> : ''), narrow: true },
 ];
 
 export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void {
@@ -402,7 +409,16 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
               ['Attempts', String(d.attempt_count)],
               ['Next attempt', <Time iso={d.next_attempt_at} />],
               ['Created', <Time iso={d.created_at} />],
-              ['Workflow', <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label={deliveryWorkflowIdOf(d.id)} />],
+              [
+                'Workflow',
+                hasWorkflow(d) ? (
+                  <TemporalLink ui={ui} workflowId={deliveryWorkflowIdOf(d.id)} label={deliveryWorkflowIdOf(d.id)} />
+                ) : (
+                  <span class="muted">
+                    {d.attempt_count === 0 ? 'none yet (its first attempt is queued with its subscription’s dispatcher)' : 'none (taken at its first attempt)'}
+                  </span>
+                ),
+              ],
             ]}
           />
           <Form ui={ui} action={`/console/webhook-deliveries/${d.id}/replay`}>
