@@ -28,7 +28,7 @@ const DESCRIPTIONS: Record<number, string> = {
   422: 'A parameter that parses but breaks a rule (for example `limit` above 100, an unknown `order-by` field, or a datetime or date outside years 0001 to 9999), or a write body with an invalid, unknown or non-writable field; `errors[]` names each by its pointer.',
   429: 'Organization-wide rate limit exceeded; retry after `Retry-After` seconds.',
   500: 'Server fault; safe to retry with exponential backoff.',
-  502: 'The write was stored as an Operation but could not be queued (`enqueue_failed`); `detail` names the Operation. Poll it, and if it stays `queued`, resend the same request with the same `Idempotency-Key`.',
+  502: 'The write was stored as an Operation but could not be queued (`enqueue_failed`); `detail` and `operation_id` name the Operation. Poll it, and if it stays `queued`, resend the same request with the same `Idempotency-Key`.',
   503: 'A dependency this request needs (the database; for a write, also Temporal) cannot be reached right now: type `internal_error`, as every 5xx but the 502, with `Retry-After`. Nothing was changed; retry after that many seconds.',
 };
 

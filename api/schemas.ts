@@ -191,6 +191,10 @@ export const Problem = z
       .array(z.enum(['read', 'write']))
       .optional()
       .openapi({ description: 'On 403 only: the scopes of which the API key needs one for this route.' }),
+    operation_id: z
+      .string()
+      .optional()
+      .openapi({ description: 'On 502 `enqueue_failed` only: the Operation the write was stored as. Poll it.', example: 'opr_01JH0000000000000000000000' }),
   })
   .openapi('Problem');
 

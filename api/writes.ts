@@ -11,6 +11,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { retrySchedulesOf } from '../config';
 import { acceptOperation, heldIdempotencyKey, operationJson, requestHashOf, type AcceptResult, type OperationRow } from '../db/operations';
 import { integrationsHoldingProperty, liveIntegrationIdsOf, liveRecordOf, propertyXIdOf } from '../db/write-options';
+import { nestsDeeperThan } from '../domain/content';
 import { writeTaskQueueOf } from '../domain/contract';
 import { ID_PREFIX, isId } from '../domain/ids';
 import { operationTypeOf, type WritableEntity, type WriteAction } from '../domain/operations';
@@ -36,7 +37,7 @@ const IdempotencyHeader = z.object({
   }),
 });
 
-/** The `write` scope, then the Idempotency-Key header: both before the body is read. */
+/** The `write` scope, the Idempotency-Key header, then no query string: all before the body is read. */
 const writeGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
   requireScope(c.get('principal'), WRITE);
   const key = c.req.header('idempotency-key');
@@ -49,6 +50,15 @@ const writeGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (key.length > MAX_KEY_LENGTH || !KEY_CHARS.test(key)) {
     throw new ApiError('bad_request', `Malformed \`Idempotency-Key\` header: at most ${MAX_KEY_LENGTH} visible ASCII characters, no spaces.`);
   }
+  // A write takes no query parameter: one sent (a `dry_run=true`, a field misplaced in the URL) is refused, not
+  // ignored while the write goes ahead (a write never silently drops what the caller sent).
+  const issues = Object.keys(c.req.queries()).map((name) => ({
+    code: 'custom' as const,
+    path: [name],
+    message: 'a write takes no query parameters: its fields go in the JSON body',
+    input: undefined,
+  }));
+  if (issues.length > 0) throw validationError(new z.ZodError(issues), 'query');
   await next();
 };
 
@@ -175,6 +185,9 @@ async function enqueue(deps: ApiDeps, op: OperationRow, label: string | null): P
   return true;
 }
 
+/** Deeper than any write body its schema admits (the deepest is three levels: a resident's body, its phones, a phone). */
+const MAX_WRITE_BODY_DEPTH = 16;
+
 /** A body's media type is JSON (as the validator reads it): `application/json` or `application/…+json`. */
 const JSON_MEDIA = /^application\/([\w.-]+\+)?json$/i;
 
@@ -202,8 +215,10 @@ async function heldKeyAnswer(c: Context<AppEnv>, deps: ApiDeps): Promise<Respons
   if (!held) return undefined;
   const sent = await sentBody(c);
   if (sent === undefined) return undefined;
+  // A body nested deeper than any write's schema goes cannot be the one the key was made with (that one passed the
+  // schema): a conflict, without canonicalizing it, which would run out of stack at some thousands of levels.
   const accepted: AcceptResult =
-    requestHashOf(c.req.method, c.req.path, sent) === held.requestHash
+    !nestsDeeperThan(sent, MAX_WRITE_BODY_DEPTH) && requestHashOf(c.req.method, c.req.path, sent) === held.requestHash
       ? { outcome: 'replayed', operation: held.operation }
       : { outcome: 'conflict', operationId: held.operation.id };
   return answerAccepted(c, deps, accepted, held.operation.targetId);

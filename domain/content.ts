@@ -23,6 +23,22 @@ export function canonicalJson(value: unknown): string {
   return inOrder(copy) ? JSON.stringify(copy) : sortedJson(value);
 }
 
+/**
+ * Whether a JSON value nests objects and arrays more than `max` levels deep (the value itself is the first level).
+ * Walked with a stack of its own, so any depth is safe to ask about, unlike canonicalJson and JSON.stringify, which
+ * recurse and run out of stack on a body nested some thousands deep.
+ */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [v, depth] = top;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 function sortedCopy(value: object): object {
   if (Array.isArray(value)) return value.map((v: unknown) => (v !== null && typeof v === 'object' ? sortedCopy(v) : v));
   const out: Record<string, unknown> = {};

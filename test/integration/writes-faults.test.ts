@@ -79,6 +79,7 @@ describe('Temporal stopped when a write arrives', () => {
     expect(r.body).toMatchObject({ status: 502, title: 'Bad Gateway' });
     expect(r.body.type).toMatch(/\/enqueue_failed$/);
     const opId = /opr_[0-9A-Z]{26}/.exec(r.body.detail)![0];
+    expect(r.body.operation_id).toBe(opId);
     // The Operation was kept, and polling answers while Temporal is away.
     const queued = await getJson(api.url, `/v1/operations/${opId}`, key);
     expect(queued.status).toBe(200);
@@ -105,6 +106,7 @@ describe('Temporal stopped when a write arrives', () => {
     const r = await write(api.url, 'POST', '/v1/units', { property_id: property.id, unit_number: number }, { key });
     expect(r.status).toBe(502);
     const opId = /opr_[0-9A-Z]{26}/.exec(r.body.detail)![0];
+    expect(r.body.operation_id).toBe(opId);
     await restartTemporal();
     // What the sweeper's schedule runs every minute (started here at once, and for Operations of any age).
     const swept = await ctl.client.workflow.execute(sweepWrites, {

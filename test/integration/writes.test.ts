@@ -242,6 +242,28 @@ describe('bad requests change nothing', () => {
     expect(await operationCount()).toBe(before);
   });
 
+  it('400 naming a query parameter sent to a write, which is refused rather than ignored; its key stays free', async () => {
+    const lease = await first('/v1/leases');
+    const before = await operationCount();
+    const idem = randomUUID();
+    for (const [method, path] of [
+      ['PATCH', `/v1/leases/${lease.id}?dry_run=true`],
+      ['POST', '/v1/units?validate_only=1&x=2'],
+    ] as const) {
+      const r = await write(api.url, method, path, method === 'PATCH' ? { occupants: 2 } : { property_id: lease.property_id, unit_number: 'Q1' }, {
+        key,
+        idempotencyKey: idem,
+      });
+      problem(r, 400, 'bad_request');
+      expect(r.body.detail).toContain(method === 'PATCH' ? '`dry_run`' : '`validate_only`');
+      expect(r.body.detail).toContain('a write takes no query parameters');
+    }
+    expect(await operationCount()).toBe(before);
+    const ok = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { occupants: 2 }, { key, idempotencyKey: idem });
+    expect(ok.status).toBe(202);
+    await pollOperation(api.url, key, ok.body.id);
+  });
+
   it('400 for a body whose bytes are not UTF-8, 415 for one in another charset; spaces around the type parameters are fine', async () => {
     const unit = await first('/v1/units');
     const lease = (await getJson(api.url, '/v1/leases?status=active&limit=1', key)).body.results[0];
@@ -360,6 +382,10 @@ describe('idempotency', () => {
     expect((await write(api.url, 'PATCH', `/v1/units/${other.id}`, { bedrooms: 3 }, { key, idempotencyKey: idem })).status).toBe(409);
     expect((await write(api.url, 'POST', '/v1/units', { unit_number: 'Z1' }, { key, idempotencyKey: idem })).status).toBe(409);
     expect((await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, { ...body, zzz: 1 }, { key, idempotencyKey: idem })).status).toBe(409);
+    // Also one nested some thousands deep (too deep to canonicalize by recursion): a conflict, not a 500.
+    const raw = `{"occupants":4,"zzz":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`;
+    const nested = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, undefined, { key, idempotencyKey: idem, raw });
+    expect([nested.status, nested.body.type]).toEqual([409, `${config.PROBLEM_BASE_URL}/idempotency-key-conflict`]);
     expect((await write(api.url, 'PATCH', `/v1/leases/lse_01JH0000000000000000000000`, body, { key, idempotencyKey: idem })).status).toBe(409);
     // Another organization has keys of its own.
     const t = await sandboxIntegration(db, { size: 3 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { requestHashOf } from '../../db/operations';
-import { canonicalJson, hashRecord, inKeyOrder, recordOf } from '../../domain/content';
+import { canonicalJson, hashRecord, inKeyOrder, nestsDeeperThan, recordOf } from '../../domain/content';
 import { mapUnit } from '../../source/entrata/mapping';
 
 const record = (custom_data: Record<string, unknown>) => ({ x_id: 'L1', status: 'current', rent: { amount: 103500, currency: 'USD' }, custom_data });
@@ -90,5 +90,21 @@ describe('canonicalJson, the one both record comparison and idempotency keys use
     expect(requestHashOf('POST', '/v1/leases/lea_01/residents', { ...body, name: 'other' })).not.toBe(
       requestHashOf('POST', '/v1/leases/lea_01/residents', body),
     );
+  });
+});
+
+describe('nestsDeeperThan', () => {
+  it('counts the value itself as the first level, and walks any depth without running out of stack', () => {
+    expect(nestsDeeperThan(1, 0)).toBe(false);
+    expect(nestsDeeperThan({}, 1)).toBe(false);
+    expect(nestsDeeperThan({}, 0)).toBe(true);
+    expect(nestsDeeperThan({ a: [{ b: 1 }] }, 3)).toBe(false);
+    expect(nestsDeeperThan({ a: [{ b: 1 }] }, 2)).toBe(true);
+    expect(nestsDeeperThan({ a: 1, b: [1, 2, null], c: { d: 'x' } }, 2)).toBe(false);
+    let deep: unknown = null;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(nestsDeeperThan(deep, 16)).toBe(true);
+    expect(nestsDeeperThan(deep, 100_000)).toBe(false);
+    expect(() => canonicalJson(deep)).toThrow(RangeError);
   });
 });
