@@ -90,7 +90,7 @@ export function registerEvents(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Resend an event',
       description:
-        'Sends the event again to every active subscription of its integration that wants its type (`*` or the type), as they stand now: a subscription that already has a delivery of it gets one more attempt on that delivery (as `POST /webhook_deliveries/{id}/replay`); one that never got it (created later, or disabled at the time) gets a new delivery. Same event id and bytes, signed with the current secret(s). When no active subscription wants the event, nothing is sent: 202 with `resent: 0`. Scale and enterprise plans only.',
+        'Sends the event again to every active subscription of its integration that wants its type (`*` or the type), as they stand now: a subscription that already has a delivery of it gets one more attempt on that delivery (as `POST /webhook_deliveries/{id}/replay`), except a delivery whose first attempt is still waiting in the subscription’s queue (behind others, or an open circuit), which is counted and goes out in its turn; one that never got it (created later, or disabled at the time) gets a new delivery. Same event id and bytes, signed with the current secret(s). When no active subscription wants the event, nothing is sent: 202 with `resent: 0`. Scale and enterprise plans only.',
       params: EventId,
       responses: { 202: json(EventResendResult, 'What was sent again.'), ...forbidden, ...unavailableResponse },
     }),
