@@ -12,7 +12,9 @@ import { lazyTemporalClient } from './temporal';
 
 const config = loadConfigOrExit({ serving: true });
 const logger = createLogger('api', { level: config.LOG_LEVEL, pretty: config.LOG_PRETTY });
-const tracing = config.OTEL_EXPORTER_OTLP_ENDPOINT ? startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: 'propsync-api' }) : undefined;
+const tracing = config.OTEL_EXPORTER_OTLP_ENDPOINT
+  ? startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: 'propsync-api', sampler: config })
+  : undefined;
 const db = createDb(config.DATABASE_URL, {
   max: config.DB_POOL_MAX,
   applicationName: 'propsync-api',

@@ -1,5 +1,6 @@
 /**
- * Configuration, parsed once from the environment. Nothing else in the project reads `process.env`.
+ * Configuration, parsed once from the environment. Nothing else in the service's processes reads `process.env` (the
+ * development scripts, examples, benchmarks and tests read settings of their own).
  * A bad value stops start-up with a message that names the variable.
  */
 import { z } from 'zod';
@@ -354,7 +355,7 @@ export const configSchema = z.object({
    */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   /**
-   * OpenTelemetry's standard sampler (its SDK reads it, in any case; observability/tracing.ts too): named here so that
+   * OpenTelemetry's standard sampler (observability/tracing.ts gives the SDK the sampler it names): named here so that
    * a misspelt one stops the process instead of sampling everything.
    */
   OTEL_TRACES_SAMPLER: z

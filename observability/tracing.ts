@@ -23,6 +23,7 @@ import {
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import {
+  AlwaysOnSampler,
   BatchSpanProcessor,
   ParentBasedSampler,
   SamplingDecision,
@@ -107,17 +108,23 @@ class LazyAsyncContext implements ContextManager {
   }
 }
 
+/** OpenTelemetry's standard sampler settings, as config/ parsed them. */
+export interface SamplerSettings {
+  OTEL_TRACES_SAMPLER?: string | undefined;
+  OTEL_TRACES_SAMPLER_ARG?: string | undefined;
+}
+
 /** The tracer of the provider this process installed (undefined: tracing is off, and the API's no-op tracer serves). */
 let processTracer: Tracer | undefined;
 const tracer = (): Tracer => processTracer ?? trace.getTracer('propsync');
 
 /**
- * The share of traces that OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG keep, read as OpenTelemetry's SDK reads
- * them: 1 for `always_on` and `parentbased_always_on` (the default), 0 for `always_off` and `parentbased_always_off`,
- * the argument for `traceidratio` and `parentbased_traceidratio` (1 when it is blank or not a number in [0, 1]). A
- * sampler these names do not cover (a remote one) is left to the SDK: 1.
+ * The share of traces that OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (as the configuration read them) keep, read
+ * as OpenTelemetry's SDK reads them: 1 for `always_on` and `parentbased_always_on` (the default), 0 for `always_off`
+ * and `parentbased_always_off`, the argument for `traceidratio` and `parentbased_traceidratio` (1 when it is blank or
+ * not a number in [0, 1]). A sampler these names do not cover (a remote one) is left to the SDK: 1.
  */
-export function sampledShareOf(env: Record<string, string | undefined> = process.env): number {
+export function sampledShareOf(env: SamplerSettings): number {
   const name = (env.OTEL_TRACES_SAMPLER ?? '').trim().toLowerCase();
   if (name === 'always_off' || name === 'parentbased_always_off') return 0;
   if (name !== 'traceidratio' && name !== 'parentbased_traceidratio') return 1;
@@ -155,14 +162,21 @@ function workflowSpansOf(processor: SpanProcessor, byId: TraceIdRatioBasedSample
  * id-based rule: a workflow-rooted trace, which the workflow's own tracer never drops, is thinned like any other, and one
  * the API kept stays kept (the same rule on the same trace id).
  */
-export function startTracing(opts: { endpoint: string; serviceName: string }): Tracing {
+export function startTracing(opts: { endpoint: string; serviceName: string; sampler?: SamplerSettings }): Tracing {
   const resource = new Resource({ 'service.name': opts.serviceName });
   const exporter = new OTLPTraceExporter({ url: `${opts.endpoint.replace(/\/$/, '')}/v1/traces` });
   const processor = new BatchSpanProcessor(exporter, { scheduledDelayMillis: EXPORT_DELAY_MS, maxQueueSize: QUEUE_LIMIT });
-  const share = sampledShareOf();
+  const settings = opts.sampler ?? {};
+  const share = sampledShareOf(settings);
   const byId = share < 1 ? new TraceIdRatioBasedSampler(share) : undefined;
-  const sampler = byId ? { sampler: new ParentBasedSampler({ root: byId, remoteParentSampled: byId }) } : {};
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor], ...sampler });
+  // Always given, so the SDK's own reading of the environment never decides: `always_on` ignores a parent's decision,
+  // the default (parentbased_always_on) follows it.
+  const sampler = byId
+    ? new ParentBasedSampler({ root: byId, remoteParentSampled: byId })
+    : settings.OTEL_TRACES_SAMPLER?.trim().toLowerCase() === 'always_on'
+      ? new AlwaysOnSampler()
+      : new ParentBasedSampler({ root: new AlwaysOnSampler() });
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor], sampler });
   provider.register({ contextManager: new LazyAsyncContext() });
   processTracer = provider.getTracer('propsync');
   return {

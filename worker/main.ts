@@ -53,7 +53,9 @@ Runtime.install({
       }),
 });
 const { registry, metrics } = createWorkerMetrics({ processMetrics: config.WORKER_METRICS_PORT !== undefined });
-const tracing = config.OTEL_EXPORTER_OTLP_ENDPOINT ? startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: 'propsync-worker' }) : undefined;
+const tracing = config.OTEL_EXPORTER_OTLP_ENDPOINT
+  ? startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: 'propsync-worker', sampler: config })
+  : undefined;
 
 /**
  * The SDK's exposition text, or nothing when it cannot be read (the worker's own metrics are served anyway). Read with

@@ -282,6 +282,13 @@ describe('metrics', () => {
     expect(home).toMatch(/<dt>Dead letters open<\/dt><dd><span data-warn="true">1<\/span><\/dd>/);
     expect(home).toMatch(/<dt>Failing integrations<\/dt><dd><span>0 failing, 0 overdue, 0 retrying<\/span><\/dd>/);
     expect(home).toMatch(/<dt>Oldest queued Operation<\/dt><dd><span>none<\/span><\/dd>/);
+    expect(home).toMatch(/<dt>Deliveries<\/dt><dd>0 pending \(0 in flight\), \d+ retrying, 0 circuits open<\/dd>/);
+    // Failing under an hour: shown, not yet marked (the alert's threshold).
+    expect(health.webhook_subscription_failing_oldest_seconds).toBeGreaterThan(0);
+    expect(home).toMatch(/<dt>Subscription failing<\/dt><dd><span>for \d+ (s|min)<\/span><\/dd>/);
+    expect(home).toMatch(
+      new RegExp(`<dt>Records quarantined</dt><dd><span${health.records_quarantined > 0 ? ' data-warn="true"' : ''}>${health.records_quarantined}</span></dd>`),
+    );
 
     // Kept for operators (and the dashboard's authors): what a scrape of each looks like.
     mkdirSync(ARTIFACTS, { recursive: true });

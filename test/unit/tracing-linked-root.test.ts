@@ -23,10 +23,7 @@ const PARENT = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b716
 /** Under the sampled parent: a child span, and a linked root holding a span of its own; what the receiver got. */
 async function spansWith(sampler: Record<string, string>): Promise<ReceivedSpan[]> {
   receiver.spans.length = 0;
-  const before = { ...process.env };
-  Object.assign(process.env, sampler);
-  const tracing = startTracing({ endpoint: receiver.endpoint, serviceName: 'tracing-test' });
-  process.env = before;
+  const tracing = startTracing({ endpoint: receiver.endpoint, serviceName: 'tracing-test', sampler });
   await context.with(trace.setSpanContext(ROOT_CONTEXT, PARENT), async () => {
     await inSpan('child', {}, async () => {});
     await inLinkedRoot('batch', { 'propsync.subscription_id': 'wsub_1' }, async (span) => {

@@ -45,10 +45,7 @@ afterAll(async () => {
 /** The spans of RUNS workflows started without a trace (as a schedule starts them), by trace id. */
 async function tracesWith(sampler: Record<string, string>): Promise<Map<string, ReceivedSpan[]>> {
   receiver.spans.length = 0;
-  const before = { ...process.env };
-  Object.assign(process.env, sampler);
-  const tracing = startTracing({ endpoint: receiver.endpoint, serviceName: 'sampling-test' });
-  process.env = before;
+  const tracing = startTracing({ endpoint: receiver.endpoint, serviceName: 'sampling-test', sampler });
   const taskQueue = `trace-sampling-${randomUUID()}`;
   const worker = await Worker.create({
     connection: env.nativeConnection,

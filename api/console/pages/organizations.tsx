@@ -27,7 +27,8 @@ function age(s: number): string {
 
 /**
  * The console's home: the deployment's health numbers (GET /admin/v1/health, the same facts the metrics report), each
- * marked when it wants attention (the alert rules' thresholds: relay lag over 3 min, an Operation over 30 min).
+ * marked when it wants attention (the alert rules' thresholds: relay lag over 3 min, an Operation over 30 min, a
+ * subscription failing every attempt for an hour; any dead letter or quarantined record).
  */
 const HealthNumbers = ({ health }: { health: z.infer<typeof Health> | null }) =>
   health === null ? (
@@ -54,8 +55,15 @@ const HealthNumbers = ({ health }: { health: z.infer<typeof Health> | null }) =>
           ],
           [
             'Deliveries',
-            `${health.webhook_deliveries_pending} pending, ${health.webhook_deliveries_retrying} retrying, ${health.webhook_circuits_open} circuits open`,
+            `${health.webhook_deliveries_pending} pending (${health.webhook_deliveries_in_flight} in flight), ${health.webhook_deliveries_retrying} retrying, ${health.webhook_circuits_open} circuits open`,
           ],
+          [
+            'Subscription failing',
+            <span data-warn={health.webhook_subscription_failing_oldest_seconds > 3600 ? 'true' : undefined}>
+              {health.webhook_subscription_failing_oldest_seconds === 0 ? 'none' : `for ${age(health.webhook_subscription_failing_oldest_seconds)}`}
+            </span>,
+          ],
+          ['Records quarantined', <span data-warn={health.records_quarantined > 0 ? 'true' : undefined}>{String(health.records_quarantined)}</span>],
         ]}
       />
     </div>
