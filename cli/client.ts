@@ -1,4 +1,7 @@
-/** The CLI's HTTP client of the admin API: JSON in and out, problem+json turned into one readable line. */
+/**
+ * The CLI's HTTP client of the admin API: JSON in and out, problem+json turned into one readable line (and, for a
+ * 422 naming several fields, a line more for each).
+ */
 
 /** A failure to show the operator as one line on stderr, with the process exit code. */
 export class CliError extends Error {
@@ -15,6 +18,7 @@ interface Problem {
   status?: number;
   detail?: string;
   request_id?: string;
+  errors?: Array<{ pointer?: string; detail?: string }>;
 }
 
 export class AdminClient {
@@ -53,5 +57,7 @@ function problemLine(status: number, p: Problem | null): string {
   const title = p?.title ?? `HTTP ${status}`;
   const detail = p?.detail ? `: ${p.detail}` : '';
   const rid = p?.request_id ? ` (request ${p.request_id})` : '';
-  return `${status} ${title}${detail}${rid}`;
+  // One field's error is the detail itself; several are only named there, so each is said on a line of its own.
+  const fields = p?.errors && p.errors.length > 1 ? p.errors.map((e) => `\n  ${e.pointer ?? '?'}: ${e.detail ?? ''}`).join('') : '';
+  return `${status} ${title}${detail}${rid}${fields}`;
 }

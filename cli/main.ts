@@ -1,6 +1,7 @@
 /**
  * The operator CLI: `npm run -s cli -- <noun> <verb> [arguments] [--flags]`, a thin client of the admin API.
- * JSON on stdout; on failure one readable line on stderr and exit code 1 (2 for a usage mistake).
+ * JSON on stdout; on failure one readable line on stderr (and one per field when the API refused several) and exit
+ * code 1 (2 for a usage mistake).
  */
 import { parseArgs } from 'node:util';
 import { loadConfigOrExit } from '../config';
@@ -29,7 +30,7 @@ function topHelp(): string {
     `Usage: ${PROG} <noun> <verb> [arguments] [--flags]`,
     '',
     'Operator CLI of propsync, a client of the admin API (/admin/v1). Prints JSON on stdout; an error is one line',
-    'on stderr with exit code 1 (2 for a usage mistake).',
+    'on stderr (and a line per field when several are refused) with exit code 1 (2 for a usage mistake).',
     '',
     'Nouns:',
     ...nouns,

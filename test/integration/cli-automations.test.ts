@@ -254,7 +254,7 @@ describe('commands', SPAWNS, () => {
     expect(ok(succeeded.result)).toMatchObject({ id: succeeded.runId, status: 'succeeded', records_exported: 12, attempts: 1 });
   });
 
-  it('shows API refusals as one readable line with exit 1', async () => {
+  it('shows API refusals as one readable line with exit 1, and a line more per field when several are refused', async () => {
     const integ = await integration();
     const base = ['automation', 'create', integ, '--name', 'n', '--entity', 'leases', '--every', '3600', '--directory', 'x'];
     expect(fails(await cli([...base, '--filter', 'limit=10']))).toMatch(
@@ -266,6 +266,12 @@ describe('commands', SPAWNS, () => {
     );
     expect(fails(await cli(['automation', 'create', integ, '--name', 'n', '--entity', 'leases', '--cron', '0 6 * *', '--directory', 'x']))).toMatch(
       /^error: 422 Unprocessable Entity: Invalid field `\/schedule\/cron`: /,
+    );
+    // Several fields refused at once: each on a line of its own under the summary.
+    const several = await cli([...base, '--filter', 'limit=10', '--columns', 'id,colour']);
+    expect(several.code).toBe(1);
+    expect(several.stderr.trimEnd()).toMatch(
+      /^error: 422 Unprocessable Entity: 2 invalid values: `\/filters\/limit`, `\/columns\/1`\. \(request req_\w+\)\n {2}\/filters\/limit: .*every matching record.*\n {2}\/columns\/1: \S/,
     );
     const missing = randomUUID();
     expect(fails(await cli(['automation', 'list', missing]))).toMatch(new RegExp(`^error: 404 Not Found: No integration ${missing}\\.`));
