@@ -105,11 +105,16 @@ export async function moveRun(
   return row;
 }
 
-/** The first attempt of a run began (kept on later attempts). */
+/** The first attempt of a run began: its `started_at` (kept on later attempts), and `running` from then on. */
 export async function markRunStarted(db: Db | Tx, id: string, now = new Date()): Promise<void> {
   await db
     .update(automationRuns)
-    .set({ startedAt: sql`coalesce(${automationRuns.startedAt}, ${now.toISOString()}::timestamptz)`, updatedAt: now })
+    .set({
+      startedAt: sql`coalesce(${automationRuns.startedAt}, ${now.toISOString()}::timestamptz)`,
+      // A queued run is running from its first attempt on; a finished one (a late attempt) stays as it ended.
+      status: sql`case when ${automationRuns.status} = 'queued' then 'running' else ${automationRuns.status} end`,
+      updatedAt: now,
+    })
     .where(eq(automationRuns.id, id));
 }
 

@@ -16,6 +16,7 @@ import {
   executeChild,
   isCancellation,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -43,6 +44,12 @@ const { exportAttempt } = proxyActivities<AutomationActivities>({
   retry: ONE_ATTEMPT,
 });
 
+/**
+ * A run is `running` from its first attempt (it stayed `queued` until a retry): added while runs were in flight (see
+ * `patched`); remove once no run of the earlier version is open.
+ */
+const PATCH_RUNNING = 'automation-run-running-from-first-attempt';
+
 export async function runAutomation(input: AutomationRunInput): Promise<AutomationRunResult> {
   const { runId } = input;
   // A run started before every start passed a schedule carries the list form, or none.
@@ -65,6 +72,8 @@ export async function runAutomation(input: AutomationRunInput): Promise<Automati
     return await retryOnSchedule<AutomationRunResult>({
       schedule,
       attempt: async (attempt) => {
+        // The activity marks the row `running` as it starts (markRunStarted); the state and the search attribute say so too.
+        if (state.status === 'queued' && patched(PATCH_RUNNING)) setStatus('running');
         let outcome: ExportOutcome;
         try {
           outcome = await exportAttempt({ runId, attempt });

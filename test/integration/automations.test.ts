@@ -207,6 +207,26 @@ describe('failures', () => {
     }
   });
 
+  it('is running (with its start time) while its first attempt is under way, and succeeded after it', async () => {
+    const a = await automation();
+    destination.reply(() => ({ status: 200, afterMs: 1_500 }));
+    try {
+      const run = await startAutomationRun(control(), a);
+      expect(run.status).toBe('queued');
+      let row = (await getRun(db, run.id))!;
+      for (let i = 0; row.status === 'queued' && i < 200; i++) {
+        await new Promise((r) => setTimeout(r, 25));
+        row = (await getRun(db, run.id))!;
+      }
+      expect(row).toMatchObject({ status: 'running', attempts: 0, finishedAt: null });
+      expect(row.startedAt).toBeInstanceOf(Date);
+      await client.workflow.getHandle(automationRunWorkflowIdOf(run.id)).result();
+      expect((await getRun(db, run.id))!).toMatchObject({ status: 'succeeded', attempts: 1, startedAt: row.startedAt });
+    } finally {
+      destination.reply(() => 200);
+    }
+  });
+
   it('a permanent failure (4xx) fails at once: AUTOMATION_FAILED with attempt 1 and the reason', async () => {
     const a = await automation();
     let calls = 0;

@@ -12,6 +12,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { AutomationActivities, ExportAttemptInput } from '../../activities/automations';
 import type { ExportOutcome } from '../../domain/automations';
 import { failureOf, MINUTE, onTimeSkipping, recorder, runWorker, type Call } from '../support/time-skipping';
+import { SA_STATUS } from '../../domain/contract';
 import { AUTOMATION_FAILURE, automationTick, runAutomation, runStateQuery } from '../../workflows/automation';
 
 const SLACK_MS = 1_000;
@@ -25,7 +26,8 @@ let workflowCode: string;
 
 onTimeSkipping((started) => ({ env, workflowCode } = started));
 
-type Script = ExportOutcome | 'silent';
+/** What an attempt does: answers, answers later (a promise the test settles), or goes silent. */
+type Script = ExportOutcome | Promise<ExportOutcome> | 'silent';
 
 function mockActivities(attempt: (n: number) => Script) {
   const calls = {
@@ -123,6 +125,21 @@ describe('runAutomation', () => {
       const handle = await start(tq);
       expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 2 });
       expect(mock.calls.retry[0]!.input.error).toMatch(/^attempt lost/);
+    });
+  });
+
+  it('is running from its first attempt on, in its state query and its status search attribute', async () => {
+    let answer!: (o: ExportOutcome) => void;
+    const held = new Promise<ExportOutcome>((resolve) => (answer = resolve));
+    const mock = mockActivities(() => held);
+    await withWorker(mock, async (tq) => {
+      const handle = await start(tq);
+      while (mock.calls.attempt.length === 0) await new Promise((r) => setTimeout(r, 20));
+      expect(await handle.query(runStateQuery)).toMatchObject({ status: 'running', attempts: 0 });
+      expect((await handle.describe()).typedSearchAttributes.get(SA_STATUS)).toBe('running');
+      answer(delivered);
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 1 });
+      expect((await handle.describe()).typedSearchAttributes.get(SA_STATUS)).toBe('succeeded');
     });
   });
 
