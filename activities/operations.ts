@@ -6,11 +6,12 @@
  * the sync's own write path (db/apply.ts), with the change events a sync would record, before the Operation
  * turns `succeeded`. No source call runs inside a database transaction.
  */
+import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../db/client';
 import { databaseNow } from '../db/clock';
 import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
 import type { IntegrationRow } from '../db/tenants';
-import { operationWithIntegration, StaleReadBackError, storeWriteBack } from '../db/write-back';
+import { IntegrationDeletedError, operationWithIntegration, StaleReadBackError, storeWriteBack } from '../db/write-back';
 import type { Entity, InputOf } from '../domain/cdm';
 import { isTerminal, parseOperationType, READ_BACK_FIRST_RETRY_MS, type OperationStatus } from '../domain/operations';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
@@ -117,8 +118,37 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     if (!row) return { error: `operation ${operationId} does not exist` };
     const { op, integration } = row;
     if (isTerminal(op.status)) return { done: op.status };
-    if (!integration || integration.deletedAt) return { error: 'the integration was deleted before the change reached the source' };
+    if (!integration || integration.deletedAt)
+      return { error: op.sourceState === 'applied' ? deletedAfterApplied(op.resourceXId) : 'the integration was deleted before the change reached the source' };
     return { op, integration };
+  }
+
+  /** Why an Operation the source applied fails when its integration was deleted before the change was stored. */
+  function deletedAfterApplied(xId: string | null): string {
+    return `the source applied the change${xId ? ` (x_id ${xId})` : ''}, but the integration was deleted before it could be stored: the cache keeps nothing of it`;
+  }
+
+  /** Fail an Operation the source applied whose integration was deleted meanwhile (source.state stays `applied`). */
+  async function failDeletedAfterApplied(op: OperationRow, attempts: number, xId: string, appliedAtMs: number): Promise<string> {
+    const error = deletedAfterApplied(xId);
+    const moved = await moveOperation(
+      db,
+      op.id,
+      'failed',
+      {
+        attempts,
+        sourceState: 'applied',
+        appliedAt: new Date(appliedAtMs),
+        reconcileState: 'failed',
+        nextAttemptAt: null,
+        lastError: error,
+        resourceId: null,
+        resourceXId: null,
+      },
+      clock(),
+    );
+    if (moved) metrics.operationCompleted(op.type, 'failed');
+    return error;
   }
 
   function connectorFor(integration: IntegrationRow): SourceConnector {
@@ -286,6 +316,9 @@ export function createWriteActivities(deps: WriteActivityDeps) {
           );
           return { outcome: 'succeeded', resourceId, xId: written.x_id };
         } catch (err) {
+          if (err instanceof IntegrationDeletedError) {
+            return { outcome: 'failed', error: await failDeletedAfterApplied(op, input.attempt, written.x_id, appliedAtMs) };
+          }
           const error = clip(messageOf(err));
           // The caller sees that the source holds the change (not a write still to make) while the read-back is
           // retried: `running`, source.state `applied`, the attempt counted. Best effort: when the database is what
@@ -312,9 +345,14 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     async storeApplied(input: StoreInput): Promise<{ resourceId: string | null }> {
       const loaded = await load(input.operationId);
       if ('done' in loaded) return { resourceId: null };
-      if ('error' in loaded) throw new Error(loaded.error);
-      const resourceId = await store(loaded.op, loaded.integration, connectorFor(loaded.integration), input);
-      return { resourceId };
+      // Nothing a retry could change (the Operation or its integration is gone): no more attempts.
+      if ('error' in loaded) throw ApplicationFailure.nonRetryable(loaded.error, 'WriteNotStorable');
+      try {
+        return { resourceId: await store(loaded.op, loaded.integration, connectorFor(loaded.integration), input) };
+      } catch (err) {
+        if (!(err instanceof IntegrationDeletedError)) throw err;
+        throw ApplicationFailure.nonRetryable(await failDeletedAfterApplied(loaded.op, input.attempts, input.xId, input.appliedAtMs), 'WriteNotStorable');
+      }
     },
 
     /** An attempt failed transiently: the Operation is `running` until the next one. */

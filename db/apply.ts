@@ -17,7 +17,7 @@ import { databaseNow } from './clock';
 import { tableOf, type LeaseRow, type RowOf } from './records';
 import { rowValuesOf, type Refs } from './row-values';
 import { byLease, leaseRecord, loadLeaseResidents, serializeOne } from './serialize';
-import { events, leaseResidents, leases, syncSeen } from './schema';
+import { events, integrations, leaseResidents, leases, syncSeen } from './schema';
 
 /** Max JSON size of an event; larger ones are sent truncated (docs/decisions.md). */
 const MAX_EVENT_BYTES = 1_000_000;
@@ -234,17 +234,31 @@ export async function lockEntity(tx: Tx, integrationId: string, entity: Entity):
  * two write-backs of one record go one after the other and write-backs of different records go side by side.
  * Then applyRecords with `recordsLocked`.
  */
-export async function lockForWriteBack(tx: Tx, integrationId: string, records: { entity: Entity; xId: string }[]): Promise<Date> {
-  if (records.length === 0) return databaseNow(tx);
+export async function lockForWriteBack(tx: Tx, integrationId: string, records: { entity: Entity; xId: string }[]): Promise<{ now: Date; live: boolean }> {
   const entities = [...SYNC_ORDER].reverse().filter((e) => records.some((r) => r.entity === e));
   const keys = [...new Set(records.map((r) => `${integrationId}:${r.entity}:${r.xId}`))].sort();
   const locks = [
+    // First, before any record is touched: the integration's row, held against its deletion (liveIntegrationLock).
+    sql`(${liveIntegrationLock(integrationId)}) as live`,
     ...entities.map((e) => sql`pg_advisory_xact_lock_shared(hashtextextended(${`${integrationId}:${e}`}, 0))`),
     ...keys.map((k) => sql`pg_advisory_xact_lock(hashtextextended(${k}, 0))`),
   ];
-  // Evaluated left to right: the tables' locks before any record's. The transaction's database time rides along.
-  const [row] = await tx.execute<{ now: string | Date }>(sql`select ${sql.join(locks, sql`, `)}, now() as now`);
-  return new Date(row!.now);
+  // Evaluated left to right: the integration, then the tables' locks before any record's. The transaction's database
+  // time rides along.
+  const [row] = await tx.execute<{ now: string | Date; live: boolean | null }>(sql`select ${sql.join(locks, sql`, `)}, now() as now`);
+  return { now: new Date(row!.now), live: row!.live === true };
+}
+
+/**
+ * Whether the integration exists and is not deleted, holding its row (FOR KEY SHARE) until the transaction ends: a
+ * transaction that writes an integration's records asks it before its first record, so that it and the integration's
+ * deletion (disconnectIntegration, which takes the row FOR UPDATE first) run one after the other. Either the records
+ * are written before the deletion begins, and it soft-deletes them with the rest, or the deletion commits first and
+ * this says false (after waiting for it): nothing is written, and no deleted record comes back. A sync's own updates
+ * of the row (FOR NO KEY UPDATE) do not conflict with it.
+ */
+export function liveIntegrationLock(integrationId: string): SQL {
+  return sql`select i.deleted_at is null from ${integrations} i where i.id = ${integrationId} for key share`;
 }
 
 interface EventDraft {

@@ -9,7 +9,7 @@ import { SYNC_ORDER, type Entity, type InputOf } from '../domain/cdm';
 import type { HashedRecord } from '../domain/content';
 import type { SyncCompleteData } from '../domain/events';
 import type { SkippedRecord } from '../source/connector';
-import { applyHashedRecords, type ApplyContext, type ApplyResult } from './apply';
+import { applyHashedRecords, liveIntegrationLock, type ApplyContext, type ApplyResult } from './apply';
 import type { Db, Tx } from './client';
 import { databaseNow } from './clock';
 import { newId } from './ids';
@@ -164,6 +164,11 @@ async function commitBatch<E extends Entity>(
 ): Promise<CommitOutcome> {
   try {
     const committed = await db.transaction(async (tx) => {
+      // The integration held against its deletion before any record is written (liveIntegrationLock): a page never
+      // brings back records a deletion has just soft-deleted, nor adds live ones to a deleted integration.
+      const integrationId = batch.ctx.integration.id;
+      const [held] = await tx.execute<{ live: boolean | null }>(sql`select (${liveIntegrationLock(integrationId)}) as live`);
+      if (held?.live !== true) throw new RolledBack({ reason: 'integration-deleted', integrationId });
       const r = await applyHashedRecords(tx, batch.ctx, batch.entity, batch.records);
       const skipped = await setAside(tx, batch.syncJobId, batch.entity, batch.skipped, tracked);
       const [moved] = await bookkeeping(tx, {

@@ -169,6 +169,10 @@ export async function deleteNewIntegration(db: Db, id: string): Promise<void> {
  */
 export async function disconnectIntegration(db: Db, integration: IntegrationRow, now: Date): Promise<void> {
   await db.transaction(async (tx) => {
+    // The row FOR UPDATE first: a write-back or a sync page writing its records (they hold it FOR KEY SHARE from their
+    // first statement, liveIntegrationLock) commits before this goes on, so its records are soft-deleted below with
+    // the rest; one that comes later waits for this, finds the integration deleted, and writes nothing.
+    await tx.execute(sql`select 1 from ${integrations} where id = ${integration.id} for update`);
     await tx.update(integrations).set({ deletedAt: now }).where(eq(integrations.id, integration.id));
     // Its automations go with it: nothing is left to export, and their schedules are gone.
     await tx

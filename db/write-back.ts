@@ -50,6 +50,17 @@ export class StaleReadBackError extends Error {
 }
 
 /**
+ * The written record's integration was deleted before its read-back could be stored: nothing was stored (a deleted
+ * integration's records stay soft-deleted), and the Operation fails with the source holding the change.
+ */
+export class IntegrationDeletedError extends Error {
+  constructor(integrationId: string) {
+    super(`the integration ${integrationId} was deleted before the change could be stored`);
+    this.name = 'IntegrationDeletedError';
+  }
+}
+
+/**
  * Store a write-back and mark its Operation succeeded, in one transaction of five round trips: BEGIN, the locks, the
  * reads, the writes with the Operation's move, COMMIT. Returns the written record's CDM id, and whether this call
  * moved the Operation (false: it had ended already).
@@ -58,11 +69,12 @@ export async function storeWriteBack(db: Db, w: AppliedWrite): Promise<{ resourc
   const { op, integration, entity } = w;
   let succeeded = false;
   const resourceId = await db.transaction(async (tx) => {
-    const now = await lockForWriteBack(
+    const { now, live } = await lockForWriteBack(
       tx,
       integration.id,
       [...w.read].flatMap(([e, records]) => records.map((r) => ({ entity: e, xId: r.x_id }))),
     );
+    if (!live) throw new IntegrationDeletedError(integration.id);
     const ctx: ApplyContext = {
       integration: { id: integration.id, organizationId: integration.organizationId, mode: integration.mode },
       // During the integration's first sync no record events are recorded, as for the sync itself.
