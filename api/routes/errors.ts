@@ -5,6 +5,7 @@
  */
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
+import { secureHeaders } from 'hono/secure-headers';
 import type { AppEnv } from '../middleware/env';
 import { ApiError, STATUS, TITLES, type ProblemSlug } from '../problem';
 
@@ -105,7 +106,13 @@ export function registerErrorDocs(app: OpenAPIHono<AppEnv>): void {
     return c.html(page(slug));
   };
   const all = Object.keys(GUIDE) as TypeSlug[];
+  // Static HTML with nothing to load or run: a policy that allows nothing, and never framed (as /docs and the console).
+  const headers = secureHeaders({
+    contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"], baseUri: ["'none'"], formAction: ["'none'"] },
+    referrerPolicy: 'same-origin',
+    xFrameOptions: 'DENY',
+  });
   // Where problemType() points: every slug under the docs, the idempotency conflict under the problem base.
-  app.get('/docs/errors/:slug', serve(all.filter((s) => s !== 'idempotency-key-conflict')));
-  app.get('/problems/:slug', serve(['idempotency-key-conflict']));
+  app.get('/docs/errors/:slug', headers, serve(all.filter((s) => s !== 'idempotency-key-conflict')));
+  app.get('/problems/:slug', headers, serve(['idempotency-key-conflict']));
 }

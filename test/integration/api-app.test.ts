@@ -393,6 +393,9 @@ describe('docs', () => {
       const res = await api.get(new URL(problemType(config, slug)).pathname);
       expect(res.status, slug).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      // Static HTML: it may load and run nothing, and is never framed.
+      expect(res.headers.get('content-security-policy')).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
+      expect([res.headers.get('x-frame-options'), res.headers.get('x-content-type-options')]).toEqual(['DENY', 'nosniff']);
       const html = await res.text();
       // A 503's type is the contract's internal_error, whose page names both statuses.
       const named = slug === 'service_unavailable' ? 'internal_error' : slug;
