@@ -1,7 +1,7 @@
 /**
  * Operator console sessions. Signing in with the admin token opens a session: a random token in an HttpOnly,
  * SameSite=Strict cookie (Secure when the console is reached over HTTPS) that expires with the session. The database
- * keeps only the token's HMAC, the session's CSRF token and the digest of the admin token it was opened with, so
+ * keeps only the token's HMAC, the session's CSRF token and a value derived from the admin token it was opened with, so
  * every API replica sees the same sessions, sign-out ends one everywhere, and rotating ADMIN_TOKEN ends them all.
  *
  * The HMAC key is derived from ADMIN_TOKEN (keyFromAdminToken, HKDF-SHA256, purpose `console session token`): a
@@ -9,7 +9,8 @@
  * never does, keys it, and a new token ends the sessions by construction. Whoever can write to console_sessions
  * still cannot mint a session (a bare SHA-256 of a token of one's own choosing would have been one). The
  * ENCRYPTION_KEYS are not used: they rotate on their own schedule and would end every session with each rotation.
- * Sessions stored before this (under a bare SHA-256) no longer match: their operators sign in again.
+ * Sessions stored before this (under a bare SHA-256, of the session token and of the admin token) no longer match,
+ * and migration 0022 removed them: their operators sign in again.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'hono';
@@ -27,7 +28,6 @@ export interface ConsoleSession {
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
-const hex = (s: string) => sha256(s).toString('hex');
 
 /** Constant-time equality of two secrets of any length (their digests are compared). */
 export function sameSecret(a: string, b: string): boolean {
@@ -41,7 +41,9 @@ function isHttps(c: Context, publicBaseUrl: string): boolean {
 }
 
 export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number; publicBaseUrl: string }) {
-  const adminTokenHash = hex(opts.adminToken);
+  // Which admin token opened a session, as a value only that token derives (HKDF, like the session key): a copy of the
+  // table gives nothing to guess the token against offline, as a bare digest of it would.
+  const adminTokenHash = keyFromAdminToken(opts.adminToken, 'console session admin token').toString('hex');
   const sessionKey = keyFromAdminToken(opts.adminToken, 'console session token');
   /** What console_sessions.token_hash holds for a session token. */
   const stored = (token: string) => createHmac('sha256', sessionKey).update(token).digest('hex');
