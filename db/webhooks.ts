@@ -3,7 +3,7 @@
  * their attempts, the subscriptions' queues as the relay (and a replay) fills them, and the one serialization of an
  * event's envelope. What a dispatcher takes from its queue and records is in db/dispatch.ts.
  */
-import { and, asc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
 import { PLAN_RULES, PLANS } from '../domain/plans';
 import { isPlaintext, sealSigningSecret, type Keyring } from '../domain/secrets';
 import { newSigningSecret } from '../domain/signature';
@@ -340,8 +340,22 @@ export async function ensureDelivery(tx: Tx, sub: SubscriptionRow, event: Pick<E
   return { row: row!, created: false };
 }
 
+/**
+ * The subscriptions the relay fans events of these integrations out to: those active now, and those disabled after
+ * `since` (the oldest event of its batch was recorded then), which were still active when some of the batch was
+ * recorded: such an event waits in the disabled subscription's (paused) queue, as its other pending deliveries do.
+ */
+export function relaySubscriptionsOf(tx: Tx, integrationIds: string[], since: Date): Promise<SubscriptionRow[]> {
+  return subscriptionsOf(tx, integrationIds, or(eq(webhookSubscriptions.status, 'active'), gt(webhookSubscriptions.disabledAt, since))!);
+}
+
 /** Subscriptions that receive events of these integrations now: active, not deleted, on a plan with webhooks. */
-export async function activeSubscriptionsOf(tx: Tx, integrationIds: string[]): Promise<SubscriptionRow[]> {
+export function activeSubscriptionsOf(tx: Tx, integrationIds: string[]): Promise<SubscriptionRow[]> {
+  return subscriptionsOf(tx, integrationIds, eq(webhookSubscriptions.status, 'active'));
+}
+
+/** The subscriptions of these integrations in `state`, not deleted, on a plan with webhooks, oldest first. */
+async function subscriptionsOf(tx: Tx, integrationIds: string[], state: SQL): Promise<SubscriptionRow[]> {
   if (integrationIds.length === 0) return [];
   const rows = await tx
     .select({ sub: webhookSubscriptions })
@@ -350,7 +364,7 @@ export async function activeSubscriptionsOf(tx: Tx, integrationIds: string[]): P
     .where(
       and(
         inArray(webhookSubscriptions.integrationId, integrationIds),
-        eq(webhookSubscriptions.status, 'active'),
+        state,
         isNull(webhookSubscriptions.deletedAt),
         isNull(integrations.deletedAt),
         inArray(integrations.plan, WEBHOOK_PLANS),

@@ -338,11 +338,12 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
         ...(input.status !== undefined ? { status: input.status } : {}),
         ...(input.max_in_flight !== undefined ? { maxInFlight: input.max_in_flight } : {}),
         ...(input.standard_webhooks !== undefined ? { standardWebhooks: input.standard_webhooks } : {}),
-        // Who disabled it and why, until it is enabled again.
+        // Who disabled it and why, until it is enabled again; when it was disabled and enabled again stay, so that the
+        // relay queues an event it reaches late as it would have on time (worker/roles/relay.ts).
         ...(input.status === 'disabled' && before.status !== 'disabled'
           ? { disabledAt: new Date(), disabledBy: 'operator' as const, disabledReason: 'disabled by an operator' }
           : {}),
-        ...(input.status === 'active' ? { disabledAt: null, disabledBy: null, disabledReason: null } : {}),
+        ...(input.status === 'active' && before.status !== 'active' ? { enabledAt: new Date(), disabledBy: null, disabledReason: null } : {}),
       });
       // Enabled again: its queue (what waited while it was disabled) goes on. Best effort: when Temporal is away,
       // the relay's sweep wakes it shortly.

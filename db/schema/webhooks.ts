@@ -40,6 +40,11 @@ export const webhookSubscriptions = pgTable(
     disabledAt: ts('disabled_at'),
     disabledBy: text('disabled_by', { enum: ['operator', 'failures', 'gone'] }),
     disabledReason: text('disabled_reason'),
+    /**
+     * When it was last enabled again after being disabled (disabled_at is kept then, for the relay): an event recorded
+     * between the two, relayed late, is not queued, as one relayed on time would not have been.
+     */
+    enabledAt: ts('enabled_at'),
     ...timestamps(),
     deletedAt: ts('deleted_at'),
   },

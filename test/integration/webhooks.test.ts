@@ -293,6 +293,33 @@ describe('delivery', () => {
     await expectOnlyDelivered('/disabled', sub.id, after);
   });
 
+  it('a relay that lags queues what a subscription was active for when each event was recorded, across a disable and an enable', async () => {
+    // An organization this file's relay does not serve yet: its events wait, as behind a relay that lags.
+    const integ = await webhookIntegration(db, null);
+    const sub = await subscribe(integ.id, hookUrl('/disabled-late'));
+    const pause = () => new Promise((r) => setTimeout(r, 5));
+    const before = await recordEvents(db, integ, residentUpdates(2, 'dlate'));
+    await pause();
+    await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'disabled' });
+    await pause();
+    const whileDisabled = await recordEvents(db, integ, residentUpdates(1, 'dlate2'));
+    stack.orgs.add(integ.organizationId);
+    await dispatched(whileDisabled[0]!);
+    // Recorded while it was active: queued, pending in the paused queue; recorded while disabled: not queued.
+    expect((await deliveriesOf(sub.id, '&order=asc')).map((d) => [d.event_id, d.status])).toEqual(before.map((id) => [id, 'pending']));
+    stack.orgs.delete(integ.organizationId);
+    const stillDisabled = await recordEvents(db, integ, residentUpdates(1, 'dlate3'));
+    await pause();
+    await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'active' });
+    await pause();
+    const after = await recordEvents(db, integ, residentUpdates(1, 'dlate4'));
+    stack.orgs.add(integ.organizationId);
+    // Relayed only now, after the enable: the event of the disabled time is still not queued, the later one is.
+    await dispatched(after[0]!);
+    await dispatched(stillDisabled[0]!);
+    await expectOnlyDelivered('/disabled-late', sub.id, [...before, ...after]);
+  });
+
   it("keeps a deleted subscription's delivery history readable, and sends it nothing more", async () => {
     const integ = await webhookIntegration(db, stack);
     const sub = await subscribe(integ.id, hookUrl('/deleted-later'));

@@ -27,7 +27,7 @@ import {
   undispatchedEvents,
   type UndispatchedEvent,
 } from '../../db/relay';
-import { activeSubscriptionsOf, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../../db/webhooks';
+import { relaySubscriptionsOf, subscriptionsToWake, type QueueItem, type SubscriptionRow } from '../../db/webhooks';
 import { deliveryControlOf, wakeDispatcher, type DeliveryControlDeps } from '../../control/webhooks';
 import { wantsEvent } from '../../domain/webhooks';
 import { eachLimit } from '../each-limit';
@@ -97,7 +97,8 @@ export function startRelay(opts: RelayOptions): Relay {
     const batch = await undispatchedEvents(db, { limit: batchSize, organizationIds: scope });
     if (batch.length === 0) return 0;
 
-    const subs = await activeSubscriptionsOf(db, [...new Set(batch.map((e) => e.integrationId))]);
+    const oldest = new Date(Math.min(...batch.map((e) => e.createdAt.getTime())));
+    const subs = await relaySubscriptionsOf(db, [...new Set(batch.map((e) => e.integrationId))], oldest);
     // Queued and marked dispatched in one transaction (db/relay.ts queueAndMarkDispatched, which says why the marking
     // comes last); the dispatchers it found idle are woken only once it has committed.
     const idle = await queueAndMarkDispatched(db, wanted(batch, subs), batch);
@@ -105,16 +106,30 @@ export function startRelay(opts: RelayOptions): Relay {
     return batch.length;
   }
 
-  /** The batch's deliveries: an event goes to the subscriptions that existed, and wanted its type, when it was recorded. */
+  /**
+   * The batch's deliveries: an event goes to the subscriptions that existed, were active and wanted its type when it
+   * was recorded, also one disabled since (its delivery waits in the paused queue until the subscription is enabled).
+   */
   function wanted(batch: UndispatchedEvent[], subs: SubscriptionRow[]): QueueItem[] {
     const items: QueueItem[] = [];
     for (const event of batch) {
       for (const sub of subs) {
         if (sub.integrationId !== event.integrationId || sub.createdAt > event.createdAt || !wantsEvent(sub.eventTypes, event.type)) continue;
+        if (!activeWhenRecorded(sub, event.createdAt)) continue;
         items.push({ event, sub });
       }
     }
     return items;
+  }
+
+  /**
+   * Whether the subscription was active when an event was recorded at `at`, from when it was last disabled and enabled
+   * again: disabled now, it was if the event came before; active, it was unless the event came while it was
+   * disabled. (The relay reaches events within moments, so the last toggle is all it needs to know.)
+   */
+  function activeWhenRecorded(sub: SubscriptionRow, at: Date): boolean {
+    if (sub.status !== 'active') return sub.disabledAt !== null && at < sub.disabledAt;
+    return !(sub.disabledAt && sub.enabledAt && sub.disabledAt <= at && at < sub.enabledAt);
   }
 
   /** Wake the dispatchers marked to wake; one that fails stays marked for the next pass. */

@@ -1,0 +1,1 @@
+ALTER TABLE "webhook_subscriptions" ADD COLUMN "enabled_at" timestamp (3) with time zone;
