@@ -67,6 +67,19 @@ export function blockedRangeOf(address: string): string | null {
   return 'not an IP address';
 }
 
+/**
+ * Ranges no delivery connects to, a test integration's included (which may otherwise use loopback and private
+ * addresses: a receiver on the developer's machine, network or container network): link-local, where cloud metadata
+ * services answer (169.254.169.254), and the IPv6 forms that embed an IPv4 address, which could spell one.
+ */
+const NEVER = new Set(['link-local', 'IPv4-mapped', 'IPv4-translated', 'NAT64', '6to4', 'Teredo', 'IPv4-compatible or unallocated (outside 2000::/3)']);
+
+/** The range of `address` if no delivery may connect to it whatever the integration's mode, else null. */
+export function neverReachedRangeOf(address: string): string | null {
+  const range = blockedRangeOf(address);
+  return range !== null && NEVER.has(range) ? range : null;
+}
+
 /** Whether a live delivery must not connect to this address. */
 export function isBlockedAddress(address: string): boolean {
   return blockedRangeOf(address) !== null;

@@ -6,7 +6,7 @@ import type { Context, Env } from 'hono';
 import type { Db } from '../../db/client';
 import { pageOf, type Page } from '../../db/queries';
 import { getLiveIntegration, getOrganization, type IntegrationRow, type OrganizationRow } from '../../db/tenants';
-import { blockedRangeOf, isLoopbackName } from '../../domain/addresses';
+import { blockedRangeOf, isLoopbackName, neverReachedRangeOf } from '../../domain/addresses';
 import { isId, isUuid, type IdKind } from '../../domain/ids';
 import { openSourceConfig } from '../../domain/secrets';
 import { createConnector, type SourceCapabilities } from '../../source';
@@ -120,7 +120,8 @@ export function invalidField(pointer: string, detail: string): ApiError {
  * An address the service sends to on an operator's behalf (a webhook endpoint, an export destination): http(s)
  * without credentials in it; for a live integration HTTPS to a public host only (the SSRF guard of
  * domain/addresses.ts; the sender checks the address it actually connects to again). Test integrations may use
- * http:// and loopback. Returns it normalized.
+ * http://, loopback and private addresses, never link-local ones (cloud metadata) or IPv6 forms embedding IPv4.
+ * Returns it normalized.
  */
 export function checkOutboundUrl(raw: string, integration: Pick<IntegrationRow, 'mode'>, pointer: string, opts: { credentials: string }): string {
   let url: URL;
@@ -131,13 +132,16 @@ export function checkOutboundUrl(raw: string, integration: Pick<IntegrationRow, 
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidField(pointer, 'Use an https:// URL.');
   if (url.username || url.password) throw invalidField(pointer, `Credentials in the URL are not allowed; ${opts.credentials}.`);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
   if (integration.mode === 'live') {
     if (url.protocol !== 'https:') throw invalidField(pointer, 'A live integration delivers to https:// URLs only.');
-    const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isLoopbackName(host)) throw invalidField(pointer, `${host} is a loopback host; a live integration delivers to public hosts only.`);
     const range = isIP(host) !== 0 ? blockedRangeOf(host) : null;
     if (range) throw invalidField(pointer, `${host} is a special-purpose address (${range}); a live integration delivers to public hosts only.`);
   }
+  const never = isIP(host) !== 0 ? neverReachedRangeOf(host) : null;
+  if (never)
+    throw invalidField(pointer, `${host} is a ${never} address (where cloud metadata services answer, or spelling one); no integration delivers there.`);
   return url.toString();
 }
 

@@ -170,6 +170,16 @@ describe('subscriptions', () => {
     );
     const test = await webhookIntegration(db, stack, { mode: 'test' });
     expect((await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url: 'http://127.0.0.1:9/in', event_types: ['*'] })).status).toBe(201);
+    // A test integration may use loopback and private addresses (a receiver on the developer's network), never a
+    // link-local one (cloud metadata) or an IPv6 form spelling IPv4.
+    expect((await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url: 'http://10.0.0.1/in', event_types: ['*'] })).status).toBe(201);
+    for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fe80::1]/h', 'https://[::ffff:169.254.169.254]/h']) {
+      const r = await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url, event_types: ['*'] });
+      expectProblem(r, 422, 'validation_error');
+      expect(r.body.errors[0].detail, url).toMatch(
+        / is a (link-local|IPv4-mapped) address \(where cloud metadata services answer, or spelling one\); no integration delivers there\.$/,
+      );
+    }
   });
 
   it('answers 422 for unknown event types and fields, 400 for bad JSON, 404 for unknown ids, and creates nothing', async () => {

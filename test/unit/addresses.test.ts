@@ -5,7 +5,7 @@
 import type { LookupAddress } from 'node:dns';
 import { describe, expect, it } from 'vitest';
 import { GuardRefusal, lookupThrough, refusalOf } from '../../activities/address-guard';
-import { blockedRangeOf, isBlockedAddress, isLoopbackName } from '../../domain/addresses';
+import { blockedRangeOf, isBlockedAddress, isLoopbackName, neverReachedRangeOf } from '../../domain/addresses';
 
 /** Special-purpose IPv4 addresses, each with the name of its range. */
 const IPV4_RANGES: [string, string][] = [
@@ -151,6 +151,48 @@ describe('blockedRangeOf', () => {
   });
 });
 
+describe('what a test integration may reach', () => {
+  it('loopback and private addresses over http, never link-local (cloud metadata) or IPv6 forms embedding IPv4', () => {
+    for (const url of [
+      'http://127.0.0.1:4000/in',
+      'http://[::1]/in',
+      'http://0x7f.1/',
+      'http://10.0.0.1/h',
+      'http://192.168.1.1/h',
+      'http://[fd00::1]/h',
+      'http://hooks.example.com/in',
+    ]) {
+      expect(refusalOf(new URL(url), false), url).toBeNull();
+    }
+    for (const [url, shown, range] of [
+      ['http://169.254.169.254/latest/meta-data/', '169.254.169.254', 'link-local'],
+      ['http://[fe80::1]/h', 'fe80::1', 'link-local'],
+      ['https://[::ffff:169.254.169.254]/h', '::ffff:a9fe:a9fe', 'IPv4-mapped'],
+      ['https://[64:FF9B::A9FE:A9FE]/latest', '64:ff9b::a9fe:a9fe', 'NAT64'],
+      ['https://[2002:a9fe:a9fe::]/', '2002:a9fe:a9fe::', '6to4'],
+    ] as const) {
+      expect(refusalOf(new URL(url), false), url).toBe(`refused: ${shown} is a ${range} address, which no delivery reaches (a test integration's neither)`);
+      expect(neverReachedRangeOf(shown)).toBe(range);
+    }
+    expect(neverReachedRangeOf('127.0.0.1')).toBeNull();
+    expect(neverReachedRangeOf('10.1.2.3')).toBeNull();
+  });
+
+  it('refuses a name that resolves to a link-local address when connecting', async () => {
+    const lookup = (address: string) =>
+      new Promise<string>((resolve, reject) =>
+        lookupThrough((_h, cb) => cb(null, [{ address, family: address.includes(':') ? 6 : 4 }]), false)('meta.example.test', {}, (err, a) =>
+          err ? reject(err) : resolve(a as string),
+        ),
+      );
+    const err = await lookup('169.254.169.254').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GuardRefusal);
+    expect((err as Error).message).toBe('refused: meta.example.test resolves to 169.254.169.254, a link-local address, which no delivery reaches');
+    await expect(lookup('127.0.0.1')).resolves.toBe('127.0.0.1');
+    await expect(lookup('10.0.0.7')).resolves.toBe('10.0.0.7');
+  });
+});
+
 describe('the guard of live deliveries', () => {
   it('refuses a URL naming a special-purpose address, however the URL spells it', () => {
     for (const [url, shown] of [
@@ -167,7 +209,6 @@ describe('the guard of live deliveries', () => {
       expect(refusalOf(new URL(url), true), url).toMatch(
         new RegExp(`^refused: ${shown.replace(/[.]/g, '\\.')} is a special-purpose address \\(.+\\), not a public one$`),
       );
-      expect(refusalOf(new URL(url), false), url).toBeNull();
     }
     expect(refusalOf(new URL('https://[2606:4700:4700::1111]/in'), true)).toBeNull();
     expect(refusalOf(new URL('https://8.8.8.8/in'), true)).toBeNull();
