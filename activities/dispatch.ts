@@ -299,8 +299,10 @@ export function createDispatchActivities(deps: DispatchDeps) {
         const bound = () => state!.maxInFlight ?? input.maxInFlight;
         /**
          * Take the next deliveries in the background while the ones taken go out, so sending never waits for a
-         * claim's round trip (the subscription's state is re-read first when it is a second old: a disable, a
-         * deletion or a rotation shows within a second). Resolves to how many were taken.
+         * claim's round trip (the subscription's state is re-read first when it is a second old: a disable or a
+         * deletion shows within a second). Resolves to how many were taken. The state is read again once they are
+         * taken, so a delivery is signed and addressed with a state at least as new as its event: a rotation or a URL
+         * change made before an event was recorded is what its first attempt uses.
          */
         let claiming: Promise<number> | null = null;
         const claimMore = (): Promise<number> => {
@@ -315,10 +317,12 @@ export function createDispatchActivities(deps: DispatchDeps) {
             // range replay queued for events no subscription had) are stored here, in the background of the sends,
             // so every attempt sends the stored bytes.
             const missing = claimed.filter((d) => d.body === null).map((d) => d.eventId);
-            if (missing.length > 0) {
-              const bodies = await eventBodies(db, missing);
-              for (const d of claimed) d.body ??= bodies.get(d.eventId) ?? null;
-            }
+            const [bodies] = await Promise.all([
+              missing.length > 0 ? eventBodies(db, missing) : undefined,
+              // Read after the claim: newer than every event taken (a state that says stop leaves them queued).
+              claimed.length > 0 ? refresh() : undefined,
+            ]);
+            if (bodies) for (const d of claimed) d.body ??= bodies.get(d.eventId) ?? null;
             queue.push(...claimed);
             return claimed.length;
           })()

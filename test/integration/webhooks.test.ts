@@ -548,6 +548,20 @@ describe('delivery', () => {
     expect((await admin('GET', `/webhook_subscriptions/${sub.id}`)).body.previous_secret_expires_at).toBeNull();
   });
 
+  it('signs an event recorded after a rotation with the new secret, also while the dispatcher is busy sending', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/rotate-busy'));
+    // The dispatcher is running (it has just sent this one, and waits for more) when the secret changes.
+    await recordEvents(db, integ, residentUpdates(1, 'rotb1'));
+    await receiver.waitFor(() => at('/rotate-busy').length >= 1);
+    const rotated = await admin('POST', `/webhook_subscriptions/${sub.id}/rotate_secret`, { grace_period_seconds: 0 });
+    const [later] = await recordEvents(db, integ, residentUpdates(1, 'rotb2'));
+    await receiver.waitFor(() => at('/rotate-busy').some((r) => r.body.id === later));
+    const got = at('/rotate-busy').find((r) => r.body.id === later)!;
+    expect(verifyWebhookSignature(got.raw, got.headers, rotated.body.secret)).toBe(true);
+    expect(verifyWebhookSignature(got.raw, got.headers, sub.secret)).toBe(false);
+  });
+
   it('counts a receiver hanging past 10 s as a failed attempt', async () => {
     const integ = await webhookIntegration(db, stack);
     const sub = await subscribe(integ.id, hookUrl('/hang'));
