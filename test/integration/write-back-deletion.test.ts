@@ -18,7 +18,7 @@ import { disconnectIntegration, getIntegration } from '../../db/tenants';
 import type { SourceConnector } from '../../source';
 import { makeTenant, testDb, testKeyring, type Tenant } from '../support/context';
 import { propertyInput, unitInput } from '../support/fixtures';
-import { queuedOperation } from '../support/writes';
+import { queuedOperation, stubConnector } from '../support/writes';
 
 let db: Db;
 beforeAll(() => {
@@ -56,22 +56,13 @@ const unitRow = async (t: Tenant, xId: string) =>
 
 /** A source that applies every update and answers the read-back, running `during` as it reads. */
 function source(during: () => Promise<void>): SourceConnector {
-  const unused = () => Promise.reject(new Error('unused'));
-  return {
-    dialect: 'entrata',
-    capabilities: { delta: false, idempotentCreates: false },
+  return stubConnector({
     update: async (_entity, xId) => ({ x_id: xId, related: [] }),
     async readOne(_entity, xId) {
       await during();
       return unitInput(xId, 'P1', { unit_number: 'B-2' }) as never;
     },
-    create: unused,
-    findCreated: unused,
-    readPage: unused,
-    readChangedPage: unused,
-    readByIds: unused,
-    readWriteOptions: unused,
-  };
+  });
 }
 
 describe('a write whose integration is deleted while it is under way', () => {

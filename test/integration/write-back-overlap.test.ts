@@ -17,7 +17,7 @@ import type { UnitInput } from '../../domain/cdm';
 import type { SourceConnector } from '../../source';
 import { makeTenant, testDb, testKeyring, type Tenant } from '../support/context';
 import { propertyInput, unitInput } from '../support/fixtures';
-import { queuedOperation } from '../support/writes';
+import { queuedOperation, stubConnector } from '../support/writes';
 
 let db: Db;
 let tenant: Tenant;
@@ -47,10 +47,7 @@ async function storeOtherWriteBack(unitNumber: string): Promise<void> {
 
 /** A source that applies every update and answers every read-back with `answer`, running `during` inside the first. */
 function source(answer: UnitInput, during: () => Promise<void>, reads: string[]): SourceConnector {
-  const unused = () => Promise.reject(new Error('unused'));
-  return {
-    dialect: 'entrata',
-    capabilities: { delta: false, idempotentCreates: false },
+  return stubConnector({
     update: async (_entity, xId) => ({ x_id: xId, related: [] }),
     async readOne(_entity, xId) {
       reads.push(xId);
@@ -61,13 +58,7 @@ function source(answer: UnitInput, during: () => Promise<void>, reads: string[])
       }
       return answer as never;
     },
-    create: unused,
-    findCreated: unused,
-    readPage: unused,
-    readChangedPage: unused,
-    readByIds: unused,
-    readWriteOptions: unused,
-  };
+  });
 }
 
 const unitUpdate = () => queuedOperation(db, tenant, { type: 'unit.update', request: { unit_number: 'B-2' }, targetXId: 'U1' });

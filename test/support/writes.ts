@@ -9,6 +9,7 @@ import type { Db } from '../../db/client';
 import { newId } from '../../db/ids';
 import { acceptOperation } from '../../db/operations';
 import type { OperationType } from '../../domain/operations';
+import type { SourceConnector } from '../../source';
 import { createApiKey, type Scope } from '../../db/tenants';
 import { createWriteWorker } from '../../worker/roles/writes';
 import type { Tenant } from './context';
@@ -16,6 +17,27 @@ import { runInProcess, type InProcessWorker } from './sync';
 import { until } from './until';
 
 export type WriteWorker = InProcessWorker;
+
+/**
+ * An Entrata-style source connector for activity tests: the methods given, every other one failing `unused` (a test
+ * that reaches one did something it did not mean to).
+ */
+export function stubConnector(methods: Partial<Pick<SourceConnector, 'update' | 'readOne'>>): SourceConnector {
+  const unused = () => Promise.reject(new Error('unused'));
+  return {
+    dialect: 'entrata',
+    capabilities: { delta: false, idempotentCreates: false },
+    update: unused,
+    readOne: unused,
+    create: unused,
+    findCreated: unused,
+    readPage: unused,
+    readChangedPage: unused,
+    readByIds: unused,
+    readWriteOptions: unused,
+    ...methods,
+  };
+}
 
 /** An Operation of `t` accepted straight into the database (no API, no workflow): its id, queued. */
 export async function queuedOperation(
