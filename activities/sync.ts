@@ -119,11 +119,11 @@ export function createSyncActivities(deps: SyncActivityDeps) {
    * when the next attempt starts. An attempt after the first says so when it begins; a failed one records its error
    * and, when Temporal will try again, when (the policy's backoff, or the source's Retry-After).
    */
-  async function attemptBegins(syncJobId: string): Promise<void> {
+  async function attemptBegins(syncJobId: string, stepName: string): Promise<void> {
     const attempt = Context.current().info.attempt;
-    if (attempt > 1) await noteStepAttempt(db, syncJobId, attempt);
+    if (attempt > 1) await noteStepAttempt(db, syncJobId, stepName, attempt);
   }
-  async function attemptFailed(syncJobId: string, err: unknown): Promise<void> {
+  async function attemptFailed(syncJobId: string, stepName: string, err: unknown): Promise<void> {
     if (err instanceof CancelledFailure) return;
     const attempt = Context.current().info.attempt;
     const retryable = !(err instanceof ApplicationFailure && err.nonRetryable) && attempt < policy.retry.maximumAttempts;
@@ -132,7 +132,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
         ? err.nextRetryDelay
         : Math.min(policy.retry.maximumIntervalMs, policy.retry.initialIntervalMs * policy.retry.backoffCoefficient ** (attempt - 1));
     const message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
-    await noteStepFailure(db, syncJobId, {
+    await noteStepFailure(db, syncJobId, stepName, {
       attempt: retryable ? attempt + 1 : attempt,
       lastError: message,
       nextAttemptAt: retryable ? new Date(clock().getTime() + delayMs) : null,
@@ -144,15 +144,18 @@ export function createSyncActivities(deps: SyncActivityDeps) {
     metrics.syncRecords(entity, 'updated', r.updated);
     metrics.syncRecords(entity, 'skipped', r.skipped);
   }
-  /** One attempt of an entity step, with the step's retry state kept on the job row. */
-  async function step<T>(syncJobId: string, attempt: () => Promise<T>): Promise<T> {
-    await attemptBegins(syncJobId);
+  /**
+   * One attempt of an entity step (`stepName`: the activity and its entity), with the step's retry state kept on the
+   * job row.
+   */
+  async function step<T>(syncJobId: string, stepName: string, attempt: () => Promise<T>): Promise<T> {
+    await attemptBegins(syncJobId, stepName);
     try {
       const done = await attempt();
-      await clearStepFailures(db, syncJobId);
+      await clearStepFailures(db, syncJobId, stepName);
       return done;
     } catch (err) {
-      await attemptFailed(syncJobId, err);
+      await attemptFailed(syncJobId, stepName, err);
       throw err;
     }
   }
@@ -368,7 +371,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
      * resume point and counters. A page is read while the previous one is applied.
      */
     async syncEntity(input: { syncJobId: string; entity: Entity }): Promise<{ pages: number; records: number }> {
-      return step(input.syncJobId, () => syncEntityAttempt(input));
+      return step(input.syncJobId, `syncEntity:${input.entity}`, () => syncEntityAttempt(input));
     },
 
     /**
@@ -378,7 +381,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
      * confirmed gone. Idempotent: a retry looks up only what is still unseen.
      */
     async confirmDeletions(input: { syncJobId: string; entity: Entity }): Promise<ConfirmResult> {
-      return step(input.syncJobId, () => confirmDeletionsAttempt(input));
+      return step(input.syncJobId, `confirmDeletions:${input.entity}`, () => confirmDeletionsAttempt(input));
     },
 
     /** The retry and time-out policy of this worker's sync runs (run as a local activity: no I/O). */

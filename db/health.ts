@@ -55,22 +55,29 @@ const cadenceCase = planRuleCase('defaultSyncIntervalSeconds');
 
 const capped = (from: string) => `(select count(*) from (select 1 from ${from} limit ${COUNT_CAP}) s)::int`;
 
+/** How many of the newest quarantine listings the count reads (a scrape's work is bounded, whatever the retention holds). */
+const QUARANTINE_WINDOW = 20_000;
+
 /**
- * Records quarantined now: each record (integration, entity, x_id) a run listed as unreadable within the retention,
- * once however many runs listed it, unless a later run stored it (the source mended it). A record without a readable
- * id counts once per run that listed it.
+ * Records quarantined now: each record (integration, entity, x_id) of a live integration that one of the newest
+ * QUARANTINE_WINDOW listings names as unreadable, once however many runs listed it, unless a later run stored it
+ * (the source mended it) or found it gone (soft-deleted since). A record without a readable id counts once per run that listed it. Every run that reads a
+ * record the mapping cannot read lists it again, so the newest listings hold what is quarantined now; the count
+ * reads them by index (newest first) and is at most QUARANTINE_WINDOW.
  */
 const QUARANTINED = `(select distinct on (j.integration_id, s.entity, coalesce(s.x_id, s.sync_job_id))
        j.integration_id, s.entity, s.x_id, s.created_at
-     from sync_skipped_records s join sync_jobs j on j.id = s.sync_job_id
+     from (select * from sync_skipped_records order by created_at desc limit ${QUARANTINE_WINDOW}) s
+       join sync_jobs j on j.id = s.sync_job_id
+       join integrations i on i.id = j.integration_id and i.deleted_at is null
      order by j.integration_id, s.entity, coalesce(s.x_id, s.sync_job_id), s.created_at desc) q
    where q.x_id is null or not exists (
      select 1 from (
-       select ps_synced_at from properties r where q.entity = 'property' and r.integration_id = q.integration_id and r.x_id = q.x_id
-       union all select ps_synced_at from units r where q.entity = 'unit' and r.integration_id = q.integration_id and r.x_id = q.x_id
-       union all select ps_synced_at from residents r where q.entity = 'resident' and r.integration_id = q.integration_id and r.x_id = q.x_id
-       union all select ps_synced_at from leases r where q.entity = 'lease' and r.integration_id = q.integration_id and r.x_id = q.x_id
-     ) stored where stored.ps_synced_at > q.created_at)`;
+       select ps_synced_at, deleted_at from properties r where q.entity = 'property' and r.integration_id = q.integration_id and r.x_id = q.x_id
+       union all select ps_synced_at, deleted_at from units r where q.entity = 'unit' and r.integration_id = q.integration_id and r.x_id = q.x_id
+       union all select ps_synced_at, deleted_at from residents r where q.entity = 'resident' and r.integration_id = q.integration_id and r.x_id = q.x_id
+       union all select ps_synced_at, deleted_at from leases r where q.entity = 'lease' and r.integration_id = q.integration_id and r.x_id = q.x_id
+     ) stored where stored.ps_synced_at > q.created_at or stored.deleted_at > q.created_at)`;
 
 const FACTS = `
 select

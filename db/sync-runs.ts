@@ -37,28 +37,43 @@ export async function hasRows(db: Tx, entity: Entity, integrationId: string): Pr
 // The retry state of an entity step (a display: the admin API, the CLI, the console and the metrics show it)
 // ---------------------------------------------------------------------------------------------------------------
 
-/** A retried step began: its attempt shows, and no next attempt is pending. */
-export async function noteStepAttempt(db: Tx, syncJobId: string, attempt: number): Promise<void> {
+/** A retried step (`step`, e.g. `syncEntity:unit`) began: its attempt shows, and no next attempt is pending. */
+export async function noteStepAttempt(db: Tx, syncJobId: string, step: string, attempt: number): Promise<void> {
   await db
     .update(syncJobs)
-    .set({ attempt, nextAttemptAt: null })
+    .set({ attempt, nextAttemptAt: null, retryingStep: step })
     .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
 }
 
 /** A step's attempt failed: its error, the attempt that comes next and when (null when none will). */
-export async function noteStepFailure(db: Tx, syncJobId: string, failure: { attempt: number; lastError: string; nextAttemptAt: Date | null }): Promise<void> {
+export async function noteStepFailure(
+  db: Tx,
+  syncJobId: string,
+  step: string,
+  failure: { attempt: number; lastError: string; nextAttemptAt: Date | null },
+): Promise<void> {
   await db
     .update(syncJobs)
-    .set(failure)
+    .set({ ...failure, retryingStep: step })
     .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running')));
 }
 
-/** A step succeeded after failed attempts: the run no longer shows as retrying. */
-export async function clearStepFailures(db: Tx, syncJobId: string): Promise<void> {
+/**
+ * A step succeeded after failed attempts: the run no longer shows as retrying, unless the retry state shown is
+ * another step's (one running beside it, still failing).
+ */
+export async function clearStepFailures(db: Tx, syncJobId: string, step: string): Promise<void> {
   await db
     .update(syncJobs)
-    .set({ attempt: 1, lastError: null, nextAttemptAt: null })
-    .where(and(eq(syncJobs.id, syncJobId), eq(syncJobs.status, 'running'), sql`${syncJobs.attempt} > 1`));
+    .set({ attempt: 1, lastError: null, nextAttemptAt: null, retryingStep: null })
+    .where(
+      and(
+        eq(syncJobs.id, syncJobId),
+        eq(syncJobs.status, 'running'),
+        sql`${syncJobs.attempt} > 1`,
+        sql`(${syncJobs.retryingStep} is null or ${syncJobs.retryingStep} = ${step})`,
+      ),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------------

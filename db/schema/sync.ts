@@ -52,6 +52,11 @@ export const syncJobs = pgTable(
     attempt: integer('attempt').notNull().default(1),
     lastError: text('last_error'),
     nextAttemptAt: ts('next_attempt_at'),
+    /**
+     * The step (`<activity>:<entity>`) the retry state above is about: steps run side by side (unit and resident), and
+     * one that succeeds clears the state only if it is its own.
+     */
+    retryingStep: text('retrying_step'),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [
@@ -93,6 +98,7 @@ export const syncSkippedRecords = pgTable(
     reason: text('reason').notNull(),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
-  // NULLS DISTINCT (the default): records without a readable id are each listed.
-  (t) => [uniqueIndex('sync_skipped_records_key').on(t.syncJobId, t.entity, t.xId)],
+  // NULLS DISTINCT (the default): records without a readable id are each listed. By time: the health facts read the
+  // newest listings (db/health.ts), the retention purge the oldest.
+  (t) => [uniqueIndex('sync_skipped_records_key').on(t.syncJobId, t.entity, t.xId), index('sync_skipped_records_created_idx').on(t.createdAt)],
 );

@@ -6,6 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
+import { newId } from '../../db/ids';
+import { syncJobs } from '../../db/schema';
+import { clearStepFailures, noteStepAttempt, noteStepFailure } from '../../db/sync-runs';
 import { adminCaller, type TestServer } from '../support/api-server';
 import { runCli, startCli } from '../support/cli';
 import { parseExposition } from '../support/metrics';
@@ -94,4 +97,23 @@ describe('a sync retrying a failing source', () => {
     );
     expect(done).toMatchObject({ status: 'succeeded', attempt: 1, last_error: null, next_attempt_at: null, error: null });
   }, 120_000);
+
+  it('keeps the retry state of the step still failing when another step beside it succeeds', async () => {
+    const { row } = await sandboxIntegration(db, { size: 3 });
+    const [job] = await db
+      .insert(syncJobs)
+      .values({ id: newId('syncJob'), organizationId: row.organizationId, integrationId: row.id, status: 'running', trigger: 'manual' })
+      .returning();
+    const admin = adminCaller(api, config.ADMIN_TOKEN);
+    const shown = async () => (await admin('GET', `/sync_jobs/${job!.id}`)).body;
+    const nextAttemptAt = new Date(Date.now() + 4_000);
+    // Units fail (their next attempt is due); residents, running beside them, succeed: units still show.
+    await noteStepFailure(db, job!.id, 'syncEntity:unit', { attempt: 2, lastError: 'getPropertyUnits: source answered HTTP 503', nextAttemptAt });
+    await clearStepFailures(db, job!.id, 'syncEntity:resident');
+    expect(await shown()).toMatchObject({ attempt: 2, last_error: 'getPropertyUnits: source answered HTTP 503', next_attempt_at: nextAttemptAt.toISOString() });
+    // The units' own success clears it.
+    await noteStepAttempt(db, job!.id, 'syncEntity:unit', 2);
+    await clearStepFailures(db, job!.id, 'syncEntity:unit');
+    expect(await shown()).toMatchObject({ attempt: 1, last_error: null, next_attempt_at: null });
+  });
 });

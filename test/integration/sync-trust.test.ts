@@ -15,6 +15,7 @@ import { newId } from '../../db/ids';
 import { syncJobs, syncSkippedRecords } from '../../db/schema';
 import { readHealthFacts } from '../../db/health';
 import { getSyncJob, purgeSkippedBefore } from '../../db/sync-jobs';
+import { disconnectIntegration, getIntegration } from '../../db/tenants';
 import { ENTITIES, type Entity } from '../../domain/cdm';
 import { syncWorkflowIdOf } from '../../domain/contract';
 import { SourceTransientError } from '../../source';
@@ -188,7 +189,12 @@ describe('quarantine', () => {
     expect(waited.stderr).toMatch(/warning: 4 record\(s\) could not be read from the source and were skipped; see: sync skipped syj_/);
 
     // Quarantined now: the four records, however many runs listed them (this one and the CLI's).
-    expect((await readHealthFacts(db)).recordsQuarantined - quarantinedBefore).toBe(4);
+    const quarantined = (await readHealthFacts(db)).recordsQuarantined;
+    expect(quarantined - quarantinedBefore).toBe(4);
+    // A deleted integration's records are no one's to mend: they count no more (their lists stay readable).
+    await disconnectIntegration(db, (await getIntegration(db, s.row.id))!, new Date());
+    expect(quarantined - (await readHealthFacts(db)).recordsQuarantined).toBe(4);
+    expect((await admin(`/sync_jobs/${job.id}/skipped_records`)).body.results).toHaveLength(4);
   });
 
   it('a first sync with an unreadable record loads everything else and completes', async () => {

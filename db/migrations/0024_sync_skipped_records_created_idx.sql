@@ -1,0 +1,1 @@
+CREATE INDEX "sync_skipped_records_created_idx" ON "sync_skipped_records" USING btree ("created_at");

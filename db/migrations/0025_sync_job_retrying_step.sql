@@ -1,0 +1,1 @@
+ALTER TABLE "sync_jobs" ADD COLUMN "retrying_step" text;
