@@ -6,6 +6,7 @@
  * the sync's own write path (db/apply.ts), with the change events a sync would record, before the Operation
  * turns `succeeded`. No source call runs inside a database transaction.
  */
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../db/client';
 import { databaseNow } from '../db/clock';
@@ -13,7 +14,7 @@ import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyK
 import type { IntegrationRow } from '../db/tenants';
 import { IntegrationDeletedError, operationWithIntegration, StaleReadBackError, storeWriteBack } from '../db/write-back';
 import type { Entity, InputOf } from '../domain/cdm';
-import { isTerminal, parseOperationType, READ_BACK_FIRST_RETRY_MS, type OperationStatus } from '../domain/operations';
+import { isTerminal, nextReadBackAtMs, parseOperationType, READ_BACK_FIRST_RETRY_MS, type OperationStatus } from '../domain/operations';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
 import {
   createConnector,
@@ -350,8 +351,20 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       try {
         return { resourceId: await store(loaded.op, loaded.integration, connectorFor(loaded.integration), input) };
       } catch (err) {
-        if (!(err instanceof IntegrationDeletedError)) throw err;
-        throw ApplicationFailure.nonRetryable(await failDeletedAfterApplied(loaded.op, input.attempts, input.xId, input.appliedAtMs), 'WriteNotStorable');
+        if (err instanceof IntegrationDeletedError) {
+          throw ApplicationFailure.nonRetryable(await failDeletedAfterApplied(loaded.op, input.attempts, input.xId, input.appliedAtMs), 'WriteNotStorable');
+        }
+        // Temporal retries it (the workflow's read-back policy): the caller polling sees this failure and when the
+        // next read-back starts, not the first failure's time long past. Best effort, as the first one.
+        const nextAttemptAt = new Date(nextReadBackAtMs(Context.current().info.attempt, clock().getTime()));
+        await moveOperation(
+          db,
+          loaded.op.id,
+          'running',
+          { nextAttemptAt, lastError: clip(`the source applied the change (x_id ${input.xId}); reading it back failed and is retried: ${messageOf(err)}`) },
+          clock(),
+        ).catch(() => {});
+        throw err;
       }
     },
 

@@ -37,6 +37,12 @@ export const isTerminal = (s: OperationStatus): boolean => s === 'succeeded' || 
  * storeApplied, which Temporal retries with backoff): the Operation's next_attempt_at meanwhile.
  */
 export const READ_BACK_FIRST_RETRY_MS = 5_000;
+/** The longest wait between two read-backs of an applied write (the delay doubles from READ_BACK_FIRST_RETRY_MS up to it). */
+export const READ_BACK_MAX_RETRY_MS = 300_000;
+
+/** When the read-back after the `attempt`th one that failed starts, `nowMs` being when it failed. */
+export const nextReadBackAtMs = (attempt: number, nowMs: number): number =>
+  nowMs + Math.min(READ_BACK_FIRST_RETRY_MS * 2 ** (attempt - 1), READ_BACK_MAX_RETRY_MS);
 
 /** Input of the write workflow: ids only (the body, with residents' names and phones, stays in the database). */
 export interface WriteWorkflowInput {

@@ -20,6 +20,7 @@ import { SA_STATUS } from '../domain/contract';
 import {
   parseOperationType,
   READ_BACK_FIRST_RETRY_MS,
+  READ_BACK_MAX_RETRY_MS,
   type OperationStatus,
   type OperationView,
   type WriteWorkflowInput,
@@ -56,7 +57,7 @@ const { attemptWrite } = proxyActivities<WriteActivities>({
 const { storeApplied } = proxyActivities<WriteActivities>({
   startToCloseTimeout: '2 minutes',
   scheduleToCloseTimeout: '6 hours',
-  retry: { initialInterval: READ_BACK_FIRST_RETRY_MS, backoffCoefficient: 2, maximumInterval: '5 minutes' },
+  retry: { initialInterval: READ_BACK_FIRST_RETRY_MS, backoffCoefficient: 2, maximumInterval: READ_BACK_MAX_RETRY_MS },
 });
 
 export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWorkflowResult> {
