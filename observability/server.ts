@@ -27,8 +27,8 @@ export async function serveMetrics(opts: MetricsServerOptions): Promise<MetricsS
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res
-        .writeHead(path === '/metrics' ? 405 : 404, { 'content-type': 'text/plain' })
-        .end(path === '/metrics' ? 'GET only\n' : 'not found: the metrics are at /metrics\n');
+        .writeHead(path === '/metrics' ? 405 : 404, { 'content-type': 'text/plain', ...(path === '/metrics' ? { allow: 'GET, HEAD' } : {}) })
+        .end(path === '/metrics' ? 'GET or HEAD only\n' : 'not found: the metrics are at /metrics\n');
       return;
     }
     void (async () => {

@@ -325,7 +325,7 @@ async function seedDemo(base: string) {
     '',
     'Try:',
     `  curl -s -H "Authorization: Bearer ${key.key}" "${base}/v1/leases?status=active&limit=2"`,
-    'and a write to an active lease of that list (the source takes writes to active leases only): 202 with an Operation;',
+    'and a write to an active lease of that list (the source refuses writes to closed leases): 202 with an Operation;',
     'poll GET /v1/operations/<id>, or: npm run -s cli -- operations get <id> --wait',
     `  curl -s -X PATCH -H "Authorization: Bearer ${key.key}" -H "Idempotency-Key: $(node -p 'crypto.randomUUID()')" -H "Content-Type: application/json" \\`,
     `    -d '{"occupants": 2}' "${base}/v1/leases/<an id from the list>"`,
