@@ -2,9 +2,9 @@
  * The server-side request forgery guard of every request sent to a URL a customer chose (webhook deliveries,
  * automation exports), for live integrations: https:// only, and never to a loopback, private, link-local or other
  * special-purpose address, IPv4 embedded in IPv6 included (domain/addresses.ts). A test integration may use http://,
- * loopback and private addresses, never link-local ones (cloud metadata) or IPv6 forms embedding IPv4. Checked on the URL before
- * connecting (an IP literal is connected to without a lookup) and on the addresses the name resolves to when
- * connecting, so a name that resolves (or rebinds) to such an address is refused too.
+ * loopback and private addresses, never link-local ones (cloud metadata) or IPv6 forms embedding IPv4. Checked on
+ * the URL before connecting (an IP literal is connected to without a lookup) and on the addresses the name resolves
+ * to when connecting, so a name that resolves (or rebinds) to such an address is refused too.
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';

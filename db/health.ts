@@ -61,9 +61,9 @@ const QUARANTINE_WINDOW = 20_000;
 /**
  * Records quarantined now: each record (integration, entity, x_id) of a live integration that one of the newest
  * QUARANTINE_WINDOW listings names as unreadable, once however many runs listed it, unless a later run stored it
- * (the source mended it) or found it gone (soft-deleted since). A record without a readable id counts once per run that listed it. Every run that reads a
- * record the mapping cannot read lists it again, so the newest listings hold what is quarantined now; the count
- * reads them by index (newest first) and is at most QUARANTINE_WINDOW.
+ * (the source mended it) or found it gone (soft-deleted since). A record without a readable id counts once per run
+ * that listed it. Every run that reads a record the mapping cannot read lists it again, so the newest listings hold
+ * what is quarantined now; the count reads them by index (newest first) and is at most QUARANTINE_WINDOW.
  */
 const QUARANTINED = `(select distinct on (j.integration_id, s.entity, coalesce(s.x_id, s.sync_job_id))
        j.integration_id, s.entity, s.x_id, s.created_at

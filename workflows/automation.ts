@@ -72,7 +72,8 @@ export async function runAutomation(input: AutomationRunInput): Promise<Automati
     return await retryOnSchedule<AutomationRunResult>({
       schedule,
       attempt: async (attempt) => {
-        // The activity marks the row `running` as it starts (markRunStarted); the state and the search attribute say so too.
+        // The activity marks the row `running` as it starts (markRunStarted); the state and the search attribute say
+        // so too.
         if (state.status === 'queued' && patched(PATCH_RUNNING)) setStatus('running');
         let outcome: ExportOutcome;
         try {
