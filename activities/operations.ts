@@ -14,7 +14,7 @@ import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyK
 import type { IntegrationRow } from '../db/tenants';
 import { IntegrationDeletedError, operationWithIntegration, StaleReadBackError, storeWriteBack } from '../db/write-back';
 import type { Entity, InputOf } from '../domain/cdm';
-import { isTerminal, nextReadBackAtMs, parseOperationType, READ_BACK_FIRST_RETRY_MS, type OperationStatus } from '../domain/operations';
+import { isTerminal, nextReadBackAtMs, parseOperationType, type OperationStatus } from '../domain/operations';
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
 import {
   createConnector,
@@ -150,6 +150,22 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     );
     if (moved) metrics.operationCompleted(op.type, 'failed');
     return error;
+  }
+
+  /**
+   * A read-back of a change the source applied failed and is retried at `nextAtMs`: the Operation is `running` with
+   * this failure (and `fields`). Best effort: when the database is what failed, this fails too, and the next
+   * read-back or the Operation's failure records it later.
+   */
+  async function readBackFailed(
+    op: OperationRow,
+    xId: string,
+    error: string,
+    nextAtMs: number,
+    fields: Parameters<typeof moveOperation>[3] = {},
+  ): Promise<void> {
+    const lastError = clip(`the source applied the change (x_id ${xId}); reading it back failed and is retried: ${error}`);
+    await moveOperation(db, op.id, 'running', { ...fields, nextAttemptAt: new Date(nextAtMs), lastError }, clock()).catch(() => {});
   }
 
   function connectorFor(integration: IntegrationRow): SourceConnector {
@@ -322,21 +338,12 @@ export function createWriteActivities(deps: WriteActivityDeps) {
           }
           const error = clip(messageOf(err));
           // The caller sees that the source holds the change (not a write still to make) while the read-back is
-          // retried: `running`, source.state `applied`, the attempt counted. Best effort: when the database is what
-          // failed, this fails too, and storeApplied or the failure records it later.
-          await moveOperation(
-            db,
-            op.id,
-            'running',
-            {
-              sourceState: 'applied',
-              appliedAt: new Date(appliedAtMs),
-              attempts: input.attempt,
-              nextAttemptAt: new Date(appliedAtMs + READ_BACK_FIRST_RETRY_MS),
-              lastError: clip(`the source applied the change (x_id ${written.x_id}); reading it back failed and is retried: ${error}`),
-            },
-            clock(),
-          ).catch(() => {});
+          // retried: source.state `applied`, the attempt counted.
+          await readBackFailed(op, written.x_id, error, nextReadBackAtMs(1, appliedAtMs), {
+            sourceState: 'applied',
+            appliedAt: new Date(appliedAtMs),
+            attempts: input.attempt,
+          });
           return { outcome: 'applied', xId: written.x_id, related: written.related, appliedAtMs, error };
         }
       });
@@ -355,15 +362,8 @@ export function createWriteActivities(deps: WriteActivityDeps) {
           throw ApplicationFailure.nonRetryable(await failDeletedAfterApplied(loaded.op, input.attempts, input.xId, input.appliedAtMs), 'WriteNotStorable');
         }
         // Temporal retries it (the workflow's read-back policy): the caller polling sees this failure and when the
-        // next read-back starts, not the first failure's time long past. Best effort, as the first one.
-        const nextAttemptAt = new Date(nextReadBackAtMs(Context.current().info.attempt, clock().getTime()));
-        await moveOperation(
-          db,
-          loaded.op.id,
-          'running',
-          { nextAttemptAt, lastError: clip(`the source applied the change (x_id ${input.xId}); reading it back failed and is retried: ${messageOf(err)}`) },
-          clock(),
-        ).catch(() => {});
+        // next read-back starts, not the first failure's time long past.
+        await readBackFailed(loaded.op, input.xId, messageOf(err), nextReadBackAtMs(Context.current().info.attempt, clock().getTime()));
         throw err;
       }
     },
