@@ -204,7 +204,8 @@ export class BuildiumConnector implements SourceConnector {
           FloorPlanId: referenceTo(l.floorplan_id, 'floorplan_id'),
           LeaseType: l.lease_term_id,
           LeaseFromDate: l.lease_start_date,
-          LeaseToDate: l.lease_end_date,
+          // An at-will lease has no end of the caller's: the source sets it a month after the start.
+          LeaseToDate: l.lease_term_id === 'AtWill' ? null : l.lease_end_date,
           MoveInDate: l.move_in_date,
           Applicant: {
             FirstName: l.first_name,
@@ -226,12 +227,27 @@ export class BuildiumConnector implements SourceConnector {
     const id = referenceTo(xId, `${entity} x_id`);
     const current = await this.rawOne(entity, xId);
     if (current === null) throw new SourcePermanentError(`${entity} ${xId}: the source has no such record`, 404, 'NOT_FOUND');
+    // The PUT repeats every field the patch leaves alone as the source has it: a record the source holds malformed
+    // would send its malformed values back and be refused for a field the caller never named, so it is refused here,
+    // saying so, before anything is sent.
+    try {
+      MAPPERS[entity](current);
+    } catch (err) {
+      if (!(err instanceof MappingError)) throw err;
+      throw new SourcePermanentError(
+        `${entity} ${xId} is malformed at the source (${err.message.slice(0, 300)}): it cannot be updated until it is repaired there`,
+        undefined,
+        'VALIDATION_FAILED',
+      );
+    }
     // Every writable field as the source has it, then the patch over it.
     const body: Raw = Object.fromEntries(WRITABLE[entity].map((k) => [k, current[k] ?? null]));
     switch (entity) {
-      case 'unit':
-        Object.assign(body, this.unitFields(patch as UpdateInputOf['unit']));
+      case 'unit': {
+        const p = patch as UpdateInputOf['unit'];
+        Object.assign(body, await this.planFieldsOf(current, p), this.unitFields(p));
         break;
+      }
       case 'resident':
         Object.assign(body, tenantFields(patch as UpdateInputOf['resident']));
         break;
@@ -282,6 +298,32 @@ export class BuildiumConnector implements SourceConnector {
   // -------------------------------------------------------------------------------------------------------------
   // Write bodies
   // -------------------------------------------------------------------------------------------------------------
+
+  /**
+   * A unit given a floor plan takes the plan's bedrooms, bathrooms and size unless the patch sets them (as a create
+   * does, and as the CDM says). A PUT must repeat every field, so those the patch leaves out are the plan's, read from
+   * the property's floor plans, not the unit's current ones. Nothing when the patch names no plan, or one the property
+   * does not have (the source refuses that).
+   */
+  private async planFieldsOf(current: Raw, p: Partial<CreateInputOf['unit']>): Promise<Raw> {
+    if (typeof p.floorplan_id !== 'string' || (p.bedrooms !== undefined && p.bathrooms !== undefined && p.square_feet !== undefined)) return {};
+    const propertyId = wireId(String(current.PropertyId ?? ''));
+    const planId = wireId(p.floorplan_id);
+    if (propertyId === null || planId === null) return {};
+    const path = `${COLLECTIONS.property}/${propertyId}/floorplans`;
+    const plans = await this.read(path, {}, true);
+    const plan = Array.isArray(plans?.json)
+      ? (plans.json as unknown[]).find((f): f is Raw => !!f && typeof f === 'object' && (f as Raw).Id === planId)
+      : undefined;
+    if (plan === undefined) return {};
+    const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
+    const size = typeof plan.Size === 'number' && Number.isSafeInteger(plan.Size) && plan.Size > 0 ? plan.Size : null;
+    return defined({
+      UnitBedrooms: p.bedrooms === undefined ? (nameOf(BEDROOMS, count(plan.Bedrooms)) ?? 'NotSet') : undefined,
+      UnitBathrooms: p.bathrooms === undefined ? (nameOf(BATHROOMS, count(plan.Bathrooms)) ?? 'NotSet') : undefined,
+      UnitSize: p.square_feet === undefined ? size : undefined,
+    });
+  }
 
   private unitFields(u: Partial<CreateInputOf['unit']>): Raw {
     return defined({

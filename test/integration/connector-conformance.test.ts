@@ -382,6 +382,41 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
       expect(await conn.readOne('resident', '999999999')).toBeNull();
     });
 
+    it('gives a unit moved to another floor plan that plan’s bedrooms, bathrooms and size, unless the patch sets them', async () => {
+      const property = units[0]!.property_x_id!;
+      const plans = (await conn.readWriteOptions(property)).floorplans.map((p) => p.value);
+      expect(plans.length).toBeGreaterThan(1);
+      const [from, to] = [plans[0]!, plans[plans.length - 1]!];
+      // A unit created with a plan takes the plan's values: what a move to it must give too.
+      const planned = await conn.readOne('unit', (await conn.create('unit', { property_x_id: property, unit_number: 'FP-1', floorplan_id: to })).x_id);
+      const plan = { bedrooms: planned!.bedrooms, bathrooms: planned!.bathrooms, square_feet: planned!.square_feet };
+      const u = await conn.create('unit', { property_x_id: property, unit_number: 'FP-2', floorplan_id: from });
+      expect(await conn.readOne('unit', u.x_id)).not.toMatchObject(plan);
+
+      await conn.update('unit', u.x_id, { floorplan_id: to });
+      expect(await conn.readOne('unit', u.x_id)).toMatchObject({ floorplan_id: to, ...plan });
+      await conn.update('unit', u.x_id, { floorplan_id: from });
+      await conn.update('unit', u.x_id, { floorplan_id: to, bedrooms: 1 });
+      expect(await conn.readOne('unit', u.x_id)).toMatchObject({ floorplan_id: to, ...plan, bedrooms: 1 });
+    });
+
+    it.runIf(dialect === 'buildium')('creates an at-will lease: one without an end, whatever end the caller gave', async () => {
+      const input = await leaseInput(conn, units[2]!, { lease_term_id: 'AtWill' });
+      const made = await conn.create('lease', input);
+      expect(await conn.readOne('lease', made.x_id)).toMatchObject({ start_date: '2026-03-01', end_date: null, type: 'month_to_month' });
+    });
+
+    it.runIf(dialect === 'buildium')('refuses to update a record the source holds malformed, saying so, and sends nothing', async () => {
+      const x = (await ctl.applyChanges(c.id, { corrupt: { unit: 1 } })).corrupted.unit[0]!;
+      const net = counting();
+      const err = await createConnector(c.settings, { fetch: net.fetch })
+        .update('unit', x, { note: 'x' })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SourcePermanentError);
+      expect((err as Error).message).toMatch(new RegExp(`^unit ${x} is malformed at the source \\(.+\\): it cannot be updated until it is repaired there$`));
+      expect(net.count()).toBe(1);
+    });
+
     it('creates a lease with its applicant, and updates its rent and move-in date', async () => {
       const input = await leaseInput(conn, units[1]!);
       const made = await conn.create('lease', input);
