@@ -49,6 +49,7 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .notice { padding:.7rem 1rem; border-radius:8px; background:#e6efff; border:1px solid #b9cdf5; margin:.8rem 0; }
 .problem { padding:.8rem 1rem; border-radius:8px; background:#fdecea; border:1px solid #f1b8b2; margin:.8rem 0; }
 .problem h2 { margin:0 0 .3rem; color:var(--bad); }
+[data-warn] { color:var(--bad); font-weight:600; background:#fbe3e1; padding:0 .3rem; border-radius:3px; }
 .secret { padding:1rem; border-radius:8px; background:#fff8e1; border:1px solid #f0d28a; margin:.8rem 0; }
 .secret code { display:block; font-size:1rem; padding:.5rem; background:#fff; border:1px solid var(--line); border-radius:6px; margin:.4rem 0; user-select:all; }
 form.inline { display:inline; margin:0; }

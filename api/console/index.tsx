@@ -79,6 +79,16 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono, adminToken: Admi
     );
   });
 
+  // A page asked for with a trailing slash (`/console/`, a bookmark of `/console/organizations/`) is the page without
+  // it: redirected before anything else, within the console (a path that reached this app starts with /console/).
+  app.use('*', async (c, next) => {
+    const url = new URL(c.req.url);
+    if ((c.req.method === 'GET' || c.req.method === 'HEAD') && url.pathname.startsWith('/console/') && url.pathname.endsWith('/')) {
+      return c.redirect(`${url.pathname.replace(/\/+$/, '')}${url.search}`, 301);
+    }
+    await next();
+  });
+
   // Static assets: versioned with the service, cacheable, public (the sign-in page needs them).
   const asset = (type: string, body: () => string) => (c: Context) => c.body(body(), 200, { 'content-type': type, 'cache-control': 'public, max-age=3600' });
   app.get(

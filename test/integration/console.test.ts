@@ -7,7 +7,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
@@ -274,6 +274,21 @@ describe('operating an integration', () => {
     await screenshot(page, '03-integration');
   });
 
+  it('keeps the integration’s status in step with its runs while one is under way', async () => {
+    // Slow reads (a count of them, so the fault ends by itself) keep the run under way while the page is read.
+    expect((await admin('POST', `/integrations/${integrationId}/sandbox/faults`, { kind: 'slow', delay_ms: 1_000, count: 3, methods: 'reads' })).status).toBe(
+      200,
+    );
+    expect((await admin('POST', `/integrations/${integrationId}/syncs`)).status).toBe(202);
+    await page.goto(at(`/console/integrations/${integrationId}`));
+    expect(await textOf(page.locator('#facts .badge').last())).toMatch(/^(queued|running)$/);
+    expect(await page.locator('#facts').getAttribute('hx-get')).not.toBeNull();
+    // No reload: the facts follow the run, and stop being re-read once it is over.
+    await page.locator('#facts .badge.succeeded').waitFor({ timeout: 60_000 });
+    await page.locator('#runs tbody tr').first().locator('.badge.succeeded').waitFor();
+    expect(await page.locator('#facts').getAttribute('hx-get')).toBeNull();
+  });
+
   it('creates a webhook subscription and shows its secret once', async () => {
     await page.goto(at(`/console/integrations/${integrationId}/webhooks`));
     await page.getByLabel('Endpoint URL').fill(receiver.url);
@@ -452,6 +467,42 @@ describe('operating an integration', () => {
     expect(got!.headers['x-service-signature-previous']).toBeTruthy();
   });
 
+  it('sends what a subscription missed while disabled by replaying the time range the page offers once it is enabled', async () => {
+    const sub = at(`/console/webhook-subscriptions/${subscriptionId}`);
+    await page.goto(sub);
+    await page.getByRole('button', { name: 'Disable' }).click();
+    expect(await textOf(page.locator('dl.facts .badge'))).toBe('disabled');
+    expect((await admin('POST', `/integrations/${integrationId}/sandbox/changes`, { update: 2 })).status).toBe(200);
+    await page.goto(at(`/console/integrations/${integrationId}`));
+    await page.getByRole('button', { name: 'Sync now' }).click();
+    await page.locator('#job .badge.succeeded').waitFor({ timeout: 60_000 });
+    const missed = (
+      await db.execute<{ id: string }>(sql`
+      select e.id from events e join webhook_subscriptions s on s.integration_id = e.integration_id
+      where s.id = ${subscriptionId} and e.created_at > s.disabled_at`)
+    ).map((r) => r.id);
+    expect(missed.length).toBeGreaterThan(0);
+    const before = receiver.received.length;
+
+    await page.goto(sub);
+    await page.getByRole('button', { name: 'Enable' }).click();
+    expect(await textOf(page.getByRole('status'))).toContain('replaying that time range');
+    expect(await page.locator('input[name=since]').inputValue()).not.toBe('');
+    // Nothing recorded while it was disabled has gone out.
+    expect(receiver.received.slice(before).filter((r) => missed.includes(r.body.id as string))).toEqual([]);
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Replay range' }).click();
+    expect(await textOf(page.getByRole('status'))).toMatch(new RegExp(`Replay started for ${missed.length} events? of that range`));
+    const got = await receiver.waitFor((r) => missed.every((id) => r.slice(before).some((x) => x.body.id === id)));
+    expect(got.length).toBeGreaterThan(before);
+
+    // A range that makes no sense is refused on the page, and sends nothing.
+    await page.locator('input[name=since]').fill('yesterday');
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Replay range' }).click();
+    expect(await textOf(page.getByRole('alert'))).toContain('since');
+  });
+
   it('replays every dead-lettered delivery of a subscription at once', async () => {
     receiver.reply(() => 503);
     expect((await admin('POST', `/integrations/${integrationId}/sandbox/changes`, { update: 3 })).status).toBe(200);
@@ -566,6 +617,15 @@ describe('sessions and pages', () => {
     const none = await page.goto(at('/console/nothing-here'));
     expect(none!.status()).toBe(404);
     expect(await textOf(page.getByRole('alert'))).toContain('The console has no page /console/nothing-here');
+    // A trailing slash is the page without it.
+    for (const [asked, shown] of [
+      ['/console/', '/console/organizations'],
+      ['/console/organizations/?limit=5', '/console/organizations?limit=5'],
+    ]) {
+      const res = await page.goto(at(asked!));
+      expect(res!.status()).toBe(200);
+      expect(page.url()).toBe(at(shown!));
+    }
   });
 
   it('ends sessions that expired, and every session when the admin token changes', async () => {

@@ -108,30 +108,33 @@ export function registerIntegrationPages(app: ConsoleApp, admin: AdminClient): v
       : (await admin.get<Page<Job>>(c, `/integrations/${integration.id}/sync_jobs`, { limit: 1, order: 'desc' })).results[0];
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="runs">
-        <FactsCard
-          rows={[
-            ['Id', <code>{integration.id}</code>],
-            ['Mode', <Badge status={integration.mode} />],
-            ['Plan', integration.plan],
-            [
-              'Source',
-              integration.source.type === integration.source.dialect ? integration.source.type : `${integration.source.type} (${integration.source.dialect})`,
-            ],
-            ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
-            ['Full runs', `${cadence(integration.full_sync_interval_seconds)} where the source lists its changes; every run otherwise`],
-            [
-              'Status',
-              last ? (
-                <span>
-                  last run <Badge status={last.status} /> <Time iso={last.finished_at ?? last.started_at} />
-                </span>
-              ) : (
-                <span class="muted">never synced</span>
-              ),
-            ],
-            ['Created', <Time iso={integration.created_at} />],
-          ]}
-        />
+        {/* Followed while the last run is under way, as the runs below are: its status and the table agree. */}
+        <LiveRegion id="facts" ui={ui} active={last !== undefined && isLive(last.status)}>
+          <FactsCard
+            rows={[
+              ['Id', <code>{integration.id}</code>],
+              ['Mode', <Badge status={integration.mode} />],
+              ['Plan', integration.plan],
+              [
+                'Source',
+                integration.source.type === integration.source.dialect ? integration.source.type : `${integration.source.type} (${integration.source.dialect})`,
+              ],
+              ['Cadence', `${cadence(integration.sync_interval_seconds)} (${integration.sync_interval_seconds} s)`],
+              ['Full runs', `${cadence(integration.full_sync_interval_seconds)} where the source lists its changes; every run otherwise`],
+              [
+                'Status',
+                last ? (
+                  <span>
+                    last run <Badge status={last.status} /> <Time iso={last.finished_at ?? last.started_at} />
+                  </span>
+                ) : (
+                  <span class="muted">never synced</span>
+                ),
+              ],
+              ['Created', <Time iso={integration.created_at} />],
+            ]}
+          />
+        </LiveRegion>
         <Form ui={ui} action={`/console/integrations/${integration.id}/syncs`}>
           <button type="submit">Sync now</button>
         </Form>

@@ -19,10 +19,11 @@ export const num = (s: string): number | string | undefined => (s.trim() === '' 
 export const integrationLabel = (i: IntegrationView) => i.name ?? `${i.source.type} integration`;
 
 /** Seconds as an operator reads an age: 42 s, 7 min, 3 h 5 min. */
-function age(s: number): string {
+export function age(s: number): string {
   if (s < 90) return `${Math.round(s)} s`;
-  if (s < 3600) return `${Math.round(s / 60)} min`;
-  return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
+  // Whole minutes first, so that 59.5 of them are an hour, never "60 min".
+  const minutes = Math.round(s / 60);
+  return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Webhooks: an integration's subscriptions (the signing secret shown once at creation and at each rotation; edit,
- * disable, rotate with a grace window), a subscription's deliveries filtered by status with replay of one or of every
- * dead-lettered one, a delivery's attempts and payload, and the integration's events of the last 30 days with resend.
+ * disable, rotate with a grace window), a subscription's deliveries filtered by status with replay of one, of every
+ * dead-lettered one or of a time range (prefilled, after an enable, from when it was disabled), a delivery's attempts and payload, and the integration's events of the last 30 days with resend.
  */
 import type { z } from '@hono/zod-openapi';
 import type { Child, FC } from 'hono/jsx';
@@ -60,8 +60,12 @@ function noticeOf(url: URL): string | undefined {
       return n === 0 ? 'No active subscription wants this event: nothing was sent.' : `Resent to ${n} subscription${n === 1 ? '' : 's'}.`;
     case 'disabled':
       return 'Disabled: it gets nothing from now on, and deliveries still being retried stop.';
+    case 'replayed-range':
+      return n === 0
+        ? 'That range holds no event this subscription wants: nothing was sent.'
+        : `Replay started for ${n} event${n === 1 ? '' : 's'} of that range.`;
     case 'enabled':
-      return 'Enabled: events recorded from now on are delivered. Replay sends what it missed.';
+      return 'Enabled: events recorded from now on are delivered. What it missed while disabled is sent by replaying that time range (below).';
     case 'deleted':
       return 'Deleted.';
     default:
@@ -266,6 +270,25 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
           </Form>
         </div>
 
+        <h2>Replay a time range</h2>
+        <p class="muted">
+          Sends every event of the integration recorded in the range (within the last 30 days) that this subscription wants again, including events it never
+          got: recorded before it existed, or while it was disabled. Times in ISO 8601 (<code>2026-11-01T00:00:00Z</code>).
+        </p>
+        <Form ui={ui} action={`${base}/replay-range`} class="row" confirm="Send every event of this range to the subscription again?">
+          <label>
+            Since
+            <input name="since" required value={ui.url.searchParams.get('since') ?? ''} placeholder="2026-11-01T00:00:00Z" />
+          </label>
+          <label>
+            Until
+            <input name="until" required value={new Date().toISOString()} />
+          </label>
+          <button type="submit" class="secondary">
+            Replay range
+          </button>
+        </Form>
+
         <h2>Deliveries</h2>
         <FilterForm
           ui={ui}
@@ -344,8 +367,22 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
   });
 
   app.post('/webhook-subscriptions/:id/status', async (c) => {
-    const sub = await admin.patch<Sub>(c, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`, { status: await field(c, 'status') });
-    return c.redirect(`/console/webhook-subscriptions/${sub.id}?done=${sub.status === 'active' ? 'enabled' : 'disabled'}`, 303);
+    const path = `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`;
+    const status = await field(c, 'status');
+    // When it was disabled: the start of what an enabled subscription missed, which the page offers to replay.
+    const disabledAt = status === 'active' ? (await admin.get<Sub>(c, path)).disabled?.at : undefined;
+    const sub = await admin.patch<Sub>(c, path, { status });
+    const since = sub.status === 'active' && disabledAt ? `&since=${encodeURIComponent(disabledAt)}` : '';
+    return c.redirect(`/console/webhook-subscriptions/${sub.id}?done=${sub.status === 'active' ? 'enabled' : 'disabled'}${since}`, 303);
+  });
+
+  app.post('/webhook-subscriptions/:id/replay-range', async (c) => {
+    const id = c.req.param('id');
+    const result = await admin.post<z.infer<typeof ReplayResult>>(c, `/webhook_subscriptions/${encodeURIComponent(id)}/replay`, {
+      since: (await field(c, 'since')).trim(),
+      until: (await field(c, 'until')).trim(),
+    });
+    return c.redirect(`/console/webhook-subscriptions/${encodeURIComponent(id)}?done=replayed-range&n=${result.replayed}`, 303);
   });
 
   app.post('/webhook-subscriptions/:id/delete', async (c) => {
