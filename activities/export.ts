@@ -296,6 +296,8 @@ function openHttp(
   answered.catch(() => {}); // awaited by commit() only if the body went out
   // The request's own error explains the stream errors that follow it (writing to a request already destroyed).
   let requestError: (Error & { code?: string }) | undefined;
+  /** A 2xx that came before the whole file was sent (a destination that answers on the headers). */
+  let earlyOk: number | undefined;
   request.on('error', (err) => {
     requestError ??= err;
     answer.reject(err);
@@ -303,6 +305,7 @@ function openHttp(
   request.on('response', (res) => {
     const status = res.statusCode ?? 0;
     if (status >= 200 && status < 300) {
+      if (!request.writableFinished) earlyOk = status;
       res.resume();
       answer.resolve();
       return;
@@ -345,6 +348,15 @@ function openHttp(
       const err = requestError ?? streamError;
       if (err instanceof GuardRefusal) return new ExportError(err.message, true, undefined, { cause: err });
       if (err.code && INVALID_REQUEST.has(err.code)) return new ExportError(`the request cannot be sent: ${err.code}`, true, undefined, { cause: err });
+      // It was reached and said yes, then hung up on the rest: another attempt would be cut short the same way.
+      if (earlyOk !== undefined) {
+        return new ExportError(
+          `the destination answered HTTP ${earlyOk} before it had the whole file, then closed the connection (${err.code ?? err.message}): the file did not arrive whole`,
+          true,
+          earlyOk,
+          { cause: err },
+        );
+      }
       return new ExportError(`the destination cannot be reached: ${err.code ? `${err.code}: ` : ''}${err.message}`, false, undefined, { cause: err });
     },
   };

@@ -188,6 +188,12 @@ beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'propsync-exports-'));
   await mkdir(path.join(root, 'out'));
   server = http.createServer((req, res) => {
+    // Answers 200 on the headers and hangs up before the file is in.
+    if (req.url?.startsWith('/early/')) {
+      res.writeHead(200, { connection: 'close' });
+      res.end('ok', () => setTimeout(() => req.socket.destroy(), 50));
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -195,6 +201,7 @@ beforeAll(async () => {
       received.set(url, { method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks) });
       const kind = url.split('/')[1];
       if (kind === 'hang') return void hanging.push(res);
+      if (kind === 'early') return;
       const status = kind === 'ok' ? 200 : Number(kind?.replace(/^e/, ''));
       res.writeHead(status, { 'content-type': 'text/plain' });
       res.end(status === 200 ? 'stored' : `nope: ${status} from the destination`);
@@ -674,6 +681,26 @@ describe('HTTP destination', () => {
     const atm = automation('lease', { destination: { type: 'http', url: `${base}/e${status}/${randomUUID()}` } });
     const err = await failure(exportAutomation(deps(), { automation: atm, integration: A, fileName: 'x.csv' }));
     expect(err).toMatchObject({ permanent, status, message: expect.stringContaining(`HTTP ${status}: nope: ${status} from the destination`) });
+  });
+
+  it('a destination that says 200 before it has the whole file and hangs up is a permanent failure that says so', async () => {
+    // A file larger than what the connection buffers, so that it is still being sent when the destination hangs up.
+    const big = await another();
+    await apply(
+      big,
+      'property',
+      [propertyInput('BIG1', { description: 'x'.repeat(2_000_000) }), propertyInput('BIG2', { description: 'y'.repeat(2_000_000) })],
+      at(1),
+    );
+    const atm = automation('property', { destination: { type: 'http', url: `${base}/early/${randomUUID()}` } }, big);
+    const err = await failure(exportAutomation(deps(), { automation: atm, integration: big, fileName: 'x.csv' }));
+    expect(err).toMatchObject({
+      permanent: true,
+      status: 200,
+      message: expect.stringMatching(
+        /^the destination answered HTTP 200 before it had the whole file, then closed the connection \(.+\): the file did not arrive whole$/,
+      ),
+    });
   });
 
   it('a destination that never answers hits the time-out (transient)', async () => {
