@@ -2,7 +2,7 @@
  * What a CLI command is (a noun's verb: its arguments, its flags and the one admin API call it makes) and the verb
  * shapes the nouns of cli/commands/ share. Flags are declared and read with flags.ts.
  */
-import type { AdminClient } from './client';
+import type { AdminClient, FieldFlags } from './client';
 import { int, option, usageError, type Flag, type FlagValue } from './flags';
 
 export interface Command {
@@ -10,12 +10,16 @@ export interface Command {
   /** Positional arguments, in order, all required. */
   args: string[];
   flags: Record<string, Flag>;
+  /** The flag each API field it sends comes from, where their names differ: its errors name the flag (client.ts). */
+  fields?: FieldFlags;
   run(ctx: { client: AdminClient; args: string[]; flags: Record<string, FlagValue> }): Promise<{ output: unknown; exitCode?: number }>;
 }
 
 export interface Noun {
   summary: string;
   verbs: Record<string, Command>;
+  /** The verb run when none is given (`health` is `health get`); without one, a missing verb is a usage mistake. */
+  default?: string;
 }
 
 /** Drops undefined members so the API sees only what the operator gave. */
@@ -71,6 +75,11 @@ export function listVerb(summary: string, template: string, filters: Record<stri
     summary,
     args,
     flags: { ...filters, ...page },
+    fields: Object.fromEntries(
+      Object.keys(filters)
+        .filter((name) => name.includes('-'))
+        .map((name) => [name.replaceAll('-', '_'), `--${name}`]),
+    ),
     run: async ({ client, args: values, flags }) => {
       const given = Object.fromEntries(Object.keys(filters).map((name) => [name.replaceAll('-', '_'), flags[name]]));
       const q = new URLSearchParams(defined({ ...given, limit: int('limit', flags.limit), offset: int('offset', flags.offset) }) as Record<string, string>);
@@ -85,7 +94,13 @@ export function listVerb(summary: string, template: string, filters: Record<stri
  */
 export function sendVerb(
   call: string,
-  verb: { summary: string; flags: Record<string, Flag>; body: (flags: Record<string, FlagValue>) => Record<string, unknown>; nothing?: string },
+  verb: {
+    summary: string;
+    flags: Record<string, Flag>;
+    body: (flags: Record<string, FlagValue>) => Record<string, unknown>;
+    nothing?: string;
+    fields?: FieldFlags;
+  },
 ): Command {
   const [method, template] = call.split(' ') as [string, string];
   const { args, path } = route(template);
@@ -93,6 +108,7 @@ export function sendVerb(
     summary: verb.summary,
     args,
     flags: verb.flags,
+    fields: verb.fields,
     run: async ({ client, args: values, flags }) => {
       const body = verb.body(flags);
       if (verb.nothing !== undefined && Object.keys(body).length === 0) throw usageError(verb.nothing);

@@ -46,7 +46,7 @@ function nounHelp(name: string): string {
   const noun = NOUNS[name]!;
   const verbs = Object.entries(noun.verbs).map(([v, c]) => `  ${[v, ...c.args.map((a) => `<${a}>`)].join(' ').padEnd(34)} ${c.summary}`);
   return [
-    `Usage: ${PROG} ${name} <verb> [arguments] [--flags]`,
+    `Usage: ${PROG} ${name} ${noun.default ? `[<verb>] (no verb: ${noun.default})` : '<verb>'} [arguments] [--flags]`,
     '',
     `${noun.summary}.`,
     '',
@@ -74,19 +74,29 @@ function verbHelp(noun: string, verb: string, cmd: Command): string {
 const wantsHelp = (argv: string[]) => argv.includes('--help') || argv.includes('-h');
 
 async function main(argv: string[]): Promise<number> {
-  const [noun, verb] = argv;
+  const [noun] = argv;
+  let verb = argv[1];
+  /** What follows the noun and verb: the arguments and flags. */
+  let given = argv.slice(2);
+  // Help goes to stdout only when asked for; a missing noun or verb is a usage mistake like any other.
   if (!noun || noun.startsWith('-')) {
-    if (wantsHelp(argv) || !noun) {
+    if (wantsHelp(argv)) {
       console.log(topHelp());
-      return noun ? 0 : 2;
+      return 0;
     }
     throw usageError(`expected a noun first (${Object.keys(NOUNS).join(', ')}); see --help`);
   }
   const n = NOUNS[noun];
   if (!n) throw usageError(`unknown noun "${noun}" (${Object.keys(NOUNS).join(', ')}); see --help`);
   if (!verb || verb.startsWith('-')) {
-    console.log(nounHelp(noun));
-    return wantsHelp(argv) ? 0 : 2;
+    if (wantsHelp(argv)) {
+      console.log(nounHelp(noun));
+      return 0;
+    }
+    if (n.default === undefined) throw usageError(`${noun} expects a verb: ${Object.keys(n.verbs).join(', ')}; see ${noun} --help`);
+    // A noun with a verb of its own when none is given: `health` is `health get`.
+    verb = n.default;
+    given = argv.slice(1);
   }
   const cmd = n.verbs[verb];
   if (!cmd) throw usageError(`unknown verb "${verb}" for ${noun} (${Object.keys(n.verbs).join(', ')}); see ${noun} --help`);
@@ -98,7 +108,7 @@ async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv.slice(2),
+      args: given,
       options: Object.fromEntries(
         Object.entries({ ...GLOBAL, ...cmd.flags }).map(([k, f]) => [
           k,
@@ -120,7 +130,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const flags = parsed.values as Record<string, FlagValue>;
   const config = flags.url && flags.token ? undefined : loadConfigOrExit();
-  const client = new AdminClient((flags.url as string | undefined) ?? config!.PUBLIC_BASE_URL, (flags.token as string | undefined) ?? config!.ADMIN_TOKEN);
+  const client = new AdminClient(
+    (flags.url as string | undefined) ?? config!.PUBLIC_BASE_URL,
+    (flags.token as string | undefined) ?? config!.ADMIN_TOKEN,
+    cmd.fields,
+  );
   const { output, exitCode } = await cmd.run({ client, args, flags });
   process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
   return exitCode ?? 0;

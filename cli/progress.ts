@@ -59,13 +59,50 @@ function payload(job: SyncJob, startedAt: number) {
   };
 }
 
+/** The exit code of a CLI a signal stopped while it drew a live bar: 128 + the signal's number, as a shell reports it. */
+const INTERRUPTS = { SIGINT: 130, SIGTERM: 143 } as const;
+
+/**
+ * While a live bar is drawn, SIGINT (Ctrl-C) or SIGTERM first stops it (`stop`: the cursor shown again, line wrap
+ * back on), then says on `stream` the line `said()` gives and exits 130 or 143. Returns what removes the handlers, for
+ * when the bar stops of itself. `signals` and `exit`: the process's, unless a test gives its own.
+ */
+export function stopOnInterrupt(
+  stop: () => void,
+  said: () => string,
+  opts: { stream?: NodeJS.WritableStream; signals?: NodeJS.EventEmitter; exit?: (code: number) => void } = {},
+): () => void {
+  const signals = opts.signals ?? process;
+  const stream = opts.stream ?? process.stderr;
+  const exit = opts.exit ?? ((code: number) => process.exit(code));
+  const handlers = Object.entries(INTERRUPTS).map(([signal, code]) => {
+    const handler = () => {
+      remove();
+      stop();
+      stream.write(`${said()}\n`);
+      exit(code);
+    };
+    signals.on(signal, handler);
+    return [signal, handler] as const;
+  });
+  const remove = () => {
+    for (const [signal, handler] of handlers) signals.removeListener(signal, handler);
+  };
+  return remove;
+}
+
+/**
+ * Follows a sync job, reading it every `pollMs`, until it is terminal or `timeoutMs` has passed (`timedOut`, with the
+ * last state seen); where it stands goes to `stream` as it changes.
+ */
 export async function waitForJob(
   client: AdminClient,
   first: SyncJob,
   opts: { pollMs: number; stream?: NodeJS.WriteStream; timeoutMs?: number },
-): Promise<SyncJob> {
+): Promise<Followed<SyncJob>> {
   const stream = opts.stream ?? process.stderr;
   const startedAt = Date.now();
+  const deadline = opts.timeoutMs === undefined ? Infinity : startedAt + opts.timeoutMs;
   let job = first;
   const live = stream.isTTY === true;
   const bar = live
@@ -81,6 +118,14 @@ export async function waitForJob(
       })
     : undefined;
   bar?.start(stage(job).total, stage(job).done, payload(job, startedAt));
+  // The bar hides the cursor and turns line wrap off until it stops: an interrupt must stop it too.
+  const unhook = bar
+    ? stopOnInterrupt(
+        () => bar.stop(),
+        () => `stopped waiting: sync job ${job.id} goes on (${job.status}; see: sync get ${job.id})`,
+        { stream },
+      )
+    : undefined;
   let lastLine = '';
   const report = () => {
     const p = payload(job, startedAt);
@@ -96,15 +141,18 @@ export async function waitForJob(
   try {
     report();
     while (!TERMINAL.has(job.status)) {
-      if (opts.timeoutMs !== undefined && Date.now() - startedAt > opts.timeoutMs) break;
-      await new Promise((r) => setTimeout(r, opts.pollMs));
+      // Never past the deadline: each sleep is at most the time left, and the deadline is checked after each read.
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return { last: job, timedOut: true };
+      await new Promise((r) => setTimeout(r, Math.min(opts.pollMs, remaining)));
       job = await client.request<SyncJob>('GET', `/sync_jobs/${job.id}`);
       report();
     }
+    return { last: job, timedOut: false };
   } finally {
+    unhook?.();
     bar?.stop();
   }
-  return job;
 }
 
 /** An Operation as the admin API shows it (`GET /admin/v1/operations/{id}`): what `operations get --wait` reads. */

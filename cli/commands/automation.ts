@@ -1,4 +1,5 @@
 /** `automation`: automations (scheduled CSV exports of an integration) and their runs. */
+import type { FieldFlags } from '../client';
 import { defined, id, callVerb, deleteVerb, listVerb, sendVerb, type Noun } from '../command';
 import { int, required, commaList, pollMsFlag, usageError, waitFlags, option, repeatable, toggle, type Flag, type FlagValue } from '../flags';
 import { errorLine, waitForAutomationRun, waited, type AutomationRun } from '../progress';
@@ -85,6 +86,23 @@ const exportFlags: Record<string, Flag> = {
   'escape-formulas': option('<on|off>', "CSV-injection protection for spreadsheets: a text cell starting with = + - @ TAB or CR gets a leading ' (default on)"),
 };
 
+/** The flags of an automation's fields (create and update). */
+const EXPORT_FIELDS: FieldFlags = {
+  filters: '--filter',
+  // Same name, but its items are said as such: `--columns item 2`, not `/columns/1`.
+  columns: '--columns',
+  schedule: '--every or --cron',
+  '/schedule/every': '--every',
+  '/schedule/cron': '--cron',
+  '/schedule/timezone': '--timezone',
+  destination: '--http-url or --directory',
+  '/destination/url': '--http-url',
+  '/destination/method': '--method',
+  '/destination/headers': '--header',
+  '/destination/path': '--directory',
+  escape_formulas: '--escape-formulas',
+};
+
 /** `--escape-formulas on|off` as the API's boolean. */
 function escapeFormulas(value: FlagValue): boolean | undefined {
   if (value === undefined) return undefined;
@@ -113,6 +131,7 @@ export const automation: Noun = {
           destination: destination(flags, true),
           escape_formulas: escapeFormulas(flags['escape-formulas']),
         }),
+      fields: EXPORT_FIELDS,
     }),
     list: listVerb("List an integration's automations, oldest first (header names only)", '/integrations/{integration_id}/automations'),
     get: callVerb('Show an automation (header names only)', 'GET /automations/{automation_id}'),
@@ -136,6 +155,7 @@ export const automation: Noun = {
         });
       },
       nothing: 'nothing to update: give --name, --filter, --clear-filters, --columns, --escape-formulas, a schedule or a destination',
+      fields: EXPORT_FIELDS,
     }),
     pause: callVerb('Pause its schedule (a manual run still starts)', 'PATCH /automations/{automation_id}', { status: 'paused' }),
     resume: callVerb('Resume its schedule', 'PATCH /automations/{automation_id}', { status: 'active' }),

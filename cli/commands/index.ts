@@ -8,6 +8,8 @@ import { operations } from './operations';
 import { sandbox } from './sandbox';
 import { webhook } from './webhook';
 import { automation } from './automation';
+import { events } from './events';
+import { health } from './health';
 
 /** In the order `--help` lists them. */
-export const NOUNS: Record<string, Noun> = { org, integration, key, sync, operations, sandbox, webhook, automation };
+export const NOUNS: Record<string, Noun> = { org, integration, key, sync, operations, sandbox, webhook, events, automation, health };

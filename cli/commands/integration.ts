@@ -1,6 +1,32 @@
 /** `integration`: integrations (connected sources) and their sync schedules. */
+import type { FieldFlags } from '../client';
 import { defined, id, callVerb, deleteVerb, sendVerb, type Noun } from '../command';
-import { int, intOrNull, required, orgAndMode, option, toggle } from '../flags';
+import { int, intOrNull, required, orgAndMode, option, toggle, usageError, type FlagValue } from '../flags';
+
+/** The flags of the cadence fields (create and update). */
+const CADENCE_FIELDS: FieldFlags = { sync_interval_seconds: '--interval', full_sync_interval_seconds: '--full-sync-interval' };
+
+/** The flags of each source type: a flag of another type is refused, not dropped. */
+const SOURCE_FLAGS: Record<string, string[]> = {
+  sandbox: ['dialect', 'size', 'seed'],
+  entrata: ['base-url', 'api-key'],
+  buildium: ['base-url', 'client-id', 'client-secret'],
+};
+
+/** A usage mistake when a flag given belongs to another source type than `type` (an unknown type is the API's to refuse). */
+function refuseOtherSources(type: string, flags: Record<string, FlagValue>): void {
+  const own = SOURCE_FLAGS[type];
+  if (!own) return;
+  const stray = [...new Set(Object.values(SOURCE_FLAGS).flat())].filter((f) => flags[f] !== undefined && !own.includes(f));
+  if (stray.length === 0) return;
+  const needs = stray.map((f) => {
+    const types = Object.entries(SOURCE_FLAGS)
+      .filter(([, names]) => names.includes(f))
+      .map(([t]) => t);
+    return `--${f} needs --source ${types.join(' or ')}`;
+  });
+  throw usageError(`${needs.join(', ')}; this is --source ${type}${flags.source === undefined ? ' (the default)' : ''}`);
+}
 
 export const integration: Noun = {
   summary: 'Integrations (connected sources) and their sync schedules',
@@ -24,8 +50,21 @@ export const integration: Noun = {
         'full-sync-interval': option('<seconds>', 'Seconds between full runs where the source reads deltas (default: the service default, a day)'),
         'no-initial-sync': toggle('Do not start the first sync now'),
       },
+      fields: {
+        ...CADENCE_FIELDS,
+        '/source/type': '--source',
+        '/source/dialect': '--dialect',
+        '/source/size': '--size',
+        '/source/seed': '--seed',
+        '/source/base_url': '--base-url',
+        '/source/api_key': '--api-key',
+        '/source/client_id': '--client-id',
+        '/source/client_secret': '--client-secret',
+        initial_sync: '--no-initial-sync',
+      },
       run: async ({ client, flags }) => {
         const type = (flags.source as string | undefined) ?? 'sandbox';
+        refuseOtherSources(type, flags);
         const source =
           type === 'entrata'
             ? { type, base_url: required('base-url', flags['base-url']), api_key: required('api-key', flags['api-key']) }
@@ -66,6 +105,7 @@ export const integration: Noun = {
           name: flags.name,
         }),
       nothing: 'nothing to update: give --plan, --interval, --full-sync-interval or --name',
+      fields: CADENCE_FIELDS,
     }),
     delete: deleteVerb('Disconnect: remove the schedule; its records are soft-deleted, never erased', '/integrations/{integration_id}'),
   },

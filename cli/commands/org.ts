@@ -26,6 +26,7 @@ export const org: Noun = {
           rate_limit_burst: intOrNull('burst', flags.burst),
         }),
       nothing: 'nothing to update: give --name, --rate-limit or --burst',
+      fields: { rate_limit_per_minute: '--rate-limit', rate_limit_burst: '--burst' },
     }),
     integrations: listVerb("List an organization's integrations", '/organizations/{org_id}/integrations'),
     keys: listVerb("List an organization's API keys (without secrets)", '/organizations/{org_id}/api_keys'),

@@ -27,6 +27,7 @@ export const sandbox: Noun = {
         create: option('<n|entity=n,...>', 'Records to create'),
         delete: option('<n|entity=n,...>', 'Records to delete'),
         'lease-transitions': option('<n>', 'Leases whose status moves on'),
+        corrupt: option('<n|entity=n,...>', 'Records to make unreadable by the mapping (a bad date, amount or type), to see a sync quarantine them'),
       },
       body: (flags) =>
         defined({
@@ -34,16 +35,29 @@ export const sandbox: Noun = {
           create: counts('create', flags.create),
           delete: counts('delete', flags.delete),
           lease_transitions: int('lease-transitions', flags['lease-transitions']),
+          corrupt: counts('corrupt', flags.corrupt),
         }),
-      nothing: 'nothing to change: give --update, --create, --delete or --lease-transitions',
+      nothing: 'nothing to change: give --update, --create, --delete, --lease-transitions or --corrupt',
+      fields: { lease_transitions: '--lease-transitions' },
     }),
     fault: sendVerb('POST /integrations/{integration_id}/sandbox/faults', {
       summary: 'Inject a fault: unavailable, rate_limited, slow or reject_writes',
       flags: {
         kind: option('<kind>', 'unavailable, rate_limited, slow or reject_writes (required)'),
-        count: option('<n>', 'Requests affected (default: until cleared)'),
+        count: option('<n>', 'Requests affected, within --methods (default: until cleared)'),
+        'delay-ms': option('<ms>', "slow: how long each reply is delayed, 0 to 600000 (default: the sandbox's SANDBOX_SLOW_MS)"),
+        methods: option('<all|reads|writes>', 'Requests the fault affects (default all; reject_writes: writes only)'),
       },
-      body: (flags) => defined({ kind: required('kind', flags.kind), count: int('count', flags.count) }),
+      body: (flags) => {
+        if (flags['delay-ms'] !== undefined && flags.kind !== 'slow') throw usageError('--delay-ms applies to --kind slow only');
+        return defined({
+          kind: required('kind', flags.kind),
+          count: int('count', flags.count),
+          delay_ms: int('delay-ms', flags['delay-ms']),
+          methods: flags.methods,
+        });
+      },
+      fields: { delay_ms: '--delay-ms' },
     }),
     'clear-faults': {
       summary: 'Clear every fault',

@@ -1,7 +1,7 @@
 /** `sync`: sync runs. */
 import { defined, id, callVerb, listVerb, type Noun } from '../command';
 import { pollMsFlag, option, toggle, waitFlags } from '../flags';
-import { waitForJob, type SyncJob } from '../progress';
+import { waitForJob, waited, type SyncJob } from '../progress';
 
 export const sync: Noun = {
   summary: 'Sync runs',
@@ -22,15 +22,10 @@ export const sync: Noun = {
         const { timeout, pollMs } = waitFlags(flags);
         const job = await client.request<SyncJob>('POST', `/integrations/${id(args[0]!)}/syncs`, defined({ kind: flags.kind }));
         if (!flags.wait) return { output: job };
-        const final = await waitForJob(client, job, { pollMs, timeoutMs: timeout === undefined ? undefined : timeout * 1000 });
-        if (final.status === 'failed') {
-          process.stderr.write(`error: sync job ${final.id} failed: ${final.error ?? 'no error recorded'}\n`);
-          return { output: final, exitCode: 1 };
-        }
-        if (final.status !== 'succeeded') {
-          process.stderr.write(`error: sync job ${final.id} is still ${final.status} after ${timeout} s\n`);
-          return { output: final, exitCode: 1 };
-        }
+        const followed = await waitForJob(client, job, { pollMs, timeoutMs: timeout === undefined ? undefined : timeout * 1000 });
+        const ended = waited('sync job', followed, timeout, 'the run goes on', (j) => `: ${j.error ?? 'no error recorded'}`);
+        if (ended.exitCode !== undefined) return ended;
+        const final = ended.output;
         if (final.records_skipped > 0) {
           process.stderr.write(
             `warning: ${final.records_skipped} record(s) could not be read from the source and were skipped; see: sync skipped ${final.id}\n`,

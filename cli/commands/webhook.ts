@@ -1,6 +1,7 @@
 /** `webhook`: webhook subscriptions of an integration (scale and enterprise plans) and their deliveries. */
+import type { FieldFlags } from '../client';
 import { defined, id, callVerb, deleteVerb, listVerb, sendVerb, type Noun } from '../command';
-import { int, required, commaList, usageError, option, toggle, type FlagValue } from '../flags';
+import { int, intOrNull, required, commaList, usageError, option, toggle, type FlagValue } from '../flags';
 
 /** `on`/`off` (also `true`/`false`) as a boolean; undefined when the flag is absent. */
 function onOff(name: string, value: FlagValue | undefined): boolean | undefined {
@@ -21,6 +22,20 @@ function eventTypes(name: string, value: FlagValue): string[] | undefined {
 /** A description; an empty one clears it. */
 const descriptionOrNull = (value: FlagValue) => (value === undefined ? undefined : value === '' ? null : value);
 
+/** The flags of a subscription's fields (create and update). */
+const SUBSCRIPTION_FIELDS: FieldFlags = {
+  url: '--endpoint',
+  event_types: '--events',
+  standard_webhooks: '--standard-webhooks',
+  max_in_flight: '--max-in-flight',
+};
+
+/** `--max-in-flight`: the subscription's `max_in_flight`, `default` (or `null`) for the deployment's. */
+const maxInFlightFlag = option(
+  '<n|default>',
+  'Attempts in flight at once, 1 to 256; 1 = deliveries arrive in order, one after another; default = the deployment default (WEBHOOK_MAX_IN_FLIGHT, 16)',
+);
+
 export const webhook: Noun = {
   summary: 'Webhook subscriptions of an integration (scale and enterprise plans) and their deliveries',
   verbs: {
@@ -31,6 +46,7 @@ export const webhook: Noun = {
         events: option('<TYPE,...|*>', "Comma-separated event types, or '*' for every type (required)"),
         description: option('<text>', 'A label'),
         'standard-webhooks': option('<on|off>', 'Also sign with the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature); default on'),
+        'max-in-flight': maxInFlightFlag,
       },
       body: (flags) =>
         defined({
@@ -38,18 +54,21 @@ export const webhook: Noun = {
           event_types: eventTypes('events', required('events', flags.events)),
           description: descriptionOrNull(flags.description),
           standard_webhooks: onOff('standard-webhooks', flags['standard-webhooks']),
+          max_in_flight: intOrNull('max-in-flight', flags['max-in-flight']),
         }),
+      fields: SUBSCRIPTION_FIELDS,
     }),
     list: listVerb("List an integration's webhook subscriptions (without secrets), oldest first", '/integrations/{integration_id}/webhook_subscriptions'),
     get: callVerb('Show a webhook subscription (without its secret)', 'GET /webhook_subscriptions/{subscription_id}'),
     update: sendVerb('PATCH /webhook_subscriptions/{subscription_id}', {
-      summary: 'Change the endpoint, event types, description or status',
+      summary: 'Change the endpoint, event types, description, status, signing headers or attempts in flight',
       flags: {
         endpoint: option('<url>', 'New address to POST events to'),
         events: option('<TYPE,...|*>', "Comma-separated event types, or '*' for every type"),
         description: option('<text>', "New label; '' clears it"),
         status: option('<active|disabled>', 'disabled = gets nothing, retries stop; enabling does not resend what it missed'),
         'standard-webhooks': option('<on|off>', 'Sign with the Standard Webhooks headers too, or stop'),
+        'max-in-flight': maxInFlightFlag,
       },
       body: (flags) =>
         defined({
@@ -58,8 +77,10 @@ export const webhook: Noun = {
           description: descriptionOrNull(flags.description),
           status: flags.status,
           standard_webhooks: onOff('standard-webhooks', flags['standard-webhooks']),
+          max_in_flight: intOrNull('max-in-flight', flags['max-in-flight']),
         }),
-      nothing: 'nothing to update: give --endpoint, --events, --description, --status or --standard-webhooks',
+      nothing: 'nothing to update: give --endpoint, --events, --description, --status, --standard-webhooks or --max-in-flight',
+      fields: SUBSCRIPTION_FIELDS,
     }),
     health: {
       summary: "A subscription's endpoint health: success rate (24 h), last success and failure, failing since, what waits; and who disabled it and why",
@@ -79,6 +100,7 @@ export const webhook: Noun = {
       summary: 'Rotate the signing secret; the new one is printed this once',
       flags: { 'grace-seconds': option('<n>', 'How long the previous secret keeps signing too (default 86400)') },
       body: (flags) => defined({ grace_period_seconds: int('grace-seconds', flags['grace-seconds']) }),
+      fields: { grace_period_seconds: '--grace-seconds' },
     }),
     deliveries: listVerb("List a subscription's deliveries with their attempts, most recent first", '/webhook_subscriptions/{subscription_id}/deliveries', {
       status: option('<status,...>', 'pending, retrying, succeeded, dead_lettered, cancelled or expired; a comma-separated list matches any'),
@@ -99,6 +121,7 @@ export const webhook: Noun = {
         if (!flags['dead-lettered'] && !range) throw usageError('nothing to replay: give --dead-lettered, or --since and --until');
         return flags['dead-lettered'] ? { status: 'dead_lettered' } : { since: required('since', flags.since), until: required('until', flags.until) };
       },
+      fields: { status: '--dead-lettered' },
     }),
   },
 };

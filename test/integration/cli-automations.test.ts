@@ -257,21 +257,19 @@ describe('commands', SPAWNS, () => {
   it('shows API refusals as one readable line with exit 1, and a line more per field when several are refused', async () => {
     const integ = await integration();
     const base = ['automation', 'create', integ, '--name', 'n', '--entity', 'leases', '--every', '3600', '--directory', 'x'];
-    expect(fails(await cli([...base, '--filter', 'limit=10']))).toMatch(
-      /^error: 422 Unprocessable Entity: Invalid field `\/filters\/limit`: .*every matching record/,
-    );
-    expect(fails(await cli([...base, '--columns', 'id,colour']))).toMatch(/^error: 422 Unprocessable Entity: Invalid field `\/columns\/1`: /);
+    expect(fails(await cli([...base, '--filter', 'limit=10']))).toMatch(/^error: 422 Unprocessable Entity: --filter limit: .*every matching record/);
+    expect(fails(await cli([...base, '--columns', 'id,colour']))).toMatch(/^error: 422 Unprocessable Entity: --columns item 2: /);
     expect(fails(await cli(['automation', 'create', integ, '--name', 'n', '--entity', 'leases', '--every', '3600', '--directory', '../up']))).toMatch(
-      /^error: 422 Unprocessable Entity: Invalid field `\/destination\/path`: /,
+      /^error: 422 Unprocessable Entity: --directory: /,
     );
     expect(fails(await cli(['automation', 'create', integ, '--name', 'n', '--entity', 'leases', '--cron', '0 6 * *', '--directory', 'x']))).toMatch(
-      /^error: 422 Unprocessable Entity: Invalid field `\/schedule\/cron`: /,
+      /^error: 422 Unprocessable Entity: --cron: /,
     );
-    // Several fields refused at once: each on a line of its own under the summary.
+    // Several fields refused at once: each on a line of its own under the summary, each named as the flag it came from.
     const several = await cli([...base, '--filter', 'limit=10', '--columns', 'id,colour']);
     expect(several.code).toBe(1);
     expect(several.stderr.trimEnd()).toMatch(
-      /^error: 422 Unprocessable Entity: 2 invalid values: `\/filters\/limit`, `\/columns\/1`\. \(request req_\w+\)\n {2}\/filters\/limit: .*every matching record.*\n {2}\/columns\/1: \S/,
+      /^error: 422 Unprocessable Entity: 2 invalid values: `--filter limit`, `--columns item 2`\. \(request req_\w+\)\n {2}--filter limit: .*every matching record.*\n {2}--columns item 2: \S/,
     );
     const missing = randomUUID();
     expect(fails(await cli(['automation', 'list', missing]))).toMatch(new RegExp(`^error: 404 Not Found: No integration ${missing}\\.`));

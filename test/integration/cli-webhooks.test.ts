@@ -13,6 +13,7 @@ import type { Plan } from '../../domain/plans';
 import type { TestServer } from '../support/api-server';
 import { expectFlags, expectUsageErrors, expectVerbs, fails as failsWith, ok, runCli, type CliRun } from '../support/cli';
 import { unsyncedIntegration } from '../support/fixtures';
+import { recordEvents, residentUpdates } from '../support/webhooks';
 import { onServices } from '../support/services';
 
 let db: Db;
@@ -61,7 +62,7 @@ describe('help', SPAWNS, () => {
       'replay <delivery_id>',
       'replay-all <subscription_id>',
     ]);
-    expectFlags(create, ['--endpoint <url>', '--events <TYPE,...|*>', '--description <text>']);
+    expectFlags(create, ['--endpoint <url>', '--events <TYPE,...|*>', '--description <text>', '--max-in-flight <n|default>']);
     expect(create.stdout).toContain('Usage: npm run -s cli -- webhook create <integration_id> [--flags]');
     expectFlags(replayAll, ['--dead-lettered', '--since <iso>', '--until <iso>']);
   });
@@ -82,7 +83,8 @@ describe('help', SPAWNS, () => {
       [['webhook', 'create', integ, '--endpoint', 'https://example.com/hook'], '--events is required'],
       [['webhook', 'create', integ, '--endpoint', 'https://example.com/hook', '--events', ' , '], '--events must list event types'],
       [['webhook', 'create', '--endpoint', 'https://example.com/hook', '--events', '*'], 'webhook create takes <integration_id>, got none'],
-      [['webhook', 'update', sub], 'nothing to update: give --endpoint, --events, --description, --status or --standard-webhooks'],
+      [['webhook', 'update', sub], 'nothing to update: give --endpoint, --events, --description, --status, --standard-webhooks or --max-in-flight'],
+      [['webhook', 'update', sub, '--max-in-flight', 'one'], '--max-in-flight must be an integer'],
       [['webhook', 'update', sub, '--standard-webhooks', 'maybe'], '--standard-webhooks must be on or off'],
       [['webhook', 'rotate-secret', sub, '--grace-seconds', 'soon'], '--grace-seconds must be an integer'],
       [['webhook', 'deliveries', sub, '--limit', 'ten'], '--limit must be an integer'],
@@ -100,7 +102,8 @@ describe('help', SPAWNS, () => {
     await expectUsageErrors(config.ADMIN_TOKEN, cases);
     const noVerb = await cli(['webhook']);
     expect(noVerb.code).toBe(2);
-    expect(noVerb.stdout).toContain('Verbs:');
+    expect(noVerb.stdout).toBe('');
+    expect(noVerb.stderr).toMatch(/^error: webhook expects a verb: create, list, get, .*; see webhook --help\n$/);
   });
 });
 
@@ -170,6 +173,14 @@ describe('commands', SPAWNS, () => {
       dead_lettered: 0,
     });
     expect(created.standard_webhooks).toBe(true);
+    // Attempts in flight at once: 1 for in-order delivery, back to the deployment default with `default`.
+    expect(created.max_in_flight).toBeNull();
+    expect(ok(await cli(['webhook', 'update', created.id, '--max-in-flight', '1'])).max_in_flight).toBe(1);
+    expect(ok(await cli(['webhook', 'get', created.id])).max_in_flight).toBe(1);
+    expect(ok(await cli(['webhook', 'update', created.id, '--max-in-flight', 'default'])).max_in_flight).toBeNull();
+    const ordered = ok(await cli(['webhook', 'create', integ, '--endpoint', 'https://example.com/hooks/o', '--events', '*', '--max-in-flight', '1']));
+    expect(ordered.max_in_flight).toBe(1);
+    ok(await cli(['webhook', 'delete', ordered.id]));
     expect(ok(await cli(['webhook', 'update', created.id, '--standard-webhooks', 'off'])).standard_webhooks).toBe(false);
     const off = ok(await cli(['webhook', 'create', integ, '--endpoint', 'https://example.com/hooks/c', '--events', '*', '--standard-webhooks', 'off']));
     expect(off.standard_webhooks).toBe(false);
@@ -228,11 +239,36 @@ describe('commands', SPAWNS, () => {
 
     const scale = await integration('scale');
     expect(fails(await cli(['webhook', 'create', scale, '--endpoint', 'https://example.com/hooks', '--events', 'LEASE_SIGNED,NOT_AN_EVENT']))).toMatch(
-      /^error: 422 Unprocessable Entity: Invalid field `\/event_types\/1`: .*LEASE_SIGNED/,
+      /^error: 422 Unprocessable Entity: --events item 2: .*LEASE_SIGNED/,
     );
+    // The API's fields are said as the CLI's flags: the endpoint is --endpoint (--url is the API's own address).
     expect(fails(await cli(['webhook', 'create', scale, '--endpoint', 'not a url', '--events', '*']))).toMatch(
-      /^error: 422 Unprocessable Entity: url: Not a valid absolute URL\./,
+      /^error: 422 Unprocessable Entity: --endpoint: Not a valid absolute URL\. \(request req_\w+\)\n$/,
     );
+    expect(fails(await cli(['webhook', 'create', scale, '--endpoint', 'https://example.com/hooks', '--events', '*', '--max-in-flight', '0']))).toMatch(
+      /^error: 422 Unprocessable Entity: --max-in-flight: /,
+    );
+    const several = await cli([
+      'webhook',
+      'create',
+      scale,
+      '--endpoint',
+      'https://example.com/hooks',
+      '--events',
+      'LEASE_SIGNED,NOPE',
+      '--max-in-flight',
+      '999',
+    ]);
+    expect(several.code).toBe(1);
+    expect(several.stdout).toBe('');
+    const [head, ...fieldLines] = several.stderr.trim().split('\n');
+    expect(head).toMatch(/^error: 422 Unprocessable Entity: 2 invalid values: `--events item 2`, `--max-in-flight`\. \(request req_\w+\)$/);
+    expect(fieldLines).toEqual([expect.stringMatching(/^ {2}--events item 2: /), expect.stringMatching(/^ {2}--max-in-flight: /)]);
+    const sub = ok(await cli(['webhook', 'create', scale, '--endpoint', 'https://example.com/hooks/d', '--events', '*']));
+    expect(fails(await cli(['webhook', 'rotate-secret', sub.id, '--grace-seconds', '99999999']))).toMatch(
+      /^error: 422 Unprocessable Entity: --grace-seconds: /,
+    );
+    expect(fails(await cli(['webhook', 'deliveries', sub.id, '--event-type', 'NOPE']))).toMatch(/^error: 422 Unprocessable Entity: --event-type: /);
 
     // --url and --token (the API's address and token) still work with the webhook verbs, whose endpoint is --endpoint.
     const viaFlags = await cli(
@@ -250,5 +286,46 @@ describe('commands', SPAWNS, () => {
     const verbs = ['get', 'disable', 'rotate-secret', 'deliveries', 'delete'];
     const runs = await Promise.all(verbs.map((verb) => cli(['webhook', verb, missingSub])));
     for (const r of runs) expect(fails(r)).toMatch(new RegExp(`^error: 404 Not Found: No webhook subscription ${missingSub}\\.`));
+  });
+});
+
+describe('events and health', SPAWNS, () => {
+  it("list an integration's events with their deliveries, show one, resend it; and show the health numbers", async () => {
+    const org = await createOrganization(db, { name: `cli-events-${randomUUID().slice(0, 8)}` });
+    const integ = await unsyncedIntegration(db, org.id, { plan: 'scale' });
+    const [first, second] = await recordEvents(db, integ, residentUpdates(2, 'cli'));
+    const [signed] = await recordEvents(db, integ, [{ type: 'LEASE_SIGNED', data: { id: 'lea_cli', changed: ['status'] } }]);
+
+    const newest = ok(await cli(['events', 'list', integ.id]));
+    expect(newest.results.map((e: any) => e.id)).toEqual([signed, second, first]);
+    expect(newest.results[0]).toMatchObject({ integration_id: integ.id, type: 'LEASE_SIGNED', deliveries: { total: 0 } });
+    const oldest = ok(await cli(['events', 'list', integ.id, '--type', 'RESIDENT_UPDATED', '--order', 'asc', '--limit', '1']));
+    expect(oldest.meta).toEqual({ limit: 1, offset: 0, hasMore: true });
+    expect(oldest.results.map((e: any) => e.id)).toEqual([first]);
+    expect(fails(await cli(['events', 'list', integ.id, '--type', 'NOPE']))).toMatch(/^error: 422 Unprocessable Entity: Invalid query parameter `type`: /);
+
+    expect(ok(await cli(['events', 'get', signed!]))).toMatchObject({ id: signed, type: 'LEASE_SIGNED', payload: null, deliveries: { total: 0 } });
+    expect(fails(await cli(['events', 'get', 'evt_01J8Z5Q3M3W6X9K0V7B2C4D6E8']))).toMatch(/^error: 404 Not Found: No event evt_01J8Z5Q3M3W6X9K0V7B2C4D6E8 /);
+
+    // No subscription wants it: nothing is sent. Then one that wants leases gets it as a new delivery.
+    expect(ok(await cli(['events', 'resend', signed!]))).toEqual({ resent: 0, delivery_ids: [] });
+    const sub = ok(await cli(['webhook', 'create', integ.id, '--endpoint', 'https://example.com/hooks/events', '--events', 'LEASE_SIGNED']));
+    const resent = ok(await cli(['events', 'resend', signed!]));
+    expect(resent).toEqual({ resent: 1, delivery_ids: [expect.stringMatching(/^whd_/)] });
+    expect(ok(await cli(['webhook', 'deliveries', sub.id])).results.map((d: any) => d.id)).toEqual(resent.delivery_ids);
+
+    // `health` is `health get`.
+    const [bare, get] = await Promise.all([cli(['health']), cli(['health', 'get'])]);
+    for (const h of [ok(bare), ok(get)]) {
+      expect(h).toMatchObject({
+        outbox_lag_seconds: expect.any(Number),
+        webhook_dead_letters_open: expect.any(Number),
+        integrations_failing: expect.any(Number),
+      });
+    }
+    const help = await cli(['health', '--help']);
+    expectVerbs(help, ['get']);
+    expectVerbs(await cli(['events', '--help']), ['list <integration_id>', 'get <event_id>', 'resend <event_id>']);
+    expectFlags(await cli(['events', 'list', '--help']), ['--type <TYPE,...>', '--order <asc|desc>', '--limit <n>']);
   });
 });

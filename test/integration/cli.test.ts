@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import { scheduleIdOf } from '../../domain/contract';
 import type { TestServer } from '../support/api-server';
-import { ok, runCli, type CliRun } from '../support/cli';
+import { expectUsageErrors, ok, runCli, type CliRun } from '../support/cli';
 import { onServices } from '../support/services';
 
 let config: Config;
@@ -65,9 +65,62 @@ describe('help', () => {
     expect(runs[5]!.stderr).toContain("'--offset' argument is ambiguous");
     expect(runs[6]!.stderr).toContain('--poll-ms must be at least 1');
     expect(runs[7]!.stderr).toContain('apply to --wait only');
-    const noVerb = await cli(['org']);
-    expect(noVerb.code).toBe(2);
-    expect(noVerb.stdout).toContain('Verbs:');
+  });
+
+  it('refuses a missing noun or verb as a usage mistake: one line on stderr, nothing on stdout, exit 2', async () => {
+    const [none, noVerb, flagsOnly, flagNoNoun] = await Promise.all([cli([]), cli(['org']), cli(['org', '--limit', '5']), cli(['--limit', '5'])]);
+    for (const r of [none, noVerb, flagsOnly, flagNoNoun]) {
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect(none.stderr).toMatch(/^error: expected a noun first \(org, integration, .*\); see --help\n$/);
+    expect(flagNoNoun.stderr).toBe(none.stderr);
+    expect(noVerb.stderr).toBe('error: org expects a verb: list, create, get, update, integrations, keys; see org --help\n');
+    expect(flagsOnly.stderr).toBe(noVerb.stderr);
+    // Help asked for is still help: stdout, exit 0.
+    const [top, noun] = await Promise.all([cli(['-h']), cli(['org', '--help'])]);
+    expect(top).toMatchObject({ code: 0, stderr: '' });
+    expect(top.stdout).toContain('Nouns:');
+    expect(noun).toMatchObject({ code: 0, stderr: '' });
+    expect(noun.stdout).toContain('Verbs:');
+  });
+
+  it('refuses the flags of another source than the one chosen, before any request', async () => {
+    const org = '6b1d1f4e-0000-4000-8000-000000000000';
+    const base = ['integration', 'create', '--org', org, '--plan', 'growth'];
+    await expectUsageErrors(config.ADMIN_TOKEN, [
+      [
+        [...base, '--mode', 'test', '--base-url', 'https://pms.example.com', '--api-key', 'K'],
+        'error: --base-url needs --source entrata or buildium, --api-key needs --source entrata; this is --source sandbox (the default)\n',
+      ],
+      [
+        [...base, '--mode', 'live', '--source', 'entrata', '--base-url', 'https://pms.example.com', '--api-key', 'K', '--dialect', 'buildium', '--size', '5'],
+        'error: --dialect needs --source sandbox, --size needs --source sandbox; this is --source entrata\n',
+      ],
+      [
+        [
+          ...base,
+          '--mode',
+          'live',
+          '--source',
+          'buildium',
+          '--base-url',
+          'https://pms.example.com',
+          '--client-id',
+          'c',
+          '--client-secret',
+          's',
+          '--api-key',
+          'K',
+        ],
+        'error: --api-key needs --source entrata; this is --source buildium\n',
+      ],
+      [
+        [...base, '--mode', 'test', '--source', 'sandbox', '--seed', '7', '--client-secret', 's'],
+        '--client-secret needs --source buildium; this is --source sandbox\n',
+      ],
+    ]);
   });
 });
 
@@ -156,7 +209,14 @@ describe('commands', () => {
     ]);
     expect(tooFast.code).toBe(1);
     expect(tooFast.stdout).toBe('');
-    expect(tooFast.stderr).toMatch(/^error: 422 Unprocessable Entity: sync_interval_seconds: .*3600.*\(request req_\w+\)\n$/);
+    // The API's field is said as the flag it came from.
+    expect(tooFast.stderr).toMatch(/^error: 422 Unprocessable Entity: --interval: .*3600.*\(request req_\w+\)\n$/);
+    const badSize = await cli(['integration', 'create', '--org', org.id, '--mode', 'test', '--plan', 'growth', '--size', '0', '--no-initial-sync']);
+    expect(badSize.code).toBe(1);
+    expect(badSize.stderr).toMatch(/^error: 422 Unprocessable Entity: --size: .*\(request req_\w+\)\n$/);
+    const burst = await cli(['org', 'update', org.id, '--burst', '0']);
+    expect(burst.code).toBe(1);
+    expect(burst.stderr).toMatch(/^error: 422 Unprocessable Entity: --burst: /);
 
     const missing = await cli(['integration', 'get', '6b1d1f4e-0000-4000-8000-000000000000']);
     expect(missing.code).toBe(1);
