@@ -8,6 +8,7 @@
 import { z } from '@hono/zod-openapi';
 
 export { PropertyListQuery, UnitListQuery, ResidentListQuery, LeaseListQuery } from '../domain/filters';
+import { LEASE_STATUSES, RESIDENT_STATUSES, UNIT_STATUSES } from '../domain/cdm';
 import { boolParam } from '../domain/filters';
 import { dateField, NUL_DETAIL, plainText, SPACE_CLASS, text } from '../domain/scalars';
 
@@ -114,7 +115,7 @@ export const Unit = z
     square_feet: z.number().int().nullable(),
     max_occupants: z.number().int().nullable(),
     market_rent: orNull(Money),
-    status: z.string().nullable().openapi({ description: '`vacant`, `occupied` or `notice`.' }),
+    status: z.enum(UNIT_STATUSES).nullable().openapi({ description: '`vacant`, `occupied` or `notice`.' }),
     note: z.string().nullable(),
     address: orNull(Address),
     ...times,
@@ -132,7 +133,7 @@ export const Resident = z
     phones: z.array(Phone).nullable(),
     date_of_birth: dateOrNull,
     address: orNull(Address),
-    status: z.string().nullable().openapi({ description: '`applicant`, `current`, `notice` or `past`.' }),
+    status: z.enum(RESIDENT_STATUSES).nullable().openapi({ description: '`applicant`, `current`, `notice` or `past`.' }),
     ...times,
   })
   .openapi('Resident');
@@ -146,7 +147,7 @@ export const Lease = z
     unit_id: z.string().nullable(),
     resident_ids: z.array(z.string()),
     residents: z.array(LeaseResident),
-    status: z.string().nullable().openapi({ description: '`pending`, `active`, `notice`, `ended`, `terminated`, `evicted` or `cancelled`.' }),
+    status: z.enum(LEASE_STATUSES).nullable().openapi({ description: '`pending`, `active`, `notice`, `ended`, `terminated`, `evicted` or `cancelled`.' }),
     type: z.string().nullable(),
     start_date: dateOrNull,
     end_date: dateOrNull,

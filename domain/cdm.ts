@@ -35,8 +35,9 @@ export interface Phone {
 }
 export type JsonObject = Record<string, unknown>;
 
-export type LeaseStatus = 'pending' | 'active' | 'notice' | 'ended' | 'terminated' | 'evicted' | 'cancelled';
-/** The values a unit's, a resident's and a lease resident's coded fields take, whatever the source's dialect. */
+/** The values a lease's, a unit's, a resident's and a lease resident's coded fields take, whatever the source's dialect. */
+export const LEASE_STATUSES = ['pending', 'active', 'notice', 'ended', 'terminated', 'evicted', 'cancelled'] as const;
+export type LeaseStatus = (typeof LEASE_STATUSES)[number];
 export const UNIT_STATUSES = ['vacant', 'occupied', 'notice'] as const;
 export const RESIDENT_STATUSES = ['applicant', 'current', 'notice', 'past'] as const;
 export const LEASE_RESIDENT_ROLES = ['primary', 'responsible', 'occupant', 'guarantor'] as const;

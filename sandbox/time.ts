@@ -111,12 +111,19 @@ export function usOfIso(iso: string | null): string {
 /** An instant as UTC "YYYY-MM-DDTHH:MM:SSZ" (whole seconds). */
 export const utcTime = (ms: number): string => `${new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19)}Z`;
 
+/** Date.UTC of a day, without Date.UTC's reading of years 0 to 99 as 1900 to 1999. */
+function utcDay(year: number, month: number, day: number): number {
+  const t = new Date(0);
+  t.setUTCFullYear(year, month, day);
+  return t.getTime();
+}
+
 /** A calendar date "YYYY-MM-DD" that exists, as days since the epoch; undefined otherwise. */
 export function dayOfIso(text: string): number | undefined {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
   if (!m) return undefined;
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const ms = Date.UTC(y, mo - 1, d);
+  const ms = utcDay(y, mo - 1, d);
   const back = new Date(ms);
   return back.getUTCFullYear() === y && back.getUTCMonth() === mo - 1 && back.getUTCDate() === d ? ms / DAY : undefined;
 }
@@ -126,8 +133,8 @@ export const dayOf = (iso: string): number => Math.floor(Date.parse(`${iso}T00:0
 /** `day` plus `months` calendar months (clamped to the month's last day). */
 export function addMonths(day: number, months: number): number {
   const d = new Date(day * DAY);
-  const target = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months, 1));
-  const last = new Date(Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0)).getUTCDate();
+  const target = new Date(utcDay(d.getUTCFullYear(), d.getUTCMonth() + months, 1));
+  const last = new Date(utcDay(target.getUTCFullYear(), target.getUTCMonth() + 1, 0)).getUTCDate();
   target.setUTCDate(Math.min(d.getUTCDate(), last));
   return Math.floor(target.getTime() / DAY);
 }

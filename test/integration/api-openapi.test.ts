@@ -134,6 +134,19 @@ describe('the document', () => {
     }
   });
 
+  it('closes the status sets DECISIONS.md fixes for units, residents and leases (null allowed)', () => {
+    const accepts = (pointer: string, value: unknown) => ajv.validate({ $ref: `openapi.json#/components/schemas/${pointer}` }, value);
+    const sets = {
+      'Unit/properties/status': ['vacant', 'occupied', 'notice'],
+      'Resident/properties/status': ['applicant', 'current', 'notice', 'past'],
+      'Lease/properties/status': ['pending', 'active', 'notice', 'ended', 'terminated', 'evicted', 'cancelled'],
+    };
+    for (const [pointer, values] of Object.entries(sets)) {
+      for (const v of [...values, null]) expect(accepts(pointer, v), `${pointer} ${v}`).toBe(true);
+      for (const v of ['Active', 'inactive', '']) expect(accepts(pointer, v), `${pointer} ${v}`).toBe(false);
+    }
+  });
+
   it('gives every response of both documents a JSON Schema (a $ref or a type), never a zod object', async () => {
     const admin = (await (await api.get('/admin/v1/openapi.json')).json()) as Json;
     for (const d of [doc, admin]) {

@@ -417,6 +417,15 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
       expect(net.count()).toBe(1);
     });
 
+    it('writes dates of every year the API takes, the first centuries included', async () => {
+      const r = await conn.create('resident', { property_x_id: units[0]!.property_x_id!, first_name: 'Old', last_name: 'Timer', date_of_birth: '0001-01-01' });
+      expect(await conn.readOne('resident', r.x_id)).toMatchObject({ date_of_birth: '0001-01-01' });
+      for (const date of ['0099-06-15', '0100-02-28', '9999-12-31']) {
+        await conn.update('resident', r.x_id, { date_of_birth: date });
+        expect(await conn.readOne('resident', r.x_id)).toMatchObject({ date_of_birth: date });
+      }
+    });
+
     it('creates a lease with its applicant, and updates its rent and move-in date', async () => {
       const input = await leaseInput(conn, units[1]!);
       const made = await conn.create('lease', input);
