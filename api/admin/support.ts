@@ -130,7 +130,8 @@ export function checkOutboundUrl(raw: string, integration: Pick<IntegrationRow, 
   } catch {
     throw invalidField(pointer, 'Not a valid absolute URL.');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidField(pointer, 'Use an https:// URL.');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw invalidField(pointer, integration.mode === 'live' ? 'Use an https:// URL.' : 'Use an http:// or https:// URL.');
   if (url.username || url.password) throw invalidField(pointer, `Credentials in the URL are not allowed; ${opts.credentials}.`);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (integration.mode === 'live') {
@@ -140,8 +141,13 @@ export function checkOutboundUrl(raw: string, integration: Pick<IntegrationRow, 
     if (range) throw invalidField(pointer, `${host} is a special-purpose address (${range}); a live integration delivers to public hosts only.`);
   }
   const never = isIP(host) !== 0 ? neverReachedRangeOf(host) : null;
-  if (never)
-    throw invalidField(pointer, `${host} is a ${never} address (where cloud metadata services answer, or spelling one); no integration delivers there.`);
+  if (never) {
+    const why =
+      never === 'link-local'
+        ? 'a link-local address, where cloud metadata services answer'
+        : `an IPv6 address embedding an IPv4 one (${never}), which may spell any IPv4 host, cloud metadata included`;
+    throw invalidField(pointer, `${host} is ${why}; no integration delivers there.`);
+  }
   return url.toString();
 }
 

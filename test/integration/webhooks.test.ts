@@ -173,13 +173,19 @@ describe('subscriptions', () => {
     // A test integration may use loopback and private addresses (a receiver on the developer's network), never a
     // link-local one (cloud metadata) or an IPv6 form spelling IPv4.
     expect((await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url: 'http://10.0.0.1/in', event_types: ['*'] })).status).toBe(201);
-    for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fe80::1]/h', 'https://[::ffff:169.254.169.254]/h']) {
+    for (const [url, why] of [
+      ['http://169.254.169.254/latest/meta-data/', 'is a link-local address, where cloud metadata services answer'],
+      ['http://[fe80::1]/h', 'is a link-local address, where cloud metadata services answer'],
+      ['https://[::ffff:169.254.169.254]/h', 'is an IPv6 address embedding an IPv4 one (IPv4-mapped), which may spell any IPv4 host, cloud metadata included'],
+      ['http://[::ffff:127.0.0.1]/h', 'is an IPv6 address embedding an IPv4 one (IPv4-mapped), which may spell any IPv4 host, cloud metadata included'],
+    ]) {
       const r = await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url, event_types: ['*'] });
       expectProblem(r, 422, 'validation_error');
-      expect(r.body.errors[0].detail, url).toMatch(
-        / is a (link-local|IPv4-mapped) address \(where cloud metadata services answer, or spelling one\); no integration delivers there\.$/,
-      );
+      expect(r.body.errors[0].detail, url).toBe(`${new URL(url!).hostname.replace(/^\[|\]$/g, '')} ${why}; no integration delivers there.`);
     }
+    // A scheme other than http(s) is refused in words that fit the mode.
+    const ftp = await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url: 'ftp://127.0.0.1/x', event_types: ['*'] });
+    expect(ftp.body.errors[0].detail).toBe('Use an http:// or https:// URL.');
   });
 
   it('answers 422 for unknown event types and fields, 400 for bad JSON, 404 for unknown ids, and creates nothing', async () => {
