@@ -18,6 +18,7 @@ import { isTerminal, nextReadBackAtMs, parseOperationType, type OperationStatus 
 import { openSourceConfig, SecretError, type Keyring } from '../domain/secrets';
 import {
   createConnector,
+  MALFORMED_RECORD,
   SourcePermanentError,
   SourceTransientError,
   type CreateInputOf,
@@ -129,9 +130,23 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     return `the source applied the change${xId ? ` (x_id ${xId})` : ''}, but the integration was deleted before it could be stored: the cache keeps nothing of it`;
   }
 
-  /** Fail an Operation the source applied whose integration was deleted meanwhile (source.state stays `applied`). */
-  async function failDeletedAfterApplied(op: OperationRow, attempts: number, xId: string, appliedAtMs: number): Promise<string> {
-    const error = deletedAfterApplied(xId);
+  /**
+   * Why a change the source applied can never be stored, or undefined when a later read-back may store it: its
+   * integration was deleted meanwhile, or the source holds the record in a form the mapping cannot read (no retry
+   * changes that; once it is repaired at the source, the next sync stores it).
+   */
+  function neverStored(err: unknown, xId: string): string | undefined {
+    if (err instanceof IntegrationDeletedError) return deletedAfterApplied(xId);
+    if (err instanceof SourcePermanentError && err.code === MALFORMED_RECORD) {
+      return clip(
+        `the source applied the change (x_id ${xId}), but holds the record in a form that cannot be read (${err.message}): the cache keeps the version before it until the record is repaired at the source and synced; do not send the change again`,
+      );
+    }
+    return undefined;
+  }
+
+  /** Fail an Operation the source applied whose change can never be stored (`error`: why; source.state stays `applied`). */
+  async function failAfterApplied(op: OperationRow, attempts: number, appliedAtMs: number, error: string): Promise<string> {
     const moved = await moveOperation(
       db,
       op.id,
@@ -333,9 +348,8 @@ export function createWriteActivities(deps: WriteActivityDeps) {
           );
           return { outcome: 'succeeded', resourceId, xId: written.x_id };
         } catch (err) {
-          if (err instanceof IntegrationDeletedError) {
-            return { outcome: 'failed', error: await failDeletedAfterApplied(op, input.attempt, written.x_id, appliedAtMs) };
-          }
+          const never = neverStored(err, written.x_id);
+          if (never !== undefined) return { outcome: 'failed', error: await failAfterApplied(op, input.attempt, appliedAtMs, never) };
           const error = clip(messageOf(err));
           // The caller sees that the source holds the change (not a write still to make) while the read-back is
           // retried: source.state `applied`, the attempt counted.
@@ -358,8 +372,9 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       try {
         return { resourceId: await store(loaded.op, loaded.integration, connectorFor(loaded.integration), input) };
       } catch (err) {
-        if (err instanceof IntegrationDeletedError) {
-          throw ApplicationFailure.nonRetryable(await failDeletedAfterApplied(loaded.op, input.attempts, input.xId, input.appliedAtMs), 'WriteNotStorable');
+        const never = neverStored(err, input.xId);
+        if (never !== undefined) {
+          throw ApplicationFailure.nonRetryable(await failAfterApplied(loaded.op, input.attempts, input.appliedAtMs, never), 'WriteNotStorable');
         }
         // Temporal retries it (the workflow's read-back policy): the caller polling sees this failure and when the
         // next read-back starts, not the first failure's time long past.

@@ -37,6 +37,9 @@ export interface RecordsById<E extends Entity> {
   skipped: SkippedRecord[];
 }
 
+/** The `code` of a SourcePermanentError for a record the source holds in a form the mapping cannot read. */
+export const MALFORMED_RECORD = 'MALFORMED_RECORD';
+
 /** A failure the source will not get over by retrying (bad credentials, a rejected write, a malformed reply). */
 export class SourcePermanentError extends Error {
   override name = 'SourcePermanentError';

@@ -13,6 +13,7 @@
  */
 import type { Entity, InputOf, Money, Phone } from '../../domain/cdm';
 import {
+  MALFORMED_RECORD,
   SourcePermanentError,
   SourceTransientError,
   type BuildiumSettings,
@@ -163,7 +164,11 @@ export class BuildiumConnector implements SourceConnector {
       return (MAPPERS[entity] as (raw: unknown) => InputOf[E])(raw);
     } catch (err) {
       if (err instanceof MappingError)
-        throw new SourcePermanentError(`malformed ${entity} ${xId} from GET ${COLLECTIONS[entity]}/${xId}: ${err.message.slice(0, 500)}`);
+        throw new SourcePermanentError(
+          `malformed ${entity} ${xId} from GET ${COLLECTIONS[entity]}/${xId}: ${err.message.slice(0, 500)}`,
+          undefined,
+          MALFORMED_RECORD,
+        );
       throw err;
     }
   }

@@ -11,6 +11,7 @@
 import type { Entity, InputOf } from '../../domain/cdm';
 import { PHONE_NUMBER_TYPES } from './codes';
 import {
+  MALFORMED_RECORD,
   SourcePermanentError,
   SourceTransientError,
   type CreateInputOf,
@@ -119,7 +120,7 @@ export class EntrataConnector implements SourceConnector {
     const result = await this.call(svc.service, svc.read, { [svc.ids]: xId, page_no: 1, per_page: 1 });
     const { records, skipped } = this.mapList(entity, result);
     const bad = skipped.find((r) => r.x_id === xId);
-    if (bad) throw new SourcePermanentError(`malformed ${entity} ${xId} from ${svc.read}: ${bad.reason}`);
+    if (bad) throw new SourcePermanentError(`malformed ${entity} ${xId} from ${svc.read}: ${bad.reason}`, undefined, MALFORMED_RECORD);
     return records.find((r) => r.x_id === xId) ?? null;
   }
 

@@ -17,6 +17,7 @@ import { LEASE_RESIDENT_ROLES, RESIDENT_STATUSES, UNIT_STATUSES } from '../../do
 import { sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import {
   createConnector,
+  MALFORMED_RECORD,
   SOURCE_DIALECTS,
   SourcePermanentError,
   SourceTransientError,
@@ -256,7 +257,7 @@ describe.each(SOURCE_DIALECTS)('the %s connector against its sandbox flavour', (
       expect(skipped).toEqual([{ x_id: x, reason: expect.stringMatching(/\S/) }]);
       expect(pages.flatMap((p) => p.records)).toHaveLength((await ctl.getCompany(c.id))!.counts.unit - 1);
       expect(await conn.readByIds('unit', [x])).toEqual({ records: [], skipped });
-      await expect(conn.readOne('unit', x)).rejects.toBeInstanceOf(SourcePermanentError);
+      await expect(conn.readOne('unit', x)).rejects.toMatchObject({ name: 'SourcePermanentError', code: MALFORMED_RECORD });
     });
   });
 

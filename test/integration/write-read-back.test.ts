@@ -1,7 +1,8 @@
 /**
  * A write the source applied whose read-back keeps failing: Temporal retries the read-back (the workflow's policy:
  * 5 s, doubling up to 5 min), and the Operation a caller polls shows each failure and when the next read-back starts,
- * never a time long past.
+ * never a time long past. One the source answers with a record the mapping cannot read is not retried: no retry
+ * changes it.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +10,7 @@ import { createWriteActivities } from '../../activities/operations';
 import { applyRecords } from '../../db/apply';
 import { closeDb, type Db } from '../../db/client';
 import { getOperation, moveOperation } from '../../db/operations';
-import { SourceTransientError } from '../../source';
+import { MALFORMED_RECORD, SourcePermanentError, SourceTransientError } from '../../source';
 import { makeTenant, testDb, testKeyring, type Tenant } from '../support/context';
 import { propertyInput, unitInput } from '../support/fixtures';
 import { queuedOperation, stubConnector } from '../support/writes';
@@ -64,5 +65,34 @@ describe('a read-back retried after the source applied the write', () => {
       expect(op.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(before + delayMs);
       expect(op.nextAttemptAt!.getTime()).toBeLessThanOrEqual(Date.now() + delayMs);
     }
+  });
+
+  it('a record the source holds malformed fails the Operation at once, source.state applied, in the attempt and in a retried read-back', async () => {
+    const malformed = () =>
+      Promise.reject(new SourcePermanentError('malformed unit U1 from getUnits: not a decimal amount: "call for price"', undefined, MALFORMED_RECORD));
+    const acts = createWriteActivities({
+      db,
+      secrets: testKeyring(),
+      connectorOf: () => stubConnector({ update: async () => ({ x_id: 'U1', related: [] }), readOne: malformed }),
+    });
+    const said =
+      'the source applied the change (x_id U1), but holds the record in a form that cannot be read (malformed unit U1 from getUnits: not a decimal amount: "call for price"): the cache keeps the version before it until the record is repaired at the source and synced; do not send the change again';
+
+    const first = await queuedOperation(db, tenant, { type: 'unit.update', request: { max_occupants: 3 }, targetXId: 'U1' });
+    expect(await new MockActivityEnvironment().run(acts.attemptWrite, { operationId: first, attempt: 1, probe: false })).toEqual({
+      outcome: 'failed',
+      error: said,
+    });
+    expect(await getOperation(db, first)).toMatchObject({ status: 'failed', sourceState: 'applied', nextAttemptAt: null, lastError: said });
+
+    // A read-back already being retried (it failed transiently before) that meets it ends too, without a retry.
+    const second = await queuedOperation(db, tenant, { type: 'unit.update', request: { max_occupants: 4 }, targetXId: 'U1' });
+    const appliedAtMs = Date.now() - 60_000;
+    await moveOperation(db, second, 'running', { sourceState: 'applied', appliedAt: new Date(appliedAtMs), attempts: 1 });
+    const err = await new MockActivityEnvironment({ attempt: 2 })
+      .run(acts.storeApplied, { operationId: second, attempts: 1, xId: 'U1', related: [], appliedAtMs })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ type: 'WriteNotStorable', nonRetryable: true, message: said });
+    expect(await getOperation(db, second)).toMatchObject({ status: 'failed', sourceState: 'applied', nextAttemptAt: null, lastError: said });
   });
 });
