@@ -88,18 +88,41 @@ function scheduleOptions(deps: AutomationControlDeps, a: AutomationRow) {
   } satisfies ScheduleOptions;
 }
 
-/** Create or update an automation's schedule (its spec, and paused or not). Idempotent. */
-export async function ensureAutomationSchedule(deps: AutomationControlDeps, a: AutomationRow): Promise<void> {
+/** Times a caller pushes the schedule again because the row moved meanwhile (another change being made at once). */
+const MAX_SCHEDULE_PUSHES = 5;
+
+/**
+ * Create or update an automation's schedule (its spec, and paused or not, in one update). Idempotent. With `reread`
+ * (the row as the database now has it), two changes made at once end as the database says: after each push the row
+ * is read again and pushed again while what the schedule follows (spec, status) is not what was just pushed (see
+ * ensureSyncSchedule).
+ */
+export async function ensureAutomationSchedule(
+  deps: AutomationControlDeps,
+  a: AutomationRow,
+  reread?: () => Promise<AutomationRow | undefined>,
+): Promise<void> {
+  let row = a;
+  for (let push = 1; ; push++) {
+    await pushAutomationSchedule(deps, row);
+    const now = reread ? await reread() : undefined;
+    if (!now || now.deletedAt || push >= MAX_SCHEDULE_PUSHES || followed(now) === followed(row)) return;
+    row = now;
+  }
+}
+
+/** What an automation's schedule follows. */
+const followed = (a: AutomationRow) => JSON.stringify([a.schedule, a.status]);
+
+async function pushAutomationSchedule(deps: AutomationControlDeps, a: AutomationRow): Promise<void> {
   const options = scheduleOptions(deps, a);
   try {
     await deps.client.schedule.create(options);
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    const handle = deps.client.schedule.getHandle(options.scheduleId);
-    await handle.update((prev) => ({ ...prev, spec: options.spec, action: options.action, policies: options.policies }));
-    const described = await handle.describe();
-    if (described.state.paused && a.status === 'active') await handle.unpause('resumed by an operator');
-    if (!described.state.paused && a.status === 'paused') await handle.pause('paused by an operator');
+    await deps.client.schedule
+      .getHandle(options.scheduleId)
+      .update((prev) => ({ ...prev, spec: options.spec, action: options.action, policies: options.policies, state: { ...prev.state, ...options.state } }));
   }
 }
 

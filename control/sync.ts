@@ -16,7 +16,7 @@ import type { Db } from '../db/client';
 import { newId } from '../db/ids';
 import { abandonedJobsOf, type RunState, type SyncJobRow } from '../db/sync-jobs';
 import { failUnstartedRun, queueRun } from '../db/sync-runs';
-import type { IntegrationRow } from '../db/tenants';
+import { getIntegration, type IntegrationRow } from '../db/tenants';
 import {
   SA_INTEGRATION_ID,
   SA_ORGANIZATION_ID,
@@ -89,11 +89,33 @@ function scheduleOptions(deps: SyncControlDeps, integration: IntegrationRow) {
   } satisfies ScheduleOptions;
 }
 
+/** Times a caller pushes the schedule again because the row moved meanwhile (another change being made at once). */
+const MAX_SCHEDULE_PUSHES = 5;
+
 /**
  * Create or update the integration's schedule at its effective cadence (a plan change moves it at once).
  * `runNow` also starts the first run at once, with trigger `initial`.
+ *
+ * Two changes of one integration made at once (two operators, two API processes) each write the row, then push a
+ * schedule, and Temporal keeps the last push, which may be of the row written first. So after each push the row is
+ * read again, and while its cadence is not the one just pushed, the schedule is pushed again from it: every caller's
+ * last push is of a row no later write had replaced when it looked, and the schedule ends as the database says,
+ * without a lock held across Temporal calls.
  */
 export async function ensureSyncSchedule(deps: SyncControlDeps, integration: IntegrationRow, opts: { runNow: boolean }): Promise<void> {
+  let row = integration;
+  for (let push = 1; ; push++) {
+    await pushSyncSchedule(deps, row);
+    const now = await getIntegration(deps.db, integration.id);
+    if (!now || now.deletedAt || push >= MAX_SCHEDULE_PUSHES || cadenceOf(now) === cadenceOf(row)) break;
+    row = now;
+  }
+  if (opts.runNow) await startRun(deps, integration, 'initial');
+}
+
+const cadenceOf = (i: IntegrationRow) => effectiveSyncInterval(i.plan, i.syncIntervalSeconds);
+
+async function pushSyncSchedule(deps: SyncControlDeps, integration: IntegrationRow): Promise<void> {
   const options = scheduleOptions(deps, integration);
   try {
     await deps.client.schedule.create(options);
@@ -106,7 +128,6 @@ export async function ensureSyncSchedule(deps: SyncControlDeps, integration: Int
       policies: options.policies,
     }));
   }
-  if (opts.runNow) await startRun(deps, integration, 'initial');
 }
 
 /** Remove the integration's schedule (integration deleted). */

@@ -8,6 +8,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Db } from '../../db/client';
 import {
   automationsPage,
   deleteNewAutomation,
@@ -203,9 +204,10 @@ function scheduleOf(input: ScheduleInput): AutomationSchedule {
  * Create or update the automation's schedule. Temporal refusing the spec (a cron or time zone its parser rejects
  * though the request's checks let it pass) is a 422 at that field; anything else goes to viaTemporal (503).
  */
-async function ensureSchedule(ctl: AutomationControlDeps, control: AutomationControl, row: AutomationRow): Promise<void> {
+async function ensureSchedule(ctl: AutomationControlDeps, control: AutomationControl, row: AutomationRow, db: Db): Promise<void> {
   try {
-    await control.ensureAutomationSchedule(ctl, row);
+    // Read again after the push, so that two changes made at once leave the schedule as the database says.
+    await control.ensureAutomationSchedule(ctl, row, () => getAutomation(db, row.id));
   } catch (err) {
     // The client turns the server's "Invalid schedule spec" into a TypeError.
     if (err instanceof TypeError && 'cron' in row.schedule) {
@@ -299,7 +301,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       await viaControl(
         deps,
         'schedule the automation',
-        (ctl, control) => ensureSchedule(ctl, control, row),
+        (ctl, control) => ensureSchedule(ctl, control, row, deps.db),
         async () => {
           // Nothing refers to the row yet; the schedule may exist if Temporal made it but the answer was lost.
           await deleteNewAutomation(deps.db, id);
@@ -378,7 +380,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
         await viaControl(
           deps,
           'update the automation schedule',
-          (ctl, control) => ensureSchedule(ctl, control, row!),
+          (ctl, control) => ensureSchedule(ctl, control, row!, deps.db),
           async () => {
             const { id: _id, createdAt: _created, ...was } = before;
             await updateAutomation(deps.db, before.id, was);

@@ -431,6 +431,19 @@ describe('update', () => {
     expect((await admin('GET', `/automations/${a.id}`)).body).toEqual(resumed.body);
   });
 
+  it('two changes made at once leave the schedule as the database says: its interval and whether it is paused', async () => {
+    const a = await create(await integration());
+    for (let round = 0; round < 6; round++) {
+      await Promise.all([
+        admin('PATCH', `/automations/${a.id}`, { status: 'paused', schedule: { every: 3600 } }),
+        admin('PATCH', `/automations/${a.id}`, { status: 'active', schedule: { every: 7200 } }),
+      ]);
+      const row = (await admin('GET', `/automations/${a.id}`)).body;
+      const s = await describeSchedule(a.id);
+      expect([s.state.paused, s.spec.intervals?.[0]?.every], `round ${round}`).toEqual([row.status === 'paused', row.schedule.every * 1000]);
+    }
+  });
+
   it('changes name, filters, columns and destination; keeps, replaces or clears header values without showing them', async () => {
     const integ = await integration();
     const a = await create(integ);

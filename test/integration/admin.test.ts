@@ -373,6 +373,18 @@ describe('integrations', () => {
     expect(JSON.stringify(row!.sourceConfig)).not.toContain('super-secret');
   });
 
+  it('two changes of the cadence made at once leave the schedule at the cadence the database keeps', async () => {
+    const i = await newIntegration(await newOrg(), { plan: 'enterprise' });
+    for (let round = 0; round < 8; round++) {
+      await Promise.all([
+        admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 1200 }),
+        admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 1800 }),
+      ]);
+      const kept = (await admin('GET', `/integrations/${i.id}`)).body.sync_interval_seconds;
+      expect(await scheduleEverySeconds(i.id), `round ${round}`).toBe(kept);
+    }
+  });
+
   it('takes a full-run interval between the sync interval and 30 days (null: the default), checked whichever field moves', async () => {
     const orgId = await newOrg();
     const post = (body: Record<string, unknown>) =>
