@@ -209,7 +209,7 @@ export class BuildiumConnector implements SourceConnector {
           FloorPlanId: referenceTo(l.floorplan_id, 'floorplan_id'),
           LeaseType: l.lease_term_id,
           LeaseFromDate: l.lease_start_date,
-          // An at-will lease has no end of the caller's: the source sets it a month after the start.
+          // An at-will lease has no end at the source (it refuses one): the end the caller gave is not sent.
           LeaseToDate: l.lease_term_id === 'AtWill' ? null : l.lease_end_date,
           MoveInDate: l.move_in_date,
           Applicant: {

@@ -1,7 +1,8 @@
 /**
  * Webhooks: an integration's subscriptions (the signing secret shown once at creation and at each rotation; edit,
  * disable, rotate with a grace window), a subscription's deliveries filtered by status with replay of one, of every
- * dead-lettered one or of a time range (prefilled, after an enable, from when it was disabled), a delivery's attempts and payload, and the integration's events of the last 30 days with resend.
+ * dead-lettered one or of a time range (prefilled, after an enable, from when it was disabled), a delivery's attempts
+ * and payload, and the integration's events of the last 30 days with resend.
  */
 import type { z } from '@hono/zod-openapi';
 import type { Child, FC } from 'hono/jsx';
