@@ -102,7 +102,6 @@ export async function waitForJob(
 ): Promise<Followed<SyncJob>> {
   const stream = opts.stream ?? process.stderr;
   const startedAt = Date.now();
-  const deadline = opts.timeoutMs === undefined ? Infinity : startedAt + opts.timeoutMs;
   let job = first;
   const live = stream.isTTY === true;
   const bar = live
@@ -139,16 +138,15 @@ export async function waitForJob(
     lastLine = line;
   };
   try {
-    report();
-    while (!TERMINAL.has(job.status)) {
-      // Never past the deadline: each sleep is at most the time left, and the deadline is checked after each read.
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return { last: job, timedOut: true };
-      await new Promise((r) => setTimeout(r, Math.min(opts.pollMs, remaining)));
-      job = await client.request<SyncJob>('GET', `/sync_jobs/${job.id}`);
-      report();
-    }
-    return { last: job, timedOut: false };
+    return await follow(first, {
+      read: (id) => client.request<SyncJob>('GET', `/sync_jobs/${id}`),
+      delayMs: () => opts.pollMs,
+      report: (seen) => {
+        job = seen;
+        report();
+      },
+      timeoutMs: opts.timeoutMs,
+    });
   } finally {
     unhook?.();
     bar?.stop();
@@ -187,33 +185,36 @@ interface Followed<T> {
 
 /**
  * Polls `first` until it is terminal or `timeoutMs` has passed (`timedOut`, with the last state seen), waiting
- * `delayMs` between reads. A line per change of state goes to `stream` when it is a terminal; a pipe or file gets nothing.
+ * `delayMs` between reads (never past the deadline: each sleep is at most the time left, and the deadline is checked
+ * after each read), and hands every state seen to `report`.
  */
 async function follow<T extends { id: string; status: string }>(
   first: T,
-  how: { read: (id: string) => Promise<T>; delayMs: (t: T) => number; line: (t: T) => string; timeoutMs?: number; stream?: NodeJS.WriteStream },
+  how: { read: (id: string) => Promise<T>; delayMs: (t: T) => number; report: (t: T) => void; timeoutMs?: number },
 ): Promise<Followed<T>> {
-  const stream = how.stream ?? process.stderr;
-  const live = stream.isTTY === true;
-  const startedAt = Date.now();
-  const deadline = how.timeoutMs === undefined ? Infinity : startedAt + how.timeoutMs;
+  const deadline = how.timeoutMs === undefined ? Infinity : Date.now() + how.timeoutMs;
   let last = first;
-  let lastLine = '';
-  const report = () => {
-    if (!live) return;
-    const line = how.line(last);
-    if (line !== lastLine) stream.write(`${line} (${elapsed(Date.now() - startedAt)})\n`);
-    lastLine = line;
-  };
-  report();
+  how.report(last);
   while (!TERMINAL.has(last.status)) {
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { last, timedOut: true };
     await new Promise((r) => setTimeout(r, Math.min(how.delayMs(last), remaining)));
     last = await how.read(last.id);
-    report();
+    how.report(last);
   }
   return { last, timedOut: false };
+}
+
+/** A report of `line` per change of state, to `stream` when it is a terminal (a pipe or file gets nothing). */
+function changedLines<T>(line: (t: T) => string, stream: NodeJS.WriteStream = process.stderr): (t: T) => void {
+  const startedAt = Date.now();
+  let lastLine = '';
+  return (t) => {
+    if (stream.isTTY !== true) return;
+    const now = line(t);
+    if (now !== lastLine) stream.write(`${now} (${elapsed(Date.now() - startedAt)})\n`);
+    lastLine = now;
+  };
 }
 
 /** Follows an Operation, backing off with its attempts (`polling`), until it is terminal or `timeoutMs` has passed. */
@@ -223,15 +224,18 @@ export function waitForOperation(
   opts: { timeoutMs?: number; stream?: NodeJS.WriteStream; polling?: OperationPolling },
 ): Promise<Followed<Operation>> {
   return follow(first, {
-    ...opts,
+    timeoutMs: opts.timeoutMs,
     read: (id) => client.request<Operation>('GET', `/operations/${encodeURIComponent(id)}`),
     delayMs: (op) => operationPollDelayMs(op.reconcile.attempts, opts.polling),
-    line: (op) =>
-      [
-        `operation ${op.id} ${op.status}: ${op.reconcile.attempts} failed attempt(s)`,
-        ...(op.reconcile.next_attempt_at && !TERMINAL.has(op.status) ? [`next attempt at ${op.reconcile.next_attempt_at}`] : []),
-        ...(op.reconcile.last_error ? [`last error: ${oneLine(op.reconcile.last_error)}`] : []),
-      ].join(', '),
+    report: changedLines(
+      (op) =>
+        [
+          `operation ${op.id} ${op.status}: ${op.reconcile.attempts} failed attempt(s)`,
+          ...(op.reconcile.next_attempt_at && !TERMINAL.has(op.status) ? [`next attempt at ${op.reconcile.next_attempt_at}`] : []),
+          ...(op.reconcile.last_error ? [`last error: ${oneLine(op.reconcile.last_error)}`] : []),
+        ].join(', '),
+      opts.stream,
+    ),
   });
 }
 
@@ -253,16 +257,19 @@ export function waitForAutomationRun(
   opts: { pollMs: number; timeoutMs?: number; stream?: NodeJS.WriteStream },
 ): Promise<Followed<AutomationRun>> {
   return follow(first, {
-    ...opts,
+    timeoutMs: opts.timeoutMs,
     read: (id) => client.request<AutomationRun>('GET', `/automation_runs/${encodeURIComponent(id)}`),
     delayMs: () => opts.pollMs,
-    line: (run) =>
-      [
-        `automation run ${run.id} ${run.status}: ${run.attempts} attempt(s)`,
-        ...(run.next_attempt_at && !TERMINAL.has(run.status) ? [`next attempt at ${run.next_attempt_at}`] : []),
-        ...(run.error ? [`last error: ${oneLine(run.error)}`] : []),
-        ...(run.records_exported !== null ? [`${run.records_exported} record(s) exported`] : []),
-      ].join(', '),
+    report: changedLines(
+      (run) =>
+        [
+          `automation run ${run.id} ${run.status}: ${run.attempts} attempt(s)`,
+          ...(run.next_attempt_at && !TERMINAL.has(run.status) ? [`next attempt at ${run.next_attempt_at}`] : []),
+          ...(run.error ? [`last error: ${oneLine(run.error)}`] : []),
+          ...(run.records_exported !== null ? [`${run.records_exported} record(s) exported`] : []),
+        ].join(', '),
+      opts.stream,
+    ),
   });
 }
 

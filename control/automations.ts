@@ -27,7 +27,7 @@ import type { AutomationSchedule } from '../domain/automations';
 import type { RetrySchedule } from '../domain/retry';
 import { retrySchedulesOf, type Config } from '../config';
 import { automationTick, runAutomation } from '../workflows/automation';
-import { removeUnknownSchedules } from './schedules';
+import { pushUntilSettled, removeUnknownSchedules } from './schedules';
 
 export interface AutomationControlDeps {
   client: Client;
@@ -88,27 +88,17 @@ function scheduleOptions(deps: AutomationControlDeps, a: AutomationRow) {
   } satisfies ScheduleOptions;
 }
 
-/** Times a caller pushes the schedule again because the row moved meanwhile (another change being made at once). */
-const MAX_SCHEDULE_PUSHES = 5;
-
 /**
  * Create or update an automation's schedule (its spec, and paused or not, in one update). Idempotent. With `reread`
- * (the row as the database now has it), two changes made at once end as the database says: after each push the row
- * is read again and pushed again while what the schedule follows (spec, status) is not what was just pushed (see
- * ensureSyncSchedule).
+ * (the row as the database now has it, undefined once deleted), it is pushed until it agrees with the row
+ * (pushUntilSettled: two changes made at once end as the database says).
  */
 export async function ensureAutomationSchedule(
   deps: AutomationControlDeps,
   a: AutomationRow,
-  reread?: () => Promise<AutomationRow | undefined>,
+  reread: () => Promise<AutomationRow | undefined> = async () => undefined,
 ): Promise<void> {
-  let row = a;
-  for (let push = 1; ; push++) {
-    await pushAutomationSchedule(deps, row);
-    const now = reread ? await reread() : undefined;
-    if (!now || now.deletedAt || push >= MAX_SCHEDULE_PUSHES || followed(now) === followed(row)) return;
-    row = now;
-  }
+  await pushUntilSettled(a, (row) => pushAutomationSchedule(deps, row), reread, followed);
 }
 
 /** What an automation's schedule follows. */

@@ -1,9 +1,34 @@
 /**
  * What the Temporal Schedules of every kind share: a fixed-interval schedule of one workflow kept in line (the write
- * sweeper's, the retention clean-up's), and the removal of schedules that belong to nothing this database holds.
+ * sweeper's, the retention clean-up's), a schedule pushed until it agrees with its row, and the removal of schedules
+ * that belong to nothing this database holds.
  */
 import { ScheduleAlreadyRunning, type Client, type ScheduleOptionsStartWorkflowAction, type Workflow } from '@temporalio/client';
 import type { Duration } from '@temporalio/common';
+
+/** Times a caller pushes a schedule again because its row moved meanwhile (another change being made at once). */
+const MAX_SCHEDULE_PUSHES = 5;
+
+/**
+ * Push the schedule of `row`, then read the row again (`reread`: undefined once it is gone) and push again while what
+ * the schedule follows (`followed`) is not what was just pushed. Two changes of one row made at once (two operators,
+ * two API processes) each write the row, then push, and Temporal keeps the last push, which may be of the row written
+ * first; this way every caller's last push is of a row no later write had replaced when it looked, and the schedule
+ * ends as the database says, without a lock held across Temporal calls.
+ */
+export async function pushUntilSettled<R>(
+  row: R,
+  push: (row: R) => Promise<void>,
+  reread: () => Promise<R | undefined>,
+  followed: (row: R) => string | number,
+): Promise<void> {
+  for (let pushes = 1; ; pushes++) {
+    await push(row);
+    const now = await reread();
+    if (now === undefined || pushes >= MAX_SCHEDULE_PUSHES || followed(now) === followed(row)) return;
+    row = now;
+  }
+}
 
 /**
  * A schedule that starts `workflowType` every `every` on `taskQueue` (its workflow id is the schedule's id): created,

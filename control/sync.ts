@@ -16,7 +16,7 @@ import type { Db } from '../db/client';
 import { newId } from '../db/ids';
 import { abandonedJobsOf, type RunState, type SyncJobRow } from '../db/sync-jobs';
 import { failUnstartedRun, queueRun } from '../db/sync-runs';
-import { getIntegration, type IntegrationRow } from '../db/tenants';
+import { getLiveIntegration, type IntegrationRow } from '../db/tenants';
 import {
   SA_INTEGRATION_ID,
   SA_ORGANIZATION_ID,
@@ -30,6 +30,7 @@ import {
 } from '../domain/contract';
 import { effectiveSyncInterval } from '../domain/plans';
 import { syncIntegration } from '../workflows/sync';
+import { pushUntilSettled } from './schedules';
 
 export type { SyncJobRow };
 
@@ -89,27 +90,18 @@ function scheduleOptions(deps: SyncControlDeps, integration: IntegrationRow) {
   } satisfies ScheduleOptions;
 }
 
-/** Times a caller pushes the schedule again because the row moved meanwhile (another change being made at once). */
-const MAX_SCHEDULE_PUSHES = 5;
-
 /**
- * Create or update the integration's schedule at its effective cadence (a plan change moves it at once).
+ * Create or update the integration's schedule at its effective cadence (a plan change moves it at once), pushed until
+ * it agrees with the row (pushUntilSettled: two changes made at once end as the database says).
  * `runNow` also starts the first run at once, with trigger `initial`.
- *
- * Two changes of one integration made at once (two operators, two API processes) each write the row, then push a
- * schedule, and Temporal keeps the last push, which may be of the row written first. So after each push the row is
- * read again, and while its cadence is not the one just pushed, the schedule is pushed again from it: every caller's
- * last push is of a row no later write had replaced when it looked, and the schedule ends as the database says,
- * without a lock held across Temporal calls.
  */
 export async function ensureSyncSchedule(deps: SyncControlDeps, integration: IntegrationRow, opts: { runNow: boolean }): Promise<void> {
-  let row = integration;
-  for (let push = 1; ; push++) {
-    await pushSyncSchedule(deps, row);
-    const now = await getIntegration(deps.db, integration.id);
-    if (!now || now.deletedAt || push >= MAX_SCHEDULE_PUSHES || cadenceOf(now) === cadenceOf(row)) break;
-    row = now;
-  }
+  await pushUntilSettled(
+    integration,
+    (row) => pushSyncSchedule(deps, row),
+    () => getLiveIntegration(deps.db, integration.id),
+    cadenceOf,
+  );
   if (opts.runNow) await startRun(deps, integration, 'initial');
 }
 
