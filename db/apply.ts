@@ -458,14 +458,10 @@ export async function applyHashedRecords<E extends Entity>(tx: Tx, ctx: ApplyCon
         d.before ? { kind: 'updated', previousStatus: d.previousStatus, changed } : { kind: 'created' },
         after as { status?: string | null; is_renewal?: boolean | null; deleted_at?: string | null },
       );
-      // Created and lifecycle events carry the full record (a lifecycle move also says what changed). Every *_UPDATED
-      // has the one shape of updatedPayload: a lease first seen with a status that has no lifecycle event arrives as
-      // LEASE_UPDATED with every content field counted as changed.
-      const data = pick.type.endsWith('_UPDATED')
-        ? updatedPayload(after, d.before ? changed : firstSightingChanges(after))
-        : d.before
-          ? { ...after, changed }
-          : after;
+      // Created and lifecycle events carry the full record and nothing else (SPEC.md: "Full Lease record, shaped as in
+      // the Lease table"). Every *_UPDATED has the one shape of updatedPayload: a lease first seen with a status that
+      // has no lifecycle event arrives as LEASE_UPDATED with every content field counted as changed.
+      const data = pick.type.endsWith('_UPDATED') ? updatedPayload(after, d.before ? changed : firstSightingChanges(after)) : after;
       // Event ids are monotonic ULIDs, so (created_at, id) keeps production order within a batch.
       return eventRow(ctx, { type: pick.type, data, recordId: d.row.id }, now);
     });
