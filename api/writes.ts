@@ -84,17 +84,9 @@ function writeHook(deps: ApiDeps, notWritable: ReadonlySet<string>) {
 function refuseInvalid(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }, notWritable: ReadonlySet<string>): void {
   if (result.success) return rejectUnstorable(result.data, result.target as Parameters<typeof rejectUnstorable>[1]);
   if (!result.error) return;
-  const issues = result.error.issues.flatMap((i): z.core.$ZodIssue[] =>
-    i.code === 'unrecognized_keys'
-      ? i.keys.map((key) => ({
-          ...i,
-          keys: [key],
-          path: [...i.path, key],
-          message: i.path.length === 0 && notWritable.has(key) ? `${key} is not writable` : 'Unknown field.',
-        }))
-      : [i],
-  );
-  throw validationError(new z.ZodError(issues), result.target as Parameters<typeof validationError>[1]);
+  const unknown = (key: PropertyKey, path: PropertyKey[]) =>
+    path.length === 0 && notWritable.has(String(key)) ? `${String(key)} is not writable` : 'Unknown field.';
+  throw validationError(result.error, result.target as Parameters<typeof validationError>[1], unknown);
 }
 
 /** The fields of a record schema that a body of `writable` fields may not set. */

@@ -21,15 +21,15 @@ import { registerSandbox } from './sandbox';
 import { registerSyncs } from './syncs';
 import { registerWebhooks } from './webhooks';
 import { completeAdminDocument } from './document';
-import { adminValidationHook } from './support';
 import { utf8JsonBody } from '../middleware/json-body';
+import { validationHook } from '../middleware/validation';
 
 const SECURITY = 'adminToken';
 const MAX_BODY_BYTES = 64 * 1024;
 
 /** `guard`: the admin-token check (and its throttle) this app shares with the console's sign-in. */
 export function createAdminRoutes(deps: ApiDeps, guard: AdminTokenGuard): Hono {
-  const api = new OpenAPIHono({ defaultHook: adminValidationHook });
+  const api = new OpenAPIHono({ defaultHook: validationHook });
   api.openAPIRegistry.registerComponent('securitySchemes', SECURITY, {
     type: 'http',
     scheme: 'bearer',

@@ -1,6 +1,5 @@
 /** What the admin routes share: id checks, row loaders that 404, and calls to Temporal and the sandbox PMS. */
 import { isIP } from 'node:net';
-import { z } from '@hono/zod-openapi';
 import type { Client } from '@temporalio/client';
 import type { Context, Env } from 'hono';
 import type { Db } from '../../db/client';
@@ -12,35 +11,12 @@ import { openSourceConfig } from '../../domain/secrets';
 import { createConnector, type SourceCapabilities } from '../../source';
 import { SandboxControlError, sandboxControlClient, type SandboxControl } from '../../sandbox/control';
 import type { ApiDeps } from '../deps';
-import { rejectUnstorable, validationError } from '../middleware/validation';
 import { ApiError } from '../problem';
 import type { SyncControlDeps } from '../../control/sync';
 
 /** The Temporal side of sync control, loaded on first admin use: read-only API work never loads the Temporal SDK. */
 export type SyncControl = typeof import('../../control/sync');
 export const loadSyncControl = (): Promise<SyncControl> => import('../../control/sync');
-
-/**
- * The app's validation hook, with each unknown body field reported under its own pointer (`nonsense`, not the
- * enclosing object), so an operator sees exactly what to remove; and a body that fits none of a union's shapes (a
- * replay's `{status}` or `{since, until}`) judged against the shape it comes closest to (fewest problems; the first on
- * a tie), field by field, instead of one "Invalid input" at the root.
- */
-export function adminValidationHook(result: { success: boolean; error?: z.ZodError; data?: unknown; target: string }): void {
-  if (result.success) return rejectUnstorable(result.data, result.target as Parameters<typeof rejectUnstorable>[1]);
-  if (!result.error) return;
-  throw validationError(new z.ZodError(result.error.issues.flatMap(fieldIssues)), result.target as Parameters<typeof validationError>[1]);
-}
-
-function fieldIssues(i: z.core.$ZodIssue): z.core.$ZodIssue[] {
-  if (i.code === 'unrecognized_keys') return i.keys.map((key) => ({ ...i, keys: [key], path: [...i.path, key], message: 'Unknown field.' }));
-  if (i.code === 'invalid_union' && i.errors.length > 0) {
-    const branches = i.errors.map((branch) => branch.flatMap(fieldIssues));
-    const closest = branches.reduce((best, b) => (b.length < best.length ? b : best));
-    return closest.map((b) => ({ ...b, path: [...i.path, ...b.path] }));
-  }
-  return [i];
-}
 
 const notFound = (what: string, id: string) => new ApiError('not_found', `No ${what} ${id}.`);
 

@@ -35,8 +35,12 @@ const WHERE: Record<Target, string> = {
   cookie: 'cookie',
 };
 
-export function validationError(error: z.ZodError, target: Target): ApiError {
-  const issues = onePerPlace(error.issues);
+/**
+ * The 400 or 422 of what zod refused in `target`; a body's issues one per field (fieldIssues, an unknown field's
+ * message from `unknown`).
+ */
+export function validationError(error: z.ZodError, target: Target, unknown?: UnknownField): ApiError {
+  const issues = onePerPlace(target === 'json' || target === 'form' ? error.issues.flatMap((i) => fieldIssues(i, unknown)) : error.issues);
   if (target === 'json' || target === 'form') {
     const errors: FieldError[] = issues.map((i) => ({ pointer: pointerOf(target, i.path), detail: i.message }));
     return new ApiError('validation_error', describe(errors, 'field'), { errors });
@@ -62,6 +66,31 @@ function onePerPlace(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
     if (!kept || (isRule(kept) && !isRule(i))) byPlace.set(place, i);
   }
   return [...byPlace.values()];
+}
+
+/** The message of an unknown body field `key` of the object at `path`. */
+export type UnknownField = (key: PropertyKey, path: PropertyKey[]) => string;
+
+/**
+ * A body's issues one per field: each unknown field under its own pointer (`nonsense`, not the enclosing object, with
+ * `unknown(key, path)` as its message), and a value that fits none of a union's shapes (an address that is neither an
+ * address nor null, a replay's `{status}` or `{since, until}`) judged against the shape it comes closest to, field by
+ * field, instead of one "Invalid input" at the union. Closest: a shape whose type the value has (an object for an
+ * object) before one it has not, then the fewest problems, the first on a tie. A value of none of the shapes' types
+ * is one issue naming them (`expected object or null`).
+ */
+function fieldIssues(i: z.core.$ZodIssue, unknown: UnknownField = () => 'Unknown field.'): z.core.$ZodIssue[] {
+  if (i.code === 'unrecognized_keys') return i.keys.map((key) => ({ ...i, keys: [key], path: [...i.path, key], message: unknown(key, i.path) }));
+  if (i.code !== 'invalid_union' || i.errors.length === 0) return [i];
+  const wrongType = (b: readonly z.core.$ZodIssue[]) => b.length === 1 && b[0]!.code === 'invalid_type' && b[0]!.path.length === 0;
+  const fitting = i.errors.filter((b) => !wrongType(b));
+  if (fitting.length === 0) {
+    const expected = [...new Set(i.errors.map((b) => (b[0] as { expected?: string }).expected).filter(Boolean))];
+    return [{ ...i, message: expected.length > 0 ? `Invalid input: expected ${expected.join(' or ')}` : i.message }];
+  }
+  const branches = fitting.map((b) => b.flatMap((issue) => fieldIssues(issue, unknown)));
+  const closest = branches.reduce((best, b) => (b.length < best.length ? b : best));
+  return closest.map((b) => ({ ...b, path: [...i.path, ...b.path] }));
 }
 
 function describe(errors: FieldError[], noun: string): string {

@@ -301,6 +301,14 @@ describe('bad requests change nothing', () => {
     r = await write(api.url, 'PATCH', `/v1/leases/${lease.id}`, {}, { key });
     problem(r, 422, 'validation_error');
     expect(r.body.errors[0].detail).toContain('nothing to update');
+    // A nullable object that is neither null nor whole: each missing or unknown field of it by its own pointer.
+    const resident = await first('/v1/residents');
+    r = await write(api.url, 'PATCH', `/v1/residents/${resident.id}`, { address: { line_1: 'x', city: 'c', state: 's', zip: '1' } }, { key });
+    problem(r, 422, 'validation_error');
+    expect(r.body.errors.map((e: any) => e.pointer).sort()).toEqual(['/address/postal_code', '/address/zip']);
+    r = await write(api.url, 'PATCH', `/v1/residents/${resident.id}`, { address: 'str' }, { key });
+    problem(r, 422, 'validation_error');
+    expect(r.body.errors).toEqual([{ pointer: 'address', detail: 'Invalid input: expected object or null' }]);
     r = await write(api.url, 'POST', '/v1/leases', { property_x_id: '1' }, { key });
     problem(r, 422, 'validation_error');
     expect(r.body.errors.map((e: any) => e.pointer)).toEqual(expect.arrayContaining(['lease_start_date', 'unit_space_id', 'postal_code']));
