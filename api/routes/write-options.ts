@@ -8,7 +8,7 @@ import type { MiddlewareHandler } from 'hono';
 import { idPattern, isId } from '../../domain/ids';
 import { OPERATION_TYPES, type OperationType } from '../../domain/operations';
 import type { ApiDeps } from '../deps';
-import type { AppEnv } from '../middleware/env';
+import type { AppEnv, Principal } from '../middleware/env';
 import { READ_OR_WRITE, scopeGuard } from '../middleware/scopes';
 import { validationError } from '../middleware/validation';
 import { okHeaders, problemResponses, requestIdHeader } from '../openapi';
@@ -16,6 +16,7 @@ import { ApiError } from '../problem';
 import { WriteOptions } from '../schemas';
 import type { WriteFieldJson, WriteOptions as WriteOptionsService, WriteOptionsJson } from '../write-options';
 import { visibleRecord } from '../writes';
+import { integrationsHoldingProperty, liveIntegrationIdsOf } from '../../db/write-options';
 
 /** What the example of the document shows for each coded field. */
 const EXAMPLE_OPTIONS: Record<string, { value: string; label: string; floorplan_id?: string | null }[]> = {
@@ -145,8 +146,31 @@ export function registerWriteOptions(app: OpenAPIHono<AppEnv>, deps: ApiDeps, op
         const detail = 'must be a property id (prp_…)';
         throw new ApiError('validation_error', `Invalid query parameter \`property_id\`: ${detail}`, { errors: [{ pointer: 'property_id', detail }] });
       }
-      const property = await visibleRecord(deps, c.get('principal'), 'property', property_id, 'property_id');
-      return c.json((await options.describe(type as OperationType, property)) as never, 200);
+      const principal = c.get('principal');
+      const property = await visibleRecord(deps, principal, 'property', property_id, 'property_id');
+      const answer = await options.describe(type as OperationType, property);
+      return c.json((await withIntegrationChoice(deps, principal, answer, property)) as never, 200);
     },
   );
+}
+
+/**
+ * A body's `integration_id` at this property: its one option the property's integration; required for a lease create
+ * (which names its property by x_id) when that x_id is held by more than one of the caller's integrations, as the
+ * write then refuses a body without it.
+ */
+async function withIntegrationChoice(
+  deps: ApiDeps,
+  p: Principal,
+  answer: WriteOptionsJson,
+  property: { id: string; xId: string; integrationId: string },
+): Promise<WriteOptionsJson> {
+  if (!answer.fields.some((f) => f.name === 'integration_id')) return answer;
+  let required = false;
+  if (answer.operation_type === 'lease.create') {
+    const own = await liveIntegrationIdsOf(deps.db, p.organizationId, p.mode);
+    required = (await integrationsHoldingProperty(deps.db, p.organizationId, p.mode, property.xId)).filter((id) => own.includes(id)).length > 1;
+  }
+  const options = [{ value: property.integrationId, label: `the integration of property ${property.id}` }];
+  return { ...answer, fields: answer.fields.map((f) => (f.name === 'integration_id' ? { ...f, required: f.required || required, options } : f)) };
 }

@@ -109,7 +109,8 @@ describe.each(SOURCE_DIALECTS)('GET /v1/write_options/{operation_type} for a pro
       ).toEqual(Object.keys(schema.properties));
       for (const f of r.body.fields) {
         expect(f.required, `${type} ${f.name}`).toBe((schema.required ?? []).includes(f.name));
-        const coded = (type === 'lease.create' && LEASE_CODED.includes(f.name)) || (type.startsWith('unit.') && f.name === 'floorplan_id');
+        const coded =
+          (type === 'lease.create' && LEASE_CODED.includes(f.name)) || (type.startsWith('unit.') && f.name === 'floorplan_id') || f.name === 'integration_id';
         if (!coded) expect(f.options, `${type} ${f.name}`).toBeNull();
         else expect(f.options, `${type} ${f.name}`).toEqual(expect.any(Array));
       }
@@ -253,6 +254,40 @@ describe('writes checked against the options', () => {
     expect(lease).toMatchObject({ property_id: even.id, unit_id: unit.id, start_date: '2027-03-01', end_date: '2028-02-29', term_months: 12 });
     const applicant = (await getJson(api.url, `/v1/residents/${lease.residents[0].resident_id}`, key)).body;
     expect(applicant).toMatchObject({ first_name: 'Opal', last_name: body.last_name, phones: [{ type: 'mobile', number: '+1 312 555 0144', primary: true }] });
+  });
+
+  it('integration_id: its option the property’s integration; required, and refused when missing, where two integrations hold the x_id', async () => {
+    const fields = byName((await optionsOf('lease.create', odd.id)).body);
+    expect(fields.get('integration_id')).toMatchObject({ required: false, options: [{ value: s.row.id, label: expect.any(String) }] });
+    // A second company of the same seed: its properties have the same x_ids.
+    const first = await sandboxIntegration(db, { size: 10, seed: 23 });
+    const second = await sandboxIntegration(db, { size: 10, seed: 23, organizationId: first.row.organizationId });
+    await runSync(syncs, db, first.row);
+    await runSync(syncs, db, second.row);
+    const k = await keyFor(db, first.row.organizationId);
+    const property = (await getJson(api.url, `/v1/properties?x_id=1001&integration_id=${second.row.id}`, k)).body.results[0];
+    const answer = byName((await optionsOf('lease.create', property.id, k)).body);
+    expect(answer.get('integration_id')).toMatchObject({ required: true, options: [{ value: second.row.id, label: expect.any(String) }] });
+    const space = answer.get('unit_space_id').options[0];
+    const code = (name: string) => answer.get(name).options[0].value;
+    const body = {
+      ...{ property_x_id: '1001', lease_start_date: '2027-03-01', lease_end_date: '2028-02-29', move_in_date: '2027-03-01' },
+      ...{ lease_term_id: code('lease_term_id'), floorplan_id: space.floorplan_id, unit_space_id: space.value, first_name: 'Ida', last_name: 'Twice' },
+      ...{
+        customer_relationship_type_id: code('customer_relationship_type_id'),
+        phone_number: '+1 312 555 0145',
+        phone_number_type_id: code('phone_number_type_id'),
+      },
+      ...{ address_type_id: code('address_type_id'), street_line_1: '1 Main St', city: 'Chicago', state: 'Illinois', state_code: 'IL', postal_code: '60601' },
+    };
+    let r = await write(api.url, 'POST', '/v1/leases', body, { key: k });
+    problem(r, 422, 'validation_error');
+    expect(r.body.errors.map((e: any) => e.pointer)).toEqual(['integration_id']);
+    r = await write(api.url, 'POST', '/v1/leases', { ...body, integration_id: answer.get('integration_id').options[0].value }, { key: k });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    const done = await pollOperation(api.url, k, r.body.id);
+    expect(done.status, JSON.stringify(done)).toBe('succeeded');
+    expect((await getJson(api.url, `/v1/leases/${done.result.id}`, k)).body).toMatchObject({ integration_id: second.row.id, property_id: property.id });
   });
 
   it('a code the source refuses is a 422 at its pointer before any Operation exists, and the Idempotency-Key stays free', async () => {
