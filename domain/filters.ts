@@ -81,7 +81,8 @@ const DATE = z.iso.date();
  */
 export const datetimeParam = (description: string, bound: 'lower' | 'upper') =>
   z
-    .string()
+    // Documented as either form (anyOf); both branches take any string, which the transform judges.
+    .union([z.string().openapi({ format: 'date-time', pattern: DATETIME_BOUNDS.source }), z.string().openapi({ format: 'date', pattern: DATE_BOUNDS.source })])
     .transform((raw, ctx) => {
       const s = raw.replace(/ /g, '+');
       let instant: Date | undefined;
@@ -102,9 +103,6 @@ export const datetimeParam = (description: string, bound: 'lower' | 'upper') =>
     })
     .optional()
     .openapi({
-      type: 'string',
-      format: 'date-time',
-      pattern: DATETIME_BOUNDS.source,
       description: `${description} A date alone (\`2025-01-31\`) means midnight UTC. ${DATETIME_RANGE}`,
     } as never) as unknown as z.ZodType<Date | undefined, string | undefined>;
 

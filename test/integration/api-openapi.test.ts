@@ -202,7 +202,12 @@ describe('the document', () => {
         expect(params[p], `${name} documents ${p}`).toBeDefined();
       }
       expect(params.include_deleted.schema.type).toBe('boolean');
-      expect(params.updated_after.schema).toMatchObject({ type: 'string', format: 'date-time' });
+      // A datetime, or a date alone (midnight UTC): both are documented, as both are accepted.
+      expect(params.updated_after.schema.type).toBeUndefined();
+      expect(params.updated_after.schema.anyOf).toMatchObject([
+        { type: 'string', format: 'date-time' },
+        { type: 'string', format: 'date' },
+      ]);
       expect(params['order-by'].schema.enum).toContain('created_at:desc');
     }
     const leaseParams = doc.paths['/v1/leases'].get.parameters.map((p: Json) => p.name);
