@@ -278,19 +278,22 @@ export function mapLease(raw: unknown, currency = DEFAULT_CURRENCY): LeaseInput 
     return r;
   });
   const rent = moneyOf(f.take('Rent'), currency);
+  const status = oneOf(LEASE_STATUSES, f.take('LeaseStatus'), 'LeaseStatus');
+  const noticeDate = dateOf(f.take('NoticeGivenDate'));
   return {
     x_id,
     property_x_id: idOf(f.take('PropertyId'), 'PropertyId'),
     unit_x_id: idOf(f.take('UnitId'), 'UnitId'),
     previous_lease_x_id: idOf(f.take('RenewalOfLeaseId'), 'RenewalOfLeaseId'),
     residents,
-    status: oneOf(LEASE_STATUSES, f.take('LeaseStatus'), 'LeaseStatus'),
+    // The wire's three statuses have no notice: a running lease whose tenant has given notice is on notice.
+    status: status === 'active' && noticeDate !== null ? 'notice' : status,
     type: oneOf(LEASE_TYPES, f.take('LeaseType'), 'LeaseType'),
     start_date: dateOf(f.take('LeaseFromDate')),
     end_date: dateOf(f.take('LeaseToDate')),
     move_in_date: dateOf(f.take('MoveInDate')),
     move_out_date: dateOf(f.take('MoveOutDate')),
-    notice_date: dateOf(f.take('NoticeGivenDate')),
+    notice_date: noticeDate,
     signed_date: dateOf(f.take('SignedDate')),
     // The CDM requires a rent; a lease without one is shown as zero.
     rent_amount: rent ?? { amount: 0, currency },

@@ -681,11 +681,14 @@ const SHARED: { [E in Entity]: (keyof InputOf[E])[] } = {
     'notes',
   ],
 };
-/** The Buildium-style wire's three lease statuses and three tenant statuses, as the Entrata-style ones fold into them. */
+/**
+ * The Buildium-style wire's three lease statuses (a running lease with a notice date read as on notice) and three tenant
+ * statuses, as the Entrata-style ones fold into them.
+ */
 const LEASE_STATUS_FOLD: Record<string, string> = {
   pending: 'pending',
   active: 'active',
-  notice: 'active',
+  notice: 'notice',
   ended: 'ended',
   cancelled: 'ended',
   terminated: 'ended',

@@ -165,6 +165,9 @@ describe('records', () => {
       type: 'month_to_month',
       end_date: null,
     });
+    // A running lease whose tenant has given notice is on notice; one that is over stays ended.
+    expect(mapLease(lease({ LeaseStatus: 'Active', NoticeGivenDate: '2025-05-01' }))).toMatchObject({ status: 'notice', notice_date: '2025-05-01' });
+    expect(mapLease(lease({ LeaseStatus: 'Past', NoticeGivenDate: '2025-05-01' }))).toMatchObject({ status: 'ended', notice_date: '2025-05-01' });
     expect(mapLease(lease({ LeaseStatus: 'Past', LeaseType: 'Fixed', Rent: null }))).toMatchObject({
       status: 'ended',
       type: 'fixed',
