@@ -323,7 +323,8 @@ const unitFields = {
   bathrooms: count(20),
   square_feet: z.number().int('must be an integer').min(1, 'must be at least 1').max(100_000, 'must be at most 100000'),
   max_occupants: z.number().int('must be an integer').min(1, 'must be at least 1').max(50, 'must be at most 50'),
-  note: plainText().max(2000, 'must be at most 2000 characters').nullable(),
+  // Sent without surrounding white space, as both sources' records read it; empty (or blank) reads back null.
+  note: plainText().max(2000, 'must be at most 2000 characters').trim().nullable(),
   market_rent: MoneyInput,
 };
 /** A character of an email address's parts: no space, `@` or NUL. */

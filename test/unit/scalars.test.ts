@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { SubscriptionReplay } from '../../api/admin/webhooks.schemas';
 import { validationError } from '../../api/middleware/validation';
 import { ApiError } from '../../api/problem';
-import { LeaseCreateFields, LeaseListQuery, ResidentCreateBody, ResidentListQuery } from '../../api/schemas';
+import { LeaseCreateFields, LeaseListQuery, ResidentCreateBody, ResidentListQuery, UnitUpdateBody } from '../../api/schemas';
 import { DATE_BOUNDS, DATETIME_BOUNDS, MAX_INSTANT, MIN_INSTANT, NUL_DETAIL, NUL_FREE_PATTERN, plainText, text } from '../../domain/scalars';
 import type { z } from '@hono/zod-openapi';
 
@@ -166,6 +166,12 @@ describe('text', () => {
     ).toEqual(['must not be blank']);
     expect(text().safeParse('  Ada ').data).toBe('Ada');
     expect(plainText().safeParse('').success).toBe(true);
+  });
+
+  it('a unit note is sent without surrounding white space, as the sources read it back (docs/api.md Writes)', () => {
+    expect(UnitUpdateBody.parse({ note: '  Lobby side \n' })).toEqual({ note: 'Lobby side' });
+    expect(UnitUpdateBody.parse({ note: '   ' })).toEqual({ note: '' });
+    expect(UnitUpdateBody.parse({ note: null })).toEqual({ note: null });
   });
 
   it('documents it as the pattern it validates with', () => {
