@@ -79,8 +79,11 @@ export type AttemptResult =
   | { outcome: 'rejected'; error: string }
   /** Worth another attempt (network, timeout, 5xx, 429); `maybeApplied`: the request may have reached the source. */
   | { outcome: 'transient'; error: string; maybeApplied: boolean }
-  /** A service-side problem no retry fixes (credentials that cannot be opened, integration deleted). */
-  | { outcome: 'failed'; error: string }
+  /**
+   * A service-side problem no retry fixes (credentials that cannot be opened, integration deleted); `unsent`: this
+   * attempt sent nothing to the source (it does not count as one).
+   */
+  | { outcome: 'failed'; error: string; unsent?: true }
   /** The Operation was already terminal (a repeated attempt). */
   | { outcome: 'finished'; status: OperationStatus };
 
@@ -120,9 +123,23 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     if (!row) return { error: `operation ${operationId} does not exist` };
     const { op, integration } = row;
     if (isTerminal(op.status)) return { done: op.status };
-    if (!integration || integration.deletedAt)
-      return { error: op.sourceState === 'applied' ? deletedAfterApplied(op.resourceXId) : 'the integration was deleted before the change reached the source' };
+    if (!integration || integration.deletedAt) return { error: deletedBeforeStored(op) };
     return { op, integration };
+  }
+
+  /**
+   * Why an Operation fails whose integration was deleted before it ended: after the source applied it, after attempts
+   * whose outcome is not known (the source may hold the change: an earlier attempt timed out or lost its answer), or
+   * before anything was sent.
+   */
+  function deletedBeforeStored(op: OperationRow): string {
+    if (op.sourceState === 'applied') return deletedAfterApplied(op.resourceXId);
+    if (op.attempts > 0) {
+      return clip(
+        `the integration was deleted after ${op.attempts === 1 ? 'an attempt' : `${op.attempts} attempts`} that did not succeed (last error: ${op.lastError ?? 'none recorded'}): the source may or may not hold the change`,
+      );
+    }
+    return 'the integration was deleted before the change reached the source';
   }
 
   /** Why an Operation the source applied fails when its integration was deleted before the change was stored. */
@@ -308,13 +325,13 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     async attemptWrite(input: AttemptInput): Promise<AttemptResult> {
       const loaded = await load(input.operationId);
       if ('done' in loaded) return { outcome: 'finished', status: loaded.done };
-      if ('error' in loaded) return { outcome: 'failed', error: loaded.error };
+      if ('error' in loaded) return { outcome: 'failed', error: loaded.error, unsent: true };
       const { op, integration } = loaded;
       let connector: SourceConnector;
       try {
         connector = connectorFor(integration);
       } catch (err) {
-        if (err instanceof SecretError) return { outcome: 'failed', error: `the source credentials cannot be read: ${err.message}` };
+        if (err instanceof SecretError) return { outcome: 'failed', error: `the source credentials cannot be read: ${err.message}`, unsent: true };
         throw err;
       }
       return heartbeating(heartbeatEveryMs, async () => {

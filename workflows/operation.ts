@@ -88,7 +88,8 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       result = { outcome: 'transient', error: `attempt lost (worker stopped or timed out): ${err.cause?.message || err.message}`, maybeApplied: true };
     }
-    view.attempts = attempt;
+    // An attempt that found it could send nothing (its integration deleted) is not counted as one.
+    view.attempts = result.outcome === 'failed' && result.unsent ? attempt - 1 : attempt;
     switch (result.outcome) {
       case 'finished':
         // The row is terminal already (an earlier attempt, lost, had stored it): nothing to write, but the search

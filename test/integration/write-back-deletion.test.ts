@@ -95,6 +95,35 @@ describe('a write whose integration is deleted while it is under way', () => {
     ).toEqual([]);
   });
 
+  it('deleted between attempts: nothing is sent; the reason says the source may hold the change when an earlier attempt was made', async () => {
+    const t = await tenantWithUnit();
+    let sent = 0;
+    const acts = createWriteActivities({
+      db,
+      secrets: testKeyring(),
+      connectorOf: () => stubConnector({ update: async (_e, xId) => (sent++, { x_id: xId, related: [] }) }),
+    });
+    // Never attempted: nothing can have reached the source.
+    const fresh = await queuedOperation(db, t, { type: 'unit.update', request: { unit_number: 'B-2' }, targetXId: 'U1' });
+    // One attempt lost its answer: the source may hold the change.
+    const retried = await queuedOperation(db, t, { type: 'unit.update', request: { unit_number: 'B-3' }, targetXId: 'U1' });
+    const lost = 'updateUnit: source answered HTTP 503; the write may have been applied';
+    await moveOperation(db, retried, 'running', { attempts: 1, lastError: lost, nextAttemptAt: new Date() });
+    await deleteIntegration(t);
+    const env = new MockActivityEnvironment();
+    expect(await env.run(acts.attemptWrite, { operationId: fresh, attempt: 1, probe: false })).toEqual({
+      outcome: 'failed',
+      error: 'the integration was deleted before the change reached the source',
+      unsent: true,
+    });
+    expect(await env.run(acts.attemptWrite, { operationId: retried, attempt: 2, probe: false })).toEqual({
+      outcome: 'failed',
+      error: `the integration was deleted after an attempt that did not succeed (last error: ${lost}): the source may or may not hold the change`,
+      unsent: true,
+    });
+    expect(sent).toBe(0);
+  });
+
   it('deleted before a retried read-back: the retry stores nothing and ends at once, the Operation failed with the source holding the change', async () => {
     const t = await tenantWithUnit();
     const acts = createWriteActivities({ db, secrets: testKeyring(), connectorOf: () => source(async () => {}) });

@@ -296,7 +296,7 @@ describe('writeOperation', () => {
   });
 
   it('fails at once with WriteFailed when the attempt reports a service-side failure, after earlier transient ones', async () => {
-    const error = 'the integration was deleted before the change reached the source';
+    const error = 'the source applied the change (x_id 9), but holds the record in a form that cannot be read';
     const mock = mockActivities({ attempt: (n) => (n === 2 ? { outcome: 'failed', error } : transient(n)) });
     await withWorker(mock, async ({ start }) => {
       const { handle, input } = await start();
@@ -304,6 +304,17 @@ describe('writeOperation', () => {
       expect(mock.calls.attempt).toHaveLength(2);
       expect(mock.calls.retry.map((c) => c.input.attempts)).toEqual([1]);
       expect(mock.calls.fail.map((c) => c.input)).toEqual([{ operationId: input.operationId, attempts: 2, error, sourceState: null }]);
+    });
+  });
+
+  it('does not count an attempt that could send nothing (its integration deleted meanwhile)', async () => {
+    const error = 'the integration was deleted after an attempt that did not succeed (last error: 503): the source may or may not hold the change';
+    const mock = mockActivities({ attempt: (n) => (n === 2 ? { outcome: 'failed', error, unsent: true } : transient(n)) });
+    await withWorker(mock, async ({ start }) => {
+      const { handle, input } = await start();
+      expect(await failureTypeOf(handle)).toBe(WRITE_FAILURE.failed);
+      expect(mock.calls.attempt).toHaveLength(2);
+      expect(mock.calls.fail.map((c) => c.input)).toEqual([{ operationId: input.operationId, attempts: 1, error, sourceState: null }]);
     });
   });
 
