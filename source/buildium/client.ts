@@ -324,8 +324,8 @@ export class BuildiumConnector implements SourceConnector {
     const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
     const size = typeof plan.Size === 'number' && Number.isSafeInteger(plan.Size) && plan.Size > 0 ? plan.Size : null;
     return defined({
-      UnitBedrooms: p.bedrooms === undefined ? (nameOf(BEDROOMS, count(plan.Bedrooms)) ?? 'NotSet') : undefined,
-      UnitBathrooms: p.bathrooms === undefined ? (nameOf(BATHROOMS, count(plan.Bathrooms)) ?? 'NotSet') : undefined,
+      UnitBedrooms: p.bedrooms === undefined ? planRooms(BEDROOMS, count(plan.Bedrooms), 9, 'NineBedPlus') : undefined,
+      UnitBathrooms: p.bathrooms === undefined ? planRooms(BATHROOMS, count(plan.Bathrooms), 5, 'FivePlusBath') : undefined,
       UnitSize: p.square_feet === undefined ? size : undefined,
     });
   }
@@ -474,6 +474,15 @@ const defined = (o: Raw): Raw => Object.fromEntries(Object.entries(o).filter(([,
  * is sent: the wire's last name (`plus`, `NineBedPlus`) reads back as `most`, so 12 bedrooms would be stored as 9.
  * So is a count the wire has no name for.
  */
+/**
+ * A floor plan's count as the unit's name for it, as a unit created with the plan reads: over `most` the capped name
+ * (`NineBedPlus`), a count the vocabulary has no name for (or none) `NotSet`.
+ */
+function planRooms(table: Record<string, number | null>, value: number | null, most: number, plus: string): string {
+  if (value !== null && value > most) return plus;
+  return nameOf(table, value) ?? 'NotSet';
+}
+
 function roomsName(table: Record<string, number | null>, value: number | null, most: number, plus: string, field: string): string {
   if (value !== null && value > most) {
     throw new SourcePermanentError(`${field} ${value} is more than the source can hold: at most ${most} (${plus})`, undefined, 'VALIDATION_FAILED');
