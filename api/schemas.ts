@@ -324,7 +324,7 @@ const unitFields = {
   square_feet: z.number().int('must be an integer').min(1, 'must be at least 1').max(100_000, 'must be at most 100000'),
   max_occupants: z.number().int('must be an integer').min(1, 'must be at least 1').max(50, 'must be at most 50'),
   // Sent without surrounding white space, as both sources' records read it; empty (or blank) reads back null.
-  note: plainText().max(2000, 'must be at most 2000 characters').trim().nullable(),
+  note: plainText().trim().max(2000, 'must be at most 2000 characters').nullable(),
   market_rent: MoneyInput,
 };
 /** A character of an email address's parts: no space, `@` or NUL. */
@@ -332,7 +332,8 @@ const EMAIL_PART = `[^${SPACE_CLASS}@\\u0000]`;
 const residentFields = {
   first_name: text(100),
   last_name: text(100),
-  middle_name: plainText().max(100, 'must be at most 100 characters').nullable(),
+  // Sent without surrounding white space, as both sources' records read it.
+  middle_name: plainText().trim().max(100, 'must be at most 100 characters').nullable(),
   // What sources take (and the sandbox checks): something@domain.tld without spaces (nor NUL); documented as that
   // pattern rather than format: email, whose RFC 5322 forms (quoted local parts, IP literals) no PMS accepts.
   email: z

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { SubscriptionReplay } from '../../api/admin/webhooks.schemas';
 import { validationError } from '../../api/middleware/validation';
 import { ApiError } from '../../api/problem';
-import { LeaseCreateFields, LeaseListQuery, ResidentCreateBody, ResidentListQuery, UnitUpdateBody } from '../../api/schemas';
+import { LeaseCreateFields, LeaseListQuery, ResidentCreateBody, ResidentListQuery, ResidentUpdateBody, UnitUpdateBody } from '../../api/schemas';
 import { DATE_BOUNDS, DATETIME_BOUNDS, MAX_INSTANT, MIN_INSTANT, NUL_DETAIL, NUL_FREE_PATTERN, plainText, text } from '../../domain/scalars';
 import type { z } from '@hono/zod-openapi';
 
@@ -168,10 +168,13 @@ describe('text', () => {
     expect(plainText().safeParse('').success).toBe(true);
   });
 
-  it('a unit note is sent without surrounding white space, as the sources read it back (docs/api.md Writes)', () => {
+  it('a unit note and a middle name are sent without surrounding white space, as the sources read them back (docs/api.md Writes)', () => {
     expect(UnitUpdateBody.parse({ note: '  Lobby side \n' })).toEqual({ note: 'Lobby side' });
     expect(UnitUpdateBody.parse({ note: '   ' })).toEqual({ note: '' });
     expect(UnitUpdateBody.parse({ note: null })).toEqual({ note: null });
+    // The length is the trimmed text's.
+    expect(UnitUpdateBody.parse({ note: `${'x'.repeat(1995)}${' '.repeat(10)}` }).note).toHaveLength(1995);
+    expect(ResidentUpdateBody.parse({ middle_name: '  Q  ' })).toEqual({ middle_name: 'Q' });
   });
 
   it('documents it as the pattern it validates with', () => {
