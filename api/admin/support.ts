@@ -121,7 +121,9 @@ export function checkOutboundUrl(raw: string, integration: Pick<IntegrationRow, 
     const why =
       never === 'link-local'
         ? 'a link-local address, where cloud metadata services answer'
-        : `an IPv6 address embedding an IPv4 one (${never}), which may spell any IPv4 host, cloud metadata included`;
+        : never.startsWith('IPv4-compatible or unallocated')
+          ? `an IPv6 address outside the global unicast range 2000::/3 (unallocated, or an IPv4-compatible form that may spell any IPv4 host)`
+          : `an IPv6 address embedding an IPv4 one (${never}), which may spell any IPv4 host, cloud metadata included`;
     throw invalidField(pointer, `${host} is ${why}; no integration delivers there.`);
   }
   return url.toString();

@@ -178,6 +178,10 @@ describe('subscriptions', () => {
       ['http://[fe80::1]/h', 'is a link-local address, where cloud metadata services answer'],
       ['https://[::ffff:169.254.169.254]/h', 'is an IPv6 address embedding an IPv4 one (IPv4-mapped), which may spell any IPv4 host, cloud metadata included'],
       ['http://[::ffff:127.0.0.1]/h', 'is an IPv6 address embedding an IPv4 one (IPv4-mapped), which may spell any IPv4 host, cloud metadata included'],
+      [
+        'http://[4000::1]/h',
+        'is an IPv6 address outside the global unicast range 2000::/3 (unallocated, or an IPv4-compatible form that may spell any IPv4 host)',
+      ],
     ]) {
       const r = await admin('POST', `/integrations/${test.id}/webhook_subscriptions`, { url, event_types: ['*'] });
       expectProblem(r, 422, 'validation_error');
