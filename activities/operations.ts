@@ -149,14 +149,15 @@ export function createWriteActivities(deps: WriteActivityDeps) {
 
   /**
    * Why a change the source applied can never be stored, or undefined when a later read-back may store it: its
-   * integration was deleted meanwhile, or the source holds the record in a form the mapping cannot read (no retry
-   * changes that; once it is repaired at the source, the next sync stores it).
+   * integration was deleted meanwhile, or the source holds the record (or one written with it: a lease's resident)
+   * in a form the mapping cannot read (no retry changes that; once it is repaired at the source, the next sync stores
+   * it). The message names the unreadable record.
    */
   function neverStored(err: unknown, xId: string): string | undefined {
     if (err instanceof IntegrationDeletedError) return deletedAfterApplied(xId);
     if (err instanceof SourcePermanentError && err.code === MALFORMED_RECORD) {
       return clip(
-        `the source applied the change (x_id ${xId}), but holds the record in a form that cannot be read (${err.message}): the cache keeps the version before it until the record is repaired at the source and synced; do not send the change again`,
+        `the source applied the change (x_id ${xId}), but a record it holds for it cannot be read (${err.message}): the cache keeps the version before it until the record is repaired at the source and synced; do not send the change again`,
       );
     }
     return undefined;

@@ -76,7 +76,7 @@ describe('a read-back retried after the source applied the write', () => {
       connectorOf: () => stubConnector({ update: async () => ({ x_id: 'U1', related: [] }), readOne: malformed }),
     });
     const said =
-      'the source applied the change (x_id U1), but holds the record in a form that cannot be read (malformed unit U1 from getUnits: not a decimal amount: "call for price"): the cache keeps the version before it until the record is repaired at the source and synced; do not send the change again';
+      'the source applied the change (x_id U1), but a record it holds for it cannot be read (malformed unit U1 from getUnits: not a decimal amount: "call for price"): the cache keeps the version before it until the record is repaired at the source and synced; do not send the change again';
 
     const first = await queuedOperation(db, tenant, { type: 'unit.update', request: { max_occupants: 3 }, targetXId: 'U1' });
     expect(await new MockActivityEnvironment().run(acts.attemptWrite, { operationId: first, attempt: 1, probe: false })).toEqual({

@@ -296,7 +296,7 @@ describe('writeOperation', () => {
   });
 
   it('fails at once with WriteFailed when the attempt reports a service-side failure, after earlier transient ones', async () => {
-    const error = 'the source applied the change (x_id 9), but holds the record in a form that cannot be read';
+    const error = 'the source applied the change (x_id 9), but a record it holds for it cannot be read';
     const mock = mockActivities({ attempt: (n) => (n === 2 ? { outcome: 'failed', error } : transient(n)) });
     await withWorker(mock, async ({ start }) => {
       const { handle, input } = await start();
