@@ -63,10 +63,12 @@ async function recordHealth(tx: Tx, subscriptionId: string, outcomes: readonly O
  * `pending`, for when it is enabled again or replayed), and its deliveries being retried end `cancelled` at their next
  * attempt (replayable). False when it was not active.
  */
-async function disableSubscription(tx: Tx, subscriptionId: string, by: DisabledBy, reason: string, now = new Date()): Promise<boolean> {
+async function disableSubscription(tx: Tx, subscriptionId: string, by: DisabledBy, reason: string, now?: Date): Promise<boolean> {
+  // The database's time unless told (a test's clock): the relay compares it with events' times, which are the database's.
+  const at = now ?? sql`now()`;
   const rows = await tx
     .update(webhookSubscriptions)
-    .set({ status: 'disabled', disabledAt: now, disabledBy: by, disabledReason: reason, updatedAt: now })
+    .set({ status: 'disabled', disabledAt: at, disabledBy: by, disabledReason: reason, updatedAt: at })
     .where(and(eq(webhookSubscriptions.id, subscriptionId), eq(webhookSubscriptions.status, 'active'), isNull(webhookSubscriptions.deletedAt)))
     .returning({ id: webhookSubscriptions.id });
   return rows.length > 0;
@@ -129,7 +131,7 @@ export async function noteOutcomes(
   /** Disable and record the notice in one transaction: the notice exists exactly when the service disabled it. */
   async function disable(by: DisabledBy, reason: string): Promise<DisabledBy | null> {
     return tx.transaction(async (t) => {
-      if (!(await disableSubscription(t, subscriptionId, by, reason, now))) return null;
+      if (!(await disableSubscription(t, subscriptionId, by, reason, opts.now))) return null;
       await recordDisabledNotice(t, subscriptionId, by, reason, now, { failingSince });
       return by;
     });

@@ -28,6 +28,7 @@ import {
   type EventRow,
   type SubscriptionRow,
 } from '../../db/webhooks';
+import { databaseNow } from '../../db/clock';
 import type { IntegrationRow } from '../../db/tenants';
 import { clearFailingRun, healthOf, NO_HEALTH, type Health } from '../../db/webhook-health';
 import { OPERATIONAL_EVENT_TYPES } from '../../domain/events';
@@ -331,6 +332,9 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const before = await loadSubscription(deps, c.req.valid('param').id);
       const integration = await loadIntegration(deps, before.integrationId);
       const input = c.req.valid('json');
+      // When it was disabled or enabled, in the database's time: the relay compares it with events' times (the
+      // database's), and this process's clock may differ.
+      const toggledAt = input.status !== undefined && input.status !== before.status ? await databaseNow(deps.db) : undefined;
       const row = await updateSubscription(deps.db, before.id, {
         ...(input.url !== undefined ? { url: checkUrl(input.url, integration) } : {}),
         ...(input.event_types !== undefined ? { eventTypes: normalizeTypes(input.event_types) } : {}),
@@ -341,9 +345,9 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
         // Who disabled it and why, until it is enabled again; when it was disabled and enabled again stay, so that the
         // relay queues an event it reaches late as it would have on time (worker/roles/relay.ts).
         ...(input.status === 'disabled' && before.status !== 'disabled'
-          ? { disabledAt: new Date(), disabledBy: 'operator' as const, disabledReason: 'disabled by an operator' }
+          ? { disabledAt: toggledAt, disabledBy: 'operator' as const, disabledReason: 'disabled by an operator' }
           : {}),
-        ...(input.status === 'active' && before.status !== 'active' ? { enabledAt: new Date(), disabledBy: null, disabledReason: null } : {}),
+        ...(input.status === 'active' && before.status !== 'active' ? { enabledAt: toggledAt, disabledBy: null, disabledReason: null } : {}),
       });
       // Enabled again: its queue (what waited while it was disabled) goes on. Best effort: when Temporal is away,
       // the relay's sweep wakes it shortly.

@@ -7,7 +7,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns';
 import { Client } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Resolver } from '../../activities/webhook-http';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
@@ -318,9 +318,19 @@ describe('delivery', () => {
     const integ = await webhookIntegration(db, null);
     const sub = await subscribe(integ.id, hookUrl('/disabled-late'));
     const pause = () => new Promise((r) => setTimeout(r, 5));
+    // The API's clock an hour behind the database's: when it was disabled and enabled is the database's time, which
+    // the events' times are compared with.
+    const skewed = async (status: string) => {
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 3_600_000 });
+      try {
+        expect((await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status })).status).toBe(200);
+      } finally {
+        vi.useRealTimers();
+      }
+    };
     const before = await recordEvents(db, integ, residentUpdates(2, 'dlate'));
     await pause();
-    await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'disabled' });
+    await skewed('disabled');
     await pause();
     const whileDisabled = await recordEvents(db, integ, residentUpdates(1, 'dlate2'));
     stack.orgs.add(integ.organizationId);
@@ -330,7 +340,7 @@ describe('delivery', () => {
     stack.orgs.delete(integ.organizationId);
     const stillDisabled = await recordEvents(db, integ, residentUpdates(1, 'dlate3'));
     await pause();
-    await admin('PATCH', `/webhook_subscriptions/${sub.id}`, { status: 'active' });
+    await skewed('active');
     await pause();
     const after = await recordEvents(db, integ, residentUpdates(1, 'dlate4'));
     stack.orgs.add(integ.organizationId);
