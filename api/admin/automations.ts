@@ -376,7 +376,9 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
         ...(input.status !== undefined ? { status: input.status } : {}),
         updatedAt: new Date(),
       });
-      if (input.schedule !== undefined || (input.status !== undefined && input.status !== before.status)) {
+      // Pushed whenever the body names the schedule or the status, even the status this request read: another request
+      // may have moved the schedule since (the push reads the row again until the schedule agrees with it).
+      if (input.schedule !== undefined || input.status !== undefined) {
         await viaControl(
           deps,
           'update the automation schedule',

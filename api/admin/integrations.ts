@@ -223,14 +223,17 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       checkCadence(plan, override);
       const fullOverride = input.full_sync_interval_seconds === undefined ? before.fullSyncIntervalSeconds : input.full_sync_interval_seconds;
       checkFullCadence(plan, override, fullOverride);
+      // Only what the body names is written: a name-only change made beside another request's cadence change leaves
+      // that cadence as it stored it.
       const row = await updateIntegration(deps.db, before.id, {
-        plan,
-        syncIntervalSeconds: override,
-        fullSyncIntervalSeconds: fullOverride,
+        ...(input.plan !== undefined ? { plan } : {}),
+        ...(input.sync_interval_seconds !== undefined ? { syncIntervalSeconds: override } : {}),
+        ...(input.full_sync_interval_seconds !== undefined ? { fullSyncIntervalSeconds: fullOverride } : {}),
         ...(input.name !== undefined ? { name: input.name } : {}),
       });
-      const cadenceMoved = plan !== before.plan || override !== before.syncIntervalSeconds;
-      if (cadenceMoved) {
+      // Pushed whenever the body names the cadence, even to the value this request read: another request may have
+      // moved the schedule since (the push reads the row again until the schedule agrees with it).
+      if (input.plan !== undefined || input.sync_interval_seconds !== undefined) {
         await withTemporal(
           deps,
           'move the sync schedule',

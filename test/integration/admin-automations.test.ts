@@ -444,6 +444,14 @@ describe('update', () => {
     }
   });
 
+  it('a status the database already holds is still pushed (another request may have paused the schedule since it read)', async () => {
+    const a = await create(await integration());
+    // What a racing request's pause leaves behind when this one's write lands after it.
+    await temporal.schedule.getHandle(automationScheduleIdOf(a.id)).pause('a racing request');
+    expect((await admin('PATCH', `/automations/${a.id}`, { status: 'active' })).body.status).toBe('active');
+    expect((await describeSchedule(a.id)).state.paused).toBe(false);
+  });
+
   it('changes name, filters, columns and destination; keeps, replaces or clears header values without showing them', async () => {
     const integ = await integration();
     const a = await create(integ);

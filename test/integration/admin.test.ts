@@ -385,6 +385,19 @@ describe('integrations', () => {
     }
   });
 
+  it('a change to the cadence the database already holds still pushes it (another request may have moved the schedule since it read)', async () => {
+    const i = await newIntegration(await newOrg(), { plan: 'enterprise' });
+    await admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 1200 });
+    // What a racing request's push leaves behind when this one's write lands after it: the schedule at another cadence.
+    await temporal.schedule.getHandle(scheduleIdOf(i.id)).update((s) => ({ ...s, spec: { intervals: [{ every: 1_800_000 }] } }));
+    expect(await scheduleEverySeconds(i.id)).toBe(1800);
+    const r = await admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 1200 });
+    expect(r.body.sync_interval_seconds).toBe(1200);
+    expect(await scheduleEverySeconds(i.id)).toBe(1200);
+    // A name-only change writes the name alone: it neither pushes nor rewrites the cadence from what it read.
+    expect((await admin('PATCH', `/integrations/${i.id}`, { name: 'renamed' })).body).toMatchObject({ name: 'renamed', sync_interval_seconds: 1200 });
+  });
+
   it('takes a full-run interval between the sync interval and 30 days (null: the default), checked whichever field moves', async () => {
     const orgId = await newOrg();
     const post = (body: Record<string, unknown>) =>
