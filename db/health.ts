@@ -55,22 +55,29 @@ const cadenceCase = planRuleCase('defaultSyncIntervalSeconds');
 
 const capped = (from: string) => `(select count(*) from (select 1 from ${from} limit ${COUNT_CAP}) s)::int`;
 
-/** How many of the newest quarantine listings the count reads (a scrape's work is bounded, whatever the retention holds). */
+/** How many of an integration's newest quarantine listings the count reads (a scrape's work is bounded). */
 const QUARANTINE_WINDOW = 20_000;
 
 /**
- * Records quarantined now: each record (integration, entity, x_id) of a live integration that one of the newest
- * QUARANTINE_WINDOW listings names as unreadable, once however many runs listed it, unless a later run stored it
- * (the source mended it) or found it gone (soft-deleted since). A record without a readable id counts once per run
- * that listed it. Every run that reads a record the mapping cannot read lists it again, so the newest listings hold
- * what is quarantined now; the count reads them by index (newest first) and is at most QUARANTINE_WINDOW.
+ * Records quarantined now: each record (integration, entity, x_id) of a live integration that a run since its last
+ * successful full run listed as unreadable, once however many runs listed it, unless a later run stored it (the
+ * source mended it) or found it gone (soft-deleted since). A full run reads every record, so it lists everything
+ * unreadable then; a delta run lists only the unreadable records that changed, and the full run before it holds the
+ * rest. A record without a readable id counts once per run that listed it. Per integration, at most its newest
+ * QUARANTINE_WINDOW listings are read (by index), so one integration's listings never crowd out another's.
  */
-const QUARANTINED = `(select distinct on (j.integration_id, s.entity, coalesce(s.x_id, s.sync_job_id))
-       j.integration_id, s.entity, s.x_id, s.created_at
-     from (select * from sync_skipped_records order by created_at desc limit ${QUARANTINE_WINDOW}) s
-       join sync_jobs j on j.id = s.sync_job_id
-       join integrations i on i.id = j.integration_id and i.deleted_at is null
-     order by j.integration_id, s.entity, coalesce(s.x_id, s.sync_job_id), s.created_at desc) q
+const QUARANTINED = `(select distinct on (l.integration_id, l.entity, coalesce(l.x_id, l.sync_job_id))
+       l.integration_id, l.entity, l.x_id, l.created_at
+     from integrations i
+       left join lateral (select f.created_at from sync_jobs f
+                          where f.integration_id = i.id and f.kind = 'full' and f.status = 'succeeded'
+                          order by f.created_at desc limit 1) full_run on true
+       cross join lateral (select j.integration_id, s.entity, s.x_id, s.sync_job_id, s.created_at
+                           from sync_jobs j join sync_skipped_records s on s.sync_job_id = j.id
+                           where j.integration_id = i.id and j.created_at >= coalesce(full_run.created_at, '-infinity'::timestamptz)
+                           order by s.created_at desc limit ${QUARANTINE_WINDOW}) l
+     where i.deleted_at is null
+     order by l.integration_id, l.entity, coalesce(l.x_id, l.sync_job_id), l.created_at desc) q
    where q.x_id is null or not exists (
      select 1 from (
        select ps_synced_at, deleted_at from properties r where q.entity = 'property' and r.integration_id = q.integration_id and r.x_id = q.x_id

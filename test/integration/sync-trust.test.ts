@@ -214,6 +214,38 @@ describe('quarantine', () => {
     expect(evs[0]!.data).toMatchObject({ records_skipped: 2 });
   });
 
+  it('counts a record listed at the last full run as quarantined through the delta runs after it, whatever other integrations list', async () => {
+    const { db } = stack;
+    const x = await sandboxIntegration(db, { size: 10, dialect: 'buildium' });
+    const y = await sandboxIntegration(db, { size: 10 });
+    const t0 = Date.now() - 3600_000;
+    const job = async (s: typeof x, kind: 'full' | 'delta', at: number) => {
+      const id = newId('syncJob');
+      await db.insert(syncJobs).values({
+        ...{ id, organizationId: s.row.organizationId, integrationId: s.row.id, kind, status: 'succeeded', trigger: 'schedule' },
+        ...{ workflowId: `test-${randomUUID()}`, startedAt: new Date(at), finishedAt: new Date(at + 1000), createdAt: new Date(at) },
+      });
+      return id;
+    };
+    const before = (await readHealthFacts(db)).recordsQuarantined;
+    // X's full run lists lease R1; the delta runs after it read only what changed, and list nothing.
+    const full = await job(x, 'full', t0);
+    await db.insert(syncSkippedRecords).values({ syncJobId: full, entity: 'lease', xId: 'R1', reason: 'not a date: "soon"', createdAt: new Date(t0) });
+    await job(x, 'delta', t0 + 60_000);
+    await job(x, 'delta', t0 + 120_000);
+    expect((await readHealthFacts(db)).recordsQuarantined - before).toBe(1);
+    // Y lists more unreadable records, more recently, than one scrape reads of an integration: X's still counts.
+    const flood = await job(y, 'full', t0 + 180_000);
+    await db.execute(sql`insert into sync_skipped_records (sync_job_id, entity, x_id, reason, created_at)
+      select ${flood}, 'unit', 'U' || n, 'not a decimal amount', now() from generate_series(1, 20001) n`);
+    expect((await readHealthFacts(db)).recordsQuarantined - before).toBe(1 + 20_000);
+    // X's next full run reads R1 again and does not list it (mended at the source): no longer quarantined.
+    await job(x, 'full', t0 + 240_000);
+    expect((await readHealthFacts(db)).recordsQuarantined - before).toBe(20_000);
+    await disconnectIntegration(db, (await getIntegration(db, y.row.id))!, new Date());
+    expect((await readHealthFacts(db)).recordsQuarantined).toBe(before);
+  });
+
   it('the retention purge forgets the lists of runs older than 30 days, and keeps the recent ones', async () => {
     const { db } = stack;
     const old = newId('syncJob');
