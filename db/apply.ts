@@ -265,6 +265,8 @@ interface EventDraft {
   type: EventType;
   data: Record<string, unknown>;
   recordId: string;
+  /** The fields that moved, when `data` does not say (a lifecycle event's full record): what a truncated event lists. */
+  changed?: string[];
 }
 
 /** Build the outbox row of an event, truncating data that would make the envelope exceed 1 MB. */
@@ -276,7 +278,7 @@ export function eventRow(ctx: ApplyContext, draft: EventDraft, createdAt: Date) 
       id: data.id,
       x_id: data.x_id,
       updated_at: data.updated_at,
-      changed: data.changed ?? contentFields(draft.data),
+      changed: data.changed ?? draft.changed ?? contentFields(draft.data),
       truncated: true,
     };
   }
@@ -463,7 +465,7 @@ export async function applyHashedRecords<E extends Entity>(tx: Tx, ctx: ApplyCon
       // has no lifecycle event arrives as LEASE_UPDATED with every content field counted as changed.
       const data = pick.type.endsWith('_UPDATED') ? updatedPayload(after, d.before ? changed : firstSightingChanges(after)) : after;
       // Event ids are monotonic ULIDs, so (created_at, id) keeps production order within a batch.
-      return eventRow(ctx, { type: pick.type, data, recordId: d.row.id }, now);
+      return eventRow(ctx, { type: pick.type, data, recordId: d.row.id, changed: d.before ? changed : undefined }, now);
     });
     writes.push(insertRows(tx, events, rows));
     result.eventIds.push(...rows.map((r) => r.id));

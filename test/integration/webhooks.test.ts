@@ -22,7 +22,7 @@ import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
 import { adminCaller, expectProblem as expectProblemOf, type Reply, type TestServer } from '../support/api-server';
 import { testKeyring } from '../support/context';
-import { propertyInput } from '../support/fixtures';
+import { leaseInput, propertyInput } from '../support/fixtures';
 import { onServices } from '../support/services';
 import { until } from '../support/until';
 import { recordEvents, residentUpdates, storeSubscription, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
@@ -686,6 +686,19 @@ describe('delivery', () => {
       x_id: 'BIG1',
       updated_at: expect.any(String),
       changed: expect.arrayContaining(['custom_data', 'name']),
+      truncated: true,
+    });
+    // A lifecycle event (the full lease) truncated lists the fields that moved, not every field.
+    const refs = { property: 'BIG1', unit: 'BIGU', residents: [] };
+    await db.transaction((tx) => applyRecords(tx, ctx, 'lease', [leaseInput('BIGL', refs, { status: 'pending', custom_data: huge })]));
+    await db.transaction((tx) => applyRecords(tx, ctx, 'lease', [leaseInput('BIGL', refs, { status: 'active', custom_data: { ...huge, more: 1 } })]));
+    await receiver.waitFor(() => at('/big').some((r) => r.body.type === 'LEASE_SIGNED'));
+    const signed = at('/big').find((r) => r.body.type === 'LEASE_SIGNED')!;
+    expect(signed.body.data).toEqual({
+      id: expect.stringMatching(/^lse_/),
+      x_id: 'BIGL',
+      updated_at: expect.any(String),
+      changed: ['status', 'custom_data'],
       truncated: true,
     });
   });
