@@ -33,8 +33,8 @@ const PURGE_EVERY_MS = 60_000;
 
 /**
  * A 32-byte key for one `purpose`, derived from the admin token by HKDF-SHA256. It is as secret as the token, never
- * stored, and changes with it; unlike the token's SHA-256 (which console_sessions keeps), it cannot be computed from
- * anything in the database.
+ * stored, and changes with it. HKDF is fast: a value stored that only the token determines is stamped with scrypt
+ * instead (api/console/session.ts adminTokenStamp).
  */
 export function keyFromAdminToken(adminToken: string, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', adminToken, 'propsync admin token', purpose, 32));

@@ -11,8 +11,13 @@
  * ENCRYPTION_KEYS are not used: they rotate on their own schedule and would end every session with each rotation.
  * Sessions stored before this (under a bare SHA-256, of the session token and of the admin token) no longer match,
  * and migration 0022 removed them: their operators sign in again.
+ *
+ * Which admin token opened a session is stored as adminTokenStamp (scrypt): any value computed from the token alone
+ * lets whoever copies the table test token guesses against it offline, and scrypt makes each guess cost milliseconds
+ * and 16 MiB where a digest or HKDF costs a microsecond. The token's own entropy stays the real protection (a live
+ * deployment refuses the development token). Sessions stamped before (by HKDF) no longer match: sign in again.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Db } from '../../db/client';
@@ -40,10 +45,14 @@ function isHttps(c: Context, publicBaseUrl: string): boolean {
   return new URL(c.req.url).protocol === 'https:' || forwarded === 'https' || publicBaseUrl.startsWith('https:');
 }
 
+/** What console_sessions.admin_token_hash holds for the admin token: scrypt (N 2^14, r 8), slow to guess against. */
+export function adminTokenStamp(adminToken: string): string {
+  return scryptSync(adminToken, 'propsync console session admin token', 32, { N: 2 ** 14, r: 8, p: 1 }).toString('hex');
+}
+
 export function createSessions(db: Db, opts: { adminToken: string; ttlMs: number; publicBaseUrl: string }) {
-  // Which admin token opened a session, as a value only that token derives (HKDF, like the session key): a copy of the
-  // table gives nothing to guess the token against offline, as a bare digest of it would.
-  const adminTokenHash = keyFromAdminToken(opts.adminToken, 'console session admin token').toString('hex');
+  // Which admin token opened a session: computed once per process (it costs tens of milliseconds by design).
+  const adminTokenHash = adminTokenStamp(opts.adminToken);
   const sessionKey = keyFromAdminToken(opts.adminToken, 'console session token');
   /** What console_sessions.token_hash holds for a session token. */
   const stored = (token: string) => createHmac('sha256', sessionKey).update(token).digest('hex');

@@ -23,7 +23,8 @@ export const leaseLocks = pgTable('lease_locks', {
  * Operator console sign-ins. The browser holds a random token in an HttpOnly cookie; only its HMAC under a key derived
  * from ADMIN_TOKEN is stored (api/console/session.ts), so a copy of this table signs nobody in and a row written
  * straight into it opens no session. Each session has its own CSRF token for the console's forms, and a value derived
- * (HKDF) from the admin token it was opened with, never a digest of it: rotating ADMIN_TOKEN ends every session.
+ * by scrypt from the admin token it was opened with (slow to test guesses against): rotating ADMIN_TOKEN ends every
+ * session.
  * Sign-out deletes the row.
  */
 export const consoleSessions = pgTable(
