@@ -40,7 +40,7 @@ import { READ, READ_OR_WRITE, requireScope } from './middleware/scopes';
 import { rejectUnstorable } from './middleware/validation';
 import { problemParts } from './problem';
 import { preferredWaitS, type OperationWaits } from './operation-waits';
-import { answerOperation, preferenceApplied } from './routes/operations';
+import { answerOperation } from './routes/operations';
 import { notFoundError } from './routes/resource';
 import { LeaseListQuery, PropertyListQuery, ResidentListQuery, UnitListQuery } from './schemas';
 
@@ -75,12 +75,13 @@ interface Plan {
   route: string;
   /** The request path (a problem's `instance`). */
   path: string;
-  /** The JSON body of the 200, or a throw (an ApiError, or what the app's error handler would answer). */
-  body(principal: Principal): Promise<string>;
+  /**
+   * The JSON body of the 200 and the headers it adds besides the app's own (a held poll's Preference-Applied), or a
+   * throw (an ApiError, or what the app's error handler would answer).
+   */
+  body(principal: Principal): Promise<{ json: string; headers?: Record<string, string> }>;
   /** The scopes that admit a key (api/middleware/scopes.ts), as the route's guard says. */
   scopes: readonly Scope[];
-  /** Headers of the 200 besides the app's own (a held poll's Preference-Applied). */
-  headers?: Record<string, string>;
 }
 
 export function createFastReads(
@@ -106,8 +107,10 @@ export function createFastReads(
         route: '/v1/operations/{id}',
         path: url,
         scopes: READ_OR_WRITE,
-        body: async (principal) => JSON.stringify(await answerOperation(db, waits, principal, operationId, waitS)),
-        headers: preferenceApplied(waitS),
+        body: async (principal) => {
+          const { op, headers } = await answerOperation(db, waits, principal, operationId, waitS);
+          return { json: JSON.stringify(op), headers };
+        },
       };
     }
     const { entity, listQuery } = RESOURCES[m[1]!]!;
@@ -122,7 +125,7 @@ export function createFastReads(
         body: async (principal) => {
           const record = await retrieveRecord(db, entity, principal, id, false);
           if (!record) throw notFoundError(entity, id, false);
-          return JSON.stringify(record);
+          return { json: JSON.stringify(record) };
         },
       };
     }
@@ -132,7 +135,7 @@ export function createFastReads(
       route: `/v1/${m[1]}`,
       path: m[3] ? url.slice(0, -m[3].length) : url,
       scopes: READ,
-      body: async (principal) => JSON.stringify(await listRecords(db, entity, principal, q as never)),
+      body: async (principal) => ({ json: JSON.stringify(await listRecords(db, entity, principal, q as never)) }),
     };
   }
 
@@ -143,7 +146,8 @@ export function createFastReads(
       const principal = await auth.principalOf(req.headers.authorization);
       limits = await rateLimit.admit(principal.organizationId);
       requireScope(principal, plan.scopes);
-      send(res, 200, { 'content-type': 'application/json', ...limits, ...plan.headers, 'x-request-id': requestId }, await plan.body(principal));
+      const { json, headers } = await plan.body(principal);
+      send(res, 200, { 'content-type': 'application/json', ...limits, ...headers, 'x-request-id': requestId }, json);
       return { status: 200 };
     } catch (error) {
       const problem = problemParts(config, apiErrorOf(error, logger, { request_id: requestId, method: 'GET', path: plan.path }), plan.path, requestId);

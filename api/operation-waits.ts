@@ -103,11 +103,17 @@ export function createOperationWaits(deps: { config: Config; logger: Logger }): 
 
 /**
  * The Operation as the caller sees it (`read`: the row, or the 404 it throws), held up to `waitS` seconds while it
- * has not ended.
+ * has not ended; `held`: whether the wait was honoured (false when the process could not hold it: it is shutting
+ * down and answers at once).
  */
-export async function heldOperation(waits: OperationWaits, id: string, waitS: number, read: () => Promise<OperationJson>): Promise<OperationJson> {
+export async function heldOperation(
+  waits: OperationWaits,
+  id: string,
+  waitS: number,
+  read: () => Promise<OperationJson>,
+): Promise<{ op: OperationJson; held: boolean }> {
   const deadline = performance.now() + waitS * 1000;
-  for (;;) {
+  for (let first = true; ; first = false) {
     const left = deadline - performance.now();
     const armed = left > 0 ? waits.arm(id, left) : undefined;
     let op: OperationJson;
@@ -119,7 +125,8 @@ export async function heldOperation(waits: OperationWaits, id: string, waitS: nu
     }
     if (!armed || isTerminal(op.status)) {
       armed?.disarm();
-      return op;
+      // Not held: the first look could not wait for an Operation still under way.
+      return { op, held: !(first && !armed && !isTerminal(op.status)) };
     }
     await armed.ended;
   }

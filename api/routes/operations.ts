@@ -19,12 +19,23 @@ async function visibleOperation(db: Db, principal: Principal, id: string): Promi
 }
 
 /** What a held poll's answer says of the wait it applied (RFC 7240 Preference-Applied), when it asked for one. */
-export const preferenceApplied = (waitS: number): Record<string, string> => (waitS > 0 ? { 'preference-applied': `wait=${waitS}` } : {});
+const preferenceApplied = (waitS: number): Record<string, string> => (waitS > 0 ? { 'preference-applied': `wait=${waitS}` } : {});
 
-/** The Operation `id`, held up to the `Prefer: wait=N` of the request while it has not ended (api/operation-waits.ts). */
-export function answerOperation(db: Db, waits: OperationWaits, principal: Principal, id: string, waitS: number): Promise<OperationJson> {
+/**
+ * The Operation `id`, held up to the `Prefer: wait=N` of the request while it has not ended (api/operation-waits.ts),
+ * and the headers its answer adds: Preference-Applied when the wait was honoured.
+ */
+export async function answerOperation(
+  db: Db,
+  waits: OperationWaits,
+  principal: Principal,
+  id: string,
+  waitS: number,
+): Promise<{ op: OperationJson; headers: Record<string, string> }> {
   const read = () => visibleOperation(db, principal, id);
-  return waitS > 0 ? heldOperation(waits, id, waitS, read) : read();
+  if (waitS <= 0) return { op: await read(), headers: {} };
+  const { op, held } = await heldOperation(waits, id, waitS, read);
+  return { op, headers: held ? preferenceApplied(waitS) : {} };
 }
 
 export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps, waits: OperationWaits): void {
@@ -69,8 +80,8 @@ export function registerOperations(app: OpenAPIHono<AppEnv>, deps: ApiDeps, wait
     async (c) => {
       const { id } = c.req.valid('param');
       const waitS = preferredWaitS(c.req.header('prefer'));
-      const op = await answerOperation(deps.db, waits, c.get('principal'), id, waitS);
-      for (const [name, value] of Object.entries(preferenceApplied(waitS))) c.header(name, value);
+      const { op, headers } = await answerOperation(deps.db, waits, c.get('principal'), id, waitS);
+      for (const [name, value] of Object.entries(headers)) c.header(name, value);
       return c.json(op as never, 200);
     },
   );

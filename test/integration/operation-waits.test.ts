@@ -134,6 +134,10 @@ describe('a poll that asks to wait (Prefer: wait=N)', () => {
       const r = await held;
       expect(r).toMatchObject({ status: 200, applied: 'wait=15', body: { status: 'queued' } });
       expect(r.ms).toBeLessThan(10_000);
+      // A poll that comes while it drains is not held, and does not say it was.
+      const late = await poll(urlOf(server), id, 'wait=15');
+      expect(late).toMatchObject({ status: 200, applied: null, body: { status: 'queued' } });
+      expect(late.ms).toBeLessThan(5_000);
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await own.close();
