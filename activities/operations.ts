@@ -268,7 +268,9 @@ export function createWriteActivities(deps: WriteActivityDeps) {
   async function send(op: OperationRow, connector: SourceConnector, probe: boolean): Promise<WriteResult> {
     const { entity, action } = parseOperationType(op.type);
     if (action === 'create') {
-      if (probe) {
+      // A source that takes an idempotency key makes nothing new of a create sent again: no look-up, which could
+      // only find someone else's record.
+      if (probe && !connector.capabilities.idempotentCreates) {
         const found = await connector.findCreated(entity, op.request as unknown as CreateInputOf[typeof entity]);
         if (found) return found;
       }

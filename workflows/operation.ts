@@ -78,12 +78,17 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
     throw ApplicationFailure.nonRetryable(error, type);
   };
 
+  /** Whether an earlier attempt may have reached the source and been applied (it timed out or lost its answer). */
+  let unknownOutcome = false;
+
   /** One attempt: its end, or a transient failure for the schedule. */
   const attemptOnce = async (attempt: number): Promise<AttemptVerdict<WriteWorkflowResult>> => {
     let result: AttemptResult;
     try {
-      // After a failed attempt, a create may have been applied all the same: look for it before sending again.
-      result = await attemptWrite({ operationId, attempt, probe: action === 'create' && attempt > 1 });
+      // After an attempt whose outcome is unknown, a create may have been applied all the same: look for it before
+      // sending again. After attempts the source surely did not take (refused connection, 429, 503 before applying),
+      // there is nothing to look for, and a look-up could only find someone else's record.
+      result = await attemptWrite({ operationId, attempt, probe: action === 'create' && unknownOutcome });
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       result = { outcome: 'transient', error: `attempt lost (worker stopped or timed out): ${err.cause?.message || err.message}`, maybeApplied: true };
@@ -120,6 +125,7 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
       case 'failed':
         return fail(result.error, null, WRITE_FAILURE.failed);
       case 'transient':
+        if (result.maybeApplied) unknownOutcome = true;
         return { failed: result.error };
     }
   };

@@ -96,3 +96,29 @@ describe('a read-back retried after the source applied the write', () => {
     expect(await getOperation(db, second)).toMatchObject({ status: 'failed', sourceState: 'applied', nextAttemptAt: null, lastError: said });
   });
 });
+
+describe('a create sent again after an unknown outcome', () => {
+  it('is looked up first where the source takes no idempotency key, and sent again with its key where it does', async () => {
+    const calls: string[] = [];
+    const connector = (idempotentCreates: boolean) => ({
+      ...stubConnector({ readOne: async (_e, xId) => unitInput(xId, 'P1', { unit_number: 'N-1' }) as never }),
+      capabilities: { delta: false, idempotentCreates },
+      findCreated: async () => (calls.push('findCreated'), { x_id: 'U-OLD', related: [] }),
+      create: async (_e: unknown, _i: unknown, opts?: { idempotencyKey?: string }) => (
+        calls.push(`create ${opts?.idempotencyKey ? 'keyed' : 'bare'}`),
+        { x_id: 'U-NEW', related: [] }
+      ),
+    });
+    for (const [idempotent, want, xId] of [
+      [false, ['findCreated'], 'U-OLD'],
+      [true, ['create keyed'], 'U-NEW'],
+    ] as const) {
+      calls.length = 0;
+      const acts = createWriteActivities({ db, secrets: testKeyring(), connectorOf: () => connector(idempotent) as never });
+      const operationId = await queuedOperation(db, tenant, { type: 'unit.create', request: { property_x_id: 'P1', unit_number: 'N-1' } });
+      const result = await new MockActivityEnvironment().run(acts.attemptWrite, { operationId, attempt: 2, probe: true });
+      expect(calls, `idempotent creates: ${idempotent}`).toEqual(want);
+      expect(result).toMatchObject({ outcome: 'succeeded', xId });
+    }
+  });
+});

@@ -208,6 +208,16 @@ describe('writeOperation', () => {
     });
   });
 
+  it('probes before creating again only after an attempt whose outcome is unknown (never after ones the source surely refused)', async () => {
+    const refused = (n: number) => ({ ...transient(n), error: `connection refused (attempt ${n})`, maybeApplied: false });
+    const mock = mockActivities({ attempt: (n) => (n <= 2 ? refused(n) : n === 3 ? transient(n) : succeeded) });
+    await withWorker(mock, async ({ start }) => {
+      const { handle } = await start({ type: 'resident.create' });
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 4 });
+      expect(mock.calls.attempt.map((c) => c.input.probe)).toEqual([false, false, false, true]);
+    });
+  });
+
   it('sends an update again as it is (never probes), on the same schedule', async () => {
     const mock = mockActivities({ attempt: (n) => (n === 3 ? succeeded : transient(n)) });
     await withWorker(mock, async ({ start }) => {
