@@ -9,7 +9,7 @@
  */
 import type { Entity, InputOf } from '../domain/cdm';
 import type { CreateInputOf, RecordsById, WritableEntity, WriteResult } from './connector';
-import { digits, fold, newest } from './values';
+import { digits, fold, newest, sameId } from './values';
 
 /** What a client offers the lookup. */
 export interface CreatedLookup {
@@ -45,7 +45,7 @@ export async function findCreatedIn<E extends WritableEntity>(source: CreatedLoo
         'lease',
         l.property_x_id,
         (r) =>
-          r.unit_x_id === l.unit_space_id &&
+          sameId(r.unit_x_id, l.unit_space_id) &&
           r.start_date === l.lease_start_date &&
           (r.end_date === l.lease_end_date || (r.end_date === null && r.type === 'month_to_month')),
       );

@@ -184,6 +184,13 @@ export const fold = (s: string | null | undefined): string => (s ?? '').trim().t
 /** A phone number's digits alone, so "(512) 555 0177" matches "512-555-0177". */
 export const digits = (s: string): string => s.replace(/\D/g, '');
 
+/** Whether two source ids name one record: a numeric id travels as a number, so `0100001` is `100001`. */
+export function sameId(a: string | null | undefined, b: string | null | undefined): boolean {
+  if (a == null || b == null) return false;
+  const [x, y] = [a.trim(), b.trim()];
+  return x === y || (/^\d{1,15}$/.test(x) && /^\d{1,15}$/.test(y) && Number(x) === Number(y));
+}
+
 /** The record with the highest numeric x_id (the newest), if any. */
 export function newest<T extends { x_id: string }>(records: T[]): T | undefined {
   const rank = (x: string) => (/^\d{1,15}$/.test(x) ? Number(x) : -1);
