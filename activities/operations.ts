@@ -10,7 +10,15 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../db/client';
 import { databaseNow } from '../db/clock';
-import { markWorkflowStarted, moveOperation, openOperationIds, purgeIdempotencyKeys, unstartedOperations, type OperationRow } from '../db/operations';
+import {
+  getOperation,
+  markWorkflowStarted,
+  moveOperation,
+  openOperationIds,
+  purgeIdempotencyKeys,
+  unstartedOperations,
+  type OperationRow,
+} from '../db/operations';
 import type { IntegrationRow } from '../db/tenants';
 import { IntegrationDeletedError, operationWithIntegration, StaleReadBackError, storeWriteBack } from '../db/write-back';
 import type { Entity, InputOf } from '../domain/cdm';
@@ -299,16 +307,20 @@ export function createWriteActivities(deps: WriteActivityDeps) {
     for (const c of closed) {
       if (!open.has(c.operationId)) continue;
       const reason = await deps.workflows.closeReasonOf(c.operationId, c.runId);
+      // A write the source is known to have applied stays so: the caller must not send it again.
+      const applied = (await getOperation(db, c.operationId))?.sourceState === 'applied';
       const moved = await moveOperation(
         db,
         c.operationId,
         'failed',
         {
-          sourceState: null,
+          sourceState: applied ? 'applied' : null,
           reconcileState: 'failed',
           nextAttemptAt: null,
           lastError: clip(
-            `its workflow was ${reason} before the write finished; the source may or may not hold the change (look there before writing it again)`,
+            applied
+              ? `its workflow was ${reason} after the source applied the change, before it was stored: the source holds it (do not send it again; the next sync brings it)`
+              : `its workflow was ${reason} before the write finished; the source may or may not hold the change (look there before writing it again)`,
           ),
           resourceId: null,
           resourceXId: null,
@@ -420,16 +432,23 @@ export function createWriteActivities(deps: WriteActivityDeps) {
 
     /** The Operation failed: rejected by the source, given up after 24 hours, or cancelled by an operator. */
     async failOperation(input: FailInput): Promise<void> {
+      // A write the source is known to have applied (its read-back was under way) stays so, whatever ended it (an
+      // operator's cancellation, the give-up): the caller must not send it again.
+      const applied = input.sourceState === null && (await getOperation(db, input.operationId))?.sourceState === 'applied';
       const failed = await moveOperation(
         db,
         input.operationId,
         'failed',
         {
           attempts: input.attempts,
-          sourceState: input.sourceState,
+          sourceState: applied ? 'applied' : input.sourceState,
           reconcileState: 'failed',
           nextAttemptAt: null,
-          lastError: clip(input.error),
+          lastError: clip(
+            applied
+              ? `the source applied the change, but the write ended before it was stored (${input.error}): do not send it again; the next sync brings it`
+              : input.error,
+          ),
           resourceId: null,
           resourceXId: null,
         },

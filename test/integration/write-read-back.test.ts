@@ -122,3 +122,18 @@ describe('a create sent again after an unknown outcome', () => {
     }
   });
 });
+
+describe('a write the source applied that ends before it is stored', () => {
+  it('keeps source.state applied when it fails for another reason (cancelled, given up), saying not to send it again', async () => {
+    const acts = createWriteActivities({ db, secrets: testKeyring(), connectorOf: () => stubConnector({}) });
+    const operationId = await queuedOperation(db, tenant, { type: 'unit.update', request: { unit_number: 'B-9' }, targetXId: 'U1' });
+    await moveOperation(db, operationId, 'running', { sourceState: 'applied', appliedAt: new Date(), attempts: 1 });
+    const cancelled = 'cancelled by an operator before it was known to be applied; the source may or may not hold the change';
+    await new MockActivityEnvironment().run(acts.failOperation, { operationId, attempts: 1, error: cancelled, sourceState: null });
+    expect(await getOperation(db, operationId)).toMatchObject({
+      status: 'failed',
+      sourceState: 'applied',
+      lastError: `the source applied the change, but the write ended before it was stored (${cancelled}): do not send it again; the next sync brings it`,
+    });
+  });
+});
