@@ -66,4 +66,12 @@ describe('a webhook attempt', () => {
     });
     expect(await send(url)).toMatchObject({ ok: true, status: 200, error: null, excerpt: 'ok' });
   });
+
+  it('keeps an excerpt Postgres can store: a NUL of a binary body becomes U+FFFD', async () => {
+    const url = await receiver((req, res) => {
+      req.resume();
+      res.end(Buffer.from([0x6f, 0x00, 0x6b]));
+    });
+    expect(await send(url)).toMatchObject({ ok: true, status: 200, excerpt: 'o\ufffdk' });
+  });
 });
