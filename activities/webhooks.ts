@@ -186,6 +186,11 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
 
     const release = await deps.inFlight.acquire(d.subscriptionId, row.maxInFlight ?? deps.maxInFlight);
     try {
+      // The wait for a permit may be long: an earlier attempt, given up as lost while it waited, may have been sent
+      // and recorded as succeeded meanwhile. A success is never sent again (a replay apart).
+      if (!input.replay && (await deliveryToAttempt(db, input.deliveryId))?.delivery.status === 'succeeded') {
+        return { outcome: 'succeeded', status: d.lastResponseStatus ?? 200 };
+      }
       const now = clock();
       let headers: Record<string, string>;
       try {

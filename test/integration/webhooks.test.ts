@@ -6,6 +6,8 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns';
 import { Client } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createWebhookActivities } from '../../activities/webhooks';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it, vi } from 'vitest';
 import type { Resolver } from '../../activities/webhook-http';
@@ -348,6 +350,34 @@ describe('delivery', () => {
     await dispatched(after[0]!);
     await dispatched(stillDisabled[0]!);
     await expectOnlyDelivered('/disabled-late', sub.id, [...before, ...after]);
+  });
+
+  it('a retry that waited for a permit while an earlier attempt was recorded as succeeded sends nothing', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, hookUrl('/permit'));
+    receiver.reply((r) => (r.path === '/permit' ? 500 : 200));
+    const [eventId] = await recordEvents(db, integ, residentUpdates(1, 'permit'));
+    const delivery = await until('its first attempt to fail', async () =>
+      (await deliveriesOf(sub.id)).find((d) => d.event_id === eventId && d.status !== 'pending'),
+    );
+    receiver.reply(() => 200);
+    let sends = 0;
+    const acts = createWebhookActivities({
+      db,
+      secrets: testKeyring(),
+      maxInFlight: 16,
+      sender: { send: async () => (sends++, { ok: true, status: 200, error: null, excerpt: null, durationMs: 1 }) } as never,
+      // While this attempt waits for its permit, an earlier one (given up as lost while it waited) records its success.
+      inFlight: {
+        acquire: async () => {
+          await db.update(webhookDeliveries).set({ status: 'succeeded' }).where(eq(webhookDeliveries.id, delivery.id));
+          return () => {};
+        },
+      } as never,
+    });
+    const out = await new MockActivityEnvironment().run(acts.attemptDelivery, { deliveryId: delivery.id, attempt: 9, nextDelayMs: null, replay: false });
+    expect(out).toMatchObject({ outcome: 'succeeded' });
+    expect(sends).toBe(0);
   });
 
   it("keeps a deleted subscription's delivery history readable, and sends it nothing more", async () => {
