@@ -125,6 +125,8 @@ export interface DispatcherInput {
   retry?: Pick<DeliveryWorkflowInput, 'schedule' | 'scheduleMs' | 'retentionMs'>;
   /** The circuit as a previous run left it (continue-as-new): null closed, else the index of the next probe's delay. */
   probeIndex?: number | null;
+  /** Failed first attempts in a row as a previous run left them (continue-as-new), towards opening the circuit. */
+  failureRun?: number;
 }
 
 /** Why a dispatcher run ended. */

@@ -75,7 +75,7 @@ export async function dispatchWebhooks(input: DispatcherInput): Promise<{ end: D
 
   let failures = 0;
   /** Failed first attempts in a row, across batches: the circuit opens when it reaches the threshold. */
-  let failureRun = 0;
+  let failureRun = input.failureRun ?? 0;
   const batch = async (probe: boolean): Promise<BatchResult | null> => {
     try {
       const r = await dispatchBatch({ subscriptionId, probe, firstRetryDelayMs, failureRun, ...settings });
@@ -135,5 +135,5 @@ export async function dispatchWebhooks(input: DispatcherInput): Promise<{ end: D
     }
     if (r.stoppedBy === 'idle' && !(await condition(() => woken, settings.idleMs))) return { end: 'idle' };
   }
-  return continueAsNew<typeof dispatchWebhooks>({ ...input, probeIndex });
+  return continueAsNew<typeof dispatchWebhooks>({ ...input, probeIndex, failureRun });
 }

@@ -147,6 +147,17 @@ describe('dispatchWebhooks', () => {
     });
   });
 
+  it('carries its run of failures into the run it continues as new with', async () => {
+    // 200 batches make a run; the last one ends on 4 failures in a row.
+    const mock = mockActivities((n) => (n < 200 ? batchOf('budget', 1) : n === 200 ? batchOf('budget', 1, 4) : batchOf('idle')));
+    await withWorkers(mock, async (start) => {
+      await start();
+      await env.sleep(MINUTE);
+      expect(mock.calls.batch.length).toBeGreaterThan(200);
+      expect(mock.calls.batch[200]!.input.failureRun).toBe(4);
+    });
+  });
+
   it('shows an open circuit in its search attribute and query, and a wake does not bring the probe forward', async () => {
     const mock = mockActivities((n) => (n === 1 ? batchOf('circuit', 0, 10) : batchOf('probe', 0, 1)));
     await withWorkers(mock, async (start) => {
