@@ -357,7 +357,8 @@ export class BuildiumConnector implements SourceConnector {
     } catch {
       x_id = null;
     }
-    if (x_id === null) throw new SourcePermanentError(`${label}: malformed reply: no record Id`);
+    // The source answered the write as done, without the id: it may have applied it (never a rejection).
+    if (x_id === null) throw new SourceTransientError(`${label}: malformed reply: no record Id; the write may have been applied`, undefined, undefined, true);
     if (entity !== 'lease') return { x_id, related: [] };
     const tenants = Array.isArray(record!.Tenants) ? (record!.Tenants as unknown[]) : [];
     const related = tenants.flatMap((t) => {
@@ -436,7 +437,17 @@ export class BuildiumConnector implements SourceConnector {
         init: { method, headers: { ...this.headers(), 'content-type': 'application/json', ...extra }, body: JSON.stringify(body) },
         write: true,
       });
-      return reply instanceof SourceTransientError ? reply : this.body(label, reply.status, reply.text);
+      if (reply instanceof SourceTransientError) return reply;
+      // A write the source took (2xx) whose answer cannot be read may have been applied: never a rejection.
+      if (reply.status >= 200 && reply.status < 300 && !isJson(reply.text)) {
+        return new SourceTransientError(
+          `${label}: source answered HTTP ${reply.status} with a body that is not JSON; the write may have been applied`,
+          reply.status,
+          undefined,
+          true,
+        );
+      }
+      return this.body(label, reply.status, reply.text);
     });
   }
 
@@ -481,6 +492,16 @@ const defined = (o: Raw): Raw => Object.fromEntries(Object.entries(o).filter(([,
 function planRooms(table: Record<string, number | null>, value: number | null, most: number, plus: string): string {
   if (value !== null && value > most) return plus;
   return nameOf(table, value) ?? 'NotSet';
+}
+
+/** Whether a reply's text is JSON (an empty body is not). */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function roomsName(table: Record<string, number | null>, value: number | null, most: number, plus: string, field: string): string {

@@ -286,7 +286,8 @@ export class EntrataConnector implements SourceConnector {
 
   private idIn(result: unknown, key: string, field: string): string {
     const id = (result as Record<string, Record<string, unknown> | undefined> | null)?.[key]?.[field];
-    if (id === undefined || id === null || id === '') throw new SourcePermanentError(`malformed write reply: no ${key}.${field}`);
+    // The source answered the write as done, without the id: it may have applied it (never a rejection).
+    if (id === undefined || id === null || id === '') throw mayHaveApplied(`malformed write reply: no ${key}.${field}`);
     return String(id);
   }
 
@@ -320,9 +321,12 @@ export class EntrataConnector implements SourceConnector {
     const { status, text } = reply;
 
     let body: { response?: { code?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } } };
+    const taken = write && status >= 200 && status < 300;
     try {
       body = JSON.parse(text);
     } catch {
+      // A write the source took (2xx) whose answer cannot be read may have been applied: never a rejection.
+      if (taken) return mayHaveApplied(`${method}: source answered HTTP ${status} with a body that is not JSON`, status);
       throw new SourcePermanentError(`${method}: source answered HTTP ${status} with a body that is not JSON`, status);
     }
     const response = body?.response;
@@ -332,7 +336,10 @@ export class EntrataConnector implements SourceConnector {
     if (status < 200 || status >= 300) {
       throw new SourcePermanentError(`${method}: source refused the request (HTTP ${status}${errorMessage ? `: ${errorMessage}` : ''})`, status, errorCode);
     }
-    if (!response || typeof response !== 'object') throw new SourcePermanentError(`${method}: malformed reply without "response"`, status);
+    if (!response || typeof response !== 'object') {
+      if (taken) return mayHaveApplied(`${method}: malformed reply without "response"`, status);
+      throw new SourcePermanentError(`${method}: malformed reply without "response"`, status);
+    }
     const code = Number(response.code);
     const reported = this.http.transientStatus(method, code, write, undefined, errorMessage, true);
     if (reported) return reported;
@@ -342,6 +349,11 @@ export class EntrataConnector implements SourceConnector {
     }
     return { result: response.result };
   }
+}
+
+/** A write's reply that cannot be read although the source took it: transient, and it may have been applied. */
+function mayHaveApplied(message: string, status?: number): SourceTransientError {
+  return new SourceTransientError(`${message}; the write may have been applied`, status, undefined, true);
 }
 
 /** `result[key]` of a reply; a reply without a result object is malformed. */

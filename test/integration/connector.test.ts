@@ -196,6 +196,31 @@ describe('faults and failures', () => {
     });
 
     it.each([
+      ['a body that is not JSON', '<html>oops</html>', /not JSON; the write may have been applied/],
+      ['a reply without "response"', '{"ok":true}', /malformed reply without "response"; the write may have been applied/],
+      ['a reply without the new id', '{"response":{"code":200,"result":{"units":{}}}}', /no unit\.unitId; the write may have been applied/],
+    ])('a write answered 2xx with %s may have been applied: transient, never a rejection', async (_name, body, message) => {
+      reply = { status: 200, body };
+      const err = await createConnector({ base_url: base, api_key: 'k' })
+        .create('unit', { property_x_id: '1', unit_number: 'X-1' } as never)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SourceTransientError);
+      expect(err).toMatchObject({ maybeApplied: true, message: expect.stringMatching(message) });
+    });
+
+    it.each([
+      ['a body that is not JSON', '<html>oops</html>', /not JSON; the write may have been applied/],
+      ['a record without its Id', '{"UnitNumber":"X-1"}', /no record Id; the write may have been applied/],
+    ])('a Buildium write answered 2xx with %s may have been applied: transient, never a rejection', async (_name, body, message) => {
+      reply = { status: 201, body };
+      const err = await createConnector({ dialect: 'buildium', base_url: base, client_id: 'i', client_secret: 's' })
+        .create('unit', { property_x_id: '1', unit_number: 'X-1' } as never)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SourceTransientError);
+      expect(err).toMatchObject({ maybeApplied: true, message: expect.stringMatching(message) });
+    });
+
+    it.each([
       ['a record without its id', '{"rent":"1.00"}', null, /record without leaseId/],
       ['a record with a bad amount', '{"leaseId":1,"rent":"1,00"}', '1', /not a decimal amount/],
       ['an unknown status id', '{"leaseId":"2","leaseStatusTypeId":42}', '2', /leaseStatusTypeId/],
