@@ -313,16 +313,25 @@ export function createDispatchActivities(deps: DispatchDeps) {
             // Far enough ahead that a claim's round trips (some 20 to 100 ms under a burst on a busy database) never
             // leave the window idle.
             const claimed = await claimQueued(db, subId, input.probe ? 1 : Math.max(CLAIM_AT_LEAST, 16 * bound()));
-            // The relay stores the body of every event it queues; events no one has serialized yet (deliveries a
-            // range replay queued for events no subscription had) are stored here, in the background of the sends,
-            // so every attempt sends the stored bytes.
-            const missing = claimed.filter((d) => d.body === null).map((d) => d.eventId);
-            const [bodies] = await Promise.all([
-              missing.length > 0 ? eventBodies(db, missing) : undefined,
-              // Read after the claim: newer than every event taken (a state that says stop leaves them queued).
-              claimed.length > 0 ? refresh() : undefined,
-            ]);
-            if (bodies) for (const d of claimed) d.body ??= bodies.get(d.eventId) ?? null;
+            try {
+              // The relay stores the body of every event it queues; events no one has serialized yet (deliveries a
+              // range replay queued for events no subscription had) are stored here, in the background of the sends,
+              // so every attempt sends the stored bytes.
+              const missing = claimed.filter((d) => d.body === null).map((d) => d.eventId);
+              const [bodies] = await Promise.all([
+                missing.length > 0 ? eventBodies(db, missing) : undefined,
+                // Read after the claim: newer than every event taken (a state that says stop leaves them queued).
+                claimed.length > 0 ? refresh() : undefined,
+              ]);
+              if (bodies) for (const d of claimed) d.body ??= bodies.get(d.eventId) ?? null;
+            } catch (err) {
+              // Taken but not to be sent: nothing more goes out (stop, at once), and the batch's ending gives them
+              // back to the queue in their places (unclaim) rather than leaving them behind the cursor, unsent.
+              writeError ??= err;
+              stop ??= 'budget';
+              queue.push(...claimed);
+              throw err;
+            }
             queue.push(...claimed);
             return claimed.length;
           })()
@@ -337,69 +346,76 @@ export function createDispatchActivities(deps: DispatchDeps) {
             });
           return claiming;
         };
-        for (;;) {
-          if (stop === null && ctx?.cancellationSignal.aborted) stop = 'budget';
-          if (stop === null && Date.now() - began >= input.batchMs) stop = 'budget';
-          if (stop === null && input.probe && sent + open.size >= 1) stop = 'probe';
-          if (stop !== null) break;
-          // Running low: take more while these go out (a probe takes its one delivery only).
-          if (!input.probe && queue.length < Math.max(CLAIM_AT_LEAST / 2, 8 * bound())) void claimMore();
-          if (queue.length === 0) {
-            if ((await claimMore()) > 0 || queue.length > 0) {
-              lingered = false;
+        // A failure of the database in the loop (a state read, the idle check) ends the batch as a failure of a send
+        // does: what was taken and not sent goes back to the queue, and what is in flight is answered and recorded.
+        try {
+          for (;;) {
+            if (stop === null && ctx?.cancellationSignal.aborted) stop = 'budget';
+            if (stop === null && Date.now() - began >= input.batchMs) stop = 'budget';
+            if (stop === null && input.probe && sent + open.size >= 1) stop = 'probe';
+            if (stop !== null) break;
+            // Running low: take more while these go out (a probe takes its one delivery only).
+            if (!input.probe && queue.length < Math.max(CLAIM_AT_LEAST / 2, 8 * bound())) void claimMore();
+            if (queue.length === 0) {
+              if ((await claimMore()) > 0 || queue.length > 0) {
+                lingered = false;
+                continue;
+              }
+              if (stop !== null) break;
+              if (open.size > 0) {
+                // A request finishing frees a permit; new deliveries queued meanwhile fill it as soon as they commit.
+                await Promise.race([...open, deps.queued.wait(subId, input.lingerMs)]);
+              } else if (!lingered) {
+                // Flush first: the writes must not wait on the linger.
+                flush();
+                lingered = true;
+                await deps.queued.wait(subId, input.lingerMs);
+              } else {
+                flush();
+                await writing;
+                if (await settleIdle(db, subId)) stop = 'idle';
+                lingered = false;
+              }
               continue;
             }
+            if (Date.now() - refreshedAt >= 1_000 && !claiming) await refresh();
             if (stop !== null) break;
-            if (open.size > 0) {
-              // A request finishing frees a permit; new deliveries queued meanwhile fill it as soon as they commit.
-              await Promise.race([...open, deps.queued.wait(subId, input.lingerMs)]);
-            } else if (!lingered) {
-              // Flush first: the writes must not wait on the linger.
-              flush();
-              lingered = true;
-              await deps.queued.wait(subId, input.lingerMs);
-            } else {
-              flush();
-              await writing;
-              if (await settleIdle(db, subId)) stop = 'idle';
-              lingered = false;
-            }
-            continue;
-          }
-          if (Date.now() - refreshedAt >= 1_000 && !claiming) await refresh();
-          if (stop !== null) break;
-          const release = await deps.inFlight.acquire(subId, bound());
-          // A failure run may have opened the circuit while this waited for a permit.
-          if (stop !== null) {
-            release();
-            break;
-          }
-          // A sync run's end (its category's events) waits until every request before it has been answered, and the
-          // requests after it wait for its own answer: with up to maxInFlight requests open, a run's last data
-          // events could otherwise reach the receiver after the event that says the run is complete.
-          const ending = SYNC_LIFECYCLE.has(queue[0]!.eventType);
-          await fence;
-          if (ending && open.size > 0) await Promise.all(open);
-          if (stop !== null) {
-            release();
-            break;
-          }
-          const d = queue.shift()!;
-          await handedOver;
-          let wentOut: () => void = () => {};
-          handedOver = new Promise<void>((resolve) => (wentOut = resolve));
-          const p: Promise<void> = sendOne(d, state!, wentOut)
-            .catch((err: unknown) => {
-              writeError ??= err;
-              stop ??= 'budget';
-            })
-            .finally(() => {
-              wentOut();
+            const release = await deps.inFlight.acquire(subId, bound());
+            // A failure run may have opened the circuit while this waited for a permit.
+            if (stop !== null) {
               release();
-              open.delete(p);
-            });
-          open.add(p);
-          if (ending) fence = p;
+              break;
+            }
+            // A sync run's end (its category's events) waits until every request before it has been answered, and the
+            // requests after it wait for its own answer: with up to maxInFlight requests open, a run's last data
+            // events could otherwise reach the receiver after the event that says the run is complete.
+            const ending = SYNC_LIFECYCLE.has(queue[0]!.eventType);
+            await fence;
+            if (ending && open.size > 0) await Promise.all(open);
+            if (stop !== null) {
+              release();
+              break;
+            }
+            const d = queue.shift()!;
+            await handedOver;
+            let wentOut: () => void = () => {};
+            handedOver = new Promise<void>((resolve) => (wentOut = resolve));
+            const p: Promise<void> = sendOne(d, state!, wentOut)
+              .catch((err: unknown) => {
+                writeError ??= err;
+                stop ??= 'budget';
+              })
+              .finally(() => {
+                wentOut();
+                release();
+                open.delete(p);
+              });
+            open.add(p);
+            if (ending) fence = p;
+          }
+        } catch (err) {
+          writeError ??= err;
+          stop ??= 'budget';
         }
         // A claim still under way lands in the queue, and whatever is left there keeps its place.
         await (claiming as Promise<number> | null);
