@@ -479,7 +479,7 @@ export function createWriteActivities(deps: WriteActivityDeps) {
       }
       await markWorkflowStarted(db, [...finished, ...started], clock());
       const abandoned = await failAbandoned();
-      const keysPurged = await purgeIdempotencyKeys(db, clock());
+      const keysPurged = await purgeIdempotencyKeys(db);
       return { started: started.length, keysPurged, abandoned };
     },
   };

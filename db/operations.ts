@@ -17,7 +17,8 @@ import { isoOf, isoOrNull, keyedColumns, type WireRow } from './wire';
 export type OperationRow = typeof operations.$inferSelect;
 
 /** How long an idempotency key is remembered, per organization and mode. */
-const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+/** A key used before this (the database's time) is free again: keys are kept 24 hours. */
+const KEY_EXPIRED_BEFORE = sql`now() - interval '24 hours'`;
 
 /** The idempotency key `key` of an organization and mode (the table's unique key). */
 const keyIs = (k: { organizationId: string; mode: Mode; key: string }) =>
@@ -102,7 +103,8 @@ export type AcceptResult =
  */
 export async function acceptOperation(db: Db, input: NewOperation, now = new Date()): Promise<AcceptResult> {
   const id = newId('operation');
-  const expired = new Date(now.getTime() - IDEMPOTENCY_TTL_MS);
+  // A key's age is the database's time, like its expiry everywhere (heldIdempotencyKey, the purge): the API
+  // processes' and the worker's clocks may differ, and a replay must never find its key expired early.
   const claim = db.$with('claim', { operationId: idempotencyKeys.operationId }).as(
     db
       .insert(idempotencyKeys)
@@ -112,12 +114,12 @@ export async function acceptOperation(db: Db, input: NewOperation, now = new Dat
         key: input.idempotencyKey,
         requestHash: input.requestHash,
         operationId: id,
-        createdAt: now,
+        createdAt: sql`now()`,
       })
       .onConflictDoUpdate({
         target: [idempotencyKeys.organizationId, idempotencyKeys.mode, idempotencyKeys.key],
-        set: { requestHash: input.requestHash, operationId: id, createdAt: now },
-        setWhere: lt(idempotencyKeys.createdAt, expired),
+        set: { requestHash: input.requestHash, operationId: id, createdAt: sql`now()` },
+        setWhere: lt(idempotencyKeys.createdAt, KEY_EXPIRED_BEFORE),
       })
       .returning({ operationId: idempotencyKeys.operationId })
       .getSQL(),
@@ -153,13 +155,12 @@ export async function acceptOperation(db: Db, input: NewOperation, now = new Dat
 export async function heldIdempotencyKey(
   db: Db,
   input: { organizationId: string; mode: Mode; key: string },
-  now = new Date(),
 ): Promise<{ requestHash: string; operation: OperationRow } | undefined> {
   const [row] = await db
     .select({ requestHash: idempotencyKeys.requestHash, operation: operations })
     .from(idempotencyKeys)
     .innerJoin(operations, eq(operations.id, idempotencyKeys.operationId))
-    .where(and(keyIs(input), gte(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS))));
+    .where(and(keyIs(input), gte(idempotencyKeys.createdAt, KEY_EXPIRED_BEFORE)));
   return row;
 }
 
@@ -237,12 +238,9 @@ export async function openOperationIds(db: Db, ids: string[]): Promise<Set<strin
   return new Set(rows.map((r) => r.id));
 }
 
-/** Forget idempotency keys older than 24 hours. */
-export async function purgeIdempotencyKeys(db: Db, now = new Date()): Promise<number> {
-  const rows = await db
-    .delete(idempotencyKeys)
-    .where(lt(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)))
-    .returning({ key: idempotencyKeys.key });
+/** Forget idempotency keys older than 24 hours (the database's time). */
+export async function purgeIdempotencyKeys(db: Db): Promise<number> {
+  const rows = await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, KEY_EXPIRED_BEFORE)).returning({ key: idempotencyKeys.key });
   return rows.length;
 }
 
