@@ -493,8 +493,10 @@ export async function cancelQueue(tx: Tx, subscriptionId: string, reason: string
 
 /**
  * Active subscriptions with deliveries queued whose dispatcher may not be running: idle ones (a wake that never
- * arrived: Temporal was down, or the subscription was just enabled), and any whose queue's head has waited longer
- * than `staleMs` untaken (its workflow was terminated). Marks them busy; the caller wakes them.
+ * arrived: Temporal was down, or the subscription was just enabled), any whose queue's head has waited longer
+ * than `staleMs` untaken (its workflow was terminated), and any with a delivery taken that long ago whose first
+ * attempt's outcome was never recorded (its batch died, and its dispatcher with it: the next batch settles it as a
+ * lost attempt). Marks them busy; the caller wakes them (a wake of a running dispatcher changes nothing).
  */
 export async function subscriptionsToWake(db: Db, opts: { staleMs: number; organizationIds?: string[] }): Promise<string[]> {
   const scope = opts.organizationIds ? sql`and s.organization_id = any(${sql.param(opts.organizationIds)}::uuid[])` : sql``;
@@ -503,11 +505,19 @@ export async function subscriptionsToWake(db: Db, opts: { staleMs: number; organ
       select s.id from ${webhookSubscriptions} s
       join ${integrations} i on i.id = s.integration_id
       where s.status = 'active' and s.deleted_at is null and i.deleted_at is null and i.plan = any(${sql.param(WEBHOOK_PLANS)}::text[]) ${scope}
-        and exists (
-          select 1 from ${webhookDeliveries} d
-          where d.subscription_id = s.id and d.status = 'pending'
-            and d.seq > coalesce((select c.taken_seq from ${webhookDispatchCursors} c where c.subscription_id = s.id), 0)
-            and (s.dispatch_idle or d.created_at < now() - ${`${opts.staleMs} milliseconds`}::interval)
+        and (
+          exists (
+            select 1 from ${webhookDeliveries} d
+            where d.subscription_id = s.id and d.status = 'pending'
+              and d.seq > coalesce((select c.taken_seq from ${webhookDispatchCursors} c where c.subscription_id = s.id), 0)
+              and (s.dispatch_idle or d.created_at < now() - ${`${opts.staleMs} milliseconds`}::interval)
+          )
+          or exists (
+            select 1 from ${webhookDeliveries} d
+            where d.subscription_id = s.id and d.status = 'pending'
+              and d.seq <= coalesce((select c.taken_seq from ${webhookDispatchCursors} c where c.subscription_id = s.id), 0)
+              and d.created_at < now() - ${`${opts.staleMs} milliseconds`}::interval
+          )
         )
     )
     update ${webhookSubscriptions} s set dispatch_idle = false from due where s.id = due.id returning s.id`);

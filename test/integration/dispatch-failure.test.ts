@@ -14,8 +14,9 @@ import { createInFlight } from '../../activities/in-flight';
 import { createSender } from '../../activities/webhook-http';
 import { closeDb, type Db } from '../../db/client';
 import { queueAndMarkDispatched, undispatchedEvents } from '../../db/relay';
-import { relaySubscriptionsOf } from '../../db/webhooks';
-import { webhookDeliveries } from '../../db/schema';
+import { claimQueued, ensureCursor } from '../../db/dispatch';
+import { relaySubscriptionsOf, subscriptionsToWake } from '../../db/webhooks';
+import { webhookDeliveries, webhookSubscriptions } from '../../db/schema';
 import { testDb, testKeyring } from '../support/context';
 import { recordEvents, residentUpdates, storeSubscription, webhookIntegration } from '../support/webhooks';
 
@@ -91,4 +92,28 @@ it('a failure in the loop ends the batch with its in-flight outcomes recorded an
   );
   expect(ok).toMatchObject({ succeeded: 4, failed: 0 });
   expect(received).toBe(6);
+});
+
+it('the relay sweep wakes a subscription whose taken deliveries were never settled (its batch and dispatcher died)', async () => {
+  const integ = await webhookIntegration(db, null);
+  const { row: sub } = await storeSubscription(db, integ, url);
+  await recordEvents(db, integ, residentUpdates(2, 'orphan'));
+  const batch = await undispatchedEvents(db, { limit: 100, organizationIds: [integ.organizationId] });
+  const subs = await relaySubscriptionsOf(db, [integ.id], new Date(0));
+  await queueAndMarkDispatched(
+    db,
+    batch.map((event) => ({ event, sub: subs[0]! })),
+    batch,
+  );
+  // A batch took both, then died with its dispatcher before recording anything; the subscription is not idle.
+  await ensureCursor(db, sub.id);
+  expect(await claimQueued(db, sub.id, 10)).toHaveLength(2);
+  await db.update(webhookSubscriptions).set({ dispatchIdle: false }).where(eq(webhookSubscriptions.id, sub.id));
+  const scope = { organizationIds: [integ.organizationId] };
+  expect(await subscriptionsToWake(db, { staleMs: 60_000, ...scope })).toEqual([]);
+  await db
+    .update(webhookDeliveries)
+    .set({ createdAt: new Date(Date.now() - 120_000) })
+    .where(eq(webhookDeliveries.subscriptionId, sub.id));
+  expect(await subscriptionsToWake(db, { staleMs: 60_000, ...scope })).toEqual([sub.id]);
 });
