@@ -116,7 +116,10 @@ export function createSender(opts: { resolver?: Resolver; timeoutMs?: number } =
         const complete = () => {
           // As text Postgres can hold: a NUL (a binary or compressed body) would make the attempt's record fail, and
           // with it the record of a success.
-          const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8').replace(/\u0000/g, '\ufffd');
+          const excerpt = Buffer.concat(chunks)
+            .subarray(0, RESPONSE_EXCERPT_BYTES)
+            .toString('utf8')
+            .replace(/\u0000/g, '\ufffd');
           const ok = status >= 200 && status < 300;
           finish({ ok, status, error: ok ? null : `HTTP ${status}`, excerpt });
         };
