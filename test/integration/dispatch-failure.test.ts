@@ -17,6 +17,7 @@ import { queueAndMarkDispatched, undispatchedEvents } from '../../db/relay';
 import { claimQueued, ensureCursor } from '../../db/dispatch';
 import { relaySubscriptionsOf, subscriptionsToWake } from '../../db/webhooks';
 import { webhookDeliveries, webhookSubscriptions } from '../../db/schema';
+import type { IntegrationRow } from '../../db/tenants';
 import { testDb, testKeyring } from '../support/context';
 import { recordEvents, residentUpdates, storeSubscription, webhookIntegration } from '../support/webhooks';
 
@@ -39,17 +40,22 @@ afterAll(async () => {
   await closeDb(db);
 });
 
+/** `n` events of `integ` recorded and queued to its one subscription, as the relay does. */
+async function queueEvents(integ: IntegrationRow, n: number, tag: string): Promise<void> {
+  await recordEvents(db, integ, residentUpdates(n, tag));
+  const batch = await undispatchedEvents(db, { limit: 100, organizationIds: [integ.organizationId] });
+  const [sub] = await relaySubscriptionsOf(db, [integ.id], new Date(0));
+  await queueAndMarkDispatched(
+    db,
+    batch.map((event) => ({ event, sub: sub! })),
+    batch,
+  );
+}
+
 it('a failure in the loop ends the batch with its in-flight outcomes recorded and the rest queued again', async () => {
   const integ = await webhookIntegration(db, null);
   const { row: sub } = await storeSubscription(db, integ, url, { maxInFlight: 2 });
-  await recordEvents(db, integ, residentUpdates(6, 'dbfail'));
-  const batch = await undispatchedEvents(db, { limit: 100, organizationIds: [integ.organizationId] });
-  const subs = await relaySubscriptionsOf(db, [integ.id], new Date(0));
-  await queueAndMarkDispatched(
-    db,
-    batch.map((event) => ({ event, sub: subs[0]! })),
-    batch,
-  );
+  await queueEvents(integ, 6, 'dbfail');
 
   const permits = createInFlight();
   let acquired = 0;
@@ -97,14 +103,7 @@ it('a failure in the loop ends the batch with its in-flight outcomes recorded an
 it('the relay sweep wakes a subscription whose taken deliveries were never settled (its batch and dispatcher died)', async () => {
   const integ = await webhookIntegration(db, null);
   const { row: sub } = await storeSubscription(db, integ, url);
-  await recordEvents(db, integ, residentUpdates(2, 'orphan'));
-  const batch = await undispatchedEvents(db, { limit: 100, organizationIds: [integ.organizationId] });
-  const subs = await relaySubscriptionsOf(db, [integ.id], new Date(0));
-  await queueAndMarkDispatched(
-    db,
-    batch.map((event) => ({ event, sub: subs[0]! })),
-    batch,
-  );
+  await queueEvents(integ, 2, 'orphan');
   // A batch took both, then died with its dispatcher before recording anything; the subscription is not idle.
   await ensureCursor(db, sub.id);
   expect(await claimQueued(db, sub.id, 10)).toHaveLength(2);
