@@ -10,7 +10,7 @@ import type { Db } from '../db/client';
 import { deliveryStanding, deliveryStatusOf, deliveryToAttempt, moveDelivery, recordAttempt, recordedAttemptOf } from '../db/delivery-attempts';
 import { purgeSkippedBefore } from '../db/sync-jobs';
 import { noteOutcomes } from '../db/webhook-health';
-import { eventBody, purgeBefore } from '../db/webhooks';
+import { eventBody, purgeBefore, WEBHOOK_PLANS } from '../db/webhooks';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
 import {
   ATTEMPT_HEADER,
@@ -180,6 +180,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     if (!input.replay && d.status === 'succeeded') return { outcome: 'succeeded', status: d.lastResponseStatus ?? 200 };
     if (row.subDeleted || row.integrationDeleted) return cancel('the subscription was deleted');
     if (row.subStatus !== 'active') return cancel('the subscription is disabled');
+    // A plan without webhooks stops them as a disable does: first attempts wait, retries end (replayable).
+    if (!WEBHOOK_PLANS.includes(row.plan)) return cancel('the integration is on a plan without webhooks');
     // Serialized by the relay; an event it had no subscription for yet (a range replay) is serialized now, once.
     const body = row.body ?? (await eventBody(db, d.eventId));
     if (body === null) return cancel('the event no longer exists (purged after the retention)');

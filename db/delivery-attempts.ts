@@ -76,6 +76,7 @@ export async function deliveryToAttempt(db: Db, deliveryId: string) {
       previousExpiresAt: webhookSubscriptions.previousSecretExpiresAt,
       standardWebhooks: webhookSubscriptions.standardWebhooks,
       mode: integrations.mode,
+      plan: integrations.plan,
       integrationDeleted: integrations.deletedAt,
       body: events.body,
     })

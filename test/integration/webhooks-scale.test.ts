@@ -301,6 +301,31 @@ it('a failing receiver: its deliveries are dead-lettered by their own workflows,
   expect(delivered.every((x) => attemptOf(x) === 1)).toBe(true);
 }, 60_000);
 
+it('a move to a plan without webhooks ends the deliveries being retried, as a disable does', async () => {
+  const r = await receiver();
+  const integ = await webhookIntegration(db, stack);
+  const sub = await subscribe(integ.id, r.url);
+  // The receiver refuses the first attempt; before it answers, an operator moves the integration to growth.
+  let downgrade: Promise<Reply> | null = null;
+  r.reply(() => {
+    downgrade ??= admin('PATCH', `/integrations/${integ.id}`, { plan: 'growth' });
+    return { status: 500, afterMs: 300 };
+  });
+  await recordEvents(db, integ, residentUpdates(1, 'plan'));
+  const [d] = await until(
+    'the delivery ended',
+    () => queueOf(sub.id),
+    (ds) => ds[0]?.status === 'cancelled',
+  );
+  expect((await downgrade!)?.status).toBe(200);
+  expect(d!.attempts).toBe(1);
+  expect(d!.lastError).toBe('the integration is on a plan without webhooks');
+  const wf = await stack.client.workflow.getHandle(d!.id).describe();
+  expect(wf.typedSearchAttributes.get(SA_DELIVERY_STATUS)).toBe('cancelled');
+  // Its retry was never sent.
+  expect(r.received.map(attemptOf)).toEqual([1]);
+}, 30_000);
+
 it('a disabled subscription’s queue pauses and, enabled again, resumes in production order', async () => {
   const r = await receiver();
   r.reply(() => ({ status: 200, afterMs: 200 }));
