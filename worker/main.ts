@@ -6,7 +6,6 @@
  * schedules in the background once it polls. Runs until SIGINT/SIGTERM.
  * Compiled (`node dist/worker.mjs`), it runs the workflow bundle `npm run build` made; from source, it bundles them first.
  */
-import http from 'node:http';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
 import { loadConfigOrExit } from '../config';
 import { createLogger } from '../config/logger';
@@ -57,30 +56,6 @@ const tracing = config.OTEL_EXPORTER_OTLP_ENDPOINT
   ? startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: 'propsync-worker', sampler: config })
   : undefined;
 
-/**
- * The SDK's exposition text, or nothing when it cannot be read (the worker's own metrics are served anyway). Read with
- * node:http, not fetch: in the webhooks bench, a worker whose /metrics read this with fetch (undici) every 15 s spent
- * about a third more CPU on every delivery (+33 %), and with this +3 % (bench/README.md); why is not known.
- */
-function sdkMetrics(): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port: sdkMetricsPort, path: '/metrics', timeout: 2_000 }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        resolve('');
-        return;
-      }
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve(text));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('the SDK metrics did not answer within 2 s')));
-    req.on('error', reject);
-  });
-}
-
 /** Temporal may still be starting (npm start, compose): retry for a while before giving up. */
 async function connect(address: string): Promise<NativeConnection> {
   const deadline = Date.now() + 60_000;
@@ -115,7 +90,7 @@ async function main() {
         registry,
         host: config.METRICS_HOST,
         port: config.WORKER_METRICS_PORT,
-        extra: sdkMetrics,
+        extraUrl: sdkMetricsPort === undefined ? undefined : `http://127.0.0.1:${sdkMetricsPort}/metrics`,
         onError: (err) => logger.error({ err }, 'metrics could not be collected'),
       });
       logger.info({ address: `http://${config.METRICS_HOST}:${metricsServer.port}/metrics` }, 'worker metrics listening');
