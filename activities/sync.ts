@@ -12,7 +12,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Db } from '../db/client';
 import { databaseNow } from '../db/clock';
 import type { ApplyResult } from '../db/apply';
-import { unseenXIds } from '../db/seen';
+import { runStartOf, unseenXIds } from '../db/seen';
 import { abandonedJobsOf, getSyncJob, type RunState, type SyncJobRow } from '../db/sync-jobs';
 import {
   claimRun,
@@ -287,7 +287,9 @@ export function createSyncActivities(deps: SyncActivityDeps) {
     const watch = watchProgress(ctx, { stallMs, heartbeatEveryMs, details: () => ({ entity, after, ...result }) });
     try {
       for (;;) {
-        const unseen: string[] = await watch.guard(unseenXIds(db, { integrationId: integration.id, syncJobId, entity, after, limit: lookupBatch }));
+        const unseen: string[] = await watch.guard(
+          unseenXIds(db, { integrationId: integration.id, syncJobId, startedAt: runStartOf(job), entity, after, limit: lookupBatch }),
+        );
         if (unseen.length === 0) break;
         const asked = new Set(unseen);
         const readAt = await watch.guard(databaseNow(db));

@@ -11,18 +11,26 @@ import { tableOf } from './records';
 import { iso } from './serialize';
 import { events, syncSeen } from './schema';
 
-/** A row of `table` whose x_id the run has not recorded as seen (an anti join over sync_seen_pages). */
-function unseenBy(table: ReturnType<typeof tableOf>, syncJobId: string, entity: Entity): SQL {
-  return sql`not exists (select 1 from (select unnest(s.x_ids) as x_id from ${syncSeen} s where s.sync_job_id = ${syncJobId} and s.entity = ${entity}) seen where seen.x_id = ${table.xId})`;
+/** When a run began: its claim, in the database's time (its row's creation for a run claimed before that was kept). */
+export const runStartOf = (job: { startedAt: Date | null; createdAt: Date }): Date => job.startedAt ?? job.createdAt;
+
+/**
+ * A row of `table` the run may find gone: stored before the run began (`startedAt`; absent: any row) and whose x_id
+ * the run has not recorded as seen (an anti join over sync_seen_pages). A row stored since was read from the source
+ * after the run began (a write-back's read-back): the run cannot know it is gone, and the next full run decides.
+ */
+function unseenBy(table: ReturnType<typeof tableOf>, run: { syncJobId: string; startedAt?: Date | undefined }, entity: Entity): SQL {
+  const before = run.startedAt ? sql`(${table.psSyncedAt} is null or ${table.psSyncedAt} < ${run.startedAt.toISOString()}::timestamptz) and ` : sql``;
+  return sql`${before}not exists (select 1 from (select unnest(s.x_ids) as x_id from ${syncSeen} s where s.sync_job_id = ${run.syncJobId} and s.entity = ${entity}) seen where seen.x_id = ${table.xId})`;
 }
 
 /**
- * Soft-delete the records of an integration that a complete sync run did not see, recording `*_UPDATED` events
- * with `deleted_at`. Only called after every page of the run was applied; a failed run never soft-deletes.
+ * Soft-delete the records of an integration that a complete sync run did not see (and that were stored before it began),
+ * recording `*_UPDATED` events with `deleted_at`. Only called after every page of the run was applied; a failed run never soft-deletes.
  */
 export async function softDeleteUnseen(
   tx: Tx,
-  ctx: ApplyContext & { syncJobId: string },
+  ctx: ApplyContext & { syncJobId: string; startedAt?: Date },
   entity: Entity,
 ): Promise<{ softDeleted: number; eventIds: string[] }> {
   const now = ctx.now ?? new Date();
@@ -34,7 +42,7 @@ export async function softDeleteUnseen(
   const gone = await tx
     .update(table)
     .set({ deletedAt: now, updatedAt: now })
-    .where(and(eq(table.integrationId, ctx.integration.id), isNull(table.deletedAt), unseenBy(table, ctx.syncJobId, entity)))
+    .where(and(eq(table.integrationId, ctx.integration.id), isNull(table.deletedAt), unseenBy(table, ctx, entity)))
     .returning({ id: table.id, xId: table.xId });
   await tx.execute(sql`select set_config('enable_nestloop', ${setting?.prev ?? 'on'}, true)`);
   const eventIds: string[] = [];
@@ -63,7 +71,7 @@ export async function markSeen(tx: Tx, syncJobId: string, entity: Entity, xIds: 
  */
 export async function unseenXIds(
   db: Db,
-  q: { integrationId: string; syncJobId: string; entity: Entity; after: string | null; limit: number },
+  q: { integrationId: string; syncJobId: string; startedAt: Date; entity: Entity; after: string | null; limit: number },
 ): Promise<string[]> {
   const table = tableOf(q.entity);
   return db.transaction(async (tx) => {
@@ -77,7 +85,7 @@ export async function unseenXIds(
           eq(table.integrationId, q.integrationId),
           isNull(table.deletedAt),
           q.after === null ? undefined : sql`${table.xId} > ${q.after}`,
-          unseenBy(table, q.syncJobId, q.entity),
+          unseenBy(table, q, q.entity),
         ),
       )
       .orderBy(asc(table.xId))

@@ -15,7 +15,7 @@ import { databaseNow } from './clock';
 import { newId } from './ids';
 import { tableOf } from './records';
 import { events, integrations, syncJobs } from './schema';
-import { clearSeen, markSeen, softDeleteUnseen } from './seen';
+import { clearSeen, markSeen, runStartOf, softDeleteUnseen } from './seen';
 import { activeJobOf, getSyncJob, lockIntegrationSync, quarantine, type SyncJobRow } from './sync-jobs';
 import { getIntegration, type IntegrationRow } from './tenants';
 
@@ -416,7 +416,7 @@ async function completeRun(tx: Tx, job: SyncJobRow, integration: IntegrationRow)
   // Leases first: nothing a run removes should point at a record that is still shown as live.
   for (const entity of [...SYNC_ORDER].reverse()) {
     if (job.progress[entity]?.tracked === false) continue;
-    const r = await softDeleteUnseen(tx, { ...runApplyContext(integration, job, now), syncJobId: job.id }, entity);
+    const r = await softDeleteUnseen(tx, { ...runApplyContext(integration, job, now), syncJobId: job.id, startedAt: runStartOf(job) }, entity);
     softDeleted += r.softDeleted;
     deleted.push([entity, r.softDeleted]);
   }

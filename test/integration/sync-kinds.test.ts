@@ -13,9 +13,10 @@ import type { Db } from '../../db/client';
 import { databaseNow } from '../../db/clock';
 import { newId } from '../../db/ids';
 import { applyRecords } from '../../db/apply';
-import { integrations, syncJobs, units } from '../../db/schema';
+import { integrations, properties, syncJobs, units } from '../../db/schema';
 import { getSyncJob } from '../../db/sync-jobs';
-import type { Entity } from '../../domain/cdm';
+import { SYNC_ORDER, type Entity } from '../../domain/cdm';
+import type { SyncCompleteData } from '../../domain/events';
 import { hashRecord } from '../../domain/content';
 import type { SyncKind, SyncTrigger } from '../../domain/contract';
 import { openSourceConfig } from '../../domain/secrets';
@@ -298,6 +299,40 @@ describe('delta and full runs of a buildium source, interleaved with changes and
 });
 
 describe('the stale-page guard', () => {
+  it('leaves live a record a write-back stored after the run began, though the run never saw it', async () => {
+    const tenant = await makeTenant(db);
+    const integration = { id: tenant.integrationId, organizationId: tenant.organizationId, mode: tenant.mode };
+    await db.transaction((tx) => applyRecords(tx, { integration, emitEvents: false }, 'property', [propertyInput('WP1')]));
+    await db.update(integrations).set({ firstSyncCompletedAt: new Date() }).where(eq(integrations.id, tenant.integrationId));
+    const jobId = await insertJob(tenant, { status: 'running', workflowId: `test-${randomUUID()}`, kind: 'full', startedAt: await databaseNow(db) });
+    // The source holds WP1 when the run reads its properties, and nothing else.
+    const pages: PageReader = {
+      ...NO_PAGES,
+      async read<E extends Entity>(_settings: unknown, entity: E): Promise<HashedPage<E>> {
+        const records = entity === 'property' ? [hashRecord(propertyInput('WP1'), false)] : [];
+        return { records, skipped: [], page: 1, hasMore: false } as unknown as HashedPage<E>;
+      },
+    };
+    const acts = activitiesFor(pages);
+    const env = new MockActivityEnvironment();
+    for (const entity of SYNC_ORDER) await env.run(acts.syncEntity, { syncJobId: jobId, entity });
+    for (const entity of SYNC_ORDER) await env.run(acts.confirmDeletions, { syncJobId: jobId, entity });
+    // Once the properties' deletions are confirmed, a write-back creates WP2 at the source and stores its read-back.
+    await db.transaction((tx) => applyRecords(tx, { integration, emitEvents: true, operationId: newId('operation') }, 'property', [propertyInput('WP2')]));
+    const done: SyncCompleteData = await env.run(acts.finishSyncJob, { syncJobId: jobId });
+    expect(done.records_soft_deleted).toBe(0);
+    const rows = await db
+      .select({ xId: properties.xId, deletedAt: properties.deletedAt })
+      .from(properties)
+      .where(eq(properties.integrationId, tenant.integrationId));
+    expect(rows.sort((a, b) => a.xId.localeCompare(b.xId))).toEqual([
+      { xId: 'WP1', deletedAt: null },
+      { xId: 'WP2', deletedAt: null },
+    ]);
+    // Its creation is the only event about it: no deletion that never happened.
+    const about = (await eventsOf(db, tenant.integrationId)).filter((e) => (e.data as { x_id?: string }).x_id === 'WP2').map((e) => e.type);
+    expect(about).toEqual(['PROPERTY_CREATED']);
+  });
   it("keeps a write-back stored while a page was in flight, even when the sync worker's clock is an hour ahead", async () => {
     const tenant = await makeTenant(db);
     const integration = { id: tenant.integrationId, organizationId: tenant.organizationId, mode: tenant.mode };
