@@ -8,6 +8,7 @@ import type { Entity } from '../domain/cdm';
 import type { SkippedRecord } from '../source/connector';
 import { orderedPage, type OrderedPage } from './order';
 import { syncJobs, syncSkippedRecords } from './schema';
+import { clearSeen } from './seen';
 
 export type SyncJobRow = typeof syncJobs.$inferSelect;
 type SyncJobStatus = SyncJobRow['status'];
@@ -76,6 +77,8 @@ export async function activeJobOf(tx: Tx, integrationId: string, abandoned: Read
       .update(syncJobs)
       .set({ status: 'failed', finishedAt: new Date(), error: 'The run ended without finishing this job (workflow terminated or never started).' })
       .where(eq(syncJobs.id, row.id));
+    // What it saw is forgotten, as at the end of any run.
+    await clearSeen(tx, row.id);
   }
   return undefined;
 }

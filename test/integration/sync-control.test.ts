@@ -9,7 +9,7 @@ import { eq } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { triggerSync, type SyncControlDeps } from '../../control/sync';
 import type { Db } from '../../db/client';
-import { syncJobs } from '../../db/schema';
+import { syncJobs, syncSeen } from '../../db/schema';
 import { syncWorkflowIdOf } from '../../domain/contract';
 import { onServices } from '../support/services';
 import { sandboxIntegration, type SandboxIntegration } from '../support/sync';
@@ -80,7 +80,9 @@ describe('triggerSync', () => {
     const job = await triggerSync(first.ctl, s.row);
     expect(first.calls).toEqual([{ what: 'start', openTransactions: 0, jobSeen: true }]);
 
-    // The operator terminates it: the next trigger asks Temporal about the job (describe), fails it, starts another.
+    // It had read a page when the operator terminates it: the next trigger asks Temporal about the job (describe),
+    // fails it, forgets what it saw and starts another.
+    await db.insert(syncSeen).values({ syncJobId: job.id, entity: 'property', xIds: ['P1'] });
     await client.workflow.getHandle(syncWorkflowIdOf(job.id)).terminate('operator');
     const second = watched();
     const next = await triggerSync(second.ctl, s.row);
@@ -91,6 +93,7 @@ describe('triggerSync', () => {
     ]);
     const [old] = await db.select().from(syncJobs).where(eq(syncJobs.id, job.id));
     expect(old!.status).toBe('failed');
+    expect(await db.select().from(syncSeen).where(eq(syncSeen.syncJobId, job.id))).toEqual([]);
     await client.workflow.getHandle(syncWorkflowIdOf(next.id)).terminate('test over');
   });
 });
