@@ -432,12 +432,19 @@ export const DELTA_WINDOW_RESTARTS = 3;
  * records after it move up a place, and one may move onto a page already read, missed by this run and by the next
  * (its change is older than the next window). The source's count of the window says so: when it falls between two
  * pages, the run reads the window again from its first page, up to DELTA_WINDOW_RESTARTS times (what it reads twice is
- * unchanged the second time: no event, no write). A source without a count, and a full run, page on.
+ * unchanged the second time: no event, no write). When it falls again after that, the run carries on and the entity
+ * is `missed`: the run does not move the integration's synced-through mark (db/sync-runs.ts), so the next delta run
+ * reads this window again. A source without a count, and a full run, page on.
  */
 export function nextPoint(point: EntityProgress, page: { hasMore: boolean; total?: number }, delta: boolean): EntityProgress {
   const restarts = point.restarts ?? 0;
-  const kept = { tracked: point.tracked, ...(delta && page.total !== undefined ? { total: page.total } : {}), ...(restarts > 0 ? { restarts } : {}) };
   const fell = delta && page.total !== undefined && point.total !== undefined && page.total < point.total;
+  const kept = {
+    tracked: point.tracked,
+    ...(delta && page.total !== undefined ? { total: page.total } : {}),
+    ...(restarts > 0 ? { restarts } : {}),
+    ...(point.missed || (fell && restarts >= DELTA_WINDOW_RESTARTS) ? { missed: true } : {}),
+  };
   if (fell && restarts < DELTA_WINDOW_RESTARTS) return { ...kept, page: 0, done: false, restarts: restarts + 1 };
   return { ...kept, page: point.page + 1, done: !page.hasMore };
 }

@@ -449,8 +449,11 @@ async function completeRun(tx: Tx, job: SyncJobRow, integration: IntegrationRow)
       .where(and(eq(integrations.id, integration.id), isNull(integrations.firstSyncCompletedAt)));
   }
   // What the run covered: the next delta run reads from its window's end (less the overlap); a full run also
-  // restarts the full-run interval. (A run claimed before windows existed has none and moves neither.)
-  if (job.windowTo) {
+  // restarts the full-run interval. (A run claimed before windows existed has none and moves neither.) A delta run
+  // that may have missed a record of its window (nextPoint's `missed`) leaves the mark where it was: the next one
+  // reads the window again.
+  const missed = Object.values(job.progress).some((p) => p?.missed);
+  if (job.windowTo && !(missed && job.kind === 'delta')) {
     await tx
       .update(integrations)
       .set({ syncedThrough: job.windowTo, ...(job.kind === 'full' ? { lastFullSyncAt: job.windowTo } : {}) })

@@ -37,10 +37,11 @@ export const syncJobs = pgTable(
      * integration had no row of the entity when the run began, so the run records no seen x_ids and soft-deletes none.
      * `confirmed`: the source confirmed that what the run did not see of the entity is gone (soft-deletes may go ahead).
      * A delta run's `total`: how many records its window held by the source's count at the last page read, and
-     * `restarts`: how often it began the window again because that count fell (activities/sync.ts).
+     * `restarts`: how often it began the window again because that count fell (activities/sync.ts), and `missed`: the
+     * count fell once more after the last restart, so a record may have moved onto a page already read.
      */
     progress: jsonb('progress')
-      .$type<Record<string, { page: number; done: boolean; tracked?: boolean; confirmed?: boolean; total?: number; restarts?: number }>>()
+      .$type<Record<string, { page: number; done: boolean; tracked?: boolean; confirmed?: boolean; total?: number; restarts?: number; missed?: boolean }>>()
       .notNull()
       .default({}),
     error: text('error'),

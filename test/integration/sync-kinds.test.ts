@@ -8,7 +8,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { eq, sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createPageReader, type HashedPage, type PageReader } from '../../activities/page-reader';
-import { createSyncActivities, type StartSyncJobResult, type SyncActivityDeps } from '../../activities/sync';
+import { createSyncActivities, DELTA_WINDOW_RESTARTS, type StartSyncJobResult, type SyncActivityDeps } from '../../activities/sync';
 import type { Db } from '../../db/client';
 import { databaseNow } from '../../db/clock';
 import { newId } from '../../db/ids';
@@ -282,6 +282,23 @@ describe('delta and full runs of a buildium source, interleaved with changes and
     const cached = (await readCache(db, s.row.id)).unit.find((u) => u.x_id === shifted);
     expect(cached?.note).toBe('changed before the delta run');
     expect((await getSyncJob(db, job.id))!.progress.unit).toMatchObject({ done: true, restarts: 1 });
+  });
+
+  it('a delta run that may have missed a record (its window kept shrinking past the last restart) leaves the synced-through mark for the next one to read the window again', async () => {
+    const s = await sandboxIntegration(db, { size: 4, seed: 14, dialect: 'buildium' });
+    await run(s);
+    const before = await reload(db, s.row);
+    const job = await triggerDelta(s);
+    // Every entity read, units with the count still falling after the last restart.
+    const progress = Object.fromEntries(SYNC_ORDER.map((e) => [e, { page: 1, done: true, tracked: false }])) as typeof job.progress;
+    progress.unit = { ...progress.unit!, restarts: DELTA_WINDOW_RESTARTS, missed: true };
+    await db.update(syncJobs).set({ progress }).where(eq(syncJobs.id, job.id));
+    const env = new MockActivityEnvironment({ workflowExecution: { workflowId: `test-${randomUUID()}`, runId: randomUUID() } });
+    await env.run(activitiesFor(NO_PAGES).finishSyncJob, { syncJobId: job.id });
+    expect(await getSyncJob(db, job.id)).toMatchObject({ status: 'succeeded', kind: 'delta' });
+    expect((await reload(db, s.row)).syncedThrough).toEqual(before.syncedThrough);
+    // The next delta run's window starts where this one's did.
+    expect((await triggerDelta(s)).windowFrom).toEqual(job.windowFrom);
   });
 
   it("a full run comes once the integration's full-run interval has passed", async () => {

@@ -31,13 +31,17 @@ describe('the next resume point', () => {
       point = nextPoint({ ...point, page: 1 }, { hasMore: true, total: 100 - i }, true);
       expect(point).toMatchObject({ page: 0, restarts: i });
     }
-    expect(nextPoint({ ...point, page: 1 }, { hasMore: true, total: 50 }, true)).toEqual({
+    const after = nextPoint({ ...point, page: 1 }, { hasMore: true, total: 50 }, true);
+    expect(after).toEqual({
       page: 2,
       done: false,
       tracked: false,
       total: 50,
       restarts: DELTA_WINDOW_RESTARTS,
+      missed: true,
     });
+    // The entity stays `missed` to its last page, whatever the count does then.
+    expect(nextPoint(after, { hasMore: false, total: 50 }, true)).toEqual({ ...after, page: 3, done: true });
   });
 
   it('pages on when the source gives no count', () => {
