@@ -161,28 +161,34 @@ export async function deleteSubscription(db: Db, id: string): Promise<void> {
 /**
  * Give a subscription a new signing secret; the one it replaces stays valid until `previousExpiresAt`. The new one
  * is sealed with the active key; the replaced one moves as it is stored (both columns share one place, so it still
- * opens), and is never decrypted here. Returns the new secret in plaintext (shown once) and the updated row.
+ * opens), and is never decrypted here. The row is read again under its lock: of two rotations at once, the second
+ * keeps the first's new secret as its previous one (a secret already shown stays valid for the grace window), and a
+ * re-seal that committed meanwhile is kept. Returns the new secret in plaintext (shown once) and the updated row.
  */
 export async function rotateSigningSecret(
-  tx: Tx,
-  sub: SubscriptionRow,
+  db: Db,
+  subscriptionId: string,
   secrets: Keyring,
   previousExpiresAt: Date,
   now: Date,
 ): Promise<{ row: SubscriptionRow; secret: string }> {
-  const secret = newSigningSecret();
-  const [row] = await tx
-    .update(webhookSubscriptions)
-    .set({
-      secret: sealSigningSecret(secrets, sub.id, secret),
-      // A plaintext from before encryption is sealed on the way.
-      previousSecret: isPlaintext(sub.secret) ? sealSigningSecret(secrets, sub.id, sub.secret) : sub.secret,
-      previousSecretExpiresAt: previousExpiresAt,
-      updatedAt: now,
-    })
-    .where(eq(webhookSubscriptions.id, sub.id))
-    .returning();
-  return { row: row!, secret };
+  return db.transaction(async (tx) => {
+    const [sub] = await tx.select().from(webhookSubscriptions).where(eq(webhookSubscriptions.id, subscriptionId)).for('update');
+    if (!sub) throw new Error(`webhook subscription ${subscriptionId} does not exist`);
+    const secret = newSigningSecret();
+    const [row] = await tx
+      .update(webhookSubscriptions)
+      .set({
+        secret: sealSigningSecret(secrets, sub.id, secret),
+        // A plaintext from before encryption is sealed on the way.
+        previousSecret: isPlaintext(sub.secret) ? sealSigningSecret(secrets, sub.id, sub.secret) : sub.secret,
+        previousSecretExpiresAt: previousExpiresAt,
+        updatedAt: now,
+      })
+      .where(eq(webhookSubscriptions.id, sub.id))
+      .returning();
+    return { row: row!, secret };
+  });
 }
 
 export async function getDelivery(tx: Tx, id: string): Promise<DeliveryRow | undefined> {

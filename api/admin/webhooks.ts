@@ -396,7 +396,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const grace = c.req.valid('json').grace_period_seconds ?? DEFAULT_ROTATION_GRACE_SECONDS;
       const now = new Date();
       const expires = new Date(now.getTime() + grace * 1000);
-      const { secret } = await rotateSigningSecret(deps.db, sub, deps.secrets, expires, now);
+      const { secret } = await rotateSigningSecret(deps.db, sub.id, deps.secrets, expires, now);
       return c.json({ secret, previous_secret_expires_at: expires.toISOString() }, 200);
     },
   );

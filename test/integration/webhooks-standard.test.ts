@@ -5,6 +5,7 @@
  * to 1.5 s here: configuration is data) or at once by a 410 Gone, its queue kept.
  */
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
@@ -126,6 +127,31 @@ describe('Standard Webhooks signatures', () => {
 
     // After the window only the new secret signs.
     expect((await admin('POST', `/webhook_subscriptions/${sub.id}/rotate_secret`, { grace_period_seconds: 0 })).status).toBe(200);
+  });
+
+  it('two rotations at once: each secret they showed signs during the window', async () => {
+    const integ = await webhookIntegration(db, stack);
+    const sub = await subscribe(integ.id, '/sw-rotate-twice');
+    // Both calls read the subscription while a transaction holds its row, so they reach it together when it commits.
+    let release!: () => void;
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holding = db.transaction(async (tx) => {
+      await tx.execute(sql`select 1 from webhook_subscriptions where id = ${sub.id} for update`);
+      locked();
+      await new Promise<void>((r) => (release = r));
+    });
+    await isLocked;
+    const calls = Promise.all([1, 2].map(() => admin('POST', `/webhook_subscriptions/${sub.id}/rotate_secret`, { grace_period_seconds: 3600 })));
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    await holding;
+    const rotations = await calls;
+    expect(rotations.map((r) => r.status)).toEqual([200, 200]);
+    await recordEvents(db, integ, residentUpdates(1, 'r2'));
+    await receiver.waitFor(() => at('/sw-rotate-twice').length >= 1);
+    const [got] = at('/sw-rotate-twice');
+    for (const r of rotations) expect(verifyWebhookSignature(got!.raw, got!.headers, [r.body.secret as string])).toBe(true);
   });
 
   it('is opt-in per subscription: off sends only the service headers, and a PATCH turns it on', async () => {
