@@ -172,7 +172,8 @@ export function createDispatchActivities(deps: DispatchDeps) {
        * has failed for WEBHOOK_DISABLE_AFTER_MS, disables the subscription, and the batch stops as for a disable.
        */
       const note = async (r: FirstAttemptRecord[]) => {
-        const outcomes = r.map((x) => ({ at: x.startedAt, ok: x.to === 'succeeded', status: x.responseStatus }));
+        // What was never sent says nothing of the receiver.
+        const outcomes = r.filter((x) => !x.unsent).map((x) => ({ at: x.startedAt, ok: x.to === 'succeeded', status: x.responseStatus }));
         const by = await noteOutcomes(db, subId, outcomes, { disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_MS, now: clock() });
         if (by === null) return;
         stop ??= 'paused';
@@ -267,7 +268,8 @@ export function createDispatchActivities(deps: DispatchDeps) {
           });
         } else {
           result.failed++;
-          failureRun++;
+          // A run of failures opens the circuit on the receiver: one that was never sent is not its failure.
+          if (requested) failureRun++;
           records.push({
             deliveryId: d.id,
             startedAt,
@@ -276,6 +278,7 @@ export function createDispatchActivities(deps: DispatchDeps) {
             error,
             responseBody: excerpt,
             ...failed(input, startedAt, durationMs),
+            ...(requested ? {} : { unsent: true as const }),
           });
           retries.push(refOf(subId, d));
           if (failureRun >= input.circuitFailures) stop ??= 'circuit';

@@ -156,6 +156,8 @@ export interface FirstAttemptRecord {
   /** Where the delivery goes: `succeeded`, or on failure `retrying` (`nextAttemptAt` set) or `dead_lettered`. */
   to: Extract<DeliveryStatus, 'succeeded' | 'retrying' | 'dead_lettered'>;
   nextAttemptAt: Date | null;
+  /** Nothing was sent (the event purged, the secret would not open): a failure that is not the receiver's. */
+  unsent?: true;
 }
 
 /**

@@ -6,12 +6,14 @@
  * subscription's queue pauses and resumes in order. The retry and probe schedules are shrunk (schedules are data);
  * the 10 s limit of an attempt is the real one.
  */
+import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, expect, it } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { webhookAttempts, webhookDeliveries, webhookDispatchCursors } from '../../db/schema';
-import { attemptsOf } from '../../db/webhooks';
+import { attemptsOf, createSubscription } from '../../db/webhooks';
+import { createKeyring } from '../../domain/secrets';
 import { dispatcherWorkflowIdOf, SA_DELIVERY_STATUS } from '../../domain/contract';
 import { verifyWebhookSignature } from '../../domain/signature';
 import { adminCaller, type Reply, type TestServer } from '../support/api-server';
@@ -300,6 +302,26 @@ it('a failing receiver: its deliveries are dead-lettered by their own workflows,
   expect(delivered.map((x) => x.body.id)).toEqual(ids.slice(failed.length));
   expect(delivered.every((x) => attemptOf(x) === 1)).toBe(true);
 }, 60_000);
+
+it('first attempts that sent nothing (the signing secret does not open) are no failures of the receiver: the circuit stays closed', async () => {
+  const integ = await webhookIntegration(db, stack);
+  const lost = createKeyring([{ kid: 'lost', key: randomBytes(32) }]);
+  const { row: sub } = await createSubscription(
+    db,
+    { organizationId: integ.organizationId, integrationId: integ.id, url: 'http://127.0.0.1:9/unsent', eventTypes: ['*'], description: null },
+    lost,
+  );
+  await recordEvents(db, integ, residentUpdates(CIRCUIT_FAILURES + 2, 'unsent'));
+  const rows = await until(
+    'every first attempt made',
+    () => queueOf(sub.id),
+    (ds) => ds.length === CIRCUIT_FAILURES + 2 && ds.every((d) => d.attempts >= 1),
+  );
+  expect(rows.every((d) => d.lastError?.startsWith('not sent: the signing secret could not be decrypted'))).toBe(true);
+  expect((await circuitOf(sub.id)).state).toBe('closed');
+  const view = await admin('GET', `/webhook_subscriptions/${sub.id}`);
+  expect(view.body.status).toBe('active');
+}, 30_000);
 
 it('a move to a plan without webhooks ends the deliveries being retried, as a disable does', async () => {
   const r = await receiver();
