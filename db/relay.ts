@@ -54,11 +54,31 @@ export interface UndispatchedEvent {
 }
 
 /**
- * Up to `limit` events not yet dispatched, in production order (of `organizationIds` only, when given), each with
- * its payload when it may be delivered and has no body yet (an event of an integration without subscriptions is
- * not serialized: the public feed does that when it first serves it).
+ * How many bytes of payload (as stored, often compressed) one batch of the relay reads at most, the first event
+ * always: what it serializes is held in memory and sent to Postgres as one parameter, so a batch of a thousand
+ * near-1 MB events would be beyond what one string can hold, fail, and be taken again by every pass after it.
  */
-export async function undispatchedEvents(db: Db, opts: { limit: number; organizationIds?: string[] }): Promise<UndispatchedEvent[]> {
+export const RELAY_BATCH_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Up to `limit` events not yet dispatched, in production order (of `organizationIds` only, when given), as many of
+ * them as fit in `maxBytes` of stored payload (at least one), each with its payload when it may be delivered and has
+ * no body yet (an event of an integration without subscriptions is not serialized: the public feed does that when it
+ * first serves it).
+ */
+export async function undispatchedEvents(db: Db, opts: { limit: number; organizationIds?: string[]; maxBytes?: number }): Promise<UndispatchedEvent[]> {
+  // The next `limit` first, then their running size: a window over every undispatched event would read the backlog.
+  const next = db
+    .select({ id: events.id, createdAt: events.createdAt, size: sql<number>`pg_column_size(${events.data})`.as('size') })
+    .from(events)
+    .where(and(isNull(events.dispatchedAt), opts.organizationIds ? inArray(events.organizationId, opts.organizationIds) : undefined))
+    .orderBy(asc(events.createdAt), asc(events.id))
+    .limit(opts.limit)
+    .as('next');
+  const sized = db
+    .select({ id: next.id, before: sql<number>`sum(${next.size}) over (order by ${next.createdAt}, ${next.id}) - ${next.size}`.as('before') })
+    .from(next)
+    .as('sized');
   return db
     .select({
       id: events.id,
@@ -73,9 +93,9 @@ export async function undispatchedEvents(db: Db, opts: { limit: number; organiza
         ) then ${events.data} end`.mapWith(events.data),
     })
     .from(events)
-    .where(and(isNull(events.dispatchedAt), opts.organizationIds ? inArray(events.organizationId, opts.organizationIds) : undefined))
-    .orderBy(asc(events.createdAt), asc(events.id))
-    .limit(opts.limit);
+    .innerJoin(sized, eq(sized.id, events.id))
+    .where(sql`${sized.before} < ${opts.maxBytes ?? RELAY_BATCH_BYTES}`)
+    .orderBy(asc(events.createdAt), asc(events.id));
 }
 
 /** The integration of each of these subscriptions (what waking a dispatcher needs). */
