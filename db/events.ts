@@ -128,7 +128,10 @@ export async function feedPage(tx: Tx, reader: FeedReader, q: FeedQuery, now = n
       .select({ position: events.position })
       .from(events)
       .where(and(eq(events.id, q.after), eq(events.organizationId, reader.organizationId), eq(events.mode, reader.mode), gte(events.createdAt, since)));
-    if (!row || row.position === null) return undefined;
+    if (!row) return undefined;
+    // Known but not yet numbered by the relay (a webhook of a range replay can carry such an event): nothing is listed
+    // after it yet; the next page after it, once the relay has taken it, starts where it stands.
+    if (row.position === null) return { bodies: [], hasMore: false };
     after = row.position;
   }
   const rows = await tx.execute<{ id: string; body: string | null }>(sql`

@@ -172,6 +172,19 @@ describe('GET /v1/events', () => {
     expect((await getJson(`/v1/events/${mine[0]}`, t.key)).status).toBe(200);
   });
 
+  it('an event the relay has not numbered yet is a cursor with nothing after it yet, not a 404', async () => {
+    // An organization the test relay does not serve: its events stay unnumbered.
+    const t = await makeTenant(db, { plan: 'scale' });
+    const integ = { id: t.integrationId, organizationId: t.organizationId, mode: t.mode } as IntegrationRow;
+    const [id] = await recordEvents(db, integ, residentUpdates(1, 'unnumbered'));
+    expect(await positionOf(id!)).toBeNull();
+    expect((await getJson(`/v1/events/${id}`, t.key)).status).toBe(200);
+    const page = await getJson(`/v1/events?after=${id}`, t.key);
+    expect(page.status, page.raw).toBe(200);
+    expect(page.body.results).toEqual([]);
+    expect(page.body.meta.hasMore).toBe(false);
+  });
+
   it('keeps 30 days: an older event is neither listed, retrieved nor a cursor', async () => {
     const t = await tenant();
     const integ = { id: t.integrationId, organizationId: t.organizationId, mode: t.mode } as IntegrationRow;
