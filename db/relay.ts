@@ -58,7 +58,7 @@ export interface UndispatchedEvent {
  * always: what it serializes is held in memory and sent to Postgres as one parameter, so a batch of a thousand
  * near-1 MB events would be beyond what one string can hold, fail, and be taken again by every pass after it.
  */
-export const RELAY_BATCH_BYTES = 8 * 1024 * 1024;
+const RELAY_BATCH_BYTES = 8 * 1024 * 1024;
 
 /**
  * Up to `limit` events not yet dispatched, in production order (of `organizationIds` only, when given), as many of
