@@ -12,7 +12,7 @@ import {
   type ScheduleSpec,
 } from '@temporalio/client';
 import type { Db } from '../db/client';
-import { automationsWithDeleted, insertRun, moveRun, type AutomationRow, type AutomationRunRow } from '../db/automations';
+import { automationsWithDeleted, getAutomation, insertRun, moveRun, type AutomationRow, type AutomationRunRow } from '../db/automations';
 import {
   AUTOMATION_SCHEDULE_PREFIX,
   SA_AUTOMATION_ID,
@@ -96,9 +96,16 @@ function scheduleOptions(deps: AutomationControlDeps, a: AutomationRow) {
 export async function ensureAutomationSchedule(
   deps: AutomationControlDeps,
   a: AutomationRow,
-  reread: () => Promise<AutomationRow | undefined> = async () => undefined,
+  /** The automation as it is now, undefined once deleted (then its schedule is removed); absent: `a` is taken as it is. */
+  reread: () => Promise<AutomationRow | undefined> = async () => a,
 ): Promise<void> {
-  await pushUntilSettled(a, (row) => pushAutomationSchedule(deps, row), reread, followed);
+  await pushUntilSettled(
+    a,
+    (row) => pushAutomationSchedule(deps, row),
+    reread,
+    followed,
+    () => removeAutomationSchedule(deps, a.id),
+  );
 }
 
 /** What an automation's schedule follows. */
@@ -166,7 +173,8 @@ export async function reconcileAutomationSchedules(
         await removeAutomationSchedule(deps, a.id);
         removed++;
       } else {
-        await ensureAutomationSchedule(deps, a);
+        // Read again after the push: an operator's change (or deletion) made since the rows were read wins.
+        await ensureAutomationSchedule(deps, a, () => getAutomation(deps.db, a.id));
         ensured++;
       }
     } catch (err) {

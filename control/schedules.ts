@@ -21,11 +21,14 @@ export async function pushUntilSettled<R>(
   push: (row: R) => Promise<void>,
   reread: () => Promise<R | undefined>,
   followed: (row: R) => string | number,
+  /** The row is gone when read again (deleted meanwhile): undo the push, whose schedule nothing would remove. */
+  gone?: () => Promise<void>,
 ): Promise<void> {
   for (let pushes = 1; ; pushes++) {
     await push(row);
     const now = await reread();
-    if (now === undefined || pushes >= MAX_SCHEDULE_PUSHES || followed(now) === followed(row)) return;
+    if (now === undefined) return gone?.();
+    if (pushes >= MAX_SCHEDULE_PUSHES || followed(now) === followed(row)) return;
     row = now;
   }
 }

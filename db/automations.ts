@@ -176,8 +176,13 @@ export async function automationsPage(db: Db, integrationId: string, page: Order
 }
 
 /** Change an automation (or put it back as it was); returns it as it now is. */
+/** Change a live automation; undefined when it is not (deleted meanwhile). */
 export async function updateAutomation(db: Db, id: string, changes: Partial<Omit<AutomationRow, 'id' | 'createdAt'>>): Promise<AutomationRow | undefined> {
-  const [row] = await db.update(automations).set(changes).where(eq(automations.id, id)).returning();
+  const [row] = await db
+    .update(automations)
+    .set(changes)
+    .where(and(eq(automations.id, id), isNull(automations.deletedAt)))
+    .returning();
   return row;
 }
 

@@ -376,6 +376,8 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
         ...(input.status !== undefined ? { status: input.status } : {}),
         updatedAt: new Date(),
       });
+      // Deleted since it was read: a 404, as a request after the deletion gets.
+      if (!row) await loadAutomation(deps, before.id);
       // Pushed whenever the body names the schedule or the status, even the status this request read: another request
       // may have moved the schedule since (the push reads the row again until the schedule agrees with it).
       if (input.schedule !== undefined || input.status !== undefined) {
