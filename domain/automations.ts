@@ -50,15 +50,26 @@ export const PLURAL: Record<Entity, string> = { property: 'properties', unit: 'u
 /** Shortest interval of an `every` schedule. */
 export const MIN_EVERY_SECONDS = 60;
 
+/** Bytes (UTF-8) of the name part of a file name: with the run id and `.csv`, well under the 255 of most file systems. */
+const FILE_NAME_PART_BYTES = 180;
+
 /** File name of a run: `<automation name>-<run id>.csv`, the name made safe for file systems and URLs. */
 export function exportFileName(automationName: string, runId: string): string {
   const safe = automationName
     .normalize('NFKC')
     .replace(/[/\\:*?"<>|\u0000-\u001f\u007f]+/g, '_')
     .replace(/^\.+/, '_')
-    .trim()
-    .slice(0, 120);
-  return `${safe || 'export'}-${runId}.csv`;
+    .trim();
+  // Cut by bytes, whole characters only (a name of 200 CJK characters is 600 bytes).
+  let kept = '';
+  let bytes = 0;
+  for (const ch of safe) {
+    const cp = ch.codePointAt(0)!;
+    bytes += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (bytes > FILE_NAME_PART_BYTES) break;
+    kept += ch;
+  }
+  return `${kept.trim() || 'export'}-${runId}.csv`;
 }
 
 export type RunTrigger = 'schedule' | 'manual';
