@@ -39,7 +39,9 @@ const { createScheduledRun, recordRunRetry, finishRun } = proxyActivities<Automa
  * heartbeat time-out and counts as a failed attempt.
  */
 const { exportAttempt } = proxyActivities<AutomationActivities>({
-  startToCloseTimeout: '2 hours',
+  // Above EXPORT_TIMEOUT_MS's highest value (24 h): the attempt's own limit is what ends a slow export; this only
+  // bounds one whose worker lives on and stops heartbeating never.
+  startToCloseTimeout: '25 hours',
   heartbeatTimeout: '1 minute',
   retry: ONE_ATTEMPT,
 });
@@ -87,7 +89,10 @@ export async function runAutomation(input: AutomationRunInput): Promise<Automati
           case 'gone':
             return { done: { runId, status: 'failed', attempts: attempt, recordsExported: null } };
           case 'succeeded':
-            await finishRun({ runId, status: 'succeeded', attempts: attempt, recordsExported: outcome.recordsExported });
+            // The file is delivered: a cancellation now must not end the run failed.
+            await CancellationScope.nonCancellable(() =>
+              finishRun({ runId, status: 'succeeded', attempts: attempt, recordsExported: outcome.recordsExported }),
+            );
             setStatus('succeeded');
             return { done: { runId, status: 'succeeded', attempts: attempt, recordsExported: outcome.recordsExported } };
           case 'permanent':

@@ -156,6 +156,30 @@ describe('runAutomation', () => {
       expect(mock.calls.finish.map((c) => c.input.error)).toEqual(['cancelled by an operator']);
     });
   });
+
+  it('a cancellation that comes while a delivered run is being recorded leaves it succeeded', async () => {
+    const mock = mockActivities(() => delivered);
+    const finish = mock.activities.finishRun;
+    let recordNow!: () => void;
+    const recording = new Promise<void>((r) => (recordNow = r));
+    let reached!: () => void;
+    const isRecording = new Promise<void>((r) => (reached = r));
+    mock.activities.finishRun = async (input) => {
+      if (input.status === 'succeeded') {
+        reached();
+        await recording;
+      }
+      return finish(input);
+    };
+    await withWorker(mock, async (tq) => {
+      const handle = await start(tq);
+      await isRecording;
+      await handle.cancel();
+      recordNow();
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 1 });
+      expect(mock.calls.finish.map((c) => c.input.status)).toEqual(['succeeded']);
+    });
+  });
 });
 
 describe('automationTick', () => {
