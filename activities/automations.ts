@@ -3,8 +3,9 @@
  * the retries as durable timers, so every attempt is one the workflow chose to make), and the run's bookkeeping and
  * end, which records AUTOMATION_COMPLETED or AUTOMATION_FAILED in the outbox once.
  */
+import { Context } from '@temporalio/activity';
 import type { Db } from '../db/client';
-import { endRun, getAutomation, getRun, insertRun, markRunStarted, moveRun, type AutomationRow } from '../db/automations';
+import { endRun, getAutomation, getRun, insertRun, markRunStarted, moveRun, runOfFiring, type AutomationRow } from '../db/automations';
 import { getIntegration } from '../db/tenants';
 import type { ExportOutcome } from '../domain/automations';
 import { clip, heartbeating, messageOf } from './attempt';
@@ -36,9 +37,13 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
   return {
     /** A scheduled firing: a new run of the automation, or null when it is paused or gone (nothing to run). */
     async createScheduledRun(input: { automationId: string }): Promise<{ runId: string } | null> {
+      // Retried until it answers: a try whose insert committed and whose answer was lost made the firing's run.
+      const firingId = Context.current().info.workflowExecution?.workflowId;
+      const made = firingId === undefined ? undefined : await runOfFiring(db, firingId);
+      if (made) return { runId: made.id };
       const automation = await getAutomation(db, input.automationId);
       if (!automation || automation.status !== 'active') return null;
-      const run = await insertRun(db, automation, 'schedule', clock());
+      const run = await insertRun(db, automation, 'schedule', clock(), firingId);
       return { runId: run.id };
     },
 

@@ -54,7 +54,14 @@ export async function automationsWithDeleted(db: Db | Tx, organizationIds?: stri
 }
 
 /** A new run of an automation, queued; its file name is fixed now (`<name>-<run id>.csv`). */
-export async function insertRun(db: Db | Tx, automation: AutomationRow, trigger: RunTrigger, now = new Date()): Promise<AutomationRunRow> {
+export async function insertRun(
+  db: Db | Tx,
+  automation: AutomationRow,
+  trigger: RunTrigger,
+  now = new Date(),
+  /** A scheduled run's firing (its workflow id): a firing that asks again gets the run it made. */
+  firingId?: string,
+): Promise<AutomationRunRow> {
   const id = newId('automationRun');
   const [row] = await db
     .insert(automationRuns)
@@ -66,11 +73,20 @@ export async function insertRun(db: Db | Tx, automation: AutomationRow, trigger:
       trigger,
       status: 'queued',
       fileName: exportFileName(automation.name, id),
+      firingId: firingId ?? null,
       createdAt: now,
       updatedAt: now,
     })
+    .onConflictDoNothing({ target: automationRuns.firingId })
     .returning();
-  return row!;
+  // Only a firing's second insert can be left out (no other unique key is drawn from the caller).
+  return row ?? (await runOfFiring(db, firingId!))!;
+}
+
+/** The run a schedule's firing made, if it made one. */
+export async function runOfFiring(db: Db | Tx, firingId: string): Promise<AutomationRunRow | undefined> {
+  const [row] = await db.select().from(automationRuns).where(eq(automationRuns.firingId, firingId));
+  return row;
 }
 
 export async function getRun(db: Db | Tx, id: string): Promise<AutomationRunRow | undefined> {

@@ -1,5 +1,5 @@
 /** Automations (scheduled CSV exports) and their runs. */
-import { index, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
+import { index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { ownedBy, prefixedId, timestamps, ts } from './columns';
 
 /**
@@ -49,7 +49,9 @@ export const automationRuns = pgTable(
     error: text('error'),
     startedAt: ts('started_at'),
     finishedAt: ts('finished_at'),
+    /** The schedule's firing that made a scheduled run (its workflow id): one run a firing, however often it asks. */
+    firingId: text('firing_id'),
     ...timestamps(),
   },
-  (t) => [index('automation_runs_automation_idx').on(t.automationId, t.createdAt)],
+  (t) => [index('automation_runs_automation_idx').on(t.automationId, t.createdAt), uniqueIndex('automation_runs_firing_idx').on(t.firingId)],
 );

@@ -8,7 +8,9 @@
 import { mkdtemp, readdir, readFile, rm, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { NativeConnection } from '@temporalio/worker';
 import { parse } from 'csv-parse/sync';
 import { eq } from 'drizzle-orm';
@@ -23,6 +25,8 @@ import { automationRunWorkflowIdOf, automationScheduleIdOf } from '../../domain/
 import { csvColumns, MONEY_FIELDS, RECORD_FIELDS } from '../../domain/automations';
 import type { Entity } from '../../domain/cdm';
 import { sealAutomationHeaders } from '../../domain/secrets';
+import { createAutomationActivities } from '../../activities/automations';
+import type { ExportDeps } from '../../activities/export';
 import { createAutomationWorker } from '../../worker/roles/automations';
 import { startApi, type TestServer } from '../support/api-server';
 import { testConfig, testDb, testKeyring } from '../support/context';
@@ -190,6 +194,22 @@ describe('a run', () => {
     const [header, ...rows] = parsed(await readFile(join(exportRoot, 'nightly', run.fileName)));
     expect(header).toEqual(['id', 'unit_number', 'market_rent_amount', 'market_rent_currency', 'address']);
     expect(cellsOf(header!, rows)).toEqual(await listedRows('unit', 'units', 'include_deleted=false', ['id', 'unit_number', 'market_rent', 'address']));
+  });
+});
+
+describe('a firing', () => {
+  it('asking again (its answer was lost) gets the run it made, not a second one', async () => {
+    const a = await automation();
+    const acts = createAutomationActivities({ db, exports: {} as ExportDeps });
+    const firing = new MockActivityEnvironment({ workflowExecution: { workflowId: `automation-tick-${a.id}-${randomUUID()}`, runId: randomUUID() } });
+    const first: { runId: string } | null = await firing.run(acts.createScheduledRun, { automationId: a.id });
+    const again: { runId: string } | null = await firing.run(acts.createScheduledRun, { automationId: a.id });
+    expect(again).toEqual(first);
+    expect(await db.select().from(automationRuns).where(eq(automationRuns.automationId, a.id))).toHaveLength(1);
+    // Another firing makes a run of its own.
+    const next = new MockActivityEnvironment({ workflowExecution: { workflowId: `automation-tick-${a.id}-${randomUUID()}`, runId: randomUUID() } });
+    const other: { runId: string } | null = await next.run(acts.createScheduledRun, { automationId: a.id });
+    expect(other?.runId).not.toBe(first?.runId);
   });
 });
 
