@@ -191,8 +191,7 @@ export async function automationsPage(db: Db, integrationId: string, page: Order
   return livePage(db, automations, automations.integrationId, integrationId, page);
 }
 
-/** Change an automation (or put it back as it was); returns it as it now is. */
-/** Change a live automation; undefined when it is not (deleted meanwhile). */
+/** Change a live automation (or put it back as it was); returns it as it now is, undefined once deleted. */
 export async function updateAutomation(db: Db, id: string, changes: Partial<Omit<AutomationRow, 'id' | 'createdAt'>>): Promise<AutomationRow | undefined> {
   const [row] = await db
     .update(automations)

@@ -25,8 +25,9 @@ function unseenBy(table: ReturnType<typeof tableOf>, run: { syncJobId: string; s
 }
 
 /**
- * Soft-delete the records of an integration that a complete sync run did not see (and that were stored before it began),
- * recording `*_UPDATED` events with `deleted_at`. Only called after every page of the run was applied; a failed run never soft-deletes.
+ * Soft-delete the records of an integration that a complete sync run did not see (and that were stored before it
+ * began), recording `*_UPDATED` events with `deleted_at`. Only called after every page of the run was applied; a
+ * failed run never soft-deletes.
  */
 export async function softDeleteUnseen(
   tx: Tx,
