@@ -408,6 +408,9 @@ async function openDirectory(exportRoot: string, destinationPath: string, fileNa
         true,
       );
     }
+    // Its permissions (EACCES on a directory on the way): another attempt meets them again.
+    if (code !== undefined && PERMANENT_FS.has(code))
+      throw new ExportError(`the destination directory ${shown} cannot be reached: ${code}`, true, undefined, { cause: err });
     throw err;
   }
   if (!isWithin(realRoot, directory)) throw outside();

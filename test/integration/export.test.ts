@@ -796,6 +796,14 @@ describe('directory destination', () => {
     await exportAutomation(deps(), { automation: automation('unit', { destination: { type: 'directory', path: dir } }), integration: A, fileName: 'f.csv' });
     const file = automation('unit', { destination: { type: 'directory', path: `${dir}/f.csv` } });
     expect(await failure(exportAutomation(deps(), { automation: file, integration: A, fileName: 'u.csv' }))).toMatchObject({ permanent: true });
+    // A path that cannot be resolved (a link to itself: ELOOP, as EACCES on a directory on the way) is permanent too.
+    const loop = `loop-${randomUUID()}`;
+    await symlink(path.join(root, loop), path.join(root, loop));
+    const looping = automation('unit', { destination: { type: 'directory', path: loop } });
+    expect(await failure(exportAutomation(deps(), { automation: looping, integration: A, fileName: 'u.csv' }))).toMatchObject({
+      permanent: true,
+      message: expect.stringContaining('cannot be reached: ELOOP'),
+    });
   });
 
   it('an aborted export stops and leaves no file behind', async () => {
