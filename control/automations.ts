@@ -89,20 +89,16 @@ function scheduleOptions(deps: AutomationControlDeps, a: AutomationRow) {
 }
 
 /**
- * Create or update an automation's schedule (its spec, and paused or not, in one update). Idempotent. With `reread`
- * (the row as the database now has it, undefined once deleted), it is pushed until it agrees with the row
- * (pushUntilSettled: two changes made at once end as the database says).
+ * Create or update an automation's schedule (its spec, and paused or not, in one update). Idempotent. The row is read
+ * again after each push, and pushed until the schedule agrees with it (pushUntilSettled): a change made since `a` was
+ * read wins, two changes made at once end as the database says, and a deleted automation's schedule is removed
+ * rather than left behind.
  */
-export async function ensureAutomationSchedule(
-  deps: AutomationControlDeps,
-  a: AutomationRow,
-  /** The automation as it is now, undefined once deleted (then its schedule is removed); absent: `a` is taken as it is. */
-  reread: () => Promise<AutomationRow | undefined> = async () => a,
-): Promise<void> {
+export async function ensureAutomationSchedule(deps: AutomationControlDeps, db: Db, a: AutomationRow): Promise<void> {
   await pushUntilSettled(
     a,
     (row) => pushAutomationSchedule(deps, row),
-    reread,
+    () => getAutomation(db, a.id),
     followed,
     () => removeAutomationSchedule(deps, a.id),
   );
@@ -173,8 +169,7 @@ export async function reconcileAutomationSchedules(
         await removeAutomationSchedule(deps, a.id);
         removed++;
       } else {
-        // Read again after the push: an operator's change (or deletion) made since the rows were read wins.
-        await ensureAutomationSchedule(deps, a, () => getAutomation(deps.db, a.id));
+        await ensureAutomationSchedule(deps, deps.db, a);
         ensured++;
       }
     } catch (err) {

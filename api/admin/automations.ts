@@ -206,8 +206,8 @@ function scheduleOf(input: ScheduleInput): AutomationSchedule {
  */
 async function ensureSchedule(ctl: AutomationControlDeps, control: AutomationControl, row: AutomationRow, db: Db): Promise<void> {
   try {
-    // Read again after the push, so that two changes made at once leave the schedule as the database says.
-    await control.ensureAutomationSchedule(ctl, row, () => getAutomation(db, row.id));
+    // Two changes made at once leave the schedule as the database says (the push reads the row again).
+    await control.ensureAutomationSchedule(ctl, db, row);
   } catch (err) {
     // The client turns the server's "Invalid schedule spec" into a TypeError.
     if (err instanceof TypeError && 'cron' in row.schedule) {
@@ -389,7 +389,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
             const { id: _id, createdAt: _created, ...was } = before;
             await updateAutomation(deps.db, before.id, was);
             // The schedule may have been half-moved (spec changed, pause not); put it back as it was, if Temporal lets us.
-            await tryControl(deps, (ctl, control) => control.ensureAutomationSchedule(ctl, before));
+            await tryControl(deps, (ctl, control) => control.ensureAutomationSchedule(ctl, deps.db, before));
           },
         );
       }

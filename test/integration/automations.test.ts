@@ -294,7 +294,7 @@ describe('failures', () => {
 describe('the schedule', () => {
   it('a firing creates a run whose workflow id is the run id, and it runs to its end', async () => {
     const a = await automation();
-    await ensureAutomationSchedule(automationControlOf(client, config), a);
+    await ensureAutomationSchedule(automationControlOf(client, config), db, a);
     const handle = client.schedule.getHandle(automationScheduleIdOf(a.id));
     try {
       await handle.trigger();

@@ -10,7 +10,7 @@ import { automationControlOf, ensureAutomationSchedule, reconcileAutomationSched
 import { ensureSyncSchedule } from '../../control/sync';
 import { createLogger } from '../../config/logger';
 import { closeDb, type Db } from '../../db/client';
-import { getAutomation, insertAutomation, updateAutomation } from '../../db/automations';
+import { insertAutomation, updateAutomation } from '../../db/automations';
 import { automations, integrations } from '../../db/schema';
 import { automationScheduleIdOf, scheduleIdOf } from '../../domain/contract';
 import { reconcileSchedules } from '../../worker/roles/sync';
@@ -63,7 +63,7 @@ it("makes every live integration's and automation's schedule, removes deleted on
     });
   const live = await automation('kept', 'paused');
   const deleted = await automation('deleted', 'active');
-  await ensureAutomationSchedule(controls, deleted);
+  await ensureAutomationSchedule(controls, db, deleted);
   await db.update(automations).set({ deletedAt: new Date() }).where(eq(automations.id, deleted.id));
 
   for (let round = 0; round < 2; round++) {
@@ -89,14 +89,13 @@ it('a push of an automation read before a change or its deletion leaves its sche
     destination: { type: 'directory', path: 'x' },
     status: 'paused',
   });
-  const now = () => getAutomation(db, row.id);
   // An operator resumes it after this row was read (a starting worker's reconcile): the row as it is now wins.
   await db.update(automations).set({ status: 'active' }).where(eq(automations.id, row.id));
-  await ensureAutomationSchedule(controls, row, now);
+  await ensureAutomationSchedule(controls, db, row);
   expect((await client.schedule.getHandle(automationScheduleIdOf(row.id)).describe()).state.paused).toBe(false);
   // Deleted after it was read: the push is undone, no schedule is left behind.
   await db.update(automations).set({ deletedAt: new Date() }).where(eq(automations.id, row.id));
-  await ensureAutomationSchedule(controls, row, now);
+  await ensureAutomationSchedule(controls, db, row);
   expect(await exists(automationScheduleIdOf(row.id))).toBe(false);
   // And a change that reaches it after its deletion changes nothing.
   expect(await updateAutomation(db, row.id, { name: 'too late' })).toBeUndefined();
