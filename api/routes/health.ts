@@ -21,10 +21,15 @@ class CheckTimeout extends Error {}
 /** The dependency could not be connected to at all. */
 class Unreachable extends Error {}
 
-function withTimeout<T>(p: Promise<T>): Promise<T> {
+/**
+ * The probe's outcome, or a CheckTimeout when it has none after `ms`. When the timer fires, the probe's own outcome
+ * may already be waiting to be read (a refused connection's error, behind an event loop that a busy process held up
+ * for longer than `ms`): the timeout gives way to it by rejecting only after the loop's I/O phase has run once.
+ */
+export function withTimeout<T>(p: Promise<T>, ms = CHECK_TIMEOUT_MS): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new CheckTimeout()), CHECK_TIMEOUT_MS);
+    timer = setTimeout(() => setImmediate(() => reject(new CheckTimeout())), ms);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
