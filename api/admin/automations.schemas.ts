@@ -254,7 +254,7 @@ export const AutomationUpdate = someField(
     schedule: AutomationScheduleInput.optional(),
     destination: DestinationInput.optional().openapi({
       description:
-        'Replaces the destination. For an HTTP destination that stays HTTP, omitting `headers` keeps the stored ones (their values are never shown, so they cannot be sent back); `headers: {}` removes them.',
+        'Replaces the destination. For an HTTP destination that stays HTTP, omitting `headers` keeps the stored ones (their values are never shown, so they cannot be sent back) as long as the URL keeps its origin (scheme, host and port): a URL on another origin needs `headers` again, else a 422 at `/destination/headers`; `headers: {}` removes them.',
     }),
     status: z
       .enum(AUTOMATION_STATUSES)

@@ -149,6 +149,15 @@ function columnErrors(entity: Entity, columns: string[] | null | undefined): Fie
   });
 }
 
+/** scheme://host:port of a URL, or the text itself when it is not one (then it matches only itself). */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
 /** The destination to store and its sealed headers; `keep` is what an HTTP destination had (PATCH without `headers`). */
 function destinationOf(
   deps: ApiDeps,
@@ -156,7 +165,7 @@ function destinationOf(
   input: DestinationInput,
   integration: IntegrationRow,
   errors: FieldError[],
-  keep?: { names: string[]; sealed: string | null },
+  keep?: { url: string; names: string[]; sealed: string | null },
 ): { destination: StoredDestination; sealed: string | null } {
   if (input.type === 'directory') {
     const missing = missingDirectory(deps.config.EXPORT_ROOT, input.path);
@@ -171,7 +180,17 @@ function destinationOf(
     errors.push(...err.opts.errors);
   }
   const method = input.method ?? 'PUT';
-  if (input.headers === undefined && keep) return { destination: { type: 'http', url, method, header_names: keep.names }, sealed: keep.sealed };
+  if (input.headers === undefined && keep) {
+    // Stored headers (often credentials) go only where they were meant to: to another origin, the request says again
+    // which to send, as an HTTP client drops Authorization on a redirect to another host.
+    if (keep.names.length > 0 && originOf(url) !== originOf(keep.url)) {
+      errors.push({
+        pointer: pointer('destination', 'headers'),
+        detail: `the destination moves to another origin: send its \`headers\` again (\`{}\` for none); the stored ones (${keep.names.join(', ')}) are kept only for the same origin`,
+      });
+    }
+    return { destination: { type: 'http', url, method, header_names: keep.names }, sealed: keep.sealed };
+  }
   const headers = input.headers ?? {};
   const names = Object.keys(headers);
   return {
@@ -357,7 +376,7 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
         ...columnErrors(before.entity, input.columns),
       ];
       const old = before.destination as StoredDestination;
-      const keep = old.type === 'http' ? { names: old.header_names ?? [], sealed: before.destinationHeaders } : undefined;
+      const keep = old.type === 'http' ? { url: old.url, names: old.header_names ?? [], sealed: before.destinationHeaders } : undefined;
       const dest = input.destination !== undefined ? destinationOf(deps, before.id, input.destination, integration, errors, keep) : undefined;
       if (errors.length > 0) throw invalid(errors);
       // The option lives with the destination: a new destination keeps it unless the request changes it too.

@@ -459,10 +459,23 @@ describe('update', () => {
 
     let r = await admin('PATCH', `/automations/${a.id}`, { name: 'Renamed', filters: { status: 'past' }, columns: ['id', 'end_date'] });
     expect(r.body).toMatchObject({ name: 'Renamed', filters: { status: 'past' }, columns: ['id', 'end_date'] });
-    r = await admin('PATCH', `/automations/${a.id}`, { columns: null, destination: { type: 'http', url: 'https://other.example.com/in', method: 'POST' } });
+    r = await admin('PATCH', `/automations/${a.id}`, { columns: null, destination: { type: 'http', url: 'https://files.example.com/in', method: 'POST' } });
     expect(r.body).toMatchObject({
       columns: null,
-      destination: { type: 'http', url: 'https://other.example.com/in', method: 'POST', headers: ['Authorization'] },
+      destination: { type: 'http', url: 'https://files.example.com/in', method: 'POST', headers: ['Authorization'] },
+    });
+    expect((await rowsOf(integ))[0]!.destinationHeaders).toBe(sealedBefore);
+    // The stored values are not carried to another origin (another host, scheme or port) unless the request says so.
+    for (const url of ['https://other.example.com/in', 'https://files.example.com:8443/in', 'https://evil.files.example.com/in']) {
+      const moved = await admin('PATCH', `/automations/${a.id}`, { name: 'Moved', destination: { type: 'http', url } });
+      expect(moved.status, url).toBe(422);
+      expect(pointers(moved)).toEqual(['/destination/headers']);
+      expect(moved.body.errors[0].detail).toContain('Authorization');
+      expect(moved.body.errors[0].detail).not.toContain(SECRET);
+    }
+    expect((await admin('GET', `/automations/${a.id}`)).body).toMatchObject({
+      name: 'Renamed',
+      destination: { url: 'https://files.example.com/in', headers: ['Authorization'] },
     });
     expect((await rowsOf(integ))[0]!.destinationHeaders).toBe(sealedBefore);
 
