@@ -25,7 +25,7 @@ export interface HealthFacts {
   deliveriesInFlight: number;
   /** Deliveries whose first attempt failed and that wait for the next one. */
   deliveriesRetrying: number;
-  /** Dead letters not yet replayed or expired. */
+  /** Dead letters not yet replayed or expired, of live subscriptions (a deleted one's can no longer be replayed). */
   deadLettersOpen: number;
   /** Pending deliveries of the subscriptions with the most of them (at most TOP_SUBSCRIPTIONS). */
   pendingBySubscription: { subscriptionId: string; pending: number }[];
@@ -92,7 +92,8 @@ select
   ${capped(`webhook_deliveries where status = 'pending'`)} as pending,
   ${capped(`webhook_deliveries d join webhook_dispatch_cursors c on c.subscription_id = d.subscription_id where d.status = 'pending' and d.seq <= c.taken_seq`)} as in_flight,
   ${capped(`webhook_deliveries where status = 'retrying'`)} as retrying,
-  ${capped(`webhook_deliveries where status = 'dead_lettered'`)} as dead_letters,
+  ${capped(`webhook_deliveries d join webhook_subscriptions s on s.id = d.subscription_id join integrations i on i.id = s.integration_id
+             where d.status = 'dead_lettered' and s.deleted_at is null and i.deleted_at is null`)} as dead_letters,
   coalesce(extract(epoch from now() - (select min(created_at) from operations where status in ('queued', 'running'))), 0)::float8 as oldest_operation,
   ${capped(QUARANTINED)} as quarantined,
   (select count(*) from integrations i

@@ -251,7 +251,7 @@ export function createApiMetrics(facts: HealthFactsSource, opts: { processMetric
   fact('propsync_webhook_deliveries_pending', 'Deliveries waiting for their first attempt or with it in flight.', (f) => f.deliveriesPending);
   fact('propsync_webhook_deliveries_in_flight', 'First attempts sent by a dispatcher and not yet recorded.', (f) => f.deliveriesInFlight);
   fact('propsync_webhook_deliveries_retrying', 'Deliveries whose last attempt failed, waiting for the next.', (f) => f.deliveriesRetrying);
-  fact('propsync_webhook_dead_letters_open', 'Dead-lettered deliveries not yet replayed or expired.', (f) => f.deadLettersOpen);
+  fact('propsync_webhook_dead_letters_open', 'Dead-lettered deliveries not yet replayed or expired, of subscriptions not deleted.', (f) => f.deadLettersOpen);
   fact(
     'propsync_operation_oldest_queued_age_seconds',
     'Age of the oldest Operation not finished (queued, or running between attempts); 0 when none.',

@@ -16,7 +16,7 @@ export const Health = z
     webhook_deliveries_pending: count('Deliveries waiting for (or in) their first attempt.'),
     webhook_deliveries_in_flight: count('First attempts sent and not yet recorded.'),
     webhook_deliveries_retrying: count('Deliveries waiting for their next attempt.'),
-    webhook_dead_letters_open: count('Dead letters not yet replayed or expired.'),
+    webhook_dead_letters_open: count("Dead letters not yet replayed or expired, of subscriptions not deleted (a deleted one's cannot be replayed)."),
     webhook_circuits_open: count('Subscriptions whose circuit is open.'),
     webhook_subscription_failing_oldest_seconds: seconds(
       'Seconds every attempt of the active subscription failing longest has failed (since its last success); 0 when none is failing.',

@@ -136,8 +136,9 @@ describe('metrics', () => {
     ).toEqual(['custom', 'enterprise', 'growth', 'scale', 'starter']);
 
     // Two subscriptions to the end of the first sync: one receiver answers 200, the other 500 (a dead letter after 2 attempts).
+    const subscriptions: string[] = [];
     for (const url of [ok.url, failing.url]) {
-      await admin('POST', `/integrations/${tenant.row.id}/webhook_subscriptions`, { url, event_types: ['FIRST_SYNC_COMPLETE'] });
+      subscriptions.push((await admin('POST', `/integrations/${tenant.row.id}/webhook_subscriptions`, { url, event_types: ['FIRST_SYNC_COMPLETE'] })).id);
     }
     const job = await admin('POST', `/integrations/${tenant.row.id}/syncs`);
     const ended = await until(
@@ -309,6 +310,15 @@ describe('metrics', () => {
       }
       expect(s.text).not.toContain('/v1/leases/lea_');
     }
+
+    // A deleted subscription's dead letters can no longer be replayed: they stop counting as open.
+    const deleted = await fetch(`${api.url}/admin/v1/webhook_subscriptions/${subscriptions[1]}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    expect(deleted.status).toBe(204);
+    await scrapeUntil(api.metrics, 'the deleted subscription’s dead letter to stop counting', (s) => s.value('propsync_webhook_dead_letters_open') === 0);
+    expect((await admin('GET', '/health')).webhook_dead_letters_open).toBe(0);
   }, 180_000);
 
   it("counts a 429 under the plan its budget comes from: `custom` for an organization's own limit, even one equal to a plan's", async () => {
