@@ -441,7 +441,15 @@ describe('operating an integration', () => {
     expect(await textOf(page.getByRole('status'))).toBe('Saved.');
     expect(await textOf(page.locator('dl.facts'))).toContain('edited from the console');
 
+    // Disabling cancels deliveries being retried: the console asks first.
+    const asked = new Promise<string>((resolve) =>
+      page.once('dialog', (d) => {
+        resolve(d.message());
+        void d.accept();
+      }),
+    );
     await page.getByRole('button', { name: 'Disable' }).click();
+    expect(await asked).toContain('deliveries being retried are cancelled');
     expect(await textOf(page.getByRole('status'))).toContain('Disabled');
     expect(await textOf(page.locator('dl.facts .badge'))).toBe('disabled');
     // Who disabled it and why, and the endpoint's health.
@@ -475,6 +483,7 @@ describe('operating an integration', () => {
   it('sends what a subscription missed while disabled by replaying the time range the page offers once it is enabled', async () => {
     const sub = at(`/console/webhook-subscriptions/${subscriptionId}`);
     await page.goto(sub);
+    page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Disable' }).click();
     expect(await textOf(page.locator('dl.facts .badge'))).toBe('disabled');
     expect((await admin('POST', `/integrations/${integrationId}/sandbox/changes`, { update: 2 })).status).toBe(200);
@@ -526,6 +535,14 @@ describe('operating an integration', () => {
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Replay all dead-lettered' }).click();
     expect(await textOf(page.getByRole('status'))).toMatch(/Replay started for \d+ deliveries/);
+    // The subscription's counts follow its deliveries live while any is due or just replayed, as its table does: no reload.
+    const waiting = (await textOf(page.locator('#subscription dl.facts'))).match(/(\d+) queued, (\d+) retrying, (\d+) dead-lettered/)!;
+    if (Number(waiting[1]) + Number(waiting[2]) + Number(waiting[3]) > 0)
+      expect(await page.locator('#subscription').getAttribute('hx-get')).toContain(subscriptionId);
+    await page
+      .locator('#subscription dl.facts')
+      .filter({ hasText: / 0 dead-lettered/ })
+      .waitFor({ timeout: 40_000 });
     for (let i = 0; ; i++) {
       await page.goto(filtered);
       if ((await page.locator('tr[data-status="dead_lettered"]').count()) === 0) break;

@@ -213,52 +213,74 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const [sub, ctx] = await loadOfIntegration<Sub>(c, admin, `/webhook_subscriptions/${encodeURIComponent(c.req.param('id'))}`);
     const deliveries = await loadList<Del>(c, admin, `/webhook_subscriptions/${sub.id}/deliveries`, { order: 'desc', filters: ['status', 'event_type'] });
     const base = `/console/webhook-subscriptions/${sub.id}`;
+    // Just after a replay of its dead letters, they are followed too until their attempts are under way.
+    const replayed = ui.url.searchParams.get('done') === 'replayed';
+    const live = (status: string) => due(status) || (replayed && status === 'dead_lettered');
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title={`Subscription ${sub.url}`} item={sub.id} notice={noticeOf(ui.url)}>
-        <FactsCard
-          rows={[
-            ['Id', <code>{sub.id}</code>],
-            ['Status', <Badge status={sub.status} />],
-            ['URL', <code>{sub.url}</code>],
-            ['Event types', sub.event_types.join(', ')],
-            ['Description', sub.description ?? <span class="muted">none</span>],
-            ...(sub.disabled
-              ? ([
-                  [
-                    'Disabled',
-                    <span>
-                      <Time iso={sub.disabled.at} /> by {sub.disabled.by === 'operator' ? 'an operator' : 'the service'}
-                      {sub.disabled.reason && <>: {sub.disabled.reason}</>}
-                    </span>,
-                  ],
-                ] as [string, Child][])
-              : []),
-            ['Health', <HealthSummary health={sub.health} />],
-            ['Last success', sub.health.last_success_at ? <Time iso={sub.health.last_success_at} /> : <span class="muted">none recorded</span>],
-            ['Failing since', sub.health.failing_since ? <Time iso={sub.health.failing_since} /> : <span class="muted">not failing</span>],
-            ['Waiting', `${sub.health.pending} queued, ${sub.health.retrying} retrying, ${sub.health.dead_lettered} dead-lettered`],
-            ['Standard Webhooks headers', sub.standard_webhooks ? 'yes (webhook-id, webhook-timestamp, webhook-signature)' : <span class="muted">no</span>],
-            ['In flight at once', sub.max_in_flight ?? <span class="muted">the deployment default</span>],
-            [
-              'Circuit',
-              sub.circuit.state === 'open' ? (
-                <span>
-                  <Badge status="open" /> since <Time iso={sub.circuit.opened_at!} />; its queue waits, next probe <Time iso={sub.circuit.next_probe_at!} />
-                </span>
-              ) : (
-                <span class="muted">closed</span>
-              ),
-            ],
-            [
-              'Previous secret valid until',
-              sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>,
-            ],
-            ['Created', <Time iso={sub.created_at} />],
-            ['Updated', <Time iso={sub.updated_at} />],
-          ]}
-        />
+        {/* Followed while deliveries are queued, being retried or just replayed, as the table below is: its counts and rows agree. */}
+        <LiveRegion
+          id="subscription"
+          ui={ui}
+          active={
+            sub.health.pending + sub.health.retrying > 0 ||
+            (replayed && sub.health.dead_lettered > 0) ||
+            deliveries.page.results.some((row) => live(row.status))
+          }
+        >
+          <FactsCard
+            rows={[
+              ['Id', <code>{sub.id}</code>],
+              ['Status', <Badge status={sub.status} />],
+              ['URL', <code>{sub.url}</code>],
+              ['Event types', sub.event_types.join(', ')],
+              ['Description', sub.description ?? <span class="muted">none</span>],
+              ...(sub.disabled
+                ? ([
+                    [
+                      'Disabled',
+                      <span>
+                        <Time iso={sub.disabled.at} /> by {sub.disabled.by === 'operator' ? 'an operator' : 'the service'}
+                        {sub.disabled.reason && <>: {sub.disabled.reason}</>}
+                      </span>,
+                    ],
+                  ] as [string, Child][])
+                : []),
+              ['Health', <HealthSummary health={sub.health} />],
+              ['Last success', sub.health.last_success_at ? <Time iso={sub.health.last_success_at} /> : <span class="muted">none recorded</span>],
+              ['Failing since', sub.health.failing_since ? <Time iso={sub.health.failing_since} /> : <span class="muted">not failing</span>],
+              ['Waiting', `${sub.health.pending} queued, ${sub.health.retrying} retrying, ${sub.health.dead_lettered} dead-lettered`],
+              ['Standard Webhooks headers', sub.standard_webhooks ? 'yes (webhook-id, webhook-timestamp, webhook-signature)' : <span class="muted">no</span>],
+              ['In flight at once', sub.max_in_flight ?? <span class="muted">the deployment default</span>],
+              [
+                'Circuit',
+                sub.circuit.state === 'open' ? (
+                  <span>
+                    <Badge status="open" /> since <Time iso={sub.circuit.opened_at!} />; its queue waits, next probe <Time iso={sub.circuit.next_probe_at!} />
+                  </span>
+                ) : (
+                  <span class="muted">closed</span>
+                ),
+              ],
+              [
+                'Previous secret valid until',
+                sub.previous_secret_expires_at ? <Time iso={sub.previous_secret_expires_at} /> : <span class="muted">no rotation window open</span>,
+              ],
+              ['Created', <Time iso={sub.created_at} />],
+              ['Updated', <Time iso={sub.updated_at} />],
+            ]}
+          />
+        </LiveRegion>
         <div class="row">
-          <Form ui={ui} action={`${base}/status`}>
+          <Form
+            ui={ui}
+            action={`${base}/status`}
+            confirm={
+              sub.status === 'active'
+                ? 'Disable this subscription? It gets nothing from now on, its queue pauses, and deliveries being retried are cancelled (replayable).'
+                : undefined
+            }
+          >
             <input type="hidden" name="status" value={sub.status === 'active' ? 'disabled' : 'active'} />
             <button type="submit" class={sub.status === 'active' ? 'danger' : ''}>
               {sub.status === 'active' ? 'Disable' : 'Enable'}
@@ -301,7 +323,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
         <LiveListTable
           id="deliveries"
           ui={ui}
-          live={due}
+          live={live}
           label="Deliveries"
           list={deliveries}
           columns={deliveryColumns(ui)}
