@@ -234,6 +234,11 @@ export const configSchema = z.object({
   /** statement_timeout of the API's pool: a read stuck on a lock or an overloaded database is a 503 after this long (0: DB_STATEMENT_TIMEOUT_MS). */
   API_STATEMENT_TIMEOUT_MS: intIn(0, 24 * 3_600_000).default(5_000),
   /**
+   * How long an admin request (and the console's actions) waits for Temporal: a server that accepts connections and
+   * never answers (overloaded, partitioned, stopped) is a 503 after this long instead of a request held open.
+   */
+  TEMPORAL_REQUEST_TIMEOUT_MS: intIn(100, 600_000).default(10_000),
+  /**
    * What a worker process runs, a comma list of WORKER_ROLE_NAMES: `sync` (sync workflows), `webhooks` (the
    * dispatchers and delivery workflows), `writes` (Operations and their sweeper), `automations` (automation runs),
    * `relay` (the outbox relay that queues deliveries and wakes dispatchers; one is active at a time, others stand

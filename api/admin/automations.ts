@@ -35,7 +35,7 @@ import { ApiError, type FieldError } from '../problem';
 import { Automation, AutomationCreate, AutomationRun, AutomationUpdate } from './automations.schemas';
 import { deleted, deleteRoute, listRoute, patchRoute, postRoute, retrieveRoute } from './routes';
 import { IdParam, json, linkTo, listOf, unavailableResponse, IntegrationId } from './schemas';
-import { checkOutboundUrl, found, listChildren, loadById, loadIntegration, viaTemporal } from './support';
+import { checkOutboundUrl, found, listChildren, loadById, loadIntegration, viaTemporal, withinDeadline } from './support';
 
 /** The Temporal side of automations, loaded on first use like sync control (reads never load the Temporal SDK). */
 type AutomationControl = typeof import('../../control/automations');
@@ -261,7 +261,7 @@ function tryControl(deps: ApiDeps, fn: (ctl: AutomationControlDeps, control: Aut
     .temporal()
     .then(async (client) => {
       const control = await loadAutomationControl();
-      await fn(control.automationControlOf(client, deps.config), control);
+      await withinDeadline(deps, client, () => fn(control.automationControlOf(client, deps.config), control));
     })
     .catch(() => {});
 }
@@ -451,7 +451,9 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       const control = await loadAutomationControl();
       const since = new Date();
       try {
-        const run = await control.startAutomationRun({ ...control.automationControlOf(client, deps.config), db: deps.db }, automation);
+        const run = await withinDeadline(deps, client, () =>
+          control.startAutomationRun({ ...control.automationControlOf(client, deps.config), db: deps.db }, automation),
+        );
         return c.json(automationRunView(run), 202);
       } catch (err) {
         deps.logger.warn({ err, automation_id: automation.id }, 'automation run could not be started');

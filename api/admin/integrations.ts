@@ -16,7 +16,7 @@ import { ApiError } from '../problem';
 import { Integration, IntegrationCreate, IntegrationUpdate } from './integrations.schemas';
 import { deleted, deleteRoute, listRoute, patchRoute, postRoute, retrieveRoute } from './routes';
 import { json, linkTo, listOf, unavailableResponse, IntegrationId, OrganizationId } from './schemas';
-import { listChildren, loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withTemporal } from './support';
+import { listChildren, loadIntegration, loadOrganization, loadSyncControl, viaSandbox, viaTemporal, withinDeadline, withTemporal } from './support';
 
 /** Leases a sandbox company gets when the create request does not say. */
 const DEFAULT_SANDBOX_SIZE = 50;
@@ -171,7 +171,10 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
           await deleteNewIntegration(deps.db, id);
           await deps
             .temporal()
-            .then(async (client) => (await loadSyncControl()).removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, id))
+            .then(async (client) => {
+              const control = await loadSyncControl();
+              await withinDeadline(deps, client, () => control.removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, id));
+            })
             .catch(() => {});
           if (input.source.type === 'sandbox') await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(id)).catch(() => {});
         },

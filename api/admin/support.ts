@@ -144,10 +144,20 @@ export async function withTemporal<T>(
   return viaTemporal(deps, action, async (client) => fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, await loadSyncControl()), undo);
 }
 
+/**
+ * `fn`'s Temporal calls, each bound to end within TEMPORAL_REQUEST_TIMEOUT_MS from now (gRPC DEADLINE_EXCEEDED after
+ * it): a server that accepts and never answers must not hold an admin request open. An inner call of this (one per
+ * item of a bulk action) sets its own deadline.
+ */
+export function withinDeadline<T>(deps: ApiDeps, client: Client, fn: () => Promise<T>): Promise<T> {
+  return client.withDeadline(Date.now() + deps.config.TEMPORAL_REQUEST_TIMEOUT_MS, fn);
+}
+
 /** withTemporal for any Temporal call: the client of this process, and a 503 that says nothing changed. */
 export async function viaTemporal<T>(deps: ApiDeps, action: string, fn: (client: Client) => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
   try {
-    return await fn(await deps.temporal());
+    const client = await deps.temporal();
+    return await withinDeadline(deps, client, () => fn(client));
   } catch (err) {
     if (undo) await undo();
     if (err instanceof ApiError) throw err;

@@ -51,7 +51,7 @@ import {
 } from './webhooks.schemas';
 import { deleted, deleteRoute, listRoute, patchRoute, postRoute, retrieveRoute } from './routes';
 import { IdParam, json, linkTo, listOf, problemResponse, unavailableResponse, IntegrationId } from './schemas';
-import { checkOutboundUrl, listPageWith, loadById, loadIntegration, viaTemporal } from './support';
+import { checkOutboundUrl, listPageWith, loadById, loadIntegration, viaTemporal, withinDeadline } from './support';
 
 /** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */
 const MAX_RANGE_REPLAY = 10_000;
@@ -234,8 +234,9 @@ export async function redeliver(deps: ApiDeps, work: Redelivery, action = 'repla
   await viaTemporal(deps, action, async (client) => {
     const control = await loadDeliveryControl();
     const ctl = control.deliveryControlOf(client, deps.config);
-    await runLanes(idle, 16, (id) => control.wakeDispatcher(ctl, { id, integrationId: perSub.get(id)!.sub.integrationId }));
-    await runLanes(await withEventTimes(deps, replay), 16, (d) => control.replayDelivery(ctl, d));
+    // A deadline per call: a bulk action of thousands takes as long as it takes, one call that hangs does not.
+    await runLanes(idle, 16, (id) => withinDeadline(deps, client, () => control.wakeDispatcher(ctl, { id, integrationId: perSub.get(id)!.sub.integrationId })));
+    await runLanes(await withEventTimes(deps, replay), 16, (d) => withinDeadline(deps, client, () => control.replayDelivery(ctl, d)));
   });
   return [...queued.map((d) => d.id), ...waiting, ...replay.map((d) => d.id)];
 }

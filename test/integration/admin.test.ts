@@ -11,6 +11,7 @@ import { applyRecords } from '../../db/apply';
 import { integrations, organizations, properties, syncJobs } from '../../db/schema';
 import { scheduleIdOf } from '../../domain/contract';
 import { startApi, type TestServer } from '../support/api-server';
+import { TcpProxy } from '../support/faults';
 import { propertyInput } from '../support/fixtures';
 import { onApi, onServices } from '../support/services';
 
@@ -468,6 +469,40 @@ describe('when Temporal is unreachable', () => {
     expectProblem(await admin('POST', `/integrations/${existing.id}/syncs`, undefined, { base: down.url }), 503, 'internal_error');
     expect(await db.select().from(syncJobs).where(eq(syncJobs.integrationId, existing.id))).toEqual([]);
   });
+});
+
+describe('when Temporal accepts connections and does not answer', () => {
+  let proxy: TcpProxy;
+  const held = onApi(async () => {
+    const [host, port] = config.TEMPORAL_ADDRESS!.split(':');
+    proxy = new TcpProxy({ host: host!, port: Number(port) });
+    await proxy.start();
+    return startApi(db, { ...config, TEMPORAL_ADDRESS: `127.0.0.1:${proxy.port}`, TEMPORAL_REQUEST_TIMEOUT_MS: 1_500 });
+  });
+
+  it('answers 503 within TEMPORAL_REQUEST_TIMEOUT_MS and changes nothing', async () => {
+    const orgId = await newOrg();
+    const existing = await newIntegration(orgId);
+    // Connected and answering first: the request that follows finds a connection already open.
+    expect((await admin('PATCH', `/integrations/${existing.id}`, { plan: 'enterprise' }, { base: held.url })).status).toBe(200);
+    proxy.hold();
+    try {
+      for (const [method, path, body] of [
+        ['PATCH', `/integrations/${existing.id}`, { plan: 'growth' }],
+        ['POST', `/integrations/${existing.id}/syncs`, undefined],
+      ] as const) {
+        const started = Date.now();
+        const r = await admin(method, path, body, { base: held.url });
+        expect(Date.now() - started, `${method} ${path}`).toBeLessThan(8_000);
+        expectProblem(r, 503, 'internal_error');
+        expect(r.body.detail).toContain('Temporal');
+      }
+      expect((await admin('GET', `/integrations/${existing.id}`)).body.plan).toBe('enterprise');
+    } finally {
+      proxy.release();
+      await proxy.cut();
+    }
+  }, 30_000);
 });
 
 describe('api keys', () => {

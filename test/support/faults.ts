@@ -170,6 +170,7 @@ export function descendants(pid: number): number[] {
 export class TcpProxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
+  private holding = false;
   port = 0;
 
   constructor(private readonly target: { host: string; port: number }) {}
@@ -188,6 +189,7 @@ export class TcpProxy {
       }
       client.pipe(upstream);
       upstream.pipe(client);
+      if (this.holding) for (const s of [client, upstream]) s.pause();
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -205,6 +207,20 @@ export class TcpProxy {
     for (const s of this.sockets) s.destroy();
     this.sockets.clear();
     await closed;
+  }
+
+  /**
+   * Keep every connection open, and accept new ones, but pass nothing either way until release(): a server that
+   * accepts and never answers (stopped with SIGSTOP, overloaded, cut off behind a proxy).
+   */
+  hold(): void {
+    this.holding = true;
+    for (const s of this.sockets) s.pause();
+  }
+
+  release(): void {
+    this.holding = false;
+    for (const s of this.sockets) s.resume();
   }
 
   get connections(): number {
