@@ -101,6 +101,8 @@ export async function ensureSyncSchedule(deps: SyncControlDeps, integration: Int
     (row) => pushSyncSchedule(deps, row),
     () => getLiveIntegration(deps.db, integration.id),
     cadenceOf,
+    // Deleted while this pushed: the schedule just pushed would outlive it.
+    () => removeSyncSchedule(deps, integration.id),
   );
   if (opts.runNow) await startRun(deps, integration, 'initial');
 }

@@ -145,13 +145,17 @@ export async function integrationsPage(tx: Tx, organizationId: string, page: Ord
   return livePage(tx, integrations, integrations.organizationId, organizationId, page);
 }
 
-/** Change an integration's plan, cadences or name; returns it as it now is. */
+/** Change a live integration's plan, cadences or name; returns it as it now is (undefined: deleted meanwhile). */
 export async function updateIntegration(
   tx: Tx,
   id: string,
   changes: Partial<Pick<IntegrationRow, 'plan' | 'syncIntervalSeconds' | 'fullSyncIntervalSeconds' | 'name'>>,
 ): Promise<IntegrationRow | undefined> {
-  const [row] = await tx.update(integrations).set(changes).where(eq(integrations.id, id)).returning();
+  const [row] = await tx
+    .update(integrations)
+    .set(changes)
+    .where(and(eq(integrations.id, id), isNull(integrations.deletedAt)))
+    .returning();
   return row;
 }
 

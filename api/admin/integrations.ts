@@ -234,6 +234,8 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         ...(input.full_sync_interval_seconds !== undefined ? { fullSyncIntervalSeconds: fullOverride } : {}),
         ...(input.name !== undefined ? { name: input.name } : {}),
       });
+      // Deleted since it was read: a 404, as a request after the deletion gets (and no schedule pushed for it).
+      if (!row) await loadIntegration(deps, before.id);
       // Pushed whenever the body names the cadence, even to the value this request read: another request may have
       // moved the schedule since (the push reads the row again until the schedule agrees with it).
       if (input.plan !== undefined || input.sync_interval_seconds !== undefined) {
@@ -278,6 +280,15 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       }
       await withTemporal(deps, 'remove the sync schedule', (ctl, control) => control.removeSyncSchedule(ctl, row.id));
       await disconnectIntegration(deps.db, row, new Date());
+      // Once more now that it is deleted: a change of cadence or automation that read the row before, and pushed its
+      // schedule after the removal above, may have found it live again. (A push after this finds it deleted and removes
+      // its own schedule; should Temporal fail now, a starting worker removes schedules of deleted integrations.)
+      await viaTemporal(deps, 'remove the schedules again', async (client) => {
+        const [sync, automations] = [await loadSyncControl(), await import('../../control/automations')];
+        await sync.removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, row.id);
+        const ctl = automations.automationControlOf(client, deps.config);
+        for (const a of owned) await automations.removeAutomationSchedule(ctl, a.id);
+      }).catch((err: unknown) => deps.logger.warn({ err, integration_id: row.id }, 'schedules left for the worker to remove'));
       if (row.sourceType === 'sandbox') {
         await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(row.id)).catch((err) =>
           deps.logger.warn({ err, integration_id: row.id }, 'sandbox company left behind'),

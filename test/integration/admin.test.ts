@@ -445,6 +445,23 @@ describe('integrations', () => {
     expect(props).toHaveLength(2);
     expect(props.every((p) => p.deletedAt !== null)).toBe(true);
   });
+
+  it('a change of cadence racing the deletion leaves no schedule behind, and answers 404 when the row is gone', async () => {
+    const orgId = await newOrg();
+    for (let round = 0; round < 8; round++) {
+      const i = await newIntegration(orgId);
+      // The change starts a moment after the deletion, so that each reads the integration live.
+      const [del, patch] = await Promise.all([
+        admin('DELETE', `/integrations/${i.id}`),
+        new Promise((r) => setTimeout(r, round)).then(() => admin('PATCH', `/integrations/${i.id}`, { sync_interval_seconds: 1800 + round })),
+      ]);
+      expect(del.status, `round ${round}`).toBe(204);
+      expect([200, 404], `round ${round}: ${JSON.stringify(patch.body)}`).toContain(patch.status);
+      await expect(temporal.schedule.getHandle(scheduleIdOf(i.id)).describe(), `round ${round}`).rejects.toBeInstanceOf(ScheduleNotFoundError);
+      const [row] = await db.select().from(integrations).where(eq(integrations.id, i.id));
+      expect(row!.deletedAt, `round ${round}`).not.toBeNull();
+    }
+  });
 });
 
 describe('when Temporal is unreachable', () => {
