@@ -11,7 +11,7 @@ import { SYNC_ORDER } from '../domain/cdm';
 import { categoryOf, eventFor, type EventType } from '../domain/events';
 import { canonicalJson, hashRecord, recordOf, type HashedRecord } from '../domain/content';
 import type { Mode } from '../domain/plans';
-import type { Tx } from './client';
+import type { Db, Tx } from './client';
 import { newId } from './ids';
 import { databaseNow } from './clock';
 import { tableOf, type LeaseRow, type RowOf } from './records';
@@ -259,6 +259,19 @@ export async function lockForWriteBack(tx: Tx, integrationId: string, records: {
  */
 export function liveIntegrationLock(integrationId: string): SQL {
   return sql`select i.deleted_at is null from ${integrations} i where i.id = ${integrationId} for key share`;
+}
+
+/**
+ * `fn` in a transaction that holds the integration against its deletion (liveIntegrationLock) until it commits, or
+ * undefined without calling it when the integration is deleted (or was while this waited). What `fn` adds under an
+ * integration (a subscription, an automation) is then either there before the deletion, which takes it along, or not
+ * made at all.
+ */
+export async function whileIntegrationLive<T>(db: Db, integrationId: string, fn: (tx: Tx) => Promise<T>): Promise<T | undefined> {
+  return db.transaction(async (tx) => {
+    const [held] = await tx.execute<{ live: boolean | null }>(sql`select (${liveIntegrationLock(integrationId)}) as live`);
+    return held?.live === true ? fn(tx) : undefined;
+  });
 }
 
 interface EventDraft {

@@ -169,20 +169,21 @@ export async function deleteNewIntegration(db: Db, id: string): Promise<void> {
 
 /**
  * Disconnect an integration, in one transaction: it and its automations are marked deleted, and every live record of
- * it is soft-deleted, without events (its subscriptions go with it).
+ * it is soft-deleted, without events (its subscriptions go with it). Returns the automations it marked deleted.
  */
-export async function disconnectIntegration(db: Db, integration: IntegrationRow, now: Date): Promise<void> {
-  await db.transaction(async (tx) => {
+export async function disconnectIntegration(db: Db, integration: IntegrationRow, now: Date): Promise<{ automationIds: string[] }> {
+  return db.transaction(async (tx) => {
     // The row FOR UPDATE first: a write-back or a sync page writing its records (they hold it FOR KEY SHARE from their
     // first statement, liveIntegrationLock) commits before this goes on, so its records are soft-deleted below with
     // the rest; one that comes later waits for this, finds the integration deleted, and writes nothing.
     await tx.execute(sql`select 1 from ${integrations} where id = ${integration.id} for update`);
     await tx.update(integrations).set({ deletedAt: now }).where(eq(integrations.id, integration.id));
     // Its automations go with it: nothing is left to export, and their schedules are gone.
-    await tx
+    const gone = await tx
       .update(automations)
       .set({ deletedAt: now, updatedAt: now })
-      .where(and(eq(automations.integrationId, integration.id), isNull(automations.deletedAt)));
+      .where(and(eq(automations.integrationId, integration.id), isNull(automations.deletedAt)))
+      .returning({ id: automations.id });
     // So do its webhook subscriptions, as a DELETE of each does: their queues end cancelled, their history stays readable.
     const subscriptions = await tx
       .update(webhookSubscriptions)
@@ -193,6 +194,7 @@ export async function disconnectIntegration(db: Db, integration: IntegrationRow,
     // A run id that saw nothing: every live record of the integration counts as gone.
     const ctx = { integration, emitEvents: false, syncJobId: newId('syncJob'), now };
     for (const entity of ENTITIES) await softDeleteUnseen(tx, ctx, entity);
+    return { automationIds: gone.map((a) => a.id) };
   });
 }
 

@@ -8,6 +8,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { OpenAPIHono, z } from '@hono/zod-openapi';
+import { whileIntegrationLive } from '../../db/apply';
 import type { Db } from '../../db/client';
 import {
   automationsPage,
@@ -304,19 +305,23 @@ export function registerAutomations(app: OpenAPIHono, deps: ApiDeps): void {
       if (errors.length > 0) throw invalid(errors);
       destination.escape_formulas = input.escape_formulas ?? true;
 
-      const row = await insertAutomation(deps.db, {
-        id,
-        organizationId: integration.organizationId,
-        integrationId: integration.id,
-        name: input.name,
-        entity,
-        filters,
-        columns: input.columns ?? null,
-        schedule: scheduleOf(input.schedule),
-        destination,
-        destinationHeaders: sealed,
-        status: 'active',
-      });
+      // Made under the integration's lock: a deletion under way either takes it along or finds it not made (404).
+      const made = await whileIntegrationLive(deps.db, integration.id, (tx) =>
+        insertAutomation(tx, {
+          id,
+          organizationId: integration.organizationId,
+          integrationId: integration.id,
+          name: input.name,
+          entity,
+          filters,
+          columns: input.columns ?? null,
+          schedule: scheduleOf(input.schedule),
+          destination,
+          destinationHeaders: sealed,
+          status: 'active',
+        }),
+      );
+      const row = found(made, 'integration', integration.id);
       await viaControl(
         deps,
         'schedule the automation',

@@ -279,7 +279,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         });
       }
       await withTemporal(deps, 'remove the sync schedule', (ctl, control) => control.removeSyncSchedule(ctl, row.id));
-      await disconnectIntegration(deps.db, row, new Date());
+      const { automationIds } = await disconnectIntegration(deps.db, row, new Date());
       // Once more now that it is deleted: a change of cadence or automation that read the row before, and pushed its
       // schedule after the removal above, may have found it live again. (A push after this finds it deleted and removes
       // its own schedule; should Temporal fail now, a starting worker removes schedules of deleted integrations.)
@@ -287,7 +287,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
         const [sync, automations] = [await loadSyncControl(), await import('../../control/automations')];
         await sync.removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, row.id);
         const ctl = automations.automationControlOf(client, deps.config);
-        for (const a of owned) await automations.removeAutomationSchedule(ctl, a.id);
+        for (const id of new Set([...owned.map((a) => a.id), ...automationIds])) await automations.removeAutomationSchedule(ctl, id);
       }).catch((err: unknown) => deps.logger.warn({ err, integration_id: row.id }, 'schedules left for the worker to remove'));
       if (row.sourceType === 'sandbox') {
         await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(row.id)).catch((err) =>

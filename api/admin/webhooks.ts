@@ -3,6 +3,7 @@
  * deliveries an operator inspects and replays. The secret is shown once, at creation (and at each rotation), and
  * stored encrypted; only the delivery activity opens it, to sign.
  */
+import { whileIntegrationLive } from '../../db/apply';
 import { pageOf } from '../../db/queries';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import {
@@ -51,7 +52,7 @@ import {
 } from './webhooks.schemas';
 import { deleted, deleteRoute, listRoute, patchRoute, postRoute, retrieveRoute } from './routes';
 import { IdParam, json, linkTo, listOf, problemResponse, unavailableResponse, IntegrationId } from './schemas';
-import { checkOutboundUrl, listPageWith, loadById, loadIntegration, viaTemporal, withinDeadline } from './support';
+import { checkOutboundUrl, found, listPageWith, loadById, loadIntegration, viaTemporal, withinDeadline } from './support';
 
 /** Most events one range replay re-sends; a wider range is refused with a hint to narrow it. */
 const MAX_RANGE_REPLAY = 10_000;
@@ -270,19 +271,24 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       const integration = await loadIntegration(deps, c.req.valid('param').id);
       requireWebhookPlan(integration);
       const input = c.req.valid('json');
-      const { row, secret } = await createSubscription(
-        deps.db,
-        {
-          organizationId: integration.organizationId,
-          integrationId: integration.id,
-          url: checkUrl(input.url, integration),
-          eventTypes: normalizeTypes(input.event_types),
-          description: input.description ?? null,
-          maxInFlight: input.max_in_flight ?? null,
-          standardWebhooks: input.standard_webhooks ?? true,
-        },
-        deps.secrets,
+      const url = checkUrl(input.url, integration);
+      // Made under the integration's lock: a deletion under way either takes it along or finds it not made (404).
+      const created = await whileIntegrationLive(deps.db, integration.id, (tx) =>
+        createSubscription(
+          tx,
+          {
+            organizationId: integration.organizationId,
+            integrationId: integration.id,
+            url,
+            eventTypes: normalizeTypes(input.event_types),
+            description: input.description ?? null,
+            maxInFlight: input.max_in_flight ?? null,
+            standardWebhooks: input.standard_webhooks ?? true,
+          },
+          deps.secrets,
+        ),
       );
+      const { row, secret } = found(created, 'integration', integration.id);
       return c.json({ ...subscriptionView(row), secret }, 201);
     },
   );

@@ -9,7 +9,7 @@ import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { applyRecords } from '../../db/apply';
 import { integrations, organizations, properties, syncJobs } from '../../db/schema';
-import { scheduleIdOf } from '../../domain/contract';
+import { automationScheduleIdOf, scheduleIdOf } from '../../domain/contract';
 import { startApi, type TestServer } from '../support/api-server';
 import { TcpProxy } from '../support/faults';
 import { propertyInput } from '../support/fixtures';
@@ -460,6 +460,37 @@ describe('integrations', () => {
       await expect(temporal.schedule.getHandle(scheduleIdOf(i.id)).describe(), `round ${round}`).rejects.toBeInstanceOf(ScheduleNotFoundError);
       const [row] = await db.select().from(integrations).where(eq(integrations.id, i.id));
       expect(row!.deletedAt, `round ${round}`).not.toBeNull();
+    }
+  });
+
+  it('a subscription or automation made while its integration is being deleted is deleted with it, or not made (404)', async () => {
+    const orgId = await newOrg();
+    for (let round = 0; round < 8; round++) {
+      const i = await newIntegration(orgId);
+      const [del, sub, auto] = await Promise.all([
+        admin('DELETE', `/integrations/${i.id}`),
+        new Promise((r) => setTimeout(r, round)).then(() =>
+          admin('POST', `/integrations/${i.id}/webhook_subscriptions`, { url: 'https://hooks.example.com/in', event_types: ['*'] }),
+        ),
+        new Promise((r) => setTimeout(r, round)).then(() =>
+          admin('POST', `/integrations/${i.id}/automations`, {
+            name: 'Nightly',
+            entity: 'leases',
+            schedule: { every: 3600 },
+            destination: { type: 'http', url: 'https://files.example.com/in' },
+          }),
+        ),
+      ]);
+      expect(del.status, `round ${round}`).toBe(204);
+      expect([201, 404], `round ${round}: ${JSON.stringify(sub.body)}`).toContain(sub.status);
+      expect([201, 404], `round ${round}: ${JSON.stringify(auto.body)}`).toContain(auto.status);
+      if (sub.status === 201) expect((await admin('GET', `/webhook_subscriptions/${sub.body.id}`)).status, `round ${round}`).toBe(404);
+      if (auto.status === 201) {
+        expect((await admin('GET', `/automations/${auto.body.id}`)).status, `round ${round}`).toBe(404);
+        await expect(temporal.schedule.getHandle(automationScheduleIdOf(auto.body.id)).describe(), `round ${round}`).rejects.toBeInstanceOf(
+          ScheduleNotFoundError,
+        );
+      }
     }
   });
 });
