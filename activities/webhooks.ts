@@ -215,16 +215,23 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       );
       const to: DeliveryStatus = result.ok ? 'succeeded' : failedTo(input);
       await record(input, { startedAt: now, durationMs: result.durationMs, status: result.status, error: result.error, excerpt: result.excerpt }, to);
-      const disabledBy = await noteOutcomes(db, d.subscriptionId, [{ at: now, ok: result.ok, status: result.status }], {
-        disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_MS,
-        now: clock(),
-      });
-      if (disabledBy)
-        (deps.notice ?? log)(
-          { subscription_id: d.subscriptionId, delivery_id: d.id, disabled_by: disabledBy },
-          'webhook subscription disabled by its endpoint health',
-        );
+      // Counted once recorded: what follows is the endpoint's health, whose failure must not make the attempt look lost.
       metrics.webhookAttempt(result.ok ? 'succeeded' : 'failed', input.attempt, result.durationMs / 1000);
+      try {
+        const disabledBy = await noteOutcomes(db, d.subscriptionId, [{ at: now, ok: result.ok, status: result.status }], {
+          disableAfterMs: deps.disableAfterMs ?? DISABLE_AFTER_MS,
+          now: clock(),
+        });
+        if (disabledBy)
+          (deps.notice ?? log)(
+            { subscription_id: d.subscriptionId, delivery_id: d.id, disabled_by: disabledBy },
+            'webhook subscription disabled by its endpoint health',
+          );
+      } catch (err) {
+        // This attempt's own outcome stands; the next outcome noted brings the health up to date (a 410 missed here
+        // disables the subscription at the next one).
+        (deps.notice ?? log)({ err, subscription_id: d.subscriptionId, delivery_id: d.id }, 'endpoint health not updated after a webhook attempt');
+      }
       log({ delivery_id: d.id, event_id: d.eventId, attempt: input.attempt, status: result.status, error: result.error, outcome: to }, 'webhook attempt');
       return result.ok ? { outcome: 'succeeded', status: result.status! } : { outcome: 'failed', status: result.status, error: result.error ?? 'failed' };
     } finally {
