@@ -11,7 +11,11 @@ import type { ProblemBody } from '../problem';
 
 /** A refusal of the admin API, carried to the console's error page. */
 export class AdminProblem extends Error {
-  constructor(readonly problem: ProblemBody) {
+  constructor(
+    readonly problem: ProblemBody,
+    /** The answer's Retry-After (a 429, a 503), passed on to the browser. */
+    readonly retryAfter: string | null = null,
+  ) {
     super(problem.detail);
   }
 }
@@ -40,7 +44,7 @@ export function adminClient(deps: ApiDeps, adminRoutes: Hono) {
     const res = await admin.request(url, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
     if (res.status === 204) return undefined as T;
     const text = await res.text();
-    if (!res.ok) throw new AdminProblem(JSON.parse(text) as ProblemBody);
+    if (!res.ok) throw new AdminProblem(JSON.parse(text) as ProblemBody, res.headers.get('retry-after'));
     return JSON.parse(text) as T;
   }
 

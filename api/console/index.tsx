@@ -12,7 +12,9 @@ import { csrf } from 'hono/csrf';
 import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
 import type { AdminTokenGuard } from '../admin/auth';
+import { isDatabaseUnavailable } from '../../db/errors';
 import type { ApiDeps } from '../deps';
+import { apiErrorOf } from '../middleware/errors';
 import { ApiError, problemBody, type ProblemBody } from '../problem';
 import { adminClient, AdminProblem } from './admin';
 import { CONSOLE_CSS, CONSOLE_JS, htmxSource } from './assets';
@@ -56,10 +58,20 @@ export function createConsole(deps: ApiDeps, adminRoutes: Hono, adminToken: Admi
 
   app.onError((err, c) => {
     const ui = (c.get('ui') as Ui | undefined) ?? null;
-    if (err instanceof AdminProblem) return render(c, err.problem, ui);
+    if (err instanceof AdminProblem) {
+      if (err.retryAfter) c.header('retry-after', err.retryAfter);
+      return render(c, err.problem, ui);
+    }
     const requestId = (c.get('requestId' as never) as string | undefined) ?? '';
     const path = new URL(c.req.url).pathname;
-    if (err instanceof ApiError) return render(c, problemBody(deps.config, err, path, requestId), ui);
+    // A database that cannot be reached (a session's look-up, a page's own query): the 503 with Retry-After that the
+    // API answers, counted as the API counts it.
+    const known =
+      err instanceof ApiError ? err : isDatabaseUnavailable(err) ? apiErrorOf(err, deps.logger, { request_id: requestId, method: c.req.method, path }) : null;
+    if (known) {
+      for (const [name, value] of Object.entries(known.opts.headers ?? {})) c.header(name, value);
+      return render(c, problemBody(deps.config, known, path, requestId), ui);
+    }
     if (err instanceof HTTPException && err.status === 403) {
       // hono/csrf: the browser said the form came from another site.
       const refused = new ApiError(

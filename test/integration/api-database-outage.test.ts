@@ -95,6 +95,14 @@ describe('Postgres unreachable', () => {
     expect(silent.ms).toBeLessThan(CONNECT_TIMEOUT_MS + 2_000);
     await hole.close();
 
+    // A console page (its session is looked up in the database): the same 503, as a page, with Retry-After.
+    await proxy.cut();
+    const page = await fetch(`${server.url}/console/organizations`, { headers: { cookie: 'propsync_console=any-session-token' } });
+    expect(page.status).toBe(503);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.headers.get('retry-after')).toBe('5');
+    expect(await page.text()).toContain('The database cannot be reached right now');
+
     // Back: the same process serves again.
     await proxy.start();
     const back = await until(
@@ -108,7 +116,7 @@ describe('Postgres unreachable', () => {
     expect(back.res.status).toBe(200);
 
     const scraped = parseExposition(await server.app.metrics.registry.metrics());
-    expect(scraped.value('propsync_database_unavailable_total')).toBe(2);
+    expect(scraped.value('propsync_database_unavailable_total')).toBe(3);
     expect(scraped.value('propsync_http_request_duration_seconds_count', { method: 'GET', route: '/v1/leases', status_class: '5xx' })).toBe(1);
     expect(scraped.value('propsync_http_request_duration_seconds_count', { method: 'GET', route: '/v1/properties', status_class: '5xx' })).toBe(1);
   }, 60_000);
