@@ -115,12 +115,19 @@ async function pushSyncSchedule(deps: SyncControlDeps, integration: IntegrationR
     await deps.client.schedule.create(options);
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await deps.client.schedule.getHandle(options.scheduleId).update((prev) => ({
-      ...prev,
-      spec: options.spec,
-      action: options.action,
-      policies: options.policies,
-    }));
+    try {
+      await deps.client.schedule.getHandle(options.scheduleId).update((prev) => ({
+        ...prev,
+        spec: options.spec,
+        action: options.action,
+        policies: options.policies,
+      }));
+    } catch (err) {
+      // Removed since (a deletion of the integration under way): made again, and the caller's read of the row that
+      // follows removes it when the integration is gone.
+      if (!(err instanceof ScheduleNotFoundError)) throw err;
+      await deps.client.schedule.create(options);
+    }
   }
 }
 

@@ -105,6 +105,10 @@ function sandboxSettings(baseUrl: string, dialect: SandboxDialect, created: Sand
 
 const tags = ['Integrations'];
 
+/** A DELETE that failed part-way: the integration is still there, but some of its schedules may be gone already. */
+const PARTLY_REMOVED =
+  'The integration and its automations are not deleted, but some of their schedules may already be removed (no runs start from those): retry the DELETE to finish.';
+
 export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
   app.openapi(
     postRoute({
@@ -272,13 +276,25 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       // retry after a failure part-way finishes the job).
       const owned = await automationsOf(deps.db, row.id);
       if (owned.length > 0) {
-        await viaTemporal(deps, 'remove the automation schedules', async (client) => {
-          const control = await import('../../control/automations');
-          const ctl = control.automationControlOf(client, deps.config);
-          for (const a of owned) await control.removeAutomationSchedule(ctl, a.id);
-        });
+        await viaTemporal(
+          deps,
+          'remove the automation schedules',
+          async (client) => {
+            const control = await import('../../control/automations');
+            const ctl = control.automationControlOf(client, deps.config);
+            for (const a of owned) await control.removeAutomationSchedule(ctl, a.id);
+          },
+          undefined,
+          PARTLY_REMOVED,
+        );
       }
-      await withTemporal(deps, 'remove the sync schedule', (ctl, control) => control.removeSyncSchedule(ctl, row.id));
+      await viaTemporal(
+        deps,
+        'remove the sync schedule',
+        async (client) => (await loadSyncControl()).removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, row.id),
+        undefined,
+        PARTLY_REMOVED,
+      );
       const { automationIds } = await disconnectIntegration(deps.db, row, new Date());
       // Once more now that it is deleted: a change of cadence or automation that read the row before, and pushed its
       // schedule after the removal above, may have found it live again. (A push after this finds it deleted and removes

@@ -140,8 +140,15 @@ export async function withTemporal<T>(
   action: string,
   fn: (ctl: SyncControlDeps, control: SyncControl) => Promise<T>,
   undo?: () => Promise<unknown>,
+  left?: string,
 ): Promise<T> {
-  return viaTemporal(deps, action, async (client) => fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, await loadSyncControl()), undo);
+  return viaTemporal(
+    deps,
+    action,
+    async (client) => fn({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, await loadSyncControl()),
+    undo,
+    left,
+  );
 }
 
 /**
@@ -154,7 +161,14 @@ export function withinDeadline<T>(deps: ApiDeps, client: Client, fn: () => Promi
 }
 
 /** withTemporal for any Temporal call: the client of this process, and a 503 that says nothing changed. */
-export async function viaTemporal<T>(deps: ApiDeps, action: string, fn: (client: Client) => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
+export async function viaTemporal<T>(
+  deps: ApiDeps,
+  action: string,
+  fn: (client: Client) => Promise<T>,
+  undo?: () => Promise<unknown>,
+  /** What the 503 says was left, when a failure part-way may have changed something. */
+  left = 'Nothing was changed; retry later.',
+): Promise<T> {
   try {
     const client = await deps.temporal();
     return await withinDeadline(deps, client, () => fn(client));
@@ -162,10 +176,7 @@ export async function viaTemporal<T>(deps: ApiDeps, action: string, fn: (client:
     if (undo) await undo();
     if (err instanceof ApiError) throw err;
     deps.logger.warn({ err, action }, 'temporal call failed');
-    throw new ApiError(
-      'service_unavailable',
-      `Could not ${action}: Temporal is unreachable or refused the request (${messageOf(err)}). Nothing was changed; retry later.`,
-    );
+    throw new ApiError('service_unavailable', `Could not ${action}: Temporal is unreachable or refused the request (${messageOf(err)}). ${left}`);
   }
 }
 

@@ -70,7 +70,14 @@ export function registerSyncs(app: OpenAPIHono, deps: ApiDeps): void {
           `${/^[aeiou]/i.test(dialectOf(integration.sourceConfig)) ? 'An' : 'A'} ${dialectOf(integration.sourceConfig)} source cannot list what changed: every run of this integration reads everything (kind full).`,
         );
       }
-      const job = await withTemporal(deps, 'start the sync', (ctl, control) => control.triggerSync(ctl, integration, { kind }));
+      const job = await withTemporal(
+        deps,
+        'start the sync',
+        (ctl, control) => control.triggerSync(ctl, integration, { kind }),
+        undefined,
+        // A job recorded before its workflow failed to start stays in the history, failed with the reason.
+        'No run started (a job recorded for it is marked failed); retry later.',
+      );
       return c.json(adminSyncJobView(job), 202);
     },
   );

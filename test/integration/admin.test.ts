@@ -512,9 +512,14 @@ describe('when Temporal is unreachable', () => {
 
     expectProblem(await admin('PATCH', `/integrations/${existing.id}`, { plan: 'enterprise' }, { base: down.url }), 503, 'internal_error');
     expect((await admin('GET', `/integrations/${existing.id}`)).body.plan).toBe('scale');
-    expectProblem(await admin('DELETE', `/integrations/${existing.id}`, undefined, { base: down.url }), 503, 'internal_error');
+    const deleting = await admin('DELETE', `/integrations/${existing.id}`, undefined, { base: down.url });
+    expectProblem(deleting, 503, 'internal_error');
+    // Schedules are removed one by one: a failure part-way says so, and how to finish.
+    expect(deleting.body.detail).toContain('retry the DELETE to finish');
     expect((await admin('GET', `/integrations/${existing.id}`)).status).toBe(200);
-    expectProblem(await admin('POST', `/integrations/${existing.id}/syncs`, undefined, { base: down.url }), 503, 'internal_error');
+    const syncing = await admin('POST', `/integrations/${existing.id}/syncs`, undefined, { base: down.url });
+    expectProblem(syncing, 503, 'internal_error');
+    expect(syncing.body.detail).toContain('No run started');
     expect(await db.select().from(syncJobs).where(eq(syncJobs.integrationId, existing.id))).toEqual([]);
   });
 });
