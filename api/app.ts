@@ -52,7 +52,7 @@ export type App = OpenAPIHono<AppEnv> & {
   readonly waitsListening: boolean;
   /**
    * Stops what the app holds besides the injected dependencies: the key-revocation and Operation-end LISTEN
-   * connections (held polls answer at once), and the rate limiter's connection once it has given back the tokens
+   * connections (held polls answer at once), and the rate limiter's connections once it has given back the tokens
    * this process held.
    */
   close(): Promise<void>;

@@ -34,6 +34,7 @@ import type { ApiDeps } from './deps';
 import type { ApiKeyAuth } from './middleware/auth';
 import type { Principal } from './middleware/env';
 import { apiErrorOf } from './middleware/errors';
+import { malformedQueryParameter } from './middleware/query-encoding';
 import { RateLimitedError, type RateLimiter } from './middleware/rate-limit';
 import { requestIdFrom } from './middleware/request-id';
 import { READ, READ_OR_WRITE, requireScope } from './middleware/scopes';
@@ -185,9 +186,12 @@ export function createFastReads(
 
 /**
  * The list query as the app's validator would hand it to the route, or undefined for any query the app would refuse
- * (an unknown parameter, a value that does not parse or breaks a rule, a NUL): the app answers those.
+ * (a name or value that is not percent-encoded UTF-8, an unknown parameter, a value that does not parse or breaks a
+ * rule, a NUL): the app answers those.
  */
 function listQueryOf(entity: Entity, schema: z.ZodType, url: string): CommonListQuery | undefined {
+  // The parser below keeps what does not decode as it came: the app's check (middleware/query-encoding.ts) refuses it.
+  if (malformedQueryParameter(url)) return undefined;
   // The app's own parser of the query (c.req.queries()), and its validator's shaping of it (hono/validator).
   const raw = getQueryParams(`http://h${url}`) as Record<string, string[]>;
   const value: Record<string, string | string[]> = {};

@@ -10,9 +10,12 @@
  * the background, topping the lease up to one slice; a lease not topped up for LEASE_MS gives its unspent tokens back.
  * Once the bucket is empty the time until its next token is known, so the process refuses locally until then.
  *
- * The leases go through a connection of the limiter's own with `synchronous_commit` off: a bucket's row is worth no
- * disk flush per claim (a crash loses at most the last fraction of a second of bookkeeping), and the claims never
- * queue behind the request pool.
+ * The leases go through a few connections of the limiter's own with `synchronous_commit` off: a bucket's row is worth
+ * no disk flush per claim (a crash loses at most the last fraction of a second of bookkeeping), and the claims never
+ * queue behind the request pool. They have the API pool's connect and statement time-outs, and a claim waits at most
+ * LOCK_TIMEOUT_MS for its bucket's row: a row held by someone else (a stuck session) or a slow claim fails that
+ * organization's requests with the database-unavailable 503 and Retry-After, and ties up one connection of the
+ * limiter, so the other organizations' claims go on through the others meanwhile.
  *
  * Every authenticated response says where the caller stands, in the fields of the IETF RateLimit header draft
  * (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy` names the two policies the bucket keeps, the burst
@@ -41,6 +44,16 @@ const TOP_UP_SHARE = 0.25;
 const RATE_WINDOW_MS = 250;
 /** An organization's state is dropped after this long without a request (and without tokens held). */
 const FORGET_MS = 60_000;
+/**
+ * Connections of the limiter. An organization has one claim in flight at a time, so claims stuck on their rows hold up
+ * other organizations' only once this many are stuck at once (which then queue behind them, for LOCK_TIMEOUT_MS at most).
+ */
+const CONNECTIONS = 4;
+/**
+ * How long a claim waits for its bucket's row. Claims of other processes hold it for about a millisecond each, so a
+ * wait this long means the row is held by something else.
+ */
+const LOCK_TIMEOUT_MS = 1_000;
 
 interface OrgState {
   orgId: string;
@@ -92,7 +105,7 @@ export interface RateLimiter {
    */
   admit(organizationId: string): Promise<Record<string, string>>;
   middleware: MiddlewareHandler;
-  /** Gives every held token back and closes the limiter's connection. */
+  /** Gives every held token back and closes the limiter's connections. */
   close(): Promise<void>;
 }
 
@@ -118,6 +131,22 @@ export class RateLimitedError extends ApiError {
   }
 }
 
+/** SQLSTATE lock_not_available: the statement was cancelled by its lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
+/** SQLSTATE query_canceled: what db/errors.ts answers as the database unavailable (503 with Retry-After). */
+const QUERY_CANCELED = '57014';
+
+/**
+ * A claim cancelled by its lock time-out is answered as one cancelled by its statement time-out (which a lock wait
+ * that long would end in too): the database-unavailable 503 with Retry-After, logged and counted as such.
+ */
+function lockTimedOut(err: unknown): never {
+  if ((err as { code?: unknown } | undefined)?.code === LOCK_NOT_AVAILABLE) {
+    throw Object.assign(new Error('rate limit: the bucket row stayed locked past the lock time-out', { cause: err }), { code: QUERY_CANCELED });
+  }
+  throw err;
+}
+
 /** The largest slice of an organization's bucket one process may hold. */
 export function maxSliceOf(cap: number): number {
   return Math.max(1, Math.min(MAX_SLICE, Math.floor(cap * SLICE_SHARE)));
@@ -128,13 +157,16 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
   const orgs = new Map<string, OrgState>();
   let closed = false;
   const sql = postgres(config.DATABASE_URL, {
-    max: 1,
+    max: CONNECTIONS,
     onnotice: () => {},
     fetch_types: false,
+    // The API pool's time-outs (api/main.ts): a database that cannot be reached or answer is a 503 within seconds.
+    connect_timeout: config.DB_CONNECT_TIMEOUT_MS / 1000,
     connection: {
       application_name: 'propsync-api-ratelimit',
       synchronous_commit: 'off',
-      statement_timeout: config.DB_STATEMENT_TIMEOUT_MS,
+      statement_timeout: config.API_STATEMENT_TIMEOUT_MS || config.DB_STATEMENT_TIMEOUT_MS,
+      lock_timeout: LOCK_TIMEOUT_MS,
     } as Record<string, string | number>,
   });
 
@@ -197,7 +229,7 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
   /** One claim of up to `want` tokens (asking again once for a bucket that did not exist yet). */
   async function claim(orgId: string, s: OrgState, want: number): Promise<void> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const r = await reserveTokens(sql, orgId, want);
+      const r = await reserveTokens(sql, orgId, want).catch(lockTimedOut);
       if (r) return apply(s, r, want, Date.now());
     }
     throw new Error(`rate limit: organization ${orgId} not found`);

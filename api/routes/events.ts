@@ -14,6 +14,7 @@ import { idPattern, isId } from '../../domain/ids';
 import { SPACE_CLASS } from '../../domain/scalars';
 import type { ApiDeps } from '../deps';
 import type { AppEnv } from '../middleware/env';
+import { wellEncodedQuery } from '../middleware/query-encoding';
 import { READ, scopeGuard } from '../middleware/scopes';
 import { validationError } from '../middleware/validation';
 import { okHeaders, problemResponses } from '../openapi';
@@ -130,7 +131,7 @@ export function registerEvents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
         '(an event appears only once every event before it has been committed, so a page never skips one that commits late). ' +
         '`hasMore: false` means you have caught up for now; poll again later with the same `after`. ' +
         'An event appears here within about a second of being recorded. `created_at` is when the event was recorded; it can go backwards by a little between neighbours, production order does not.',
-      middleware: [scopeGuard(READ), knownParametersOnly],
+      middleware: [scopeGuard(READ), wellEncodedQuery, knownParametersOnly],
       request: { query: EventListQuery as never },
       responses: {
         200: {
@@ -177,7 +178,7 @@ export function registerEvents(app: OpenAPIHono<AppEnv>, deps: ApiDeps): void {
       summary: 'Retrieve an event',
       description:
         "One of your events of the last 30 days, exactly as a webhook delivers it. Another organization's or mode's event, and one older than 30 days, is a 404.",
-      middleware: [scopeGuard(READ)],
+      middleware: [scopeGuard(READ), wellEncodedQuery],
       request: { params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: EXAMPLE_ID }) }) },
       responses: {
         200: { description: 'The event.', headers: okHeaders, content: { 'application/json': { schema: EventEnvelope } } },

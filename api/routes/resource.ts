@@ -6,6 +6,7 @@ import { unknownParameter } from '../../domain/filters';
 import { isId } from '../../domain/ids';
 import type { ApiDeps } from '../deps';
 import type { AppEnv, Principal } from '../middleware/env';
+import { wellEncodedQuery } from '../middleware/query-encoding';
 import { READ, scopeGuard } from '../middleware/scopes';
 import { validationError } from '../middleware/validation';
 import { okHeaders, problemResponses } from '../openapi';
@@ -73,8 +74,8 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
       tags: [tag],
       operationId: `list_${path}`,
       summary: `List ${path}`,
-      description: `Only the query parameters below are known: any other (a misspelt filter such as \`propertyid\`) is a 400 naming it, rather than being ignored.`,
-      middleware: [scopeGuard(READ), knownParametersOnly(entity)],
+      description: `Only the query parameters below are known: any other (a misspelt filter such as \`propertyid\`) is a 400 naming it, rather than being ignored. So is a name or value that is not percent-encoded UTF-8 (\`%FF\`).`,
+      middleware: [scopeGuard(READ), wellEncodedQuery, knownParametersOnly(entity)],
       request: { query: spec.listQuery as never },
       responses: {
         200: {
@@ -99,7 +100,7 @@ export function registerResource<E extends Entity>(app: OpenAPIHono<AppEnv>, dep
       tags: [tag],
       operationId: `retrieve_${entity}`,
       summary: `Retrieve a ${entity}`,
-      middleware: [scopeGuard(READ)],
+      middleware: [scopeGuard(READ), wellEncodedQuery],
       request: { params: IdParam(spec.idExample), query: RetrieveQuery },
       responses: {
         200: {

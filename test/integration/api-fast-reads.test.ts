@@ -288,6 +288,12 @@ describe('the read fast path', () => {
       ['/v1/leases?limit=abc', key(), 400],
       ['/v1/leases?x_id=L1&x_id=L2', key(), 400],
       ['/v1/leases?x_id=a%00b', key(), 400],
+      // Percent-encoding that does not decode as UTF-8 (Hono's parser would keep it as the literal text).
+      ['/v1/properties?name=%FF', key(), 400],
+      ['/v1/leases?x_id=%E2%82', key(), 400],
+      ['/v1/properties?name=%', key(), 400],
+      ['/v1/units?%FF=x', key(), 400],
+      [`/v1/leases/${lease}?include_deleted=true&q=%FF`, key(), 400],
       ['/v1/leases?updated_after=2025-13-45', key(), 400],
       ['/v1/events', key(), 200],
       [`/v1/operations/${operationIds.queued}?wait=1`, key(), 200],

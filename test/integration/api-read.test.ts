@@ -464,6 +464,12 @@ describe('400 versus 422', () => {
     ['/v1/units?status=vacant,%00', 'status'],
     ['/v1/leases?x_id=L1%00', 'x_id'],
     ['/v1/leases?property_id=%00', 'property_id'],
+    // Percent-encoding that does not decode as UTF-8 is no text at all: refused, never taken as the literal `%FF`.
+    ['/v1/properties?name=%FF', 'name'],
+    ['/v1/properties?name=%', 'name'],
+    ['/v1/leases?x_id=%E2%82', 'x_id'],
+    ['/v1/leases?limit=1&%FF=1', '%FF'],
+    ['/v1/leases/lse_x?include_deleted=true&q=%C0%AF', 'q'],
   ])('%s is 400 naming %s', async (path, param) => {
     const body = await expectProblem(path, 400, 'bad_request');
     expect(body.title).toBe('Bad Request');
@@ -508,6 +514,18 @@ describe('400 versus 422', () => {
       'L3',
     ]);
     expect(xids(await list('/v1/residents?created_before=0001-01-01'))).toEqual([]);
+  });
+
+  it('refuses a query that does not decode, lists and retrieves alike, with the body of every other 400', async () => {
+    const other = await expectProblem('/v1/properties?limit=abc', 400, 'bad_request');
+    for (const path of ['/v1/properties?name=%FF&limit=5', `/v1/leases/${idOf('L1')}?note=%E2%82`, '/v1/units?%FF=vacant']) {
+      const body = await expectProblem(path, 400, 'bad_request');
+      expect(Object.keys(body).sort(), path).toEqual(Object.keys(other).sort());
+      expect(body.title).toBe('Bad Request');
+      expect(body.detail, path).toMatch(/^Malformed request: (the name of )?query parameter `(name|note|%FF)` is not valid percent-encoded UTF-8/);
+    }
+    // Encoded as it should be, the same text is a filter like any other.
+    expect(xids(await list('/v1/properties?name=%C3%BFnone'))).toEqual([]);
   });
 
   it('reports a 400 before a 422 when both are present, and changes nothing', async () => {

@@ -139,6 +139,9 @@ describe('GET /v1/events', () => {
     await bad('limit=101', 422, 'limit');
     await bad('integration_id=not-a-uuid', 400);
     await bad('created_after=yesterday', 400);
+    // Percent-encoding that does not decode is malformed, never read as the literal text.
+    expect((await bad('types=%FF', 400)).detail).toContain('`types`');
+    await bad('integration_id=%E2%82', 400);
     const unknown = await bad(`after=${newId('event')}`, 404);
     expect(unknown.detail).toContain('start over without `after`');
     expect((await getJson('/v1/events/evt_nope', t.key)).status).toBe(404);
