@@ -86,7 +86,13 @@ export type AttemptResult =
   /** The source refused the change: the caller must fix it. */
   | { outcome: 'rejected'; error: string }
   /** Worth another attempt (network, timeout, 5xx, 429); `maybeApplied`: the request may have reached the source. */
-  | { outcome: 'transient'; error: string; maybeApplied: boolean }
+  | {
+      outcome: 'transient';
+      error: string;
+      maybeApplied: boolean;
+      /** The source asked to be left alone this long (a 429's or 503's Retry-After): the next attempt waits at least this. */
+      retryAfterMs?: number;
+    }
   /**
    * A service-side problem no retry fixes (credentials that cannot be opened, integration deleted); `unsent`: this
    * attempt sent nothing to the source (it does not count as one).
@@ -366,7 +372,10 @@ export function createWriteActivities(deps: WriteActivityDeps) {
           );
         } catch (err) {
           if (err instanceof SourcePermanentError) return { outcome: 'rejected', error: clip(err.message) };
-          if (err instanceof SourceTransientError) return { outcome: 'transient', error: clip(err.message), maybeApplied: err.maybeApplied };
+          if (err instanceof SourceTransientError) {
+            const retryAfter = err.retryAfterMs !== undefined && err.retryAfterMs > 0 ? { retryAfterMs: err.retryAfterMs } : {};
+            return { outcome: 'transient', error: clip(err.message), maybeApplied: err.maybeApplied, ...retryAfter };
+          }
           return { outcome: 'transient', error: clip(messageOf(err)), maybeApplied: true };
         }
         const appliedAtMs = clock().getTime();

@@ -126,7 +126,7 @@ export async function writeOperation(input: WriteWorkflowInput): Promise<WriteWo
         return fail(result.error, null, WRITE_FAILURE.failed);
       case 'transient':
         if (result.maybeApplied) unknownOutcome = true;
-        return { failed: result.error };
+        return { failed: result.error, ...(result.retryAfterMs !== undefined ? { notBeforeMs: result.retryAfterMs } : {}) };
     }
   };
 

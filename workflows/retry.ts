@@ -16,8 +16,12 @@ export const BOOKKEEPING_RETRY = { initialInterval: '1 second', backoffCoefficie
 /** The options of bookkeeping activities: a minute each try, retried until the database answers. */
 export const BOOKKEEPING = { startToCloseTimeout: '1 minute', retry: BOOKKEEPING_RETRY } as const satisfies ActivityOptions;
 
-/** What one attempt came to: an end (any outcome the caller will not retry), or a failure worth another attempt. */
-export type AttemptVerdict<T> = { done: T } | { failed: string };
+/**
+ * What one attempt came to: an end (any outcome the caller will not retry), or a failure worth another attempt;
+ * `notBeforeMs`: the other side asked to be left alone this long (a Retry-After), so the next attempt waits at least
+ * this instead of a shorter step of the schedule.
+ */
+export type AttemptVerdict<T> = { done: T } | { failed: string; notBeforeMs?: number };
 
 /** Why the loop gave up: the schedule has no further attempt, or the next would start outside its window. */
 export type GiveUpReason = 'exhausted' | 'window';
@@ -53,11 +57,13 @@ export async function retryOnSchedule<T>(loop: RetryLoop<T>): Promise<T> {
   const outsideWindow = (atMs: number) => schedule.giveUpAfterMs !== undefined && atMs - (loop.windowStartMs ?? atMs) > schedule.giveUpAfterMs;
   let failures = loop.failuresSoFar ?? 0;
   let lastError: string | null = null;
+  let notBeforeMs = 0;
   if (failures === 0 && outsideWindow(Date.now())) return loop.giveUp({ attempts: 0, error: null, reason: 'window' });
   for (let n = 1; ; n++) {
     if (failures > 0) {
-      const delay = delayAfter(schedule, failures);
-      if (delay === null) return loop.giveUp({ attempts: n - 1, error: lastError, reason: 'exhausted' });
+      const step = delayAfter(schedule, failures);
+      if (step === null) return loop.giveUp({ attempts: n - 1, error: lastError, reason: 'exhausted' });
+      const delay = Math.max(step, notBeforeMs);
       const next = Date.now() + delay;
       if (outsideWindow(next)) return loop.giveUp({ attempts: n - 1, error: lastError, reason: 'window' });
       if (lastError !== null) await loop.recordRetry?.({ attempt: n - 1, error: lastError, nextAttemptAtMs: next });
@@ -68,5 +74,6 @@ export async function retryOnSchedule<T>(loop: RetryLoop<T>): Promise<T> {
     if ('done' in verdict) return verdict.done;
     failures++;
     lastError = verdict.failed;
+    notBeforeMs = verdict.notBeforeMs ?? 0;
   }
 }

@@ -218,6 +218,21 @@ describe('writeOperation', () => {
     });
   });
 
+  it("waits at least the source's Retry-After before the next attempt, the schedule's step when that is longer", async () => {
+    // Attempt 1: a 429 asking for 2 min (the step is 5 s); attempt 2: asking for 1 s (the step, 15 s, is longer).
+    const asked = [120_000, 1_000];
+    const mock = mockActivities({ attempt: (n) => (n === 3 ? succeeded : { ...transient(n), maybeApplied: false, retryAfterMs: asked[n - 1] }) });
+    await withWorker(mock, async ({ start }) => {
+      const { handle } = await start({ type: 'unit.update', target: 'unt_target' });
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 3 });
+      const gaps = mock.calls.attempt.slice(1).map((c, i) => c.at - mock.calls.attempt[i]!.doneAt);
+      expect(gaps.map((g) => Math.round(g / SECOND))).toEqual([120, 15]);
+      // The retry recorded says when the next attempt starts, Retry-After included.
+      const [first] = mock.calls.retry;
+      expect(first!.input.nextAttemptAtMs - mock.calls.attempt[0]!.doneAt).toBeGreaterThanOrEqual(119_000);
+    });
+  });
+
   it('sends an update again as it is (never probes), on the same schedule', async () => {
     const mock = mockActivities({ attempt: (n) => (n === 3 ? succeeded : transient(n)) });
     await withWorker(mock, async ({ start }) => {
