@@ -174,6 +174,7 @@ function destinationOf(
     return { destination: { type: 'directory', path: input.path }, sealed: null };
   }
   let url = input.url;
+  const before = errors.length;
   try {
     url = checkOutboundUrl(input.url, integration, pointer('destination', 'url'), { credentials: 'send credentials in `headers`, which are stored encrypted' });
   } catch (err) {
@@ -183,8 +184,9 @@ function destinationOf(
   const method = input.method ?? 'PUT';
   if (input.headers === undefined && keep) {
     // Stored headers (often credentials) go only where they were meant to: to another origin, the request says again
-    // which to send, as an HTTP client drops Authorization on a redirect to another host.
-    if (keep.names.length > 0 && originOf(url) !== originOf(keep.url)) {
+    // which to send, as an HTTP client drops Authorization on a redirect to another host. (A URL refused already
+    // says enough.)
+    if (keep.names.length > 0 && errors.length === before && originOf(url) !== originOf(keep.url)) {
       errors.push({
         pointer: pointer('destination', 'headers'),
         detail: `the destination moves to another origin: send its \`headers\` again (\`{}\` for none); the stored ones (${keep.names.join(', ')}) are kept only for the same origin`,
