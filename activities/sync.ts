@@ -181,7 +181,7 @@ export function createSyncActivities(deps: SyncActivityDeps) {
    * How a run reads an entity's pages: every record (a full run), or the records changed in the job's window (a
    * delta run). Same paging, resume points and page transactions either way.
    */
-  function readerOf(job: SyncJobRow, settings: SourceSettings, entity: Entity): (page: number) => Promise<HashedPage<Entity>> {
+  function readerOf(job: SyncJobRow, settings: SourceSettings, entity: Entity, pageSize: number): (page: number) => Promise<HashedPage<Entity>> {
     if (job.kind !== 'delta') return (page) => deps.pages.read(settings, entity, page, pageSize);
     if (!job.windowFrom || !job.windowTo) throw ApplicationFailure.nonRetryable(`delta run ${job.id} has no window`, SYNC_FAILURE.incomplete);
     const window: ChangeWindow = { from: job.windowFrom, to: job.windowTo };
@@ -200,9 +200,12 @@ export function createSyncActivities(deps: SyncActivityDeps) {
     // resume point by the first page's commit; an attempt that lost that race adopts the stored choice with the
     // stored point.
     if (point.page === 0) point = { ...point, tracked: job.kind === 'delta' ? false : await hasRows(db, entity, integration.id) };
+    // The page size goes with the resume point: page n is records (n-1)·size+1 on, so an attempt resumed after the
+    // setting changed (a worker restarted with another SYNC_PAGE_SIZE) reads on at the size the pages before were read.
+    point = { ...point, pageSize: point.pageSize ?? pageSize };
     const apply = runApplyContext(integration, job);
     const settings = sourceSettingsOf(integration);
-    const readPage = readerOf(job, settings, entity);
+    const readPage = readerOf(job, settings, entity, point.pageSize!);
     let records = 0;
 
     /**
@@ -441,6 +444,7 @@ export function nextPoint(point: EntityProgress, page: { hasMore: boolean; total
   const fell = delta && page.total !== undefined && point.total !== undefined && page.total < point.total;
   const kept = {
     tracked: point.tracked,
+    ...(point.pageSize !== undefined ? { pageSize: point.pageSize } : {}),
     ...(delta && page.total !== undefined ? { total: page.total } : {}),
     ...(restarts > 0 ? { restarts } : {}),
     ...(point.missed || (fell && restarts >= DELTA_WINDOW_RESTARTS) ? { missed: true } : {}),

@@ -38,10 +38,16 @@ export const syncJobs = pgTable(
      * `confirmed`: the source confirmed that what the run did not see of the entity is gone (soft-deletes may go ahead).
      * A delta run's `total`: how many records its window held by the source's count at the last page read, and
      * `restarts`: how often it began the window again because that count fell (activities/sync.ts), and `missed`: the
-     * count fell once more after the last restart, so a record may have moved onto a page already read.
+     * count fell once more after the last restart, so a record may have moved onto a page already read. `pageSize`:
+     * the size the entity's pages were read at, kept by a resumed attempt (a page number is an offset only with it).
      */
     progress: jsonb('progress')
-      .$type<Record<string, { page: number; done: boolean; tracked?: boolean; confirmed?: boolean; total?: number; restarts?: number; missed?: boolean }>>()
+      .$type<
+        Record<
+          string,
+          { page: number; done: boolean; tracked?: boolean; confirmed?: boolean; total?: number; restarts?: number; missed?: boolean; pageSize?: number }
+        >
+      >()
       .notNull()
       .default({}),
     error: text('error'),

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
-import { inArray, sql } from 'drizzle-orm';
+import { eq, inArray, sql } from 'drizzle-orm';
 import type { PageReader } from '../../activities/page-reader';
 import { createSyncActivities, type ConfirmResult } from '../../activities/sync';
 import { triggerSync } from '../../control/sync';
@@ -333,6 +333,29 @@ describe('no stuck runs', () => {
     // It heartbeated its resume point until it gave up.
     expect(beats.length).toBeGreaterThan(2);
     expect(beats[0]).toMatchObject({ page: 0, done: false });
+  });
+
+  it('an attempt resumed after the page size changed reads on at the size its earlier pages were read at', async () => {
+    const id = await runningJob();
+    // Two pages of 2 properties committed by an attempt at SYNC_PAGE_SIZE 2; this worker runs at 1000.
+    await db
+      .update(syncJobs)
+      .set({ progress: { property: { page: 2, done: false, tracked: false, pageSize: 2 } } })
+      .where(eq(syncJobs.id, id));
+    const reads: [number, number][] = [];
+    const acts = syncActivitiesFor(db, {
+      read: async (_settings, _entity, page, size) => {
+        reads.push([page, size]);
+        return { records: [], skipped: [], page, hasMore: false };
+      },
+      readChanged: () => Promise.reject(new Error('unused')),
+      lookup: () => Promise.reject(new Error('unused')),
+      close: async () => {},
+    });
+    await new MockActivityEnvironment().run(acts.syncEntity, { syncJobId: id, entity: 'property' as const });
+    // Page 3 at size 2 is records 5 on; page 3 at 1000 would have skipped 1,995 of them.
+    expect(reads).toEqual([[3, 2]]);
+    expect((await getSyncJob(db, id))!.progress.property).toMatchObject({ page: 3, done: true, pageSize: 2 });
   });
 
   it("a source's Retry-After becomes the next attempt's delay", async () => {

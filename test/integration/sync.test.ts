@@ -18,6 +18,8 @@ import { SA_INTEGRATION_ID, SA_ORGANIZATION_ID, SA_STATUS, SA_SYNC_JOB_ID, sched
 import { SOURCE_DIALECTS, type SourceDialect } from '../../source';
 import { removeOrphanSchedules } from '../../worker/roles/sync';
 import { WORKFLOWS_PATH } from '../../worker/workflow-bundle';
+import { createOrganization } from '../../db/tenants';
+import { unsyncedIntegration } from '../support/fixtures';
 import { onServices } from '../support/services';
 import {
   eventsOf,
@@ -125,7 +127,9 @@ describe.each(SOURCE_DIALECTS)('sync of a sandbox integration of the %s dialect'
     expect(job.id).toMatch(/^syj_[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(job.startedAt!.getTime()).toBeLessThanOrEqual(job.finishedAt!.getTime());
     // A first sync records no seen x_ids: there is nothing it could soft-delete.
-    expect(job.progress).toEqual(Object.fromEntries(ENTITIES.map((e) => [e, { page: expect.any(Number), done: true, tracked: false }])));
+    expect(job.progress).toEqual(
+      Object.fromEntries(ENTITIES.map((e) => [e, { page: expect.any(Number), done: true, tracked: false, pageSize: expect.any(Number) }])),
+    );
 
     const evs = await eventsOf(db, s.row.id);
     expect(evs).toHaveLength(1);
@@ -451,13 +455,18 @@ describe('schedules', () => {
   });
 
   it('removes the schedules of integrations the database does not know, on its own task queue only', async () => {
-    const ghost = (id: string) =>
-      ({ id, organizationId: randomUUID(), plan: 'starter', syncIntervalSeconds: null }) as Parameters<typeof ensureSyncSchedule>[1];
-    const ours = ghost(randomUUID());
-    const theirs = ghost(randomUUID());
-    await ensureSyncSchedule(t.ctl, ours, { runNow: false });
+    // A schedule left by an integration whose row is gone (a database restored from an older backup): made while the
+    // row existed, which then goes.
+    const ghost = async (ctl: typeof t.ctl) => {
+      const org = await createOrganization(db, { name: `ghost-${randomUUID().slice(0, 8)}` });
+      const row = await unsyncedIntegration(db, org.id, { plan: 'starter' });
+      await ensureSyncSchedule(ctl, row, { runNow: false });
+      await db.delete(integrations).where(eq(integrations.id, row.id));
+      return row;
+    };
+    const ours = await ghost(t.ctl);
     const otherQueue = { ...t.ctl, taskQueue: `other-${randomUUID()}` };
-    await ensureSyncSchedule(otherQueue, theirs, { runNow: false });
+    const theirs = await ghost(otherQueue);
     try {
       const live = (await db.select({ id: integrations.id }).from(integrations)).map((r) => r.id);
       const deps = { client: t.client, taskQueue: t.ctl.taskQueue, logger: pino({ level: 'silent' }) };
