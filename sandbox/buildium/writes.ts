@@ -210,6 +210,12 @@ function leaseTerms(f: Fields): Pick<LeaseModel, 'kind' | 'start' | 'end' | 'ter
   return { kind, start, end: to, termMonths: Math.max(1, Math.round((end + 1 - from) / 30.44)) };
 }
 
+/** Whether a lease's type, LeaseFromDate or LeaseToDate (as the wire shows it: null for AtWill) differ from its stored ones. */
+function termsChanged(stored: LeaseModel, terms: Pick<LeaseModel, 'kind' | 'start' | 'end'>): boolean {
+  const shownEnd = (m: Pick<LeaseModel, 'kind' | 'end'>) => (m.kind === 'month_to_month' ? null : m.end);
+  return terms.kind !== stored.kind || terms.start !== stored.start || shownEnd(terms) !== shownEnd(stored);
+}
+
 async function createUnit(w: WriteTx, body: Obj) {
   const f = new Fields(body, false);
   const ctx = await property(w, f, 'PropertyId', f.int('PropertyId', { required: true, min: 1 }));
@@ -304,7 +310,10 @@ async function updateLease(w: WriteTx, id: number, body: Obj) {
   const occupants = f.int('Occupants', { min: 1, max: 20 });
   const rent = f.money('Rent');
   f.check();
-  const model: LeaseModel = { ...row.model, ...terms!, moveIn: moveIn ?? null, occupants: occupants!, rentCents: rent! };
+  // TermMonths is not writable, and an AtWill lease's end is not on the wire: both stand unless what they derive from
+  // changes, so a PUT that sends back the record as read (as every update must) leaves them as they were.
+  const changed = termsChanged(row.model, terms!);
+  const model: LeaseModel = { ...row.model, ...(changed ? terms : {}), moveIn: moveIn ?? null, occupants: occupants!, rentCents: rent! };
   await w.put([{ entity: 'lease', id, model }]);
   return { entity: 'lease' as const, id };
 }
