@@ -93,6 +93,10 @@ export class EntrataConnector implements SourceConnector {
     const ids = [...new Set(xIds)].filter((x) => /^\d{1,15}$/.test(x));
     for (let i = 0; i < ids.length; i += MAX_PER_PAGE) {
       const batch = ids.slice(i, i + MAX_PER_PAGE);
+      // Read until the ids received reach the source's count: a source may serve pages smaller than the per_page
+      // asked for, and stopping early would make the records on its later pages look deleted. Each page read on
+      // must bring an id not yet received, so the batch is read in at most batch.length + 1 requests.
+      const received = new Set<string>();
       for (let page = 1; ; page++) {
         const result = await this.call(svc.service, svc.read, { [svc.ids]: batch.join(','), page_no: page, per_page: batch.length });
         const { records, skipped } = this.mapList(entity, result);
@@ -104,11 +108,18 @@ export class EntrataConnector implements SourceConnector {
             `${svc.read} answered an id lookup with a record not asked for (${stray ?? 'without an id'}): the source does not filter by ${svc.ids}`,
           );
         }
+        const before = received.size;
+        for (const r of [...records, ...skipped]) received.add(r.x_id!);
+        if (records.length + skipped.length === 0) break;
+        if (received.size === before) {
+          throw new SourcePermanentError(
+            `${svc.read} answered page ${page} of an id lookup with records of earlier pages only: the source does not page by page_no`,
+          );
+        }
         out.records.push(...records);
         out.skipped.push(...skipped);
         const total = Number((result as { pagination?: { total_count?: unknown } }).pagination?.total_count);
-        const got = records.length + skipped.length;
-        if (got === 0 || !Number.isFinite(total) || page * batch.length >= total) break;
+        if (!Number.isFinite(total) || received.size >= Math.min(total, batch.length)) break;
       }
     }
     return out;
