@@ -357,7 +357,7 @@ export function mapUnit(raw: unknown): UnitInput {
   const currency = currencyOf(f);
   return {
     x_id: nativeId(f.take('unitId'), 'unitId'),
-    property_x_id: text(f.take('propertyId')),
+    property_x_id: reference(f.take('propertyId')),
     unit_number: text(f.take('unitNumber')),
     floorplan_id: reference(f.take('floorplanId')),
     floorplan_name: text(f.take('floorplanName')),
@@ -380,7 +380,7 @@ export function mapResident(raw: unknown): ResidentInput {
   const phonesRaw = obj.phones;
   return {
     x_id: nativeId(f.take('customerId'), 'customerId'),
-    property_x_id: text(f.take('propertyId')),
+    property_x_id: reference(f.take('propertyId')),
     first_name: text(f.take('firstName')),
     middle_name: text(f.take('middleName')),
     last_name: text(f.take('lastName')),
@@ -407,9 +407,9 @@ export function mapLease(raw: unknown): LeaseInput {
   const rent = moneyOf(f.take('rent'), currency);
   return {
     x_id: nativeId(f.take('leaseId'), 'leaseId'),
-    property_x_id: text(f.take('propertyId')),
-    unit_x_id: text(f.take('unitId')),
-    previous_lease_x_id: text(f.take('previousLeaseId')),
+    property_x_id: reference(f.take('propertyId')),
+    unit_x_id: reference(f.take('unitId')),
+    previous_lease_x_id: reference(f.take('previousLeaseId')),
     residents,
     status: leaseStatusOf(statusId),
     type: leaseTypeOf(f.take('leaseIntervalTypeId')),
