@@ -1,7 +1,7 @@
 /**
  * Whether a failure means the database cannot be reached or answer in time (rather than a bug or a bad query): a
  * connection refused, reset, closed or not established within the connect time-out, a statement cancelled by its
- * time-out, or a server shutting down, starting up or out of connections. The API answers these with a 503 and
+ * time-out or its lock time-out, or a server shutting down, starting up or out of connections. The API answers these with a 503 and
  * Retry-After instead of a 500. Looks through wrappers (Drizzle's "Failed query" keeps the driver's error as cause).
  */
 
@@ -23,10 +23,11 @@ export const TIMEOUT_CODES: ReadonlySet<string> = new Set(['ETIMEDOUT', 'CONNECT
 const CONNECTION_CODES = new Set([...UNREACHABLE_CODES, ...TIMEOUT_CODES]);
 
 /**
- * SQLSTATEs: query_canceled (the statement time-out), admin and crash shutdown, cannot_connect_now (starting up),
- * too_many_connections, and every connection exception (class 08).
+ * SQLSTATEs: query_canceled (the statement time-out), lock_not_available (a lock time-out: the row is held by a
+ * session that does not let go), admin and crash shutdown, cannot_connect_now (starting up), too_many_connections, and
+ * every connection exception (class 08).
  */
-const UNAVAILABLE_STATES = new Set(['57014', '57P01', '57P02', '57P03', '53300']);
+const UNAVAILABLE_STATES = new Set(['57014', '55P03', '57P01', '57P02', '57P03', '53300']);
 
 export function isDatabaseUnavailable(err: unknown): boolean {
   for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 6; e = e.cause as typeof e, depth++) {

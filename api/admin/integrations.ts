@@ -3,6 +3,7 @@
  * together: when Temporal cannot be reached the row change is undone and the answer is a 503, so an integration is
  * never left half-made (the worker also reconciles schedules at start-up).
  */
+import type { Client } from '@temporalio/client';
 import { randomInt, randomUUID } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { automationsOf } from '../../db/automations';
@@ -274,37 +275,22 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       const row = await loadIntegration(deps, c.req.valid('param').id);
       // Schedules first: if Temporal is down nothing has changed yet (removing a schedule twice is harmless, so a
       // retry after a failure part-way finishes the job).
-      const owned = await automationsOf(deps.db, row.id);
-      if (owned.length > 0) {
-        await viaTemporal(
-          deps,
-          'remove the automation schedules',
-          async (client) => {
-            const control = await import('../../control/automations');
-            const ctl = control.automationControlOf(client, deps.config);
-            for (const a of owned) await control.removeAutomationSchedule(ctl, a.id);
-          },
-          undefined,
-          PARTLY_REMOVED,
-        );
-      }
-      await viaTemporal(
-        deps,
-        'remove the sync schedule',
-        async (client) => (await loadSyncControl()).removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, row.id),
-        undefined,
-        PARTLY_REMOVED,
-      );
+      const owned = (await automationsOf(deps.db, row.id)).map((a) => a.id);
+      /** The integration's sync schedule and those of `automationIds`, in one call to Temporal. */
+      const removeSchedules = (automationIds: Iterable<string>) => async (client: Client) => {
+        const [sync, automations] = [await loadSyncControl(), await import('../../control/automations')];
+        const ctl = automations.automationControlOf(client, deps.config);
+        for (const id of automationIds) await automations.removeAutomationSchedule(ctl, id);
+        await sync.removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, row.id);
+      };
+      await viaTemporal(deps, 'remove the schedules', removeSchedules(owned), undefined, PARTLY_REMOVED);
       const { automationIds } = await disconnectIntegration(deps.db, row, new Date());
       // Once more now that it is deleted: a change of cadence or automation that read the row before, and pushed its
       // schedule after the removal above, may have found it live again. (A push after this finds it deleted and removes
       // its own schedule; should Temporal fail now, a starting worker removes schedules of deleted integrations.)
-      await viaTemporal(deps, 'remove the schedules again', async (client) => {
-        const [sync, automations] = [await loadSyncControl(), await import('../../control/automations')];
-        await sync.removeSyncSchedule({ db: deps.db, client, taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, row.id);
-        const ctl = automations.automationControlOf(client, deps.config);
-        for (const id of new Set([...owned.map((a) => a.id), ...automationIds])) await automations.removeAutomationSchedule(ctl, id);
-      }).catch((err: unknown) => deps.logger.warn({ err, integration_id: row.id }, 'schedules left for the worker to remove'));
+      await viaTemporal(deps, 'remove the schedules again', removeSchedules(new Set([...owned, ...automationIds]))).catch((err: unknown) =>
+        deps.logger.warn({ err, integration_id: row.id }, 'schedules left for the worker to remove'),
+      );
       if (row.sourceType === 'sandbox') {
         await viaSandbox(deps, 'remove the sandbox company', (s) => s.deleteCompany(row.id)).catch((err) =>
           deps.logger.warn({ err, integration_id: row.id }, 'sandbox company left behind'),

@@ -9,14 +9,12 @@ import { ApiError } from '../problem';
 
 const DETAIL = 'is not valid percent-encoded UTF-8 (each `%` starts a `%XX` byte, and the bytes must be UTF-8 text)';
 
-/** Whether a raw name or value decodes as the query's parser decodes it (`+` is a space). */
-function decodes(raw: string): boolean {
-  if (!raw.includes('%')) return true;
+/** A raw name or value decoded as the query's parser decodes it (`+` is a space), or undefined when it does not decode. */
+function decoded(raw: string): string | undefined {
   try {
-    decodeURIComponent(raw.replace(/\+/g, ' '));
-    return true;
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -36,8 +34,9 @@ export function malformedQueryParameter(url: string): { name: string; part: 'nam
     const name = eq === -1 ? pair : pair.slice(0, eq);
     // A parameter without a name is one the parser drops: nothing reads it.
     if (name === '') continue;
-    if (!decodes(name)) return { name, part: 'name' };
-    if (eq !== -1 && !decodes(pair.slice(eq + 1))) return { name: decodeURIComponent(name.replace(/\+/g, ' ')), part: 'value' };
+    const decodedName = decoded(name);
+    if (decodedName === undefined) return { name, part: 'name' };
+    if (eq !== -1 && decoded(pair.slice(eq + 1)) === undefined) return { name: decodedName, part: 'value' };
   }
   return undefined;
 }

@@ -131,22 +131,6 @@ export class RateLimitedError extends ApiError {
   }
 }
 
-/** SQLSTATE lock_not_available: the statement was cancelled by its lock_timeout. */
-const LOCK_NOT_AVAILABLE = '55P03';
-/** SQLSTATE query_canceled: what db/errors.ts answers as the database unavailable (503 with Retry-After). */
-const QUERY_CANCELED = '57014';
-
-/**
- * A claim cancelled by its lock time-out is answered as one cancelled by its statement time-out (which a lock wait
- * that long would end in too): the database-unavailable 503 with Retry-After, logged and counted as such.
- */
-function lockTimedOut(err: unknown): never {
-  if ((err as { code?: unknown } | undefined)?.code === LOCK_NOT_AVAILABLE) {
-    throw Object.assign(new Error('rate limit: the bucket row stayed locked past the lock time-out', { cause: err }), { code: QUERY_CANCELED });
-  }
-  throw err;
-}
-
 /** The largest slice of an organization's bucket one process may hold. */
 export function maxSliceOf(cap: number): number {
   return Math.max(1, Math.min(MAX_SLICE, Math.floor(cap * SLICE_SHARE)));
@@ -229,7 +213,7 @@ export function createRateLimiter(deps: { config: Config; logger: Logger }): Rat
   /** One claim of up to `want` tokens (asking again once for a bucket that did not exist yet). */
   async function claim(orgId: string, s: OrgState, want: number): Promise<void> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const r = await reserveTokens(sql, orgId, want).catch(lockTimedOut);
+      const r = await reserveTokens(sql, orgId, want);
       if (r) return apply(s, r, want, Date.now());
     }
     throw new Error(`rate limit: organization ${orgId} not found`);
