@@ -18,7 +18,6 @@ import { onServices } from '../support/services';
 import { until } from '../support/until';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
 /** What shows the cursor again (cli-progress's stop with `hideCursor`), and turns line wrap back on. */
 const SHOW_CURSOR = '\x1b[?25h';
 const WRAP_ON = '\x1b[?7h';
@@ -53,7 +52,9 @@ it('stops waiting at --timeout, not a poll interval later, and says the run goes
  * so far, its stdin (the terminal's keyboard), and its end.
  */
 function onTerminal(id: string) {
-  const command = [TSX, 'cli/main.ts', 'sync', 'run', id, '--wait', '--poll-ms', '100', '--url', api.url, '--token', config.ADMIN_TOKEN].join(' ');
+  // Node itself with tsx's loader, so the pid is the CLI's: the `tsx` command would run it as a child of its own and,
+  // when a signal for it goes unanswered for 30 ms (a loaded machine), SIGKILL it before it can restore the terminal.
+  const command = [process.execPath, '--import', 'tsx', 'cli/main.ts', 'sync', 'run', id, '--wait', '--poll-ms', '100', '--url', api.url, '--token', config.ADMIN_TOKEN].join(' ');
   const child = spawn('script', ['-qec', `echo CLI_PID=$$; exec ${command}`, '/dev/null'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm', SHELL: '/bin/sh' },
