@@ -6,7 +6,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 
 const secret = process.env.WEBHOOK_SECRET;
-const port = Number(process.env.PORT ?? 4000);
+// Not PORT: that is the API's own port, often set in the same shell.
+const port = Number(process.env.RECEIVER_PORT ?? 4000);
 if (!secret) {
   console.error("set WEBHOOK_SECRET to the subscription's signing secret (whsec_…)");
   process.exit(2);

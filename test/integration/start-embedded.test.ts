@@ -82,7 +82,7 @@ async function firstTenMinutes(key: string, integrationId: string): Promise<void
       .replace(/^export INTEGRATION=.*$/m, `export INTEGRATION=${integrationId}`)
       .replace(/^export API=.*$/m, `export API=${base}`)
       .replaceAll('127.0.0.1:4000', `127.0.0.1:${receiverPort}`)
-      .replace('node examples/receiver.mjs', `PORT=${receiverPort} node examples/receiver.mjs`)
+      .replace('node examples/receiver.mjs', `RECEIVER_PORT=${receiverPort} node examples/receiver.mjs`)
       .replaceAll('receiver.log', join(work, 'receiver.log')),
   ].join('\n');
   const repo = fileURLToPath(new URL('../..', import.meta.url));
