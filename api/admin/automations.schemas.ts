@@ -231,7 +231,7 @@ const DestinationInput = z.discriminatedUnion('type', [HttpDestinationInput, Dir
 
 const EscapeFormulas = z.boolean().openapi({
   description:
-    "CSV-injection protection for spreadsheet users (as OWASP recommends): a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return is written with a leading `'`, and every text cell is quoted, so a spreadsheet shows the value instead of running it as a formula. Numbers (a negative balance), dates, times and ids are never changed. Default `true`; `false` writes every value exactly as the API serves it, for files that programs read.",
+    "CSV-injection protection for spreadsheet users (as OWASP recommends): a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return is written with a leading `'`, and every text cell is quoted, so a spreadsheet shows the value instead of running it as a formula. Numbers (a negative balance), dates, times and the ids this service makes (`id` and its `*_id` references) are never changed; the source's own ids (`x_id`, `floorplan_id`) are text and are escaped like any other. Default `true`; `false` writes every value exactly as the API serves it, for files that programs read.",
   example: true,
 });
 
