@@ -9,7 +9,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # patches/ must be in place before the install: its postinstall applies them (patch-package).
 COPY patches ./patches
-RUN npm install --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
 
@@ -21,7 +21,7 @@ ENV NODE_ENV=production
 ENV MALLOC_ARENA_MAX=2
 COPY package.json package-lock.json ./
 COPY patches ./patches
-RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # Automations with a directory destination write under EXPORT_ROOT (.data/exports): owned by the unprivileged user
 # (docker-compose.yml mounts a volume there, which takes this ownership).

@@ -163,9 +163,9 @@ describe('docker-compose.yml and the Dockerfile', () => {
     for (const stage of [build, final]) {
       // patch-package's postinstall needs patches/ before the install.
       expect(stage.indexOf('COPY patches'), stage).toBeGreaterThan(-1);
-      expect(stage.indexOf('COPY patches')).toBeLessThan(stage.indexOf('RUN npm install'));
+      expect(stage.indexOf('COPY patches')).toBeLessThan(stage.indexOf('RUN npm ci'));
     }
-    expect(final).toMatch(/^RUN npm install --omit=dev\b/m);
+    expect(final).toMatch(/^RUN npm ci --omit=dev\b/m);
     expect(final).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
     expect(final).not.toMatch(/\btsx\b|COPY \. /);
     expect(/^USER (\S+)$/m.exec(final)?.[1]).not.toMatch(/^(root|0)$/);
