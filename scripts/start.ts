@@ -56,9 +56,12 @@ function say(name: string, line: string) {
 function spawnChild(name: string, cmd: string, args: string[], env: Record<string, string>, onLine?: (line: string) => void) {
   const proc = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let last = '';
+  let portTaken = false;
   for (const stream of [proc.stdout, proc.stderr]) {
     createInterface({ input: stream }).on('line', (l) => {
-      if (l.trim()) last = l;
+      // Worth quoting: a line with words, not a pretty log's closing brace nor the "Node.js v20…" under a stack.
+      if (/[A-Za-z]{2}/.test(l) && !/^\s*Node\.js v\d/.test(l)) last = l.trim();
+      if (l.includes('EADDRINUSE')) portTaken = true;
       onLine?.(l);
       say(name, l);
     });
@@ -66,7 +69,7 @@ function spawnChild(name: string, cmd: string, args: string[], env: Record<strin
   const entry = { name, proc };
   children.push(entry);
   proc.on('exit', () => children.splice(children.indexOf(entry), 1));
-  return { proc, lastLine: () => last };
+  return { proc, lastLine: () => last, portTaken: () => portTaken };
 }
 
 /**
@@ -108,11 +111,18 @@ function supervise(name: string, cmd: string, args: string[], env: Record<string
   const tracker = createRestartTracker();
   const launch = () => {
     const startedAt = Date.now();
-    const { proc, lastLine } = spawnChild(name, cmd, args, env);
+    const { proc, lastLine, portTaken } = spawnChild(name, cmd, args, env);
     proc.on('exit', (code, signal) => {
       if (stopping) return;
       const upFor = Date.now() - startedAt;
       const why = `${name} exited (${signal ?? `code ${code}`}) after ${Math.round(upFor / 1000)} s${lastLine() ? `; its last line: ${lastLine()}` : ''}`;
+      if (portTaken()) {
+        // Another program took its port after the check at the start: a restart would meet it again.
+        say('start', `${why}`);
+        say('start', `${name} could not listen: its port is taken by another program; stopping everything (choose other ports: README, Troubleshooting)`);
+        void stop(1);
+        return;
+      }
       const next = tracker.crashed(Date.now(), upFor);
       if (!next.restart) {
         say('start', `${why}`);
@@ -162,6 +172,8 @@ async function stop(code: number) {
 }
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
+// A closed terminal: the embedded Postgres, in a process group of its own, would otherwise outlive it.
+process.on('SIGHUP', () => void stop(0));
 
 function portOpen(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -213,41 +225,71 @@ async function startPostgres(): Promise<void> {
   say('start', `  psql "${databaseUrl}"${psql}`);
 }
 
+/** Where a listener on `host` answers locally (one on every interface answers on loopback). */
+const reachable = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host);
+
+/**
+ * The ports this start will listen on that another program holds already, each with the variable that moves it.
+ * Checked before anything but the embedded Postgres starts: a second system on the same ports would otherwise have its API fail to listen
+ * while the first one answered its readiness check (and got its demo organization), or would adopt the first one's
+ * Temporal server for a database of its own. The metrics ports count only when set (unset, free ones are taken).
+ */
+async function takenPorts(): Promise<string[]> {
+  type Wanted = [variable: string, host: string, port: number];
+  const wanted: Wanted[] = [
+    ['PORT', reachable(cfg.HOST), cfg.PORT],
+    ['SANDBOX_PORT', reachable(cfg.HOST), cfg.SANDBOX_PORT],
+  ];
+  if (!cfg.TEMPORAL_ADDRESS) wanted.push(['TEMPORAL_PORT', '127.0.0.1', cfg.TEMPORAL_PORT], ['TEMPORAL_UI_PORT', '127.0.0.1', cfg.TEMPORAL_UI_PORT]);
+  if (cfg.METRICS_PORT !== undefined) wanted.push(['METRICS_PORT', reachable(cfg.METRICS_HOST), cfg.METRICS_PORT]);
+  if (cfg.WORKER_METRICS_PORT !== undefined) wanted.push(['WORKER_METRICS_PORT', reachable(cfg.METRICS_HOST), cfg.WORKER_METRICS_PORT]);
+  const taken: string[] = [];
+  for (const [name, host, port] of wanted) if (await portOpen(host, port)) taken.push(`${host}:${port} (${name})`);
+  return taken;
+}
+
 async function main() {
+  // The embedded Postgres first: a second start on the same DATA_DIR is refused by its lock, which names the start
+  // that holds it (more use than "the port is taken"); stop() below stops what it started.
   if (!cfg.DATABASE_URL_SET) await startPostgres();
   if (stopping) return;
+  const taken = await takenPorts();
+  if (taken.length > 0) {
+    say('start', `not starting: another program already listens on ${taken.join(', ')}`);
+    say('start', '  choose free ports with those variables, or stop what holds them (another npm start?)');
+    if (!cfg.TEMPORAL_ADDRESS && taken.some((t) => t.endsWith('(TEMPORAL_PORT)'))) {
+      say('start', `  a Temporal server of your own there: set TEMPORAL_ADDRESS=127.0.0.1:${cfg.TEMPORAL_PORT} to use it`);
+    }
+    return stop(1);
+  }
 
   let temporalAddress = cfg.TEMPORAL_ADDRESS;
   if (!temporalAddress) {
     temporalAddress = `127.0.0.1:${cfg.TEMPORAL_PORT}`;
-    if (await portOpen('127.0.0.1', cfg.TEMPORAL_PORT)) {
-      say('start', `something already listens on ${temporalAddress}; using it as the Temporal server`);
-    } else {
-      mkdirSync(dataDir, { recursive: true });
-      await startTemporal(
-        [
-          'server',
-          'start-dev',
-          '--ip',
-          '127.0.0.1',
-          '--port',
-          String(cfg.TEMPORAL_PORT),
-          '--ui-port',
-          String(cfg.TEMPORAL_UI_PORT),
-          '--db-filename',
-          temporalDbFile(cfg.TEMPORAL_PORT),
-          '--namespace',
-          cfg.TEMPORAL_NAMESPACE,
-          '--log-level',
-          'warn',
-          '--ui-disable-news-fetch',
-          ...SEARCH_ATTRIBUTES.flatMap((sa) => ['--search-attribute', `${sa.name}=Keyword`]),
-        ],
-        temporalAddress,
-      );
-      if (stopping) return;
-      say('start', `Temporal UI: http://127.0.0.1:${cfg.TEMPORAL_UI_PORT}`);
-    }
+    mkdirSync(dataDir, { recursive: true });
+    await startTemporal(
+      [
+        'server',
+        'start-dev',
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(cfg.TEMPORAL_PORT),
+        '--ui-port',
+        String(cfg.TEMPORAL_UI_PORT),
+        '--db-filename',
+        temporalDbFile(cfg.TEMPORAL_PORT),
+        '--namespace',
+        cfg.TEMPORAL_NAMESPACE,
+        '--log-level',
+        'warn',
+        '--ui-disable-news-fetch',
+        ...SEARCH_ATTRIBUTES.flatMap((sa) => ['--search-attribute', `${sa.name}=Keyword`]),
+      ],
+      temporalAddress,
+    );
+    if (stopping) return;
+    say('start', `Temporal UI: http://127.0.0.1:${cfg.TEMPORAL_UI_PORT}`);
   }
 
   const resealed = await migrateDatabase(databaseUrl, { secrets: createKeyring(cfg.ENCRYPTION_KEYS) });

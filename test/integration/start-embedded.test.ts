@@ -1,8 +1,8 @@
 /**
  * `npm start` on a machine with no Postgres: with DATABASE_URL unset, `tsx scripts/start.ts` (npm start without its
  * ensure step) runs an embedded PostgreSQL in DATA_DIR (here an empty temporary directory, on ports of its own),
- * serves the demo key's leases, refuses a second start while it runs, stops every process it started on SIGINT,
- * the embedded Postgres included, and finds the same organization on the next start.
+ * serves the demo key's leases, refuses a second start while it runs, stops every process it started on SIGINT (and
+ * on SIGHUP, a closed terminal), the embedded Postgres included, and finds the same organization on the next start.
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -188,13 +188,18 @@ async function leases(key: string): Promise<{ status: number; results: unknown[]
   return { status: res.status, results: body.results ?? [] };
 }
 
-/** SIGINT (what Ctrl-C sends) to `npm start`: it exits 0, and every process it started is gone, ports closed. */
-async function interrupt(run: Run): Promise<void> {
+/**
+ * SIGINT (what Ctrl-C sends) to `npm start`, or SIGHUP (a closed terminal: sent to the start script itself, since the
+ * tsx command in front of it relays only SIGINT and SIGTERM): it exits 0, and every process it started is gone, ports
+ * closed, the embedded Postgres (in a process group of its own, which the terminal's SIGHUP does not reach) included.
+ */
+async function interrupt(run: Run, signal: 'SIGINT' | 'SIGHUP' = 'SIGINT'): Promise<void> {
   const tree = descendants(run.child.pid!);
   const pg = postmasterPid();
   expect(pg, 'the embedded Postgres is one of the processes npm start runs').toBeDefined();
   expect(tree).toContain(pg);
-  run.child.kill('SIGINT');
+  if (signal === 'SIGINT') run.child.kill('SIGINT');
+  else process.kill(tree.find((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('scripts/start.ts'))!, 'SIGHUP');
   expect(await within(run.exited, 45_000)).toBe(0);
   await until(
     'every process npm start ran to be gone (the last answer: those left running)',
@@ -259,5 +264,5 @@ it('runs on an embedded Postgres in an empty DATA_DIR, refuses a second start, s
     await sql.end();
   }
 
-  await interrupt(third);
+  await interrupt(third, 'SIGHUP');
 });
