@@ -5,13 +5,30 @@
 
 /** A failure to show the operator as one line on stderr, with the process exit code. */
 export class CliError extends Error {
+  /**
+   * `transient`: a failure that may pass by itself, which a `--wait` polling something rides out: the API did not
+   * answer in time, the connection failed, or a 502, 503 or 504 (a proxy, or what the API depends on, being down).
+   */
   constructor(
     message: string,
     readonly exitCode = 1,
+    readonly transient = false,
   ) {
     super(message);
   }
 }
+
+/** `--request-timeout`'s default, in seconds: how long one request may take, its answer's body included. */
+export const REQUEST_TIMEOUT_S = 30;
+
+/** The answers a proxy in front of the API, or the API while what it depends on is down, gives for a while. */
+const TRANSIENT_STATUSES = new Set([502, 503, 504]);
+
+/** Text on one line (a stored error, a body that is not JSON): stderr gets exactly one line per failure. */
+export const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
+
+/** Milliseconds as seconds for a message: `30`, `1.5`. */
+const seconds = (ms: number) => String(Number((ms / 1000).toFixed(1)));
 
 interface Problem {
   title?: string;
@@ -29,36 +46,86 @@ interface Problem {
 export type FieldFlags = Record<string, string>;
 
 export class AdminClient {
-  /** `fields`: the flags of the verb that calls, to name in its errors instead of the API's field names. */
+  /**
+   * `fields`: the flags of the verb that calls, to name in its errors instead of the API's field names.
+   * `timeoutMs`: how long a request may take, from its start to the last byte of its answer.
+   */
   constructor(
     private readonly baseUrl: string,
     private readonly token: string,
     private readonly fields: FieldFlags = {},
+    private readonly timeoutMs = REQUEST_TIMEOUT_S * 1000,
   ) {}
 
-  /** Sends a request to /admin/v1<path>; returns the parsed JSON body (null for 204). */
-  async request<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  /**
+   * Sends a request to /admin/v1<path>; returns the parsed JSON body (null for 204). `opts.timeoutMs`: a shorter
+   * deadline for this one (what is left of a `--wait --timeout`). A redirect is not followed (it would drop the
+   * token on another origin, and turn a POST into a GET): it is refused with the address it points to.
+   */
+  async request<T = unknown>(method: string, path: string, body?: unknown, opts: { timeoutMs?: number } = {}): Promise<T> {
     const url = `${this.baseUrl.replace(/\/$/, '')}/admin/v1${path}`;
     const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    const timeoutMs = Math.max(1, Math.min(this.timeoutMs, opts.timeoutMs ?? Infinity));
+    // One deadline for the whole exchange: the answer's headers and its body.
+    const signal = AbortSignal.timeout(timeoutMs);
     let res: Response;
     try {
-      res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual', signal });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new CliError(`cannot reach the admin API at ${this.baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+      throw this.failure(err, timeoutMs, 'before');
     }
-    const text = await res.text();
+    if (res.status >= 300 && res.status < 400) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new CliError(this.redirected(url, path, res));
+    }
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      throw this.failure(err, timeoutMs, 'during');
+    }
+    const transient = TRANSIENT_STATUSES.has(res.status);
     let parsed: unknown = null;
     if (text) {
       try {
         parsed = JSON.parse(text);
       } catch {
-        throw new CliError(`${method} ${url} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+        throw new CliError(`${method} ${url} answered ${res.status} with a body that is not JSON: ${oneLine(text).slice(0, 200)}`, 1, transient);
       }
     }
-    if (!res.ok) throw new CliError(problemLine(res.status, parsed as Problem | null, this.fields));
+    if (!res.ok) throw new CliError(problemLine(res.status, parsed as Problem | null, this.fields), 1, transient);
     return parsed as T;
+  }
+
+  /** A request that got no (whole) answer: its time-out passed, or the connection failed `before` the answer or `during` its body. */
+  private failure(err: unknown, timeoutMs: number, when: 'before' | 'during'): CliError {
+    if ((err as Error).name === 'TimeoutError') return new CliError(`the admin API at ${this.baseUrl} did not answer within ${seconds(timeoutMs)} s`, 1, true);
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const why = cause?.code ?? cause?.message ?? (err as Error).message;
+    if (when === 'during') return new CliError(`the admin API at ${this.baseUrl} broke off its answer: ${why}`, 1, true);
+    // Connected, then closed before any answer: it was reached.
+    if (cause?.code === 'UND_ERR_SOCKET') return new CliError(`the admin API at ${this.baseUrl} closed the connection without answering`, 1, true);
+    return new CliError(`cannot reach the admin API at ${this.baseUrl}: ${why}`, 1, true);
+  }
+
+  /**
+   * What to say of a redirect: where it points, as the address to give `--url` when it moved the whole admin API
+   * (the same /admin/v1/… at another base), else the whole Location.
+   */
+  private redirected(url: string, path: string, res: Response): string {
+    const location = res.headers.get('location');
+    if (!location)
+      return `the admin API at ${this.baseUrl} answered ${res.status} (a redirect) without saying where to; set --url or PUBLIC_BASE_URL to its address`;
+    let to: string;
+    try {
+      to = new URL(location, url).href;
+    } catch {
+      to = location;
+    }
+    const tail = `/admin/v1${path}`;
+    if (to.endsWith(tail)) to = to.slice(0, -tail.length) || to;
+    return `the admin API at ${this.baseUrl} redirects to ${to}; set --url or PUBLIC_BASE_URL to that address`;
   }
 }
 

@@ -4,15 +4,16 @@
  * code 1 (2 for a usage mistake).
  */
 import { parseArgs } from 'node:util';
-import { loadConfigOrExit } from '../config';
-import { AdminClient, CliError } from './client';
+import { adminClientConfig, ConfigError } from '../config';
+import { AdminClient, CliError, REQUEST_TIMEOUT_S } from './client';
 import type { Command } from './command';
-import { option, toggle, usageError, type Flag, type FlagValue } from './flags';
+import { int, option, toggle, usageError, type Flag, type FlagValue } from './flags';
 import { NOUNS } from './commands';
 
 const GLOBAL: Record<string, Flag & { short?: string }> = {
-  url: option('<url>', 'Address of the API (default: PUBLIC_BASE_URL)'),
+  url: option('<url>', 'Address of the API (default: PUBLIC_BASE_URL, else http://HOST:PORT)'),
   token: option('<token>', 'Admin token (default: ADMIN_TOKEN)'),
+  'request-timeout': option('<seconds>', `Give up on a request not answered in full within this long (default ${REQUEST_TIMEOUT_S}; exit 1)`),
   help: { ...toggle('Show help'), short: 'h' },
 };
 
@@ -73,6 +74,23 @@ function verbHelp(noun: string, verb: string, cmd: Command): string {
 
 const wantsHelp = (argv: string[]) => argv.includes('--help') || argv.includes('-h');
 
+/** An argument as typed in a shell: quoted when it holds anything a shell would read otherwise. */
+const shellWord = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);
+
+/**
+ * Node's refusal of the flags given, on one line. Its advice on dashes is kept, for the operator, where it applies:
+ * a flag's value that starts with "-" (`--name -Acme`) is given as `--name=-Acme`. Where it does not (a positional
+ * argument that starts with "-": no argument of the CLI does), it is dropped.
+ */
+function parseError(err: Error & { code?: string }, given: string[]): string {
+  const message = err.message.replace(/\s*\n\s*/g, ' ');
+  const flag = err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && /argument is ambiguous/.test(message) ? /'--([^' ]+)'/.exec(message)?.[1] : undefined;
+  if (flag === undefined) return message.split(/\.? To specify/)[0]!;
+  const at = given.findIndex((arg, i) => arg === `--${flag}` && given[i + 1]?.startsWith('-'));
+  const value = at >= 0 ? given[at + 1]! : '-XYZ';
+  return `Option '--${flag}' argument is ambiguous (did you forget its value?); to give a value that starts with "-", write ${shellWord(`--${flag}=${value}`)}`;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [noun] = argv;
   let verb = argv[1];
@@ -119,9 +137,7 @@ async function main(argv: string[]): Promise<number> {
       strict: true,
     });
   } catch (err) {
-    // One line: Node's message runs over several, and its advice on dashes is about its own API.
-    const message = (err as Error).message.replace(/\s*\n\s*/g, ' ').split(/\.? To specify/)[0];
-    throw usageError(`${message}; see ${noun} ${verb} --help`);
+    throw usageError(`${parseError(err as Error & { code?: string }, given)}; see ${noun} ${verb} --help`);
   }
   const args = parsed.positionals;
   if (args.length !== cmd.args.length) {
@@ -129,12 +145,17 @@ async function main(argv: string[]): Promise<number> {
     throw usageError(`${noun} ${verb} takes ${want}, got ${args.length ? args.join(' ') : 'none'}; see ${noun} ${verb} --help`);
   }
   const flags = parsed.values as Record<string, FlagValue>;
-  const config = flags.url && flags.token ? undefined : loadConfigOrExit();
-  const client = new AdminClient(
-    (flags.url as string | undefined) ?? config!.PUBLIC_BASE_URL,
-    (flags.token as string | undefined) ?? config!.ADMIN_TOKEN,
-    cmd.fields,
-  );
+  const requestTimeout = int('request-timeout', flags['request-timeout']) ?? REQUEST_TIMEOUT_S;
+  if (requestTimeout < 1) throw usageError(`--request-timeout must be at least 1 second, got ${requestTimeout}`);
+  let target: { PUBLIC_BASE_URL: string; ADMIN_TOKEN: string };
+  try {
+    // Only what the CLI needs of the service's configuration: the API's address and token, unless given as flags.
+    target = adminClientConfig(process.env, { url: flags.url as string | undefined, token: flags.token as string | undefined });
+  } catch (err) {
+    if (err instanceof ConfigError) throw usageError(err.message);
+    throw err;
+  }
+  const client = new AdminClient(target.PUBLIC_BASE_URL, target.ADMIN_TOKEN, cmd.fields, requestTimeout * 1000);
   const { output, exitCode } = await cmd.run({ client, args, flags });
   process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
   return exitCode ?? 0;

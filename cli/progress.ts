@@ -2,9 +2,11 @@
  * `sync run --wait`: polls the job and shows where it stands on stderr (a live bar on a terminal, one plain line per
  * change otherwise), then returns the final job. `operations get --wait`: polls an Operation with the backoff the
  * spec recommends until it is terminal or the time-out passes. `automation run --wait`: polls a run until it ends.
+ * A poll that fails for a while (no answer in time, no connection, a 502, 503 or 504) is said on stderr and tried
+ * again until the time-out; any other failure ends the wait.
  */
 import { SingleBar } from 'cli-progress';
-import type { AdminClient } from './client';
+import { CliError, oneLine, type AdminClient } from './client';
 
 export interface SyncJob {
   id: string;
@@ -128,6 +130,11 @@ export async function waitForJob(
   let lastLine = '';
   const report = () => {
     const p = payload(job, startedAt);
+    if (bar?.isActive === false) {
+      // Stopped for a failed poll's line (below): drawn again under it.
+      bar.start(stage(job).total, stage(job).done, p);
+      return;
+    }
     if (bar) {
       bar.setTotal(stage(job).total);
       bar.update(stage(job).done, p);
@@ -139,11 +146,19 @@ export async function waitForJob(
   };
   try {
     return await follow(first, {
-      read: (id) => client.request<SyncJob>('GET', `/sync_jobs/${id}`),
+      name: 'sync job',
+      see: (id) => `sync get ${id}`,
+      read: (id, timeoutMs) => client.request<SyncJob>('GET', `/sync_jobs/${id}`, undefined, { timeoutMs }),
       delayMs: () => opts.pollMs,
       report: (seen) => {
         job = seen;
         report();
+      },
+      // A line written under a live bar would be overwritten where the bar puts the cursor back when it stops: the
+      // bar stops first (as it stood), and report() starts it again below with the next state read.
+      warn: (line) => {
+        bar?.stop();
+        stream.write(`${line}\n`);
       },
       timeoutMs: opts.timeoutMs,
     });
@@ -174,23 +189,43 @@ export function operationPollDelayMs(attempts: number, polling: OperationPolling
   return Math.min(polling.capMs, polling.baseMs * 2 ** Math.max(0, attempts));
 }
 
-/** A stored error on one line: stderr gets exactly one line per failure. */
-const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
-
-/** Where a followed Operation or automation run ended up, and whether the time-out passed first. */
+/**
+ * Where a followed job, Operation or automation run ended up, and whether the time-out passed first; `failing`: the
+ * wait ended at its time-out on a failed poll (why, and the command that shows the thing later).
+ */
 interface Followed<T> {
   last: T;
   timedOut: boolean;
+  failing?: { error: string; see: string };
 }
+
+/**
+ * How long the read at the time-out may take when less is left: it still gets a chance to find the thing ended, at
+ * the cost of a wait this much longer than `--timeout` at most.
+ */
+const LAST_READ_MS = 1_000;
 
 /**
  * Polls `first` until it is terminal or `timeoutMs` has passed (`timedOut`, with the last state seen), waiting
  * `delayMs` between reads (never past the deadline: each sleep is at most the time left, and the deadline is checked
- * after each read), and hands every state seen to `report`.
+ * after each read), and hands every state seen to `report`. Each read may take the time left (`LAST_READ_MS` at the
+ * least; the client's own request time-out when shorter). A read that fails for a while (CliError.transient) is said
+ * to `warn` as one line and tried again after the same delay; at the deadline the wait ends on it (`failing`). Any
+ * other failure ends the wait.
  */
 async function follow<T extends { id: string; status: string }>(
   first: T,
-  how: { read: (id: string) => Promise<T>; delayMs: (t: T) => number; report: (t: T) => void; timeoutMs?: number },
+  how: {
+    /** What is followed (`sync job`) and the command that shows it (`sync get <id>`), for the lines said of it. */
+    name: string;
+    see: (id: string) => string;
+    read: (id: string, timeoutMs: number | undefined) => Promise<T>;
+    delayMs: (t: T) => number;
+    report: (t: T) => void;
+    /** Says one line on stderr (a failed poll). */
+    warn: (line: string) => void;
+    timeoutMs?: number;
+  },
 ): Promise<Followed<T>> {
   const deadline = how.timeoutMs === undefined ? Infinity : Date.now() + how.timeoutMs;
   let last = first;
@@ -199,7 +234,16 @@ async function follow<T extends { id: string; status: string }>(
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { last, timedOut: true };
     await new Promise((r) => setTimeout(r, Math.min(how.delayMs(last), remaining)));
-    last = await how.read(last.id);
+    try {
+      last = await how.read(last.id, deadline === Infinity ? undefined : Math.max(deadline - Date.now(), LAST_READ_MS));
+    } catch (err) {
+      if (!(err instanceof CliError && err.transient)) throw err;
+      const left = deadline - Date.now();
+      if (left <= 0) return { last, timedOut: true, failing: { error: err.message, see: how.see(last.id) } };
+      const retryIn = Math.min(how.delayMs(last), left);
+      how.warn(`warning: reading ${how.name} ${last.id} failed: ${oneLine(err.message)}; trying again in ${Number((retryIn / 1000).toFixed(1))} s`);
+      continue;
+    }
     how.report(last);
   }
   return { last, timedOut: false };
@@ -224,9 +268,12 @@ export function waitForOperation(
   opts: { timeoutMs?: number; stream?: NodeJS.WriteStream; polling?: OperationPolling },
 ): Promise<Followed<Operation>> {
   return follow(first, {
+    name: 'operation',
+    see: (id) => `operations get ${id}`,
     timeoutMs: opts.timeoutMs,
-    read: (id) => client.request<Operation>('GET', `/operations/${encodeURIComponent(id)}`),
+    read: (id, timeoutMs) => client.request<Operation>('GET', `/operations/${encodeURIComponent(id)}`, undefined, { timeoutMs }),
     delayMs: (op) => operationPollDelayMs(op.reconcile.attempts, opts.polling),
+    warn: (line) => (opts.stream ?? process.stderr).write(`${line}\n`),
     report: changedLines(
       (op) =>
         [
@@ -257,9 +304,12 @@ export function waitForAutomationRun(
   opts: { pollMs: number; timeoutMs?: number; stream?: NodeJS.WriteStream },
 ): Promise<Followed<AutomationRun>> {
   return follow(first, {
+    name: 'automation run',
+    see: (id) => `automation run-get ${id}`,
     timeoutMs: opts.timeoutMs,
-    read: (id) => client.request<AutomationRun>('GET', `/automation_runs/${encodeURIComponent(id)}`),
+    read: (id, timeoutMs) => client.request<AutomationRun>('GET', `/automation_runs/${encodeURIComponent(id)}`, undefined, { timeoutMs }),
     delayMs: () => opts.pollMs,
+    warn: (line) => (opts.stream ?? process.stderr).write(`${line}\n`),
     report: changedLines(
       (run) =>
         [
@@ -275,15 +325,19 @@ export function waitForAutomationRun(
 
 /**
  * What a verb prints when its `--wait` is over: the last state seen; exit 1 and one line on stderr when the wait timed
- * out (`goesOn`: that the work itself goes on) or it failed (`why`).
+ * out (`goesOn`: that the work itself goes on), did so on a failed poll, or it failed (`why`).
  */
 export function waited<T extends { id: string; status: string }>(
   name: string,
-  { last, timedOut }: Followed<T>,
+  { last, timedOut, failing }: Followed<T>,
   timeout: number | undefined,
   goesOn: string,
   why: (t: T) => string,
 ): { output: T; exitCode?: number } {
+  if (failing) {
+    process.stderr.write(`error: ${oneLine(failing.error)}; stopped waiting: ${name} ${last.id} goes on (see: ${failing.see})\n`);
+    return { output: last, exitCode: 1 };
+  }
   if (timedOut) {
     process.stderr.write(`error: ${name} ${last.id} is still ${last.status} after ${timeout} s; stopped waiting (${goesOn})\n`);
     return { output: last, exitCode: 1 };

@@ -426,16 +426,25 @@ export function liveModeRefusal(c: Config): string | undefined {
   return lines.length > 0 ? `Refusing to serve live mode (SERVED_MODES includes live):\n${lines.join('\n')}` : undefined;
 }
 
+/** The environment with empty values dropped: `FOO= npm start` means FOO unset, so it falls back to the default. */
+const setOnly = (env: Record<string, string | undefined>) => Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+
+/** `VAR: why` for each issue, naming the variable itself (a list variable's issue path also carries the item's index). */
+const issueLines = (error: z.ZodError) => error.issues.map((i) => `${String(i.path[0] ?? '(root)')}: ${i.message}`);
+
+/** PUBLIC_BASE_URL, or http://HOST:PORT when it is unset (127.0.0.1 for a listener on every interface); no trailing slash. */
+const publicBaseOf = (c: { PUBLIC_BASE_URL?: string | undefined; HOST: string; PORT: number }) =>
+  (c.PUBLIC_BASE_URL ?? `http://${c.HOST === '0.0.0.0' ? '127.0.0.1' : c.HOST}:${c.PORT}`).replace(/\/$/, '');
+
 /** Parse a configuration from an environment-like record. Throws ConfigError naming every bad variable. */
 export function parseConfig(env: Record<string, string | undefined>): Config {
-  // Empty strings mean "unset" so that `FOO= npm start` falls back to the default.
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = configSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    // Name the variable itself (a list variable's issue path also carries the item's index).
-    const lines = parsed.error.issues.map((i) => `  ${String(i.path[0] ?? '(root)')}: ${i.message}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
-  }
+  const parsed = configSchema.safeParse(setOnly(env));
+  if (!parsed.success)
+    throw new ConfigError(
+      `Invalid configuration:\n${issueLines(parsed.error)
+        .map((l) => `  ${l}`)
+        .join('\n')}`,
+    );
   const c = parsed.data;
   if ((c.TEMPORAL_TLS_CERT_PATH === undefined) !== (c.TEMPORAL_TLS_KEY_PATH === undefined)) {
     throw new ConfigError(
@@ -448,7 +457,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       throw new ConfigError(`Invalid configuration:\n  OTEL_TRACES_SAMPLER_ARG: the share of traces ${c.OTEL_TRACES_SAMPLER} keeps, a number from 0 to 1`);
     }
   }
-  const publicBase = (c.PUBLIC_BASE_URL ?? `http://${c.HOST === '0.0.0.0' ? '127.0.0.1' : c.HOST}:${c.PORT}`).replace(/\/$/, '');
+  const publicBase = publicBaseOf(c);
   return {
     ...c,
     DATABASE_URL: c.DATABASE_URL ?? DEFAULT_DATABASE_URL,
@@ -459,6 +468,29 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     PROBLEM_BASE_URL: (c.PROBLEM_BASE_URL ?? `${publicBase}/problems`).replace(/\/$/, ''),
     DOCS_BASE_URL: (c.DOCS_BASE_URL ?? `${publicBase}/docs`).replace(/\/$/, ''),
   };
+}
+
+/** The variables a client of the admin API reads: where the API is (PUBLIC_BASE_URL, else HOST and PORT) and its token. */
+const adminClientSchema = configSchema.pick({ PUBLIC_BASE_URL: true, HOST: true, PORT: true, ADMIN_TOKEN: true });
+
+/**
+ * What a client of the admin API (the operator CLI) takes from the environment, by the rules and defaults of
+ * parseConfig, every other variable ignored: the API's address (PUBLIC_BASE_URL, else http://HOST:PORT) and the admin
+ * token. A variable that is not needed is not read at all: HOST and PORT when PUBLIC_BASE_URL is set, and those `given`
+ * instead (the client's `--url`, `--token`). Throws ConfigError with one line, `VAR: why` (several joined by `; `).
+ */
+export function adminClientConfig(
+  env: Record<string, string | undefined>,
+  given: { url?: string; token?: string } = {},
+): { PUBLIC_BASE_URL: string; ADMIN_TOKEN: string } {
+  const set = setOnly(env);
+  const ignored = new Set([
+    ...(given.url !== undefined ? ['PUBLIC_BASE_URL', 'HOST', 'PORT'] : set.PUBLIC_BASE_URL !== undefined ? ['HOST', 'PORT'] : []),
+    ...(given.token !== undefined ? ['ADMIN_TOKEN'] : []),
+  ]);
+  const parsed = adminClientSchema.safeParse(Object.fromEntries(Object.entries(set).filter(([k]) => !ignored.has(k))));
+  if (!parsed.success) throw new ConfigError(issueLines(parsed.error).join('; '));
+  return { PUBLIC_BASE_URL: given.url ?? publicBaseOf(parsed.data), ADMIN_TOKEN: given.token ?? parsed.data.ADMIN_TOKEN };
 }
 
 let loaded: Config | undefined;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, liveModeRefusal, parseConfig } from '../../config';
+import { adminClientConfig, ConfigError, liveModeRefusal, parseConfig } from '../../config';
 import { temporalConnectionOptions } from '../../config/temporal';
 
 const key = () => randomBytes(32).toString('base64');
@@ -102,6 +102,29 @@ describe('configuration', () => {
     for (const arg of ['half', '1.5', '-0.1', ' ']) {
       expect(refusal({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg })).toMatch(/^ {2}OTEL_TRACES_SAMPLER_ARG: /m);
     }
+  });
+});
+
+describe("the admin API client's configuration (the CLI's)", () => {
+  it('derives the address and token as parseConfig does, from those variables alone', () => {
+    for (const env of [
+      {},
+      { HOST: '0.0.0.0', PORT: '4000' },
+      { HOST: 'api.internal', ADMIN_TOKEN: 'a-long-random-admin-token' },
+      { PUBLIC_BASE_URL: 'https://x.example.com/' },
+    ]) {
+      const { PUBLIC_BASE_URL, ADMIN_TOKEN } = parseConfig(env);
+      expect(adminClientConfig({ ...env, LOG_LEVEL: 'warning', DB_POOL_MAX: 'many' })).toEqual({ PUBLIC_BASE_URL, ADMIN_TOKEN });
+    }
+  });
+
+  it('refuses a bad value in one line; reads neither HOST nor PORT beside PUBLIC_BASE_URL, nor what is given instead', () => {
+    expect(() => adminClientConfig({ PORT: '0', ADMIN_TOKEN: 'short' })).toThrow(/^PORT: [^\n;]+; ADMIN_TOKEN: must be at least 16 characters$/);
+    expect(adminClientConfig({ PUBLIC_BASE_URL: 'http://a.example.com', PORT: 'x' }).PUBLIC_BASE_URL).toBe('http://a.example.com');
+    expect(adminClientConfig({ PUBLIC_BASE_URL: 'nope', ADMIN_TOKEN: 'short' }, { url: 'http://b', token: 't' })).toEqual({
+      PUBLIC_BASE_URL: 'http://b',
+      ADMIN_TOKEN: 't',
+    });
   });
 });
 
