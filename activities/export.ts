@@ -12,19 +12,22 @@
  * it writes nothing and takes no row lock (only ACCESS SHARE on the tables it reads, which waits out DDL alone), it
  * ends with the attempt's time-out (its statement_timeout), and a failure leaves nothing ambiguous to settle; what it
  * costs is a connection and, for its length, holding back vacuum's horizon. Spooling to a local file first would
- * close it sooner but write every byte twice and start the upload only at the end.
+ * close it sooner but write every byte twice and start the upload only at the end: an HTTP destination asks for it
+ * only when it needs a `content-length` (`content_length: true`; S3 and MinIO presigned URLs refuse a chunked body),
+ * and then the connection is closed once the file is whole on disk, before it is sent.
  *
- * Failure: an ExportError, permanent (the automation's settings or the destination are wrong: a 4xx, a refused
- * address, a directory outside the root or missing; retrying cannot help) or transient (408, 429, 5xx, the network,
- * the time-out, the database). A cancelled attempt rethrows its signal's reason. Nothing is left behind: no request
- * left open, no temporary file, no connection.
+ * Failure: an ExportError, permanent (the automation's settings or the destination are wrong: a 4xx, a 501 or 505, a
+ * refused address, a directory outside the root or missing; retrying cannot help) or transient (408, 429, other 5xx,
+ * the network, the time-out, the database, the worker's disk for a spooled file). A cancelled attempt rethrows its
+ * signal's reason. Nothing is left behind: no request left open, no temporary file, no connection.
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { constants as fsConstants, createWriteStream } from 'node:fs';
-import { access, mkdir, open, realpath, rename, rm, stat } from 'node:fs/promises';
+import { constants as fsConstants, createReadStream, createWriteStream, type ReadStream } from 'node:fs';
+import { access, mkdir, mkdtemp, open, realpath, rename, rm, stat } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
+import os from 'node:os';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -127,9 +130,11 @@ export async function exportAutomation(deps: ExportDeps, input: ExportInput): Pr
     }
     const destination = automation.destination;
     sink =
-      destination.type === 'http'
-        ? openHttp(deps, destination, headersOf(deps, automation), integration.mode === 'live', input.fileName)
-        : await openDirectory(deps.exportRoot, destination.path, input.fileName);
+      destination.type !== 'http'
+        ? await openDirectory(deps.exportRoot, destination.path, input.fileName)
+        : destination.content_length === true
+          ? await openSpooledHttp(deps, destination, headersOf(deps, automation), integration.mode === 'live', input.fileName)
+          : openHttp(deps, destination, headersOf(deps, automation), integration.mode === 'live', input.fileName);
     let copy;
     try {
       copy = await untilAborted(db.copy(statement), stop.signal);
@@ -142,6 +147,8 @@ export async function exportAutomation(deps: ExportDeps, input: ExportInput): Pr
       if (!sink?.failure && !stop.signal.aborted && isDatabaseError(err)) throw cacheFailure(err);
       throw err;
     });
+    // A spooled file is whole on disk: its connection goes back now, not after the upload.
+    if (sink.spooled) await db.close();
     await sink.commit(stop.signal);
     input.onProgress?.(records());
     return { records: records(), bytes };
@@ -235,7 +242,12 @@ interface Sink {
   readonly failure?: ExportError;
   /** How a stream error of this destination is classified. */
   classify(err: Error & { code?: string }): ExportError;
+  /** The whole file is on local disk when `writable` finishes: the cache is no longer needed while it is sent. */
+  readonly spooled?: boolean;
 }
+
+/** An HTTP destination as stored (db/schema/automations.ts). */
+type HttpDestination = { url: string; method?: 'PUT' | 'POST'; content_length?: boolean };
 
 /** Headers a destination may not set: they describe the connection and the framing, which are ours. */
 const RESERVED_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer']);
@@ -243,19 +255,29 @@ const RESERVED_HEADERS = new Set(['content-length', 'transfer-encoding', 'connec
 const EXCERPT_BYTES = 300;
 /** Node's errors for a URL or header it will not send: the automation's settings, not the network. */
 const INVALID_REQUEST = new Set(['ERR_INVALID_URL', 'ERR_INVALID_HTTP_TOKEN', 'ERR_INVALID_CHAR', 'ERR_UNESCAPED_CHARACTERS', 'ERR_INVALID_PROTOCOL']);
+/** Added to a refusal of a chunked body that looks like a refusal of chunked bodies (S3 and MinIO presigned URLs: 501 naming Transfer-Encoding; 411). */
+const CHUNKED_HINT = '(the destination may not accept a chunked upload: set "content_length": true on the destination)';
+
+/** An HTTP destination's request, checked as far as it can be before a byte is read. */
+interface HttpTarget {
+  url: URL;
+  method: 'PUT' | 'POST';
+  headers: Record<string, string>;
+  guard: boolean;
+  resolver: Resolver;
+}
 
 /**
- * The file as the body of one PUT (or POST), sent chunked as it is written. Live integrations go through the SSRF
- * guard of webhooks: https only, and never to a loopback, private or link-local address, before or after DNS.
- * No redirect is followed.
+ * The URL (and, for live integrations, the SSRF guard of webhooks: https only, and never to a loopback, private or
+ * link-local address, before or after DNS) and the headers of an HTTP destination.
  */
-function openHttp(
+function httpTargetOf(
   deps: ExportDeps,
-  destination: { url: string; method?: 'PUT' | 'POST' },
+  destination: HttpDestination,
   destinationHeaders: Record<string, string>,
   guard: boolean,
   fileName: string,
-): Sink {
+): HttpTarget {
   let url: URL;
   try {
     url = new URL(destination.url);
@@ -271,23 +293,41 @@ function openHttp(
   for (const [name, value] of Object.entries(destinationHeaders)) {
     if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
   }
+  return { url, method: destination.method ?? 'PUT', headers, guard, resolver: deps.resolver ?? defaultResolver };
+}
 
+/** One request to an HTTP destination, open: its body is written to `request`, its answer settles `answered`. */
+interface HttpRequest {
+  request: http.ClientRequest;
+  /** The destination's 2xx; rejected by its refusal or the request's error. */
+  answered: Promise<void>;
+  readonly failure?: ExportError;
+  /** The request's own error, which explains the stream errors that follow it. */
+  readonly requestError?: Error & { code?: string };
+  /** A 2xx came after the whole body was written: delivered, whatever the request's stream says after it. */
+  readonly delivered: boolean;
+  classify(err: Error & { code?: string }): ExportError;
+}
+
+/**
+ * Opens the request: with `length`, a body of that many bytes (`content-length`; `written()` says how many are
+ * written), else a chunked one. No redirect is followed; a refusal (any answer but a 2xx) stops the body at once, and
+ * is said with the start of the answer's body.
+ */
+function requestOf(target: HttpTarget, length?: { bytes: number; written: () => number }): HttpRequest {
+  const chunked = length === undefined;
+  const framing = chunked ? {} : { 'content-length': String(length.bytes) };
   let request: http.ClientRequest;
   try {
-    request = (url.protocol === 'https:' ? https : http).request(url, {
-      method: destination.method ?? 'PUT',
-      headers,
+    request = (target.url.protocol === 'https:' ? https : http).request(target.url, {
+      method: target.method,
+      headers: { ...target.headers, ...framing },
       // A connection of its own (no pool), resolved through the guard: the address checked is the one connected to.
       agent: false,
-      lookup: lookupThrough(deps.resolver ?? defaultResolver, guard),
+      lookup: lookupThrough(target.resolver, target.guard),
     });
   } catch (err) {
-    // Header names and values the destination holds never appear in the message (they may be credentials).
-    const code = (err as { code?: string }).code;
-    throw new ExportError(
-      `the request cannot be sent: ${code === 'ERR_INVALID_HTTP_TOKEN' || code === 'ERR_INVALID_CHAR' ? 'a destination header is invalid' : (err as Error).message}`,
-      true,
-    );
+    throw unsendable(err);
   }
 
   let failure: ExportError | undefined;
@@ -298,6 +338,7 @@ function openHttp(
   let requestError: (Error & { code?: string }) | undefined;
   /** A 2xx that came before the whole file was sent (a destination that answers on the headers). */
   let earlyOk: number | undefined;
+  let ok = false;
   request.on('error', (err) => {
     requestError ??= err;
     answer.reject(err);
@@ -305,7 +346,10 @@ function openHttp(
   request.on('response', (res) => {
     const status = res.statusCode ?? 0;
     if (status >= 200 && status < 300) {
-      if (!request.writableFinished) earlyOk = status;
+      // With a length, the destination has the whole body once it has that many bytes: its 2xx may come before our
+      // end of the request is finished.
+      if (!request.writableFinished && !(length && length.written() >= length.bytes)) earlyOk = status;
+      ok = true;
       res.resume();
       answer.resolve();
       return;
@@ -316,7 +360,9 @@ function openHttp(
     const refuse = () => {
       if (failure) return;
       const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8').replace(/\s+/g, ' ').trim();
-      failure = new ExportError(`the destination answered HTTP ${status}${excerpt ? `: ${excerpt}` : ''}`, isPermanentStatus(status), status);
+      // A destination that cannot take a body of unknown length (S3: 501 NotImplemented, <Header>Transfer-Encoding</Header>; 411 Length Required).
+      const hint = chunked && (status === 501 || status === 411 || /transfer-encoding/i.test(excerpt)) ? ` ${CHUNKED_HINT}` : '';
+      failure = new ExportError(`the destination answered HTTP ${status}${excerpt ? `: ${excerpt}` : ''}${hint}`, isPermanentStatus(status), status);
       answer.reject(failure);
       request.destroy(failure);
     };
@@ -332,17 +378,17 @@ function openHttp(
     setTimeout(refuse, 1_000).unref();
   });
 
-  // The request goes out now, before the COPY is sent: the destination sees the upload start (and may refuse it)
-  // while the database starts on the file.
-  request.flushHeaders();
   return {
-    writable: request,
+    request,
+    answered,
     get failure() {
       return failure;
     },
-    commit: (signal) => untilAborted(answered, signal),
-    async discard() {
-      request.destroy();
+    get requestError() {
+      return requestError;
+    },
+    get delivered() {
+      return ok && earlyOk === undefined;
     },
     classify(streamError) {
       const err = requestError ?? streamError;
@@ -362,9 +408,156 @@ function openHttp(
   };
 }
 
-/** 4xx but 408 (time-out) and 429 (rate limit) will not change on a retry, nor will a redirect (not followed). */
+/** Node refused to make the request (a header it cannot send): the automation's settings. */
+function unsendable(err: unknown): ExportError {
+  // Header names and values the destination holds never appear in the message (they may be credentials).
+  const code = (err as { code?: string }).code;
+  return new ExportError(
+    `the request cannot be sent: ${code === 'ERR_INVALID_HTTP_TOKEN' || code === 'ERR_INVALID_CHAR' ? 'a destination header is invalid' : (err as Error).message}`,
+    true,
+  );
+}
+
+/**
+ * The file as the body of one PUT (or POST), sent chunked as it is written (no `content-length`: its length is known
+ * only at the end). The request goes out before the COPY starts.
+ */
+function openHttp(deps: ExportDeps, destination: HttpDestination, destinationHeaders: Record<string, string>, guard: boolean, fileName: string): Sink {
+  const sent = requestOf(httpTargetOf(deps, destination, destinationHeaders, guard, fileName));
+  // The request goes out now, before the COPY is sent: the destination sees the upload start (and may refuse it)
+  // while the database starts on the file.
+  sent.request.flushHeaders();
+  return {
+    writable: sent.request,
+    get failure() {
+      return sent.failure;
+    },
+    commit: (signal) => untilAborted(sent.answered, signal),
+    async discard() {
+      sent.request.destroy();
+    },
+    classify: (err) => sent.classify(err),
+  };
+}
+
+/**
+ * The file as the body of one PUT (or POST) with a `content-length` (`content_length: true`: S3 and MinIO presigned
+ * URLs refuse a chunked body, Azure Blob requires the length): written whole to a temporary file first, then sent
+ * from it, streamed. The file is in a directory of its own under the OS's temporary directory (mode 0700, the file
+ * 0600), removed when the attempt ends however it ends. The cost: the export's size on the worker's disk, and the
+ * upload starts only when the COPY has ended. A disk error (ENOSPC) is transient.
+ */
+async function openSpooledHttp(
+  deps: ExportDeps,
+  destination: HttpDestination,
+  destinationHeaders: Record<string, string>,
+  guard: boolean,
+  fileName: string,
+): Promise<Sink> {
+  // Everything that can be refused is, before anything is written: the URL, the address as written, the headers.
+  const target = httpTargetOf(deps, destination, destinationHeaders, guard, fileName);
+  try {
+    for (const [name, value] of Object.entries(target.headers)) {
+      http.validateHeaderName(name);
+      http.validateHeaderValue(name, value);
+    }
+  } catch (err) {
+    throw unsendable(err);
+  }
+  let folder: string;
+  try {
+    folder = await mkdtemp(path.join(os.tmpdir(), 'propsync-export-'));
+  } catch (err) {
+    throw spoolFailure('created', err);
+  }
+  const file = path.join(folder, 'export.csv');
+  const writable = createWriteStream(file, { flags: 'wx', mode: 0o600 });
+  let reading: ReadStream | undefined;
+  let sent: HttpRequest | undefined;
+  /** The temporary file's own failure (writing it, or reading it back), which explains the stream errors after it. */
+  let fileError: { verb: 'written' | 'read'; err: Error } | undefined;
+  // Its own failure only (an fs error, with its syscall): not one the pipeline destroys it with (the database's, the signal's).
+  writable.on('error', (err) => {
+    if ('syscall' in err) fileError ??= { verb: 'written', err };
+  });
+
+  let removed: Promise<void> | undefined;
+  const remove = () =>
+    (removed ??= (async () => {
+      // Closed first: a file still being opened would otherwise appear after its removal.
+      writable.destroy();
+      reading?.destroy();
+      await Promise.all([closed(writable), reading && closed(reading)]);
+      await rm(folder, { recursive: true, force: true }).catch(() => {});
+    })());
+
+  return {
+    writable,
+    spooled: true,
+    get failure() {
+      return sent?.failure;
+    },
+    async commit(signal) {
+      try {
+        await closed(writable);
+        if (fileError) throw fileError.err;
+        signal.throwIfAborted();
+        const { size } = await stat(file);
+        const source = createReadStream(file, { highWaterMark: WRITE_BYTES });
+        reading = source;
+        let written = 0;
+        const request = requestOf(target, { bytes: size, written: () => written });
+        sent = request;
+        // Its own failure only: an error the pipeline destroys it with (the request's, the signal's) is not the file's.
+        source.on('error', (err: Error & { code?: string }) => {
+          if (!request.requestError && !request.failure && !signal.aborted && err.code !== 'ERR_STREAM_PREMATURE_CLOSE') fileError ??= { verb: 'read', err };
+        });
+        const sending = pipeline(source, request.request, { signal });
+        // After the pipeline's own listener, which has written the chunk to the request when this one runs.
+        source.on('data', (chunk: string | Buffer) => {
+          written += chunk.length;
+        });
+        try {
+          await sending;
+        } catch (err) {
+          // The destination had every byte and said 2xx before the request was ended (which then closes early).
+          if (signal.aborted || fileError || !request.delivered) throw err;
+        }
+        await untilAborted(request.answered, signal);
+      } finally {
+        await remove();
+      }
+    },
+    async discard() {
+      sent?.request.destroy();
+      await remove();
+    },
+    classify(err) {
+      if (fileError) return spoolFailure(fileError.verb, fileError.err);
+      // Before the request, only the temporary file can fail.
+      return sent ? sent.classify(err) : spoolFailure('written', err);
+    },
+  };
+}
+
+/** The temporary file of a `content_length` export failed (a full disk): another attempt (or worker) may do better. */
+function spoolFailure(verb: 'created' | 'written' | 'read', err: unknown): ExportError {
+  const e: Error & { code?: string } = err instanceof Error ? err : new Error(String(err));
+  const why = e.code && !e.message.startsWith(e.code) ? `${e.code}: ${e.message}` : e.message;
+  const need = verb === 'read' ? '' : `: with "content_length": true the worker needs free space there for the whole file`;
+  return new ExportError(`the export's temporary file could not be ${verb} in ${os.tmpdir()} (${why})${need}`, false, undefined, { cause: e });
+}
+
+/** Resolves when a file stream has closed (its descriptor released), whether or not it failed. */
+function closed(stream: { readonly closed: boolean; once(event: 'close', listener: () => void): unknown }): Promise<void> {
+  if (stream.closed) return Promise.resolve();
+  return new Promise((resolve) => stream.once('close', () => resolve()));
+}
+
+/** 4xx but 408 (time-out) and 429 (rate limit) will not change on a retry, nor will a redirect (not followed), nor a 501 or a 505 (the request's kind is not supported). */
 function isPermanentStatus(status: number): boolean {
   if (status === 408 || status === 429) return false;
+  if (status === 501 || status === 505) return true;
   return status < 500;
 }
 

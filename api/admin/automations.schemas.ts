@@ -213,6 +213,11 @@ const DestinationUrl = plainText().min(1).max(2048).openapi({
 const DestinationMethod = z.enum(['PUT', 'POST']).openapi({
   description: 'How the file is sent: it is the request body, `content-type: text/csv; charset=utf-8` unless `headers` name another. Default `PUT`.',
 });
+const ContentLength = z.boolean().openapi({
+  description:
+    'Send the file with a `Content-Length` header instead of as a chunked body (`Transfer-Encoding: chunked`, the default: streamed as the database writes it). S3 and MinIO presigned URLs refuse a chunked upload (`501 NotImplemented` naming `Transfer-Encoding`) and Azure Blob requires the length: set `true` for them. The file is then written whole to a temporary file on the worker (as much free disk as the export is large) and sent when it is complete, which starts the upload later. Default `false`.',
+  example: true,
+});
 const DirectoryPath = plainText()
   .min(1)
   .max(500)
@@ -224,7 +229,13 @@ const DirectoryPath = plainText()
   .openapi({ description: "A directory relative to the deployment's export root (EXPORT_ROOT); never absolute, never `..`.", example: 'finance/leases' });
 
 const HttpDestinationInput = z
-  .strictObject({ type: z.literal('http'), url: DestinationUrl, method: DestinationMethod.optional(), headers: DestinationHeaders.optional() })
+  .strictObject({
+    type: z.literal('http'),
+    url: DestinationUrl,
+    method: DestinationMethod.optional(),
+    headers: DestinationHeaders.optional(),
+    content_length: ContentLength.optional(),
+  })
   .openapi('HttpDestinationInput');
 const DirectoryDestinationInput = z.strictObject({ type: z.literal('directory'), path: DirectoryPath }).openapi('DirectoryDestinationInput');
 const DestinationInput = z.discriminatedUnion('type', [HttpDestinationInput, DirectoryDestinationInput]);
@@ -254,7 +265,7 @@ export const AutomationUpdate = someField(
     schedule: AutomationScheduleInput.optional(),
     destination: DestinationInput.optional().openapi({
       description:
-        'Replaces the destination. For an HTTP destination that stays HTTP, omitting `headers` keeps the stored ones (their values are never shown, so they cannot be sent back) as long as the URL keeps its origin (scheme, host and port): a URL on another origin needs `headers` again, else a 422 at `/destination/headers`; `headers: {}` removes them.',
+        'Replaces the destination: `method` and `content_length` left out are their defaults again (`PUT`, `false`). For an HTTP destination that stays HTTP, omitting `headers` keeps the stored ones (their values are never shown, so they cannot be sent back) as long as the URL keeps its origin (scheme, host and port): a URL on another origin needs `headers` again, else a 422 at `/destination/headers`; `headers: {}` removes them.',
     }),
     status: z
       .enum(AUTOMATION_STATUSES)
@@ -272,6 +283,7 @@ const HttpDestination = z
     url: z.string(),
     method: z.enum(['PUT', 'POST']),
     headers: z.array(z.string()).openapi({ description: 'Names of the headers sent with the file; their values are never shown.', example: ['Authorization'] }),
+    content_length: ContentLength,
   })
   .openapi('HttpDestination');
 const DirectoryDestination = z.object({ type: z.literal('directory'), path: z.string() }).openapi('DirectoryDestination');

@@ -46,7 +46,10 @@ const loadAutomationControl = (): Promise<AutomationControl> => import('../../co
  * The destination as stored. An HTTP destination keeps the NAMES of its headers in the clear (`header_names`), so
  * replies can list them without opening the sealed values (`destinationHeaders`), which only the export activity does.
  */
-type StoredDestination = ({ type: 'http'; url: string; method?: 'PUT' | 'POST'; header_names?: string[] } | { type: 'directory'; path: string }) & {
+type StoredDestination = (
+  | { type: 'http'; url: string; method?: 'PUT' | 'POST'; header_names?: string[]; content_length?: boolean }
+  | { type: 'directory'; path: string }
+) & {
   /** The automation's `escape_formulas` (domain/automations.ts escapeFormulasOf: absent means true). */
   escape_formulas?: boolean;
 };
@@ -66,7 +69,9 @@ function automationView(row: AutomationRow): z.infer<typeof Automation> {
     columns: row.columns,
     schedule: 'every' in row.schedule ? { every: row.schedule.every } : { cron: row.schedule.cron, timezone: row.schedule.timezone ?? 'UTC' },
     destination:
-      d.type === 'http' ? { type: 'http', url: d.url, method: d.method ?? 'PUT', headers: d.header_names ?? [] } : { type: 'directory', path: d.path },
+      d.type === 'http'
+        ? { type: 'http', url: d.url, method: d.method ?? 'PUT', headers: d.header_names ?? [], content_length: d.content_length === true }
+        : { type: 'directory', path: d.path },
     escape_formulas: escapeFormulasOf(d),
     status: row.status,
     schedule_id: automationScheduleIdOf(row.id),
@@ -182,6 +187,7 @@ function destinationOf(
     errors.push(...err.opts.errors);
   }
   const method = input.method ?? 'PUT';
+  const contentLength = input.content_length ?? false;
   if (input.headers === undefined && keep) {
     // Stored headers (often credentials) go only where they were meant to: to another origin, the request says again
     // which to send, as an HTTP client drops Authorization on a redirect to another host. (A URL refused already
@@ -192,12 +198,12 @@ function destinationOf(
         detail: `the destination moves to another origin: send its \`headers\` again (\`{}\` for none); the stored ones (${keep.names.join(', ')}) are kept only for the same origin`,
       });
     }
-    return { destination: { type: 'http', url, method, header_names: keep.names }, sealed: keep.sealed };
+    return { destination: { type: 'http', url, method, content_length: contentLength, header_names: keep.names }, sealed: keep.sealed };
   }
   const headers = input.headers ?? {};
   const names = Object.keys(headers);
   return {
-    destination: { type: 'http', url, method, header_names: names },
+    destination: { type: 'http', url, method, content_length: contentLength, header_names: names },
     sealed: names.length > 0 ? sealAutomationHeaders(deps.secrets, automationId, headers) : null,
   };
 }

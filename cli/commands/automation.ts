@@ -61,15 +61,25 @@ const headers = (value: FlagValue) =>
     return [name, line.slice(at + 1).trim()];
   });
 
-/** `--http-url <url> [--method PUT|POST] [--header "Name: value"]…` or `--directory <path>`. */
+/** `--http-url <url> [--method PUT|POST] [--header "Name: value"]… [--content-length]` or `--directory <path>`. */
 function destination(flags: Record<string, FlagValue>, isRequired: boolean): Record<string, unknown> | undefined {
   const url = flags['http-url'];
   const dir = flags.directory;
+  const httpOnly = flags.method !== undefined || flags.header !== undefined || flags['content-length'] !== undefined;
+  const notHttp = () => usageError('--method, --header and --content-length apply to --http-url only');
   if (url !== undefined && dir !== undefined) throw usageError('give either --http-url or --directory, not both');
-  if (dir !== undefined && (flags.method !== undefined || flags.header !== undefined)) throw usageError('--method and --header apply to --http-url only');
-  if (url !== undefined) return defined({ type: 'http', url: required('http-url', url), method: flags.method, headers: headers(flags.header) });
+  if (dir !== undefined && httpOnly) throw notHttp();
+  if (url !== undefined) {
+    return defined({
+      type: 'http',
+      url: required('http-url', url),
+      method: flags.method,
+      headers: headers(flags.header),
+      content_length: flags['content-length'] === true ? true : undefined,
+    });
+  }
   if (dir !== undefined) return { type: 'directory', path: required('directory', dir) };
-  if (flags.method !== undefined || flags.header !== undefined) throw usageError('--method and --header apply to --http-url only');
+  if (httpOnly) throw notHttp();
   if (isRequired) throw usageError('a destination is required: give --http-url <url> or --directory <path>');
   return undefined;
 }
@@ -82,6 +92,9 @@ const exportFlags: Record<string, Flag> = {
   'http-url': option('<url>', 'Send the file to this URL (live integrations: public https only)'),
   method: option('<PUT|POST>', 'With --http-url: how the file is sent (default PUT)'),
   header: repeatable('"<Name: value>"', 'With --http-url: a header to send, stored encrypted, never shown again (repeatable)'),
+  'content-length': toggle(
+    "With --http-url: send the file with a Content-Length, not chunked (S3/MinIO presigned URLs need it); it is written whole to the worker's disk first",
+  ),
   directory: option('<path>', 'Or write the file to this directory, relative to the export root'),
   'escape-formulas': option('<on|off>', "CSV-injection protection for spreadsheets: a text cell starting with = + - @ TAB or CR gets a leading ' (default on)"),
 };
@@ -99,6 +112,7 @@ const EXPORT_FIELDS: FieldFlags = {
   '/destination/url': '--http-url',
   '/destination/method': '--method',
   '/destination/headers': '--header',
+  '/destination/content_length': '--content-length',
   '/destination/path': '--directory',
   escape_formulas: '--escape-formulas',
 };

@@ -19,11 +19,16 @@ export const automations = pgTable(
     columns: text('columns').array(),
     schedule: jsonb('schedule').$type<{ every: number } | { cron: string; timezone?: string }>().notNull(),
     /**
-     * Where the file goes; an HTTP destination's headers are sealed apart (they may hold credentials). Also how the
-     * file is written for whoever opens it there: `escape_formulas` (absent: true; domain/automations.ts).
+     * Where the file goes; an HTTP destination's headers are sealed apart (they may hold credentials), and its
+     * `content_length` (absent: false) sends the file with its length, spooled first (activities/export.ts). Also how
+     * the file is written for whoever opens it there: `escape_formulas` (absent: true; domain/automations.ts).
      */
     destination: jsonb('destination')
-      .$type<({ type: 'http'; url: string; method?: 'PUT' | 'POST' } | { type: 'directory'; path: string }) & { escape_formulas?: boolean }>()
+      .$type<
+        ({ type: 'http'; url: string; method?: 'PUT' | 'POST'; content_length?: boolean } | { type: 'directory'; path: string }) & {
+          escape_formulas?: boolean;
+        }
+      >()
       .notNull(),
     destinationHeaders: text('destination_headers'),
     status: text('status', { enum: ['active', 'paused'] }).notNull(),

@@ -130,7 +130,7 @@ describe('create', () => {
       filters: { status: 'active,notice', start_date_gte: '2025-01-01', 'order-by': 'start_date:desc' },
       columns: ['id', 'status', 'rent_amount'],
       schedule: { every: 3600 },
-      destination: { type: 'http', url: 'https://files.example.com/leases', method: 'PUT', headers: ['Authorization'] },
+      destination: { type: 'http', url: 'https://files.example.com/leases', method: 'PUT', headers: ['Authorization'], content_length: false },
       escape_formulas: true,
       status: 'active',
       schedule_id: automationScheduleIdOf(r.body.id),
@@ -214,6 +214,12 @@ describe('create', () => {
       ['not http(s)', { destination: { type: 'http', url: 'ftp://files.example.com/x' } }, ['/destination/url']],
       ['credentials in the URL', { destination: { type: 'http', url: 'https://user:pw@files.example.com/x' } }, ['/destination/url']],
       ['bad method', { destination: { type: 'http', url: 'https://files.example.com/x', method: 'GET' } }, ['/destination/method']],
+      [
+        'content_length not a boolean',
+        { destination: { type: 'http', url: 'https://files.example.com/x', content_length: 'yes' } },
+        ['/destination/content_length'],
+      ],
+      ['content_length of a directory', { destination: { type: 'directory', path: 'x', content_length: true } }, ['/destination/content_length']],
       [
         'bad header name',
         { destination: { type: 'http', url: 'https://files.example.com/x', headers: { 'Bad Header': 'x' } } },
@@ -482,7 +488,7 @@ describe('update', () => {
     r = await admin('PATCH', `/automations/${a.id}`, {
       destination: { type: 'http', url: 'https://other.example.com/in', headers: { 'X-Api-Key': OTHER_SECRET } },
     });
-    expect(r.body.destination).toEqual({ type: 'http', url: 'https://other.example.com/in', method: 'PUT', headers: ['X-Api-Key'] });
+    expect(r.body.destination).toEqual({ type: 'http', url: 'https://other.example.com/in', method: 'PUT', headers: ['X-Api-Key'], content_length: false });
     expect(openAutomationHeaders(testKeyring(), (await rowsOf(integ))[0]!)).toEqual({ 'X-Api-Key': OTHER_SECRET });
     r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'http', url: 'https://other.example.com/in', headers: {} } });
     expect(r.body.destination.headers).toEqual([]);
@@ -498,6 +504,58 @@ describe('update', () => {
     expect(pointers(same)).toEqual(['/']);
     const after = await admin('GET', `/automations/${a.id}`);
     expect(after.body).toEqual(r.body);
+  });
+
+  it('sends with a Content-Length when the destination says so: shown, stored, kept by a PATCH that leaves the destination, reset by a new one', async () => {
+    const integ = await integration();
+    const stored = async () => (await rowsOf(integ))[0]!.destination;
+    const a = await create(integ, { destination: { ...HTTP, content_length: true } });
+    expect(a.destination).toEqual({ type: 'http', url: 'https://files.example.com/leases', method: 'PUT', headers: ['Authorization'], content_length: true });
+    expect(await stored()).toMatchObject({ type: 'http', content_length: true });
+    expect((await admin('GET', `/automations/${a.id}`)).body.destination.content_length).toBe(true);
+
+    // A change that leaves the destination keeps it, the escaping option included.
+    let r = await admin('PATCH', `/automations/${a.id}`, { name: 'Renamed', escape_formulas: false });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    conforms(r, '/automations/{id}', 'patch');
+    expect(r.body.destination.content_length).toBe(true);
+    // A new destination says it again, as it says its method: left out, it is the default (chunked), as `method` is PUT.
+    r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'http', url: 'https://files.example.com/leases', method: 'POST' } });
+    expect(r.body.destination).toEqual({
+      type: 'http',
+      url: 'https://files.example.com/leases',
+      method: 'POST',
+      headers: ['Authorization'],
+      content_length: false,
+    });
+    expect(await stored()).toMatchObject({ content_length: false });
+    r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'http', url: 'https://files.example.com/leases', content_length: true } });
+    expect(r.body.destination).toMatchObject({ method: 'PUT', headers: ['Authorization'], content_length: true });
+    expect((await admin('GET', `/automations/${a.id}`)).body.destination.content_length).toBe(true);
+    // A directory has no such option.
+    r = await admin('PATCH', `/automations/${a.id}`, { destination: { type: 'directory', path: 'out' } });
+    expect(r.body.destination).toEqual({ type: 'directory', path: 'out' });
+
+    // Not a boolean: a 422 problem at its pointer, nothing changed.
+    const before = (await admin('GET', `/automations/${a.id}`)).body;
+    const res = await fetch(`${api.url}/admin/v1/automations/${a.id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ destination: { type: 'http', url: 'https://files.example.com/leases', content_length: 'true' } }),
+    });
+    expect(res.status).toBe(422);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    const bad = { status: res.status, body: (await res.json()) as any };
+    expectProblem(bad, 422, 'validation_error');
+    expect(pointers(bad)).toEqual(['/destination/content_length']);
+    expect((await admin('GET', `/automations/${a.id}`)).body).toEqual(before);
+
+    // An automation stored before the option existed (no member) sends chunked.
+    await db
+      .update(automations)
+      .set({ destination: { type: 'http', url: 'https://files.example.com/leases', method: 'PUT' } })
+      .where(eq(automations.id, a.id));
+    expect((await admin('GET', `/automations/${a.id}`)).body.destination).toMatchObject({ content_length: false });
   });
 
   it('turns formula escaping off and on (on by default); a new destination keeps the setting unless told otherwise', async () => {

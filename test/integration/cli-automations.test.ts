@@ -97,8 +97,9 @@ describe('help and usage', SPAWNS, () => {
       [[...base, '--every', '3600', '--timezone', 'UTC', '--directory', 'x'], '--timezone applies to --cron only'],
       [[...base, '--every', 'hourly', '--directory', 'x'], '--every must be an integer'],
       [[...base, '--every', '3600', '--directory', 'x', '--http-url', 'https://example.com'], 'give either --http-url or --directory, not both'],
-      [[...base, '--every', '3600', '--directory', 'x', '--method', 'POST'], '--method and --header apply to --http-url only'],
-      [[...base, '--every', '3600', '--header', 'A: b'], '--method and --header apply to --http-url only'],
+      [[...base, '--every', '3600', '--directory', 'x', '--method', 'POST'], '--method, --header and --content-length apply to --http-url only'],
+      [[...base, '--every', '3600', '--header', 'A: b'], '--method, --header and --content-length apply to --http-url only'],
+      [[...base, '--every', '3600', '--directory', 'x', '--content-length'], '--method, --header and --content-length apply to --http-url only'],
       [[...base, '--every', '3600', '--http-url', 'https://example.com', '--header', 'no colon here'], '--header must be "Name: value"'],
       [[...base, '--every', '3600', '--directory', 'x', '--filter', 'status'], '--filter must be name=value'],
       [[...base, '--every', '3600', '--directory', 'x', '--filter', 'status=a', '--filter', 'status=b'], '--filter status is given twice'],
@@ -142,6 +143,7 @@ describe('commands', SPAWNS, () => {
       `Authorization: ${SECRET}`,
       '--header',
       'X-Team:finance',
+      '--content-length',
     ]);
     const a = ok(created);
     expect(created.stdout).not.toContain(SECRET);
@@ -152,7 +154,7 @@ describe('commands', SPAWNS, () => {
       filters: { status: 'active,notice', start_date_gte: '2025-01-01', 'order-by': 'start_date:desc' },
       columns: ['id', 'status', 'rent_amount'],
       schedule: { every: 3600 },
-      destination: { type: 'http', url: 'https://files.example.com/leases', method: 'POST', headers: ['Authorization', 'X-Team'] },
+      destination: { type: 'http', url: 'https://files.example.com/leases', method: 'POST', headers: ['Authorization', 'X-Team'], content_length: true },
       status: 'active',
     });
     const b = ok(
@@ -198,8 +200,11 @@ describe('commands', SPAWNS, () => {
       filters: {},
       columns: null,
       schedule: { cron: '@daily', timezone: 'UTC' },
-      destination: { headers: ['Authorization', 'X-Team'] },
+      destination: { headers: ['Authorization', 'X-Team'], content_length: true },
     });
+    // A new destination says it again (as --method): without --content-length it is sent chunked.
+    const moved = ok(await cli(['automation', 'update', a.id, '--http-url', 'https://files.example.com/leases', '--header', 'X-Team: finance']));
+    expect(moved.destination).toEqual({ type: 'http', url: 'https://files.example.com/leases', method: 'PUT', headers: ['X-Team'], content_length: false });
 
     expect(ok(await cli(['automation', 'delete', b.id]))).toEqual({ id: b.id, deleted: true });
     expect(fails(await cli(['automation', 'get', b.id]))).toMatch(new RegExp(`^error: 404 Not Found: No automation ${b.id}\\.`));

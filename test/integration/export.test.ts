@@ -5,13 +5,14 @@
  * option, and how each destination succeeds and fails.
  */
 import { randomUUID } from 'node:crypto';
+import { readdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { ExportError, exportAutomation, type ExportDeps, type ExportedAutomation } from '../../activities/export';
 import type { Resolver } from '../../activities/address-guard';
 import { closeDb, type Db } from '../../db/client';
@@ -27,6 +28,17 @@ import { leaseInput, leaseResidents, propertyInput, residentInput, unitInput, un
 import { until } from '../support/sync';
 
 type Ref = { id: string; organizationId: string; mode: 'test' | 'live' };
+
+/** A disk fault for the export's file writes: with `writeTo` set, every file it writes goes there instead (/dev/full: ENOSPC). */
+const fsFaults = vi.hoisted(() => ({ writeTo: undefined as string | undefined }));
+vi.mock('node:fs', async (importOriginal) => {
+  const fs = await importOriginal<typeof import('node:fs')>();
+  const createWriteStream = ((file: Parameters<typeof fs.createWriteStream>[0], options?: Parameters<typeof fs.createWriteStream>[1]) =>
+    fsFaults.writeTo === undefined
+      ? fs.createWriteStream(file, options)
+      : fs.createWriteStream(fsFaults.writeTo, { flags: 'w' })) as typeof fs.createWriteStream;
+  return { ...fs, default: { ...fs, createWriteStream }, createWriteStream };
+});
 
 let db: Db;
 let a: Tenant; // the organization and integration under test (test mode)
@@ -674,13 +686,20 @@ describe('HTTP destination', () => {
     [403, true],
     [404, true],
     [408, false],
+    [411, true],
     [429, false],
     [500, false],
+    [501, true],
     [503, false],
+    [505, true],
   ])('HTTP %i: permanent %s', async (status, permanent) => {
     const atm = automation('lease', { destination: { type: 'http', url: `${base}/e${status}/${randomUUID()}` } });
     const err = await failure(exportAutomation(deps(), { automation: atm, integration: A, fileName: 'x.csv' }));
     expect(err).toMatchObject({ permanent, status, message: expect.stringContaining(`HTTP ${status}: nope: ${status} from the destination`) });
+    // A 501 (or a 411 Length Required) may be a refusal of the chunked body: the message says what to do.
+    expect(err.message.endsWith(' (the destination may not accept a chunked upload: set "content_length": true on the destination)')).toBe(
+      status === 501 || status === 411,
+    );
   });
 
   it('a destination that says 200 before it has the whole file and hangs up is a permanent failure that says so', async () => {
@@ -745,6 +764,221 @@ describe('HTTP destination', () => {
       expect(err).toMatchObject({ permanent: true, message: expect.stringContaining(why!) });
     }
     expect(received.size).toBe(before);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// HTTP destination with content_length: spooled to a temporary file, sent with its length
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('HTTP destination with content_length', () => {
+  /** TMPDIR while these tests run (os.tmpdir() reads it at each call): the temporary files go here and nowhere else. */
+  let spool: string;
+  let tmpdirBefore: string | undefined;
+  /** A destination that refuses chunked bodies as S3 presigned URLs do, and takes a body with a content-length. */
+  let s3: http.Server;
+  let s3Base: string;
+  /** What it received with a content-length: the request, and the temporary files as they were when it arrived. */
+  const stored = new Map<
+    string,
+    { method: string; headers: http.IncomingHttpHeaders; body: Buffer; spooled: { mode: number; files: { mode: number; size: number }[] }[] }
+  >();
+  const S3_CHUNKED_REFUSAL =
+    '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message><Header>Transfer-Encoding</Header><RequestId>4442587FB7D0A2F9</RequestId><HostId>abc</HostId></Error>';
+
+  beforeAll(async () => {
+    spool = await mkdtemp(path.join(os.tmpdir(), 'propsync-spool-test-'));
+    tmpdirBefore = process.env.TMPDIR;
+    process.env.TMPDIR = spool;
+    s3 = http.createServer((req, res) => {
+      const key = new URL(req.url ?? '/', 'http://x').pathname;
+      // S3 answers at once, on the headers, without reading the body.
+      if (req.headers['transfer-encoding'] !== undefined) {
+        res.writeHead(501, { 'content-type': 'application/xml', connection: 'close' });
+        return void res.end(S3_CHUNKED_REFUSAL);
+      }
+      if (key.startsWith('/deny/')) {
+        res.writeHead(403, { 'content-type': 'application/xml', connection: 'close' });
+        return void res.end('<Error><Code>AccessDenied</Code></Error>');
+      }
+      // The temporary file is whole on disk when the request arrives.
+      const spooled = readdirSync(spool).map((dir) => ({
+        mode: statSync(path.join(spool, dir)).mode & 0o777,
+        files: readdirSync(path.join(spool, dir)).map((f) => {
+          const st = statSync(path.join(spool, dir, f));
+          return { mode: st.mode & 0o777, size: st.size };
+        }),
+      }));
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        stored.set(key, { method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks), spooled });
+        res.end('stored');
+      });
+    });
+    await new Promise<void>((resolve) => s3.listen(0, '127.0.0.1', resolve));
+    s3Base = `http://127.0.0.1:${(s3.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    if (tmpdirBefore === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = tmpdirBefore;
+    s3?.closeAllConnections();
+    await new Promise<void>((resolve) => (s3 ? s3.close(() => resolve()) : resolve()));
+    if (spool) await rm(spool, { recursive: true, force: true });
+  });
+
+  const spooledTo = (url: string, over: Record<string, unknown> = {}) => ({ type: 'http' as const, url, content_length: true, ...over });
+
+  it('sends the same bytes with a content-length and no transfer-encoding, from a private temporary file removed afterwards', async () => {
+    const chunked = automation('lease', {});
+    const streamed = await exportAutomation(deps(), { automation: chunked, integration: A, fileName: 'leases.csv' });
+    const chunkedBody = received.get(new URL((chunked.destination as { url: string }).url).pathname)!.body;
+
+    const key = `/bucket/${randomUUID()}.csv`;
+    const atm = automation('lease', { destination: spooledTo(`${s3Base}${key}?X-Amz-Signature=sig-0f9e8d`, { method: 'POST' }) });
+    atm.destinationHeaders = sealAutomationHeaders(ring, atm.id, { Authorization: 'Bearer s3cret', 'Content-Type': 'text/csv' });
+    const r = await exportAutomation(deps(), { automation: atm, integration: A, fileName: 'leases.csv' });
+    const req = stored.get(key)!;
+    expect(req.method).toBe('POST');
+    expect(req.headers['content-length']).toBe(String(req.body.length));
+    expect(req.headers['transfer-encoding']).toBeUndefined();
+    expect(req.headers).toMatchObject({
+      'content-type': 'text/csv',
+      authorization: 'Bearer s3cret',
+      'content-disposition': 'attachment; filename="leases.csv"',
+    });
+    // The very bytes the chunked body carries.
+    expect(req.body.equals(chunkedBody)).toBe(true);
+    expect(r).toEqual(streamed);
+    expect(r.bytes).toBe(req.body.length);
+    // While it was sent: one directory of its own (0700) holding the whole file (0600); afterwards, nothing.
+    expect(req.spooled).toEqual([{ mode: 0o700, files: [{ mode: 0o600, size: req.body.length }] }]);
+    expect(await readdir(spool)).toEqual([]);
+  });
+
+  it('a destination that refuses a chunked body (S3: 501 naming Transfer-Encoding) is a permanent failure that says to set content_length', async () => {
+    const url = `${s3Base}/bucket/${randomUUID()}.csv?X-Amz-Signature=sig-7a6b5c`;
+    const atm = automation('lease', { destination: { type: 'http', url } });
+    atm.destinationHeaders = sealAutomationHeaders(ring, atm.id, { 'X-Amz-Security-Token': 'tok-secret-1' });
+    const err = await failure(exportAutomation(deps(), { automation: atm, integration: A, fileName: 'x.csv' }));
+    expect(err).toMatchObject({ permanent: true, status: 501 });
+    expect(err.message).toMatch(/^the destination answered HTTP 501: <\?xml .*<Header>Transfer-Encoding<\/Header>/);
+    expect(err.message.endsWith(' (the destination may not accept a chunked upload: set "content_length": true on the destination)')).toBe(true);
+    for (const secret of ['sig-7a6b5c', 'tok-secret-1', s3Base]) expect(err.message).not.toContain(secret);
+    // The same destination takes the file with its length.
+    atm.destination = spooledTo(url);
+    const r = await exportAutomation(deps(), { automation: atm, integration: A, fileName: 'x.csv' });
+    expect(r.records).toBe(5);
+  });
+
+  it('refusals are classified as without it, with no hint, and leave no temporary file', async () => {
+    for (const [status, permanent] of [
+      [403, true],
+      [404, true],
+      [429, false],
+      [503, false],
+    ] as const) {
+      const atm = automation('lease', { destination: spooledTo(`${base}/e${status}/${randomUUID()}`) });
+      const err = await failure(exportAutomation(deps(), { automation: atm, integration: A, fileName: 'x.csv' }));
+      expect(err).toMatchObject({ permanent, status, message: `the destination answered HTTP ${status}: nope: ${status} from the destination` });
+      // It was sent with its length.
+      const req = received.get(new URL((atm.destination as { url: string }).url).pathname)!;
+      expect(req.headers['content-length']).toBe(String(req.body.length));
+      expect(await readdir(spool)).toEqual([]);
+    }
+    // A refusal on the headers, before the body is read.
+    const denied = automation('lease', { destination: spooledTo(`${s3Base}/deny/${randomUUID()}`) });
+    const err = await failure(exportAutomation(deps(), { automation: denied, integration: A, fileName: 'x.csv' }));
+    expect(err).toMatchObject({ permanent: true, status: 403, message: 'the destination answered HTTP 403: <Error><Code>AccessDenied</Code></Error>' });
+    expect(await readdir(spool)).toEqual([]);
+  });
+
+  it('a destination that says 200 before it has the whole file and hangs up is still a permanent failure that says so', async () => {
+    const big = await another();
+    await apply(
+      big,
+      'property',
+      [propertyInput('BIG1', { description: 'x'.repeat(2_000_000) }), propertyInput('BIG2', { description: 'y'.repeat(2_000_000) })],
+      at(1),
+    );
+    const atm = automation('property', { destination: spooledTo(`${base}/early/${randomUUID()}`) }, big);
+    const err = await failure(exportAutomation(deps(), { automation: atm, integration: big, fileName: 'x.csv' }));
+    expect(err).toMatchObject({
+      permanent: true,
+      status: 200,
+      message: expect.stringMatching(
+        /^the destination answered HTTP 200 before it had the whole file, then closed the connection \(.+\): the file did not arrive whole$/,
+      ),
+    });
+    expect(await readdir(spool)).toEqual([]);
+  });
+
+  it('the time-out, a cancellation and the SSRF guard end it as without it, leaving no temporary file', async () => {
+    // No answer: the whole file went out, then the time-out (transient).
+    const hang = automation('lease', { destination: spooledTo(`${base}/hang/${randomUUID()}`) });
+    const timedOut = await failure(exportAutomation(deps({ timeoutMs: 1_000 }), { automation: hang, integration: A, fileName: 'x.csv' }));
+    expect(timedOut).toMatchObject({ permanent: false, message: expect.stringContaining('timed out') });
+    expect(received.get(new URL((hang.destination as { url: string }).url).pathname)!.headers['content-length']).toBeDefined();
+    expect(await readdir(spool)).toEqual([]);
+
+    // Cancelled while the file is being written.
+    const stop = new AbortController();
+    const reason = new Error('cancelled by the test');
+    const cancelled = automation('resident', { destination: spooledTo(`${s3Base}/bucket/${randomUUID()}`) }, A3);
+    const err = await exportAutomation(deps(), {
+      automation: cancelled,
+      integration: A3,
+      fileName: 'r.csv',
+      signal: stop.signal,
+      onProgress: () => stop.abort(reason),
+    }).catch((e: unknown) => e);
+    expect(err).toBe(reason);
+    expect(await readdir(spool)).toEqual([]);
+
+    // Refused as written (nothing spooled), and as resolved (after the file was written).
+    const L: Ref = { id: live.integrationId, organizationId: live.organizationId, mode: 'live' };
+    const port = new URL(base).port;
+    for (const [url, why] of [
+      [`https://127.0.0.1:${port}/ok/${randomUUID()}`, 'loopback'],
+      [`https://exports.example.test:${port}/ok/${randomUUID()}`, 'resolves to 127.0.0.1'],
+    ]) {
+      const atm = automation('lease', { destination: spooledTo(url!) }, L);
+      const refused = await failure(exportAutomation(deps({ resolver: toLoopback }), { automation: atm, integration: L, fileName: 'x.csv' }));
+      expect(refused).toMatchObject({ permanent: true, message: expect.stringContaining(why!) });
+      expect(await readdir(spool)).toEqual([]);
+    }
+  });
+
+  it('a disk that cannot take the temporary file is a transient failure that says so', async () => {
+    // ENOSPC while writing it (/dev/full refuses every write so).
+    fsFaults.writeTo = '/dev/full';
+    try {
+      const atm = automation('lease', { destination: spooledTo(`${s3Base}/bucket/${randomUUID()}`) });
+      const err = await failure(exportAutomation(deps(), { automation: atm, integration: A, fileName: 'x.csv' }));
+      expect(err).toMatchObject({ permanent: false, status: undefined });
+      expect(err.message).toBe(
+        `the export's temporary file could not be written in ${spool} (ENOSPC: no space left on device, write): with "content_length": true the worker needs free space there for the whole file`,
+      );
+      expect(stored.has(new URL((atm.destination as { url: string }).url).pathname)).toBe(false);
+    } finally {
+      fsFaults.writeTo = undefined;
+    }
+    expect(await readdir(spool)).toEqual([]);
+
+    // No temporary directory at all.
+    const missing = path.join(spool, 'missing');
+    process.env.TMPDIR = missing;
+    try {
+      const atm = automation('lease', { destination: spooledTo(`${s3Base}/bucket/${randomUUID()}`) });
+      const err = await failure(exportAutomation(deps(), { automation: atm, integration: A, fileName: 'x.csv' }));
+      expect(err).toMatchObject({
+        permanent: false,
+        message: expect.stringMatching(new RegExp(`^the export's temporary file could not be created in ${missing} \\(ENOENT: `)),
+      });
+    } finally {
+      process.env.TMPDIR = spool;
+    }
   });
 });
 

@@ -13,7 +13,10 @@ type Auto = z.infer<typeof Automation>;
 type Run = z.infer<typeof AutomationRun>;
 
 const scheduleText = (a: Auto) => ('every' in a.schedule ? cadence(a.schedule.every) : `cron ${a.schedule.cron} (${a.schedule.timezone})`);
-const destinationText = (a: Auto) => (a.destination.type === 'http' ? `${a.destination.method} ${a.destination.url}` : `directory ${a.destination.path}`);
+const destinationText = (a: Auto) =>
+  a.destination.type === 'http'
+    ? `${a.destination.method} ${a.destination.url}${a.destination.content_length ? ' (with Content-Length)' : ''}`
+    : `directory ${a.destination.path}`;
 
 export function registerAutomationPages(app: ConsoleApp, admin: AdminClient): void {
   app.get('/integrations/:id/automations', async (c) => {
