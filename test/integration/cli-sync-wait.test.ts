@@ -54,7 +54,22 @@ it('stops waiting at --timeout, not a poll interval later, and says the run goes
 function onTerminal(id: string) {
   // Node itself with tsx's loader, so the pid is the CLI's: the `tsx` command would run it as a child of its own and,
   // when a signal for it goes unanswered for 30 ms (a loaded machine), SIGKILL it before it can restore the terminal.
-  const command = [process.execPath, '--import', 'tsx', 'cli/main.ts', 'sync', 'run', id, '--wait', '--poll-ms', '100', '--url', api.url, '--token', config.ADMIN_TOKEN].join(' ');
+  const command = [
+    process.execPath,
+    '--import',
+    'tsx',
+    'cli/main.ts',
+    'sync',
+    'run',
+    id,
+    '--wait',
+    '--poll-ms',
+    '100',
+    '--url',
+    api.url,
+    '--token',
+    config.ADMIN_TOKEN,
+  ].join(' ');
   const child = spawn('script', ['-qec', `echo CLI_PID=$$; exec ${command}`, '/dev/null'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm', SHELL: '/bin/sh' },
