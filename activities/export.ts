@@ -24,7 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { constants as fsConstants, createReadStream, createWriteStream, type ReadStream } from 'node:fs';
-import { access, mkdir, mkdtemp, open, realpath, rename, rm, stat } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, open, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
@@ -244,6 +244,33 @@ interface Sink {
   classify(err: Error & { code?: string }): ExportError;
   /** The whole file is on local disk when `writable` finishes: the cache is no longer needed while it is sent. */
   readonly spooled?: boolean;
+}
+
+/** The temporary folders of spooled exports (`content_length`), under os.tmpdir(). */
+const SPOOL_PREFIX = 'propsync-export-';
+/** A socket's errors, which the database's connection passes on as they are (not the spool file's). */
+const SOCKET_ERRORS = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Removes the spool folders that no attempt can still be using: made more than `olderThanMs` ago (an attempt's whole
+ * time-out, EXPORT_TIMEOUT_MS, and a minute) by a worker that died before it removed them (SIGKILL, out of memory), so
+ * tenant data does not stay on the worker's disk nor fill it. Answers how many it removed; what it cannot read or
+ * remove is left (another user's, a file system gone read-only).
+ */
+export async function sweepSpoolFolders(olderThanMs: number, now = Date.now()): Promise<number> {
+  const dir = os.tmpdir();
+  let removed = 0;
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (!name.startsWith(SPOOL_PREFIX)) continue;
+    const folder = path.join(dir, name);
+    const info = await stat(folder).catch(() => undefined);
+    if (!info?.isDirectory() || now - info.mtimeMs <= olderThanMs) continue;
+    await rm(folder, { recursive: true, force: true }).then(
+      () => removed++,
+      () => {},
+    );
+  }
+  return removed;
 }
 
 /** An HTTP destination as stored (db/schema/automations.ts). */
@@ -466,7 +493,7 @@ async function openSpooledHttp(
   }
   let folder: string;
   try {
-    folder = await mkdtemp(path.join(os.tmpdir(), 'propsync-export-'));
+    folder = await mkdtemp(path.join(os.tmpdir(), SPOOL_PREFIX));
   } catch (err) {
     throw spoolFailure('created', err);
   }
@@ -476,9 +503,10 @@ async function openSpooledHttp(
   let sent: HttpRequest | undefined;
   /** The temporary file's own failure (writing it, or reading it back), which explains the stream errors after it. */
   let fileError: { verb: 'written' | 'read'; err: Error } | undefined;
-  // Its own failure only (an fs error, with its syscall): not one the pipeline destroys it with (the database's, the signal's).
-  writable.on('error', (err) => {
-    if ('syscall' in err) fileError ??= { verb: 'written', err };
+  // Its own failure only (an fs error, with its syscall): not one the pipeline destroys it with (the database's, the
+  // signal's; a connection the database lost is a socket's error, with a syscall too).
+  writable.on('error', (err: Error & { code?: string }) => {
+    if ('syscall' in err && !SOCKET_ERRORS.has(err.code ?? '')) fileError ??= { verb: 'written', err };
   });
 
   let removed: Promise<void> | undefined;

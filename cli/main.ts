@@ -72,6 +72,8 @@ function verbHelp(noun: string, verb: string, cmd: Command): string {
   ].join('\n');
 }
 
+const MAX_REQUEST_TIMEOUT_S = Math.floor((2 ** 31 - 1) / 1000);
+
 const wantsHelp = (argv: string[]) => argv.includes('--help') || argv.includes('-h');
 
 /** An argument as typed in a shell: quoted when it holds anything a shell would read otherwise. */
@@ -87,7 +89,8 @@ function parseError(err: Error & { code?: string }, given: string[]): string {
   const flag = err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && /argument is ambiguous/.test(message) ? /'--([^' ]+)'/.exec(message)?.[1] : undefined;
   if (flag === undefined) return message.split(/\.? To specify/)[0]!;
   const at = given.findIndex((arg, i) => arg === `--${flag}` && given[i + 1]?.startsWith('-'));
-  const value = at >= 0 ? given[at + 1]! : '-XYZ';
+  // A secret is not repeated on the terminal (or a CI log): the token is shown as a placeholder.
+  const value = at >= 0 && flag !== 'token' ? given[at + 1]! : flag === 'token' ? '<token>' : '-XYZ';
   return `Option '--${flag}' argument is ambiguous (did you forget its value?); to give a value that starts with "-", write ${shellWord(`--${flag}=${value}`)}`;
 }
 
@@ -146,7 +149,10 @@ async function main(argv: string[]): Promise<number> {
   }
   const flags = parsed.values as Record<string, FlagValue>;
   const requestTimeout = int('request-timeout', flags['request-timeout']) ?? REQUEST_TIMEOUT_S;
-  if (requestTimeout < 1) throw usageError(`--request-timeout must be at least 1 second, got ${requestTimeout}`);
+  // A timer's longest delay is 2^31 - 1 ms (about 24.8 days): Node fires a longer one at once.
+  if (requestTimeout < 1 || requestTimeout > MAX_REQUEST_TIMEOUT_S) {
+    throw usageError(`--request-timeout must be from 1 to ${MAX_REQUEST_TIMEOUT_S} seconds, got ${requestTimeout}`);
+  }
   let target: { PUBLIC_BASE_URL: string; ADMIN_TOKEN: string };
   try {
     // Only what the CLI needs of the service's configuration: the API's address and token, unless given as flags.

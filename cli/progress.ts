@@ -204,6 +204,8 @@ interface Followed<T> {
  * the cost of a wait this much longer than `--timeout` at most.
  */
 const LAST_READ_MS = 1_000;
+/** Time left below which a wait counts as over: a timer may fire this much before the clock says so. */
+const DEADLINE_SLACK_MS = 50;
 
 /**
  * Polls `first` until it is terminal or `timeoutMs` has passed (`timedOut`, with the last state seen), waiting
@@ -239,7 +241,8 @@ async function follow<T extends { id: string; status: string }>(
     } catch (err) {
       if (!(err instanceof CliError && err.transient)) throw err;
       const left = deadline - Date.now();
-      if (left <= 0) return { last, timedOut: true, failing: { error: err.message, see: how.see(last.id) } };
+      // A read cut short by the deadline's own timer, which may fire a few ms before the clock reaches it.
+      if (left <= DEADLINE_SLACK_MS) return { last, timedOut: true, failing: { error: err.message, see: how.see(last.id) } };
       const retryIn = Math.min(how.delayMs(last), left);
       how.warn(`warning: reading ${how.name} ${last.id} failed: ${oneLine(err.message)}; trying again in ${Number((retryIn / 1000).toFixed(1))} s`);
       continue;

@@ -3,6 +3,7 @@
  * development scripts, examples, benchmarks and tests read settings of their own).
  * A bad value stops start-up with a message that names the variable.
  */
+import { isIPv6 } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_DELTA_OVERLAP_SECONDS, DEFAULT_FULL_SYNC_INTERVAL_SECONDS, MAX_FULL_SYNC_INTERVAL_SECONDS } from '../domain/contract';
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule, scheduleOfList, type RetrySchedule } from '../domain/retry';
@@ -432,9 +433,15 @@ const setOnly = (env: Record<string, string | undefined>) => Object.fromEntries(
 /** `VAR: why` for each issue, naming the variable itself (a list variable's issue path also carries the item's index). */
 const issueLines = (error: z.ZodError) => error.issues.map((i) => `${String(i.path[0] ?? '(root)')}: ${i.message}`);
 
-/** PUBLIC_BASE_URL, or http://HOST:PORT when it is unset (127.0.0.1 for a listener on every interface); no trailing slash. */
+/** PUBLIC_BASE_URL, or http://HOST:PORT when it is unset (127.0.0.1 for a listener on every interface, IPv6 in brackets); no trailing slash. */
 const publicBaseOf = (c: { PUBLIC_BASE_URL?: string | undefined; HOST: string; PORT: number }) =>
-  (c.PUBLIC_BASE_URL ?? `http://${c.HOST === '0.0.0.0' ? '127.0.0.1' : c.HOST}:${c.PORT}`).replace(/\/$/, '');
+  (c.PUBLIC_BASE_URL ?? `http://${localHostOf(c.HOST)}:${c.PORT}`).replace(/\/$/, '');
+
+/** HOST as a URL reaches it from this machine: loopback for every interface (0.0.0.0, ::), IPv6 in brackets. */
+function localHostOf(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return isIPv6(host) ? `[${host}]` : host;
+}
 
 /** Parse a configuration from an environment-like record. Throws ConfigError naming every bad variable. */
 export function parseConfig(env: Record<string, string | undefined>): Config {

@@ -13,7 +13,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, isIPv6, type AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -173,7 +173,11 @@ async function stop(code: number) {
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
 // A closed terminal: the embedded Postgres, in a process group of its own, would otherwise outlive it.
-process.on('SIGHUP', () => void stop(0));
+process.on('SIGHUP', () => {
+  // The terminal is gone: writing to it fails (EIO), which must not end this process before Postgres is stopped.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+  void stop(0);
+});
 
 function portOpen(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -227,6 +231,8 @@ async function startPostgres(): Promise<void> {
 
 /** Where a listener on `host` answers locally (one on every interface answers on loopback). */
 const reachable = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host);
+/** A host as a URL holds it: an IPv6 address in brackets. */
+const urlHost = (host: string) => (isIPv6(host) ? `[${host}]` : host);
 
 /**
  * The ports this start will listen on that another program holds already, each with the variable that moves it.
@@ -318,19 +324,22 @@ async function main() {
   say('start', `a crashed sandbox, worker or API is restarted: ${describePolicy()}`);
 
   const base = cfg.PUBLIC_BASE_URL;
-  await waitFor('the sandbox', () => portOpen('127.0.0.1', cfg.SANDBOX_PORT));
-  await waitFor('the API', async () => (await fetch(`${base}/readyz`)).ok, 120_000);
+  // Its own API, where it listens: PUBLIC_BASE_URL may name another (a shell that exported it for the CLI of a first
+  // system), which would then answer the readiness check and get this system's demo organization.
+  const own = `http://${urlHost(reachable(cfg.HOST))}:${cfg.PORT}`;
+  await waitFor('the sandbox', () => portOpen(reachable(cfg.HOST), cfg.SANDBOX_PORT));
+  await waitFor('the API', async () => (await fetch(`${own}/readyz`)).ok, 120_000);
   if (stopping) return;
-  await seedDemo(base);
+  await seedDemo(own, base);
 }
 
 /** On an empty database: a demo organization with a sandbox integration and a test key, through the admin API. */
-async function seedDemo(base: string) {
+async function seedDemo(own: string, base: string) {
   const db = createDb(databaseUrl, { max: 1 });
   const existing = await organizationsPage(db, { limit: 6, offset: 0, order: 'asc' });
   await closeDb(db);
   const admin = async (path: string, body: unknown) => {
-    const res = await fetch(`${base}/admin/v1${path}`, {
+    const res = await fetch(`${own}/admin/v1${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${cfg.ADMIN_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),

@@ -130,13 +130,18 @@ describe('a request the admin API does not answer', () => {
     expect(r).toMatchObject({ code: 1, stdout: '', stderr: `error: the admin API at ${cut.url} broke off its answer: UND_ERR_SOCKET\n` });
   });
 
-  it('says it cannot reach an API that refuses the connection, and refuses a --request-timeout under a second', async () => {
+  it('says it cannot reach an API that refuses the connection, and refuses a --request-timeout under a second or past a timer', async () => {
     const closed = await serve(() => undefined);
     const server = servers.pop()!;
     await new Promise((r) => server.close(r));
-    const [refused, zero] = await Promise.all([cli(closed, ['org', 'list']), cli(closed, ['org', 'list', '--request-timeout', '0'])]);
+    const [refused, zero, huge] = await Promise.all([
+      cli(closed, ['org', 'list']),
+      cli(closed, ['org', 'list', '--request-timeout', '0']),
+      cli(closed, ['org', 'list', '--request-timeout', '2147484']),
+    ]);
     expect(refused).toMatchObject({ code: 1, stdout: '', stderr: `error: cannot reach the admin API at ${closed.url}: ECONNREFUSED\n` });
-    expect(zero).toMatchObject({ code: 2, stdout: '', stderr: 'error: --request-timeout must be at least 1 second, got 0\n' });
+    expect(zero).toMatchObject({ code: 2, stdout: '', stderr: 'error: --request-timeout must be from 1 to 2147483 seconds, got 0\n' });
+    expect(huge).toMatchObject({ code: 2, stdout: '', stderr: 'error: --request-timeout must be from 1 to 2147483 seconds, got 2147484\n' });
   });
 
   it('is a global flag, shown in the top-level help', async () => {
@@ -305,6 +310,13 @@ describe('a flag value that starts with "-"', () => {
     });
     expect(joined).toMatchObject({ code: 0, stderr: '' });
     expect(api.seen.map((s) => JSON.parse(s.body))).toEqual([{ name: '-Acme' }]);
+  });
+
+  it('is not repeated when it is the token (a secret on the terminal or in a CI log)', async () => {
+    const r = await cli(await serve(() => undefined), ['org', 'list', '--token', '-Zx-secret-token-value']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("write '--token=<token>';");
+    expect(r.stderr).not.toContain('secret-token-value');
   });
 
   it('is shown quoted for a shell when it needs to be', async () => {

@@ -105,11 +105,23 @@ describe('configuration', () => {
   });
 });
 
+describe('PUBLIC_BASE_URL unset', () => {
+  it('is http://HOST:PORT as a URL holds it: loopback for every interface, an IPv6 address in brackets', () => {
+    expect(parseConfig({ HOST: '0.0.0.0', PORT: '4000' }).PUBLIC_BASE_URL).toBe('http://127.0.0.1:4000');
+    expect(parseConfig({ HOST: '::', PORT: '4000' }).PUBLIC_BASE_URL).toBe('http://127.0.0.1:4000');
+    expect(parseConfig({ HOST: '::1', PORT: '4000' }).PUBLIC_BASE_URL).toBe('http://[::1]:4000');
+    expect(parseConfig({ HOST: 'fd00::5' }).PUBLIC_BASE_URL).toBe('http://[fd00::5]:3000');
+    expect(parseConfig({ HOST: 'api.internal' }).PUBLIC_BASE_URL).toBe('http://api.internal:3000');
+  });
+});
+
 describe("the admin API client's configuration (the CLI's)", () => {
   it('derives the address and token as parseConfig does, from those variables alone', () => {
     for (const env of [
       {},
       { HOST: '0.0.0.0', PORT: '4000' },
+      { HOST: '::', PORT: '4000' },
+      { HOST: '::1' },
       { HOST: 'api.internal', ADMIN_TOKEN: 'a-long-random-admin-token' },
       { PUBLIC_BASE_URL: 'https://x.example.com/' },
     ]) {

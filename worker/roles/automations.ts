@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { createAutomationActivities } from '../../activities/automations';
+import { sweepSpoolFolders } from '../../activities/export';
 import type { Resolver } from '../../activities/webhook-http';
 import { automationControlOf, reconcileAutomationSchedules } from '../../control/automations';
 import { automationTaskQueueOf } from '../../domain/contract';
@@ -45,6 +46,9 @@ export async function createAutomationWorker(deps: AutomationWorkerDeps, bundle?
 
 /** The role as a worker process runs it. */
 export async function startAutomationsRole(ctx: RoleContext): Promise<RunningRole> {
+  // What exports of a worker that died mid-attempt left in the temporary directory (content_length spools).
+  const swept = await sweepSpoolFolders(ctx.config.EXPORT_TIMEOUT_MS + 60_000);
+  if (swept > 0) ctx.logger.warn({ folders: swept }, 'removed the temporary files of exports a stopped worker left behind');
   const worker = await createAutomationWorker(ctx, { codePath: ctx.codePath });
   return workerRole(worker, {
     async reconcile() {
