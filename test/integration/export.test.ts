@@ -337,6 +337,20 @@ async function expectSameAsApi(entity: Entity, filters: Record<string, string>, 
 
 const xIdsOf = (rows: (string | null)[][], entity: Entity) => rows.map((r) => r[RECORD_FIELDS[entity].indexOf('x_id')]);
 
+/** An export cancelled as its first records come off the database, before the file is complete: it rethrows the reason. */
+async function expectCancelledOnFirstRecords(atm: ExportedAutomation, integration: Ref): Promise<void> {
+  const stop = new AbortController();
+  const reason = new Error('cancelled by the test');
+  const err = await exportAutomation(deps(), {
+    automation: atm,
+    integration,
+    fileName: 'r.csv',
+    signal: stop.signal,
+    onProgress: () => stop.abort(reason),
+  }).catch((e: unknown) => e);
+  expect(err).toBe(reason);
+}
+
 async function failure(p: Promise<unknown>): Promise<ExportError> {
   const err = await p.then(
     () => undefined,
@@ -923,17 +937,7 @@ describe('HTTP destination with content_length', () => {
     expect(await readdir(spool)).toEqual([]);
 
     // Cancelled while the file is being written.
-    const stop = new AbortController();
-    const reason = new Error('cancelled by the test');
-    const cancelled = automation('resident', { destination: spooledTo(`${s3Base}/bucket/${randomUUID()}`) }, A3);
-    const err = await exportAutomation(deps(), {
-      automation: cancelled,
-      integration: A3,
-      fileName: 'r.csv',
-      signal: stop.signal,
-      onProgress: () => stop.abort(reason),
-    }).catch((e: unknown) => e);
-    expect(err).toBe(reason);
+    await expectCancelledOnFirstRecords(automation('resident', { destination: spooledTo(`${s3Base}/bucket/${randomUUID()}`) }, A3), A3);
     expect(await readdir(spool)).toEqual([]);
 
     // Refused as written (nothing spooled), and as resolved (after the file was written).
@@ -1043,18 +1047,7 @@ describe('directory destination', () => {
   it('an aborted export stops and leaves no file behind', async () => {
     const dir = `out/${randomUUID()}`;
     await mkdir(path.join(root, dir));
-    const stop = new AbortController();
-    const atm = automation('resident', { destination: { type: 'directory', path: dir } }, A3);
-    const reason = new Error('cancelled by the test');
-    // Aborted as the first records come off the database, before the file is complete.
-    const err = await exportAutomation(deps(), {
-      automation: atm,
-      integration: A3,
-      fileName: 'r.csv',
-      signal: stop.signal,
-      onProgress: () => stop.abort(reason),
-    }).catch((e: unknown) => e);
-    expect(err).toBe(reason);
+    await expectCancelledOnFirstRecords(automation('resident', { destination: { type: 'directory', path: dir } }, A3), A3);
     expect(await readdir(path.join(root, dir))).toEqual([]);
   });
 });
