@@ -435,12 +435,15 @@ const issueLines = (error: z.ZodError) => error.issues.map((i) => `${String(i.pa
 
 /** PUBLIC_BASE_URL, or http://HOST:PORT when it is unset (127.0.0.1 for a listener on every interface, IPv6 in brackets); no trailing slash. */
 const publicBaseOf = (c: { PUBLIC_BASE_URL?: string | undefined; HOST: string; PORT: number }) =>
-  (c.PUBLIC_BASE_URL ?? `http://${localHostOf(c.HOST)}:${c.PORT}`).replace(/\/$/, '');
+  (c.PUBLIC_BASE_URL ?? localUrlOf(c.HOST, c.PORT)).replace(/\/$/, '');
 
-/** HOST as a URL reaches it from this machine: loopback for every interface (0.0.0.0, ::), IPv6 in brackets. */
-function localHostOf(host: string): string {
-  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
-  return isIPv6(host) ? `[${host}]` : host;
+/** Where a listener on `host` answers from this machine: loopback for one on every interface (0.0.0.0, ::). */
+export const localHostOf = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host);
+
+/** http://HOST:PORT as this machine reaches a listener there (an IPv6 address in brackets). */
+export function localUrlOf(host: string, port: number): string {
+  const local = localHostOf(host);
+  return `http://${isIPv6(local) ? `[${local}]` : local}:${port}`;
 }
 
 /** Parse a configuration from an environment-like record. Throws ConfigError naming every bad variable. */

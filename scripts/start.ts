@@ -13,11 +13,11 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { connect, createServer, isIPv6, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { DEV_ADMIN_TOKEN, loadConfigOrExit } from '../config';
+import { DEV_ADMIN_TOKEN, loadConfigOrExit, localHostOf, localUrlOf } from '../config';
 import { closeDb, createDb } from '../db/client';
 import { migrateDatabase } from '../db/migrate';
 import { describeReseal } from '../db/secrets';
@@ -229,11 +229,6 @@ async function startPostgres(): Promise<void> {
   say('start', `  psql "${databaseUrl}"${psql}`);
 }
 
-/** Where a listener on `host` answers locally (one on every interface answers on loopback). */
-const reachable = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host);
-/** A host as a URL holds it: an IPv6 address in brackets. */
-const urlHost = (host: string) => (isIPv6(host) ? `[${host}]` : host);
-
 /**
  * The ports this start will listen on that another program holds already, each with the variable that moves it.
  * Checked before anything but the embedded Postgres starts: a second system on the same ports would otherwise have its API fail to listen
@@ -243,12 +238,12 @@ const urlHost = (host: string) => (isIPv6(host) ? `[${host}]` : host);
 async function takenPorts(): Promise<string[]> {
   type Wanted = [variable: string, host: string, port: number];
   const wanted: Wanted[] = [
-    ['PORT', reachable(cfg.HOST), cfg.PORT],
-    ['SANDBOX_PORT', reachable(cfg.HOST), cfg.SANDBOX_PORT],
+    ['PORT', localHostOf(cfg.HOST), cfg.PORT],
+    ['SANDBOX_PORT', localHostOf(cfg.HOST), cfg.SANDBOX_PORT],
   ];
   if (!cfg.TEMPORAL_ADDRESS) wanted.push(['TEMPORAL_PORT', '127.0.0.1', cfg.TEMPORAL_PORT], ['TEMPORAL_UI_PORT', '127.0.0.1', cfg.TEMPORAL_UI_PORT]);
-  if (cfg.METRICS_PORT !== undefined) wanted.push(['METRICS_PORT', reachable(cfg.METRICS_HOST), cfg.METRICS_PORT]);
-  if (cfg.WORKER_METRICS_PORT !== undefined) wanted.push(['WORKER_METRICS_PORT', reachable(cfg.METRICS_HOST), cfg.WORKER_METRICS_PORT]);
+  if (cfg.METRICS_PORT !== undefined) wanted.push(['METRICS_PORT', localHostOf(cfg.METRICS_HOST), cfg.METRICS_PORT]);
+  if (cfg.WORKER_METRICS_PORT !== undefined) wanted.push(['WORKER_METRICS_PORT', localHostOf(cfg.METRICS_HOST), cfg.WORKER_METRICS_PORT]);
   const taken: string[] = [];
   for (const [name, host, port] of wanted) if (await portOpen(host, port)) taken.push(`${host}:${port} (${name})`);
   return taken;
@@ -326,8 +321,8 @@ async function main() {
   const base = cfg.PUBLIC_BASE_URL;
   // Its own API, where it listens: PUBLIC_BASE_URL may name another (a shell that exported it for the CLI of a first
   // system), which would then answer the readiness check and get this system's demo organization.
-  const own = `http://${urlHost(reachable(cfg.HOST))}:${cfg.PORT}`;
-  await waitFor('the sandbox', () => portOpen(reachable(cfg.HOST), cfg.SANDBOX_PORT));
+  const own = localUrlOf(cfg.HOST, cfg.PORT);
+  await waitFor('the sandbox', () => portOpen(localHostOf(cfg.HOST), cfg.SANDBOX_PORT));
   await waitFor('the API', async () => (await fetch(`${own}/readyz`)).ok, 120_000);
   if (stopping) return;
   await seedDemo(own, base);

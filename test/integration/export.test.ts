@@ -351,6 +351,18 @@ async function expectCancelledOnFirstRecords(atm: ExportedAutomation, integratio
   expect(err).toBe(reason);
 }
 
+/** An integration of its own whose export is larger than a connection buffers (4 MB of property descriptions). */
+async function bigIntegration(): Promise<Ref> {
+  const big = await another();
+  await apply(
+    big,
+    'property',
+    [propertyInput('BIG1', { description: 'x'.repeat(2_000_000) }), propertyInput('BIG2', { description: 'y'.repeat(2_000_000) })],
+    at(1),
+  );
+  return big;
+}
+
 async function failure(p: Promise<unknown>): Promise<ExportError> {
   const err = await p.then(
     () => undefined,
@@ -718,13 +730,7 @@ describe('HTTP destination', () => {
 
   it('a destination that says 200 before it has the whole file and hangs up is a permanent failure that says so', async () => {
     // A file larger than what the connection buffers, so that it is still being sent when the destination hangs up.
-    const big = await another();
-    await apply(
-      big,
-      'property',
-      [propertyInput('BIG1', { description: 'x'.repeat(2_000_000) }), propertyInput('BIG2', { description: 'y'.repeat(2_000_000) })],
-      at(1),
-    );
+    const big = await bigIntegration();
     const atm = automation('property', { destination: { type: 'http', url: `${base}/early/${randomUUID()}` } }, big);
     const err = await failure(exportAutomation(deps(), { automation: atm, integration: big, fileName: 'x.csv' }));
     expect(err).toMatchObject({
@@ -909,13 +915,7 @@ describe('HTTP destination with content_length', () => {
   });
 
   it('a destination that says 200 before it has the whole file and hangs up is still a permanent failure that says so', async () => {
-    const big = await another();
-    await apply(
-      big,
-      'property',
-      [propertyInput('BIG1', { description: 'x'.repeat(2_000_000) }), propertyInput('BIG2', { description: 'y'.repeat(2_000_000) })],
-      at(1),
-    );
+    const big = await bigIntegration();
     const atm = automation('property', { destination: spooledTo(`${base}/early/${randomUUID()}`) }, big);
     const err = await failure(exportAutomation(deps(), { automation: atm, integration: big, fileName: 'x.csv' }));
     expect(err).toMatchObject({
