@@ -16,7 +16,7 @@ import type { Config } from '../../config';
 import { createLogger } from '../../config/logger';
 import { closeDb, type Db } from '../../db/client';
 import { applyRecords, type ApplyContext } from '../../db/apply';
-import { acceptOperation, moveOperation, requestHashOf } from '../../db/operations';
+import { moveOperation, requestHashOf } from '../../db/operations';
 import { organizations } from '../../db/schema';
 import { createApiKey } from '../../db/tenants';
 import { softDeleteUnseen } from '../../db/seen';
@@ -24,6 +24,7 @@ import type { Entity, InputOf } from '../../domain/cdm';
 import { createKeyring } from '../../domain/secrets';
 import { makeTenant, testConfig, testDb, type Tenant } from '../support/context';
 import { leaseInput, leaseResidents, propertyInput, residentInput, unitInput } from '../support/fixtures';
+import { acceptDriven } from '../support/writes';
 
 let db: Db;
 let config: Config;
@@ -128,7 +129,7 @@ beforeAll(async () => {
   // Writes in each state an Operation can be polled in (db/operations.ts moves them as the write workflow does).
   const accept = async (t: Tenant, key: string, now: Date) => {
     const request = { x_id: key };
-    const r = await acceptOperation(
+    const r = await acceptDriven(
       db,
       {
         organizationId: t.organizationId,

@@ -16,13 +16,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationPollDelayMs } from '../../cli/progress';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
-import { acceptOperation, getOperation, moveOperation, operationJson, requestHashOf, type OperationRow } from '../../db/operations';
+import { getOperation, moveOperation, operationJson, requestHashOf, type OperationRow } from '../../db/operations';
 import type { OperationType } from '../../domain/operations';
 import type { TestServer } from '../support/api-server';
 import { runCli, type CliRun } from '../support/cli';
 import { makeTenant, type Tenant } from '../support/context';
 import { onServices } from '../support/services';
 import { until } from '../support/until';
+import { acceptDriven } from '../support/writes';
 
 type Json = Record<string, any>;
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -98,7 +99,7 @@ async function admin(path: string, documented: string): Promise<{ status: number
 /** A write accepted as the API accepts it, with a resident's name in its body. */
 async function accept(t: Tenant, opts: { type?: OperationType; at?: Date } = {}): Promise<OperationRow> {
   const request = { property_x_id: 'P1', first_name: 'Ada', last_name: PERSONAL, email: 'ada@example.com' };
-  const result = await acceptOperation(
+  const result = await acceptDriven(
     db,
     {
       organizationId: t.organizationId,

@@ -7,7 +7,7 @@ import { expect } from 'vitest';
 import type { Config } from '../../config';
 import type { Db } from '../../db/client';
 import { newId } from '../../db/ids';
-import { acceptOperation } from '../../db/operations';
+import { acceptOperation, markWorkflowStarted, type AcceptResult, type NewOperation } from '../../db/operations';
 import type { OperationType } from '../../domain/operations';
 import type { SourceConnector } from '../../source';
 import { createApiKey, type Scope } from '../../db/tenants';
@@ -39,13 +39,25 @@ export function stubConnector(methods: Partial<Pick<SourceConnector, 'update' | 
   };
 }
 
+/**
+ * Accept an Operation straight into the database as the API does, but with no workflow: the test drives it. It is
+ * marked as started all the same, so that no sweeper starts a workflow for it: the test files share one database,
+ * and every write worker's schedule sweeps all of it every minute (the writes tests also sweep at once, whatever the
+ * Operation's age).
+ */
+export async function acceptDriven(db: Db, input: NewOperation, now?: Date): Promise<AcceptResult> {
+  const accepted = await acceptOperation(db, input, now);
+  if (accepted.outcome === 'created') await markWorkflowStarted(db, [accepted.operation.id]);
+  return accepted;
+}
+
 /** An Operation of `t` accepted straight into the database (no API, no workflow): its id, queued. */
 export async function queuedOperation(
   db: Db,
   t: Pick<Tenant, 'organizationId' | 'integrationId' | 'mode'>,
   op: { type: OperationType; request: Record<string, unknown>; targetXId?: string },
 ): Promise<string> {
-  const accepted = await acceptOperation(db, {
+  const accepted = await acceptDriven(db, {
     organizationId: t.organizationId,
     integrationId: t.integrationId,
     mode: t.mode,
