@@ -23,6 +23,8 @@ export const REQUEST_TIMEOUT_S = 30;
 
 /** The answers a proxy in front of the API, or the API while what it depends on is down, gives for a while. */
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
+/** Why a request never left: no connection was made (the request cannot have been applied). */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** Text on one line (a stored error, a body that is not JSON): stderr gets exactly one line per failure. */
 export const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
@@ -73,7 +75,7 @@ export class AdminClient {
     try {
       res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual', signal });
     } catch (err) {
-      throw this.failure(err, timeoutMs, 'before');
+      throw this.failure(err, timeoutMs, 'before', method);
     }
     if (res.status >= 300 && res.status < 400) {
       await res.body?.cancel().catch(() => undefined);
@@ -83,7 +85,7 @@ export class AdminClient {
     try {
       text = await res.text();
     } catch (err) {
-      throw this.failure(err, timeoutMs, 'during');
+      throw this.failure(err, timeoutMs, 'during', method);
     }
     const transient = TRANSIENT_STATUSES.has(res.status);
     let parsed: unknown = null;
@@ -98,15 +100,24 @@ export class AdminClient {
     return parsed as T;
   }
 
-  /** A request that got no (whole) answer: its time-out passed, or the connection failed `before` the answer or `during` its body. */
-  private failure(err: unknown, timeoutMs: number, when: 'before' | 'during'): CliError {
-    if ((err as Error).name === 'TimeoutError') return new CliError(`the admin API at ${this.baseUrl} did not answer within ${seconds(timeoutMs)} s`, 1, true);
+  /**
+   * A request that got no (whole) answer: its time-out passed, or the connection failed `before` the answer or
+   * `during` its body. A change (any method but GET) that may have reached the API may also have been applied: the
+   * message says to look before sending it again (the CLI never resends one by itself).
+   */
+  private failure(err: unknown, timeoutMs: number, when: 'before' | 'during', method: string): CliError {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     const why = cause?.code ?? cause?.message ?? (err as Error).message;
-    if (when === 'during') return new CliError(`the admin API at ${this.baseUrl} broke off its answer: ${why}`, 1, true);
+    const timedOut = (err as Error).name === 'TimeoutError';
+    // Before any answer, an error without a code is the request's own (it was never sent).
+    const unsent = !timedOut && when === 'before' && (!cause?.code || NOT_CONNECTED.has(cause.code));
+    const mayHaveApplied = method !== 'GET' && !unsent ? `; the ${method} may have been applied: look before sending it again` : '';
+    if (timedOut) return new CliError(`the admin API at ${this.baseUrl} did not answer within ${seconds(timeoutMs)} s${mayHaveApplied}`, 1, true);
+    if (when === 'during') return new CliError(`the admin API at ${this.baseUrl} broke off its answer: ${why}${mayHaveApplied}`, 1, true);
     // Connected, then closed before any answer: it was reached.
-    if (cause?.code === 'UND_ERR_SOCKET') return new CliError(`the admin API at ${this.baseUrl} closed the connection without answering`, 1, true);
-    return new CliError(`cannot reach the admin API at ${this.baseUrl}: ${why}`, 1, true);
+    if (cause?.code === 'UND_ERR_SOCKET')
+      return new CliError(`the admin API at ${this.baseUrl} closed the connection without answering${mayHaveApplied}`, 1, true);
+    return new CliError(`cannot reach the admin API at ${this.baseUrl}: ${why}${mayHaveApplied}`, 1, true);
   }
 
   /**

@@ -92,16 +92,23 @@ describe('a request the admin API does not answer', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write('{"data": [');
     });
-    const [hung, stalled] = await Promise.all([
+    const [hung, stalled, posted] = await Promise.all([
       cli(hanging, ['org', 'list', '--request-timeout', '1']),
       cli(stalling, ['org', 'list', '--request-timeout', '1']),
+      cli(hanging, ['sync', 'run', 'int_1', '--request-timeout', '1']),
     ]);
     expect(hung).toMatchObject({ code: 1, stdout: '', stderr: `error: the admin API at ${hanging.url} did not answer within 1 s\n` });
     expect(stalled).toMatchObject({ code: 1, stdout: '', stderr: `error: the admin API at ${stalling.url} did not answer within 1 s\n` });
+    // A change it sent may have been applied: the operator is told to look before sending it again.
+    expect(posted).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: `error: the admin API at ${hanging.url} did not answer within 1 s; the POST may have been applied: look before sending it again\n`,
+    });
     // undici's own limits are 300 s; the CLI's start takes a few seconds on a loaded machine.
     expect(hung.ms).toBeLessThan(15_000);
     expect(stalled.ms).toBeLessThan(15_000);
-    expect(hanging.seen).toHaveLength(1);
+    expect(hanging.seen.map((s) => s.method).sort()).toEqual(['GET', 'POST']);
   });
 
   it('ends a --wait at its --timeout when a poll gets no answer, and says the run goes on', async () => {
@@ -134,12 +141,15 @@ describe('a request the admin API does not answer', () => {
     const closed = await serve(() => undefined);
     const server = servers.pop()!;
     await new Promise((r) => server.close(r));
-    const [refused, zero, huge] = await Promise.all([
+    const [refused, refusedPost, zero, huge] = await Promise.all([
       cli(closed, ['org', 'list']),
+      cli(closed, ['sync', 'run', 'int_1']),
       cli(closed, ['org', 'list', '--request-timeout', '0']),
       cli(closed, ['org', 'list', '--request-timeout', '2147484']),
     ]);
     expect(refused).toMatchObject({ code: 1, stdout: '', stderr: `error: cannot reach the admin API at ${closed.url}: ECONNREFUSED\n` });
+    // Never sent, so never applied: no warning.
+    expect(refusedPost).toMatchObject({ code: 1, stdout: '', stderr: `error: cannot reach the admin API at ${closed.url}: ECONNREFUSED\n` });
     expect(zero).toMatchObject({ code: 2, stdout: '', stderr: 'error: --request-timeout must be from 1 to 2147483 seconds, got 0\n' });
     expect(huge).toMatchObject({ code: 2, stdout: '', stderr: 'error: --request-timeout must be from 1 to 2147483 seconds, got 2147484\n' });
   });
