@@ -108,11 +108,15 @@ describe('Temporal stopped when a write arrives', () => {
     const opId = /opr_[0-9A-Z]{26}/.exec(r.body.detail)![0];
     expect(r.body.operation_id).toBe(opId);
     await restartTemporal();
-    // What the sweeper's schedule runs every minute (started here at once, and for Operations of any age).
+    // What the sweeper's schedule runs every minute, started here at once, for Operations over 2 s old (not 30 s).
+    // Not of any age: the test files share the database, and another file's write between its commit and its
+    // workflow's start would be started a second time, on this file's own Temporal server.
+    const acceptedAt = (await getOperation(db, opId))!.createdAt.getTime();
+    await new Promise((r) => setTimeout(r, Math.max(0, acceptedAt + 2_500 - Date.now())));
     const swept = await ctl.client.workflow.execute(sweepWrites, {
       taskQueue: writeTaskQueueOf(taskQueue),
       workflowId: `sweep-${randomUUID()}`,
-      args: [{ olderThanMs: 0 }],
+      args: [{ olderThanMs: 2_000 }],
     });
     expect(swept.started).toBeGreaterThanOrEqual(1);
     expect((await getOperation(db, opId))!.workflowStartedAt).not.toBeNull();
