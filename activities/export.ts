@@ -571,9 +571,12 @@ async function openSpooledHttp(
 /** The temporary file of a `content_length` export failed (a full disk): another attempt (or worker) may do better. */
 function spoolFailure(verb: 'created' | 'written' | 'read', err: unknown): ExportError {
   const e: Error & { code?: string } = err instanceof Error ? err : new Error(String(err));
-  const why = e.code && !e.message.startsWith(e.code) ? `${e.code}: ${e.message}` : e.message;
+  // Not the folder's path: the message is also the AUTOMATION_FAILED event's, which the organization gets.
+  const why = systemErrorOf(e) ?? e.message;
   const need = verb === 'read' ? '' : `: with "content_length": true the worker needs free space there for the whole file`;
-  return new ExportError(`the export's temporary file could not be ${verb} in ${os.tmpdir()} (${why})${need}`, false, undefined, { cause: e });
+  return new ExportError(`the export's temporary file could not be ${verb} in the worker's temporary directory (TMPDIR; ${why})${need}`, false, undefined, {
+    cause: e,
+  });
 }
 
 /** Resolves when a file stream has closed (its descriptor released), whether or not it failed. */
@@ -622,10 +625,11 @@ async function openDirectory(exportRoot: string, destinationPath: string, fileNa
     directory = await realpath(target);
   } catch (err) {
     const code = (err as { code?: string }).code;
-    // Where it looked: the path is relative to EXPORT_ROOT, which an operator may not know (or know another value of).
+    // Relative to EXPORT_ROOT. The message names no server path: it is also the AUTOMATION_FAILED event's, which the
+    // organization's receivers and events feed get (the admin API's check of a new destination says where it looked).
     if (code === 'ENOENT' || code === 'ENOTDIR') {
       throw new ExportError(
-        `the destination directory ${shown} does not exist: looked for ${target} (EXPORT_ROOT is ${JSON.stringify(exportRoot)}, resolved to ${root}); create it there, or change the automation's destination`,
+        `the destination directory ${shown} does not exist in the export root (EXPORT_ROOT); create it there, or change the automation's destination`,
         true,
       );
     }
@@ -672,6 +676,11 @@ async function openDirectory(exportRoot: string, destinationPath: string, fileNa
   };
 }
 
+/** A Node system error as its code and call (`EACCES (mkdir)`), or undefined for another error. */
+function systemErrorOf(e: Error & { code?: string; syscall?: string }): string | undefined {
+  return typeof e.code === 'string' && typeof e.syscall === 'string' ? `${e.code} (${e.syscall})` : undefined;
+}
+
 /** Whether `inner` is `outer` or below it (both absolute and normalized). */
 function isWithin(outer: string, inner: string): boolean {
   const rel = path.relative(outer, inner);
@@ -690,8 +699,9 @@ function classify(err: unknown, stop: AbortSignal, sink: Sink | undefined): Erro
   if (err instanceof ExportError) return err;
   if (err instanceof GuardRefusal) return new ExportError(err.message, true, undefined, { cause: err });
   const e = err instanceof Error ? (err as Error & { code?: string }) : new Error(String(err));
-  // Failing to reach the destination's directory, or (a bug) before it was opened: worth another attempt.
-  if (!sink) return new ExportError(`the export failed: ${e.message}`, false, undefined, { cause: e });
+  // Failing to reach the destination's directory, or (a bug) before it was opened: worth another attempt. A system
+  // error by its code and call, not its message, which names the server's paths (the message goes to the tenant).
+  if (!sink) return new ExportError(`the export failed: ${systemErrorOf(e) ?? e.message}`, false, undefined, { cause: e });
   return sink.classify(e);
 }
 

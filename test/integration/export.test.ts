@@ -962,7 +962,7 @@ describe('HTTP destination with content_length', () => {
       const err = await failure(exportAutomation(deps(), { automation: atm, integration: A, fileName: 'x.csv' }));
       expect(err).toMatchObject({ permanent: false, status: undefined });
       expect(err.message).toBe(
-        `the export's temporary file could not be written in ${spool} (ENOSPC: no space left on device, write): with "content_length": true the worker needs free space there for the whole file`,
+        `the export's temporary file could not be written in the worker's temporary directory (TMPDIR; ENOSPC (write)): with "content_length": true the worker needs free space there for the whole file`,
       );
       expect(stored.has(new URL((atm.destination as { url: string }).url).pathname)).toBe(false);
     } finally {
@@ -978,7 +978,8 @@ describe('HTTP destination with content_length', () => {
       const err = await failure(exportAutomation(deps(), { automation: atm, integration: A, fileName: 'x.csv' }));
       expect(err).toMatchObject({
         permanent: false,
-        message: expect.stringMatching(new RegExp(`^the export's temporary file could not be created in ${missing} \\(ENOENT: `)),
+        message:
+          'the export\'s temporary file could not be created in the worker\'s temporary directory (TMPDIR; ENOENT (mkdtemp)): with "content_length": true the worker needs free space there for the whole file',
       });
     } finally {
       process.env.TMPDIR = spool;
@@ -1025,9 +1026,10 @@ describe('directory destination', () => {
       permanent: true,
       message: expect.stringContaining('does not exist'),
     });
-    // It says where it looked: the path under the export root, and the root.
-    expect((await failure(exportAutomation(deps(), { automation: missing, integration: A, fileName: 'u.csv' }))).message).toContain(
-      `looked for ${path.resolve(root, 'nope/never')} (EXPORT_ROOT is`,
+    // It names the destination as configured, under EXPORT_ROOT, and no path of the server's: the message is also the
+    // AUTOMATION_FAILED event's, which the organization's receivers get.
+    expect((await failure(exportAutomation(deps(), { automation: missing, integration: A, fileName: 'u.csv' }))).message).toBe(
+      `the destination directory "nope/never" does not exist in the export root (EXPORT_ROOT); create it there, or change the automation's destination`,
     );
     const dir = `out/${randomUUID()}`;
     await mkdir(path.join(root, dir));
