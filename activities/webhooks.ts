@@ -10,7 +10,7 @@ import type { Db } from '../db/client';
 import { deliveryStanding, deliveryStatusOf, deliveryToAttempt, moveDelivery, recordAttempt, recordedAttemptOf } from '../db/delivery-attempts';
 import { purgeSkippedBefore } from '../db/sync-jobs';
 import { noteOutcomes } from '../db/webhook-health';
-import { eventBody, purgeBefore, WEBHOOK_PLANS } from '../db/webhooks';
+import { DISABLED, eventBody, purgeBefore, WEBHOOK_PLANS } from '../db/webhooks';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
 import {
   ATTEMPT_HEADER,
@@ -178,8 +178,10 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     const d = row.delivery;
     // Its first attempt's success was recorded after the attempt had been given up as lost: it is delivered.
     if (!input.replay && d.status === 'succeeded') return { outcome: 'succeeded', status: d.lastResponseStatus ?? 200 };
+    // Its retries were cancelled while it waited (its subscription disabled or deleted): only a replay sends it now.
+    if (!input.replay && d.status === 'cancelled') return { outcome: 'cancelled', reason: d.lastError ?? DISABLED };
     if (row.subDeleted || row.integrationDeleted) return cancel('the subscription was deleted');
-    if (row.subStatus !== 'active') return cancel('the subscription is disabled');
+    if (row.subStatus !== 'active') return cancel(DISABLED);
     // A plan without webhooks stops them as a disable does: first attempts wait, retries end (replayable).
     if (!WEBHOOK_PLANS.includes(row.plan)) return cancel('the integration is on a plan without webhooks');
     // Serialized by the relay; an event it had no subscription for yet (a range replay) is serialized now, once.

@@ -8,7 +8,7 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import { DELIVERY_STATUSES } from '../domain/webhooks';
 import type { Tx } from './client';
 import { newId } from './ids';
-import { firstOfEachState } from './webhooks';
+import { cancelRetries, DISABLED, firstOfEachState } from './webhooks';
 import { events, integrations, webhookSubscriptionHealth, webhookSubscriptions } from './schema';
 
 /** Who disabled a subscription: an operator, or the service because every attempt failed for long, or a 410 Gone. */
@@ -60,8 +60,8 @@ async function recordHealth(tx: Tx, subscriptionId: string, outcomes: readonly O
 
 /**
  * Disable an active subscription, recording who and why. Its queue pauses (deliveries waiting for a first attempt stay
- * `pending`, for when it is enabled again or replayed), and its deliveries being retried end `cancelled` at their next
- * attempt (replayable). False when it was not active.
+ * `pending`, for when it is enabled again or replayed), and its deliveries being retried end `cancelled` now
+ * (replayable). False when it was not active.
  */
 async function disableSubscription(tx: Tx, subscriptionId: string, by: DisabledBy, reason: string, now?: Date): Promise<boolean> {
   // The database's time unless told (a test's clock): the relay compares it with events' times, which are the database's.
@@ -71,7 +71,9 @@ async function disableSubscription(tx: Tx, subscriptionId: string, by: DisabledB
     .set({ status: 'disabled', disabledAt: at, disabledBy: by, disabledReason: reason, updatedAt: at })
     .where(and(eq(webhookSubscriptions.id, subscriptionId), eq(webhookSubscriptions.status, 'active'), isNull(webhookSubscriptions.deletedAt)))
     .returning({ id: webhookSubscriptions.id });
-  return rows.length > 0;
+  if (rows.length === 0) return false;
+  await cancelRetries(tx, subscriptionId, DISABLED);
+  return true;
 }
 
 /**

@@ -137,11 +137,7 @@ export async function listSubscriptions(tx: Tx, integrationId: string, page: { l
 }
 
 /** Change a subscription's settings; returns it as it now is. */
-export async function updateSubscription(
-  tx: Tx,
-  id: string,
-  changes: Partial<Omit<SubscriptionRow, 'id' | 'updatedAt'>>,
-): Promise<SubscriptionRow | undefined> {
+async function updateSubscription(tx: Tx, id: string, changes: Partial<Omit<SubscriptionRow, 'id' | 'updatedAt'>>): Promise<SubscriptionRow | undefined> {
   const [row] = await tx
     .update(webhookSubscriptions)
     .set({ ...changes, updatedAt: new Date() })
@@ -150,12 +146,47 @@ export async function updateSubscription(
   return row;
 }
 
-/** Delete a subscription: it gets nothing from now on, and its queue is cancelled with it. */
+/** Delete a subscription: it gets nothing from now on, and its queue and its retries are cancelled with it. */
 export async function deleteSubscription(db: Db, id: string): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.update(webhookSubscriptions).set({ deletedAt: new Date(), updatedAt: new Date() }).where(eq(webhookSubscriptions.id, id));
     await cancelQueue(tx, id, 'the subscription was deleted');
+    await cancelRetries(tx, id, 'the subscription was deleted');
   });
+}
+
+/**
+ * Change a subscription; disabling it also cancels its retries (cancelRetries), in the same transaction, so that no
+ * delivery of a disabled subscription shows as being retried.
+ */
+export async function changeSubscription(
+  db: Db,
+  id: string,
+  changes: Partial<Omit<SubscriptionRow, 'id' | 'updatedAt'>>,
+): Promise<SubscriptionRow | undefined> {
+  return db.transaction(async (tx) => {
+    const [before] = await tx.select({ status: webhookSubscriptions.status }).from(webhookSubscriptions).where(eq(webhookSubscriptions.id, id)).for('update');
+    const row = await updateSubscription(tx, id, changes);
+    if (before?.status === 'active' && row?.status === 'disabled') await cancelRetries(tx, id, DISABLED);
+    return row;
+  });
+}
+
+/** Why a retried delivery of a disabled subscription ended (activities/webhooks.ts says it too, at an attempt). */
+export const DISABLED = 'the subscription is disabled';
+
+/**
+ * End a disabled or deleted subscription's retries now: its deliveries being retried become `cancelled` (replayable),
+ * with `reason`. Their workflows, asleep until the next attempt's time, end then, `cancelled`, without sending: an
+ * attempt of a cancelled delivery is made only when it is replayed.
+ */
+export async function cancelRetries(tx: Tx, subscriptionId: string, reason: string): Promise<number> {
+  const rows = await tx
+    .update(webhookDeliveries)
+    .set({ status: 'cancelled', lastError: reason, nextAttemptAt: null, updatedAt: new Date() })
+    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), eq(webhookDeliveries.status, 'retrying')))
+    .returning({ id: webhookDeliveries.id });
+  return rows.length;
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   attemptsOf,
   createSubscription,
   deadLetteredOf,
+  changeSubscription,
   deleteSubscription,
   deliveriesOfEvents,
   eventBody,
@@ -22,7 +23,6 @@ import {
   listSubscriptions,
   queueAndCommitDeliveries,
   rotateSigningSecret,
-  updateSubscription,
   type AttemptRow,
   type QueueItem,
   type DeliveryRow,
@@ -330,7 +330,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Change a webhook subscription',
       description:
-        'A `disabled` subscription gets no new deliveries; its queue (deliveries waiting for their first attempt) pauses, and deliveries being retried stop (`cancelled`, replayable). Enabling it again resumes the queue in order; events recorded while it was disabled are not sent: a replay by time range does that.',
+        'A `disabled` subscription gets no new deliveries; its queue (deliveries waiting for their first attempt) pauses, and deliveries being retried end `cancelled` at once (replayable; enabling it again does not resume them). Enabling it again resumes the queue in order; events recorded while it was disabled are not sent: a replay by time range does that.',
       params: SubscriptionId,
       body: SubscriptionUpdate,
       responses: { 200: json(Subscription, 'The subscription.') },
@@ -342,7 +342,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       // When it was disabled or enabled, in the database's time: the relay compares it with events' times (the
       // database's), and this process's clock may differ.
       const toggledAt = input.status !== undefined && input.status !== before.status ? await databaseNow(deps.db) : undefined;
-      const row = await updateSubscription(deps.db, before.id, {
+      const row = await changeSubscription(deps.db, before.id, {
         ...(input.url !== undefined ? { url: checkUrl(input.url, integration) } : {}),
         ...(input.event_types !== undefined ? { eventTypes: normalizeTypes(input.event_types) } : {}),
         ...(input.description !== undefined ? { description: input.description } : {}),
@@ -376,7 +376,7 @@ export function registerWebhooks(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Delete a webhook subscription',
       description:
-        'It gets nothing from now on: its queue ends `cancelled` at once, and a delivery being retried at the time its next attempt was due (nothing more is sent). Its delivery history (`GET /webhook_subscriptions/{id}/deliveries`, `GET /webhook_deliveries/{id}`) stays readable until the retention ends.',
+        'It gets nothing from now on: its queue and its deliveries being retried end `cancelled` at once (nothing more is sent). Its delivery history (`GET /webhook_subscriptions/{id}/deliveries`, `GET /webhook_deliveries/{id}`) stays readable until the retention ends.',
       params: SubscriptionId,
       responses: deleted,
     }),

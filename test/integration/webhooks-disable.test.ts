@@ -1,0 +1,109 @@
+/**
+ * Disabling or deleting a subscription ends its retries at once, as the admin API says: its deliveries being retried
+ * are `cancelled` (replayable) the moment the PATCH or DELETE answers, not when their next attempt was due; enabling
+ * it again does not resume them, and their workflows, when they wake, end `cancelled` without sending anything. A
+ * replay still sends one. The retry schedule is stretched (3 s between attempts: configuration is data) so that a
+ * delivery is seen waiting between two attempts.
+ */
+import type { Client } from '@temporalio/client';
+import { expect, it } from 'vitest';
+import type { Config } from '../../config';
+import { SA_DELIVERY_STATUS } from '../../domain/contract';
+import { adminCaller, type Reply, type TestServer } from '../support/api-server';
+import { onServices } from '../support/services';
+import { until } from '../support/until';
+import { recordEvents, residentUpdates, webhookIntegration, type Receiver, type WebhookStack } from '../support/webhooks';
+import type { Db } from '../../db/client';
+
+let db: Db;
+let config: Config;
+let api: TestServer;
+let stack: WebhookStack;
+let receiver: Receiver;
+
+const SETTINGS = { WEBHOOK_RETRY_SCHEDULE_MS: '0,3000,3000,3000,3000,3000,3000' };
+onServices({ pool: 6, settings: SETTINGS, api: true, webhooks: true, receiver: true }, (s) => ({ db, config, api, webhooks: stack, receiver } = s));
+
+const admin = (method: string, path: string, body?: unknown): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body);
+const at = (path: string) => receiver.received.filter((r) => r.path === path);
+
+interface Delivery {
+  id: string;
+  status: string;
+  attempts: { number: number }[];
+  next_attempt_at: string | null;
+}
+
+const deliveriesOf = async (subscriptionId: string): Promise<Delivery[]> =>
+  (await admin('GET', `/webhook_subscriptions/${subscriptionId}/deliveries?limit=100`)).body.results;
+
+/** A subscription whose receiver fails every attempt, and two of its deliveries waiting for their second attempt. */
+async function retrying(path: string): Promise<{ subscriptionId: string; deliveries: Delivery[] }> {
+  const integ = await webhookIntegration(db, stack);
+  const r = await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, {
+    url: `http://127.0.0.1:${receiver.port}${path}`,
+    event_types: ['*'],
+  });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  await recordEvents(db, integ, residentUpdates(2, path));
+  const deliveries = await until(
+    'both deliveries to be retried',
+    () => deliveriesOf(r.body.id),
+    (ds) => ds.length === 2 && ds.every((d) => d.status === 'retrying'),
+  );
+  return { subscriptionId: r.body.id, deliveries };
+}
+
+/** Waits for a delivery's workflow to end; its status search attribute. */
+async function workflowEnd(client: Client, deliveryId: string): Promise<unknown> {
+  const handle = client.workflow.getHandle(deliveryId);
+  await handle.result().catch(() => undefined);
+  return (await handle.describe()).typedSearchAttributes.get(SA_DELIVERY_STATUS);
+}
+
+it('a disable cancels the deliveries being retried at once; enabling again does not resume them, a replay sends one', async () => {
+  receiver.reply((r) => (r.path === '/disable' ? 500 : 200));
+  const { subscriptionId, deliveries } = await retrying('/disable');
+  const sentBefore = at('/disable').length;
+
+  expect((await admin('PATCH', `/webhook_subscriptions/${subscriptionId}`, { status: 'disabled' })).status).toBe(200);
+  const cancelled = await deliveriesOf(subscriptionId);
+  expect(cancelled.map((d) => [d.status, d.next_attempt_at])).toEqual([
+    ['cancelled', null],
+    ['cancelled', null],
+  ]);
+  expect((await admin('GET', `/webhook_subscriptions/${subscriptionId}`)).body.health).toMatchObject({ retrying: 0 });
+
+  // Enabled again before their next attempt was due: their workflows wake, find them cancelled and send nothing.
+  receiver.reply(() => 200);
+  expect((await admin('PATCH', `/webhook_subscriptions/${subscriptionId}`, { status: 'active' })).status).toBe(200);
+  for (const d of deliveries) expect(await workflowEnd(stack.client, d.id)).toBe('cancelled');
+  expect(at('/disable').length).toBe(sentBefore);
+  expect((await deliveriesOf(subscriptionId)).map((d) => d.status)).toEqual(['cancelled', 'cancelled']);
+
+  // A replay sends it.
+  const replayed = await admin('POST', `/webhook_deliveries/${deliveries[0]!.id}/replay`);
+  expect(replayed.status, JSON.stringify(replayed.body)).toBe(202);
+  await receiver.waitFor(() => at('/disable').length === sentBefore + 1);
+  const after = await until(
+    'the replay to be recorded',
+    async () => (await deliveriesOf(subscriptionId)).find((d) => d.id === deliveries[0]!.id),
+    (d) => d?.status === 'succeeded',
+  );
+  expect(after!.attempts.length).toBeGreaterThanOrEqual(2);
+}, 60_000);
+
+it('a delete cancels the deliveries being retried at once, and nothing more is sent', async () => {
+  receiver.reply((r) => (r.path === '/delete' ? 500 : 200));
+  const { subscriptionId, deliveries } = await retrying('/delete');
+  const sentBefore = at('/delete').length;
+  expect((await admin('DELETE', `/webhook_subscriptions/${subscriptionId}`)).status).toBe(204);
+  const gone = await Promise.all(deliveries.map(async (d) => (await admin('GET', `/webhook_deliveries/${d.id}`)).body));
+  expect(gone.map((d: Delivery) => [d.status, d.next_attempt_at])).toEqual([
+    ['cancelled', null],
+    ['cancelled', null],
+  ]);
+  receiver.reply(() => 200);
+  for (const d of deliveries) expect(await workflowEnd(stack.client, d.id)).toBe('cancelled');
+  expect(at('/delete').length).toBe(sentBefore);
+}, 60_000);
