@@ -29,9 +29,15 @@ import { Layout, ProblemView, type Ui } from './ui';
 
 const MAX_FORM_BYTES = 64 * 1024;
 
-/** Where to go after signing in: a console page of this site only (never another host or a protocol-relative path). */
+/**
+ * Where to go after signing in: a console page of this site only (never another host, a protocol-relative path, or
+ * a path that dot segments take out of /console): the path as a browser resolves it, which must stay in /console.
+ */
 function safeNext(next: string | undefined): string {
-  return next && /^\/console(\/[^/\\]|$|\?)/.test(next) && !next.includes('//') ? next : '/console/organizations';
+  const fallback = '/console/organizations';
+  if (!next || !/^\/console(\/[^/\\]|$|\?)/.test(next) || next.includes('//') || next.includes('\\')) return fallback;
+  const resolved = new URL(next, 'http://console.invalid');
+  return resolved.origin === 'http://console.invalid' && /^\/console(\/|$)/.test(resolved.pathname) ? resolved.pathname + resolved.search : fallback;
 }
 
 export function createConsole(deps: ApiDeps, adminRoutes: Hono, adminToken: AdminTokenGuard): Hono {

@@ -716,4 +716,23 @@ describe('sessions and pages', () => {
     expect(cookie).toMatch(/; SameSite=Strict/);
     expect(cookie).toMatch(/; Max-Age=43200/);
   });
+
+  it('goes on after signing in to the console page asked for, and to none outside /console', async () => {
+    const after = async (next: string) => {
+      const res = await fetch(at('/console/sign-in'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: api.url },
+        body: new URLSearchParams({ token: config.ADMIN_TOKEN, next }),
+        redirect: 'manual',
+      });
+      expect(res.status).toBe(303);
+      return res.headers.get('location');
+    };
+    expect(await after('/console/organizations?offset=25')).toBe('/console/organizations?offset=25');
+    expect(await after('/console/webhook_subscriptions/./x/../y')).toBe('/console/webhook_subscriptions/y');
+    // Dot segments (plain or percent-encoded) that a browser resolves out of /console, another host, a scheme.
+    for (const next of ['/console/../x', '/console/%2e%2e/x', '/console/.%2E/admin/v1', '//evil.example', 'https://evil.example/console', '/console\\evil']) {
+      expect(await after(next), next).toBe('/console/organizations');
+    }
+  });
 });
