@@ -457,6 +457,10 @@ describe('operating an integration', () => {
     expect(facts).toContain('by an operator: disabled by an operator');
     expect(facts).toContain('Health');
     expect(facts).toMatch(/Waiting\s*\d+ queued, \d+ retrying, \d+ dead-lettered/);
+    // Replays need it enabled: while it is disabled the page offers none, and says so.
+    expect(await page.getByRole('button', { name: 'Replay range' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Replay all dead-lettered' }).count()).toBe(0);
+    expect(await page.content()).toContain('Replays need the subscription enabled');
     await page.getByRole('button', { name: 'Enable' }).click();
     expect(await textOf(page.locator('dl.facts .badge'))).toBe('active');
     expect(await textOf(page.locator('dl.facts'))).not.toContain('by an operator');
@@ -478,6 +482,23 @@ describe('operating an integration', () => {
     const [got] = (await receiver.waitFor((r) => r.length > before)).slice(before);
     expect(got!.headers['x-service-signature']).toBeTruthy();
     expect(got!.headers['x-service-signature-previous']).toBeTruthy();
+  });
+
+  it('offers no subscription form on a plan without webhooks, and says which plans have them', async () => {
+    const { organization_id } = (await admin('GET', `/integrations/${integrationId}`)).body;
+    const starter = await admin('POST', `/organizations/${organization_id}/integrations`, {
+      name: 'Starter',
+      mode: 'test',
+      plan: 'starter',
+      source: { type: 'sandbox', size: 1 },
+      initial_sync: false,
+    });
+    expect(starter.status, JSON.stringify(starter.body)).toBe(201);
+    await page.goto(at(`/console/integrations/${starter.body.id}/webhooks`));
+    expect(await textOf(page.locator('main'))).toContain('Webhooks come with the scale and enterprise plans, and this integration is on starter');
+    expect(await page.getByRole('button', { name: 'Create subscription' }).count()).toBe(0);
+    await page.goto(at(`/console/integrations/${integrationId}/webhooks`));
+    expect(await page.getByRole('button', { name: 'Create subscription' }).count()).toBe(1);
   });
 
   it('sends what a subscription missed while disabled by replaying the time range the page offers once it is enabled', async () => {

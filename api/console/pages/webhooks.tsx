@@ -7,6 +7,7 @@
 import type { z } from '@hono/zod-openapi';
 import type { Child, FC } from 'hono/jsx';
 import { ALL_EVENT_TYPES } from '../../../domain/events';
+import { PLAN_RULES, PLANS } from '../../../domain/plans';
 import { deliveryWorkflowIdOf } from '../../../domain/contract';
 import { ALL_EVENTS, DEFAULT_ROTATION_GRACE_SECONDS, DELIVERY_STATUSES } from '../../../domain/webhooks';
 import type { Event, EventResendResult, EventWithPayload } from '../../admin/events.schemas';
@@ -101,6 +102,9 @@ const EventTypePicker: FC<{ selected: string[] }> = ({ selected }) => (
   </fieldset>
 );
 
+/** The plans with webhooks, for the note that stands in for the form on the others. */
+const WEBHOOK_PLAN_NAMES = PLANS.filter((p) => PLAN_RULES[p].webhooks).join(' and ');
+
 /** A subscription's deliveries, one row each. */
 const deliveryColumns = (ui: Ui): Column<Del>[] => [
   { head: 'Delivery', cell: (d) => <IdLink href={`/console/webhook-deliveries/${d.id}`} id={d.id} /> },
@@ -155,22 +159,29 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
           empty="No subscriptions yet. Add an endpoint below to be told about every change, signed."
         />
         <h2>New subscription</h2>
-        <Form ui={ui} action={`/console/integrations/${ctx.integration.id}/webhooks`} class="stack">
-          <label>
-            Endpoint URL
-            <input name="url" type="url" required placeholder="https://example.com/hooks/propsync" />
-          </label>
-          <EventTypePicker selected={[ALL_EVENTS]} />
-          <label>
-            Description (optional)
-            <input name="description" maxlength={500} />
-          </label>
-          <label class="check">
-            <input type="checkbox" name="standard_webhooks" value="on" checked /> also sign with the Standard Webhooks headers (<code>webhook-id</code>,{' '}
-            <code>webhook-timestamp</code>, <code>webhook-signature</code>)
-          </label>
-          <button type="submit">Create subscription</button>
-        </Form>
+        {PLAN_RULES[ctx.integration.plan].webhooks ? (
+          <Form ui={ui} action={`/console/integrations/${ctx.integration.id}/webhooks`} class="stack">
+            <label>
+              Endpoint URL
+              <input name="url" type="url" required placeholder="https://example.com/hooks/propsync" />
+            </label>
+            <EventTypePicker selected={[ALL_EVENTS]} />
+            <label>
+              Description (optional)
+              <input name="description" maxlength={500} />
+            </label>
+            <label class="check">
+              <input type="checkbox" name="standard_webhooks" value="on" checked /> also sign with the Standard Webhooks headers (<code>webhook-id</code>,{' '}
+              <code>webhook-timestamp</code>, <code>webhook-signature</code>)
+            </label>
+            <button type="submit">Create subscription</button>
+          </Form>
+        ) : (
+          <p class="muted">
+            Webhooks come with the {WEBHOOK_PLAN_NAMES} plans, and this integration is on <strong>{ctx.integration.plan}</strong>: change its plan to add a
+            subscription.
+          </p>
+        )}
       </IntegrationFrame>,
     );
   });
@@ -286,11 +297,13 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
               {sub.status === 'active' ? 'Disable' : 'Enable'}
             </button>
           </Form>{' '}
-          <Form ui={ui} action={`${base}/replay`} confirm="Replay every dead-lettered delivery of this subscription now?">
-            <button type="submit" class="secondary">
-              Replay all dead-lettered
-            </button>
-          </Form>
+          {sub.status === 'active' && (
+            <Form ui={ui} action={`${base}/replay`} confirm="Replay every dead-lettered delivery of this subscription now?">
+              <button type="submit" class="secondary">
+                Replay all dead-lettered
+              </button>
+            </Form>
+          )}
         </div>
 
         <h2>Replay a time range</h2>
@@ -298,19 +311,23 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
           Sends every event of the integration recorded in the range (within the last 30 days) that this subscription wants again, including events it never
           got: recorded before it existed, or while it was disabled. Times in ISO 8601 (<code>2026-11-01T00:00:00Z</code>).
         </p>
-        <Form ui={ui} action={`${base}/replay-range`} class="row" confirm="Send every event of this range to the subscription again?">
-          <label>
-            Since
-            <input name="since" required value={ui.url.searchParams.get('since') ?? ''} placeholder="2026-11-01T00:00:00Z" />
-          </label>
-          <label>
-            Until
-            <input name="until" required value={new Date().toISOString()} />
-          </label>
-          <button type="submit" class="secondary">
-            Replay range
-          </button>
-        </Form>
+        {sub.status !== 'active' ? (
+          <p class="muted">Replays need the subscription enabled: enable it above, then replay what it missed.</p>
+        ) : (
+          <Form ui={ui} action={`${base}/replay-range`} class="row" confirm="Send every event of this range to the subscription again?">
+            <label>
+              Since
+              <input name="since" required value={ui.url.searchParams.get('since') ?? ''} placeholder="2026-11-01T00:00:00Z" />
+            </label>
+            <label>
+              Until
+              <input name="until" required value={new Date().toISOString()} />
+            </label>
+            <button type="submit" class="secondary">
+              Replay range
+            </button>
+          </Form>
+        )}
 
         <h2>Deliveries</h2>
         <FilterForm
