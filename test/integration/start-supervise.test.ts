@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it, inject } from 'vitest';
 import type { Db } from '../../db/client';
 import { getSyncJob } from '../../db/sync-jobs';
-import { testDb } from '../support/context';
+import { makeTenant, testDb } from '../support/context';
 import { descendants, freePort, Processes } from '../support/faults';
 import { scrape } from '../support/metrics';
 import { sandbox, sandboxIntegration, until } from '../support/sync';
@@ -36,6 +36,8 @@ function descendantsRunning(pid: number, script: string): number[] {
 
 beforeAll(async () => {
   db = testDb();
+  // npm start seeds a demo organization into a database that has none: there is one (the test files share it).
+  await makeTenant(db);
   ports = { api: await freePort(), sandbox: await freePort(), metrics: await freePort(), workerMetrics: await freePort() };
   run = procs.spawnLogged(process.execPath, [TSX, 'scripts/start.ts'], {
     ...process.env,
