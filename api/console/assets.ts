@@ -76,7 +76,8 @@ pre { background:#0f1422; color:#e6e9f0; padding:.8rem; border-radius:8px; overf
 
 /**
  * Times arrive as UTC ISO strings in <time datetime> with the UTC value as the hover title; this shows them in the
- * viewer's own zone (again after every htmx swap). Forms with data-confirm ask first.
+ * viewer's own zone (again after every htmx swap). Forms with data-confirm ask first. A page showing a secret once
+ * takes the address of the page after it (data-after), so that reloading it does not send its form again.
  */
 export const CONSOLE_JS = `
 (function () {
@@ -88,7 +89,13 @@ export const CONSOLE_JS = `
       if (!isNaN(d.getTime())) nodes[i].textContent = fmt.format(d);
     }
   }
-  document.addEventListener('DOMContentLoaded', function () { localize(document); });
+  document.addEventListener('DOMContentLoaded', function () {
+    localize(document);
+    // A secret shown once is the answer to a form: a reload would send the form again (another key, another
+    // rotation). The page's address becomes the page to go to next, so a reload goes there instead.
+    var once = document.querySelector('[data-after]');
+    if (once && window.history.replaceState) window.history.replaceState(null, '', once.getAttribute('data-after'));
+  });
   document.addEventListener('htmx:afterSwap', function (e) { localize(e.target); });
   document.addEventListener('submit', function (e) {
     var msg = e.target.getAttribute && e.target.getAttribute('data-confirm');

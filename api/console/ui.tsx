@@ -307,11 +307,14 @@ export const Tabs: FC<{ current: string; tabs: [string, string][] }> = ({ curren
 );
 
 /** A secret shown once (an API key, a signing secret), with what to do with it. */
-export const SecretOnce: FC<PropsWithChildren<{ label: string; value: string }>> = ({ label, value, children }) => (
-  <section class="secret" aria-label={label}>
+export const SecretOnce: FC<PropsWithChildren<{ label: string; value: string; after: string }>> = ({ label, value, after, children }) => (
+  <section class="secret" aria-label={label} data-after={after}>
     <strong>{label}</strong>
     <code data-secret>{value}</code>
-    <p>This is the only time it is shown: copy it now. Only its hash (for keys) or its encrypted form (for signing secrets) is stored.</p>
+    <p>
+      This is the only time it is shown: copy it now. Only its hash (for keys) or its encrypted form (for signing secrets) is stored. Reloading the page goes to
+      the page below; it never sends the form again.
+    </p>
     {children}
   </section>
 );

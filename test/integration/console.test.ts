@@ -410,6 +410,13 @@ describe('operating an integration', () => {
     const key = (await textOf(page.locator('[data-secret]'))).trim();
     expect(key).toMatch(/^sk_test_/);
     await screenshot(page, '02-api-key-once');
+    // Reloading goes to the organization's page: the form is not sent again (no second key), the key not shown again.
+    const keys = async () => (await admin('GET', `/organizations/${orgId}/api_keys?limit=100`)).body.results.length;
+    const keysBefore = await keys();
+    await page.reload();
+    expect(page.url()).toBe(at(`/console/organizations/${orgId}`));
+    expect(await keys()).toBe(keysBefore);
+    expect(await page.content()).not.toContain(key);
 
     // The source refuses the first write (503): the second attempt, 5 s later, applies it.
     expect((await admin('POST', `/integrations/${integrationId}/sandbox/faults`, { kind: 'unavailable', count: 1, methods: 'writes' })).status).toBe(200);

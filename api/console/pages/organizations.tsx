@@ -206,7 +206,11 @@ export function registerOrganizationPages(app: ConsoleApp, admin: AdminClient): 
         title="API key created"
         crumbs={[['Organizations', '/console/organizations'], ['Organization', `/console/organizations/${created.organization_id}`], ['New key']]}
       >
-        <SecretOnce label={`${created.mode} key ${created.key_prefix}… (${created.scopes.join(', ')})`} value={created.key}>
+        <SecretOnce
+          label={`${created.mode} key ${created.key_prefix}… (${created.scopes.join(', ')})`}
+          value={created.key}
+          after={`/console/organizations/${created.organization_id}`}
+        >
           <p>
             Send it as <code>Authorization: Bearer &lt;key&gt;</code> to the <a href="/docs">public API</a>.
           </p>

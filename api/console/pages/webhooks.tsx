@@ -200,7 +200,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const ctx = await loadIntegrationContext(c, admin, created.integration_id);
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title="Subscription created" crumbs={[tabCrumb(ctx, 'webhooks')]}>
-        <SecretOnce label={`Signing secret of ${created.url}`} value={created.secret}>
+        <SecretOnce label={`Signing secret of ${created.url}`} value={created.secret} after={`/console/webhook-subscriptions/${created.id}`}>
           <p>
             Verify each delivery's <code>X-Service-Signature</code> with it (HMAC-SHA256 of the raw body, keyed with the secret as shown)
             {created.standard_webhooks && (
@@ -443,7 +443,7 @@ export function registerWebhookPages(app: ConsoleApp, admin: AdminClient): void 
     const [sub, ctx] = await loadOfIntegration<Sub>(c, admin, `/webhook_subscriptions/${encodeURIComponent(id)}`);
     return c.html(
       <IntegrationFrame ui={ui} ctx={ctx} tab="webhooks" title="Signing secret rotated" item={sub.id}>
-        <SecretOnce label={`New signing secret of ${sub.url}`} value={rotated.secret}>
+        <SecretOnce label={`New signing secret of ${sub.url}`} value={rotated.secret} after={`/console/webhook-subscriptions/${sub.id}`}>
           <p>
             Until <Time iso={rotated.previous_secret_expires_at} /> deliveries also carry <code>X-Service-Signature-Previous</code>, made with the secret this
             replaced.
