@@ -180,13 +180,11 @@ export const DISABLED = 'the subscription is disabled';
  * with `reason`. Their workflows, asleep until the next attempt's time, end then, `cancelled`, without sending: an
  * attempt of a cancelled delivery is made only when it is replayed.
  */
-export async function cancelRetries(tx: Tx, subscriptionId: string, reason: string): Promise<number> {
-  const rows = await tx
+export async function cancelRetries(tx: Tx, subscriptionId: string, reason: string): Promise<void> {
+  await tx
     .update(webhookDeliveries)
     .set({ status: 'cancelled', lastError: reason, nextAttemptAt: null, updatedAt: new Date() })
-    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), eq(webhookDeliveries.status, 'retrying')))
-    .returning({ id: webhookDeliveries.id });
-  return rows.length;
+    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), eq(webhookDeliveries.status, 'retrying')));
 }
 
 /**
