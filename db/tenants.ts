@@ -10,7 +10,7 @@ import { liveById, livePage } from './live';
 import { orderedPage, type OrderedPage } from './order';
 import { apiKeys, automations, integrations, organizations, syncJobs, webhookSubscriptions, type StoredSourceConfig } from './schema';
 import { softDeleteUnseen } from './seen';
-import { cancelQueue } from './webhooks';
+import { cancelQueue, cancelRetries } from './webhooks';
 
 export type OrganizationRow = typeof organizations.$inferSelect;
 export type IntegrationRow = typeof integrations.$inferSelect;
@@ -184,13 +184,17 @@ export async function disconnectIntegration(db: Db, integration: IntegrationRow,
       .set({ deletedAt: now, updatedAt: now })
       .where(and(eq(automations.integrationId, integration.id), isNull(automations.deletedAt)))
       .returning({ id: automations.id });
-    // So do its webhook subscriptions, as a DELETE of each does: their queues end cancelled, their history stays readable.
+    // So do its webhook subscriptions, as a DELETE of each does: their queues and retries end cancelled, their history
+    // stays readable.
     const subscriptions = await tx
       .update(webhookSubscriptions)
       .set({ deletedAt: now, updatedAt: now })
       .where(and(eq(webhookSubscriptions.integrationId, integration.id), isNull(webhookSubscriptions.deletedAt)))
       .returning({ id: webhookSubscriptions.id });
-    for (const { id } of subscriptions) await cancelQueue(tx, id, 'the integration was deleted');
+    for (const { id } of subscriptions) {
+      await cancelQueue(tx, id, 'the integration was deleted');
+      await cancelRetries(tx, id, 'the integration was deleted');
+    }
     // A run id that saw nothing: every live record of the integration counts as gone.
     const ctx = { integration, emitEvents: false, syncJobId: newId('syncJob'), now };
     for (const entity of ENTITIES) await softDeleteUnseen(tx, ctx, entity);

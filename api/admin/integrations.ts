@@ -267,7 +267,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Disconnect a source',
       description:
-        'Removes the sync schedule and the schedules of its automations, and marks the integration, its automations and its webhook subscriptions deleted (their queues end `cancelled`; delivery history stays readable); later reads of them are 404. Its records are never physically deleted: they are soft-deleted (no events, since its subscriptions go with it), so the public API hides them unless `include_deleted=true`.',
+        'Removes the sync schedule and the schedules of its automations, and marks the integration, its automations and its webhook subscriptions deleted (their queues and their deliveries being retried end `cancelled` at once; delivery history stays readable); later reads of them are 404. Its records are never physically deleted: they are soft-deleted (no events, since its subscriptions go with it), so the public API hides them unless `include_deleted=true`.',
       params: IntegrationId,
       responses: { ...deleted, ...unavailableResponse },
     }),

@@ -1,5 +1,5 @@
 /**
- * Disabling or deleting a subscription ends its retries at once, as the admin API says: its deliveries being retried
+ * Disabling or deleting a subscription (or its integration) ends its retries at once, as the admin API says: its deliveries being retried
  * are `cancelled` (replayable) the moment the PATCH or DELETE answers, not when their next attempt was due; enabling
  * it again does not resume them, and their workflows, when they wake, end `cancelled` without sending anything. A
  * replay still sends one. The retry schedule is stretched (3 s between attempts: configuration is data) so that a
@@ -8,6 +8,8 @@
 import type { Client } from '@temporalio/client';
 import { expect, it } from 'vitest';
 import type { Config } from '../../config';
+import { inArray } from 'drizzle-orm';
+import { webhookDeliveries } from '../../db/schema';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { adminCaller, type Reply, type TestServer } from '../support/api-server';
 import { onServices } from '../support/services';
@@ -38,7 +40,7 @@ const deliveriesOf = async (subscriptionId: string): Promise<Delivery[]> =>
   (await admin('GET', `/webhook_subscriptions/${subscriptionId}/deliveries?limit=100`)).body.results;
 
 /** A subscription whose receiver fails every attempt, and two of its deliveries waiting for their second attempt. */
-async function retrying(path: string): Promise<{ subscriptionId: string; deliveries: Delivery[] }> {
+async function retrying(path: string): Promise<{ subscriptionId: string; integrationId: string; deliveries: Delivery[] }> {
   const integ = await webhookIntegration(db, stack);
   const r = await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, {
     url: `http://127.0.0.1:${receiver.port}${path}`,
@@ -51,7 +53,7 @@ async function retrying(path: string): Promise<{ subscriptionId: string; deliver
     () => deliveriesOf(r.body.id),
     (ds) => ds.length === 2 && ds.every((d) => d.status === 'retrying'),
   );
-  return { subscriptionId: r.body.id, deliveries };
+  return { subscriptionId: r.body.id, integrationId: integ.id, deliveries };
 }
 
 /** Waits for a delivery's workflow to end; its status search attribute. */
@@ -106,4 +108,27 @@ it('a delete cancels the deliveries being retried at once, and nothing more is s
   receiver.reply(() => 200);
   for (const d of deliveries) expect(await workflowEnd(stack.client, d.id)).toBe('cancelled');
   expect(at('/delete').length).toBe(sentBefore);
+}, 60_000);
+
+it("an integration's deletion cancels its subscriptions' deliveries being retried at once, and nothing more is sent", async () => {
+  receiver.reply((r) => (r.path === '/integration' ? 500 : 200));
+  const { integrationId, deliveries } = await retrying('/integration');
+  const sentBefore = at('/integration').length;
+  expect((await admin('DELETE', `/integrations/${integrationId}`)).status).toBe(204);
+  const rows = await db
+    .select({ status: webhookDeliveries.status, nextAttemptAt: webhookDeliveries.nextAttemptAt, lastError: webhookDeliveries.lastError })
+    .from(webhookDeliveries)
+    .where(
+      inArray(
+        webhookDeliveries.id,
+        deliveries.map((d) => d.id),
+      ),
+    );
+  expect(rows).toEqual([
+    { status: 'cancelled', nextAttemptAt: null, lastError: 'the integration was deleted' },
+    { status: 'cancelled', nextAttemptAt: null, lastError: 'the integration was deleted' },
+  ]);
+  receiver.reply(() => 200);
+  for (const d of deliveries) expect(await workflowEnd(stack.client, d.id)).toBe('cancelled');
+  expect(at('/integration').length).toBe(sentBefore);
 }, 60_000);
