@@ -179,7 +179,9 @@ function isDatabaseError(err: unknown): boolean {
 /** The cache's side (the database) failed: another attempt may do better. */
 function cacheFailure(err: unknown): ExportError {
   if (err instanceof ExportError) return err;
-  return new ExportError(`reading the cache failed: ${err instanceof Error ? err.message : String(err)}`, false, undefined, { cause: err });
+  // A system error by its code and call: its message names the database's address or socket path (the tenant gets it).
+  const why = err instanceof Error ? (systemErrorOf(err) ?? err.message) : String(err);
+  return new ExportError(`reading the cache failed: ${why}`, false, undefined, { cause: err });
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
  * they can reorder (docs/api.md says so).
  */
 import type { Db } from '../db/client';
-import { deliveryStanding, deliveryStatusOf, deliveryToAttempt, moveDelivery, recordAttempt, recordedAttemptOf } from '../db/delivery-attempts';
+import { deliveryStanding, deliveryStatusOf, deliveryToAttempt, moveDelivery, recordAttempt, recordedAttemptOf, reopenDelivery } from '../db/delivery-attempts';
 import { purgeSkippedBefore } from '../db/sync-jobs';
 import { noteOutcomes } from '../db/webhook-health';
 import { DISABLED, eventBody, purgeBefore, WEBHOOK_PLANS } from '../db/webhooks';
@@ -174,16 +174,23 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       await moveDelivery(db, input.deliveryId, 'cancelled', clock(), { nextAttemptAt: null, lastError: reason });
       return { outcome: 'cancelled', reason };
     };
-    if (!row) return { outcome: 'cancelled', reason: 'the delivery no longer exists (purged after the retention)' };
+    /** What ends this attempt unsent, as `r` (the delivery as last read) says; undefined when it may be sent. */
+    const unsendable = (r: typeof row): Promise<AttemptOutcome> | AttemptOutcome | undefined => {
+      if (!r) return { outcome: 'cancelled', reason: 'the delivery no longer exists (purged after the retention)' };
+      const d = r.delivery;
+      // Its first attempt's success was recorded after the attempt had been given up as lost: it is delivered.
+      if (!input.replay && d.status === 'succeeded') return { outcome: 'succeeded', status: d.lastResponseStatus ?? 200 };
+      // Its retries were cancelled while it waited (its subscription disabled or deleted): only a replay sends it now.
+      if (!input.replay && d.status === 'cancelled') return { outcome: 'cancelled', reason: d.lastError ?? DISABLED };
+      if (r.subDeleted || r.integrationDeleted) return cancel('the subscription was deleted');
+      if (r.subStatus !== 'active') return cancel(DISABLED);
+      // A plan without webhooks stops them as a disable does: first attempts wait, retries end (replayable).
+      if (!WEBHOOK_PLANS.includes(r.plan)) return cancel('the integration is on a plan without webhooks');
+      return undefined;
+    };
+    const unsent = await unsendable(row);
+    if (unsent || !row) return unsent!;
     const d = row.delivery;
-    // Its first attempt's success was recorded after the attempt had been given up as lost: it is delivered.
-    if (!input.replay && d.status === 'succeeded') return { outcome: 'succeeded', status: d.lastResponseStatus ?? 200 };
-    // Its retries were cancelled while it waited (its subscription disabled or deleted): only a replay sends it now.
-    if (!input.replay && d.status === 'cancelled') return { outcome: 'cancelled', reason: d.lastError ?? DISABLED };
-    if (row.subDeleted || row.integrationDeleted) return cancel('the subscription was deleted');
-    if (row.subStatus !== 'active') return cancel(DISABLED);
-    // A plan without webhooks stops them as a disable does: first attempts wait, retries end (replayable).
-    if (!WEBHOOK_PLANS.includes(row.plan)) return cancel('the integration is on a plan without webhooks');
     // Serialized by the relay; an event it had no subscription for yet (a range replay) is serialized now, once.
     const body = row.body ?? (await eventBody(db, d.eventId));
     if (body === null) return cancel('the event no longer exists (purged after the retention)');
@@ -191,10 +198,14 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
     const release = await deps.inFlight.acquire(d.subscriptionId, row.maxInFlight ?? deps.maxInFlight);
     try {
       // The wait for a permit may be long: an earlier attempt, given up as lost while it waited, may have been sent
-      // and recorded as succeeded meanwhile. A success is never sent again (a replay apart).
-      if (!input.replay && (await deliveryToAttempt(db, input.deliveryId))?.delivery.status === 'succeeded') {
-        return { outcome: 'succeeded', status: d.lastResponseStatus ?? 200 };
-      }
+      // and recorded as succeeded meanwhile (a success is never sent again, a replay apart), or the subscription
+      // disabled or deleted (its retries cancelled: nothing more is sent).
+      const current = await deliveryToAttempt(db, input.deliveryId);
+      const stopped = await unsendable(current);
+      if (stopped) return stopped;
+      // A replay of a delivery whose retries were cancelled (its subscription disabled, then enabled again) while its
+      // workflow still waited: its schedule goes on from here, as a replay of a delivery being retried does.
+      if (input.replay && current!.delivery.status === 'cancelled' && failedTo(input) === 'retrying') await reopenDelivery(db, input.deliveryId);
       const now = clock();
       let headers: Record<string, string>;
       try {

@@ -110,7 +110,8 @@ export class AdminClient {
     const why = cause?.code ?? cause?.message ?? (err as Error).message;
     const timedOut = (err as Error).name === 'TimeoutError';
     // Before any answer, an error without a code is the request's own (it was never sent).
-    const unsent = !timedOut && when === 'before' && (!cause?.code || NOT_CONNECTED.has(cause.code));
+    // A TLS failure (a certificate refused) ends the connection before any byte of the request is sent.
+    const unsent = !timedOut && when === 'before' && (!cause?.code || NOT_CONNECTED.has(cause.code) || /CERT|TLS|SSL/.test(cause.code));
     const mayHaveApplied = method !== 'GET' && !unsent ? `; the ${method} may have been applied: look before sending it again` : '';
     if (timedOut) return new CliError(`the admin API at ${this.baseUrl} did not answer within ${seconds(timeoutMs)} s${mayHaveApplied}`, 1, true);
     if (when === 'during') return new CliError(`the admin API at ${this.baseUrl} broke off its answer: ${why}${mayHaveApplied}`, 1, true);

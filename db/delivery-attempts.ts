@@ -18,6 +18,18 @@ export function moveDelivery(tx: Tx, deliveryId: string, to: DeliveryStatus, now
     .where(and(eq(webhookDeliveries.id, deliveryId), inArray(webhookDeliveries.status, statesBefore(to))));
 }
 
+/**
+ * Reopen a cancelled delivery for its retry schedule (a replay while its workflow still waits): `retrying` again, so
+ * that the attempt's outcome is recorded (a cancelled delivery may not move to `retrying` otherwise, so that an
+ * attempt in flight when it was cancelled cannot undo the cancellation).
+ */
+export async function reopenDelivery(db: Db, deliveryId: string): Promise<void> {
+  await db
+    .update(webhookDeliveries)
+    .set({ status: 'retrying', updatedAt: new Date() })
+    .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, 'cancelled')));
+}
+
 interface AttemptRecord {
   startedAt: Date;
   durationMs: number;

@@ -2,7 +2,7 @@
  * Disabling or deleting a subscription (or its integration) ends its retries at once, as the admin API says: its deliveries being retried
  * are `cancelled` (replayable) the moment the PATCH or DELETE answers, not when their next attempt was due; enabling
  * it again does not resume them, and their workflows, when they wake, end `cancelled` without sending anything. A
- * replay still sends one. The retry schedule is stretched (3 s between attempts: configuration is data) so that a
+ * replay still sends one. The retry schedule is stretched (5 s between attempts: configuration is data) so that a
  * delivery is seen waiting between two attempts.
  */
 import type { Client } from '@temporalio/client';
@@ -23,7 +23,7 @@ let api: TestServer;
 let stack: WebhookStack;
 let receiver: Receiver;
 
-const SETTINGS = { WEBHOOK_RETRY_SCHEDULE_MS: '0,3000,3000,3000,3000,3000,3000' };
+const SETTINGS = { WEBHOOK_RETRY_SCHEDULE_MS: '0,5000,5000,5000,5000,5000,5000' };
 onServices({ pool: 6, settings: SETTINGS, api: true, webhooks: true, receiver: true }, (s) => ({ db, config, api, webhooks: stack, receiver } = s));
 
 const admin = (method: string, path: string, body?: unknown): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body);
@@ -131,4 +131,22 @@ it("an integration's deletion cancels its subscriptions' deliveries being retrie
   receiver.reply(() => 200);
   for (const d of deliveries) expect(await workflowEnd(stack.client, d.id)).toBe('cancelled');
   expect(at('/integration').length).toBe(sentBefore);
+}, 60_000);
+
+it('a replay while its cancelled retry still waits sends it, and a failure goes on with the schedule', async () => {
+  receiver.reply((r) => (r.path === '/early' ? 500 : 200));
+  const { subscriptionId, deliveries } = await retrying('/early');
+  expect((await admin('PATCH', `/webhook_subscriptions/${subscriptionId}`, { status: 'disabled' })).status).toBe(200);
+  expect((await admin('PATCH', `/webhook_subscriptions/${subscriptionId}`, { status: 'active' })).status).toBe(200);
+  const id = deliveries[0]!.id;
+  // Its workflow still waits for the attempt the disable cancelled: the replay wakes it, and the attempt is sent.
+  expect((await admin('POST', `/webhook_deliveries/${id}/replay`)).status).toBe(202);
+  const d = await until(
+    'the replayed attempt to be recorded',
+    async () => (await admin('GET', `/webhook_deliveries/${id}`)).body,
+    (x) => x.attempts.length === 2,
+  );
+  // It failed: the delivery is retried on its schedule again, not left cancelled under an attempt it does not count.
+  expect(d).toMatchObject({ status: 'retrying', attempt_count: 2, next_attempt_at: expect.any(String) });
+  expect(await stack.client.workflow.getHandle(id).describe()).toMatchObject({ status: { name: 'RUNNING' } });
 }, 60_000);
