@@ -95,42 +95,50 @@ it('a disable cancels the deliveries being retried at once; enabling again does 
   expect(after!.attempts.length).toBeGreaterThanOrEqual(2);
 }, 60_000);
 
-it('a delete cancels the deliveries being retried at once, and nothing more is sent', async () => {
-  receiver.reply((r) => (r.path === '/delete' ? 500 : 200));
-  const { subscriptionId, deliveries } = await retrying('/delete');
-  const sentBefore = at('/delete').length;
-  expect((await admin('DELETE', `/webhook_subscriptions/${subscriptionId}`)).status).toBe(204);
-  const gone = await Promise.all(deliveries.map(async (d) => (await admin('GET', `/webhook_deliveries/${d.id}`)).body));
-  expect(gone.map((d: Delivery) => [d.status, d.next_attempt_at])).toEqual([
-    ['cancelled', null],
-    ['cancelled', null],
-  ]);
-  receiver.reply(() => 200);
-  for (const d of deliveries) expect(await workflowEnd(stack.client, d.id)).toBe('cancelled');
-  expect(at('/delete').length).toBe(sentBefore);
-}, 60_000);
-
-it("an integration's deletion cancels its subscriptions' deliveries being retried at once, and nothing more is sent", async () => {
-  receiver.reply((r) => (r.path === '/integration' ? 500 : 200));
-  const { integrationId, deliveries } = await retrying('/integration');
-  const sentBefore = at('/integration').length;
-  expect((await admin('DELETE', `/integrations/${integrationId}`)).status).toBe(204);
+/**
+ * Two deliveries of a failing receiver at `path` being retried, then `remove` (a DELETE): both are `cancelled` with
+ * `reason` the moment it answers, their workflows end `cancelled`, and nothing more is sent.
+ */
+async function cancelledAtOnceBy(path: string, remove: (made: { subscriptionId: string; integrationId: string }) => Promise<Reply>, reason: string) {
+  receiver.reply((r) => (r.path === path ? 500 : 200));
+  const made = await retrying(path);
+  const sentBefore = at(path).length;
+  expect((await remove(made)).status).toBe(204);
   const rows = await db
     .select({ status: webhookDeliveries.status, nextAttemptAt: webhookDeliveries.nextAttemptAt, lastError: webhookDeliveries.lastError })
     .from(webhookDeliveries)
     .where(
       inArray(
         webhookDeliveries.id,
-        deliveries.map((d) => d.id),
+        made.deliveries.map((d) => d.id),
       ),
     );
   expect(rows).toEqual([
-    { status: 'cancelled', nextAttemptAt: null, lastError: 'the integration was deleted' },
-    { status: 'cancelled', nextAttemptAt: null, lastError: 'the integration was deleted' },
+    { status: 'cancelled', nextAttemptAt: null, lastError: reason },
+    { status: 'cancelled', nextAttemptAt: null, lastError: reason },
   ]);
   receiver.reply(() => 200);
-  for (const d of deliveries) expect(await workflowEnd(stack.client, d.id)).toBe('cancelled');
-  expect(at('/integration').length).toBe(sentBefore);
+  for (const d of made.deliveries) expect(await workflowEnd(stack.client, d.id)).toBe('cancelled');
+  expect(at(path).length).toBe(sentBefore);
+  return made.deliveries;
+}
+
+it('a delete cancels the deliveries being retried at once, and nothing more is sent', async () => {
+  const deliveries = await cancelledAtOnceBy(
+    '/delete',
+    ({ subscriptionId }) => admin('DELETE', `/webhook_subscriptions/${subscriptionId}`),
+    'the subscription was deleted',
+  );
+  // Their history stays readable, and says so.
+  const gone = await Promise.all(deliveries.map(async (d) => (await admin('GET', `/webhook_deliveries/${d.id}`)).body));
+  expect(gone.map((d: Delivery) => [d.status, d.next_attempt_at])).toEqual([
+    ['cancelled', null],
+    ['cancelled', null],
+  ]);
+}, 60_000);
+
+it("an integration's deletion cancels its subscriptions' deliveries being retried at once, and nothing more is sent", async () => {
+  await cancelledAtOnceBy('/integration', ({ integrationId }) => admin('DELETE', `/integrations/${integrationId}`), 'the integration was deleted');
 }, 60_000);
 
 it('a replay while its cancelled retry still waits sends it, and a failure goes on with the schedule', async () => {
