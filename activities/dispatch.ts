@@ -24,7 +24,7 @@ import {
   type FirstAttemptRecord,
   type SendingState,
 } from '../db/dispatch';
-import { cancelQueue, eventBody, eventBodies } from '../db/webhooks';
+import { cancelQueue, cancelRetriesIfStopped, eventBody, eventBodies } from '../db/webhooks';
 import { noteOutcomes } from '../db/webhook-health';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
 import { ALL_EVENT_TYPES, categoryOf } from '../domain/events';
@@ -129,6 +129,8 @@ export function createDispatchActivities(deps: DispatchDeps) {
       db,
       records.filter((r) => r.to !== 'succeeded'),
     );
+    // Sent before the subscription was disabled or deleted, recorded after its retries were cancelled.
+    await cancelRetriesIfStopped(db, retries[0]!.subscriptionId);
   }
 
   async function dispatchBatch(input: BatchInput): Promise<BatchResult> {

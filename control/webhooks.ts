@@ -4,12 +4,13 @@
  * a failed first attempt (the dispatcher's batches), replaying a delivery (a signal to its open workflow, or a new
  * run of it when it has ended), and the retention clean-up's schedule.
  */
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { retrySchedulesOf, type Config } from '../config';
 import type { DeliveryRow } from '../db/webhooks';
 import {
   dispatcherWorkflowIdOf,
   PURGE_SCHEDULE_ID,
+  RECHECK_SIGNAL,
   REPLAY_SIGNAL,
   WAKE_SIGNAL,
   SA_DELIVERY_STATUS,
@@ -139,6 +140,18 @@ export async function replayDelivery(deps: DeliveryControlDeps, d: DeliveryRef &
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     typedSearchAttributes: searchAttributes(d, d.status),
   });
+}
+
+/**
+ * Ask a cancelled delivery's workflow, asleep until its next attempt, to look at its row now: it ends `cancelled`
+ * without sending. One that has ended already (or never started) needs nothing.
+ */
+export async function recheckDelivery(deps: Pick<DeliveryControlDeps, 'client'>, deliveryId: string): Promise<void> {
+  try {
+    await deps.client.workflow.getHandle(deliveryWorkflowIdOf(deliveryId)).signal(RECHECK_SIGNAL);
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
 }
 
 /** The daily retention clean-up (events and deliveries older than 30 days). Idempotent. */

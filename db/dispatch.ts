@@ -8,7 +8,7 @@ import { and, asc, eq, isNotNull, lte, sql } from 'drizzle-orm';
 import type { Db, Tx } from './client';
 import { events, integrations, webhookAttempts, webhookDeliveries, webhookDispatchCursors, webhookSubscriptions } from './schema';
 import type { DeliveryStatus } from '../domain/webhooks';
-import { QUEUED_CHANNEL, WEBHOOK_PLANS } from './webhooks';
+import { CANCELLED_CHANNEL, QUEUED_CHANNEL, WEBHOOK_PLANS } from './webhooks';
 
 /** What a dispatcher needs to send a subscription's deliveries, and whether it may. */
 export interface SendingState {
@@ -244,4 +244,12 @@ export async function setCircuit(tx: Tx, subscriptionId: string, circuit: { open
  */
 export function listenForQueued(db: Db, onQueued: (subscriptionId: string) => void): Promise<{ unlisten(): Promise<void> } | null> {
   return db.$client.listen(QUEUED_CHANNEL, onQueued).catch(() => null);
+}
+
+/**
+ * Hear of deliveries being retried that were cancelled (cancelRetries notifies at commit): `onCancelled` gets their
+ * ids. One LISTEN on the pool's connection; resolves to null when it cannot be set up.
+ */
+export function listenForCancelled(db: Db, onCancelled: (deliveryIds: string[]) => void): Promise<{ unlisten(): Promise<void> } | null> {
+  return db.$client.listen(CANCELLED_CHANNEL, (payload) => onCancelled(payload.split(',').filter(Boolean))).catch(() => null);
 }

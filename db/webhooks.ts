@@ -177,15 +177,46 @@ export const DISABLED = 'the subscription is disabled';
 
 /**
  * End a disabled or deleted subscription's retries now: its deliveries being retried become `cancelled` (replayable),
- * with `reason`. Their workflows, asleep until the next attempt's time, end then, `cancelled`, without sending: an
- * attempt of a cancelled delivery is made only when it is replayed.
+ * with `reason`. Their workflows, asleep until the next attempt's time, hear of it at commit: the ids go out on
+ * CANCELLED_CHANNEL (the webhook workers signal each workflow to look at its row, and it ends `cancelled` without
+ * sending); a notification nobody heard only delays that to the attempt's time, when the workflow finds the row
+ * cancelled all the same. An attempt of a cancelled delivery is made only when it is replayed.
  */
 export async function cancelRetries(tx: Tx, subscriptionId: string, reason: string): Promise<void> {
-  await tx
-    .update(webhookDeliveries)
-    .set({ status: 'cancelled', lastError: reason, nextAttemptAt: null, updatedAt: new Date() })
-    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), eq(webhookDeliveries.status, 'retrying')));
+  await tx.execute(sql`
+    with cancelled as (
+      update ${webhookDeliveries} set status = 'cancelled', last_error = ${reason}, next_attempt_at = null, updated_at = now()
+      where subscription_id = ${subscriptionId} and status = 'retrying'
+      returning id
+    )
+    select pg_notify(${CANCELLED_CHANNEL}, string_agg(id, ',')) from (
+      select id, (row_number() over () - 1) / ${CANCELLED_PER_NOTICE} as chunk from cancelled
+    ) c group by chunk`);
 }
+
+/**
+ * After first attempts were recorded `retrying`: if their subscription was disabled or deleted while they were in
+ * flight (its retries cancelled before these were), cancel them too. The subscription's row is read FOR SHARE, so a
+ * disable still committing is waited for and seen.
+ */
+export async function cancelRetriesIfStopped(db: Db, subscriptionId: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    const [sub] = await tx
+      .select({ status: webhookSubscriptions.status, deletedAt: webhookSubscriptions.deletedAt })
+      .from(webhookSubscriptions)
+      .where(eq(webhookSubscriptions.id, subscriptionId))
+      .for('share');
+    const reason = !sub || sub.deletedAt ? 'the subscription was deleted' : sub.status !== 'active' ? DISABLED : null;
+    if (reason) await cancelRetries(tx, subscriptionId, reason);
+  });
+}
+
+/**
+ * Channel on which cancelRetries names, at commit, the deliveries it cancelled (payload: up to CANCELLED_PER_NOTICE
+ * delivery ids, comma-separated: a payload holds at most 8,000 bytes).
+ */
+export const CANCELLED_CHANNEL = 'webhook_cancelled';
+const CANCELLED_PER_NOTICE = 200;
 
 /**
  * Give a subscription a new signing secret; the one it replaces stays valid until `previousExpiresAt`. The new one

@@ -66,6 +66,8 @@ export const dispatchTaskQueueOf = (webhookTaskQueue: string) => `${webhookTaskQ
 export const deliveryWorkflowIdOf = (deliveryId: string) => deliveryId;
 /** Signal that asks a delivery workflow for one more attempt now (an operator's replay). */
 export const REPLAY_SIGNAL = 'replay';
+/** Signal that asks a waiting delivery workflow to look at its row now: it ends if the delivery was cancelled. */
+export const RECHECK_SIGNAL = 'recheck';
 /** The schedule of the retention clean-up (events and deliveries older than 30 days). */
 export const PURGE_SCHEDULE_ID = 'webhook-retention-purge';
 

@@ -21,12 +21,14 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { AttemptOutcome, WebhookActivities } from '../activities/webhooks';
-import { REPLAY_SIGNAL, SA_DELIVERY_STATUS } from '../domain/contract';
+import { RECHECK_SIGNAL, REPLAY_SIGNAL, SA_DELIVERY_STATUS } from '../domain/contract';
 import { DEFAULT_RETRY_SCHEDULES, delayAfter, scheduleOfList, type RetrySchedule } from '../domain/retry';
 import type { DeliveryStatus, DeliveryWorkflowInput, DeliveryWorkflowResult } from '../domain/webhooks';
 import { BOOKKEEPING, ONE_ATTEMPT, retryOnSchedule } from './retry';
 
 export const replaySignal = defineSignal(REPLAY_SIGNAL);
+/** Sent when the delivery's row was cancelled meanwhile (its subscription disabled or deleted): look at it now. */
+export const recheckSignal = defineSignal(RECHECK_SIGNAL);
 /** Added after release: a replay signalled during a successful attempt continues as a replay run. */
 const REPLAY_AFTER_SUCCESS_PATCH = 'replay-after-success';
 export const deliveryStatusQuery = defineQuery<{ status: DeliveryStatus; attempts: number }>('status');
@@ -60,10 +62,16 @@ export async function deliverWebhook(input: DeliveryWorkflowInput): Promise<Deli
 async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowResult> {
   const { deliveryId } = input;
   let replayRequested = false;
+  let recheckRequested = false;
+  /** The row was found cancelled during a wait: the loop ends without another attempt. */
+  let cancelledMeanwhile = false;
   let status: DeliveryStatus = 'pending';
   let attempts = 0;
   setHandler(replaySignal, () => {
     replayRequested = true;
+  });
+  setHandler(recheckSignal, () => {
+    recheckRequested = true;
   });
   setHandler(deliveryStatusQuery, () => ({ status, attempts }));
   const setStatus = (s: DeliveryStatus) => {
@@ -126,11 +134,22 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
   const ended = await retryOnSchedule<'succeeded' | 'cancelled' | 'dead_lettered'>({
     schedule,
     failuresSoFar: input.mode === 'retry' ? 1 : 0,
-    // A replay asked for while waiting makes the next attempt now.
+    // A replay asked for while waiting makes the next attempt now; a recheck ends the wait if the row was cancelled.
     wait: async (ms) => {
-      if (ms > 0) await condition(() => replayRequested, ms);
+      // Date.now() in a workflow is Temporal's deterministic workflow clock.
+      const until = Date.now() + ms;
+      for (let left = ms; left > 0; left = until - Date.now()) {
+        if (!(await condition(() => replayRequested || recheckRequested, left)) || replayRequested) return;
+        recheckRequested = false;
+        const row = await prepareDelivery({ deliveryId, retentionMs: input.retentionMs });
+        if (!row || row.status === 'cancelled') {
+          cancelledMeanwhile = true;
+          return;
+        }
+      }
     },
     attempt: async (_n, { last, nextDelayMs }) => {
+      if (cancelledMeanwhile && !replayRequested) return { done: 'cancelled' };
       const replay = input.mode === 'replay' || replayRequested;
       replayRequested = false;
       const outcome = await attempt(nextDelayMs, replay);

@@ -1,14 +1,15 @@
 /**
  * Disabling or deleting a subscription (or its integration) ends its retries at once, as the admin API says: its deliveries being retried
  * are `cancelled` (replayable) the moment the PATCH or DELETE answers, not when their next attempt was due; enabling
- * it again does not resume them, and their workflows, when they wake, end `cancelled` without sending anything. A
- * replay still sends one. The retry schedule is stretched (5 s between attempts: configuration is data) so that a
- * delivery is seen waiting between two attempts.
+ * it again does not resume them, and their workflows end `cancelled` at once (told at commit), without sending
+ * anything, where the Temporal UI shows them. A replay still sends one. The retry schedule is stretched (a minute
+ * between attempts: configuration is data) so that a workflow ending within seconds was told, not woken by its timer.
  */
 import type { Client } from '@temporalio/client';
 import { expect, it } from 'vitest';
 import type { Config } from '../../config';
-import { inArray } from 'drizzle-orm';
+import { eq, inArray } from 'drizzle-orm';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { webhookDeliveries } from '../../db/schema';
 import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { adminCaller, type Reply, type TestServer } from '../support/api-server';
@@ -23,7 +24,8 @@ let api: TestServer;
 let stack: WebhookStack;
 let receiver: Receiver;
 
-const SETTINGS = { WEBHOOK_RETRY_SCHEDULE_MS: '0,5000,5000,5000,5000,5000,5000' };
+const GAP_MS = 60_000;
+const SETTINGS = { WEBHOOK_RETRY_SCHEDULE_MS: `0,${Array(6).fill(GAP_MS).join(',')}` };
 onServices({ pool: 6, settings: SETTINGS, api: true, webhooks: true, receiver: true }, (s) => ({ db, config, api, webhooks: stack, receiver } = s));
 
 const admin = (method: string, path: string, body?: unknown): Promise<Reply> => adminCaller(api, config.ADMIN_TOKEN)(method, path, body);
@@ -56,10 +58,20 @@ async function retrying(path: string): Promise<{ subscriptionId: string; integra
   return { subscriptionId: r.body.id, integrationId: integ.id, deliveries };
 }
 
-/** Waits for a delivery's workflow to end; its status search attribute. */
+/**
+ * Waits for a delivery's workflow to end, well before its next attempt's time (it was told, not woken by its timer);
+ * its status search attribute.
+ */
 async function workflowEnd(client: Client, deliveryId: string): Promise<unknown> {
   const handle = client.workflow.getHandle(deliveryId);
-  await handle.result().catch(() => undefined);
+  const ended = await Promise.race([
+    handle.result().then(
+      () => true,
+      () => true,
+    ),
+    sleep(GAP_MS / 4).then(() => false),
+  ]);
+  expect(ended, `delivery ${deliveryId}'s workflow still open ${GAP_MS / 4000} s after its cancellation`).toBe(true);
   return (await handle.describe()).typedSearchAttributes.get(SA_DELIVERY_STATUS);
 }
 
@@ -76,10 +88,10 @@ it('a disable cancels the deliveries being retried at once; enabling again does 
   ]);
   expect((await admin('GET', `/webhook_subscriptions/${subscriptionId}`)).body.health).toMatchObject({ retrying: 0 });
 
-  // Enabled again before their next attempt was due: their workflows wake, find them cancelled and send nothing.
+  // Their workflows end cancelled without sending; enabling the subscription again does not resume them.
   receiver.reply(() => 200);
-  expect((await admin('PATCH', `/webhook_subscriptions/${subscriptionId}`, { status: 'active' })).status).toBe(200);
   for (const d of deliveries) expect(await workflowEnd(stack.client, d.id)).toBe('cancelled');
+  expect((await admin('PATCH', `/webhook_subscriptions/${subscriptionId}`, { status: 'active' })).status).toBe(200);
   expect(at('/disable').length).toBe(sentBefore);
   expect((await deliveriesOf(subscriptionId)).map((d) => d.status)).toEqual(['cancelled', 'cancelled']);
 
@@ -93,7 +105,7 @@ it('a disable cancels the deliveries being retried at once; enabling again does 
     (d) => d?.status === 'succeeded',
   );
   expect(after!.attempts.length).toBeGreaterThanOrEqual(2);
-}, 60_000);
+}, 90_000);
 
 /**
  * Two deliveries of a failing receiver at `path` being retried, then `remove` (a DELETE): both are `cancelled` with
@@ -141,13 +153,13 @@ it("an integration's deletion cancels its subscriptions' deliveries being retrie
   await cancelledAtOnceBy('/integration', ({ integrationId }) => admin('DELETE', `/integrations/${integrationId}`), 'the integration was deleted');
 }, 60_000);
 
-it('a replay while its cancelled retry still waits sends it, and a failure goes on with the schedule', async () => {
+it('a replay while its cancelled retry still waits (its notice lost) sends it, and a failure goes on with the schedule', async () => {
   receiver.reply((r) => (r.path === '/early' ? 500 : 200));
-  const { subscriptionId, deliveries } = await retrying('/early');
-  expect((await admin('PATCH', `/webhook_subscriptions/${subscriptionId}`, { status: 'disabled' })).status).toBe(200);
-  expect((await admin('PATCH', `/webhook_subscriptions/${subscriptionId}`, { status: 'active' })).status).toBe(200);
+  const { deliveries } = await retrying('/early');
   const id = deliveries[0]!.id;
-  // Its workflow still waits for the attempt the disable cancelled: the replay wakes it, and the attempt is sent.
+  // Cancelled as a disable does, but with no notice heard (a worker away at the moment): its workflow still waits.
+  await db.update(webhookDeliveries).set({ status: 'cancelled', nextAttemptAt: null }).where(eq(webhookDeliveries.id, id));
+  // The replay wakes it, and the attempt is sent.
   expect((await admin('POST', `/webhook_deliveries/${id}/replay`)).status).toBe(202);
   const d = await until(
     'the replayed attempt to be recorded',
@@ -157,4 +169,32 @@ it('a replay while its cancelled retry still waits sends it, and a failure goes 
   // It failed: the delivery is retried on its schedule again, not left cancelled under an attempt it does not count.
   expect(d).toMatchObject({ status: 'retrying', attempt_count: 2, next_attempt_at: expect.any(String) });
   expect(await stack.client.workflow.getHandle(id).describe()).toMatchObject({ status: { name: 'RUNNING' } });
+}, 60_000);
+
+it('a first attempt in flight when its subscription is disabled ends cancelled, not retried, and its workflow with it', async () => {
+  let arrived = 0;
+  receiver.reply((r) => {
+    if (r.path !== '/inflight') return 200;
+    arrived++;
+    return { status: 500, afterMs: 3_000 };
+  });
+  const integ = await webhookIntegration(db, stack);
+  const r = await admin('POST', `/integrations/${integ.id}/webhook_subscriptions`, { url: `http://127.0.0.1:${receiver.port}/inflight`, event_types: ['*'] });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  await recordEvents(db, integ, residentUpdates(1, '/inflight'));
+  await until(
+    'the first attempt to arrive',
+    () => Promise.resolve(arrived),
+    (n) => n === 1,
+  );
+  // Disabled while the receiver holds the attempt: nothing is retrying yet, so the disable cancels nothing itself.
+  expect((await admin('PATCH', `/webhook_subscriptions/${r.body.id}`, { status: 'disabled' })).status).toBe(200);
+  const [d] = await until(
+    'the attempt to be recorded',
+    () => deliveriesOf(r.body.id),
+    (ds) => ds.length === 1 && ds[0]!.attempts.length === 1,
+  );
+  expect(d).toMatchObject({ status: 'cancelled', next_attempt_at: null });
+  expect(await workflowEnd(stack.client, d!.id)).toBe('cancelled');
+  expect(arrived).toBe(1);
 }, 60_000);

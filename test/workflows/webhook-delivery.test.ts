@@ -13,7 +13,7 @@ import { SA_DELIVERY_STATUS } from '../../domain/contract';
 import { DEFAULT_RETRY_SCHEDULES, listOfSchedule, scheduleOfList } from '../../domain/retry';
 import { RETENTION_MS, type DeliveryStatus, type DeliveryWorkflowInput } from '../../domain/webhooks';
 import { DAY, expectLateBy, failureOf, HOUR, MINUTE, onTimeSkipping, recorder, runWorker, SECOND, type Call } from '../support/time-skipping';
-import { deliverWebhook, deliveryStatusQuery, purgeRetention, replaySignal } from '../../workflows/webhook';
+import { deliverWebhook, deliveryStatusQuery, purgeRetention, recheckSignal, replaySignal } from '../../workflows/webhook';
 
 /**
  * What a measured time may exceed the exact one by: between an attempt's end and the next attempt's start lie the
@@ -334,6 +334,41 @@ describe('deliverWebhook', () => {
       expect(mock.calls.attempt.map((c) => c.input.attempt)).toEqual([1, 2]);
       expect(await seen(handle)).toMatchObject({ execution: 'FAILED', searchAttribute: 'cancelled' });
       expect(mock.calls.mark).toEqual([]);
+    });
+  });
+
+  it('ends at once, Failed with DeliveryCancelled, when told during a retry wait that its row was cancelled', async () => {
+    let rowStatus: DeliveryStatus = 'retrying';
+    const mock = mockActivities({ prepared: (startMs) => ({ attempts: 0, status: rowStatus, expiresAtMs: startMs + RETENTION_MS }) });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      await env.sleep(10 * SECOND);
+      expect(mock.calls.attempt).toHaveLength(1);
+      // The subscription is disabled: its retries are cancelled in the database, and the workflow is told.
+      rowStatus = 'cancelled';
+      const toldAt = await env.currentTimeMs();
+      await handle.signal(recheckSignal);
+      const failure = await failureOf(handle);
+      expect((failure as ApplicationFailure).type).toBe('DeliveryCancelled');
+      // It looked at its row when told, 20 s before its second attempt was due, and made none.
+      expectAt(mock.calls.prepare.at(-1)!.at, toldAt);
+      await pastTheSchedule();
+      expect(mock.calls.attempt.map((c) => c.input.attempt)).toEqual([1]);
+      expect(await seen(handle)).toMatchObject({ execution: 'FAILED', searchAttribute: 'cancelled' });
+    });
+  });
+
+  it('keeps to the schedule when told to look at a row that was not cancelled', async () => {
+    const mock = mockActivities({ attempt: succeedsAt(2) });
+    await withWorker(mock, async ({ start }) => {
+      const handle = await start();
+      await env.sleep(10 * SECOND);
+      await handle.signal(recheckSignal);
+      await settle();
+      expect(mock.calls.prepare).toHaveLength(2);
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 2 });
+      // Attempt 2 at its time: 30 s after the first ended, not when the workflow was told.
+      expectAt(mock.calls.attempt[1]!.at, mock.calls.attempt[0]!.doneAt + DELIVERY_SCHEDULE_MS[1]!);
     });
   });
 

@@ -11,7 +11,8 @@ import { createInFlight } from '../../activities/in-flight';
 import { createQueuedListener } from '../../activities/queued-listener';
 import { createSender, type Resolver, type Sender } from '../../activities/webhook-http';
 import { createWebhookActivities } from '../../activities/webhooks';
-import { deliveryControlOf, ensurePurgeSchedule, startRetry } from '../../control/webhooks';
+import { deliveryControlOf, ensurePurgeSchedule, recheckDelivery, startRetry } from '../../control/webhooks';
+import { listenForCancelled } from '../../db/dispatch';
 import type { Logger } from '../../config/logger';
 import { dispatchTaskQueueOf, webhookTaskQueueOf } from '../../domain/contract';
 import { createKeyring } from '../../domain/secrets';
@@ -81,6 +82,12 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
     metrics: deps.metrics,
     startRetries: (refs: RetryRef[]) => eachLimit(refs, RETRY_START_LANES, async (d) => void (await startRetry(control, d))),
   });
+  // Cancelled deliveries' workflows are told at once, rather than finding out at their next attempt's time.
+  const cancelled = listenForCancelled(deps.db, (ids) => {
+    eachLimit(ids, RETRY_START_LANES, (id) => recheckDelivery(control, id)).catch((err: unknown) =>
+      logger?.warn({ err, deliveries: ids.length }, 'cancelled deliveries not signalled: their workflows end at their next attempt instead'),
+    );
+  });
   const worker = await createWorkflowWorker(deps, bundle, {
     taskQueue,
     activities,
@@ -113,6 +120,7 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
     async close() {
       sender.close();
       await queued.close();
+      await (await cancelled)?.unlisten().catch(() => {});
     },
   };
 }
