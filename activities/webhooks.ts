@@ -10,7 +10,7 @@ import type { Db } from '../db/client';
 import { deliveryStanding, deliveryStatusOf, deliveryToAttempt, moveDelivery, recordAttempt, recordedAttemptOf, reopenDelivery } from '../db/delivery-attempts';
 import { purgeSkippedBefore } from '../db/sync-jobs';
 import { noteOutcomes } from '../db/webhook-health';
-import { DISABLED, eventBody, purgeBefore, WEBHOOK_PLANS } from '../db/webhooks';
+import { DISABLED, eventBody, OFF_PLAN, purgeBefore, WEBHOOK_PLANS } from '../db/webhooks';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
 import {
   ATTEMPT_HEADER,
@@ -185,7 +185,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       if (r.subDeleted || r.integrationDeleted) return cancel('the subscription was deleted');
       if (r.subStatus !== 'active') return cancel(DISABLED);
       // A plan without webhooks stops them as a disable does: first attempts wait, retries end (replayable).
-      if (!WEBHOOK_PLANS.includes(r.plan)) return cancel('the integration is on a plan without webhooks');
+      if (!WEBHOOK_PLANS.includes(r.plan)) return cancel(OFF_PLAN);
       return undefined;
     };
     const unsent = await unsendable(row);

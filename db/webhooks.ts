@@ -195,21 +195,43 @@ export async function cancelRetries(tx: Tx, subscriptionId: string, reason: stri
 }
 
 /**
- * After first attempts were recorded `retrying`: if their subscription was disabled or deleted while they were in
- * flight (its retries cancelled before these were), cancel them too. The subscription's row is read FOR SHARE, so a
- * disable still committing is waited for and seen.
+ * After first attempts were recorded `retrying`: if their subscription was disabled or deleted, or its integration
+ * moved to a plan without webhooks, while they were in flight (its retries cancelled before these were), cancel them
+ * too. The rows are read FOR SHARE, so a change still committing is waited for and seen.
  */
 export async function cancelRetriesIfStopped(db: Db, subscriptionId: string): Promise<void> {
   await db.transaction(async (tx) => {
     const [sub] = await tx
-      .select({ status: webhookSubscriptions.status, deletedAt: webhookSubscriptions.deletedAt })
+      .select({ status: webhookSubscriptions.status, deletedAt: webhookSubscriptions.deletedAt, plan: integrations.plan })
       .from(webhookSubscriptions)
+      .innerJoin(integrations, eq(integrations.id, webhookSubscriptions.integrationId))
       .where(eq(webhookSubscriptions.id, subscriptionId))
       .for('share');
-    const reason = !sub || sub.deletedAt ? 'the subscription was deleted' : sub.status !== 'active' ? DISABLED : null;
+    const reason =
+      !sub || sub.deletedAt ? 'the subscription was deleted' : sub.status !== 'active' ? DISABLED : !WEBHOOK_PLANS.includes(sub.plan) ? OFF_PLAN : null;
     if (reason) await cancelRetries(tx, subscriptionId, reason);
   });
 }
+
+/**
+ * An integration moved to a plan without webhooks: its subscriptions' retries end `cancelled` now, as a disable's do
+ * (their queues wait, as a disable's do, for the plan to allow webhooks again). Nothing is cancelled if the plan read
+ * under the integration's row lock allows webhooks (another change moved it back meanwhile).
+ */
+export async function cancelRetriesOffPlan(db: Db, integrationId: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    const [integ] = await tx.select({ plan: integrations.plan }).from(integrations).where(eq(integrations.id, integrationId)).for('share');
+    if (!integ || WEBHOOK_PLANS.includes(integ.plan)) return;
+    const subs = await tx
+      .select({ id: webhookSubscriptions.id })
+      .from(webhookSubscriptions)
+      .where(and(eq(webhookSubscriptions.integrationId, integrationId), isNull(webhookSubscriptions.deletedAt)));
+    for (const { id } of subs) await cancelRetries(tx, id, OFF_PLAN);
+  });
+}
+
+/** Why a retried delivery of an integration on a plan without webhooks ended (activities/webhooks.ts says it too). */
+export const OFF_PLAN = 'the integration is on a plan without webhooks';
 
 /**
  * Channel on which cancelRetries names, at commit, the deliveries it cancelled (payload: up to CANCELLED_PER_NOTICE

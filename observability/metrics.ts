@@ -20,7 +20,6 @@ const SYNC_RUN_OUTCOMES = ['succeeded', 'failed', 'skipped'] as const;
 type SyncRunOutcome = (typeof SYNC_RUN_OUTCOMES)[number];
 const RECORD_CHANGES = ['created', 'updated', 'deleted', 'skipped'] as const;
 type RecordChange = (typeof RECORD_CHANGES)[number];
-const SYNC_TRIGGERS: readonly SyncTrigger[] = ['initial', 'schedule', 'manual'];
 /** How a webhook attempt, an Operation or an automation run ends. */
 const ENDINGS = ['succeeded', 'failed'] as const;
 
@@ -76,8 +75,8 @@ export function createWorkerMetrics(opts: { processMetrics: boolean }): WorkerRe
   const registry = registryOf(opts.processMetrics);
   const syncRuns = new Counter({
     name: 'propsync_sync_runs_total',
-    help: 'Sync runs ended, by outcome, kind (full, delta; none when no run was decided) and trigger (initial, schedule, manual).',
-    labelNames: ['outcome', 'kind', 'trigger'],
+    help: 'Sync runs ended, by outcome and kind (full, delta; none when no run was decided). By trigger: propsync_sync_run_duration_seconds_count.',
+    labelNames: ['outcome', 'kind'],
     registers: [registry],
   });
   const syncDuration = new Histogram({
@@ -120,8 +119,7 @@ export function createWorkerMetrics(opts: { processMetrics: boolean }): WorkerRe
   });
   // Every series of a bounded label set exists from the start at 0, as Prometheus advises: a rate() or increase()
   // over a counter's first increment then sees it (a series born at 1 would hide its first event).
-  for (const outcome of SYNC_RUN_OUTCOMES)
-    for (const kind of [...SYNC_KINDS, 'none']) for (const trigger of SYNC_TRIGGERS) syncRuns.labels({ outcome, kind, trigger }).inc(0);
+  for (const outcome of SYNC_RUN_OUTCOMES) for (const kind of [...SYNC_KINDS, 'none']) syncRuns.labels({ outcome, kind }).inc(0);
   for (const entity of ENTITIES) for (const change of RECORD_CHANGES) syncRecords.labels({ entity, change }).inc(0);
   for (const outcome of ENDINGS) {
     for (let attempt = 1; attempt <= 8; attempt++) attempts.labels({ outcome, attempt: attemptLabel(attempt) }).inc(0);
@@ -132,9 +130,9 @@ export function createWorkerMetrics(opts: { processMetrics: boolean }): WorkerRe
     registry,
     metrics: {
       syncRun(outcome, run, durationSeconds) {
-        const labels = { outcome, kind: run.kind ?? 'none', trigger: run.trigger };
-        syncRuns.inc(labels);
-        if (durationSeconds !== undefined) syncDuration.observe(labels, durationSeconds);
+        const kind = run.kind ?? 'none';
+        syncRuns.inc({ outcome, kind });
+        if (durationSeconds !== undefined) syncDuration.observe({ outcome, kind, trigger: run.trigger }, durationSeconds);
       },
       syncRecords(entity, change, count) {
         if (count > 0) syncRecords.inc({ entity, change }, count);

@@ -7,6 +7,7 @@ import type { Client } from '@temporalio/client';
 import { randomInt, randomUUID } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { automationsOf } from '../../db/automations';
+import { cancelRetriesOffPlan } from '../../db/webhooks';
 import { createIntegration, deleteNewIntegration, disconnectIntegration, integrationsPage, updateIntegration, type IntegrationRow } from '../../db/tenants';
 import { effectiveSyncInterval, PLAN_RULES, type Plan } from '../../domain/plans';
 import { MAX_FULL_SYNC_INTERVAL_SECONDS } from '../../domain/contract';
@@ -256,6 +257,8 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
               name: before.name,
             }),
         );
+        // Off a plan with webhooks: their retries end now, once the change has stood (not rolled back above).
+        if (PLAN_RULES[before.plan].webhooks && !PLAN_RULES[plan].webhooks) await cancelRetriesOffPlan(deps.db, before.id);
       }
       return c.json(integrationView(row!, deps.config.SYNC_FULL_INTERVAL_SECONDS), 200);
     },
