@@ -197,7 +197,8 @@ export async function cancelRetries(tx: Tx, subscriptionId: string, reason: stri
 /**
  * After first attempts were recorded `retrying`: if their subscription was disabled or deleted, or its integration
  * moved to a plan without webhooks, while they were in flight (its retries cancelled before these were), cancel them
- * too. The rows are read FOR SHARE, so a change still committing is waited for and seen.
+ * too. The subscription's row is read FOR SHARE, so a disable or delete still committing is waited for and seen (a plan
+ * change cancels what was recorded before it, cancelRetriesOffPlan, and this sees it once committed).
  */
 export async function cancelRetriesIfStopped(db: Db, subscriptionId: string): Promise<void> {
   await db.transaction(async (tx) => {
@@ -206,7 +207,8 @@ export async function cancelRetriesIfStopped(db: Db, subscriptionId: string): Pr
       .from(webhookSubscriptions)
       .innerJoin(integrations, eq(integrations.id, webhookSubscriptions.integrationId))
       .where(eq(webhookSubscriptions.id, subscriptionId))
-      .for('share');
+      // The subscription's row only: an integration's deletion locks its row, then its subscriptions'.
+      .for('share', { of: webhookSubscriptions });
     const reason =
       !sub || sub.deletedAt ? 'the subscription was deleted' : sub.status !== 'active' ? DISABLED : !WEBHOOK_PLANS.includes(sub.plan) ? OFF_PLAN : null;
     if (reason) await cancelRetries(tx, subscriptionId, reason);
