@@ -31,6 +31,8 @@ export const replaySignal = defineSignal(REPLAY_SIGNAL);
 export const recheckSignal = defineSignal(RECHECK_SIGNAL);
 /** Added after release: a replay signalled during a successful attempt continues as a replay run. */
 const REPLAY_AFTER_SUCCESS_PATCH = 'replay-after-success';
+/** Added after release: a recheck signal makes the retry wait look at the row. */
+const RECHECK_PATCH = 'recheck-cancelled';
 export const deliveryStatusQuery = defineQuery<{ status: DeliveryStatus; attempts: number }>('status');
 
 /** Bookkeeping on the database: retried until it answers. */
@@ -71,7 +73,8 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
     replayRequested = true;
   });
   setHandler(recheckSignal, () => {
-    recheckRequested = true;
+    // Added after release: a run whose history holds a recheck its old worker ignored keeps ignoring it on replay.
+    if (patched(RECHECK_PATCH)) recheckRequested = true;
   });
   setHandler(deliveryStatusQuery, () => ({ status, attempts }));
   const setStatus = (s: DeliveryStatus) => {
@@ -142,6 +145,8 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
         if (!(await condition(() => replayRequested || recheckRequested, left)) || replayRequested) return;
         recheckRequested = false;
         const row = await prepareDelivery({ deliveryId, retentionMs: input.retentionMs });
+        // A replay asked for while the row was read: it is made now (its attempt reopens a cancelled row).
+        if (replayRequested) return;
         if (!row || row.status === 'cancelled') {
           cancelledMeanwhile = true;
           return;
@@ -150,6 +155,7 @@ async function deliver(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowRe
     },
     attempt: async (_n, { last, nextDelayMs }) => {
       if (cancelledMeanwhile && !replayRequested) return { done: 'cancelled' };
+      cancelledMeanwhile = false;
       const replay = input.mode === 'replay' || replayRequested;
       replayRequested = false;
       const outcome = await attempt(nextDelayMs, replay);

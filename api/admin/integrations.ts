@@ -219,7 +219,7 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
       tags,
       summary: 'Change plan, cadence or name',
       description:
-        'The schedule moves at once. `sync_interval_seconds: null` returns to the plan default; an override faster than the plan allows is refused (422), including when a plan change makes an existing override too fast. `full_sync_interval_seconds: null` returns to the service default; one shorter than the sync interval (including after a change of cadence or plan) or longer than 30 days is refused (422).',
+        'The schedule moves at once. `sync_interval_seconds: null` returns to the plan default; an override faster than the plan allows is refused (422), including when a plan change makes an existing override too fast. `full_sync_interval_seconds: null` returns to the service default; one shorter than the sync interval (including after a change of cadence or plan) or longer than 30 days is refused (422). A move to a plan without webhooks (starter, growth) pauses the queues of its webhook subscriptions and cancels their deliveries being retried (replayable), as a disable does.',
       params: IntegrationId,
       body: IntegrationUpdate,
       responses: { 200: json(Integration, 'The integration.'), ...unavailableResponse },
@@ -257,8 +257,9 @@ export function registerIntegrations(app: OpenAPIHono, deps: ApiDeps): void {
               name: before.name,
             }),
         );
-        // Off a plan with webhooks: their retries end now, once the change has stood (not rolled back above).
-        if (PLAN_RULES[before.plan].webhooks && !PLAN_RULES[plan].webhooks) await cancelRetriesOffPlan(deps.db, before.id);
+        // On a plan without webhooks: its subscriptions' retries end now, once the change has stood (not rolled back
+        // above); what the plan is now is read again under the integration's lock.
+        if (input.plan !== undefined && !PLAN_RULES[plan].webhooks) await cancelRetriesOffPlan(deps.db, before.id);
       }
       return c.json(integrationView(row!, deps.config.SYNC_FULL_INTERVAL_SECONDS), 200);
     },

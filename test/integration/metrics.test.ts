@@ -194,7 +194,6 @@ describe('metrics', () => {
     expect(worker.value('propsync_sync_runs_total', { outcome: 'succeeded', kind: 'full' })).toBe(1);
     expect(worker.value('propsync_sync_run_duration_seconds_count', { outcome: 'succeeded', kind: 'full', trigger: 'manual' })).toBe(1);
     expect(worker.all('propsync_sync_runs_total').reduce((n, s) => n + s.value, 0)).toBe(1);
-    expect(worker.value('propsync_sync_run_duration_seconds_count', { outcome: 'succeeded', kind: 'full', trigger: 'manual' })).toBe(1);
     for (const entity of ENTITIES) {
       const t = TABLES[entity] as unknown as (typeof TABLES)['property'];
       const live = await db

@@ -198,10 +198,12 @@ it('a first attempt in flight when its subscription is disabled ends cancelled, 
   );
   // Disabled while the receiver holds the attempt: nothing is retrying yet, so the disable cancels nothing itself.
   expect((await admin('PATCH', `/webhook_subscriptions/${r.body.id}`, { status: 'disabled' })).status).toBe(200);
+  // Recorded, then cancelled by the dispatcher's next statement: within seconds, not at its retry a minute later.
   const [d] = await until(
-    'the attempt to be recorded',
+    'the attempt to be recorded and the delivery cancelled',
     () => deliveriesOf(r.body.id),
-    (ds) => ds.length === 1 && ds[0]!.attempts.length === 1,
+    (ds) => ds.length === 1 && ds[0]!.attempts.length === 1 && ds[0]!.status === 'cancelled',
+    { timeoutMs: GAP_MS / 4 },
   );
   expect(d).toMatchObject({ status: 'cancelled', next_attempt_at: null });
   expect(await workflowEnd(stack.client, d!.id)).toBe('cancelled');

@@ -3,7 +3,8 @@
  * the time-skipping server by the code before the shared retry helper (workflows/retry.ts), replayed against the
  * code as it is. Each covers one way such a run goes: on the default schedule and on one passed in, succeeding after
  * failures and lost attempts, giving up, rejected, dead-lettered and replayed, replayed while waiting, expired,
- * cancelled by its subscription or by an operator. A change to the commands a run issues fails here.
+ * cancelled by its subscription or by an operator; and one recorded later (delivery-recheck-before-the-signal), on the
+ * code before the `recheck` signal, which that code ignored. A change to the commands a run issues fails here.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

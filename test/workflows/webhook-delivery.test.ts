@@ -358,6 +358,32 @@ describe('deliverWebhook', () => {
     });
   });
 
+  it('makes a replay asked for while it reads a cancelled row, and goes on with the schedule after it', async () => {
+    let handle: WorkflowHandle | undefined;
+    const mock = mockActivities({ attempt: succeedsAt(3) });
+    const read = mock.activities.prepareDelivery;
+    mock.activities.prepareDelivery = async (input) => {
+      const row = await read(input);
+      if (mock.calls.prepare.length < 2) return row;
+      // An operator replays while the recheck reads the row, still cancelled (the replay's attempt reopens it).
+      await handle!.signal(replaySignal);
+      return { ...row!, status: 'cancelled' };
+    };
+    await withWorker(mock, async ({ start }) => {
+      handle = await start();
+      await env.sleep(10 * SECOND);
+      await handle.signal(recheckSignal);
+      // The replay's attempt (2) fails; attempt 3 comes on the schedule, and succeeds.
+      expect(await handle.result()).toMatchObject({ status: 'succeeded', attempts: 3 });
+      expect(mock.calls.attempt.map((c) => [c.input.attempt, c.input.replay])).toEqual([
+        [1, false],
+        [2, true],
+        [3, false],
+      ]);
+      expectAt(mock.calls.attempt[2]!.at, mock.calls.attempt[1]!.doneAt + DELIVERY_SCHEDULE_MS[2]!);
+    });
+  });
+
   it('keeps to the schedule when told to look at a row that was not cancelled', async () => {
     const mock = mockActivities({ attempt: succeedsAt(2) });
     await withWorker(mock, async ({ start }) => {

@@ -87,6 +87,9 @@ export async function createWebhookWorker(deps: WebhookWorkerDeps, bundle?: { co
     eachLimit(ids, RETRY_START_LANES, (id) => recheckDelivery(control, id)).catch((err: unknown) =>
       logger?.warn({ err, deliveries: ids.length }, 'cancelled deliveries not signalled: their workflows end at their next attempt instead'),
     );
+  }).then((l) => {
+    if (!l) logger?.warn({}, 'no LISTEN for cancelled deliveries: their workflows end at their next attempt rather than at once');
+    return l;
   });
   const worker = await createWorkflowWorker(deps, bundle, {
     taskQueue,
