@@ -10,7 +10,7 @@ import type { Db } from '../db/client';
 import { deliveryStanding, deliveryStatusOf, deliveryToAttempt, moveDelivery, recordAttempt, recordedAttemptOf, reopenDelivery } from '../db/delivery-attempts';
 import { purgeSkippedBefore } from '../db/sync-jobs';
 import { noteOutcomes } from '../db/webhook-health';
-import { DISABLED, eventBody, OFF_PLAN, purgeBefore, WEBHOOK_PLANS } from '../db/webhooks';
+import { DISABLED, eventBody, purgeBefore, whyStopped } from '../db/webhooks';
 import { openSigningSecret, SecretError, type Keyring } from '../domain/secrets';
 import {
   ATTEMPT_HEADER,
@@ -182,11 +182,9 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       if (!input.replay && d.status === 'succeeded') return { outcome: 'succeeded', status: d.lastResponseStatus ?? 200 };
       // Its retries were cancelled while it waited (its subscription disabled or deleted): only a replay sends it now.
       if (!input.replay && d.status === 'cancelled') return { outcome: 'cancelled', reason: d.lastError ?? DISABLED };
-      if (r.subDeleted || r.integrationDeleted) return cancel('the subscription was deleted');
-      if (r.subStatus !== 'active') return cancel(DISABLED);
       // A plan without webhooks stops them as a disable does: first attempts wait, retries end (replayable).
-      if (!WEBHOOK_PLANS.includes(r.plan)) return cancel(OFF_PLAN);
-      return undefined;
+      const stopped = whyStopped({ deleted: r.subDeleted !== null || r.integrationDeleted !== null, status: r.subStatus, plan: r.plan });
+      return stopped === null ? undefined : cancel(stopped);
     };
     const unsent = await unsendable(row);
     if (unsent || !row) return unsent!;

@@ -4,7 +4,7 @@
  * event's envelope. What a dispatcher takes from its queue and records is in db/dispatch.ts.
  */
 import { and, asc, eq, gt, inArray, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
-import { PLAN_RULES, PLANS } from '../domain/plans';
+import { PLAN_RULES, PLANS, type Plan } from '../domain/plans';
 import { isPlaintext, sealSigningSecret, type Keyring } from '../domain/secrets';
 import { newSigningSecret } from '../domain/signature';
 import { DELIVERY_STATUSES, wantsEvent, type DeliveryStatus } from '../domain/webhooks';
@@ -209,8 +209,7 @@ export async function cancelRetriesIfStopped(db: Db, subscriptionId: string): Pr
       .where(eq(webhookSubscriptions.id, subscriptionId))
       // The subscription's row only: an integration's deletion locks its row, then its subscriptions'.
       .for('share', { of: webhookSubscriptions });
-    const reason =
-      !sub || sub.deletedAt ? 'the subscription was deleted' : sub.status !== 'active' ? DISABLED : !WEBHOOK_PLANS.includes(sub.plan) ? OFF_PLAN : null;
+    const reason = sub ? whyStopped({ deleted: sub.deletedAt !== null, status: sub.status, plan: sub.plan }) : DELETED;
     if (reason) await cancelRetries(tx, subscriptionId, reason);
   });
 }
@@ -232,8 +231,19 @@ export async function cancelRetriesOffPlan(db: Db, integrationId: string): Promi
   });
 }
 
-/** Why a retried delivery of an integration on a plan without webhooks ended (activities/webhooks.ts says it too). */
-export const OFF_PLAN = 'the integration is on a plan without webhooks';
+const DELETED = 'the subscription was deleted';
+/** Why a retried delivery of an integration on a plan without webhooks ended. */
+const OFF_PLAN = 'the integration is on a plan without webhooks';
+
+/**
+ * Why nothing more may be sent to a subscription (deleted, with its integration or alone; disabled; its integration
+ * on a plan without webhooks), or null when it may: the reason its retries end `cancelled` with.
+ */
+export function whyStopped(s: { deleted: boolean; status: string; plan: Plan }): string | null {
+  if (s.deleted) return DELETED;
+  if (s.status !== 'active') return DISABLED;
+  return WEBHOOK_PLANS.includes(s.plan) ? null : OFF_PLAN;
+}
 
 /**
  * Channel on which cancelRetries names, at commit, the deliveries it cancelled (payload: up to CANCELLED_PER_NOTICE
